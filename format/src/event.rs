@@ -1,0 +1,487 @@
+//! The logical content of a trace: events, table entries, losses and the header.
+//!
+//! These are the values a [`crate::Writer`] takes and a [`crate::Reader`] gives back; the bytes
+//! on disk are described in `schemas/iod-format.md`.
+
+use std::fmt;
+
+/// A block device number in the kernel's internal encoding: `major << 20 | minor`
+/// (`MKDEV` in `include/linux/kdev_t.h`), which is what `bio->bi_bdev->bd_dev` holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DevT(pub u32);
+
+impl DevT {
+    /// Builds a device number from its major and minor numbers.
+    pub const fn new(major: u32, minor: u32) -> Self {
+        DevT((major << 20) | (minor & 0xF_FFFF))
+    }
+    /// The major number.
+    pub const fn major(self) -> u32 {
+        self.0 >> 20
+    }
+    /// The minor number.
+    pub const fn minor(self) -> u32 {
+        self.0 & 0xF_FFFF
+    }
+}
+
+impl fmt::Display for DevT {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.major(), self.minor())
+    }
+}
+
+/// The operation of an I/O (`REQ_OP_*`, normalised). Stored as one byte; values this version
+/// does not know read back as [`Op::Other`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Op {
+    /// `REQ_OP_READ`.
+    #[default]
+    Read = 0,
+    /// `REQ_OP_WRITE`.
+    Write = 1,
+    /// `REQ_OP_FLUSH` (a cache flush with no data).
+    Flush = 2,
+    /// `REQ_OP_DISCARD`.
+    Discard = 3,
+    /// `REQ_OP_SECURE_ERASE`.
+    SecureErase = 4,
+    /// `REQ_OP_WRITE_ZEROES`.
+    WriteZeroes = 5,
+    /// Any other operation (zone management, driver-private…).
+    Other = 6,
+}
+
+impl Op {
+    /// All operations, in code order.
+    pub const ALL: [Op; 7] = [
+        Op::Read,
+        Op::Write,
+        Op::Flush,
+        Op::Discard,
+        Op::SecureErase,
+        Op::WriteZeroes,
+        Op::Other,
+    ];
+    /// Decodes a stored code; unknown codes become [`Op::Other`].
+    pub fn from_code(code: u8) -> Op {
+        Op::ALL.get(code as usize).copied().unwrap_or(Op::Other)
+    }
+    /// The stored code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+    /// The original iodump's one-letter `rw` column: R, W, F, D, E, Z, N.
+    pub fn letter(self) -> char {
+        match self {
+            Op::Read => 'R',
+            Op::Write => 'W',
+            Op::Flush => 'F',
+            Op::Discard => 'D',
+            Op::SecureErase => 'E',
+            Op::WriteZeroes => 'Z',
+            Op::Other => 'N',
+        }
+    }
+    /// Lower-case name used in text and JSON output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "flush",
+            Op::Discard => "discard",
+            Op::SecureErase => "secure_erase",
+            Op::WriteZeroes => "write_zeroes",
+            Op::Other => "other",
+        }
+    }
+}
+
+/// Request flags of an I/O, a bit set (`REQ_*`, normalised to stable bit numbers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flags(pub u8);
+
+impl Flags {
+    /// `REQ_SYNC`.
+    pub const SYNC: Flags = Flags(1 << 0);
+    /// `REQ_META`.
+    pub const META: Flags = Flags(1 << 1);
+    /// `REQ_FUA` (forced unit access).
+    pub const FUA: Flags = Flags(1 << 2);
+    /// `REQ_PREFLUSH` (flush the cache before this write).
+    pub const PREFLUSH: Flags = Flags(1 << 3);
+    /// `REQ_RAHEAD` (readahead).
+    pub const READAHEAD: Flags = Flags(1 << 4);
+    /// `REQ_BACKGROUND` (background writeback).
+    pub const BACKGROUND: Flags = Flags(1 << 5);
+    /// `REQ_NOWAIT`.
+    pub const NOWAIT: Flags = Flags(1 << 6);
+    /// Bits defined by this version; others are preserved but not named.
+    pub const KNOWN: u8 = 0x7f;
+    /// Names of the known bits, in bit order, with their one-letter code (the original's
+    /// `rwsec` letters where it had one).
+    pub const NAMES: [(Flags, &'static str, char); 7] = [
+        (Flags::SYNC, "sync", 'S'),
+        (Flags::META, "meta", 'M'),
+        (Flags::FUA, "fua", 'F'),
+        (Flags::PREFLUSH, "preflush", 'P'),
+        (Flags::READAHEAD, "readahead", 'A'),
+        (Flags::BACKGROUND, "background", 'B'),
+        (Flags::NOWAIT, "nowait", 'N'),
+    ];
+
+    /// True when every bit of `other` is set in `self`.
+    pub fn contains(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// The union of two flag sets.
+    pub fn union(self, other: Flags) -> Flags {
+        Flags(self.0 | other.0)
+    }
+    /// Letters of the set bits (`SMF`…), or `V` (the original's "none") when empty.
+    pub fn letters(self) -> String {
+        let s: String = Flags::NAMES
+            .iter()
+            .filter(|(f, _, _)| self.contains(*f))
+            .map(|(_, _, c)| *c)
+            .collect();
+        if s.is_empty() {
+            "V".to_string()
+        } else {
+            s
+        }
+    }
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, rhs: Flags) -> Flags {
+        self.union(rhs)
+    }
+}
+
+/// What caused an I/O: the syscall (or kernel activity) it is attributed to. Stored as a `u16`
+/// code; codes this version does not know are kept and shown as `syscall#N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Syscall(pub u16);
+
+impl Syscall {
+    /// Known codes and their names. Codes are stable across versions; new ones are appended.
+    pub const NAMES: [(u16, &'static str); 24] = [
+        (1, "read"),
+        (2, "write"),
+        (3, "pread64"),
+        (4, "pwrite64"),
+        (5, "readv"),
+        (6, "writev"),
+        (7, "preadv"),
+        (8, "pwritev"),
+        (9, "io_submit"),
+        (10, "io_uring_enter"),
+        (11, "fsync"),
+        (12, "fdatasync"),
+        (13, "sync_file_range"),
+        (14, "sync"),
+        (15, "page_fault"),
+        (16, "readahead"),
+        (17, "writeback"),
+        (18, "journal"),
+        (19, "openat"),
+        (20, "copy_file_range"),
+        (21, "fallocate"),
+        (22, "msync"),
+        (23, "getdents64"),
+        (24, "execve"),
+    ];
+    /// `read(2)`.
+    pub const READ: Syscall = Syscall(1);
+    /// `write(2)`.
+    pub const WRITE: Syscall = Syscall(2);
+    /// `pread64(2)`.
+    pub const PREAD64: Syscall = Syscall(3);
+    /// `pwrite64(2)`.
+    pub const PWRITE64: Syscall = Syscall(4);
+    /// `io_submit(2)` (libaio).
+    pub const IO_SUBMIT: Syscall = Syscall(9);
+    /// `io_uring_enter(2)` or an io_uring worker.
+    pub const IO_URING_ENTER: Syscall = Syscall(10);
+    /// `fsync(2)`.
+    pub const FSYNC: Syscall = Syscall(11);
+    /// `fdatasync(2)`.
+    pub const FDATASYNC: Syscall = Syscall(12);
+    /// A page fault on a mapped file.
+    pub const PAGE_FAULT: Syscall = Syscall(15);
+    /// Readahead started by the kernel.
+    pub const READAHEAD: Syscall = Syscall(16);
+    /// Writeback by the flusher threads.
+    pub const WRITEBACK: Syscall = Syscall(17);
+    /// Filesystem journal commit (jbd2, xfs log).
+    pub const JOURNAL: Syscall = Syscall(18);
+    /// `getdents64(2)`.
+    pub const GETDENTS64: Syscall = Syscall(23);
+
+    /// The name of a known code, else `None`.
+    pub fn name(self) -> Option<&'static str> {
+        Syscall::NAMES
+            .iter()
+            .find(|(c, _)| *c == self.0)
+            .map(|(_, n)| *n)
+    }
+    /// Looks a name up.
+    pub fn from_name(name: &str) -> Option<Syscall> {
+        Syscall::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(c, _)| Syscall(*c))
+    }
+}
+
+impl fmt::Display for Syscall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "syscall#{}", self.0),
+        }
+    }
+}
+
+/// One block I/O, from the moment it entered the block layer to its completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Event {
+    /// When the I/O entered the block layer, in nanoseconds of the recording host's
+    /// `CLOCK_MONOTONIC` (see [`Header::monotonic_ns`] to map it to UTC).
+    pub timestamp_ns: u64,
+    /// The device (partition where the I/O targets one) the I/O was sent to.
+    pub dev: DevT,
+    /// First sector, in 512-byte units, relative to `dev`.
+    pub sector: u64,
+    /// Size in bytes (0 for flushes).
+    pub bytes: u32,
+    /// Operation.
+    pub op: Op,
+    /// Request flags.
+    pub flags: Flags,
+    /// Process id (the kernel's tgid) of the submitter.
+    pub pid: u32,
+    /// Thread id (the kernel's pid) of the submitter.
+    pub tid: u32,
+    /// Path table id of the file (or label) the I/O belongs to; 0 = not resolved.
+    pub path_id: u32,
+    /// Time from entering the block layer to issue to the driver, in ns. `None` for bio-based
+    /// devices (zram, device-mapper, md), which have no request queue.
+    pub queue_ns: Option<u64>,
+    /// Total time from entering the block layer to completion, in ns.
+    pub latency_ns: u64,
+    /// Completion status as a positive errno; 0 = success.
+    pub error: u16,
+    /// CPU the I/O was submitted on.
+    pub cpu: u16,
+    /// The syscall or kernel activity that caused the I/O, when known.
+    pub syscall: Option<Syscall>,
+    /// For writeback: the pid that dirtied the pages, when known.
+    pub dirtier_pid: Option<u32>,
+    /// cgroup v2 id of the submitter (the inode number of the cgroup directory); 0 = unknown.
+    pub cgroup_id: u64,
+}
+
+impl Event {
+    /// Time from issue to completion (driver and device), in ns: `latency_ns - queue_ns`.
+    /// For bio-based devices this is the whole latency.
+    pub fn device_ns(&self) -> u64 {
+        self.latency_ns
+            .saturating_sub(self.queue_ns.unwrap_or(0))
+    }
+}
+
+/// A block device of the recording host.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Device {
+    /// Its number.
+    pub dev: DevT,
+    /// Kernel name without `/dev/` (`nvme0n1p2`, `sda`, `zram0`, `dm-0`).
+    pub name: String,
+    /// The whole disk this is a partition of; `None` for a whole disk.
+    pub partition_of: Option<DevT>,
+    /// Logical sector (block) size in bytes.
+    pub sector_size: u32,
+    /// First sector of the partition on its whole disk, in 512-byte units; 0 for a disk.
+    pub start_sector: u64,
+    /// True for bio-based devices (no request queue, so no `queue_ns`).
+    pub bio_based: bool,
+}
+
+/// A thread seen by the recorder.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Process {
+    /// Thread id (the kernel's pid).
+    pub tid: u32,
+    /// Process id (the kernel's tgid).
+    pub pid: u32,
+    /// Command name (`comm`, at most 15 bytes in the kernel; kept as bytes).
+    pub comm: Vec<u8>,
+    /// cgroup v2 id; 0 = unknown.
+    pub cgroup_id: u64,
+}
+
+/// What a path table entry names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum PathKind {
+    /// Nothing could be found (`[unknown]`).
+    #[default]
+    Unknown = 0,
+    /// A regular file (or directory) with a path.
+    File = 1,
+    /// Filesystem metadata: inode tables, bitmaps, directories (`[metadata]`).
+    Metadata = 2,
+    /// The filesystem journal (`[journal]`).
+    Journal = 3,
+    /// Swap (`[swap]`).
+    Swap = 4,
+    /// I/O on the raw block device (the path is the device node, `/dev/vdb`).
+    RawDevice = 5,
+}
+
+impl PathKind {
+    /// Decodes a stored code; unknown codes become [`PathKind::Unknown`].
+    pub fn from_code(code: u8) -> PathKind {
+        match code {
+            1 => PathKind::File,
+            2 => PathKind::Metadata,
+            3 => PathKind::Journal,
+            4 => PathKind::Swap,
+            5 => PathKind::RawDevice,
+            _ => PathKind::Unknown,
+        }
+    }
+    /// Lower-case name used in text and JSON output.
+    pub fn name(self) -> &'static str {
+        match self {
+            PathKind::Unknown => "unknown",
+            PathKind::File => "file",
+            PathKind::Metadata => "metadata",
+            PathKind::Journal => "journal",
+            PathKind::Swap => "swap",
+            PathKind::RawDevice => "raw_device",
+        }
+    }
+}
+
+/// An entry of the path table: what `Event::path_id` points to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PathEntry {
+    /// Its id (≥ 1), unique within the trace.
+    pub path_id: u32,
+    /// The device of the filesystem holding the inode.
+    pub dev: DevT,
+    /// Inode number; 0 when there is none (labels).
+    pub inode: u64,
+    /// What the entry names.
+    pub kind: PathKind,
+    /// The path was cut from the root side (too deep or too long); it starts with `…/`.
+    pub truncated: bool,
+    /// The file had been unlinked when the path was taken.
+    pub deleted: bool,
+    /// Absolute path bytes (not necessarily UTF-8), or a label such as `[metadata]`.
+    pub path: Vec<u8>,
+}
+
+/// Why events were lost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum LossReason {
+    /// Not said.
+    #[default]
+    Unspecified = 0,
+    /// The kernel-to-user ring buffer was full.
+    RingBufferFull = 1,
+    /// The in-flight table was full at submission, so the I/O was not tracked.
+    InFlightFull = 2,
+    /// A tracked I/O never completed and was evicted.
+    Evicted = 3,
+    /// The user-space writer could not keep up or failed.
+    Writer = 4,
+}
+
+impl LossReason {
+    /// Decodes a stored code; unknown codes become [`LossReason::Unspecified`].
+    pub fn from_code(code: u8) -> LossReason {
+        match code {
+            1 => LossReason::RingBufferFull,
+            2 => LossReason::InFlightFull,
+            3 => LossReason::Evicted,
+            4 => LossReason::Writer,
+            _ => LossReason::Unspecified,
+        }
+    }
+    /// Lower-case name used in text and JSON output.
+    pub fn name(self) -> &'static str {
+        match self {
+            LossReason::Unspecified => "unspecified",
+            LossReason::RingBufferFull => "ring_buffer_full",
+            LossReason::InFlightFull => "in_flight_full",
+            LossReason::Evicted => "evicted",
+            LossReason::Writer => "writer",
+        }
+    }
+}
+
+/// A count of events lost on one CPU during a time window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Loss {
+    /// CPU whose counter this is.
+    pub cpu: u16,
+    /// Why.
+    pub reason: LossReason,
+    /// Number of events lost.
+    pub count: u64,
+    /// Start of the window (monotonic ns, as event timestamps).
+    pub start_ns: u64,
+    /// End of the window (monotonic ns).
+    pub end_ns: u64,
+}
+
+/// What the recording was: written once, at the start of the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// Wall-clock time (ns since the Unix epoch, UTC) taken at the same instant as
+    /// `monotonic_ns`.
+    pub wall_clock_ns: i64,
+    /// `CLOCK_MONOTONIC` at that instant: an event happened at
+    /// `wall_clock_ns + (timestamp_ns - monotonic_ns)`.
+    pub monotonic_ns: u64,
+    /// Host name of the recording machine.
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel_release: String,
+    /// Name and version of the tool that wrote the file (`iodump 0.1.0`).
+    pub tool_version: String,
+    /// The recorder's own command line.
+    pub recorder_argv: Vec<String>,
+    /// The command traced with `-- CMD`, if any.
+    pub command_argv: Option<Vec<String>>,
+    /// Free key/value metadata (a fio job file, a ticket number…), in order.
+    pub metadata: Vec<(String, String)>,
+}
+
+impl Header {
+    /// Maps a monotonic event timestamp to UTC nanoseconds since the epoch.
+    pub fn to_utc_ns(&self, timestamp_ns: u64) -> i64 {
+        self.wall_clock_ns
+            .wrapping_add((timestamp_ns as i64).wrapping_sub(self.monotonic_ns as i64))
+    }
+}
+
+/// What the recording's end said: written once, just before the footer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndInfo {
+    /// Monotonic time at which recording stopped.
+    pub end_monotonic_ns: u64,
+    /// Events written in the whole file.
+    pub events: u64,
+    /// Events lost in the whole file (sum of loss records).
+    pub lost_events: u64,
+    /// Exit status of the traced command: its exit code, or `128 + signal` if killed.
+    pub command_exit_status: Option<i32>,
+}

@@ -1,0 +1,656 @@
+//! The [`Reader`]: walks the chunks of a trace (resynchronising past damage), loads the
+//! tables, and decodes event segments on demand, one at a time or in parallel with rayon.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::chunk::{
+    self, ChunkHeader, ChunkType, IndexEntry, CHUNK_HEADER_BYTES, CHUNK_SYNC, MAGIC, SIGNATURE_BYTES, VERSION_MAJOR,
+};
+use crate::error::{Damage, DamageKind, DecodeError, ReadError};
+use crate::event::{DevT, Device, EndInfo, Event, Header, Loss, PathEntry, Process};
+use crate::segment::{decode_segment, EventBatch};
+
+/// Where the bytes come from.
+enum Source {
+    File(File),
+    Memory(Vec<u8>),
+}
+
+impl Source {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        match self {
+            Source::Memory(m) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let end = start.checked_add(buf.len());
+                match end.and_then(|e| m.get(start..e)) {
+                    Some(s) => {
+                        buf.copy_from_slice(s);
+                        Ok(())
+                    }
+                    None => Err(io::ErrorKind::UnexpectedEof.into()),
+                }
+            }
+            Source::File(f) => read_exact_at(f, buf, offset),
+        }
+    }
+    fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut v = vec![0u8; len];
+        self.read_at(offset, &mut v)?;
+        Ok(v)
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(f, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(f: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(f, buf, offset) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// One chunk found in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Offset of its header.
+    pub offset: u64,
+    /// Its verified header.
+    pub header: ChunkHeader,
+}
+
+/// One event segment found in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Position among the segments (0-based).
+    pub index: usize,
+    /// Offset of its chunk header.
+    pub offset: u64,
+    /// Events it holds (from the chunk header).
+    pub events: u32,
+    /// Bytes on disk (header and payload).
+    pub chunk_bytes: u64,
+    /// Smallest and largest timestamp, when the footer gives them.
+    pub time_range_ns: Option<(u64, u64)>,
+}
+
+/// The device, process and path tables, as of any segment.
+#[derive(Clone, Debug, Default)]
+pub struct Tables {
+    devices: HashMap<DevT, Device>,
+    device_order: Vec<DevT>,
+    /// Per tid: entries with the index of the first segment they apply to.
+    processes: HashMap<u32, Vec<(usize, Process)>>,
+    process_entries: usize,
+    paths: HashMap<u32, PathEntry>,
+}
+
+impl Tables {
+    /// A device by number.
+    pub fn device(&self, dev: DevT) -> Option<&Device> {
+        self.devices.get(&dev)
+    }
+    /// Devices in the order the trace lists them.
+    pub fn devices(&self) -> impl Iterator<Item = &Device> {
+        self.device_order.iter().filter_map(|d| self.devices.get(d))
+    }
+    /// A path table entry by id.
+    pub fn path(&self, path_id: u32) -> Option<&PathEntry> {
+        self.paths.get(&path_id)
+    }
+    /// All path entries (in no particular order).
+    pub fn paths(&self) -> impl Iterator<Item = &PathEntry> {
+        self.paths.values()
+    }
+    /// Number of path entries.
+    pub fn path_count(&self) -> usize {
+        self.paths.len()
+    }
+    /// Number of distinct threads in the process table.
+    pub fn thread_count(&self) -> usize {
+        self.processes.len()
+    }
+    /// Number of distinct process ids in the process table.
+    pub fn process_count(&self) -> usize {
+        let mut pids: Vec<u32> = self
+            .processes
+            .values()
+            .flat_map(|v| v.iter().map(|(_, p)| p.pid))
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids.len()
+    }
+    /// Total process entries (including re-used tids).
+    pub fn process_entries(&self) -> usize {
+        self.process_entries
+    }
+    /// The process entry of thread `tid` in force for segment `segment` (the latest entry
+    /// written before that segment, else the earliest one).
+    pub fn process(&self, tid: u32, segment: usize) -> Option<&Process> {
+        let v = self.processes.get(&tid)?;
+        v.iter()
+            .rev()
+            .find(|(from, _)| *from <= segment)
+            .or_else(|| v.first())
+            .map(|(_, p)| p)
+    }
+    /// All process entries, latest per tid.
+    pub fn processes(&self) -> impl Iterator<Item = &Process> {
+        self.processes
+            .values()
+            .filter_map(|v| v.last().map(|(_, p)| p))
+    }
+}
+
+/// A trace opened for reading.
+pub struct Reader {
+    source: Source,
+    file_bytes: u64,
+    version: (u16, u16),
+    header: Header,
+    header_ok: bool,
+    tables: Tables,
+    losses: Vec<Loss>,
+    end: Option<EndInfo>,
+    chunks: Vec<ChunkInfo>,
+    segments: Vec<SegmentInfo>,
+    damage: Vec<Damage>,
+    footer_used: bool,
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(io::Error) -> ReadError {
+    let context = context.into();
+    move |source| ReadError::Io { context, source }
+}
+
+impl Reader {
+    /// Opens a trace file: reads the signature, walks every chunk header, loads the tables.
+    /// Damage found on the way is recorded (see [`Reader::damage`]), not fatal.
+    pub fn open(path: impl AsRef<Path>) -> Result<Reader, ReadError> {
+        let path = path.as_ref();
+        let f = File::open(path).map_err(io_err(format!("opening {}", path.display())))?;
+        let meta = f
+            .metadata()
+            .map_err(io_err(format!("reading {}", path.display())))?;
+        if meta.is_dir() {
+            return Err(ReadError::Io {
+                context: format!("reading {}", path.display()),
+                source: io::Error::other("is a directory"),
+            });
+        }
+        Reader::from_source(Source::File(f), meta.len())
+    }
+
+    /// Reads a trace held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Reader, ReadError> {
+        let len = bytes.len() as u64;
+        Reader::from_source(Source::Memory(bytes), len)
+    }
+
+    fn from_source(source: Source, file_bytes: u64) -> Result<Reader, ReadError> {
+        let mut r = Reader {
+            source,
+            file_bytes,
+            version: (0, 0),
+            header: Header::default(),
+            header_ok: false,
+            tables: Tables::default(),
+            losses: Vec::new(),
+            end: None,
+            chunks: Vec::new(),
+            segments: Vec::new(),
+            damage: Vec::new(),
+            footer_used: false,
+        };
+        let sig_len = file_bytes.min(SIGNATURE_BYTES as u64) as usize;
+        let mut sig = vec![0u8; sig_len];
+        r.source
+            .read_at(0, &mut sig)
+            .map_err(io_err("reading the signature"))?;
+        let magic_len = sig_len.min(MAGIC.len());
+        let magic_ok = sig_len > 0 && sig[..magic_len] == MAGIC[..magic_len];
+        if sig_len < SIGNATURE_BYTES {
+            if magic_ok {
+                r.damage.push(Damage {
+                    offset: 0,
+                    chunk: None,
+                    kind: DamageKind::Truncated {
+                        expected_bytes: SIGNATURE_BYTES as u64,
+                        available_bytes: sig_len as u64,
+                    },
+                });
+                return Ok(r);
+            }
+            return Err(ReadError::NotATrace {
+                found: sig[..magic_len].to_vec(),
+            });
+        }
+        if let Some((major, minor)) = chunk::parse_signature(&sig) {
+            if major > VERSION_MAJOR {
+                return Err(ReadError::UnsupportedVersion {
+                    major,
+                    supported: VERSION_MAJOR,
+                });
+            }
+            r.version = (major, minor);
+        } else {
+            // Damaged signature: accept it only if a valid header chunk follows, and then
+            // assume the first minor version of the major version this reader knows.
+            let mut h = [0u8; CHUNK_HEADER_BYTES];
+            let ok = r.source.read_at(SIGNATURE_BYTES as u64, &mut h).is_ok()
+                && ChunkHeader::parse(&h).is_some_and(|c| c.kind == ChunkType::Header);
+            if !ok {
+                return Err(ReadError::NotATrace {
+                    found: sig[..8].to_vec(),
+                });
+            }
+            r.version = (VERSION_MAJOR, 0);
+            r.damage.push(Damage {
+                offset: 0,
+                chunk: None,
+                kind: DamageKind::BadSignature,
+            });
+        }
+        r.walk()?;
+        r.load()?;
+        Ok(r)
+    }
+
+    /// Walks chunk headers from the signature to the end, resynchronising after damage.
+    fn walk(&mut self) -> Result<(), ReadError> {
+        let mut pos = SIGNATURE_BYTES as u64;
+        let mut hbuf = [0u8; CHUNK_HEADER_BYTES];
+        while pos < self.file_bytes {
+            let left = self.file_bytes - pos;
+            let parsed = if left >= CHUNK_HEADER_BYTES as u64 {
+                self.source
+                    .read_at(pos, &mut hbuf)
+                    .map_err(io_err(format!("reading the chunk header at byte {pos}")))?;
+                ChunkHeader::parse(&hbuf)
+            } else {
+                None
+            };
+            match parsed {
+                Some(h) if pos + h.total_len() <= self.file_bytes => {
+                    self.chunks.push(ChunkInfo {
+                        offset: pos,
+                        header: h,
+                    });
+                    pos += h.total_len();
+                }
+                Some(h) => {
+                    self.damage.push(Damage {
+                        offset: pos,
+                        chunk: Some(h.kind.name()),
+                        kind: DamageKind::Truncated {
+                            expected_bytes: h.total_len(),
+                            available_bytes: left,
+                        },
+                    });
+                    break;
+                }
+                None => {
+                    let next = self.resync(pos + 1)?;
+                    if next.is_none() && left < CHUNK_HEADER_BYTES as u64 && hbuf_is_prefix(
+                        &self.source,
+                        pos,
+                        left as usize,
+                    ) {
+                        self.damage.push(Damage {
+                            offset: pos,
+                            chunk: None,
+                            kind: DamageKind::Truncated {
+                                expected_bytes: CHUNK_HEADER_BYTES as u64,
+                                available_bytes: left,
+                            },
+                        });
+                        break;
+                    }
+                    let to = next.unwrap_or(self.file_bytes);
+                    self.damage.push(Damage {
+                        offset: pos,
+                        chunk: None,
+                        kind: DamageKind::BadChunkHeader {
+                            skipped_bytes: to - pos,
+                        },
+                    });
+                    pos = to;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds the next offset ≥ `from` holding a valid chunk header.
+    fn resync(&self, from: u64) -> Result<Option<u64>, ReadError> {
+        const BLOCK: u64 = 1 << 20;
+        let mut start = from;
+        while start + CHUNK_HEADER_BYTES as u64 <= self.file_bytes {
+            let len = (self.file_bytes - start).min(BLOCK + CHUNK_HEADER_BYTES as u64) as usize;
+            let buf = self
+                .source
+                .read_vec(start, len)
+                .map_err(io_err(format!("reading byte {start}")))?;
+            let mut i = 0;
+            while i + CHUNK_HEADER_BYTES <= buf.len() {
+                match memfind(&buf[i..], &CHUNK_SYNC) {
+                    Some(j) if i + j + CHUNK_HEADER_BYTES <= buf.len() => {
+                        let at = i + j;
+                        if ChunkHeader::parse(&buf[at..at + CHUNK_HEADER_BYTES]).is_some() {
+                            return Ok(Some(start + at as u64));
+                        }
+                        i = at + 1;
+                    }
+                    _ => break,
+                }
+            }
+            if (len as u64) < BLOCK {
+                break;
+            }
+            start += BLOCK;
+        }
+        Ok(None)
+    }
+
+    /// Reads, verifies and decompresses a chunk's payload.
+    fn payload(&self, c: &ChunkInfo) -> Result<Vec<u8>, Damage> {
+        let damage = |kind| Damage {
+            offset: c.offset,
+            chunk: Some(c.header.kind.name()),
+            kind,
+        };
+        let stored = self
+            .source
+            .read_vec(
+                c.offset + CHUNK_HEADER_BYTES as u64,
+                c.header.stored_len as usize,
+            )
+            .map_err(|e| {
+                damage(DamageKind::Undecodable(DecodeError::Zstd {
+                    message: format!("read failed: {e}"),
+                }))
+            })?;
+        let crc = crc32fast::hash(&stored);
+        if crc != c.header.payload_crc {
+            return Err(damage(DamageKind::ChecksumMismatch {
+                expected: c.header.payload_crc,
+                actual: crc,
+            }));
+        }
+        chunk::decompress(&c.header, &stored).map_err(|e| damage(DamageKind::Undecodable(e)))
+    }
+
+    /// Loads header, tables, losses, end and footer; lists segments.
+    fn load(&mut self) -> Result<(), ReadError> {
+        let chunks = std::mem::take(&mut self.chunks);
+        let mut footer: Option<(ChunkInfo, Vec<IndexEntry>)> = None;
+        for c in &chunks {
+            let kind = c.header.kind;
+            if kind == ChunkType::Events {
+                self.segments.push(SegmentInfo {
+                    index: self.segments.len(),
+                    offset: c.offset,
+                    events: c.header.records,
+                    chunk_bytes: c.header.total_len(),
+                    time_range_ns: None,
+                });
+                continue;
+            }
+            if let ChunkType::Unknown(_) = kind {
+                continue;
+            }
+            let p = match self.payload(c) {
+                Ok(p) => p,
+                Err(d) => {
+                    self.damage.push(d);
+                    continue;
+                }
+            };
+            let segment = self.segments.len();
+            let n = c.header.records;
+            let res: Result<(), DecodeError> = (|| {
+                match kind {
+                    ChunkType::Header => {
+                        if !self.header_ok {
+                            self.header = chunk::decode_header(&p)?;
+                            self.header_ok = true;
+                        }
+                    }
+                    ChunkType::Devices => {
+                        for d in chunk::decode_devices(&p, n)? {
+                            if !self.tables.devices.contains_key(&d.dev) {
+                                self.tables.device_order.push(d.dev);
+                            }
+                            self.tables.devices.insert(d.dev, d);
+                        }
+                    }
+                    ChunkType::Processes => {
+                        for pr in chunk::decode_processes(&p, n)? {
+                            self.tables.process_entries += 1;
+                            self.tables
+                                .processes
+                                .entry(pr.tid)
+                                .or_default()
+                                .push((segment, pr));
+                        }
+                    }
+                    ChunkType::Paths => {
+                        for pe in chunk::decode_paths(&p, n)? {
+                            self.tables.paths.insert(pe.path_id, pe);
+                        }
+                    }
+                    ChunkType::Losses => self.losses.extend(chunk::decode_losses(&p, n)?),
+                    ChunkType::End => self.end = Some(chunk::decode_end(&p)?),
+                    ChunkType::Footer => footer = Some((*c, chunk::decode_footer(&p)?.0)),
+                    _ => {}
+                }
+                Ok(())
+            })();
+            if let Err(e) = res {
+                self.damage.push(Damage {
+                    offset: c.offset,
+                    chunk: Some(kind.name()),
+                    kind: DamageKind::Undecodable(e),
+                });
+            }
+        }
+        self.chunks = chunks;
+        if let Some((fc, entries)) = footer {
+            self.apply_footer(&fc, &entries);
+        }
+        Ok(())
+    }
+
+    /// Uses the footer's timestamps when its index agrees with the chunks walked.
+    fn apply_footer(&mut self, fc: &ChunkInfo, entries: &[IndexEntry]) {
+        let walked: Vec<&ChunkInfo> = self
+            .chunks
+            .iter()
+            .filter(|c| c.header.kind != ChunkType::Footer)
+            .collect();
+        let agrees = walked.len() == entries.len()
+            && walked.iter().zip(entries).all(|(c, e)| {
+                c.offset == e.offset && c.header.kind.code() == e.kind && c.header.records == e.records
+            });
+        if !agrees {
+            self.damage.push(Damage {
+                offset: fc.offset,
+                chunk: Some("footer"),
+                kind: DamageKind::BadFooter,
+            });
+            return;
+        }
+        let mut seg = self.segments.iter_mut();
+        for e in entries {
+            if e.kind == ChunkType::Events.code() {
+                if let Some(s) = seg.next() {
+                    s.time_range_ns = Some((e.first_timestamp_ns, e.last_timestamp_ns));
+                }
+            }
+        }
+        self.footer_used = true;
+    }
+
+    /// The recording's header (default values if the header chunk is damaged).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+    /// False when the header chunk was missing or damaged.
+    pub fn header_ok(&self) -> bool {
+        self.header_ok
+    }
+    /// Format version `(major, minor)` of the file.
+    pub fn version(&self) -> (u16, u16) {
+        self.version
+    }
+    /// Size of the file in bytes.
+    pub fn file_bytes(&self) -> u64 {
+        self.file_bytes
+    }
+    /// The tables.
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+    /// Loss records.
+    pub fn losses(&self) -> &[Loss] {
+        &self.losses
+    }
+    /// Sum of all loss records.
+    pub fn lost_events(&self) -> u64 {
+        self.losses.iter().map(|l| l.count).sum()
+    }
+    /// The end chunk, if the recording finished cleanly.
+    pub fn end(&self) -> Option<&EndInfo> {
+        self.end.as_ref()
+    }
+    /// Every readable chunk, in file order.
+    pub fn chunks(&self) -> &[ChunkInfo] {
+        &self.chunks
+    }
+    /// Event segments, in file order.
+    pub fn segments(&self) -> &[SegmentInfo] {
+        &self.segments
+    }
+    /// True when a consistent footer index was found.
+    pub fn has_footer(&self) -> bool {
+        self.footer_used
+    }
+    /// Events announced by the segment headers (decode to be sure they are intact).
+    pub fn announced_events(&self) -> u64 {
+        self.segments.iter().map(|s| s.events as u64).sum()
+    }
+    /// Damage found while opening (bad headers, truncation, damaged tables). Damage inside
+    /// event segments is found when they are decoded; see [`Reader::validate`].
+    pub fn damage(&self) -> &[Damage] {
+        &self.damage
+    }
+
+    /// Decodes segment `index`. A damaged segment gives its [`Damage`] and no events.
+    pub fn decode_segment(&self, index: usize) -> Result<EventBatch, Damage> {
+        let s = self.segments.get(index).ok_or_else(|| Damage {
+            offset: self.file_bytes,
+            chunk: Some("events"),
+            kind: DamageKind::Undecodable(DecodeError::OutOfRange {
+                what: "segment index",
+                at: 0,
+                value: index as u64,
+                max: self.segments.len() as u64,
+            }),
+        })?;
+        let c = self
+            .chunks
+            .iter()
+            .find(|c| c.offset == s.offset)
+            .copied()
+            .expect("segment listed among chunks");
+        let raw = self.payload(&c)?;
+        let damage = |e| Damage {
+            offset: c.offset,
+            chunk: Some("events"),
+            kind: DamageKind::Undecodable(e),
+        };
+        let batch = decode_segment(&raw).map_err(damage)?;
+        if batch.len() != s.events as usize {
+            return Err(damage(DecodeError::Inconsistent {
+                what: "events in segment versus chunk header",
+                expected: s.events as u64,
+                actual: batch.len() as u64,
+            }));
+        }
+        Ok(batch)
+    }
+
+    /// Decodes every segment in parallel (rayon) and maps each batch with `f`; results come
+    /// back in segment order. Only a few batches are in memory at once.
+    pub fn par_map_segments<T, F>(&self, f: F) -> Vec<(usize, Result<T, Damage>)>
+    where
+        T: Send,
+        F: Fn(usize, &EventBatch) -> T + Sync + Send,
+    {
+        (0..self.segments.len())
+            .into_par_iter()
+            .map(|i| (i, self.decode_segment(i).map(|b| f(i, &b))))
+            .collect()
+    }
+
+    /// Decodes every segment in parallel and returns all damage: what [`Reader::damage`]
+    /// found while opening plus every segment that fails to decode.
+    pub fn validate(&self) -> Vec<Damage> {
+        let mut d = self.damage.clone();
+        d.extend(
+            self.par_map_segments(|_, _| ())
+                .into_iter()
+                .filter_map(|(_, r)| r.err()),
+        );
+        d.sort_by_key(|x| x.offset);
+        d
+    }
+
+    /// Decoded segments in file order, one at a time.
+    pub fn batches(&self) -> impl Iterator<Item = (usize, Result<EventBatch, Damage>)> + '_ {
+        (0..self.segments.len()).map(move |i| (i, self.decode_segment(i)))
+    }
+
+    /// Every event of every intact segment, in file order (damaged segments are skipped;
+    /// [`Reader::validate`] names them).
+    pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
+        self.batches().flat_map(|(_, b)| {
+            let b = b.unwrap_or_default();
+            (0..b.len()).map(move |i| b.get(i))
+        })
+    }
+
+    /// The comm of thread `tid` (falling back to the process `pid`) as of segment `segment`.
+    pub fn comm(&self, pid: u32, tid: u32, segment: usize) -> Option<&[u8]> {
+        self.tables
+            .process(tid, segment)
+            .or_else(|| self.tables.process(pid, segment))
+            .map(|p| p.comm.as_slice())
+    }
+}
+
+fn hbuf_is_prefix(src: &Source, pos: u64, len: usize) -> bool {
+    let mut b = vec![0u8; len];
+    src.read_at(pos, &mut b).is_ok() && b.iter().zip(CHUNK_SYNC.iter()).all(|(a, s)| a == s)
+}
+
+fn memfind(hay: &[u8], needle: &[u8; 4]) -> Option<usize> {
+    hay.windows(4).position(|w| w == needle)
+}

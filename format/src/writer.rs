@@ -1,0 +1,345 @@
+//! The streaming [`Writer`]: buffers one segment of events and the table entries they need,
+//! writes each chunk with a single `write_all`, and keeps its memory bounded.
+
+use std::io::Write;
+
+use crate::chunk::{
+    self, signature, ChunkHeader, ChunkType, IndexEntry, CHUNK_HEADER_BYTES, FLAG_ZSTD,
+};
+use crate::error::WriteError;
+use crate::event::{Device, EndInfo, Event, Header, Loss, PathEntry, Process};
+use crate::segment::{encode_segment, SegmentScratch, MAX_SEGMENT_EVENTS};
+
+/// Tuning of a [`Writer`].
+#[derive(Clone, Debug)]
+pub struct WriterOptions {
+    /// Upper bound of the writer's own memory (buffers, compressor), in bytes. Default 64 MiB;
+    /// at least 4 MiB.
+    pub memory_limit_bytes: usize,
+    /// Events per segment (fewer if the memory limit requires it). Default 65 536.
+    pub segment_events: usize,
+    /// zstd level for compressed chunks. Default 3.
+    pub zstd_level: i32,
+    /// Write the footer index at [`Writer::finish`]. Default true.
+    pub footer: bool,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            memory_limit_bytes: 64 << 20,
+            segment_events: 65_536,
+            zstd_level: 3,
+            footer: true,
+        }
+    }
+}
+
+/// Bytes of writer memory per buffered event: the event itself, the raw segment bytes
+/// (at most ~60 per event) and the compressed copy.
+const BYTES_PER_BUFFERED_EVENT: usize = std::mem::size_of::<Event>() + 2 * 80;
+/// Memory set aside for the zstd context and fixed buffers.
+const FIXED_BYTES: usize = 3 << 20;
+
+/// What a [`Writer`] has written so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Events written (including those still buffered).
+    pub events: u64,
+    /// Sum of the loss records written.
+    pub lost_events: u64,
+    /// Bytes written to the output so far.
+    pub bytes_written: u64,
+    /// Event segments written.
+    pub segments: u64,
+}
+
+/// Writes a trace: `new` (signature and header), then any mix of table entries, events and
+/// losses, then [`finish`](Writer::finish). Table entries must be added before the first
+/// event that refers to them is flushed (adding them before the event is always enough).
+///
+/// Every chunk reaches the output in one `write_all`, so a file cut anywhere (crash, disk
+/// full) still holds every chunk written before the cut.
+pub struct Writer<W: Write> {
+    out: W,
+    opts: WriterOptions,
+    segment_events: usize,
+    events: Vec<Event>,
+    devices: Vec<Device>,
+    processes: Vec<Process>,
+    paths: Vec<PathEntry>,
+    losses: Vec<Loss>,
+    pending_table_bytes: usize,
+    index: Vec<IndexEntry>,
+    scratch: SegmentScratch,
+    raw: Vec<u8>,
+    chunk: Vec<u8>,
+    compressed: Vec<u8>,
+    compressor: zstd::bulk::Compressor<'static>,
+    stats: WriterStats,
+    failed: bool,
+}
+
+impl<W: Write> Writer<W> {
+    /// Starts a trace: writes the signature and the header chunk.
+    pub fn new(out: W, header: &Header, opts: WriterOptions) -> Result<Self, WriteError> {
+        if opts.memory_limit_bytes < 4 << 20 {
+            return Err(WriteError::BadOptions {
+                what: format!(
+                    "memory limit {} bytes is below the 4 MiB minimum",
+                    opts.memory_limit_bytes
+                ),
+            });
+        }
+        if opts.segment_events == 0 || opts.segment_events > MAX_SEGMENT_EVENTS {
+            return Err(WriteError::BadOptions {
+                what: format!(
+                    "segment_events {} not in 1..={MAX_SEGMENT_EVENTS}",
+                    opts.segment_events
+                ),
+            });
+        }
+        let by_memory = (opts.memory_limit_bytes - FIXED_BYTES) / 2 / BYTES_PER_BUFFERED_EVENT;
+        let segment_events = opts.segment_events.min(by_memory).max(1024);
+        let compressor = zstd::bulk::Compressor::new(opts.zstd_level).map_err(|e| {
+            WriteError::BadOptions {
+                what: format!("zstd level {}: {e}", opts.zstd_level),
+            }
+        })?;
+        let mut w = Writer {
+            out,
+            opts,
+            segment_events,
+            events: Vec::with_capacity(segment_events),
+            devices: Vec::new(),
+            processes: Vec::new(),
+            paths: Vec::new(),
+            losses: Vec::new(),
+            pending_table_bytes: 0,
+            index: Vec::new(),
+            scratch: SegmentScratch::default(),
+            raw: Vec::new(),
+            chunk: Vec::new(),
+            compressed: Vec::new(),
+            compressor,
+            stats: WriterStats::default(),
+            failed: false,
+        };
+        w.write_raw(&signature(), "file signature")?;
+        let payload = chunk::encode_header(header);
+        w.write_chunk(ChunkType::Header, 0, &payload, false, (0, 0))?;
+        Ok(w)
+    }
+
+    /// Events per segment this writer uses (after the memory limit).
+    pub fn segment_events(&self) -> usize {
+        self.segment_events
+    }
+
+    /// What has been written so far.
+    pub fn stats(&self) -> WriterStats {
+        self.stats
+    }
+
+    /// Adds a device table entry.
+    pub fn add_device(&mut self, d: Device) -> Result<(), WriteError> {
+        self.pending_table_bytes += 32 + d.name.len();
+        self.devices.push(d);
+        self.maybe_flush_tables()
+    }
+
+    /// Adds a process table entry (a later entry for the same tid replaces the earlier one
+    /// for the events that follow it).
+    pub fn add_process(&mut self, p: Process) -> Result<(), WriteError> {
+        self.pending_table_bytes += 32 + p.comm.len();
+        self.processes.push(p);
+        self.maybe_flush_tables()
+    }
+
+    /// Adds a path table entry.
+    pub fn add_path(&mut self, p: PathEntry) -> Result<(), WriteError> {
+        if p.path_id == 0 {
+            return Err(WriteError::Invalid {
+                what: "path id 0 (reserved for 'no path')".into(),
+            });
+        }
+        self.pending_table_bytes += 48 + p.path.len();
+        self.paths.push(p);
+        self.maybe_flush_tables()
+    }
+
+    /// Adds a loss record.
+    pub fn add_loss(&mut self, l: Loss) -> Result<(), WriteError> {
+        self.stats.lost_events += l.count;
+        self.pending_table_bytes += 32;
+        self.losses.push(l);
+        self.maybe_flush_tables()
+    }
+
+    /// Adds one event; writes a segment when the buffer is full.
+    pub fn push(&mut self, e: &Event) -> Result<(), WriteError> {
+        self.events.push(*e);
+        self.stats.events += 1;
+        if self.events.len() >= self.segment_events {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes pending table entries, losses and buffered events now (e.g. on a timer, so
+    /// that a crash loses little).
+    pub fn flush(&mut self) -> Result<(), WriteError> {
+        self.flush_tables()?;
+        if self.events.is_empty() {
+            return Ok(());
+        }
+        let mut events = std::mem::take(&mut self.events);
+        if !events.is_sorted_by_key(|e| e.timestamp_ns) {
+            events.sort_by_key(|e| e.timestamp_ns);
+        }
+        let mut raw = std::mem::take(&mut self.raw);
+        raw.clear();
+        encode_segment(&events, &mut self.scratch, &mut raw);
+        let range = (
+            events.first().map_or(0, |e| e.timestamp_ns),
+            events.last().map_or(0, |e| e.timestamp_ns),
+        );
+        let r = self.write_chunk(ChunkType::Events, events.len() as u32, &raw, true, range);
+        self.raw = raw;
+        events.clear();
+        self.events = events;
+        r?;
+        self.stats.segments += 1;
+        self.out.flush().map_err(|source| WriteError::Io {
+            context: "flush",
+            source,
+        })
+    }
+
+    /// Flushes everything, writes the end chunk and the footer, and returns the output.
+    /// `events` and `lost_events` of `end` are filled in from what was written.
+    pub fn finish(mut self, mut end: EndInfo) -> Result<W, WriteError> {
+        self.flush()?;
+        end.events = self.stats.events;
+        end.lost_events = self.stats.lost_events;
+        let payload = chunk::encode_end(&end);
+        self.write_chunk(ChunkType::End, 0, &payload, false, (0, 0))?;
+        if self.opts.footer {
+            let footer_offset = self.stats.bytes_written;
+            let payload = chunk::encode_footer(&self.index, footer_offset);
+            self.write_chunk(ChunkType::Footer, self.index.len() as u32, &payload, false, (0, 0))?;
+        }
+        self.out.flush().map_err(|source| WriteError::Io {
+            context: "flush",
+            source,
+        })?;
+        Ok(self.out)
+    }
+
+    fn maybe_flush_tables(&mut self) -> Result<(), WriteError> {
+        if self.pending_table_bytes > self.opts.memory_limit_bytes / 8 {
+            self.flush_tables()?;
+        }
+        Ok(())
+    }
+
+    fn flush_tables(&mut self) -> Result<(), WriteError> {
+        let mut raw = std::mem::take(&mut self.raw);
+        let mut r = Ok(());
+        macro_rules! table {
+            ($field:ident, $enc:path, $kind:expr) => {
+                if r.is_ok() && !self.$field.is_empty() {
+                    raw.clear();
+                    $enc(&self.$field, &mut raw);
+                    let n = self.$field.len() as u32;
+                    r = self.write_chunk($kind, n, &raw, true, (0, 0));
+                    if r.is_ok() {
+                        self.$field.clear();
+                    }
+                }
+            };
+        }
+        table!(devices, chunk::encode_devices, ChunkType::Devices);
+        table!(processes, chunk::encode_processes, ChunkType::Processes);
+        table!(paths, chunk::encode_paths, ChunkType::Paths);
+        table!(losses, chunk::encode_losses, ChunkType::Losses);
+        self.raw = raw;
+        if r.is_ok() {
+            self.pending_table_bytes = 0;
+        }
+        r
+    }
+
+    fn write_raw(&mut self, bytes: &[u8], context: &'static str) -> Result<(), WriteError> {
+        if self.failed {
+            return Err(WriteError::Io {
+                context,
+                source: std::io::Error::other("an earlier write failed"),
+            });
+        }
+        if let Err(source) = self.out.write_all(bytes) {
+            self.failed = true;
+            return Err(WriteError::Io { context, source });
+        }
+        self.stats.bytes_written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn write_chunk(
+        &mut self,
+        kind: ChunkType,
+        records: u32,
+        raw: &[u8],
+        compress: bool,
+        ts_range: (u64, u64),
+    ) -> Result<(), WriteError> {
+        if raw.len() > chunk::MAX_CHUNK_PAYLOAD as usize {
+            return Err(WriteError::Invalid {
+                what: format!("a {} chunk of {} bytes", kind.name(), raw.len()),
+            });
+        }
+        let mut buf = std::mem::take(&mut self.chunk);
+        buf.clear();
+        buf.resize(CHUNK_HEADER_BYTES, 0);
+        let mut flags = 0u16;
+        if compress && raw.len() > 64 {
+            let mut z = std::mem::take(&mut self.compressed);
+            z.clear();
+            z.reserve(zstd::zstd_safe::compress_bound(raw.len()));
+            if let Ok(n) = self.compressor.compress_to_buffer(raw, &mut z) {
+                if n < raw.len() {
+                    flags |= FLAG_ZSTD;
+                    buf.extend_from_slice(&z[..n]);
+                }
+            }
+            self.compressed = z;
+        }
+        if flags & FLAG_ZSTD == 0 {
+            buf.extend_from_slice(raw);
+        }
+        let payload = &buf[CHUNK_HEADER_BYTES..];
+        let hdr = ChunkHeader {
+            kind,
+            flags,
+            stored_len: payload.len() as u32,
+            raw_len: raw.len() as u32,
+            records,
+            payload_crc: crc32fast::hash(payload),
+        };
+        buf[..CHUNK_HEADER_BYTES].copy_from_slice(&hdr.to_bytes());
+        let offset = self.stats.bytes_written;
+        let r = self.write_raw(&buf, kind.name());
+        self.chunk = buf;
+        r?;
+        if kind != ChunkType::Footer {
+            self.index.push(IndexEntry {
+                offset,
+                kind: kind.code(),
+                records,
+                first_timestamp_ns: ts_range.0,
+                last_timestamp_ns: ts_range.1,
+            });
+        }
+        Ok(())
+    }
+}
