@@ -1,1 +1,27 @@
-fn main() {}
+//! The `iodump` binary: parses the command line into a typed configuration, dispatches to the
+//! library crates, and maps errors to one line on stderr and an exit code (0 success, 1
+//! failure or damaged input, 2 usage).
+
+mod cli;
+mod info;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Info(args) => info::run(&args),
+        cli::Command::Synth(args) => cli::run_synth(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // One line: the error and its causes.
+            let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("iodump: error: {}", msg.join(": "));
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,1 +1,191 @@
-fn main(){}
+//! Format benchmark: bytes per event, encode and decode throughput (one thread and all
+//! threads) per synthetic workload, against the original iodump's CSV and 48-byte
+//! blktrace-style records measured on the same events.
+//!
+//! `cargo bench -p iodump-format --bench codec` (10M events per workload; set
+//! `IODUMP_BENCH_EVENTS` to change it). Prints figures; asserts nothing.
+
+use std::io::Write;
+use std::time::Instant;
+
+use iodump_format::synth::{self, SynthParams, SynthSink, Workload};
+use iodump_format::*;
+
+#[derive(Default)]
+struct Collect {
+    devices: Vec<Device>,
+    processes: Vec<Process>,
+    paths: Vec<PathEntry>,
+    losses: Vec<Loss>,
+    events: Vec<Event>,
+}
+
+impl SynthSink for Collect {
+    type Error = std::convert::Infallible;
+    fn device(&mut self, d: &Device) -> Result<(), Self::Error> {
+        self.devices.push(d.clone());
+        Ok(())
+    }
+    fn process(&mut self, p: &Process) -> Result<(), Self::Error> {
+        self.processes.push(p.clone());
+        Ok(())
+    }
+    fn path(&mut self, p: &PathEntry) -> Result<(), Self::Error> {
+        self.paths.push(p.clone());
+        Ok(())
+    }
+    fn event(&mut self, e: &Event) -> Result<(), Self::Error> {
+        self.events.push(*e);
+        Ok(())
+    }
+    fn loss(&mut self, l: &Loss) -> Result<(), Self::Error> {
+        self.losses.push(*l);
+        Ok(())
+    }
+}
+
+struct Counter(u64);
+impl Write for Counter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The original tool's CSV (`timestamp,pid,comm,iosize,rw,lba,path`), written to `out`.
+fn write_csv(c: &Collect, h: &Header, out: &mut impl Write) -> std::io::Result<()> {
+    use std::collections::HashMap;
+    let comm: HashMap<u32, &[u8]> = c.processes.iter().map(|p| (p.tid, &p.comm[..])).collect();
+    let path: HashMap<u32, &[u8]> = c.paths.iter().map(|p| (p.path_id, &p.path[..])).collect();
+    writeln!(out, "timestamp,pid,comm,iosize,rw,lba,path")?;
+    for e in &c.events {
+        let t = h.to_utc_ns(e.timestamp_ns);
+        write!(
+            out,
+            "{}.{:06},{},",
+            t / 1_000_000_000,
+            (t % 1_000_000_000) / 1000,
+            e.pid
+        )?;
+        out.write_all(comm.get(&e.tid).copied().unwrap_or(b"?"))?;
+        write!(out, ",{},{},{:#x},", e.bytes, e.op.letter(), e.sector)?;
+        out.write_all(path.get(&e.path_id).copied().unwrap_or(b"-"))?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+fn main() {
+    let n: u64 = std::env::var("IODUMP_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000);
+    let threads = rayon::current_num_threads();
+    println!("iodump format benchmark: {n} events per workload, {threads} rayon threads");
+    println!(
+        "{:<9} {:>9} {:>9} {:>10} {:>9} {:>11} {:>11} {:>11} {:>9} {:>9}",
+        "workload",
+        "B/event",
+        "csv B/ev",
+        "csv.zst",
+        "blktrace",
+        "enc Mev/s",
+        "dec1 Mev/s",
+        "decN Mev/s",
+        "vs csv",
+        "vs blk"
+    );
+    for w in Workload::ALL {
+        let params = SynthParams {
+            events: n,
+            workload: w,
+            seed: 42,
+        };
+        let mut c = Collect::default();
+        synth::generate(&params, &mut c).expect("infallible");
+        let header = synth::header(&params);
+
+        // Encode: one thread, into memory.
+        let t0 = Instant::now();
+        let mut wr = Writer::new(
+            Vec::with_capacity((n * 8) as usize),
+            &header,
+            WriterOptions::default(),
+        )
+        .unwrap();
+        for d in &c.devices {
+            wr.add_device(d.clone()).unwrap();
+        }
+        for p in &c.processes {
+            wr.add_process(p.clone()).unwrap();
+        }
+        for p in &c.paths {
+            wr.add_path(p.clone()).unwrap();
+        }
+        for l in &c.losses {
+            wr.add_loss(*l).unwrap();
+        }
+        for e in &c.events {
+            wr.push(e).unwrap();
+        }
+        let bytes = wr.finish(EndInfo::default()).unwrap();
+        let enc_s = t0.elapsed().as_secs_f64();
+        let file_bytes = bytes.len() as u64;
+
+        let r = Reader::from_bytes(bytes).unwrap();
+        // Decode, one thread.
+        let t0 = Instant::now();
+        let mut decoded = 0u64;
+        for (_, b) in r.batches() {
+            decoded += b.unwrap().len() as u64;
+        }
+        let dec1_s = t0.elapsed().as_secs_f64();
+        assert_eq!(decoded, n);
+        // Decode, all threads.
+        let t0 = Instant::now();
+        let total: u64 = r
+            .par_map_segments(|_, b| b.len() as u64)
+            .into_iter()
+            .map(|(_, x)| x.unwrap())
+            .sum();
+        let decn_s = t0.elapsed().as_secs_f64();
+        assert_eq!(total, n);
+
+        let mut csv = Counter(0);
+        write_csv(&c, &header, &mut csv).unwrap();
+        let mut zcsv = zstd::Encoder::new(Counter(0), 3).unwrap();
+        write_csv(&c, &header, &mut zcsv).unwrap();
+        let zcsv = zcsv.finish().unwrap().0;
+
+        let bpe = file_bytes as f64 / n as f64;
+        let nf = n as f64;
+        println!(
+            "{:<9} {:>9.2} {:>9.1} {:>10.2} {:>9} {:>11.1} {:>11.1} {:>11.1} {:>8.1}x {:>8.1}x",
+            w.name(),
+            bpe,
+            csv.0 as f64 / nf,
+            zcsv as f64 / nf,
+            48,
+            nf / enc_s / 1e6,
+            nf / dec1_s / 1e6,
+            nf / decn_s / 1e6,
+            csv.0 as f64 / file_bytes as f64,
+            48.0 * nf / file_bytes as f64,
+        );
+    }
+    println!();
+    println!(
+        "B/event: .iod file bytes per event. csv: the original iodump's CSV; csv.zst: that CSV"
+    );
+    println!(
+        "through zstd -3. blktrace: one 48-byte blk_io_trace record per event (blktrace writes one"
+    );
+    println!("per action, so >= 2 per I/O). enc: Writer, 1 thread. dec1: decode every segment to columns,");
+    println!(
+        "1 thread; decN: the same with rayon over all threads. vs: how many times smaller .iod is."
+    );
+    println!("Targets: randread <= 8 B/event, seqwrite <= 3 B/event, dec1 >= 30 Mev/s.");
+}

@@ -1,11 +1,9 @@
 //! Framing (file signature, chunk headers, checksums) and the payload codecs of every chunk
 //! type except event segments (see `segment.rs`).
 
-use crate::bytes::{put_bytes, put_varint, zigzag, unzigzag, Cursor};
+use crate::bytes::{put_bytes, put_varint, unzigzag, zigzag, Cursor};
 use crate::error::DecodeError;
-use crate::event::{
-    DevT, Device, EndInfo, Header, Loss, LossReason, PathEntry, PathKind, Process,
-};
+use crate::event::{DevT, Device, EndInfo, Header, Loss, LossReason, PathEntry, PathKind, Process};
 
 /// First 8 bytes of every trace.
 pub const MAGIC: [u8; 8] = [0x89, b'I', b'O', b'D', b'\r', b'\n', 0x1a, b'\n'];
@@ -194,11 +192,10 @@ pub fn decompress(hdr: &ChunkHeader, stored: &[u8]) -> Result<Vec<u8>, DecodeErr
     if hdr.flags & FLAG_ZSTD == 0 {
         return Ok(stored.to_vec());
     }
-    let raw = zstd::bulk::decompress(stored, hdr.raw_len as usize).map_err(|e| {
-        DecodeError::Zstd {
+    let raw =
+        zstd::bulk::decompress(stored, hdr.raw_len as usize).map_err(|e| DecodeError::Zstd {
             message: e.to_string(),
-        }
-    })?;
+        })?;
     if raw.len() != hdr.raw_len as usize {
         return Err(DecodeError::Inconsistent {
             what: "decompressed payload length",
@@ -316,11 +313,19 @@ pub fn decode_header(p: &[u8]) -> Result<Header, DecodeError> {
 /// Encodes the end chunk payload.
 pub fn encode_end(e: &EndInfo) -> Vec<u8> {
     let mut out = Vec::new();
-    put_tlv(&mut out, tag::END_MONOTONIC_NS, &varint_bytes(e.end_monotonic_ns));
+    put_tlv(
+        &mut out,
+        tag::END_MONOTONIC_NS,
+        &varint_bytes(e.end_monotonic_ns),
+    );
     put_tlv(&mut out, tag::END_EVENTS, &varint_bytes(e.events));
     put_tlv(&mut out, tag::END_LOST, &varint_bytes(e.lost_events));
     if let Some(s) = e.command_exit_status {
-        put_tlv(&mut out, tag::END_EXIT_STATUS, &varint_bytes(zigzag(s as i64)));
+        put_tlv(
+            &mut out,
+            tag::END_EXIT_STATUS,
+            &varint_bytes(zigzag(s as i64)),
+        );
     }
     out
 }
@@ -527,7 +532,10 @@ pub fn encode_footer(entries: &[IndexEntry], footer_offset: u64) -> Vec<u8> {
         put_varint(&mut out, e.kind as u64);
         put_varint(&mut out, e.records as u64);
         put_varint(&mut out, e.first_timestamp_ns);
-        put_varint(&mut out, e.last_timestamp_ns.wrapping_sub(e.first_timestamp_ns));
+        put_varint(
+            &mut out,
+            e.last_timestamp_ns.wrapping_sub(e.first_timestamp_ns),
+        );
     }
     out.extend_from_slice(&footer_offset.to_le_bytes());
     out.extend_from_slice(&FOOTER_MAGIC);

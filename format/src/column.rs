@@ -19,11 +19,15 @@ pub const VALID_BITMAP: u8 = 2;
 pub enum Transform {
     /// Values as they are.
     None = 0,
-    /// `zigzag((v[i] - v[i-1]) >> shift)`, with `v[-1] = 0`.
+    /// `zigzag((v[i] - v[i-1]) >> shift)`, with `v[-1] = start`, a varint stored right after
+    /// the shift byte (writers use `v[0]`, so the first stored value is 0).
     Delta = 1,
     /// Sector column only: `zigzag((sector - expected) >> shift)` where `expected` is the end
     /// (`sector + ceil(bytes / 512)`) of the previous event on the same device, 0 at first.
     Seq = 2,
+    /// Sector column only: as `Seq`, but `expected` is the end of the previous event with the
+    /// same device *and* path id (one stream per file), 0 at first.
+    SeqFile = 3,
 }
 
 impl Transform {
@@ -32,6 +36,7 @@ impl Transform {
             0 => Ok(Transform::None),
             1 => Ok(Transform::Delta),
             2 => Ok(Transform::Seq),
+            3 => Ok(Transform::SeqFile),
             _ => Err(DecodeError::UnknownEncoding {
                 what: "column transform",
                 code,
@@ -44,8 +49,8 @@ impl Transform {
 pub const ENC_CONST: u8 = 0;
 /// Dictionary of at most 256 values, then one index byte per value.
 pub const ENC_DICT: u8 = 1;
-/// Byte planes: width `w` (1..=8), then `w` planes of `m` bytes, plane `k` holding byte `k`
-/// (little-endian order) of every value.
+/// Byte planes: varint base, width `w` (1..=8), then `w` planes of `m` bytes, plane `k`
+/// holding byte `k` (little-endian order) of every `value - base`.
 pub const ENC_PLANES: u8 = 2;
 
 /// Largest dictionary.
@@ -58,7 +63,7 @@ pub struct EncodeScratch {
     dict_slots: Vec<u64>,
     dict_used: Vec<bool>,
     dict_vals: Vec<u64>,
-    seq_state: Vec<(u32, u64)>,
+    seq_state: SeqState,
 }
 
 /// A column of present values plus optional validity, as handed to [`encode_column`].
@@ -71,27 +76,89 @@ pub struct ColumnIn<'a> {
     pub validity: Option<&'a [bool]>,
 }
 
-/// Context the Seq transform needs: the device and byte count of every row.
+/// Context the Seq transforms need: the device, byte count and path id of every row.
 pub struct SeqContext<'a> {
     /// Device of each row.
     pub dev: &'a [u64],
     /// Bytes of each row.
     pub bytes: &'a [u64],
+    /// Path id of each row.
+    pub path: &'a [u64],
 }
 
-fn seq_expected(state: &mut Vec<(u32, u64)>, dev: u32) -> &mut u64 {
-    // Few devices per segment: a linear scan with the hit moved to the front is fastest.
-    let idx = match state.iter().position(|(d, _)| *d == dev) {
-        Some(i) => i,
-        None => {
-            state.push((dev, 0));
-            state.len() - 1
+/// Expected next sector per stream key, an open-addressing hash table (keys are
+/// `dev << 32 | path_id`, or `dev` alone); reused across segments.
+#[derive(Default)]
+pub struct SeqState {
+    keys: Vec<u64>,
+    vals: Vec<u64>,
+    used: Vec<bool>,
+    len: usize,
+    last: Option<(u64, usize)>,
+}
+
+impl SeqState {
+    fn clear(&mut self) {
+        if self.len > 0 {
+            self.used.iter_mut().for_each(|u| *u = false);
         }
-    };
-    if idx != 0 {
-        state.swap(0, idx);
+        self.len = 0;
+        self.last = None;
     }
-    &mut state[0].1
+
+    #[inline]
+    fn slot(&mut self, key: u64) -> &mut u64 {
+        if let Some((k, i)) = self.last {
+            if k == key {
+                return &mut self.vals[i];
+            }
+        }
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+        }
+        let mask = self.keys.len() - 1;
+        let mut h = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask;
+        loop {
+            if !self.used[h] {
+                self.used[h] = true;
+                self.keys[h] = key;
+                self.vals[h] = 0;
+                self.len += 1;
+                break;
+            }
+            if self.keys[h] == key {
+                break;
+            }
+            h = (h + 1) & mask;
+        }
+        self.last = Some((key, h));
+        &mut self.vals[h]
+    }
+
+    fn grow(&mut self) {
+        let cap = (self.keys.len() * 2).max(64);
+        let old: Vec<(u64, u64)> = (0..self.keys.len())
+            .filter(|&i| self.used[i])
+            .map(|i| (self.keys[i], self.vals[i]))
+            .collect();
+        self.keys = vec![0; cap];
+        self.vals = vec![0; cap];
+        self.used = vec![false; cap];
+        self.len = 0;
+        self.last = None;
+        for (k, v) in old {
+            *self.slot(k) = v;
+        }
+    }
+}
+
+#[inline]
+fn seq_key(tr: Transform, dev: u64, path: u64) -> u64 {
+    if tr == Transform::SeqFile {
+        (dev << 32) | (path & 0xffff_ffff)
+    } else {
+        dev
+    }
 }
 
 #[inline]
@@ -105,7 +172,7 @@ fn apply_transform(
     transform: Transform,
     values: &[u64],
     seq: Option<&SeqContext<'_>>,
-    state: &mut Vec<(u32, u64)>,
+    state: &mut SeqState,
     out: &mut Vec<u64>,
 ) -> u32 {
     out.clear();
@@ -119,7 +186,7 @@ fn apply_transform(
             }
         }
         Transform::Delta => {
-            let mut prev = 0u64;
+            let mut prev = values.first().copied().unwrap_or(0);
             for &v in values {
                 let d = v.wrapping_sub(prev);
                 prev = v;
@@ -127,11 +194,11 @@ fn apply_transform(
                 out.push(d);
             }
         }
-        Transform::Seq => {
+        Transform::Seq | Transform::SeqFile => {
             let ctx = seq.expect("seq transform needs context");
             state.clear();
             for (i, &v) in values.iter().enumerate() {
-                let e = seq_expected(state, ctx.dev[i] as u32);
+                let e = state.slot(seq_key(transform, ctx.dev[i], ctx.path[i]));
                 let d = v.wrapping_sub(*e);
                 *e = v.wrapping_add(sectors_of(ctx.bytes[i]));
                 or_bits |= d;
@@ -146,26 +213,43 @@ fn apply_transform(
     }
 }
 
-/// Shifts (and zigzags, for signed transforms) the transformed values in place; returns the
-/// OR of all results (to size byte planes).
-fn finish_values(transform: Transform, shift: u32, t: &mut [u64]) -> u64 {
-    let mut or_all = 0u64;
+/// What [`finish_values`] learnt about the stored values.
+#[derive(Clone, Copy, Debug)]
+struct Stats {
+    min: u64,
+    max: u64,
+    /// Estimated compressed size: the sum over values of their significant bytes above the
+    /// minimum (zero bytes cost zstd next to nothing).
+    cost: u64,
+}
+
+#[inline]
+fn sig_bytes(v: u64) -> u64 {
+    (64 - v.leading_zeros() as u64).div_ceil(8)
+}
+
+/// Shifts (and zigzags, for signed transforms) the transformed values in place.
+fn finish_values(transform: Transform, shift: u32, t: &mut [u64]) -> Stats {
+    let (mut min, mut max) = (u64::MAX, 0u64);
     if transform == Transform::None {
         for v in t.iter_mut() {
             *v >>= shift;
-            or_all |= *v;
+            min = min.min(*v);
+            max = max.max(*v);
         }
     } else {
         for v in t.iter_mut() {
             *v = zigzag((*v as i64) >> shift);
-            or_all |= *v;
+            min = min.min(*v);
+            max = max.max(*v);
         }
     }
-    or_all
+    let cost = t.iter().map(|&v| sig_bytes(v - min)).sum();
+    Stats { min, max, cost }
 }
 
-fn width_bytes(or_all: u64) -> usize {
-    ((64 - or_all.leading_zeros() as usize).div_ceil(8)).max(1)
+fn width_bytes(range: u64) -> usize {
+    (sig_bytes(range) as usize).max(1)
 }
 
 /// Collects the distinct values of `t` if there are at most `MAX_DICT`; returns false otherwise.
@@ -202,7 +286,20 @@ fn build_dict(t: &[u64], s: &mut EncodeScratch) -> bool {
     true
 }
 
-fn put_planes(out: &mut Vec<u8>, t: &[u64], w: usize) {
+fn finish_values_stats(t: &[u64]) -> Stats {
+    let min = t.iter().copied().min().unwrap_or(0);
+    let max = t.iter().copied().max().unwrap_or(0);
+    Stats { min, max, cost: 0 }
+}
+
+fn put_planes_block(out: &mut Vec<u8>, t: &[u64], base: u64, w: usize) {
+    out.push(ENC_PLANES);
+    put_varint(out, base);
+    out.push(w as u8);
+    put_planes(out, t, base, w);
+}
+
+fn put_planes(out: &mut Vec<u8>, t: &[u64], base: u64, w: usize) {
     let start = out.len();
     out.resize(start + w * t.len(), 0);
     let dst = &mut out[start..];
@@ -210,7 +307,7 @@ fn put_planes(out: &mut Vec<u8>, t: &[u64], w: usize) {
         let plane = &mut dst[k * t.len()..(k + 1) * t.len()];
         let sh = 8 * k as u32;
         for (p, &v) in plane.iter_mut().zip(t) {
-            *p = (v >> sh) as u8;
+            *p = ((v - base) >> sh) as u8;
         }
     }
 }
@@ -247,26 +344,31 @@ pub fn encode_column(
         out.extend_from_slice(&[Transform::None as u8, 0, ENC_CONST, 0]);
         return;
     }
-    // Choose the transform by the plane width it yields (ties: first listed).
-    let mut best: Option<(usize, Transform, u32)> = None;
+    // Choose the transform by estimated size (ties: first listed).
+    let mut best: Option<(u64, Transform, u32)> = None;
     let mut seq_state = std::mem::take(&mut s.seq_state);
     let mut t = std::mem::take(&mut s.t);
     for &tr in transforms {
         let shift = apply_transform(tr, values, seq, &mut seq_state, &mut t);
-        let or_all = finish_values(tr, shift, &mut t);
-        let w = width_bytes(or_all);
-        if best.is_none_or(|(bw, _, _)| w < bw) {
-            best = Some((w, tr, shift));
+        let st = finish_values(tr, shift, &mut t);
+        if best.is_none_or(|(c, _, _)| st.cost < c) {
+            best = Some((st.cost, tr, shift));
         }
     }
-    let (w, tr, shift) = best.expect("at least one transform");
-    if transforms.len() > 1 && transforms.last() != Some(&tr) {
+    let (_, tr, shift) = best.expect("at least one transform");
+    let st = if transforms.len() > 1 && transforms.last() != Some(&tr) {
         let sh = apply_transform(tr, values, seq, &mut seq_state, &mut t);
         debug_assert_eq!(sh, shift);
-        finish_values(tr, shift, &mut t);
-    }
+        finish_values(tr, shift, &mut t)
+    } else {
+        finish_values_stats(&t)
+    };
+    let w = width_bytes(st.max - st.min);
     out.push(tr as u8);
     out.push(shift as u8);
+    if tr == Transform::Delta {
+        put_varint(out, values[0]);
+    }
     let first = t[0];
     if t.iter().all(|&v| v == first) {
         out.push(ENC_CONST);
@@ -287,14 +389,10 @@ pub fn encode_column(
                 *o = s.dict_vals.binary_search(v).expect("value in dictionary") as u8;
             }
         } else {
-            out.push(ENC_PLANES);
-            out.push(w as u8);
-            put_planes(out, &t, w);
+            put_planes_block(out, &t, st.min, w);
         }
     } else {
-        out.push(ENC_PLANES);
-        out.push(w as u8);
-        put_planes(out, &t, w);
+        put_planes_block(out, &t, st.min, w);
     }
     s.t = t;
     s.seq_state = seq_state;
@@ -308,8 +406,8 @@ pub struct DecodedColumn {
     pub values: Vec<u64>,
     /// `None` when every row is present.
     pub validity: Option<Vec<bool>>,
-    /// True when the Seq transform is still to be undone (see [`undo_seq`]).
-    pub pending_seq: Option<u32>,
+    /// A Seq transform still to be undone (see [`undo_seq`]).
+    pub pending_seq: Option<Transform>,
 }
 
 /// Decodes one column block of a segment of `rows` rows.
@@ -327,7 +425,11 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
         }
         VALID_BITMAP => {
             let bm = c.take(rows.div_ceil(8))?;
-            Some((0..rows).map(|i| bm[i / 8] & (1 << (i % 8)) != 0).collect::<Vec<bool>>())
+            Some(
+                (0..rows)
+                    .map(|i| bm[i / 8] & (1 << (i % 8)) != 0)
+                    .collect::<Vec<bool>>(),
+            )
         }
         code => {
             return Err(DecodeError::UnknownEncoding {
@@ -350,6 +452,11 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
             max: 63,
         });
     }
+    let delta_start = if tr == Transform::Delta {
+        c.varint()?
+    } else {
+        0
+    };
     let enc = c.u8()?;
     let mut t: Vec<u64> = match enc {
         ENC_CONST => {
@@ -387,6 +494,7 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
             out
         }
         ENC_PLANES => {
+            let base = c.varint()?;
             let w = c.u8()? as usize;
             if !(1..=8).contains(&w) {
                 return Err(DecodeError::OutOfRange {
@@ -408,6 +516,11 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
                 let sh = 8 * k as u32;
                 for (o, &b) in out.iter_mut().zip(plane) {
                     *o |= (b as u64) << sh;
+                }
+            }
+            if base != 0 {
+                for o in out.iter_mut() {
+                    *o = o.wrapping_add(base);
                 }
             }
             out
@@ -437,17 +550,17 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
             }
         }
         Transform::Delta => {
-            let mut prev = 0u64;
+            let mut prev = delta_start;
             for v in t.iter_mut() {
                 prev = prev.wrapping_add((unzigzag(*v) << shift) as u64);
                 *v = prev;
             }
         }
-        Transform::Seq => {
+        Transform::Seq | Transform::SeqFile => {
             for v in t.iter_mut() {
                 *v = (unzigzag(*v) << shift) as u64;
             }
-            pending_seq = Some(shift);
+            pending_seq = Some(tr);
         }
     }
     // Spread present values to their rows.
@@ -471,11 +584,11 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
     })
 }
 
-/// Finishes a Seq-transformed column given the device and byte count of every row.
-pub fn undo_seq(deltas: &mut [u64], dev: &[u32], bytes: &[u32]) {
-    let mut state: Vec<(u32, u64)> = Vec::new();
-    for ((v, &d), &b) in deltas.iter_mut().zip(dev).zip(bytes) {
-        let e = seq_expected(&mut state, d);
+/// Finishes a Seq-transformed column given the device, byte count and path id of every row.
+pub fn undo_seq(tr: Transform, deltas: &mut [u64], dev: &[u32], bytes: &[u32], path: &[u32]) {
+    let mut state = SeqState::default();
+    for (((v, &d), &b), &p) in deltas.iter_mut().zip(dev).zip(bytes).zip(path) {
+        let e = state.slot(seq_key(tr, d as u64, p as u64));
         let sector = e.wrapping_add(*v);
         *e = sector.wrapping_add(sectors_of(b as u64));
         *v = sector;
@@ -539,24 +652,30 @@ mod tests {
         let dev = [1u64, 1, 2, 1, 2, 2];
         let bytes = [4096u64, 4096, 512, 8192, 1000, 0];
         let sector = [100u64, 108, 0, 116, 1, 50];
+        let path = [0u64, 3, 3, 0, 0, 3];
         let ctx = SeqContext {
             dev: &dev,
             bytes: &bytes,
+            path: &path,
         };
-        let mut s = EncodeScratch::default();
-        let mut out = Vec::new();
-        let col = ColumnIn {
-            values: &sector,
-            rows: 6,
-            validity: None,
-        };
-        encode_column(&col, &[Transform::Seq], Some(&ctx), &mut s, &mut out);
-        let mut d = decode_column(&out, 6).unwrap();
-        assert!(d.pending_seq.is_some());
-        let dev32: Vec<u32> = dev.iter().map(|&d| d as u32).collect();
-        let bytes32: Vec<u32> = bytes.iter().map(|&d| d as u32).collect();
-        undo_seq(&mut d.values, &dev32, &bytes32);
-        assert_eq!(d.values, sector);
+        for tr in [Transform::Seq, Transform::SeqFile] {
+            let mut s = EncodeScratch::default();
+            let mut out = Vec::new();
+            let col = ColumnIn {
+                values: &sector,
+                rows: 6,
+                validity: None,
+            };
+            out.clear();
+            encode_column(&col, &[tr], Some(&ctx), &mut s, &mut out);
+            let mut d = decode_column(&out, 6).unwrap();
+            assert_eq!(d.pending_seq, Some(tr));
+            let dev32: Vec<u32> = dev.iter().map(|&d| d as u32).collect();
+            let bytes32: Vec<u32> = bytes.iter().map(|&d| d as u32).collect();
+            let path32: Vec<u32> = path.iter().map(|&d| d as u32).collect();
+            undo_seq(tr, &mut d.values, &dev32, &bytes32, &path32);
+            assert_eq!(d.values, sector);
+        }
     }
 
     #[test]

@@ -205,6 +205,9 @@ impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReadError::Io { context, source } => write!(f, "{context}: {source}"),
+            ReadError::NotATrace { found } if found.is_empty() => {
+                write!(f, "empty file, not an iodump trace")
+            }
             ReadError::NotATrace { found } => write!(
                 f,
                 "not an iodump trace (starts with {})",

@@ -289,8 +289,7 @@ impl Event {
     /// Time from issue to completion (driver and device), in ns: `latency_ns - queue_ns`.
     /// For bio-based devices this is the whole latency.
     pub fn device_ns(&self) -> u64 {
-        self.latency_ns
-            .saturating_sub(self.queue_ns.unwrap_or(0))
+        self.latency_ns.saturating_sub(self.queue_ns.unwrap_or(0))
     }
 }
 

@@ -12,7 +12,9 @@ pub mod error;
 pub mod event;
 pub mod reader;
 pub mod segment;
+pub mod summary;
 pub mod synth;
+pub mod synth_writer;
 pub mod writer;
 
 pub use error::{Damage, DamageKind, DecodeError, ReadError, WriteError};

@@ -9,7 +9,8 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use crate::chunk::{
-    self, ChunkHeader, ChunkType, IndexEntry, CHUNK_HEADER_BYTES, CHUNK_SYNC, MAGIC, SIGNATURE_BYTES, VERSION_MAJOR,
+    self, ChunkHeader, ChunkType, IndexEntry, CHUNK_HEADER_BYTES, CHUNK_SYNC, MAGIC,
+    SIGNATURE_BYTES, VERSION_MAJOR,
 };
 use crate::error::{Damage, DamageKind, DecodeError, ReadError};
 use crate::event::{DevT, Device, EndInfo, Event, Header, Loss, PathEntry, Process};
@@ -308,11 +309,10 @@ impl Reader {
                 }
                 None => {
                     let next = self.resync(pos + 1)?;
-                    if next.is_none() && left < CHUNK_HEADER_BYTES as u64 && hbuf_is_prefix(
-                        &self.source,
-                        pos,
-                        left as usize,
-                    ) {
+                    if next.is_none()
+                        && left < CHUNK_HEADER_BYTES as u64
+                        && hbuf_is_prefix(&self.source, pos, left as usize)
+                    {
                         self.damage.push(Damage {
                             offset: pos,
                             chunk: None,
@@ -427,11 +427,9 @@ impl Reader {
             let n = c.header.records;
             let res: Result<(), DecodeError> = (|| {
                 match kind {
-                    ChunkType::Header => {
-                        if !self.header_ok {
-                            self.header = chunk::decode_header(&p)?;
-                            self.header_ok = true;
-                        }
+                    ChunkType::Header if !self.header_ok => {
+                        self.header = chunk::decode_header(&p)?;
+                        self.header_ok = true;
                     }
                     ChunkType::Devices => {
                         for d in chunk::decode_devices(&p, n)? {
@@ -487,7 +485,9 @@ impl Reader {
             .collect();
         let agrees = walked.len() == entries.len()
             && walked.iter().zip(entries).all(|(c, e)| {
-                c.offset == e.offset && c.header.kind.code() == e.kind && c.header.records == e.records
+                c.offset == e.offset
+                    && c.header.kind.code() == e.kind
+                    && c.header.records == e.records
             });
         if !agrees {
             self.damage.push(Damage {
@@ -564,7 +564,7 @@ impl Reader {
 
     /// Decodes segment `index`. A damaged segment gives its [`Damage`] and no events.
     pub fn decode_segment(&self, index: usize) -> Result<EventBatch, Damage> {
-        let s = self.segments.get(index).ok_or_else(|| Damage {
+        let s = self.segments.get(index).ok_or(Damage {
             offset: self.file_bytes,
             chunk: Some("events"),
             kind: DamageKind::Undecodable(DecodeError::OutOfRange {

@@ -201,6 +201,7 @@ pub struct SegmentScratch {
     values: Vec<u64>,
     dev: Vec<u64>,
     bytes: Vec<u64>,
+    path: Vec<u64>,
     valid: Vec<bool>,
     block: Vec<u8>,
 }
@@ -215,6 +216,8 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
     s.dev.extend(events.iter().map(|e| e.dev.0 as u64));
     s.bytes.clear();
     s.bytes.extend(events.iter().map(|e| e.bytes as u64));
+    s.path.clear();
+    s.path.extend(events.iter().map(|e| e.path_id as u64));
 
     let mut emit = |s: &mut SegmentScratch,
                     id: u64,
@@ -242,10 +245,12 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
         let valid = std::mem::take(&mut s.valid);
         let dev = std::mem::take(&mut s.dev);
         let bytes = std::mem::take(&mut s.bytes);
+        let path = std::mem::take(&mut s.path);
         {
             let seq = SeqContext {
                 dev: &dev,
                 bytes: &bytes,
+                path: &path,
             };
             let colin = ColumnIn {
                 values: &values,
@@ -258,22 +263,27 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
         s.valid = valid;
         s.dev = dev;
         s.bytes = bytes;
+        s.path = path;
         put_varint(out, id);
         put_varint(out, s.block.len() as u64);
         out.extend_from_slice(&s.block);
     };
-    use Transform::{Delta, None as Plain, Seq};
+    use Transform::{Delta, None as Plain, Seq, SeqFile};
     emit(s, col::TIMESTAMP_NS, &[Delta], false, &|e| {
         Some(e.timestamp_ns)
     });
     emit(s, col::DEV, &[Plain], false, &|e| Some(e.dev.0 as u64));
-    emit(s, col::SECTOR, &[Plain, Seq], false, &|e| Some(e.sector));
+    emit(s, col::SECTOR, &[Plain, Seq, SeqFile], false, &|e| {
+        Some(e.sector)
+    });
     emit(s, col::BYTES, &[Plain], false, &|e| Some(e.bytes as u64));
     emit(s, col::OP, &[Plain], false, &|e| Some(e.op.code() as u64));
     emit(s, col::FLAGS, &[Plain], false, &|e| Some(e.flags.0 as u64));
     emit(s, col::PID, &[Plain], false, &|e| Some(e.pid as u64));
     emit(s, col::TID, &[Plain], false, &|e| Some(e.tid as u64));
-    emit(s, col::PATH_ID, &[Plain], false, &|e| Some(e.path_id as u64));
+    emit(s, col::PATH_ID, &[Plain], false, &|e| {
+        Some(e.path_id as u64)
+    });
     emit(s, col::QUEUE_NS, &[Plain], true, &|e| e.queue_ns);
     emit(s, col::LATENCY_NS, &[Plain], false, &|e| Some(e.latency_ns));
     emit(s, col::ERROR, &[Plain], false, &|e| Some(e.error as u64));
@@ -367,11 +377,13 @@ pub fn decode_segment(raw: &[u8]) -> Result<EventBatch, DecodeError> {
         });
     }
     let mut take = |id: u64| -> DecodedColumn {
-        cols[id as usize - 1].take().unwrap_or_else(|| DecodedColumn {
-            values: vec![0; rows],
-            validity: None,
-            pending_seq: None,
-        })
+        cols[id as usize - 1]
+            .take()
+            .unwrap_or_else(|| DecodedColumn {
+                values: vec![0; rows],
+                validity: None,
+                pending_seq: None,
+            })
     };
     let absent = |rows: usize| DecodedColumn {
         values: vec![0; rows],
@@ -379,17 +391,26 @@ pub fn decode_segment(raw: &[u8]) -> Result<EventBatch, DecodeError> {
         pending_seq: None,
     };
     let timestamp_ns = not_null(take(col::TIMESTAMP_NS), "null timestamp")?;
-    let dev: Vec<u32> = narrow(not_null(take(col::DEV), "null dev")?, u32::MAX as u64, "dev")?;
+    let dev: Vec<u32> = narrow(
+        not_null(take(col::DEV), "null dev")?,
+        u32::MAX as u64,
+        "dev",
+    )?;
     let bytes: Vec<u32> = narrow(
         not_null(take(col::BYTES), "null bytes")?,
         u32::MAX as u64,
         "bytes",
     )?;
+    let path_id: Vec<u32> = narrow(
+        not_null(take(col::PATH_ID), "null path_id")?,
+        u32::MAX as u64,
+        "path_id",
+    )?;
     let sector_col = take(col::SECTOR);
-    let seq = sector_col.pending_seq.is_some();
+    let seq = sector_col.pending_seq;
     let mut sector = not_null(sector_col, "null sector")?;
-    if seq {
-        undo_seq(&mut sector, &dev, &bytes);
+    if let Some(tr) = seq {
+        undo_seq(tr, &mut sector, &dev, &bytes, &path_id);
     }
     let mut nullable_col = |id: u64| match cols[id as usize - 1].take() {
         Some(d) => d,
@@ -397,13 +418,19 @@ pub fn decode_segment(raw: &[u8]) -> Result<EventBatch, DecodeError> {
     };
     let queue_ns = nullable(nullable_col(col::QUEUE_NS), u64::MAX, "queue_ns")?;
     let syscall = nullable(nullable_col(col::SYSCALL), u16::MAX as u64, "syscall")?;
-    let dirtier_pid = nullable(nullable_col(col::DIRTIER_PID), u32::MAX as u64, "dirtier_pid")?;
+    let dirtier_pid = nullable(
+        nullable_col(col::DIRTIER_PID),
+        u32::MAX as u64,
+        "dirtier_pid",
+    )?;
     let mut take = |id: u64| -> DecodedColumn {
-        cols[id as usize - 1].take().unwrap_or_else(|| DecodedColumn {
-            values: vec![0; rows],
-            validity: None,
-            pending_seq: None,
-        })
+        cols[id as usize - 1]
+            .take()
+            .unwrap_or_else(|| DecodedColumn {
+                values: vec![0; rows],
+                validity: None,
+                pending_seq: None,
+            })
     };
     Ok(EventBatch {
         timestamp_ns,
@@ -412,13 +439,17 @@ pub fn decode_segment(raw: &[u8]) -> Result<EventBatch, DecodeError> {
         bytes,
         op: narrow(not_null(take(col::OP), "null op")?, 255, "op")?,
         flags: narrow(not_null(take(col::FLAGS), "null flags")?, 255, "flags")?,
-        pid: narrow(not_null(take(col::PID), "null pid")?, u32::MAX as u64, "pid")?,
-        tid: narrow(not_null(take(col::TID), "null tid")?, u32::MAX as u64, "tid")?,
-        path_id: narrow(
-            not_null(take(col::PATH_ID), "null path_id")?,
+        pid: narrow(
+            not_null(take(col::PID), "null pid")?,
             u32::MAX as u64,
-            "path_id",
+            "pid",
         )?,
+        tid: narrow(
+            not_null(take(col::TID), "null tid")?,
+            u32::MAX as u64,
+            "tid",
+        )?,
+        path_id,
         queue_ns,
         latency_ns: not_null(take(col::LATENCY_NS), "null latency_ns")?,
         error: narrow(
@@ -426,7 +457,11 @@ pub fn decode_segment(raw: &[u8]) -> Result<EventBatch, DecodeError> {
             u16::MAX as u64,
             "error",
         )?,
-        cpu: narrow(not_null(take(col::CPU), "null cpu")?, u16::MAX as u64, "cpu")?,
+        cpu: narrow(
+            not_null(take(col::CPU), "null cpu")?,
+            u16::MAX as u64,
+            "cpu",
+        )?,
         syscall,
         dirtier_pid,
         cgroup_id: not_null(take(col::CGROUP_ID), "null cgroup_id")?,

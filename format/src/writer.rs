@@ -101,11 +101,10 @@ impl<W: Write> Writer<W> {
         }
         let by_memory = (opts.memory_limit_bytes - FIXED_BYTES) / 2 / BYTES_PER_BUFFERED_EVENT;
         let segment_events = opts.segment_events.min(by_memory).max(1024);
-        let compressor = zstd::bulk::Compressor::new(opts.zstd_level).map_err(|e| {
-            WriteError::BadOptions {
+        let compressor =
+            zstd::bulk::Compressor::new(opts.zstd_level).map_err(|e| WriteError::BadOptions {
                 what: format!("zstd level {}: {e}", opts.zstd_level),
-            }
-        })?;
+            })?;
         let mut w = Writer {
             out,
             opts,
@@ -227,7 +226,13 @@ impl<W: Write> Writer<W> {
         if self.opts.footer {
             let footer_offset = self.stats.bytes_written;
             let payload = chunk::encode_footer(&self.index, footer_offset);
-            self.write_chunk(ChunkType::Footer, self.index.len() as u32, &payload, false, (0, 0))?;
+            self.write_chunk(
+                ChunkType::Footer,
+                self.index.len() as u32,
+                &payload,
+                false,
+                (0, 0),
+            )?;
         }
         self.out.flush().map_err(|source| WriteError::Io {
             context: "flush",

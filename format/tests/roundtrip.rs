@@ -36,16 +36,36 @@ fn edge_events() -> Vec<Event> {
             },
             op: ops[(i % 7) as usize],
             flags: Flags((i % 128) as u8),
-            pid: if i % 13 == 0 { u32::MAX } else { 1000 + (i % 4) as u32 },
+            pid: if i % 13 == 0 {
+                u32::MAX
+            } else {
+                1000 + (i % 4) as u32
+            },
             tid: (i % 17) as u32,
             path_id: (i % 300) as u32,
-            queue_ns: if i % 3 == 0 { None } else { Some(i * 17 % 100_000) },
-            latency_ns: if i == 7 { u64::MAX } else { 100_000 + i * 31 % 5_000_000 },
+            queue_ns: if i % 3 == 0 {
+                None
+            } else {
+                Some(i * 17 % 100_000)
+            },
+            latency_ns: if i == 7 {
+                u64::MAX
+            } else {
+                100_000 + i * 31 % 5_000_000
+            },
             error: if i % 97 == 0 { 5 } else { 0 },
             cpu: (i % 4) as u16,
-            syscall: if i % 5 == 0 { None } else { Some(Syscall((i % 30) as u16)) },
+            syscall: if i % 5 == 0 {
+                None
+            } else {
+                Some(Syscall((i % 30) as u16))
+            },
             dirtier_pid: if i % 2 == 0 { None } else { Some(i as u32 * 7) },
-            cgroup_id: if i % 19 == 0 { u64::MAX } else { 4026531835 + i % 3 },
+            cgroup_id: if i % 19 == 0 {
+                u64::MAX
+            } else {
+                4026531835 + i % 3
+            },
         });
     }
     v
@@ -116,14 +136,12 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
             .unwrap();
         }
     }
-    let out = w
-        .finish(EndInfo {
-            end_monotonic_ns: 9_000_000_000,
-            command_exit_status: Some(3),
-            ..EndInfo::default()
-        })
-        .unwrap();
-    out
+    w.finish(EndInfo {
+        end_monotonic_ns: 9_000_000_000,
+        command_exit_status: Some(3),
+        ..EndInfo::default()
+    })
+    .unwrap()
 }
 
 fn crc32fast_hash(b: &[u8]) -> u32 {
@@ -132,7 +150,11 @@ fn crc32fast_hash(b: &[u8]) -> u32 {
     for &x in b {
         crc ^= x as u32;
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -164,7 +186,10 @@ fn round_trip_every_field() {
     assert_eq!(r.lost_events(), 17);
     let t = r.tables();
     assert_eq!(t.devices().count(), 2);
-    assert_eq!(t.device(DevT::new(8, 1)).unwrap().partition_of, Some(DevT::new(8, 0)));
+    assert_eq!(
+        t.device(DevT::new(8, 1)).unwrap().partition_of,
+        Some(DevT::new(8, 0))
+    );
     let p = t.path(1).unwrap();
     assert!(p.deleted && !p.truncated);
     assert_eq!(p.path, b"/var/lib/a b,\"c\"\n\xff.ibd");
@@ -203,7 +228,10 @@ fn no_footer_reads_the_same() {
     let b = Reader::from_bytes(without).unwrap();
     assert!(!b.has_footer());
     assert!(b.damage().is_empty());
-    assert_eq!(a.events().collect::<Vec<_>>(), b.events().collect::<Vec<_>>());
+    assert_eq!(
+        a.events().collect::<Vec<_>>(),
+        b.events().collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -232,7 +260,11 @@ fn memory_limit_bounds_segment_size() {
     )
     .unwrap();
     let per = std::mem::size_of::<Event>() + 160;
-    assert!(w.segment_events() * per <= 8 << 20, "{}", w.segment_events());
+    assert!(
+        w.segment_events() * per <= 8 << 20,
+        "{}",
+        w.segment_events()
+    );
     assert!(Writer::new(
         Vec::new(),
         &header(),
@@ -252,7 +284,10 @@ fn file_round_trip_and_errors() {
     std::fs::write(&p, write_trace(&edge_events(), small_opts())).unwrap();
     let r = Reader::open(&p).unwrap();
     assert_eq!(r.events().count(), 5000);
-    assert!(matches!(Reader::open(dir.join("missing.iod")), Err(ReadError::Io { .. })));
+    assert!(matches!(
+        Reader::open(dir.join("missing.iod")),
+        Err(ReadError::Io { .. })
+    ));
     assert!(matches!(Reader::open(&dir), Err(ReadError::Io { .. })));
     std::fs::write(&p, b"hello, this is not a trace at all").unwrap();
     assert!(matches!(Reader::open(&p), Err(ReadError::NotATrace { .. })));
@@ -272,7 +307,13 @@ fn segment_map(bytes: &[u8]) -> Vec<(u64, u64, EventBatch)> {
     let r = Reader::from_bytes(bytes.to_vec()).unwrap();
     r.segments()
         .iter()
-        .map(|s| (s.offset, s.offset + s.chunk_bytes, r.decode_segment(s.index).unwrap()))
+        .map(|s| {
+            (
+                s.offset,
+                s.offset + s.chunk_bytes,
+                r.decode_segment(s.index).unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -291,7 +332,10 @@ fn check_damaged(bytes: Vec<u8>, original: &[(u64, u64, EventBatch)], lo: u64, h
                 .iter()
                 .find(|(start, _, _)| *start == s.offset)
                 .expect("segment at an original offset");
-            assert!(orig.1 <= lo || orig.0 >= hi, "segment overlapping damage decoded");
+            assert!(
+                orig.1 <= lo || orig.0 >= hi,
+                "segment overlapping damage decoded"
+            );
             assert_eq!(b, orig.2);
         }
     }

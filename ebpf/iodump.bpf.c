@@ -1,0 +1,974 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * iodump.bpf.c — kernel side of `iodump record`.
+ *
+ * One event per block I/O, emitted at completion, with the submitter taken where the I/O
+ * enters the block layer:
+ *
+ *   request-based (virtio, SCSI, NVMe, loop):
+ *       block_io_start (or block_rq_insert, fallback)  -> inflight_rq[rq]
+ *       block_rq_issue                                  -> issue_ns, final sector/bytes
+ *       block_rq_merge                                  -> drop the merged-away request
+ *       block_rq_complete                               -> emit
+ *   bio-based (zram, dm, md, nvme multipath head): only devices whose queue has no mq_ops
+ *       block_bio_queue                                 -> inflight_bio[bio]
+ *       block_bio_complete                              -> emit
+ *   writeback_dirty_folio                               -> dirtiers[inode] = tgid
+ *
+ * Every program exists twice: SEC("tp_btf/...") (preferred) and SEC("raw_tp/...")
+ * (fallback); user space attaches one set, chosen by probing. Both share the bodies below,
+ * which read kernel memory only through BPF_CORE_READ (valid in both program types).
+ *
+ * See README.md for the layout of the records (iodump.h) and what was verified.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "iodump.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* ---------------------------------------------------------------------------------------
+ * Settings, written by user space before load (read-only for the program, so the verifier
+ * prunes disabled branches).
+ * ------------------------------------------------------------------------------------- */
+const volatile __u32 cfg_filter_dev = 0;     /* 1: only devs present in dev_filter */
+const volatile __u32 cfg_filter_pid = 0;     /* 1: only tgids in pid_filter (or, for
+                                              * page-cache writes, whose dirtier is) */
+const volatile __u32 cfg_filter_comm = 0;    /* 1: only comms in comm_filter */
+const volatile __u32 cfg_filter_cgroup = 0;  /* 1: only tasks under cgroup_filter[0] */
+const volatile __u32 cfg_op_mask = 0x7f;     /* bit (1 << IODUMP_OP_x) set = record op x */
+const volatile __u32 cfg_min_bytes = 0;      /* drop completed I/Os smaller than this */
+const volatile __u32 cfg_max_bytes = 0;      /* drop completed I/Os larger; 0 = no limit */
+const volatile __u32 cfg_sample_every = 1;   /* record 1 I/O in N (per CPU); 0/1 = all */
+const volatile __u32 cfg_enable_paths = 1;   /* send path records */
+const volatile __u32 cfg_enable_dirtier = 1; /* track writeback dirtiers */
+const volatile __u32 cfg_enable_syscall = 1; /* read the submitter's syscall number */
+const volatile __u32 cfg_exclude_tgid = 0;   /* ignore I/O of this tgid (the recorder) and
+                                              * writeback of pages it dirtied; 0 = none */
+const volatile __u64 cfg_wakeup_bytes = 65536; /* wake the consumer only when at least this
+                                                * much data is pending; 0 = kernel default
+                                                * (wake when the consumer has caught up) */
+
+/* Kernel function addresses from /proc/kallsyms (0 = unknown, feature off). */
+const volatile __u64 ksym_bio_chain_endio = 0;
+const volatile __u64 ksym_iomap_dio_bio_end_io = 0;
+const volatile __u64 ksym_blkdev_bio_end_io = 0;
+const volatile __u64 ksym_blkdev_bio_end_io_async = 0;
+const volatile __u64 ksym_btrfs_simple_end_io = 0;
+const volatile __u64 ksym_btrfs_orig_write_end_io = 0;
+const volatile __u64 ksym_btrfs_clone_write_end_io = 0;
+const volatile __u64 ksym_submit_bio_wait_endio = 0;
+const volatile __u64 ksym_xfs_buf_bio_end_io = 0;
+const volatile __u64 ksym_xlog_bio_end_io = 0;
+
+/* ---------------------------------------------------------------------------------------
+ * Maps
+ * ------------------------------------------------------------------------------------- */
+
+/* In-flight state of one I/O: the event being built plus what completion needs. */
+struct iodump_inflight {
+	struct iodump_io_event ev; /* sector here is absolute (whole disk) until emitted */
+	__u64 part_start;          /* bd_start_sect of ev.dev, subtracted at emit time */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* bytes; user space may override (power of 2) */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* struct request * */
+	__type(value, struct iodump_inflight);
+} inflight_rq SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* struct bio * */
+	__type(value, struct iodump_inflight);
+} inflight_bio SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, IODUMP_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct iodump_inode_key);
+	__type(value, __u32); /* 1 */
+} seen_inodes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);   /* struct inode * of the page-cache host */
+	__type(value, __u32); /* tgid that last dirtied one of its pages */
+} dirtiers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32); /* dev, kernel encoding; add a disk's partitions explicitly */
+	__type(value, __u8);
+} dev_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} pid_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, char[16]); /* comm, NUL-padded to 16 bytes */
+	__type(value, __u8);
+} comm_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32); /* cgroup directory fd, set by user space */
+} cgroup_filter SEC(".maps");
+
+/* Per-CPU state: sampling counter and one-entry caches that avoid hash lookups. */
+struct iodump_cpu_state {
+	__u64 sample_ctr;
+	__u64 seen_ino; /* last inode whose path is known to be sent */
+	__u32 seen_dev;
+	__u32 seen_gen;
+	__u64 dirty_inode; /* last (inode, tgid) written to dirtiers */
+	__u32 dirty_tgid;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iodump_cpu_state);
+} cpu_state SEC(".maps");
+
+/* Per-CPU scratch for building a path record (too big for the 512-byte stack). */
+struct iodump_path_scratch {
+	/* a struct iodump_path_event followed by room for names[] plus one component of
+	 * slack, so the verifier sees every write in bounds */
+	__u64 raw[(sizeof(struct iodump_path_event) + IODUMP_PATH_BUF + IODUMP_NAME_MAX) / 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iodump_path_scratch);
+} path_scratch SEC(".maps");
+
+/* ---------------------------------------------------------------------------------------
+ * Small helpers
+ * ------------------------------------------------------------------------------------- */
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h, stable since 2.6 */
+#define S_IFMT     00170000
+#define S_IFBLK    0060000
+#define ENOSYS     38
+#define MAPPING_FLAGS 3UL /* low bits of folio->mapping: PAGE_MAPPING_ANON=1, MOVABLE=2 */
+
+static __always_inline void cnt(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (c)
+		__sync_fetch_and_add(c, 1);
+}
+
+static __always_inline __u64 rb_flags(void)
+{
+	if (!cfg_wakeup_bytes)
+		return 0;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+/* REQ_OP_* -> IODUMP_OP_*; the kernel's numbers come from its BTF (enum req_op). */
+static __always_inline __u8 norm_op(__u32 opf)
+{
+	__u32 op = opf & 0xff; /* REQ_OP_MASK: REQ_OP_BITS = 8 */
+
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_READ))
+		return IODUMP_OP_READ;
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
+		return IODUMP_OP_WRITE;
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH))
+		return IODUMP_OP_FLUSH;
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD))
+		return IODUMP_OP_DISCARD;
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE))
+		return IODUMP_OP_SECURE_ERASE;
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE_ZEROES))
+		return IODUMP_OP_WRITE_ZEROES;
+	if (op == bpf_core_enum_value(enum req_op, REQ_OP_ZONE_APPEND))
+		return IODUMP_OP_WRITE;
+	return IODUMP_OP_OTHER;
+}
+
+#define REQ_BIT(b) (1ULL << bpf_core_enum_value(enum req_flag_bits, b))
+
+/* REQ_* bits -> IODUMP_F_*; bit numbers come from the kernel's BTF (enum req_flag_bits). */
+static __always_inline __u8 norm_flags(__u64 opf)
+{
+	__u8 f = 0;
+
+	if (opf & REQ_BIT(__REQ_SYNC))
+		f |= IODUMP_F_SYNC;
+	if (opf & REQ_BIT(__REQ_META))
+		f |= IODUMP_F_META;
+	if (opf & REQ_BIT(__REQ_FUA))
+		f |= IODUMP_F_FUA;
+	if (opf & REQ_BIT(__REQ_PREFLUSH))
+		f |= IODUMP_F_PREFLUSH;
+	if (opf & REQ_BIT(__REQ_RAHEAD))
+		f |= IODUMP_F_READAHEAD;
+	if (opf & REQ_BIT(__REQ_BACKGROUND))
+		f |= IODUMP_F_BACKGROUND;
+	if (opf & REQ_BIT(__REQ_NOWAIT))
+		f |= IODUMP_F_NOWAIT;
+	return f;
+}
+
+/* blk_status_t -> positive errno (block/blk-core.c blk_errors[]; checked on 6.18). */
+static __always_inline __u16 status_errno(__u32 st)
+{
+	switch (st & 0xff) {
+	case 0:  return 0;
+	case 1:  return 95;  /* BLK_STS_NOTSUPP         EOPNOTSUPP */
+	case 2:  return 110; /* BLK_STS_TIMEOUT         ETIMEDOUT */
+	case 3:  return 28;  /* BLK_STS_NOSPC           ENOSPC */
+	case 4:  return 67;  /* BLK_STS_TRANSPORT       ENOLINK */
+	case 5:  return 121; /* BLK_STS_TARGET          EREMOTEIO */
+	case 6:  return 52;  /* BLK_STS_RESV_CONFLICT   EBADE */
+	case 7:  return 61;  /* BLK_STS_MEDIUM          ENODATA */
+	case 8:  return 84;  /* BLK_STS_PROTECTION      EILSEQ */
+	case 9:  return 12;  /* BLK_STS_RESOURCE        ENOMEM */
+	case 10: return 5;   /* BLK_STS_IOERR           EIO */
+	case 11: return 78;  /* BLK_STS_DM_REQUEUE      EREMCHG */
+	case 12: return 11;  /* BLK_STS_AGAIN           EAGAIN */
+	case 13: return 16;  /* BLK_STS_DEV_RESOURCE    EBUSY */
+	case 14: return 109; /* BLK_STS_ZONE_OPEN_RESOURCE   ETOOMANYREFS */
+	case 15: return 75;  /* BLK_STS_ZONE_ACTIVE_RESOURCE EOVERFLOW */
+	case 16: return 19;  /* BLK_STS_OFFLINE         ENODEV */
+	case 17: return 62;  /* BLK_STS_DURATION_LIMIT  ETIME */
+	case 18:             /* BLK_STS_INVAL (18 after the 2025 renumbering fix) */
+	case 19: return 22;  /* BLK_STS_INVAL (19 since 6.11)      EINVAL */
+	default: return 5;   /* unknown: EIO, as blk_status_to_errno does */
+	}
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The file behind a bio
+ * ------------------------------------------------------------------------------------- */
+struct iodump_file_info {
+	struct inode *inode;   /* host inode (PK_FILE, PK_DIO), else NULL */
+	struct dentry *dentry; /* dentry to walk from (PK_DIO via struct file), else NULL */
+	struct vfsmount *mnt;  /* mount of that dentry, else NULL */
+	__u64 ino;
+	__u32 dev;    /* identity: st_dev as stat(2) reports it (btrfs: the subvolume's) */
+	__u32 sb_dev; /* superblock dev, as in /proc/self/mountinfo */
+	__u32 gen;
+	__u8 kind;
+	__u8 done;
+};
+
+static __always_inline void fill_inode(struct iodump_file_info *fi, struct inode *inode,
+				       __u8 kind)
+{
+	__u16 mode = BPF_CORE_READ(inode, i_mode);
+
+	if ((mode & S_IFMT) == S_IFBLK) {
+		/* the block device's own page cache: buffer heads (fs metadata, jbd2 journal)
+		 * or buffered I/O on /dev/X */
+		fi->kind = IODUMP_PK_BDEV;
+		fi->dev = BPF_CORE_READ(inode, i_rdev);
+		return;
+	}
+	fi->kind = kind;
+	fi->inode = inode;
+	fi->ino = BPF_CORE_READ(inode, i_ino);
+	fi->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	fi->sb_dev = fi->dev;
+	fi->gen = BPF_CORE_READ(inode, i_generation);
+}
+
+#define BTRFS_BTREE_INODE_OBJECTID 1
+
+/* btrfs: metadata lives in the btree inode; each subvolume has its own inode numbers and
+ * its own st_dev (root->anon_dev), while mountinfo shows the superblock's s_dev. */
+static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_dev)
+{
+	struct btrfs_inode *bi;
+	__u32 anon;
+
+	if (fi->kind != IODUMP_PK_FILE && fi->kind != IODUMP_PK_DIO)
+		return;
+	if (fi->ino == BTRFS_BTREE_INODE_OBJECTID) {
+		fi->kind = IODUMP_PK_META;
+		fi->inode = NULL;
+		fi->ino = 0;
+		fi->gen = 0;
+		fi->sb_dev = 0;
+		fi->dev = bdev_dev;
+		return;
+	}
+	bi = (void *)fi->inode - bpf_core_field_offset(struct btrfs_inode, vfs_inode);
+	anon = BPF_CORE_READ(bi, root, anon_dev);
+	if (anon)
+		fi->dev = anon;
+}
+
+/*
+ * Find what a bio belongs to. Order: swap flag; the completion function (direct I/O keeps
+ * its owner in bi_private; user pages say nothing); the page-cache host of the first page;
+ * btrfs bios (their struct btrfs_bio names the inode).
+ */
+static __always_inline void resolve_bio(struct iodump_file_info *fi, struct bio *bio,
+					__u64 opf, __u32 bdev_dev)
+{
+	struct inode *inode = NULL;
+	struct bio *b = bio;
+	__u8 kind = IODUMP_PK_FILE;
+	int is_btrfs, bbio_embedded;
+	__u64 end_io;
+	int i;
+
+	fi->done = 1;
+	if (!bio)
+		return;
+	if (opf & REQ_BIT(__REQ_SWAP)) {
+		fi->kind = IODUMP_PK_SWAP;
+		return;
+	}
+
+	end_io = (__u64)BPF_CORE_READ(b, bi_end_io);
+	if (!end_io)
+		return;
+	/* A split bio completes into its parent: bi_private is the parent bio. */
+	if (ksym_bio_chain_endio) {
+		for (i = 0; i < 4; i++) {
+			if (end_io != ksym_bio_chain_endio)
+				break;
+			b = BPF_CORE_READ(b, bi_private);
+			if (!b)
+				return;
+			end_io = (__u64)BPF_CORE_READ(b, bi_end_io);
+		}
+	}
+	if (ksym_iomap_dio_bio_end_io && end_io == ksym_iomap_dio_bio_end_io) {
+		/* iomap direct I/O (ext4, xfs): bi_private is the struct iomap_dio */
+		struct iomap_dio *dio = BPF_CORE_READ(b, bi_private);
+		struct file *file = BPF_CORE_READ(dio, iocb, ki_filp);
+
+		inode = BPF_CORE_READ(file, f_inode);
+		if (!inode)
+			return;
+		fill_inode(fi, inode, IODUMP_PK_DIO);
+		fi->dentry = BPF_CORE_READ(file, f_path.dentry);
+		fi->mnt = BPF_CORE_READ(file, f_path.mnt);
+		return;
+	}
+	if ((ksym_blkdev_bio_end_io && end_io == ksym_blkdev_bio_end_io) ||
+	    (ksym_blkdev_bio_end_io_async && end_io == ksym_blkdev_bio_end_io_async)) {
+		fi->kind = IODUMP_PK_RAWDEV;
+		fi->dev = bdev_dev;
+		return;
+	}
+	if (ksym_xfs_buf_bio_end_io && end_io == ksym_xfs_buf_bio_end_io) {
+		fi->kind = IODUMP_PK_META;
+		fi->dev = bdev_dev;
+		return;
+	}
+	if (ksym_xlog_bio_end_io && end_io == ksym_xlog_bio_end_io) {
+		fi->kind = IODUMP_PK_JOURNAL;
+		fi->dev = bdev_dev;
+		return;
+	}
+	/* btrfs: simple/orig bios are embedded in a struct btrfs_bio; clone bios (second
+	 * mirror of DUP/RAID1 writes) are not */
+	bbio_embedded = (ksym_btrfs_simple_end_io && end_io == ksym_btrfs_simple_end_io) ||
+			(ksym_btrfs_orig_write_end_io && end_io == ksym_btrfs_orig_write_end_io);
+	is_btrfs = bbio_embedded ||
+		   (ksym_btrfs_clone_write_end_io && end_io == ksym_btrfs_clone_write_end_io);
+
+	/* Page cache: first page -> folio (compound head) -> mapping -> host inode. */
+	struct bio_vec *bv = BPF_CORE_READ(bio, bi_io_vec);
+	struct page *page = bv ? BPF_CORE_READ(bv, bv_page) : NULL;
+	__u64 mapping = 0;
+
+	if (page) {
+		__u64 head = BPF_CORE_READ(page, compound_head);
+
+		if (head & 1)
+			page = (struct page *)(head - 1);
+		mapping = (__u64)BPF_CORE_READ(page, mapping);
+	}
+	if (mapping && !(mapping & MAPPING_FLAGS))
+		inode = BPF_CORE_READ((struct address_space *)mapping, host);
+
+	if (!inode && bbio_embedded) {
+		/* btrfs direct I/O: the bio is embedded in a struct btrfs_bio */
+		struct btrfs_bio *bbio = (void *)b - bpf_core_field_offset(struct btrfs_bio, bio);
+		struct btrfs_inode *bi = BPF_CORE_READ(bbio, inode);
+
+		if (bi) {
+			inode = (void *)bi + bpf_core_field_offset(struct btrfs_inode, vfs_inode);
+			kind = IODUMP_PK_DIO;
+		}
+	}
+	if (!inode) {
+		if (!(mapping & 1))
+			return;
+		/* user memory: O_DIRECT. Synchronous small O_DIRECT on a block device node
+		 * (__blkdev_direct_IO_simple) waits with submit_bio_wait(). */
+		if (ksym_submit_bio_wait_endio && end_io == ksym_submit_bio_wait_endio) {
+			fi->kind = IODUMP_PK_RAWDEV;
+			fi->dev = bdev_dev;
+		} else {
+			fi->kind = IODUMP_PK_USERMEM;
+		}
+		return;
+	}
+	fill_inode(fi, inode, kind);
+	if (is_btrfs)
+		btrfs_fixup(fi, bdev_dev);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Path records: once per (dev, ino, gen)
+ * ------------------------------------------------------------------------------------- */
+
+/* Walk the dentry chain and send a path record. Returns 0 if sent. */
+static __always_inline int send_path(struct iodump_file_info *fi)
+{
+	__u32 zero = 0;
+	struct iodump_path_scratch *ps = bpf_map_lookup_elem(&path_scratch, &zero);
+	struct iodump_path_event *hdr;
+	char *names;
+	struct dentry *d = fi->dentry;
+	struct inode *inode = fi->inode; /* a plain local: BPF_CORE_READ(fi->inode, ..) would
+					  * relocate the local struct iodump_file_info too */
+	struct dentry *parent;
+	__u32 off = 0;
+	__u16 depth = 0;
+	__u8 pflags = 0;
+	int at_root = 0;
+	int i;
+
+	if (!ps)
+		return -1;
+	hdr = (void *)ps->raw;
+	names = (char *)ps->raw + sizeof(*hdr);
+
+	if (!d) {
+		struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
+
+		if (first)
+			d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	}
+	if (!d)
+		pflags |= IODUMP_PF_NO_DENTRY;
+	if (BPF_CORE_READ(inode, i_nlink) == 0)
+		pflags |= IODUMP_PF_DELETED;
+
+	if (d) {
+		for (i = 0; i < IODUMP_PATH_MAX_DEPTH; i++) {
+			parent = BPF_CORE_READ(d, d_parent);
+			if (!parent || parent == d) {
+				at_root = 1;
+				break;
+			}
+			if (off > IODUMP_PATH_BUF - IODUMP_NAME_MAX)
+				break;
+			const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+			long n = bpf_probe_read_kernel_str(&names[off & (IODUMP_PATH_BUF - 1)],
+							   IODUMP_NAME_MAX, name);
+			if (n <= 0)
+				break;
+			off += n;
+			depth++;
+			d = parent;
+		}
+		if (!at_root) {
+			parent = BPF_CORE_READ(d, d_parent);
+			at_root = !parent || parent == d;
+		}
+		if (!at_root)
+			pflags |= IODUMP_PF_TRUNCATED;
+		else if (d != BPF_CORE_READ(inode, i_sb, s_root))
+			pflags |= IODUMP_PF_DISCONNECTED;
+	}
+
+	hdr->kind = IODUMP_EV_PATH;
+	hdr->path_kind = fi->kind;
+	hdr->pflags = pflags;
+	hdr->depth = depth;
+	hdr->names_len = off;
+	hdr->ino = fi->ino;
+	hdr->dev = fi->dev;
+	hdr->gen = fi->gen;
+	hdr->mnt_id = 0;
+	hdr->sb_dev = fi->sb_dev;
+	if (fi->mnt) {
+		struct mount *m = (void *)fi->mnt - bpf_core_field_offset(struct mount, mnt);
+
+		hdr->mnt_id = BPF_CORE_READ(m, mnt_id);
+	}
+
+	off &= IODUMP_PATH_BUF - 1;
+	if (bpf_ringbuf_output(&events, ps, sizeof(*hdr) + off, rb_flags()))
+		return -1;
+	cnt(IODUMP_CNT_PATHS);
+	if (pflags & IODUMP_PF_TRUNCATED)
+		cnt(IODUMP_CNT_PATH_TRUNC);
+	return 0;
+}
+
+/* Make sure the path of fi was sent once. Returns 0 if it was (now or before). */
+static __always_inline int ensure_path(struct iodump_file_info *fi, struct iodump_cpu_state *cs)
+{
+	struct iodump_inode_key k = { .ino = fi->ino, .dev = fi->dev, .gen = fi->gen };
+	__u32 one = 1;
+
+	if (cs->seen_ino == k.ino && cs->seen_dev == k.dev && cs->seen_gen == k.gen)
+		return 0;
+	if (!bpf_map_lookup_elem(&seen_inodes, &k)) {
+		if (send_path(fi)) {
+			cnt(IODUMP_CNT_LOST_PATH);
+			return -1;
+		}
+		bpf_map_update_elem(&seen_inodes, &k, &one, BPF_ANY);
+	}
+	cs->seen_ino = k.ino;
+	cs->seen_dev = k.dev;
+	cs->seen_gen = k.gen;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Start of an I/O (submitter context)
+ * ------------------------------------------------------------------------------------- */
+
+/* What the submitter is doing: syscall number, fault, or kernel thread. */
+static __always_inline __u16 current_syscall(__u8 *ioflags)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	unsigned int tflags = BPF_CORE_READ(task, flags);
+
+	if (tflags & PF_KTHREAD) {
+		*ioflags |= IODUMP_IOF_KTHREAD;
+		return IODUMP_SC_NONE;
+	}
+	if (!cfg_enable_syscall)
+		return IODUMP_SC_NONE;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long ax = BPF_CORE_READ(regs, ax);
+	unsigned long nr = BPF_CORE_READ(regs, orig_ax);
+
+	/* The syscall entry stores -ENOSYS in pt_regs->ax until the syscall returns;
+	 * exceptions (page faults) store the user's rax. */
+	if (ax == -ENOSYS && nr < IODUMP_SC_FAULT)
+		return nr;
+	return IODUMP_SC_FAULT;
+}
+
+/*
+ * Fill v for an I/O entering the block layer; returns 0 to track it, -1 if filtered out.
+ * bdev: the partition (or whole disk) the I/O targets; bio: its (first) bio.
+ */
+static __always_inline int start_io(struct iodump_inflight *v, struct block_device *bdev,
+				    struct bio *bio, __u64 opf, __u64 sector, __u32 bytes)
+{
+	struct iodump_file_info fi = {};
+	__u32 zero = 0;
+	__u64 id;
+	__u32 tgid;
+	__u8 op;
+
+	v->ev.dev = BPF_CORE_READ(bdev, bd_dev);
+	if (cfg_filter_dev && !bpf_map_lookup_elem(&dev_filter, &v->ev.dev))
+		goto filtered;
+	op = norm_op(opf);
+	/* an empty REQ_PREFLUSH write is a cache flush (iostat counts it as one) */
+	if (op == IODUMP_OP_WRITE && !bytes && (opf & REQ_BIT(__REQ_PREFLUSH)))
+		op = IODUMP_OP_FLUSH;
+	if (!(cfg_op_mask & (1u << op)))
+		goto filtered;
+
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	if (cfg_exclude_tgid && tgid == cfg_exclude_tgid)
+		goto filtered;
+	if (cfg_filter_pid && !bpf_map_lookup_elem(&pid_filter, &tgid)) {
+		/* writeback by a flusher: accept if the pages' dirtier is wanted */
+		__u32 *dp;
+
+		if (!cfg_enable_dirtier || op != IODUMP_OP_WRITE)
+			goto filtered;
+		resolve_bio(&fi, bio, opf, v->ev.dev);
+		if (fi.kind != IODUMP_PK_FILE)
+			goto filtered;
+		__u64 ikey = (__u64)fi.inode;
+		dp = bpf_map_lookup_elem(&dirtiers, &ikey);
+		if (!dp || !bpf_map_lookup_elem(&pid_filter, dp))
+			goto filtered;
+	}
+	bpf_get_current_comm(v->ev.comm, sizeof(v->ev.comm));
+	if (cfg_filter_comm && !bpf_map_lookup_elem(&comm_filter, v->ev.comm))
+		goto filtered;
+	if (cfg_filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		goto filtered;
+
+	struct iodump_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!cs)
+		return -1;
+	if (cfg_sample_every > 1) {
+		if (++cs->sample_ctr < cfg_sample_every) {
+			cnt(IODUMP_CNT_SAMPLED_OUT);
+			return -1;
+		}
+		cs->sample_ctr = 0;
+	}
+
+	v->ev.kind = IODUMP_EV_IO;
+	v->ev.op = op;
+	v->ev.sector = sector;
+	v->ev.bytes = bytes;
+	v->ev.flags = norm_flags(opf);
+	v->ev.start_ns = bpf_ktime_get_ns();
+	v->ev.pid = tgid;
+	v->ev.tid = (__u32)id;
+	v->ev.cpu = bpf_get_smp_processor_id();
+	v->ev.syscall = current_syscall(&v->ev.ioflags);
+	v->part_start = BPF_CORE_READ(bdev, bd_start_sect);
+
+	v->ev.cgroup_id = 0;
+	if ((v->ev.ioflags & IODUMP_IOF_KTHREAD) && bio) {
+		/* cgroup writeback: the bio is charged to the dirtier's cgroup */
+		v->ev.cgroup_id = BPF_CORE_READ(bio, bi_blkg, blkcg, css.cgroup, kn, id);
+	}
+	if (!v->ev.cgroup_id)
+		v->ev.cgroup_id = bpf_get_current_cgroup_id();
+
+	if (op <= IODUMP_OP_WRITE) {
+		if (!fi.done)
+			resolve_bio(&fi, bio, opf, v->ev.dev);
+		v->ev.path_kind = fi.kind;
+		v->ev.ino_dev = fi.dev;
+		if (fi.inode) {
+			v->ev.ino = fi.ino;
+			v->ev.ino_gen = fi.gen;
+			if (cfg_enable_dirtier && op == IODUMP_OP_WRITE && fi.kind == IODUMP_PK_FILE) {
+				__u64 ikey = (__u64)fi.inode;
+				__u32 *dp = bpf_map_lookup_elem(&dirtiers, &ikey);
+
+				if (dp) {
+					if (cfg_exclude_tgid && *dp == cfg_exclude_tgid)
+						goto filtered;
+					v->ev.dirtier_pid = *dp;
+					v->ev.ioflags |= IODUMP_IOF_DIRTIER;
+				}
+			}
+			if (!cfg_enable_paths || ensure_path(&fi, cs))
+				v->ev.ioflags |= IODUMP_IOF_PATH_LOST;
+		}
+	}
+	return 0;
+
+filtered:
+	cnt(IODUMP_CNT_FILTERED);
+	return -1;
+}
+
+static __always_inline void track(void *map, __u64 key, struct iodump_inflight *v)
+{
+	long err = bpf_map_update_elem(map, &key, v, BPF_NOEXIST);
+
+	if (err == -17 /* EEXIST */) {
+		/* the key (request/bio address) is being reused: the previous I/O with this
+		 * address never completed as far as we saw */
+		cnt(IODUMP_CNT_LOST_STALE);
+		err = bpf_map_update_elem(map, &key, v, BPF_ANY);
+	}
+	if (err) {
+		cnt(IODUMP_CNT_LOST_INFLIGHT);
+		return;
+	}
+	cnt(IODUMP_CNT_TRACKED);
+}
+
+static __always_inline int on_rq_start(struct request *rq, __u8 from_insert)
+{
+	struct iodump_inflight v = {};
+	__u64 key = (__u64)rq;
+	struct block_device *bdev;
+	struct bio *bio;
+
+	if (from_insert && bpf_map_lookup_elem(&inflight_rq, &key))
+		return 0; /* already tracked from block_io_start */
+	bio = BPF_CORE_READ(rq, bio);
+	if (bio)
+		bdev = BPF_CORE_READ(bio, bi_bdev);
+	else
+		bdev = BPF_CORE_READ(rq, q, disk, part0);
+	if (!bdev)
+		return 0;
+	if (start_io(&v, bdev, bio, BPF_CORE_READ(rq, cmd_flags), BPF_CORE_READ(rq, __sector),
+		     BPF_CORE_READ(rq, __data_len)))
+		return 0;
+	if (from_insert)
+		v.ev.ioflags |= IODUMP_IOF_INSERT;
+	track(&inflight_rq, key, &v);
+	return 0;
+}
+
+static __always_inline int on_bio_queue(struct bio *bio)
+{
+	struct iodump_inflight v = {};
+	struct block_device *bdev = BPF_CORE_READ(bio, bi_bdev);
+
+	if (!bdev)
+		return 0;
+	/* Request-based (blk-mq) devices are tracked per request; their bios also pass
+	 * block_bio_queue and must not be counted twice. */
+	if (BPF_CORE_READ(bdev, bd_queue, mq_ops))
+		return 0;
+	/* block_bio_queue runs after blk_partition_remap: bi_sector is whole-disk based
+	 * (checked on 6.18 with a loop partition); start_io stores bd_start_sect to subtract */
+	if (start_io(&v, bdev, bio, BPF_CORE_READ(bio, bi_opf),
+		     BPF_CORE_READ(bio, bi_iter.bi_sector), BPF_CORE_READ(bio, bi_iter.bi_size)))
+		return 0;
+	v.ev.ioflags |= IODUMP_IOF_BIO_BASED;
+	track(&inflight_bio, (__u64)bio, &v);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Issue, merge, completion
+ * ------------------------------------------------------------------------------------- */
+static __always_inline int on_rq_issue(struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct iodump_inflight *v = bpf_map_lookup_elem(&inflight_rq, &key);
+
+	if (!v)
+		return 0;
+	v->ev.issue_ns = bpf_ktime_get_ns();
+	v->ev.ioflags |= IODUMP_IOF_ISSUED;
+	/* merges are over once a request is dispatched: take its final extent */
+	v->ev.sector = BPF_CORE_READ(rq, __sector);
+	v->ev.bytes = BPF_CORE_READ(rq, __data_len);
+	return 0;
+}
+
+static __always_inline int on_rq_merge(struct request *next)
+{
+	__u64 key = (__u64)next;
+
+	if (bpf_map_delete_elem(&inflight_rq, &key) == 0)
+		cnt(IODUMP_CNT_RQ_MERGED);
+	return 0;
+}
+
+static __always_inline void emit(struct iodump_inflight *v, __u64 now)
+{
+	struct iodump_io_event *e;
+
+	if (v->ev.bytes < cfg_min_bytes || (cfg_max_bytes && v->ev.bytes > cfg_max_bytes)) {
+		cnt(IODUMP_CNT_SIZE_FILTERED);
+		return;
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		cnt(IODUMP_CNT_LOST_RINGBUF);
+		return;
+	}
+	__builtin_memcpy(e, &v->ev, sizeof(*e));
+	e->complete_ns = now;
+	e->sector = v->ev.sector - v->part_start;
+	bpf_ringbuf_submit(e, rb_flags());
+	cnt(IODUMP_CNT_EMITTED);
+}
+
+static __always_inline int on_rq_complete(struct request *rq, __u32 status, __u32 nr_bytes)
+{
+	__u64 key = (__u64)rq;
+	__u64 now = bpf_ktime_get_ns();
+	struct iodump_inflight *v = bpf_map_lookup_elem(&inflight_rq, &key);
+	__u16 err;
+
+	if (!v) {
+		cnt(IODUMP_CNT_NO_START);
+		return 0;
+	}
+	err = status_errno(status);
+	if (err && !v->ev.error)
+		v->ev.error = err;
+	/* blk_update_request may complete a request in parts; the tracepoint fires before
+	 * __data_len is reduced, so nr_bytes < __data_len means more parts follow. */
+	if (nr_bytes < BPF_CORE_READ(rq, __data_len)) {
+		v->ev.ioflags |= IODUMP_IOF_PARTIAL;
+		cnt(IODUMP_CNT_PARTIAL);
+		return 0;
+	}
+	emit(v, now);
+	bpf_map_delete_elem(&inflight_rq, &key);
+	return 0;
+}
+
+static __always_inline int on_bio_complete(struct bio *bio)
+{
+	__u64 key = (__u64)bio;
+	__u64 now = bpf_ktime_get_ns();
+	struct iodump_inflight *v = bpf_map_lookup_elem(&inflight_bio, &key);
+
+	if (!v)
+		return 0; /* request-based bios end here too: not counted as NO_START */
+	v->ev.error = status_errno(BPF_CORE_READ(bio, bi_status));
+	emit(v, now);
+	bpf_map_delete_elem(&inflight_bio, &key);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Writeback dirtier
+ * ------------------------------------------------------------------------------------- */
+static __always_inline int on_dirty_folio(struct address_space *mapping)
+{
+	__u32 zero = 0;
+	struct iodump_cpu_state *cs;
+	__u64 host;
+	__u32 tgid;
+
+	if (!cfg_enable_dirtier || !mapping)
+		return 0;
+	host = (__u64)BPF_CORE_READ(mapping, host);
+	if (!host)
+		return 0;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	cs = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!cs)
+		return 0;
+	/* a buffered write dirties many folios of one inode in a row: update once */
+	if (cs->dirty_inode == host && cs->dirty_tgid == tgid)
+		return 0;
+	cs->dirty_inode = host;
+	cs->dirty_tgid = tgid;
+	bpf_map_update_elem(&dirtiers, &host, &tgid, BPF_ANY);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Programs: tp_btf (preferred) and raw_tp (fallback), same bodies
+ * ------------------------------------------------------------------------------------- */
+SEC("tp_btf/block_io_start")
+int BPF_PROG(tp_io_start, struct request *rq)
+{
+	return on_rq_start(rq, 0);
+}
+
+SEC("raw_tp/block_io_start")
+int BPF_PROG(raw_io_start, struct request *rq)
+{
+	return on_rq_start(rq, 0);
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(tp_rq_insert, struct request *rq)
+{
+	return on_rq_start(rq, 1);
+}
+
+SEC("raw_tp/block_rq_insert")
+int BPF_PROG(raw_rq_insert, struct request *rq)
+{
+	return on_rq_start(rq, 1);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(tp_rq_issue, struct request *rq)
+{
+	return on_rq_issue(rq);
+}
+
+SEC("raw_tp/block_rq_issue")
+int BPF_PROG(raw_rq_issue, struct request *rq)
+{
+	return on_rq_issue(rq);
+}
+
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(tp_rq_merge, struct request *rq)
+{
+	return on_rq_merge(rq);
+}
+
+SEC("raw_tp/block_rq_merge")
+int BPF_PROG(raw_rq_merge, struct request *rq)
+{
+	return on_rq_merge(rq);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(tp_rq_done, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return on_rq_complete(rq, error, nr_bytes);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(raw_rq_done, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return on_rq_complete(rq, error, nr_bytes);
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(tp_bio_queue, struct bio *bio)
+{
+	return on_bio_queue(bio);
+}
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(raw_bio_queue, struct bio *bio)
+{
+	return on_bio_queue(bio);
+}
+
+SEC("tp_btf/block_bio_complete")
+int BPF_PROG(tp_bio_done, struct request_queue *q, struct bio *bio)
+{
+	return on_bio_complete(bio);
+}
+
+SEC("raw_tp/block_bio_complete")
+int BPF_PROG(raw_bio_done, struct request_queue *q, struct bio *bio)
+{
+	return on_bio_complete(bio);
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(tp_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	return on_dirty_folio(mapping);
+}
+
+SEC("raw_tp/writeback_dirty_folio")
+int BPF_PROG(raw_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	return on_dirty_folio(mapping);
+}

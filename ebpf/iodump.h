@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * iodump.h — the one header shared by the BPF program (iodump.bpf.c) and user space.
+ *
+ * Everything that crosses the ring buffer or a map is defined here with fixed-size integer
+ * fields only, explicit padding, and sizes that are multiples of 8. The Rust side mirrors
+ * these structs with #[repr(C)] and checks size and offsets at compile time; the offsets are
+ * pinned below with _Static_assert so a change here breaks the build on both sides.
+ *
+ * Compiles two ways:
+ *   - BPF:     #include "vmlinux.h" first (it defines __VMLINUX_H__ and the __u64... types);
+ *   - plain C: #include "iodump.h" alone; __u64... come from <linux/types.h>.
+ *
+ * All integers are in the host's byte order (little-endian on x86_64).
+ * Time stamps are bpf_ktime_get_ns(): CLOCK_MONOTONIC nanoseconds (not counting suspend).
+ * Device numbers use the kernel's internal dev_t encoding: major << 20 | minor (MKDEV in
+ * include/linux/kdev_t.h), NOT the userspace (glibc makedev) encoding.
+ */
+#ifndef IODUMP_H
+#define IODUMP_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Bumped whenever a struct or constant below changes meaning. */
+#define IODUMP_ABI_VERSION 1
+
+/* ---------------------------------------------------------------------------------------
+ * Ring buffer record kinds: the first __u16 of every record.
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_EV_IO   1 /* struct iodump_io_event, fixed size */
+#define IODUMP_EV_PATH 2 /* struct iodump_path_event, variable size (header + names_len) */
+
+/* ---------------------------------------------------------------------------------------
+ * Normalised operation codes (iodump_io_event.op). Kernel REQ_OP_* values are looked up
+ * with CO-RE (enum req_op), so they are stable here whatever the kernel numbers them.
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_OP_READ         0
+#define IODUMP_OP_WRITE        1 /* also REQ_OP_ZONE_APPEND (a data write) */
+#define IODUMP_OP_FLUSH        2
+#define IODUMP_OP_DISCARD      3
+#define IODUMP_OP_SECURE_ERASE 4
+#define IODUMP_OP_WRITE_ZEROES 5
+#define IODUMP_OP_OTHER        6 /* zone management, driver-private (REQ_OP_DRV_*), ... */
+#define IODUMP_OP_COUNT        7
+
+/* ---------------------------------------------------------------------------------------
+ * Normalised request flag bits (iodump_io_event.flags), from the kernel's REQ_* bits whose
+ * numbers are looked up with CO-RE (enum req_flag_bits), since they move between kernels.
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_F_SYNC       (1u << 0) /* REQ_SYNC */
+#define IODUMP_F_META       (1u << 1) /* REQ_META */
+#define IODUMP_F_FUA        (1u << 2) /* REQ_FUA */
+#define IODUMP_F_PREFLUSH   (1u << 3) /* REQ_PREFLUSH */
+#define IODUMP_F_READAHEAD  (1u << 4) /* REQ_RAHEAD */
+#define IODUMP_F_BACKGROUND (1u << 5) /* REQ_BACKGROUND */
+#define IODUMP_F_NOWAIT     (1u << 6) /* REQ_NOWAIT */
+
+/* ---------------------------------------------------------------------------------------
+ * iodump_io_event.ioflags: how the event was recorded.
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_IOF_BIO_BASED (1u << 0) /* bio-based device (zram, dm, md, nvme multipath
+                                        * head): block_bio_queue -> block_bio_complete;
+                                        * issue_ns is 0 */
+#define IODUMP_IOF_ISSUED    (1u << 1) /* issue_ns is valid (block_rq_issue was seen); a
+                                        * request-based I/O without it was completed by the
+                                        * flush state machine (pure REQ_PREFLUSH) */
+#define IODUMP_IOF_DIRTIER   (1u << 2) /* dirtier_pid is valid */
+#define IODUMP_IOF_PATH_LOST (1u << 3) /* ino/ino_dev valid but the path record could not be
+                                        * sent (ring buffer full, or paths disabled):
+                                        * resolve another way or label [unknown] */
+#define IODUMP_IOF_KTHREAD   (1u << 4) /* submitter is a kernel thread (flusher kworker,
+                                        * jbd2, xfsaild, kblockd...): pid/comm are that
+                                        * thread's; for writeback see dirtier_pid */
+#define IODUMP_IOF_PARTIAL   (1u << 5) /* the request completed in several parts
+                                        * (block_rq_complete with nr_bytes < remaining);
+                                        * one event is emitted at the last part */
+#define IODUMP_IOF_INSERT    (1u << 6) /* tracked from block_rq_insert (fallback hook for
+                                        * kernels without block_io_start) */
+
+/* ---------------------------------------------------------------------------------------
+ * Where the file behind an I/O came from (iodump_io_event.path_kind and
+ * iodump_path_event.path_kind). Codes 0..5 equal the trace format's PathKind codes.
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_PK_UNKNOWN  0 /* no data pages (flush, discard...) or nothing recognised */
+#define IODUMP_PK_FILE     1 /* page-cache page of a file: buffered read, readahead,
+                              * writeback, fsync, mmap fault. ino/ino_dev/ino_gen valid */
+#define IODUMP_PK_META     2 /* filesystem metadata recognised by the kernel side; ino_dev = dev
+                              * (xfs_buf_bio_end_io) */
+#define IODUMP_PK_JOURNAL  3 /* filesystem journal recognised by the kernel side; ino_dev = dev
+                              * (xlog_bio_end_io) */
+#define IODUMP_PK_SWAP     4 /* REQ_SWAP: swap-out / swap-in */
+#define IODUMP_PK_RAWDEV   5 /* O_DIRECT on a block device node (blkdev_bio_end_io[_async],
+                              * or user pages completed by submit_bio_wait_endio);
+                              * ino_dev = the device */
+#define IODUMP_PK_BDEV     6 /* page cache of a block device inode: buffer-head metadata
+                              * (ext4 inode tables, bitmaps, directories via bdev), the ext4
+                              * jbd2 journal, or buffered I/O on /dev/X. ino_dev = that block
+                              * device (i_rdev), ino = 0. User space labels it from comm
+                              * (jbd2/...), REQ_META and whether the device is mounted. */
+#define IODUMP_PK_DIO      7 /* direct I/O on a file: iomap (ext4, xfs) or a btrfs bio.
+                              * ino/ino_dev/ino_gen valid */
+#define IODUMP_PK_USERMEM  8 /* anonymous/user pages not attributed to a file: O_DIRECT
+                              * through a path the kernel side does not recognise */
+
+/* ---------------------------------------------------------------------------------------
+ * iodump_io_event.syscall: what the submitting thread was doing (x86_64 only).
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_SC_NONE  0xffff /* kernel thread, or disabled (cfg_enable_syscall = 0) */
+#define IODUMP_SC_FAULT 0xfffe /* user thread not inside a syscall: a page fault on a
+                                * mapped file (or another exception) */
+/* Any other value: the raw x86_64 syscall number (pt_regs->orig_ax) the submitter is in,
+ * e.g. 0 read, 1 write, 17 pread64, 18 pwrite64, 74 fsync, 75 fdatasync, 209 io_submit,
+ * 426 io_uring_enter. */
+
+/* ---------------------------------------------------------------------------------------
+ * iodump_path_event.pflags
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_PF_TRUNCATED    (1u << 0) /* root side cut: depth > IODUMP_PATH_MAX_DEPTH or
+                                          * names longer than IODUMP_PATH_BUF; show "…/" */
+#define IODUMP_PF_DELETED      (1u << 1) /* inode had i_nlink == 0 (unlinked while open) */
+#define IODUMP_PF_DISCONNECTED (1u << 2) /* the walk ended at a root dentry that is not the
+                                          * superblock's s_root (btrfs subvolume root,
+                                          * NFS-exported disconnected dentry...) */
+#define IODUMP_PF_NO_DENTRY    (1u << 3) /* inode has no dentry alias: names is empty */
+
+#define IODUMP_PATH_BUF       4096 /* max bytes of names[] */
+#define IODUMP_NAME_MAX       256  /* max bytes of one component incl. its NUL */
+#define IODUMP_PATH_MAX_DEPTH 256  /* max components walked */
+
+/* ---------------------------------------------------------------------------------------
+ * Per-CPU counters (map "counters": PERCPU_ARRAY, key __u32 index, value __u64). Sum over
+ * CPUs. The LOST_* ones are events that were lost; the others are statistics.
+ *
+ * I/Os evicted from the LRU in-flight maps without completion are not counted by the
+ * kernel (LRU eviction is silent); compute them at the end as
+ *   TRACKED - EMITTED - LOST_RINGBUF - SIZE_FILTERED - RQ_MERGED - LOST_STALE
+ *           - (entries still in inflight_rq + inflight_bio)
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_CNT_LOST_RINGBUF   0  /* I/O event dropped: ring buffer reserve failed */
+#define IODUMP_CNT_LOST_INFLIGHT  1  /* I/O not tracked: in-flight map update failed */
+#define IODUMP_CNT_LOST_STALE     2  /* in-flight key reused while its entry was still
+                                      * there: the earlier I/O's completion was never seen */
+#define IODUMP_CNT_LOST_PATH      3  /* path record not sent (ring buffer full); the I/O
+                                      * event has IODUMP_IOF_PATH_LOST, retried next I/O */
+#define IODUMP_CNT_TRACKED        4  /* I/Os entered into an in-flight map */
+#define IODUMP_CNT_EMITTED        5  /* I/O events submitted to the ring buffer */
+#define IODUMP_CNT_NO_START       6  /* completions with no in-flight entry (started before
+                                      * attach, flush_rq of the flush machinery, evicted) */
+#define IODUMP_CNT_RQ_MERGED      7  /* requests merged into another one (block_rq_merge):
+                                      * entry dropped, its bytes are in the survivor */
+#define IODUMP_CNT_PATHS          8  /* path records sent */
+#define IODUMP_CNT_PATH_TRUNC     9  /* path records sent with IODUMP_PF_TRUNCATED */
+#define IODUMP_CNT_FILTERED       10 /* I/Os dropped by dev/op/pid/comm/cgroup filters */
+#define IODUMP_CNT_SAMPLED_OUT    11 /* I/Os skipped by 1/N sampling */
+#define IODUMP_CNT_SIZE_FILTERED  12 /* completed I/Os dropped by min/max size */
+#define IODUMP_CNT_PARTIAL        13 /* partial completions (not events) */
+#define IODUMP_CNT_MAX            14
+
+/* ---------------------------------------------------------------------------------------
+ * struct iodump_io_event: one block I/O, sent at completion. 104 bytes.
+ * ------------------------------------------------------------------------------------- */
+struct iodump_io_event {
+	__u16 kind;        /*   0  IODUMP_EV_IO */
+	__u8  op;          /*   2  IODUMP_OP_* */
+	__u8  flags;       /*   3  IODUMP_F_* bit set */
+	__u8  path_kind;   /*   4  IODUMP_PK_* */
+	__u8  ioflags;     /*   5  IODUMP_IOF_* bit set */
+	__u16 error;       /*   6  completion status as a positive errno; 0 = success */
+	__u64 start_ns;    /*   8  ns, CLOCK_MONOTONIC: entered the block layer
+	                    *      (block_io_start / block_bio_queue), submitter context */
+	__u64 issue_ns;    /*  16  ns: handed to the driver (last block_rq_issue); 0 if none */
+	__u64 complete_ns; /*  24  ns: completion (block_rq_complete / block_bio_complete) */
+	__u64 sector;      /*  32  first sector, 512-byte units, relative to dev (the
+	                    *      partition when the I/O targets one) */
+	__u64 cgroup_id;   /*  40  cgroup v2 id of the submitter; for kernel threads with a
+	                    *      blkcg on the bio (cgroup writeback) the bio's cgroup */
+	__u64 ino;         /*  48  inode number of the file (PK_FILE, PK_DIO); 0 otherwise */
+	__u32 ino_dev;     /*  56  st_dev of that inode (PK_FILE, PK_DIO): sb->s_dev, or on
+	                    *      btrfs the subvolume's anonymous dev (root->anon_dev);
+	                    *      for PK_BDEV the block device (i_rdev); for PK_RAWDEV,
+	                    *      PK_META, PK_JOURNAL = dev; 0 otherwise */
+	__u32 ino_gen;     /*  60  inode generation (i_generation): with ino_dev+ino it
+	                    *      identifies the file across inode number reuse */
+	__u32 dev;         /*  64  device the I/O was sent to: bd_dev of the partition (sda1)
+	                    *      or whole disk, kernel encoding major << 20 | minor */
+	__u32 bytes;       /*  68  size in bytes (0 for a pure flush) */
+	__u32 pid;         /*  72  submitter's process id (tgid) */
+	__u32 tid;         /*  76  submitter's thread id (kernel pid) */
+	__u32 dirtier_pid; /*  80  for page-cache writes: tgid that last dirtied a page of the
+	                    *      inode (writeback_dirty_folio); valid if IODUMP_IOF_DIRTIER */
+	__u16 cpu;         /*  84  CPU the I/O was submitted on */
+	__u16 syscall;     /*  86  IODUMP_SC_* or raw x86_64 syscall number */
+	char  comm[16];    /*  88  submitter's comm, NUL-padded (bpf_get_current_comm) */
+};                         /* 104 */
+
+/* ---------------------------------------------------------------------------------------
+ * struct iodump_path_event: the path of an inode, sent once per (ino_dev, ino, ino_gen)
+ * per recording, before the first I/O event that refers to it. The record is
+ * sizeof(struct iodump_path_event) + names_len bytes long.
+ *
+ * names[] holds depth components, LEAF FIRST, each terminated by one NUL byte, e.g.
+ * "file.txt\0dir\0home\0" for /home/dir/file.txt; reverse and join with '/'. Components
+ * are raw bytes (anything but NUL and '/'). The path is relative to the root of the
+ * filesystem (the superblock's s_root); user space prefixes the mount point by matching
+ * sb_dev against /proc/self/mountinfo (major:minor, converted from this encoding) and
+ * choosing a mount whose root (4th mountinfo field) is a prefix of the path. depth == 0 and
+ * no flags means the filesystem root itself. (dev, ino, gen) identifies the file.
+ * ------------------------------------------------------------------------------------- */
+struct iodump_path_event {
+	__u16 kind;      /*  0  IODUMP_EV_PATH */
+	__u8  path_kind; /*  2  IODUMP_PK_FILE or IODUMP_PK_DIO (how the inode was found) */
+	__u8  pflags;    /*  3  IODUMP_PF_* bit set */
+	__u16 depth;     /*  4  number of components in names[] */
+	__u16 names_len; /*  6  bytes of names[] (including the NULs), <= IODUMP_PATH_BUF */
+	__u64 ino;       /*  8  inode number */
+	__u32 dev;       /* 16  the inode's st_dev (= iodump_io_event.ino_dev), kernel encoding:
+	                  *     sb->s_dev, or on btrfs the subvolume's anonymous dev */
+	__u32 gen;       /* 20  i_generation */
+	__u32 mnt_id;    /* 24  mount id (as in mountinfo) of the file's mount when known
+	                  *     (direct I/O, from the struct file); 0 = unknown */
+	__u32 sb_dev;    /* 28  superblock dev (sb->s_dev) as in /proc/self/mountinfo: match the
+	                  *     mount with this; equals dev except on btrfs */
+	char  names[];   /* 32  */
+};
+
+/* Key of the "seen_inodes" map (paths already sent). 16 bytes. */
+struct iodump_inode_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 gen;
+};
+
+_Static_assert(sizeof(struct iodump_io_event) == 104, "iodump_io_event size");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, start_ns) == 8, "start_ns");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, issue_ns) == 16, "issue_ns");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, complete_ns) == 24, "complete_ns");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, sector) == 32, "sector");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, cgroup_id) == 40, "cgroup_id");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, ino) == 48, "ino");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, ino_dev) == 56, "ino_dev");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, ino_gen) == 60, "ino_gen");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, dev) == 64, "dev");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, bytes) == 68, "bytes");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, pid) == 72, "pid");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, tid) == 76, "tid");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, dirtier_pid) == 80, "dirtier_pid");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, cpu) == 84, "cpu");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, syscall) == 86, "syscall");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, comm) == 88, "comm");
+_Static_assert(sizeof(struct iodump_path_event) == 32, "iodump_path_event size");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, ino) == 8, "path ino");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, dev) == 16, "path dev");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, mnt_id) == 24, "path mnt_id");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, sb_dev) == 28, "path sb_dev");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, names) == 32, "path names");
+_Static_assert(sizeof(struct iodump_inode_key) == 16, "iodump_inode_key size");
+
+#endif /* IODUMP_H */

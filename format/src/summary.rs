@@ -1,0 +1,243 @@
+//! What `iodump info` reports about a trace, computed in one parallel pass over its segments.
+
+use std::collections::HashMap;
+
+use crate::error::Damage;
+use crate::event::{DevT, PathKind};
+use crate::reader::Reader;
+use crate::segment::EventBatch;
+
+/// Per-device event counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceCount {
+    /// Device number.
+    pub dev: DevT,
+    /// Name from the device table (`?` if the table lacks it).
+    pub name: String,
+    /// Events on it.
+    pub events: u64,
+    /// Bytes transferred.
+    pub bytes: u64,
+}
+
+/// A trace's vital statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Events in intact segments.
+    pub events: u64,
+    /// Events lost according to the loss records.
+    pub lost_events: u64,
+    /// Event segments found.
+    pub segments: u64,
+    /// Event segments that failed to decode.
+    pub damaged_segments: u64,
+    /// Events announced by damaged segments (missing from `events`).
+    pub damaged_events: u64,
+    /// File size.
+    pub file_bytes: u64,
+    /// Smallest event timestamp (monotonic ns), if any event.
+    pub first_timestamp_ns: Option<u64>,
+    /// Largest event timestamp (monotonic ns).
+    pub last_timestamp_ns: Option<u64>,
+    /// Per device, in table order, then devices absent from the table.
+    pub devices: Vec<DeviceCount>,
+    /// Distinct process ids in the process table.
+    pub processes: u64,
+    /// Distinct thread ids in the process table.
+    pub threads: u64,
+    /// Path table entries.
+    pub paths: u64,
+    /// Events whose path id names a file.
+    pub events_with_file: u64,
+    /// Events whose path id names a label (metadata, journal, swap, raw device, unknown).
+    pub events_with_label: u64,
+    /// Events with no path id (0) or one missing from the path table.
+    pub events_without_path: u64,
+    /// Events with a non-zero error.
+    pub events_with_error: u64,
+    /// Everything damaged, sorted by offset.
+    pub damaged: Vec<Damage>,
+}
+
+impl Summary {
+    /// File bytes per intact event.
+    pub fn bytes_per_event(&self) -> Option<f64> {
+        (self.events > 0).then(|| self.file_bytes as f64 / self.events as f64)
+    }
+}
+
+#[derive(Default)]
+struct Partial {
+    events: u64,
+    first: Option<u64>,
+    last: Option<u64>,
+    per_dev: HashMap<u32, (u64, u64)>,
+    with_file: u64,
+    with_label: u64,
+    without: u64,
+    errors: u64,
+}
+
+fn scan(b: &EventBatch, kind_of: &HashMap<u32, PathKind>) -> Partial {
+    let mut p = Partial {
+        events: b.len() as u64,
+        first: b.timestamp_ns.iter().copied().min(),
+        last: b.timestamp_ns.iter().copied().max(),
+        ..Partial::default()
+    };
+    let mut last_dev = None;
+    let mut acc = (0u64, 0u64);
+    for (&d, &bytes) in b.dev.iter().zip(&b.bytes) {
+        if last_dev != Some(d) {
+            if let Some(ld) = last_dev {
+                let e = p.per_dev.entry(ld).or_default();
+                e.0 += acc.0;
+                e.1 += acc.1;
+            }
+            last_dev = Some(d);
+            acc = (0, 0);
+        }
+        acc.0 += 1;
+        acc.1 += bytes as u64;
+    }
+    if let Some(ld) = last_dev {
+        let e = p.per_dev.entry(ld).or_default();
+        e.0 += acc.0;
+        e.1 += acc.1;
+    }
+    let mut cache: (u32, Option<PathKind>) = (0, None);
+    for &id in &b.path_id {
+        let kind = if id == cache.0 {
+            cache.1
+        } else {
+            let k = if id == 0 {
+                None
+            } else {
+                kind_of.get(&id).copied()
+            };
+            cache = (id, k);
+            k
+        };
+        match kind {
+            Some(PathKind::File) => p.with_file += 1,
+            Some(_) => p.with_label += 1,
+            None => p.without += 1,
+        }
+    }
+    p.errors = b.error.iter().filter(|&&e| e != 0).count() as u64;
+    p
+}
+
+/// Decodes every segment in parallel and summarises the trace.
+pub fn summarize(r: &Reader) -> Summary {
+    let kind_of: HashMap<u32, PathKind> = r.tables().paths().map(|p| (p.path_id, p.kind)).collect();
+    let parts = r.par_map_segments(|_, b| scan(b, &kind_of));
+    let t = r.tables();
+    let mut s = Summary {
+        lost_events: r.lost_events(),
+        segments: r.segments().len() as u64,
+        file_bytes: r.file_bytes(),
+        processes: t.process_count() as u64,
+        threads: t.thread_count() as u64,
+        paths: t.path_count() as u64,
+        damaged: r.damage().to_vec(),
+        ..Summary::default()
+    };
+    let mut per_dev: HashMap<u32, (u64, u64)> = HashMap::new();
+    for (i, part) in parts {
+        match part {
+            Ok(p) => {
+                s.events += p.events;
+                s.first_timestamp_ns = match (s.first_timestamp_ns, p.first) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                s.last_timestamp_ns = match (s.last_timestamp_ns, p.last) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                for (d, (n, bytes)) in p.per_dev {
+                    let e = per_dev.entry(d).or_default();
+                    e.0 += n;
+                    e.1 += bytes;
+                }
+                s.events_with_file += p.with_file;
+                s.events_with_label += p.with_label;
+                s.events_without_path += p.without;
+                s.events_with_error += p.errors;
+            }
+            Err(d) => {
+                s.damaged_segments += 1;
+                s.damaged_events += r.segments()[i].events as u64;
+                s.damaged.push(d);
+            }
+        }
+    }
+    s.damaged.sort_by_key(|d| d.offset);
+    for d in t.devices() {
+        let (events, bytes) = per_dev.remove(&d.dev.0).unwrap_or_default();
+        s.devices.push(DeviceCount {
+            dev: d.dev,
+            name: d.name.clone(),
+            events,
+            bytes,
+        });
+    }
+    let mut rest: Vec<_> = per_dev.into_iter().collect();
+    rest.sort_unstable();
+    for (d, (events, bytes)) in rest {
+        s.devices.push(DeviceCount {
+            dev: DevT(d),
+            name: "?".into(),
+            events,
+            bytes,
+        });
+    }
+    s
+}
+
+/// Formats nanoseconds since the Unix epoch as RFC 3339 UTC with nanoseconds
+/// (`2026-01-15T10:00:00.000000123Z`).
+pub fn rfc3339_utc(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let frac = ns.rem_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_values() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(rfc3339_utc(-1), "1969-12-31T23:59:59.999999999Z");
+        // 2000-02-29 (leap day) 12:34:56.789
+        assert_eq!(
+            rfc3339_utc(951_827_696_789_000_000),
+            "2000-02-29T12:34:56.789000000Z"
+        );
+        assert_eq!(
+            rfc3339_utc(1_767_225_600_000_000_001),
+            "2026-01-01T00:00:00.000000001Z"
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! `iodump info`: prints a trace's [`Summary`] as text or JSON.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use iodump_format::summary::{rfc3339_utc, summarize, Summary};
+use iodump_format::{LossReason, Reader};
+use serde_json::json;
+
+use crate::cli::InfoArgs;
+
+pub fn run(a: &InfoArgs) -> anyhow::Result<ExitCode> {
+    let mut damaged_files = Vec::new();
+    let mut failed = None;
+    for (i, path) in a.files.iter().enumerate() {
+        let r = match Reader::open(path) {
+            Ok(r) => r,
+            Err(e) => {
+                let e = anyhow::Error::new(e).context(format!("{}", path.display()));
+                if a.files.len() == 1 {
+                    return Err(e);
+                }
+                eprintln!("iodump: error: {e:#}");
+                failed = Some(path.clone());
+                continue;
+            }
+        };
+        let s = summarize(&r);
+        if a.json {
+            let v = to_json(path.display().to_string(), &r, &s);
+            println!("{}", serde_json::to_string(&v).context("formatting JSON")?);
+        } else {
+            if i > 0 {
+                println!();
+            }
+            print_text(&path.display().to_string(), &r, &s);
+        }
+        if !s.damaged.is_empty() {
+            damaged_files.push((path.clone(), s.damaged.len(), s.damaged[0].to_string()));
+        }
+    }
+    if let Some((p, n, first)) = damaged_files.first() {
+        eprintln!(
+            "iodump: error: {}: {n} damaged chunk{} (first: {first}); intact chunks were read",
+            p.display(),
+            if *n == 1 { "" } else { "s" }
+        );
+        return Ok(ExitCode::from(1));
+    }
+    if let Some(p) = failed {
+        eprintln!("iodump: error: {} could not be read", p.display());
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn pct(a: u64, b: u64) -> String {
+    if b == 0 {
+        "0%".into()
+    } else {
+        format!("{:.2}%", a as f64 * 100.0 / b as f64)
+    }
+}
+
+fn shell_join(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn print_text(name: &str, r: &Reader, s: &Summary) {
+    let h = r.header();
+    let (maj, min) = r.version();
+    println!(
+        "file          {name} ({}, format {maj}.{min})",
+        human_bytes(s.file_bytes)
+    );
+    if r.header_ok() {
+        println!(
+            "host          {} (kernel {}), written by {}",
+            h.hostname, h.kernel_release, h.tool_version
+        );
+        println!("recorded by   {}", shell_join(&h.recorder_argv));
+        if let Some(cmd) = &h.command_argv {
+            let status = match r.end().and_then(|e| e.command_exit_status) {
+                Some(st) => format!("exit status {st}"),
+                None => "exit status unknown".into(),
+            };
+            println!("command       {} ({status})", shell_join(cmd));
+        }
+    } else {
+        println!("host          unknown (header damaged)");
+    }
+    match (s.first_timestamp_ns, s.last_timestamp_ns) {
+        (Some(a), Some(b)) => println!(
+            "time          {} .. {} ({:.3} s)",
+            rfc3339_utc(h.to_utc_ns(a)),
+            rfc3339_utc(h.to_utc_ns(b)),
+            (b - a) as f64 / 1e9
+        ),
+        _ => println!("time          no events"),
+    }
+    let total = s.events + s.lost_events;
+    println!(
+        "events        {} (lost {} = {} of all I/O seen)",
+        thousands(s.events),
+        thousands(s.lost_events),
+        pct(s.lost_events, total)
+    );
+    if !r.losses().is_empty() {
+        let mut by_reason: Vec<(LossReason, u64)> = Vec::new();
+        for l in r.losses() {
+            match by_reason.iter_mut().find(|(k, _)| *k == l.reason) {
+                Some((_, n)) => *n += l.count,
+                None => by_reason.push((l.reason, l.count)),
+            }
+        }
+        let parts: Vec<String> = by_reason
+            .iter()
+            .map(|(k, n)| format!("{} {}", k.name(), thousands(*n)))
+            .collect();
+        println!(
+            "losses        {} records: {}",
+            r.losses().len(),
+            parts.join(", ")
+        );
+    }
+    println!(
+        "segments      {} ({} damaged), footer index {}",
+        s.segments,
+        s.damaged_segments,
+        if r.has_footer() { "present" } else { "absent" }
+    );
+    match s.bytes_per_event() {
+        Some(b) => println!("bytes/event   {b:.2}"),
+        None => println!("bytes/event   -"),
+    }
+    println!("devices       {}", s.devices.len());
+    for d in &s.devices {
+        println!(
+            "  {:<14} {:<9} {:>14} events {:>12}",
+            d.name,
+            d.dev.to_string(),
+            thousands(d.events),
+            human_bytes(d.bytes)
+        );
+    }
+    println!(
+        "processes     {} ({} threads)",
+        thousands(s.processes),
+        thousands(s.threads)
+    );
+    println!("paths         {}", thousands(s.paths));
+    println!(
+        "attribution   file path {}, label {}, neither {}",
+        pct(s.events_with_file, s.events),
+        pct(s.events_with_label, s.events),
+        pct(s.events_without_path, s.events)
+    );
+    if s.events_with_error > 0 {
+        println!(
+            "errors        {} I/Os failed",
+            thousands(s.events_with_error)
+        );
+    }
+    for (k, v) in &h.metadata {
+        let v = v.replace('\n', "\\n");
+        println!("meta          {k} = {v}");
+    }
+    if s.damaged.is_empty() {
+        match r.end() {
+            Some(_) => println!("integrity     ok"),
+            None => {
+                println!("integrity     ok, but no end chunk: the recording did not finish cleanly")
+            }
+        }
+    } else {
+        println!(
+            "integrity     DAMAGED: {} region(s), {} events in damaged segments",
+            s.damaged.len(),
+            thousands(s.damaged_events)
+        );
+        for d in &s.damaged {
+            println!("  {d}");
+        }
+    }
+}
+
+fn to_json(name: String, r: &Reader, s: &Summary) -> serde_json::Value {
+    let h = r.header();
+    let ts = |t: Option<u64>| t.map(|t| rfc3339_utc(h.to_utc_ns(t)));
+    json!({
+        "file": name,
+        "format_version": format!("{}.{}", r.version().0, r.version().1),
+        "file_bytes": s.file_bytes,
+        "events": s.events,
+        "lost_events": s.lost_events,
+        "segments": s.segments,
+        "damaged_segments": s.damaged_segments,
+        "damaged_events": s.damaged_events,
+        "bytes_per_event": s.bytes_per_event(),
+        "first_timestamp": ts(s.first_timestamp_ns),
+        "last_timestamp": ts(s.last_timestamp_ns),
+        "first_timestamp_ns": s.first_timestamp_ns,
+        "last_timestamp_ns": s.last_timestamp_ns,
+        "duration_ns": s.first_timestamp_ns.zip(s.last_timestamp_ns).map(|(a, b)| b - a),
+        "header_ok": r.header_ok(),
+        "hostname": h.hostname,
+        "kernel_release": h.kernel_release,
+        "tool_version": h.tool_version,
+        "recorder_argv": h.recorder_argv,
+        "command_argv": h.command_argv,
+        "command_exit_status": r.end().and_then(|e| e.command_exit_status),
+        "finished": r.end().is_some(),
+        "metadata": h.metadata.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>(),
+        "devices": s.devices.iter().map(|d| {
+            let t = r.tables().device(d.dev);
+            json!({
+                "name": d.name,
+                "dev": d.dev.to_string(),
+                "partition_of": t.and_then(|t| t.partition_of).map(|p| p.to_string()),
+                "sector_size": t.map(|t| t.sector_size),
+                "bio_based": t.map(|t| t.bio_based),
+                "events": d.events,
+                "bytes": d.bytes,
+            })
+        }).collect::<Vec<_>>(),
+        "processes": s.processes,
+        "threads": s.threads,
+        "paths": s.paths,
+        "events_with_file_path": s.events_with_file,
+        "events_with_label": s.events_with_label,
+        "events_without_path": s.events_without_path,
+        "events_with_error": s.events_with_error,
+        "losses": r.losses().iter().map(|l| json!({
+            "cpu": l.cpu, "reason": l.reason.name(), "count": l.count,
+            "start_ns": l.start_ns, "end_ns": l.end_ns,
+        })).collect::<Vec<_>>(),
+        "footer": r.has_footer(),
+        "damaged": s.damaged.iter().map(|d| json!({
+            "offset": d.offset,
+            "chunk": d.chunk,
+            "error": d.kind.to_string(),
+        })).collect::<Vec<_>>(),
+    })
+}

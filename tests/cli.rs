@@ -1,0 +1,255 @@
+//! End-to-end tests of the `iodump` binary: `synth` and `info`, good and bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iodump"))
+}
+
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("iodump-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn join(&self, s: &str) -> PathBuf {
+        self.0.join(s)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run iodump");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+    out
+}
+
+fn synth(path: &Path, events: u64, workload: &str, seed: u64) {
+    let out = run(bin().args([
+        "synth",
+        "-o",
+        path.to_str().unwrap(),
+        "--events",
+        &events.to_string(),
+        "--workload",
+        workload,
+        "--seed",
+        &seed.to_string(),
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn info_json(path: &Path) -> (Output, serde_json::Value) {
+    let out = run(bin().args(["info", "--json", path.to_str().unwrap()]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    (out, v)
+}
+
+fn one_line_error(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got: {stderr}");
+    assert!(lines[0].starts_with("iodump: error: "), "{stderr}");
+    lines[0].to_string()
+}
+
+#[test]
+fn synth_then_info_json_for_every_workload() {
+    let d = TempDir::new("json");
+    for (w, lossless) in [
+        ("randread", false),
+        ("seqwrite", true),
+        ("oltp", true),
+        ("mixed", false),
+    ] {
+        let p = d.join(&format!("{w}.iod"));
+        synth(&p, 200_000, w, 7);
+        let (out, v) = info_json(&p);
+        assert!(out.status.success());
+        assert_eq!(v["events"], 200_000, "{w}");
+        assert_eq!(v["file_bytes"], std::fs::metadata(&p).unwrap().len());
+        assert!(v["segments"].as_u64().unwrap() >= 3, "{w}");
+        assert!(v["damaged"].as_array().unwrap().is_empty());
+        if lossless {
+            assert_eq!(v["lost_events"], 0, "{w}");
+        }
+        assert!(v["devices"].as_array().unwrap().len() >= 2, "{w}");
+        let dev_events: u64 = v["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["events"].as_u64().unwrap())
+            .sum();
+        assert_eq!(dev_events, 200_000);
+        assert!(v["processes"].as_u64().unwrap() >= 3, "{w}");
+        assert!(v["paths"].as_u64().unwrap() >= 100, "{w}");
+        let attributed = v["events_with_file_path"].as_u64().unwrap()
+            + v["events_with_label"].as_u64().unwrap()
+            + v["events_without_path"].as_u64().unwrap();
+        assert_eq!(attributed, 200_000);
+        for k in ["first_timestamp", "last_timestamp"] {
+            let s = v[k].as_str().unwrap();
+            assert!(
+                s.len() == 30 && s.ends_with('Z') && &s[10..11] == "T",
+                "{k}: {s}"
+            );
+        }
+        assert!(v["first_timestamp"].as_str() < v["last_timestamp"].as_str());
+        assert_eq!(v["finished"], true);
+    }
+}
+
+#[test]
+fn synth_is_deterministic_per_seed() {
+    let d = TempDir::new("det");
+    let (a, b, c) = (d.join("a.iod"), d.join("b.iod"), d.join("c.iod"));
+    synth(&a, 50_000, "mixed", 3);
+    synth(&b, 50_000, "mixed", 3);
+    synth(&c, 50_000, "mixed", 4);
+    let (a, b, c) = (
+        std::fs::read(a).unwrap(),
+        std::fs::read(b).unwrap(),
+        std::fs::read(c).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn info_text_shows_the_essentials() {
+    let d = TempDir::new("text");
+    let p = d.join("t.iod");
+    synth(&p, 100_000, "oltp", 1);
+    let out = run(bin().args(["info", p.to_str().unwrap()]));
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "events        100,000 (lost 0",
+        "integrity     ok",
+        "bytes/event",
+        "attribution   file path",
+        "host          synth-oltp",
+    ] {
+        assert!(s.contains(needle), "missing {needle:?} in:\n{s}");
+    }
+}
+
+#[test]
+fn damaged_trace_reports_chunk_and_offset_and_keeps_the_rest() {
+    let d = TempDir::new("damage");
+    let p = d.join("t.iod");
+    synth(&p, 300_000, "randread", 5);
+    let (_, good) = info_json(&p);
+    let mut bytes = std::fs::read(&p).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    std::fs::write(&p, &bytes).unwrap();
+    let (out, v) = info_json(&p);
+    assert_eq!(out.status.code(), Some(1));
+    let line = one_line_error(&out);
+    assert!(line.contains("damaged"), "{line}");
+    let damaged = v["damaged"].as_array().unwrap();
+    assert_eq!(damaged.len(), 1, "{damaged:?}");
+    let off = damaged[0]["offset"].as_u64().unwrap();
+    assert!(off <= mid as u64 && off + (1 << 20) > mid as u64);
+    assert_eq!(damaged[0]["chunk"], "events");
+    let lost = v["damaged_events"].as_u64().unwrap();
+    assert!(lost > 0);
+    assert_eq!(
+        v["events"].as_u64().unwrap() + lost,
+        good["events"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn truncated_trace_reads_complete_chunks() {
+    let d = TempDir::new("trunc");
+    let p = d.join("t.iod");
+    synth(&p, 300_000, "seqwrite", 5);
+    let bytes = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let (out, v) = info_json(&p);
+    assert_eq!(out.status.code(), Some(1));
+    let line = one_line_error(&out);
+    assert!(line.contains("truncated"), "{line}");
+    let n = v["events"].as_u64().unwrap();
+    assert!(n > 100_000 && n < 300_000, "{n}");
+    assert_eq!(v["finished"], false);
+}
+
+#[test]
+fn bad_input_gives_one_line_and_nonzero_exit() {
+    let d = TempDir::new("bad");
+    let garbage = d.join("garbage.iod");
+    std::fs::write(&garbage, b"timestamp,pid,comm,iosize,rw,lba,path\n").unwrap();
+    let out = run(bin().args(["info", garbage.to_str().unwrap()]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_line_error(&out).contains("not an iodump trace"));
+
+    let empty = d.join("empty.iod");
+    std::fs::write(&empty, b"").unwrap();
+    let out = run(bin().args(["info", empty.to_str().unwrap()]));
+    assert_eq!(out.status.code(), Some(1));
+    one_line_error(&out);
+
+    let out = run(bin().args(["info", d.join("missing.iod").to_str().unwrap()]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_line_error(&out).contains("missing.iod"));
+
+    let out = run(bin().args(["info", "--frobnicate", "x"]));
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = run(bin().args([
+        "synth",
+        "-o",
+        "/nonexistent-dir/x.iod",
+        "--events",
+        "10",
+        "--workload",
+        "oltp",
+    ]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_line_error(&out).contains("/nonexistent-dir/x.iod"));
+
+    let out = run(bin().args([
+        "synth",
+        "-o",
+        "x.iod",
+        "--events",
+        "10",
+        "--workload",
+        "nope",
+    ]));
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn several_files_one_json_line_each() {
+    let d = TempDir::new("multi");
+    let (a, b) = (d.join("a.iod"), d.join("b.iod"));
+    synth(&a, 10_000, "oltp", 1);
+    synth(&b, 20_000, "seqwrite", 1);
+    let out = run(bin().args(["info", "--json", a.to_str().unwrap(), b.to_str().unwrap()]));
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["events"], 10_000);
+    assert_eq!(lines[1]["events"], 20_000);
+}
