@@ -206,6 +206,34 @@ pub fn decompress(hdr: &ChunkHeader, stored: &[u8]) -> Result<Vec<u8>, DecodeErr
     Ok(raw)
 }
 
+/// Decompresses (if needed) a verified payload into `raw`, reusing its buffer and `dctx`.
+pub fn decompress_into(
+    hdr: &ChunkHeader,
+    stored: &[u8],
+    raw: &mut Vec<u8>,
+    dctx: &mut zstd::bulk::Decompressor<'static>,
+) -> Result<(), DecodeError> {
+    raw.clear();
+    if hdr.flags & FLAG_ZSTD == 0 {
+        raw.extend_from_slice(stored);
+        return Ok(());
+    }
+    raw.reserve(hdr.raw_len as usize);
+    let n = dctx
+        .decompress_to_buffer(stored, raw)
+        .map_err(|e| DecodeError::Zstd {
+            message: e.to_string(),
+        })?;
+    if n != hdr.raw_len as usize || raw.len() != n {
+        return Err(DecodeError::Inconsistent {
+            what: "decompressed payload length",
+            expected: hdr.raw_len as u64,
+            actual: n as u64,
+        });
+    }
+    Ok(())
+}
+
 // ---- header (TLV) ----
 
 mod tag {

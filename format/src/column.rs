@@ -398,38 +398,54 @@ pub fn encode_column(
     s.seq_state = seq_state;
 }
 
-/// A decoded column before the Seq transform is undone: values for the present rows (or all
-/// rows, with zeros where null), plus validity.
-#[derive(Debug, Default)]
-pub struct DecodedColumn {
-    /// One value per row (0 where null).
-    pub values: Vec<u64>,
-    /// `None` when every row is present.
-    pub validity: Option<Vec<bool>>,
+/// Rebuilds `m` values of `W` bytes from `W` planes of `m` bytes, adding `base`, in one pass.
+#[inline]
+fn unplane<const W: usize>(planes: &[u8], m: usize, base: u64, t: &mut Vec<u64>) {
+    let p: [&[u8]; W] = std::array::from_fn(|k| &planes[k * m..(k + 1) * m]);
+    t.extend((0..m).map(|i| {
+        let mut v = 0u64;
+        for (k, plane) in p.iter().enumerate() {
+            v |= (plane[i] as u64) << (8 * k);
+        }
+        v.wrapping_add(base)
+    }));
+}
+
+/// What [`decode_column_into`] found besides the values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ColumnMeta {
+    /// Some rows are null (the validity buffer was filled).
+    pub has_nulls: bool,
     /// A Seq transform still to be undone (see [`undo_seq`]).
     pub pending_seq: Option<Transform>,
 }
 
-/// Decodes one column block of a segment of `rows` rows.
-pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeError> {
+/// Decodes one column block of a segment of `rows` rows into `values` (one per row, 0 where
+/// null) and, when some rows are null, `valid` (one flag per row). Both buffers are cleared
+/// first and reused, so a warm decoder allocates nothing.
+pub fn decode_column_into(
+    block: &[u8],
+    rows: usize,
+    values: &mut Vec<u64>,
+    valid: &mut Vec<bool>,
+) -> Result<ColumnMeta, DecodeError> {
+    values.clear();
+    valid.clear();
     let mut c = Cursor::new(block);
-    let validity_code = c.u8()?;
-    let validity = match validity_code {
-        VALID_ALL => None,
+    let mut meta = ColumnMeta::default();
+    let present = match c.u8()? {
+        VALID_ALL => rows,
         VALID_NONE => {
-            return Ok(DecodedColumn {
-                values: vec![0; rows],
-                validity: Some(vec![false; rows]),
-                pending_seq: None,
-            })
+            values.resize(rows, 0);
+            valid.resize(rows, false);
+            meta.has_nulls = true;
+            return Ok(meta);
         }
         VALID_BITMAP => {
             let bm = c.take(rows.div_ceil(8))?;
-            Some(
-                (0..rows)
-                    .map(|i| bm[i / 8] & (1 << (i % 8)) != 0)
-                    .collect::<Vec<bool>>(),
-            )
+            valid.extend((0..rows).map(|i| bm[i / 8] & (1 << (i % 8)) != 0));
+            meta.has_nulls = true;
+            valid.iter().filter(|&&p| p).count()
         }
         code => {
             return Err(DecodeError::UnknownEncoding {
@@ -437,10 +453,6 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
                 code,
             })
         }
-    };
-    let present = match &validity {
-        None => rows,
-        Some(v) => v.iter().filter(|&&p| p).count(),
     };
     let tr = Transform::from_code(c.u8()?)?;
     let shift = c.u8()? as u32;
@@ -457,11 +469,11 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
     } else {
         0
     };
-    let enc = c.u8()?;
-    let mut t: Vec<u64> = match enc {
+    let t = values;
+    match c.u8()? {
         ENC_CONST => {
             let v = c.varint()?;
-            vec![v; present]
+            t.resize(present, v);
         }
         ENC_DICT => {
             let k = c.varint_max(MAX_DICT as u64, "dictionary size")? as usize;
@@ -470,28 +482,16 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
                 *d = c.varint()?;
             }
             let idx = c.take(present)?;
-            if k == 0 && present > 0 {
-                return Err(DecodeError::Inconsistent {
-                    what: "empty dictionary for a non-empty column",
-                    expected: 1,
-                    actual: 0,
-                });
-            }
-            let mut out = Vec::with_capacity(present);
-            let mut bad = false;
-            for &i in idx {
-                bad |= i as usize >= k;
-                out.push(dict[i as usize]);
-            }
-            if bad {
+            let max_idx = idx.iter().copied().max().unwrap_or(0) as usize;
+            if present > 0 && max_idx >= k {
                 return Err(DecodeError::OutOfRange {
                     what: "dictionary index",
                     at: c.pos(),
-                    value: idx.iter().map(|&i| i as u64).max().unwrap_or(0),
-                    max: k as u64 - 1,
+                    value: max_idx as u64,
+                    max: (k as u64).saturating_sub(1),
                 });
             }
-            out
+            t.extend(idx.iter().map(|&i| dict[i as usize]));
         }
         ENC_PLANES => {
             let base = c.varint()?;
@@ -510,20 +510,16 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
                 value: present as u64,
                 max: u64::MAX / 8,
             })?)?;
-            let mut out: Vec<u64> = planes[..present].iter().map(|&b| b as u64).collect();
-            for k in 1..w {
-                let plane = &planes[k * present..(k + 1) * present];
-                let sh = 8 * k as u32;
-                for (o, &b) in out.iter_mut().zip(plane) {
-                    *o |= (b as u64) << sh;
-                }
+            match w {
+                1 => unplane::<1>(planes, present, base, t),
+                2 => unplane::<2>(planes, present, base, t),
+                3 => unplane::<3>(planes, present, base, t),
+                4 => unplane::<4>(planes, present, base, t),
+                5 => unplane::<5>(planes, present, base, t),
+                6 => unplane::<6>(planes, present, base, t),
+                7 => unplane::<7>(planes, present, base, t),
+                _ => unplane::<8>(planes, present, base, t),
             }
-            if base != 0 {
-                for o in out.iter_mut() {
-                    *o = o.wrapping_add(base);
-                }
-            }
-            out
         }
         code => {
             return Err(DecodeError::UnknownEncoding {
@@ -531,7 +527,7 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
                 code,
             })
         }
-    };
+    }
     if !c.is_empty() {
         return Err(DecodeError::TrailingBytes {
             what: "column block",
@@ -540,7 +536,6 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
     }
     // Undo the shift and the transform (Seq is finished by `undo_seq`, which needs other
     // columns).
-    let mut pending_seq = None;
     match tr {
         Transform::None => {
             if shift > 0 {
@@ -560,33 +555,35 @@ pub fn decode_column(block: &[u8], rows: usize) -> Result<DecodedColumn, DecodeE
             for v in t.iter_mut() {
                 *v = (unzigzag(*v) << shift) as u64;
             }
-            pending_seq = Some(tr);
+            meta.pending_seq = Some(tr);
         }
     }
-    // Spread present values to their rows.
-    let values = match &validity {
-        None => t,
-        Some(v) => {
-            let mut out = vec![0u64; rows];
-            let mut it = t.into_iter();
-            for (o, &p) in out.iter_mut().zip(v) {
-                if p {
-                    *o = it.next().unwrap_or(0);
-                }
+    // Spread present values to their rows, in place, from the back.
+    if meta.has_nulls && present < rows {
+        t.resize(rows, 0);
+        let mut src = present;
+        for i in (0..rows).rev() {
+            if valid[i] {
+                src -= 1;
+                t[i] = t[src];
+            } else {
+                t[i] = 0;
             }
-            out
         }
-    };
-    Ok(DecodedColumn {
-        values,
-        validity,
-        pending_seq,
-    })
+    }
+    Ok(meta)
 }
 
 /// Finishes a Seq-transformed column given the device, byte count and path id of every row.
-pub fn undo_seq(tr: Transform, deltas: &mut [u64], dev: &[u32], bytes: &[u32], path: &[u32]) {
-    let mut state = SeqState::default();
+pub fn undo_seq(
+    tr: Transform,
+    deltas: &mut [u64],
+    dev: &[u32],
+    bytes: &[u32],
+    path: &[u32],
+    state: &mut SeqState,
+) {
+    state.clear();
     for (((v, &d), &b), &p) in deltas.iter_mut().zip(dev).zip(bytes).zip(path) {
         let e = state.slot(seq_key(tr, d as u64, p as u64));
         let sector = e.wrapping_add(*v);
@@ -608,8 +605,10 @@ mod tests {
             validity: None,
         };
         encode_column(&col, transforms, None, &mut s, &mut out);
-        let d = decode_column(&out, values.len()).unwrap();
-        assert_eq!(d.values, values);
+        let (mut v, mut valid) = (vec![1, 2, 3], vec![true]);
+        let m = decode_column_into(&out, values.len(), &mut v, &mut valid).unwrap();
+        assert!(!m.has_nulls);
+        assert_eq!(v, values);
         out
     }
 
@@ -642,9 +641,11 @@ mod tests {
             validity: Some(&validity),
         };
         encode_column(&col, &[Transform::None], None, &mut s, &mut out);
-        let d = decode_column(&out, rows).unwrap();
-        assert_eq!(d.validity.as_deref(), Some(&validity[..]));
-        assert_eq!(d.values, vec![5, 0, 0, 500_000, 0, 0, 7, 0, 0, 1 << 40]);
+        let (mut v, mut valid) = (Vec::new(), Vec::new());
+        let m = decode_column_into(&out, rows, &mut v, &mut valid).unwrap();
+        assert!(m.has_nulls);
+        assert_eq!(valid, validity);
+        assert_eq!(v, vec![5, 0, 0, 500_000, 0, 0, 7, 0, 0, 1 << 40]);
     }
 
     #[test]
@@ -668,13 +669,21 @@ mod tests {
             };
             out.clear();
             encode_column(&col, &[tr], Some(&ctx), &mut s, &mut out);
-            let mut d = decode_column(&out, 6).unwrap();
-            assert_eq!(d.pending_seq, Some(tr));
+            let (mut v, mut valid) = (Vec::new(), Vec::new());
+            let m = decode_column_into(&out, 6, &mut v, &mut valid).unwrap();
+            assert_eq!(m.pending_seq, Some(tr));
             let dev32: Vec<u32> = dev.iter().map(|&d| d as u32).collect();
             let bytes32: Vec<u32> = bytes.iter().map(|&d| d as u32).collect();
             let path32: Vec<u32> = path.iter().map(|&d| d as u32).collect();
-            undo_seq(tr, &mut d.values, &dev32, &bytes32, &path32);
-            assert_eq!(d.values, sector);
+            undo_seq(
+                tr,
+                &mut v,
+                &dev32,
+                &bytes32,
+                &path32,
+                &mut SeqState::default(),
+            );
+            assert_eq!(v, sector);
         }
     }
 
@@ -685,7 +694,7 @@ mod tests {
                 let bytes: Vec<u8> = (0..len)
                     .map(|i| (seed.wrapping_mul(31).wrapping_add(i as u64 * 17) % 256) as u8)
                     .collect();
-                let _ = decode_column(&bytes, (seed % 20) as usize);
+                let _ = decode_column_into(&bytes, (seed % 20) as usize, &mut vec![], &mut vec![]);
             }
         }
     }

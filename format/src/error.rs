@@ -126,6 +126,11 @@ pub enum DamageKind {
     },
     /// The payload has a valid checksum but does not decode.
     Undecodable(DecodeError),
+    /// The bytes could not be read (an I/O error, or the file shrank).
+    Unreadable {
+        /// The I/O error.
+        message: String,
+    },
     /// The footer index does not agree with the chunks (it was ignored).
     BadFooter,
 }
@@ -149,6 +154,7 @@ impl fmt::Display for DamageKind {
                 "truncated: chunk is {expected_bytes} bytes, only {available_bytes} present"
             ),
             DamageKind::Undecodable(e) => write!(f, "does not decode: {e}"),
+            DamageKind::Unreadable { message } => write!(f, "unreadable: {message}"),
             DamageKind::BadFooter => write!(f, "footer index inconsistent, ignored"),
         }
     }

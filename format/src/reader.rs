@@ -14,7 +14,7 @@ use crate::chunk::{
 };
 use crate::error::{Damage, DamageKind, DecodeError, ReadError};
 use crate::event::{DevT, Device, EndInfo, Event, Header, Loss, PathEntry, Process};
-use crate::segment::{decode_segment, EventBatch};
+use crate::segment::{decode_segment_into, DecodeScratch, EventBatch};
 
 /// Where the bytes come from.
 enum Source {
@@ -89,6 +89,34 @@ pub struct SegmentInfo {
     pub chunk_bytes: u64,
     /// Smallest and largest timestamp, when the footer gives them.
     pub time_range_ns: Option<(u64, u64)>,
+    /// Its chunk header.
+    pub header: ChunkHeader,
+}
+
+/// Reusable buffers and zstd context for decoding segments; one per thread.
+pub struct SegmentDecoder {
+    stored: Vec<u8>,
+    raw: Vec<u8>,
+    scratch: DecodeScratch,
+    dctx: zstd::bulk::Decompressor<'static>,
+}
+
+impl SegmentDecoder {
+    /// A new, cold decoder.
+    pub fn new() -> SegmentDecoder {
+        SegmentDecoder {
+            stored: Vec::new(),
+            raw: Vec::new(),
+            scratch: DecodeScratch::default(),
+            dctx: zstd::bulk::Decompressor::new().expect("zstd decompression context"),
+        }
+    }
+}
+
+impl Default for SegmentDecoder {
+    fn default() -> Self {
+        SegmentDecoder::new()
+    }
 }
 
 /// The device, process and path tables, as of any segment.
@@ -371,30 +399,36 @@ impl Reader {
 
     /// Reads, verifies and decompresses a chunk's payload.
     fn payload(&self, c: &ChunkInfo) -> Result<Vec<u8>, Damage> {
+        let mut d = SegmentDecoder::new();
+        self.payload_into(c, &mut d)?;
+        Ok(std::mem::take(&mut d.raw))
+    }
+
+    /// Reads, verifies and decompresses a chunk's payload into `d.raw`.
+    fn payload_into(&self, c: &ChunkInfo, d: &mut SegmentDecoder) -> Result<(), Damage> {
         let damage = |kind| Damage {
             offset: c.offset,
             chunk: Some(c.header.kind.name()),
             kind,
         };
-        let stored = self
-            .source
-            .read_vec(
-                c.offset + CHUNK_HEADER_BYTES as u64,
-                c.header.stored_len as usize,
-            )
+        d.stored.clear();
+        d.stored.resize(c.header.stored_len as usize, 0);
+        self.source
+            .read_at(c.offset + CHUNK_HEADER_BYTES as u64, &mut d.stored)
             .map_err(|e| {
-                damage(DamageKind::Undecodable(DecodeError::Zstd {
-                    message: format!("read failed: {e}"),
-                }))
+                damage(DamageKind::Unreadable {
+                    message: e.to_string(),
+                })
             })?;
-        let crc = crc32fast::hash(&stored);
+        let crc = crc32fast::hash(&d.stored);
         if crc != c.header.payload_crc {
             return Err(damage(DamageKind::ChecksumMismatch {
                 expected: c.header.payload_crc,
                 actual: crc,
             }));
         }
-        chunk::decompress(&c.header, &stored).map_err(|e| damage(DamageKind::Undecodable(e)))
+        chunk::decompress_into(&c.header, &d.stored, &mut d.raw, &mut d.dctx)
+            .map_err(|e| damage(DamageKind::Undecodable(e)))
     }
 
     /// Loads header, tables, losses, end and footer; lists segments.
@@ -410,6 +444,7 @@ impl Reader {
                     events: c.header.records,
                     chunk_bytes: c.header.total_len(),
                     time_range_ns: None,
+                    header: c.header,
                 });
                 continue;
             }
@@ -564,6 +599,20 @@ impl Reader {
 
     /// Decodes segment `index`. A damaged segment gives its [`Damage`] and no events.
     pub fn decode_segment(&self, index: usize) -> Result<EventBatch, Damage> {
+        let mut b = EventBatch::default();
+        self.decode_segment_into(index, &mut b, &mut SegmentDecoder::new())?;
+        Ok(b)
+    }
+
+    /// Decodes segment `index` into `out`, reusing `out`'s and `dec`'s buffers (a warm
+    /// decoder allocates nothing). On damage `out` is left empty.
+    pub fn decode_segment_into(
+        &self,
+        index: usize,
+        out: &mut EventBatch,
+        dec: &mut SegmentDecoder,
+    ) -> Result<(), Damage> {
+        out.clear();
         let s = self.segments.get(index).ok_or(Damage {
             offset: self.file_bytes,
             chunk: Some("events"),
@@ -574,31 +623,34 @@ impl Reader {
                 max: self.segments.len() as u64,
             }),
         })?;
-        let c = self
-            .chunks
-            .iter()
-            .find(|c| c.offset == s.offset)
-            .copied()
-            .expect("segment listed among chunks");
-        let raw = self.payload(&c)?;
+        let c = ChunkInfo {
+            offset: s.offset,
+            header: s.header,
+        };
+        self.payload_into(&c, dec)?;
         let damage = |e| Damage {
             offset: c.offset,
             chunk: Some("events"),
             kind: DamageKind::Undecodable(e),
         };
-        let batch = decode_segment(&raw).map_err(damage)?;
-        if batch.len() != s.events as usize {
+        let r = decode_segment_into(&dec.raw, out, &mut dec.scratch).map_err(damage);
+        if r.is_ok() && out.len() != s.events as usize {
+            let n = out.len();
+            out.clear();
             return Err(damage(DecodeError::Inconsistent {
                 what: "events in segment versus chunk header",
                 expected: s.events as u64,
-                actual: batch.len() as u64,
+                actual: n as u64,
             }));
         }
-        Ok(batch)
+        if r.is_err() {
+            out.clear();
+        }
+        r
     }
 
     /// Decodes every segment in parallel (rayon) and maps each batch with `f`; results come
-    /// back in segment order. Only a few batches are in memory at once.
+    /// back in segment order. Each thread reuses one batch, so only a few are in memory.
     pub fn par_map_segments<T, F>(&self, f: F) -> Vec<(usize, Result<T, Damage>)>
     where
         T: Send,
@@ -606,8 +658,29 @@ impl Reader {
     {
         (0..self.segments.len())
             .into_par_iter()
-            .map(|i| (i, self.decode_segment(i).map(|b| f(i, &b))))
+            .map_init(
+                || (EventBatch::default(), SegmentDecoder::new()),
+                |(batch, dec), i| {
+                    (
+                        i,
+                        self.decode_segment_into(i, batch, dec)
+                            .map(|()| f(i, batch)),
+                    )
+                },
+            )
             .collect()
+    }
+
+    /// Decodes every segment in file order, one thread, reusing one batch.
+    pub fn for_each_segment(&self, mut f: impl FnMut(usize, Result<&EventBatch, Damage>)) {
+        let mut batch = EventBatch::default();
+        let mut dec = SegmentDecoder::new();
+        for i in 0..self.segments.len() {
+            match self.decode_segment_into(i, &mut batch, &mut dec) {
+                Ok(()) => f(i, Ok(&batch)),
+                Err(d) => f(i, Err(d)),
+            }
+        }
     }
 
     /// Decodes every segment in parallel and returns all damage: what [`Reader::damage`]

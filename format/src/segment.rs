@@ -3,8 +3,8 @@
 
 use crate::bytes::{put_varint, Cursor};
 use crate::column::{
-    decode_column, encode_column, undo_seq, ColumnIn, DecodedColumn, EncodeScratch, SeqContext,
-    Transform,
+    decode_column_into, encode_column, undo_seq, ColumnIn, ColumnMeta, EncodeScratch, SeqContext,
+    SeqState, Transform,
 };
 use crate::error::DecodeError;
 use crate::event::{DevT, Event, Flags, Op, Syscall};
@@ -149,6 +149,28 @@ impl EventBatch {
     /// The rows as events.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Event> + '_ {
         (0..self.len()).map(|i| self.get(i))
+    }
+    /// Empties every column, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.timestamp_ns.clear();
+        self.dev.clear();
+        self.sector.clear();
+        self.bytes.clear();
+        self.op.clear();
+        self.flags.clear();
+        self.pid.clear();
+        self.tid.clear();
+        self.path_id.clear();
+        self.queue_ns.values.clear();
+        self.queue_ns.valid = None;
+        self.latency_ns.clear();
+        self.error.clear();
+        self.cpu.clear();
+        self.syscall.values.clear();
+        self.syscall.valid = None;
+        self.dirtier_pid.values.clear();
+        self.dirtier_pid.valid = None;
+        self.cgroup_id.clear();
     }
     /// Builds a batch from events (tests, conversions).
     pub fn from_events(events: &[Event]) -> EventBatch {
@@ -297,12 +319,24 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
     emit(s, col::CGROUP_ID, &[Plain], false, &|e| Some(e.cgroup_id));
 }
 
-fn narrow<T: TryFrom<u64> + Default + Copy>(
-    v: Vec<u64>,
+/// Reusable buffers for [`decode_segment_into`]: a warm decoder allocates nothing.
+#[derive(Default)]
+pub struct DecodeScratch {
+    values: [Vec<u64>; col::COUNT],
+    valid: [Vec<bool>; col::COUNT],
+    meta: [Option<ColumnMeta>; col::COUNT],
+    seq: SeqState,
+}
+
+/// Lossless narrowing of a decoded column into `out`; a value above `max` is an error.
+fn narrow_into<T: Copy>(
+    v: &[u64],
+    out: &mut Vec<T>,
     max: u64,
     what: &'static str,
-) -> Result<Vec<T>, DecodeError> {
-    let m = v.iter().copied().max().unwrap_or(0);
+    conv: impl Fn(u64) -> T,
+) -> Result<(), DecodeError> {
+    let m = v.iter().copied().fold(0, u64::max);
     if m > max {
         return Err(DecodeError::OutOfRange {
             what,
@@ -311,41 +345,28 @@ fn narrow<T: TryFrom<u64> + Default + Copy>(
             max,
         });
     }
-    Ok(v.into_iter()
-        .map(|x| T::try_from(x).unwrap_or_default())
-        .collect())
-}
-
-fn nullable<T: TryFrom<u64> + Default + Copy>(
-    d: DecodedColumn,
-    max: u64,
-    what: &'static str,
-) -> Result<Nullable<T>, DecodeError> {
-    Ok(Nullable {
-        values: narrow(d.values, max, what)?,
-        valid: d.validity,
-    })
-}
-
-fn not_null(d: DecodedColumn, what: &'static str) -> Result<Vec<u64>, DecodeError> {
-    if let Some(v) = &d.validity {
-        if let Some(i) = v.iter().position(|&p| !p) {
-            return Err(DecodeError::Inconsistent {
-                what,
-                expected: 0,
-                actual: i as u64 + 1,
-            });
-        }
-    }
-    Ok(d.values)
+    out.clear();
+    out.extend(v.iter().map(|&x| conv(x)));
+    Ok(())
 }
 
 /// Decodes a raw (decompressed) segment payload.
 pub fn decode_segment(raw: &[u8]) -> Result<EventBatch, DecodeError> {
+    let mut b = EventBatch::default();
+    decode_segment_into(raw, &mut b, &mut DecodeScratch::default())?;
+    Ok(b)
+}
+
+/// Decodes a raw segment payload into `out`, reusing its buffers and `s`'s.
+pub fn decode_segment_into(
+    raw: &[u8],
+    out: &mut EventBatch,
+    s: &mut DecodeScratch,
+) -> Result<(), DecodeError> {
     let mut c = Cursor::new(raw);
     let rows = c.varint_max(MAX_SEGMENT_EVENTS as u64, "segment event count")? as usize;
     let ncols = c.varint_max(4096, "segment column count")?;
-    let mut cols: [Option<DecodedColumn>; col::COUNT] = Default::default();
+    s.meta = Default::default();
     for _ in 0..ncols {
         let id = c.varint()?;
         let len = c.varint_max(c.remaining() as u64, "column length")? as usize;
@@ -353,22 +374,22 @@ pub fn decode_segment(raw: &[u8]) -> Result<EventBatch, DecodeError> {
         if id == 0 || id > col::COUNT as u64 {
             continue; // a column of a later minor version: skip it
         }
-        let slot = &mut cols[id as usize - 1];
-        if slot.is_some() {
+        let i = id as usize - 1;
+        if s.meta[i].is_some() {
             return Err(DecodeError::Inconsistent {
                 what: "column present twice",
                 expected: 1,
                 actual: 2,
             });
         }
-        let d = decode_column(block, rows)?;
-        if d.pending_seq.is_some() && id != col::SECTOR {
+        let m = decode_column_into(block, rows, &mut s.values[i], &mut s.valid[i])?;
+        if m.pending_seq.is_some() && id != col::SECTOR {
             return Err(DecodeError::UnknownEncoding {
                 what: "seq transform outside the sector column",
                 code: 2,
             });
         }
-        *slot = Some(d);
+        s.meta[i] = Some(m);
     }
     if !c.is_empty() {
         return Err(DecodeError::TrailingBytes {
@@ -376,94 +397,158 @@ pub fn decode_segment(raw: &[u8]) -> Result<EventBatch, DecodeError> {
             extra: c.remaining(),
         });
     }
-    let mut take = |id: u64| -> DecodedColumn {
-        cols[id as usize - 1]
-            .take()
-            .unwrap_or_else(|| DecodedColumn {
-                values: vec![0; rows],
-                validity: None,
+    // Missing columns: zeros (non-nullable) or nulls (nullable).
+    for i in 0..col::COUNT {
+        if s.meta[i].is_none() {
+            s.values[i].clear();
+            s.values[i].resize(rows, 0);
+            let nullable =
+                [col::QUEUE_NS, col::SYSCALL, col::DIRTIER_PID].contains(&(i as u64 + 1));
+            s.valid[i].clear();
+            if nullable {
+                s.valid[i].resize(rows, false);
+            }
+            s.meta[i] = Some(ColumnMeta {
+                has_nulls: nullable,
                 pending_seq: None,
-            })
-    };
-    let absent = |rows: usize| DecodedColumn {
-        values: vec![0; rows],
-        validity: Some(vec![false; rows]),
-        pending_seq: None,
-    };
-    let timestamp_ns = not_null(take(col::TIMESTAMP_NS), "null timestamp")?;
-    let dev: Vec<u32> = narrow(
-        not_null(take(col::DEV), "null dev")?,
-        u32::MAX as u64,
-        "dev",
-    )?;
-    let bytes: Vec<u32> = narrow(
-        not_null(take(col::BYTES), "null bytes")?,
-        u32::MAX as u64,
-        "bytes",
-    )?;
-    let path_id: Vec<u32> = narrow(
-        not_null(take(col::PATH_ID), "null path_id")?,
-        u32::MAX as u64,
-        "path_id",
-    )?;
-    let sector_col = take(col::SECTOR);
-    let seq = sector_col.pending_seq;
-    let mut sector = not_null(sector_col, "null sector")?;
-    if let Some(tr) = seq {
-        undo_seq(tr, &mut sector, &dev, &bytes, &path_id);
+            });
+        }
     }
-    let mut nullable_col = |id: u64| match cols[id as usize - 1].take() {
-        Some(d) => d,
-        None => absent(rows),
-    };
-    let queue_ns = nullable(nullable_col(col::QUEUE_NS), u64::MAX, "queue_ns")?;
-    let syscall = nullable(nullable_col(col::SYSCALL), u16::MAX as u64, "syscall")?;
-    let dirtier_pid = nullable(
-        nullable_col(col::DIRTIER_PID),
-        u32::MAX as u64,
-        "dirtier_pid",
+    let meta = |s: &DecodeScratch, id: u64| s.meta[id as usize - 1].unwrap_or_default();
+    for (id, what) in [
+        (col::TIMESTAMP_NS, "null timestamp_ns"),
+        (col::DEV, "null dev"),
+        (col::SECTOR, "null sector"),
+        (col::BYTES, "null bytes"),
+        (col::OP, "null op"),
+        (col::FLAGS, "null flags"),
+        (col::PID, "null pid"),
+        (col::TID, "null tid"),
+        (col::PATH_ID, "null path_id"),
+        (col::LATENCY_NS, "null latency_ns"),
+        (col::ERROR, "null error"),
+        (col::CPU, "null cpu"),
+        (col::CGROUP_ID, "null cgroup_id"),
+    ] {
+        if meta(s, id).has_nulls {
+            let first = s.valid[id as usize - 1]
+                .iter()
+                .position(|&p| !p)
+                .unwrap_or(0);
+            return Err(DecodeError::Inconsistent {
+                what,
+                expected: 0,
+                actual: first as u64 + 1,
+            });
+        }
+    }
+    let v = |_: &DecodeScratch, id: u64| -> usize { id as usize - 1 };
+    const U32: u64 = u32::MAX as u64;
+    const U16: u64 = u16::MAX as u64;
+    narrow_into(&s.values[v(s, col::DEV)], &mut out.dev, U32, "dev", |x| {
+        x as u32
+    })?;
+    narrow_into(
+        &s.values[v(s, col::BYTES)],
+        &mut out.bytes,
+        U32,
+        "bytes",
+        |x| x as u32,
     )?;
-    let mut take = |id: u64| -> DecodedColumn {
-        cols[id as usize - 1]
-            .take()
-            .unwrap_or_else(|| DecodedColumn {
-                values: vec![0; rows],
-                validity: None,
-                pending_seq: None,
-            })
+    narrow_into(&s.values[v(s, col::OP)], &mut out.op, 255, "op", |x| {
+        x as u8
+    })?;
+    narrow_into(
+        &s.values[v(s, col::FLAGS)],
+        &mut out.flags,
+        255,
+        "flags",
+        |x| x as u8,
+    )?;
+    narrow_into(&s.values[v(s, col::PID)], &mut out.pid, U32, "pid", |x| {
+        x as u32
+    })?;
+    narrow_into(&s.values[v(s, col::TID)], &mut out.tid, U32, "tid", |x| {
+        x as u32
+    })?;
+    narrow_into(
+        &s.values[v(s, col::PATH_ID)],
+        &mut out.path_id,
+        U32,
+        "path_id",
+        |x| x as u32,
+    )?;
+    narrow_into(
+        &s.values[v(s, col::ERROR)],
+        &mut out.error,
+        U16,
+        "error",
+        |x| x as u16,
+    )?;
+    narrow_into(&s.values[v(s, col::CPU)], &mut out.cpu, U16, "cpu", |x| {
+        x as u16
+    })?;
+    let mut nullable_into = |id: u64,
+                             max: u64,
+                             what: &'static str|
+     -> Result<(Vec<u64>, Option<Vec<bool>>), DecodeError> {
+        let i = id as usize - 1;
+        let m = s.values[i].iter().copied().fold(0, u64::max);
+        if m > max {
+            return Err(DecodeError::OutOfRange {
+                what,
+                at: 0,
+                value: m,
+                max,
+            });
+        }
+        let valid = if s.meta[i].unwrap_or_default().has_nulls {
+            Some(std::mem::take(&mut s.valid[i]))
+        } else {
+            None
+        };
+        Ok((std::mem::take(&mut s.values[i]), valid))
     };
-    Ok(EventBatch {
-        timestamp_ns,
-        dev,
-        sector,
-        bytes,
-        op: narrow(not_null(take(col::OP), "null op")?, 255, "op")?,
-        flags: narrow(not_null(take(col::FLAGS), "null flags")?, 255, "flags")?,
-        pid: narrow(
-            not_null(take(col::PID), "null pid")?,
-            u32::MAX as u64,
-            "pid",
-        )?,
-        tid: narrow(
-            not_null(take(col::TID), "null tid")?,
-            u32::MAX as u64,
-            "tid",
-        )?,
-        path_id,
-        queue_ns,
-        latency_ns: not_null(take(col::LATENCY_NS), "null latency_ns")?,
-        error: narrow(
-            not_null(take(col::ERROR), "null error")?,
-            u16::MAX as u64,
-            "error",
-        )?,
-        cpu: narrow(
-            not_null(take(col::CPU), "null cpu")?,
-            u16::MAX as u64,
-            "cpu",
-        )?,
-        syscall,
-        dirtier_pid,
-        cgroup_id: not_null(take(col::CGROUP_ID), "null cgroup_id")?,
-    })
+    let (q, qv) = nullable_into(col::QUEUE_NS, u64::MAX, "queue_ns")?;
+    let (sc, scv) = nullable_into(col::SYSCALL, U16, "syscall")?;
+    let (dp, dpv) = nullable_into(col::DIRTIER_PID, U32, "dirtier_pid")?;
+    recycle(
+        &mut out.queue_ns.values,
+        &mut s.values[col::QUEUE_NS as usize - 1],
+        q,
+    );
+    out.queue_ns.valid = qv;
+    out.syscall.values.clear();
+    out.syscall.values.extend(sc.iter().map(|&x| x as u16));
+    out.syscall.valid = scv;
+    out.dirtier_pid.values.clear();
+    out.dirtier_pid.values.extend(dp.iter().map(|&x| x as u32));
+    out.dirtier_pid.valid = dpv;
+    s.values[col::SYSCALL as usize - 1] = sc;
+    s.values[col::DIRTIER_PID as usize - 1] = dp;
+    // u64 columns move into the batch; the batch's old buffers come back as scratch.
+    for (id, dst) in [
+        (col::TIMESTAMP_NS, &mut out.timestamp_ns),
+        (col::SECTOR, &mut out.sector),
+        (col::LATENCY_NS, &mut out.latency_ns),
+        (col::CGROUP_ID, &mut out.cgroup_id),
+    ] {
+        std::mem::swap(dst, &mut s.values[id as usize - 1]);
+    }
+    if let Some(tr) = meta(s, col::SECTOR).pending_seq {
+        undo_seq(
+            tr,
+            &mut out.sector,
+            &out.dev,
+            &out.bytes,
+            &out.path_id,
+            &mut s.seq,
+        );
+    }
+    Ok(())
+}
+
+/// Puts `new` in `dst` and keeps `dst`'s old allocation in `spare`.
+fn recycle(dst: &mut Vec<u64>, spare: &mut Vec<u64>, new: Vec<u64>) {
+    *spare = std::mem::replace(dst, new);
 }
