@@ -62,6 +62,10 @@ pub struct SynthArgs {
     /// Seed: the same seed gives the same trace.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Events per segment (smaller segments: finer damage granularity, slightly larger file).
+    #[arg(long, value_name = "N", default_value_t = 65_536,
+          value_parser = clap::value_parser!(u32).range(1..=4_194_304))]
+    pub segment_events: u32,
 }
 
 pub fn run_synth(a: &SynthArgs) -> anyhow::Result<ExitCode> {
@@ -78,7 +82,11 @@ pub fn run_synth(a: &SynthArgs) -> anyhow::Result<ExitCode> {
     };
     let f =
         File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let (summary, f) = write_synth(&params, f, WriterOptions::default())
+    let opts = WriterOptions {
+        segment_events: a.segment_events as usize,
+        ..WriterOptions::default()
+    };
+    let (summary, f) = write_synth(&params, f, opts)
         .with_context(|| format!("writing {}", a.output.display()))?;
     f.sync_all()
         .with_context(|| format!("writing {}", a.output.display()))?;

@@ -100,7 +100,7 @@ impl<W: Write> Writer<W> {
             });
         }
         let by_memory = (opts.memory_limit_bytes - FIXED_BYTES) / 2 / BYTES_PER_BUFFERED_EVENT;
-        let segment_events = opts.segment_events.min(by_memory).max(1024);
+        let segment_events = opts.segment_events.min(by_memory.max(1024));
         let compressor =
             zstd::bulk::Compressor::new(opts.zstd_level).map_err(|e| WriteError::BadOptions {
                 what: format!("zstd level {}: {e}", opts.zstd_level),
