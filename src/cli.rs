@@ -24,6 +24,68 @@ pub enum Command {
     Info(InfoArgs),
     /// Write a realistic synthetic trace (deterministic per seed), for tests and benchmarks.
     Synth(SynthArgs),
+    /// Record every block I/O with eBPF, to a trace file or as lines on stdout.
+    Record(RecordArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PrintArg {
+    /// Aligned text, one line per I/O.
+    Text,
+    /// CSV: timestamp,pid,comm,iosize,rw,lba,path first (the original iodump's columns).
+    Csv,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Device to record (sda, sda1, nvme0n1, dm-0, vda, zram0, /dev/X or MAJ:MIN); repeatable.
+    /// A disk includes its partitions. Default: every device.
+    #[arg(
+        short = 'd',
+        long = "device",
+        visible_short_alias = 'p',
+        value_name = "DEV"
+    )]
+    pub devices: Vec<String>,
+    /// Write the trace to FILE (created mode 0600). Without it, print one line per I/O.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Stop after SECS seconds.
+    #[arg(short = 't', long = "time", value_name = "SECS")]
+    pub seconds: Option<f64>,
+    /// Record a sample of the I/O: `10%` or `1/N` (per CPU, in the kernel).
+    #[arg(long, value_name = "RATE")]
+    pub sample: Option<String>,
+    /// Only I/O submitted by this process id; repeatable.
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Only I/O submitted by a thread with this command name; repeatable.
+    #[arg(long = "comm", value_name = "NAME")]
+    pub comms: Vec<String>,
+    /// Only these operations: read, write, flush, discard, secure_erase, write_zeroes, other
+    /// (comma-separated).
+    #[arg(long, value_name = "OPS", value_delimiter = ',')]
+    pub ops: Vec<String>,
+    /// Only I/O of at least this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub min_bytes: Option<u32>,
+    /// Print one line per I/O in this format (also with -o).
+    #[arg(long, value_enum)]
+    pub print: Option<PrintArg>,
+    /// Kernel ring buffer size in bytes (rounded up to a power of two; default 8 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub buffer_size: Option<u64>,
+    /// Do not resolve file paths (I/O is still recorded).
+    #[arg(long)]
+    pub no_paths: bool,
+    /// Metadata for the trace header, KEY=VALUE; repeatable.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub metadata: Vec<String>,
+    /// The command to run and record until it exits (after `--`); iodump exits with its status.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -86,8 +148,8 @@ pub fn run_synth(a: &SynthArgs) -> anyhow::Result<ExitCode> {
         segment_events: a.segment_events as usize,
         ..WriterOptions::default()
     };
-    let (summary, f) = write_synth(&params, f, opts)
-        .with_context(|| format!("writing {}", a.output.display()))?;
+    let (summary, f) =
+        write_synth(&params, f, opts).with_context(|| format!("writing {}", a.output.display()))?;
     f.sync_all()
         .with_context(|| format!("writing {}", a.output.display()))?;
     let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);

@@ -172,8 +172,16 @@ fn print_text(name: &str, r: &Reader, s: &Summary) {
         Some(b) => println!("bytes/event   {b:.2}"),
         None => println!("bytes/event   -"),
     }
-    println!("devices       {}", s.devices.len());
-    for d in &s.devices {
+    let idle = s.devices.iter().filter(|d| d.events == 0).count();
+    if idle > 0 {
+        println!(
+            "devices       {} ({idle} without I/O not shown)",
+            s.devices.len()
+        );
+    } else {
+        println!("devices       {}", s.devices.len());
+    }
+    for d in s.devices.iter().filter(|d| d.events > 0) {
         println!(
             "  {:<14} {:<9} {:>14} events {:>12}",
             d.name,

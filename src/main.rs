@@ -4,6 +4,7 @@
 
 mod cli;
 mod info;
+mod record;
 
 use std::process::ExitCode;
 
@@ -14,6 +15,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Info(args) => info::run(&args),
         cli::Command::Synth(args) => cli::run_synth(&args),
+        cli::Command::Record(args) => record::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -139,9 +139,7 @@ fn main() {
         // Decode, one thread.
         let t0 = Instant::now();
         let mut decoded = 0u64;
-        for (_, b) in r.batches() {
-            decoded += b.unwrap().len() as u64;
-        }
+        r.for_each_segment(|_, b| decoded += b.unwrap().len() as u64);
         let dec1_s = t0.elapsed().as_secs_f64();
         assert_eq!(decoded, n);
         // Decode, all threads.

@@ -19,6 +19,6 @@ pub mod writer;
 
 pub use error::{Damage, DamageKind, DecodeError, ReadError, WriteError};
 pub use event::*;
-pub use reader::{ChunkInfo, Reader, SegmentDecoder, SegmentInfo, Tables};
+pub use reader::{ChunkInfo, Events, Reader, SegmentDecoder, SegmentInfo, Tables};
 pub use segment::{EventBatch, Nullable};
 pub use writer::{Writer, WriterOptions, WriterStats};

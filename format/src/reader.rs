@@ -702,12 +702,15 @@ impl Reader {
     }
 
     /// Every event of every intact segment, in file order (damaged segments are skipped;
-    /// [`Reader::validate`] names them).
-    pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
-        self.batches().flat_map(|(_, b)| {
-            let b = b.unwrap_or_default();
-            (0..b.len()).map(move |i| b.get(i))
-        })
+    /// [`Reader::validate`] names them). Decodes one segment at a time into a reused batch.
+    pub fn events(&self) -> Events<'_> {
+        Events {
+            reader: self,
+            next_segment: 0,
+            row: 0,
+            batch: EventBatch::default(),
+            dec: SegmentDecoder::new(),
+        }
     }
 
     /// The comm of thread `tid` (falling back to the process `pid`) as of segment `segment`.
@@ -726,4 +729,34 @@ fn hbuf_is_prefix(src: &Source, pos: u64, len: usize) -> bool {
 
 fn memfind(hay: &[u8], needle: &[u8; 4]) -> Option<usize> {
     hay.windows(4).position(|w| w == needle)
+}
+
+/// Iterator over the events of a trace; see [`Reader::events`].
+pub struct Events<'a> {
+    reader: &'a Reader,
+    next_segment: usize,
+    row: usize,
+    batch: EventBatch,
+    dec: SegmentDecoder,
+}
+
+impl Iterator for Events<'_> {
+    type Item = Event;
+    fn next(&mut self) -> Option<Event> {
+        while self.row >= self.batch.len() {
+            if self.next_segment >= self.reader.segments.len() {
+                return None;
+            }
+            let i = self.next_segment;
+            self.next_segment += 1;
+            self.row = 0;
+            // A damaged segment leaves the batch empty: skip it.
+            let _ = self
+                .reader
+                .decode_segment_into(i, &mut self.batch, &mut self.dec);
+        }
+        let e = self.batch.get(self.row);
+        self.row += 1;
+        Some(e)
+    }
 }

@@ -84,7 +84,10 @@ fn bitflip_fixture_loses_exactly_one_segment() {
     let bad = Reader::open(fixture("oltp-5k-bitflip.iod")).unwrap();
     let damage = bad.validate();
     assert_eq!(damage.len(), 1, "{damage:?}");
-    assert!(matches!(damage[0].kind, DamageKind::ChecksumMismatch { .. }));
+    assert!(matches!(
+        damage[0].kind,
+        DamageKind::ChecksumMismatch { .. }
+    ));
     assert_eq!(damage[0].chunk, Some("events"));
     let (g, b) = (segments(&good), segments(&bad));
     assert_eq!(g.len(), b.len());

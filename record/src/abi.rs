@@ -1,0 +1,343 @@
+//! The kernel/user ABI of `ebpf/iodump.h`, mirrored: ring-buffer records and constants.
+//! Records are parsed field by field from their bytes (no `unsafe`); the offsets below are
+//! the ones `iodump.h` pins with `_Static_assert`, and `tests::offsets_match_the_header`
+//! checks them against the header text.
+
+/// Record kinds (first u16 of every ring-buffer record).
+pub const EV_IO: u16 = 1;
+/// A path record.
+pub const EV_PATH: u16 = 2;
+
+/// `ioflags` bits.
+pub mod iof {
+    /// Bio-based device: no issue time.
+    pub const BIO_BASED: u8 = 1 << 0;
+    /// `issue_ns` is valid.
+    pub const ISSUED: u8 = 1 << 1;
+    /// `dirtier_pid` is valid.
+    pub const DIRTIER: u8 = 1 << 2;
+    /// The path record for this inode could not be sent.
+    pub const PATH_LOST: u8 = 1 << 3;
+    /// The submitter is a kernel thread.
+    pub const KTHREAD: u8 = 1 << 4;
+}
+
+/// Path kinds the kernel side reports.
+pub mod pk {
+    /// Nothing recognised.
+    pub const UNKNOWN: u8 = 0;
+    /// Page-cache page of a file.
+    pub const FILE: u8 = 1;
+    /// Filesystem metadata (xfs buffers).
+    pub const META: u8 = 2;
+    /// Filesystem journal (xfs log).
+    pub const JOURNAL: u8 = 3;
+    /// Swap.
+    pub const SWAP: u8 = 4;
+    /// O_DIRECT on a block device node.
+    pub const RAWDEV: u8 = 5;
+    /// Page cache of a block device inode (buffer heads: ext4 metadata and journal).
+    pub const BDEV: u8 = 6;
+    /// Direct I/O on a file.
+    pub const DIO: u8 = 7;
+    /// User pages not attributed to a file.
+    pub const USERMEM: u8 = 8;
+}
+
+/// `pflags` bits of a path record.
+pub mod pf {
+    /// Cut from the root side.
+    pub const TRUNCATED: u8 = 1 << 0;
+    /// Unlinked while open.
+    pub const DELETED: u8 = 1 << 1;
+    /// The walk ended at a root that is not the superblock's root.
+    pub const DISCONNECTED: u8 = 1 << 2;
+    /// The inode has no dentry.
+    pub const NO_DENTRY: u8 = 1 << 3;
+}
+
+/// Syscall field values that are not syscall numbers.
+pub const SC_NONE: u16 = 0xffff;
+/// A page fault (or another exception) rather than a syscall.
+pub const SC_FAULT: u16 = 0xfffe;
+
+/// Per-CPU counter indexes of the `counters` map.
+pub mod cnt {
+    /// Ring buffer full: I/O event dropped.
+    pub const LOST_RINGBUF: u32 = 0;
+    /// In-flight map full: I/O not tracked.
+    pub const LOST_INFLIGHT: u32 = 1;
+    /// In-flight entry overwritten before completion.
+    pub const LOST_STALE: u32 = 2;
+    /// Path record not sent.
+    pub const LOST_PATH: u32 = 3;
+    /// I/Os tracked.
+    pub const TRACKED: u32 = 4;
+    /// I/O events emitted.
+    pub const EMITTED: u32 = 5;
+    /// Completions without a start.
+    pub const NO_START: u32 = 6;
+    /// Requests merged into another.
+    pub const RQ_MERGED: u32 = 7;
+    /// Path records sent.
+    pub const PATHS: u32 = 8;
+    /// Filtered out.
+    pub const FILTERED: u32 = 10;
+    /// Sampled out.
+    pub const SAMPLED_OUT: u32 = 11;
+    /// Dropped by the size filter.
+    pub const SIZE_FILTERED: u32 = 12;
+    /// Number of counters.
+    pub const MAX: u32 = 14;
+}
+
+/// Size of `struct iodump_io_event`.
+pub const IO_EVENT_BYTES: usize = 104;
+/// Size of the fixed part of `struct iodump_path_event`.
+pub const PATH_EVENT_BYTES: usize = 32;
+
+/// `struct iodump_io_event`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoEvent {
+    /// Normalised op.
+    pub op: u8,
+    /// Normalised flags.
+    pub flags: u8,
+    /// [`pk`] code.
+    pub path_kind: u8,
+    /// [`iof`] bits.
+    pub ioflags: u8,
+    /// Positive errno.
+    pub error: u16,
+    /// Entered the block layer, monotonic ns.
+    pub start_ns: u64,
+    /// Issued to the driver, 0 if not.
+    pub issue_ns: u64,
+    /// Completed.
+    pub complete_ns: u64,
+    /// First sector.
+    pub sector: u64,
+    /// cgroup id.
+    pub cgroup_id: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Inode's st_dev.
+    pub ino_dev: u32,
+    /// Inode generation.
+    pub ino_gen: u32,
+    /// Device.
+    pub dev: u32,
+    /// Size.
+    pub bytes: u32,
+    /// tgid.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Dirtier tgid.
+    pub dirtier_pid: u32,
+    /// CPU.
+    pub cpu: u16,
+    /// Syscall number or `SC_*`.
+    pub syscall: u16,
+    /// comm, NUL-padded.
+    pub comm: [u8; 16],
+}
+
+#[inline]
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([b[o], b[o + 1]])
+}
+#[inline]
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+#[inline]
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[o..o + 8]);
+    u64::from_le_bytes(a)
+}
+
+impl IoEvent {
+    /// Parses a record (`None` if too short or of another kind).
+    pub fn parse(b: &[u8]) -> Option<IoEvent> {
+        if b.len() < IO_EVENT_BYTES || u16_at(b, 0) != EV_IO {
+            return None;
+        }
+        let mut comm = [0u8; 16];
+        comm.copy_from_slice(&b[88..104]);
+        Some(IoEvent {
+            op: b[2],
+            flags: b[3],
+            path_kind: b[4],
+            ioflags: b[5],
+            error: u16_at(b, 6),
+            start_ns: u64_at(b, 8),
+            issue_ns: u64_at(b, 16),
+            complete_ns: u64_at(b, 24),
+            sector: u64_at(b, 32),
+            cgroup_id: u64_at(b, 40),
+            ino: u64_at(b, 48),
+            ino_dev: u32_at(b, 56),
+            ino_gen: u32_at(b, 60),
+            dev: u32_at(b, 64),
+            bytes: u32_at(b, 68),
+            pid: u32_at(b, 72),
+            tid: u32_at(b, 76),
+            dirtier_pid: u32_at(b, 80),
+            cpu: u16_at(b, 84),
+            syscall: u16_at(b, 86),
+            comm,
+        })
+    }
+
+    /// The comm without its NUL padding.
+    pub fn comm(&self) -> &[u8] {
+        let n = self.comm.iter().position(|&c| c == 0).unwrap_or(16);
+        &self.comm[..n]
+    }
+}
+
+/// `struct iodump_path_event` with its names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathEvent<'a> {
+    /// How the inode was found.
+    pub path_kind: u8,
+    /// [`pf`] bits.
+    pub pflags: u8,
+    /// Number of components.
+    pub depth: u16,
+    /// Inode.
+    pub ino: u64,
+    /// The inode's st_dev.
+    pub dev: u32,
+    /// Generation.
+    pub gen: u32,
+    /// Mount id, 0 if unknown.
+    pub mnt_id: u32,
+    /// Superblock dev as in mountinfo.
+    pub sb_dev: u32,
+    /// Components, leaf first, each NUL-terminated.
+    pub names: &'a [u8],
+}
+
+impl<'a> PathEvent<'a> {
+    /// Parses a record (`None` if malformed).
+    pub fn parse(b: &'a [u8]) -> Option<PathEvent<'a>> {
+        if b.len() < PATH_EVENT_BYTES || u16_at(b, 0) != EV_PATH {
+            return None;
+        }
+        let names_len = u16_at(b, 6) as usize;
+        let names = b.get(PATH_EVENT_BYTES..PATH_EVENT_BYTES + names_len)?;
+        Some(PathEvent {
+            path_kind: b[2],
+            pflags: b[3],
+            depth: u16_at(b, 4),
+            ino: u64_at(b, 8),
+            dev: u32_at(b, 16),
+            gen: u32_at(b, 20),
+            mnt_id: u32_at(b, 24),
+            sb_dev: u32_at(b, 28),
+            names,
+        })
+    }
+
+    /// The filesystem-relative path, `/a/b/c`, from the leaf-first components.
+    pub fn relative_path(&self) -> Vec<u8> {
+        let mut comps: Vec<&[u8]> = self
+            .names
+            .split(|&c| c == 0)
+            .filter(|c| !c.is_empty())
+            .collect();
+        comps.truncate(self.depth as usize);
+        let mut out = Vec::with_capacity(self.names.len() + 1);
+        for c in comps.iter().rev() {
+            out.push(b'/');
+            out.extend_from_slice(c);
+        }
+        if out.is_empty() {
+            out.push(b'/');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_match_the_header() {
+        let h = include_str!("../../ebpf/iodump.h");
+        for (field, off) in [
+            ("start_ns", 8),
+            ("issue_ns", 16),
+            ("complete_ns", 24),
+            ("sector", 32),
+            ("cgroup_id", 40),
+            ("ino", 48),
+            ("ino_dev", 56),
+            ("ino_gen", 60),
+            ("dev", 64),
+            ("bytes", 68),
+            ("pid", 72),
+            ("tid", 76),
+            ("dirtier_pid", 80),
+            ("cpu", 84),
+            ("syscall", 86),
+            ("comm", 88),
+        ] {
+            let needle = format!("offsetof(struct iodump_io_event, {field}) == {off},");
+            assert!(h.contains(&needle), "iodump.h does not pin {needle}");
+        }
+        assert!(h.contains(&format!(
+            "sizeof(struct iodump_io_event) == {IO_EVENT_BYTES},"
+        )));
+        assert!(h.contains(&format!(
+            "sizeof(struct iodump_path_event) == {PATH_EVENT_BYTES},"
+        )));
+        for (name, v) in [
+            ("IODUMP_EV_IO", EV_IO as u32),
+            ("IODUMP_EV_PATH", EV_PATH as u32),
+            ("IODUMP_CNT_LOST_RINGBUF", cnt::LOST_RINGBUF),
+            ("IODUMP_CNT_LOST_INFLIGHT", cnt::LOST_INFLIGHT),
+            ("IODUMP_CNT_LOST_STALE", cnt::LOST_STALE),
+            ("IODUMP_CNT_EMITTED", cnt::EMITTED),
+            ("IODUMP_CNT_MAX", cnt::MAX),
+            ("IODUMP_PK_BDEV", pk::BDEV as u32),
+            ("IODUMP_PK_DIO", pk::DIO as u32),
+        ] {
+            let line = h
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} not in iodump.h"));
+            let val: u32 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+            assert_eq!(val, v, "{name}");
+        }
+    }
+
+    #[test]
+    fn parses_records() {
+        let mut b = vec![0u8; IO_EVENT_BYTES];
+        b[0] = 1;
+        b[2] = 1;
+        b[8..16].copy_from_slice(&77u64.to_le_bytes());
+        b[68..72].copy_from_slice(&4096u32.to_le_bytes());
+        b[88..92].copy_from_slice(b"dd\0\0");
+        let e = IoEvent::parse(&b).unwrap();
+        assert_eq!((e.op, e.start_ns, e.bytes), (1, 77, 4096));
+        assert_eq!(e.comm(), b"dd");
+        assert!(IoEvent::parse(&b[..50]).is_none());
+
+        let mut p = vec![0u8; PATH_EVENT_BYTES];
+        p[0] = 2;
+        p[4] = 3;
+        let names = b"f.txt\0dir\0home\0";
+        p[6] = names.len() as u8;
+        p.extend_from_slice(names);
+        let pe = PathEvent::parse(&p).unwrap();
+        assert_eq!(pe.relative_path(), b"/home/dir/f.txt");
+        p[6] = 200;
+        assert!(PathEvent::parse(&p).is_none());
+    }
+}

@@ -1,0 +1,346 @@
+//! Loading and attaching the BPF program (`ebpf/iodump.bpf.o`, embedded at build time) with
+//! aya: settings as read-only globals, filter maps, and the choice between `tp_btf` and raw
+//! tracepoint programs made by trying them (feature probing), never by kernel version.
+
+use std::collections::HashMap;
+
+use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::programs::{BtfTracePoint, RawTracePoint};
+use aya::{Btf, Ebpf, EbpfLoader};
+use iodump_format::DevT;
+
+use crate::abi::cnt;
+use crate::error::RecordError;
+
+/// The compiled BPF object, built from `ebpf/` by `ebpf/build.sh` and committed.
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump.bpf.o");
+
+/// Settings passed to the BPF program before it is loaded.
+#[derive(Clone, Debug)]
+pub struct BpfSettings {
+    /// Devices to record (empty: all).
+    pub devices: Vec<DevT>,
+    /// Process ids to record (empty: all).
+    pub pids: Vec<u32>,
+    /// Command names to record (empty: all).
+    pub comms: Vec<Vec<u8>>,
+    /// Bit `1 << op` set: record that op.
+    pub op_mask: u32,
+    /// Drop I/Os smaller than this.
+    pub min_bytes: u32,
+    /// Drop I/Os larger than this (0: no limit).
+    pub max_bytes: u32,
+    /// Record one I/O in N (per CPU).
+    pub sample_every: u32,
+    /// Send path records.
+    pub paths: bool,
+    /// A process whose own I/O is ignored (the recorder).
+    pub exclude_tgid: u32,
+    /// Ring buffer size in bytes (a power of two, at least a page).
+    pub ring_bytes: u32,
+    /// Wake user space when this much data is pending.
+    pub wakeup_bytes: u64,
+}
+
+impl Default for BpfSettings {
+    fn default() -> Self {
+        BpfSettings {
+            devices: Vec::new(),
+            pids: Vec::new(),
+            comms: Vec::new(),
+            op_mask: 0x7f,
+            min_bytes: 0,
+            max_bytes: 0,
+            sample_every: 1,
+            paths: true,
+            exclude_tgid: 0,
+            ring_bytes: 8 << 20,
+            wakeup_bytes: 64 << 10,
+        }
+    }
+}
+
+/// Which flavour each hook was attached with.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attached {
+    /// `(tracepoint, "tp_btf" | "raw_tp")` for every hook attached.
+    pub hooks: Vec<(&'static str, &'static str)>,
+    /// Hooks that could not be attached at all (optional ones only).
+    pub missing: Vec<&'static str>,
+}
+
+/// A loaded and attached program with its ring buffer and counters.
+pub struct Program {
+    ebpf: Ebpf,
+    /// The ring buffer of records.
+    pub ring: RingBuf<MapData>,
+    /// How each hook was attached.
+    pub attached: Attached,
+}
+
+/// One line naming an error and its causes.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = c.source();
+    }
+    s.replace('\n', " ")
+}
+
+fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if matches!(io.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) {
+                return true;
+            }
+        }
+        cur = c.source();
+    }
+    let s = chain(e);
+    s.contains("Operation not permitted") || s.contains("Permission denied")
+}
+
+fn bpf_error(what: &str, e: &(dyn std::error::Error + 'static)) -> RecordError {
+    if is_eperm(e) {
+        RecordError::NoPrivilege {
+            what: what.to_string(),
+        }
+    } else {
+        let mut m = chain(e);
+        if m.len() > 600 {
+            // Verifier logs are long; the first part says what failed.
+            m.truncate(600);
+            m.push('…');
+        }
+        RecordError::Bpf {
+            what: what.to_string(),
+            message: m,
+        }
+    }
+}
+
+/// Kernel symbols the program compares `bi_end_io` with, from `/proc/kallsyms`.
+pub const KSYMS: [&str; 10] = [
+    "bio_chain_endio",
+    "iomap_dio_bio_end_io",
+    "blkdev_bio_end_io",
+    "blkdev_bio_end_io_async",
+    "btrfs_simple_end_io",
+    "btrfs_orig_write_end_io",
+    "btrfs_clone_write_end_io",
+    "submit_bio_wait_endio",
+    "xfs_buf_bio_end_io",
+    "xlog_bio_end_io",
+];
+
+/// Addresses of [`KSYMS`] found in `/proc/kallsyms` (absent or zeroed ones are left out).
+pub fn read_ksyms() -> HashMap<String, u64> {
+    let mut out = HashMap::new();
+    let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else {
+        return out;
+    };
+    for line in text.lines() {
+        let mut f = line.split_ascii_whitespace();
+        let (Some(addr), Some(_ty), Some(name)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if KSYMS.contains(&name) && !out.contains_key(name) {
+            if let Ok(a) = u64::from_str_radix(addr, 16) {
+                if a != 0 {
+                    out.insert(name.to_string(), a);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Hooks: (tracepoint, tp_btf program, raw_tp program, required).
+const HOOKS: [(&str, &str, &str, bool); 7] = [
+    ("block_io_start", "tp_io_start", "raw_io_start", false),
+    ("block_rq_issue", "tp_rq_issue", "raw_rq_issue", true),
+    ("block_rq_merge", "tp_rq_merge", "raw_rq_merge", false),
+    ("block_rq_complete", "tp_rq_done", "raw_rq_done", true),
+    ("block_bio_queue", "tp_bio_queue", "raw_bio_queue", true),
+    ("block_bio_complete", "tp_bio_done", "raw_bio_done", true),
+    (
+        "writeback_dirty_folio",
+        "tp_dirty_folio",
+        "raw_dirty_folio",
+        false,
+    ),
+];
+
+fn attach_one(
+    ebpf: &mut Ebpf,
+    btf: &Btf,
+    tp: &'static str,
+    btf_prog: &str,
+    raw_prog: &str,
+) -> Result<&'static str, String> {
+    let mut errors = Vec::new();
+    if let Some(p) = ebpf.program_mut(btf_prog) {
+        match <&mut BtfTracePoint>::try_from(p) {
+            Ok(p) => match p.load(tp, btf).and_then(|()| p.attach().map(|_| ())) {
+                Ok(()) => return Ok("tp_btf"),
+                Err(e) => errors.push(format!("tp_btf: {}", chain(&e))),
+            },
+            Err(e) => errors.push(format!("tp_btf: {}", chain(&e))),
+        }
+    }
+    if let Some(p) = ebpf.program_mut(raw_prog) {
+        match <&mut RawTracePoint>::try_from(p) {
+            Ok(p) => match p.load().and_then(|()| p.attach(tp).map(|_| ())) {
+                Ok(()) => return Ok("raw_tp"),
+                Err(e) => errors.push(format!("raw_tp: {}", chain(&e))),
+            },
+            Err(e) => errors.push(format!("raw_tp: {}", chain(&e))),
+        }
+    }
+    Err(errors.join("; "))
+}
+
+impl Program {
+    /// Loads the object with `s`, fills the filter maps and attaches every hook.
+    pub fn load(s: &BpfSettings) -> Result<Program, RecordError> {
+        let btf = Btf::from_sys_fs().map_err(|e| RecordError::NoBtf { message: chain(&e) })?;
+        let ksyms = read_ksyms();
+        let ksym_names: Vec<String> = KSYMS.iter().map(|n| format!("ksym_{n}")).collect();
+        let ksym_vals: Vec<u64> = KSYMS
+            .iter()
+            .map(|n| ksyms.get(*n).copied().unwrap_or(0))
+            .collect();
+        let flags = [
+            ("cfg_filter_dev", !s.devices.is_empty() as u32),
+            ("cfg_filter_pid", !s.pids.is_empty() as u32),
+            ("cfg_filter_comm", !s.comms.is_empty() as u32),
+            ("cfg_op_mask", s.op_mask),
+            ("cfg_min_bytes", s.min_bytes),
+            ("cfg_max_bytes", s.max_bytes),
+            ("cfg_sample_every", s.sample_every.max(1)),
+            ("cfg_enable_paths", s.paths as u32),
+            ("cfg_exclude_tgid", s.exclude_tgid),
+        ];
+        let mut loader = EbpfLoader::new();
+        loader.btf(Some(&btf));
+        for (name, v) in &flags {
+            loader.override_global(name, v, true);
+        }
+        loader.override_global("cfg_wakeup_bytes", &s.wakeup_bytes, true);
+        for (name, v) in ksym_names.iter().zip(&ksym_vals) {
+            loader.override_global(name, v, true);
+        }
+        loader.map_max_entries("events", s.ring_bytes);
+        let mut ebpf = loader
+            .load(OBJECT)
+            .map_err(|e| bpf_error("loading the BPF object", &e))?;
+
+        // Filters.
+        if !s.devices.is_empty() {
+            let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
+                ebpf.map_mut("dev_filter")
+                    .ok_or_else(|| missing("dev_filter"))?,
+            )
+            .map_err(|e| bpf_error("dev_filter map", &e))?;
+            for d in &s.devices {
+                m.insert(d.0, 1, 0)
+                    .map_err(|e| bpf_error("filling dev_filter", &e))?;
+            }
+        }
+        if !s.pids.is_empty() {
+            let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
+                ebpf.map_mut("pid_filter")
+                    .ok_or_else(|| missing("pid_filter"))?,
+            )
+            .map_err(|e| bpf_error("pid_filter map", &e))?;
+            for p in &s.pids {
+                m.insert(*p, 1, 0)
+                    .map_err(|e| bpf_error("filling pid_filter", &e))?;
+            }
+        }
+        if !s.comms.is_empty() {
+            let mut m: BpfHashMap<_, [u8; 16], u8> = BpfHashMap::try_from(
+                ebpf.map_mut("comm_filter")
+                    .ok_or_else(|| missing("comm_filter"))?,
+            )
+            .map_err(|e| bpf_error("comm_filter map", &e))?;
+            for c in &s.comms {
+                let mut k = [0u8; 16];
+                let n = c.len().min(15);
+                k[..n].copy_from_slice(&c[..n]);
+                m.insert(k, 1, 0)
+                    .map_err(|e| bpf_error("filling comm_filter", &e))?;
+            }
+        }
+
+        let mut attached = Attached::default();
+        for (tp, bp, rp, required) in HOOKS {
+            match attach_one(&mut ebpf, &btf, tp, bp, rp) {
+                Ok(kind) => attached.hooks.push((tp, kind)),
+                Err(msg) if required => {
+                    return Err(RecordError::Bpf {
+                        what: format!("attaching to tracepoint {tp}"),
+                        message: msg,
+                    })
+                }
+                Err(_) => attached.missing.push(tp),
+            }
+        }
+        // Kernels without block_io_start (before 6.5) start requests at block_rq_insert.
+        if attached.missing.contains(&"block_io_start") {
+            match attach_one(
+                &mut ebpf,
+                &btf,
+                "block_rq_insert",
+                "tp_rq_insert",
+                "raw_rq_insert",
+            ) {
+                Ok(kind) => attached.hooks.push(("block_rq_insert", kind)),
+                Err(msg) => {
+                    return Err(RecordError::Bpf {
+                        what: "attaching to block_io_start or block_rq_insert".into(),
+                        message: msg,
+                    })
+                }
+            }
+        }
+        let ring = RingBuf::try_from(ebpf.take_map("events").ok_or_else(|| missing("events"))?)
+            .map_err(|e| bpf_error("events ring buffer", &e))?;
+        Ok(Program {
+            ebpf,
+            ring,
+            attached,
+        })
+    }
+
+    /// Current value of every counter, per CPU: `out[counter][cpu]`.
+    pub fn counters(&self) -> Result<Vec<Vec<u64>>, RecordError> {
+        let m: PerCpuArray<_, u64> = PerCpuArray::try_from(
+            self.ebpf
+                .map("counters")
+                .ok_or_else(|| missing("counters"))?,
+        )
+        .map_err(|e| bpf_error("counters map", &e))?;
+        (0..cnt::MAX)
+            .map(|i| {
+                m.get(&i, 0)
+                    .map(|v| v.iter().copied().collect())
+                    .map_err(|e| bpf_error("reading counters", &e))
+            })
+            .collect()
+    }
+}
+
+fn missing(name: &str) -> RecordError {
+    RecordError::Bpf {
+        what: format!("the BPF object has no map {name}"),
+        message: "rebuild it with ebpf/build.sh".into(),
+    }
+}

@@ -1,0 +1,362 @@
+//! Turns kernel records into trace events and table entries: assigns path ids (files by
+//! (dev, inode, generation), labels per device), keeps the process table, maps syscall
+//! numbers to the format's codes. This is the ingest layer shared by live printing and by
+//! the file writer: it produces [`Ingested`] items and knows nothing of where they go.
+
+use std::collections::HashMap;
+
+use iodump_format::{DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall};
+
+use crate::abi::{self, iof, pf, pk, IoEvent, PathEvent};
+use crate::mounts::MountTable;
+
+/// New table entries produced while converting one record, to be written before its event.
+#[derive(Debug, Default)]
+pub struct NewEntries {
+    /// A new path entry.
+    pub path: Option<PathEntry>,
+    /// A new or changed process entry.
+    pub process: Option<Process>,
+}
+
+/// Conversion state: the tables built so far.
+pub struct Converter {
+    devices: HashMap<u32, Device>,
+    mounts: MountTable,
+    /// (ino_dev, ino, gen) → path id.
+    files: HashMap<(u32, u64, u32), u32>,
+    /// (dev, label kind) → path id.
+    labels: HashMap<(u32, u8), u32>,
+    /// path id → path bytes (for printing).
+    path_bytes: HashMap<u32, Vec<u8>>,
+    /// tid → (pid, comm, cgroup).
+    threads: HashMap<u32, (u32, [u8; 16], u64)>,
+    next_path_id: u32,
+    /// Events with a file path, a label, neither.
+    pub attributed: [u64; 3],
+}
+
+/// Label kinds (beside file paths).
+const L_META: u8 = 1;
+const L_JOURNAL: u8 = 2;
+const L_SWAP: u8 = 3;
+const L_RAW: u8 = 4;
+const L_UNKNOWN: u8 = 5;
+
+impl Converter {
+    /// A converter for these devices and mounts.
+    pub fn new(devices: &[Device], mounts: MountTable) -> Converter {
+        Converter {
+            devices: devices.iter().map(|d| (d.dev.0, d.clone())).collect(),
+            mounts,
+            files: HashMap::new(),
+            labels: HashMap::new(),
+            path_bytes: HashMap::new(),
+            threads: HashMap::new(),
+            next_path_id: 1,
+            attributed: [0; 3],
+        }
+    }
+
+    /// Path bytes of a path id (for printing).
+    pub fn path(&self, id: u32) -> &[u8] {
+        self.path_bytes
+            .get(&id)
+            .map_or(b"[unknown]", |p| p.as_slice())
+    }
+
+    fn new_path(&mut self, dev: DevT, inode: u64, kind: PathKind, path: Vec<u8>) -> PathEntry {
+        let id = self.next_path_id;
+        self.next_path_id += 1;
+        self.path_bytes.insert(id, path.clone());
+        PathEntry {
+            path_id: id,
+            dev,
+            inode,
+            kind,
+            truncated: false,
+            deleted: false,
+            path,
+        }
+    }
+
+    /// A path record: remember the file's path; returns the new entry.
+    pub fn path_record(&mut self, p: &PathEvent<'_>) -> Option<PathEntry> {
+        let key = (p.dev, p.ino, p.gen);
+        if self.files.contains_key(&key) {
+            return None;
+        }
+        let rel = p.relative_path();
+        let sb = DevT(p.sb_dev);
+        let mut path = match self.mounts.absolute(sb, p.mnt_id, &rel) {
+            Some(a) => a,
+            None => {
+                // A filesystem mounted after we read the table: read it again once.
+                self.mounts = MountTable::read();
+                self.mounts.absolute(sb, p.mnt_id, &rel).unwrap_or_else(|| {
+                    // Not mounted in our namespace: keep the filesystem-relative path,
+                    // prefixed with the device so that it is not mistaken for an absolute one.
+                    let mut v = format!("[{}]", self.dev_name(sb)).into_bytes();
+                    v.extend_from_slice(&rel);
+                    v
+                })
+            }
+        };
+        let truncated = p.pflags & pf::TRUNCATED != 0;
+        if truncated {
+            // The spec's marker for a path cut from the root side: "…/" then the rest.
+            let mut v = "…".as_bytes().to_vec();
+            v.extend_from_slice(&rel);
+            path = v;
+        }
+        let mut e = self.new_path(DevT(p.dev), p.ino, PathKind::File, path);
+        e.truncated = truncated;
+        e.deleted = p.pflags & pf::DELETED != 0;
+        self.files.insert(key, e.path_id);
+        Some(e)
+    }
+
+    fn dev_name(&self, dev: DevT) -> String {
+        self.devices
+            .get(&dev.0)
+            .map_or_else(|| dev.to_string(), |d| d.name.clone())
+    }
+
+    fn label(&mut self, dev: u32, kind: u8, out: &mut NewEntries) -> u32 {
+        if let Some(&id) = self.labels.get(&(dev, kind)) {
+            return id;
+        }
+        let (pk, text) = match kind {
+            L_META => (PathKind::Metadata, b"[metadata]".to_vec()),
+            L_JOURNAL => (PathKind::Journal, b"[journal]".to_vec()),
+            L_SWAP => (PathKind::Swap, b"[swap]".to_vec()),
+            L_RAW => (
+                PathKind::RawDevice,
+                format!("/dev/{}", self.dev_name(DevT(dev))).into_bytes(),
+            ),
+            _ => (PathKind::Unknown, b"[unknown]".to_vec()),
+        };
+        let e = self.new_path(DevT(dev), 0, pk, text);
+        let id = e.path_id;
+        self.labels.insert((dev, kind), id);
+        out.path = Some(e);
+        id
+    }
+
+    /// An I/O record: the event, plus any table entries it needs first.
+    pub fn io_record(&mut self, r: &IoEvent, out: &mut NewEntries) -> Event {
+        out.path = None;
+        out.process = None;
+        // Process table: a thread seen for the first time, or with a new comm (exec).
+        let comm = r.comm;
+        match self.threads.get(&r.tid) {
+            Some((pid, c, _)) if *pid == r.pid && *c == comm => {}
+            _ => {
+                self.threads.insert(r.tid, (r.pid, comm, r.cgroup_id));
+                out.process = Some(Process {
+                    tid: r.tid,
+                    pid: r.pid,
+                    comm: r.comm().to_vec(),
+                    cgroup_id: r.cgroup_id,
+                });
+            }
+        }
+        let meta = r.flags & (Flags::META.0) != 0;
+        let path_id = match r.path_kind {
+            pk::FILE | pk::DIO => match self.files.get(&(r.ino_dev, r.ino, r.ino_gen)) {
+                Some(&id) => id,
+                None => self.label(r.dev, L_UNKNOWN, out),
+            },
+            pk::META => self.label(r.dev, L_META, out),
+            pk::JOURNAL => self.label(r.dev, L_JOURNAL, out),
+            pk::SWAP => self.label(r.dev, L_SWAP, out),
+            pk::RAWDEV => self.label(r.dev, L_RAW, out),
+            pk::BDEV => {
+                let kind = if r.comm().starts_with(b"jbd2/") {
+                    L_JOURNAL
+                } else if meta || self.mounts.is_mounted(DevT(r.dev)) {
+                    L_META
+                } else {
+                    L_RAW
+                };
+                self.label(r.dev, kind, out)
+            }
+            _ => self.label(r.dev, L_UNKNOWN, out),
+        };
+        let slot = match r.path_kind {
+            pk::FILE | pk::DIO if self.files.contains_key(&(r.ino_dev, r.ino, r.ino_gen)) => 0,
+            pk::UNKNOWN | pk::USERMEM | pk::FILE | pk::DIO => 2,
+            _ => 1,
+        };
+        self.attributed[slot] += 1;
+        let bio_based = r.ioflags & iof::BIO_BASED != 0;
+        let queue_ns = (!bio_based && r.ioflags & iof::ISSUED != 0 && r.issue_ns >= r.start_ns)
+            .then(|| r.issue_ns - r.start_ns);
+        Event {
+            timestamp_ns: r.start_ns,
+            dev: DevT(r.dev),
+            sector: r.sector,
+            bytes: r.bytes,
+            op: Op::from_code(r.op),
+            flags: Flags(r.flags),
+            pid: r.pid,
+            tid: r.tid,
+            path_id,
+            queue_ns,
+            latency_ns: r.complete_ns.saturating_sub(r.start_ns),
+            error: r.error,
+            cpu: r.cpu,
+            syscall: syscall(r),
+            dirtier_pid: (r.ioflags & iof::DIRTIER != 0).then_some(r.dirtier_pid),
+            cgroup_id: r.cgroup_id,
+        }
+    }
+}
+
+/// Maps the kernel side's syscall field (an x86_64 syscall number, or a marker) and the
+/// context to the format's syscall codes. Numbers without a code of their own are stored as
+/// `0x8000 + number`.
+pub fn syscall(r: &IoEvent) -> Option<Syscall> {
+    let code = match r.syscall {
+        abi::SC_FAULT => Syscall::PAGE_FAULT.0,
+        abi::SC_NONE => {
+            let c = r.comm();
+            if c.starts_with(b"jbd2/") || c.starts_with(b"xfs-log") || c == b"xfsaild" {
+                Syscall::JOURNAL.0
+            } else if c.starts_with(b"iou-wrk") || c.starts_with(b"iou-sqp") {
+                Syscall::IO_URING_ENTER.0
+            } else if r.ioflags & iof::KTHREAD != 0 && r.op == Op::Write.code() {
+                Syscall::WRITEBACK.0
+            } else if r.flags & Flags::READAHEAD.0 != 0 {
+                Syscall::READAHEAD.0
+            } else {
+                return None;
+            }
+        }
+        0 => 1,              // read
+        1 => 2,              // write
+        17 => 3,             // pread64
+        18 => 4,             // pwrite64
+        19 => 5,             // readv
+        20 => 6,             // writev
+        295 | 327 => 7,      // preadv, preadv2
+        296 | 328 => 8,      // pwritev, pwritev2
+        209 => 9,            // io_submit
+        426 => 10,           // io_uring_enter
+        74 => 11,            // fsync
+        75 => 12,            // fdatasync
+        277 => 13,           // sync_file_range
+        162 | 306 => 14,     // sync, syncfs
+        257 | 2 | 437 => 19, // openat, open, openat2
+        326 | 40 => 20,      // copy_file_range, sendfile
+        285 => 21,           // fallocate
+        26 => 22,            // msync
+        217 | 78 => 23,      // getdents64, getdents
+        59 | 322 => 24,      // execve, execveat
+        n if n < 0x8000 => 0x8000 + n,
+        _ => return None,
+    };
+    Some(Syscall(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(path_kind: u8, syscall_nr: u16) -> IoEvent {
+        let mut comm = [0u8; 16];
+        comm[..3].copy_from_slice(b"fio");
+        IoEvent {
+            op: 0,
+            flags: 0,
+            path_kind,
+            ioflags: iof::ISSUED,
+            error: 0,
+            start_ns: 100,
+            issue_ns: 150,
+            complete_ns: 1100,
+            sector: 8,
+            cgroup_id: 1,
+            ino: 12,
+            ino_dev: DevT::new(252, 0).0,
+            ino_gen: 3,
+            dev: DevT::new(252, 0).0,
+            bytes: 4096,
+            pid: 10,
+            tid: 11,
+            dirtier_pid: 0,
+            cpu: 1,
+            syscall: syscall_nr,
+            comm,
+        }
+    }
+
+    #[test]
+    fn events_tables_and_labels() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        // Unknown inode: labelled, process entry emitted once.
+        let e = c.io_record(&io(pk::FILE, 17), &mut ne);
+        assert_eq!(e.queue_ns, Some(50));
+        assert_eq!(e.latency_ns, 1000);
+        assert_eq!(e.syscall, Some(Syscall(3)));
+        assert_eq!(ne.process.as_ref().unwrap().comm, b"fio");
+        assert_eq!(ne.path.as_ref().unwrap().path, b"[unknown]");
+        let unknown_id = e.path_id;
+        let e2 = c.io_record(&io(pk::FILE, 17), &mut ne);
+        assert!(ne.process.is_none() && ne.path.is_none());
+        assert_eq!(e2.path_id, unknown_id);
+        // Path record arrives: the next I/O of that inode gets its own id.
+        let mut rec = vec![0u8; abi::PATH_EVENT_BYTES];
+        rec[0] = 2;
+        rec[4] = 2;
+        let names = b"f\0dir\0";
+        rec[6] = names.len() as u8;
+        rec[8..16].copy_from_slice(&12u64.to_le_bytes());
+        rec[16..20].copy_from_slice(&DevT::new(252, 0).0.to_le_bytes());
+        rec[20..24].copy_from_slice(&3u32.to_le_bytes());
+        rec[28..32].copy_from_slice(&DevT::new(252, 0).0.to_le_bytes());
+        rec.extend_from_slice(names);
+        let pe = PathEvent::parse(&rec).unwrap();
+        let entry = c.path_record(&pe).unwrap();
+        assert_eq!(entry.path, b"[252:0]/dir/f");
+        assert!(c.path_record(&pe).is_none());
+        let e3 = c.io_record(&io(pk::FILE, 17), &mut ne);
+        assert_eq!(e3.path_id, entry.path_id);
+        assert_eq!(c.attributed, [1, 0, 2]);
+        // Labels.
+        let m = c.io_record(&io(pk::META, abi::SC_NONE), &mut ne);
+        assert_eq!(c.path(m.path_id), b"[metadata]");
+        let mut j = io(pk::BDEV, abi::SC_NONE);
+        j.comm[..8].copy_from_slice(b"jbd2/zra");
+        let je = c.io_record(&j, &mut ne);
+        assert_eq!(c.path(je.path_id), b"[journal]");
+        assert_eq!(je.syscall, Some(Syscall::JOURNAL));
+    }
+
+    #[test]
+    fn bio_based_devices_have_no_queue_time() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut r = io(pk::UNKNOWN, 0);
+        r.ioflags = iof::BIO_BASED;
+        r.issue_ns = 0;
+        let e = c.io_record(&r, &mut NewEntries::default());
+        assert_eq!(e.queue_ns, None);
+        assert_eq!(e.device_ns(), 1000);
+    }
+
+    #[test]
+    fn syscall_codes() {
+        let mut r = io(pk::FILE, 426);
+        assert_eq!(syscall(&r), Some(Syscall::IO_URING_ENTER));
+        r.syscall = 999;
+        assert_eq!(syscall(&r), Some(Syscall(0x8000 + 999)));
+        r.syscall = abi::SC_FAULT;
+        assert_eq!(syscall(&r), Some(Syscall::PAGE_FAULT));
+        r.syscall = abi::SC_NONE;
+        assert_eq!(syscall(&r), None);
+        r.ioflags |= iof::KTHREAD;
+        r.op = 1;
+        assert_eq!(syscall(&r), Some(Syscall::WRITEBACK));
+    }
+}

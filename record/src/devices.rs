@@ -1,0 +1,142 @@
+//! Block devices of this machine, from `/sys/class/block`: names, numbers, partitions,
+//! logical block sizes, and whether a device is bio-based (no request queue).
+
+use std::fs;
+use std::path::Path;
+
+use iodump_format::{DevT, Device};
+
+use crate::error::RecordError;
+
+/// Every block device (disks and partitions) listed in `/sys/class/block`, sorted by name.
+pub fn list() -> Result<Vec<Device>, RecordError> {
+    list_in(Path::new("/sys/class/block"))
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+}
+
+fn parse_majmin(s: &str) -> Option<DevT> {
+    let (a, b) = s.trim().split_once(':')?;
+    Some(DevT::new(a.parse().ok()?, b.parse().ok()?))
+}
+
+/// Same as [`list`], from another sysfs directory (tests).
+pub fn list_in(dir: &Path) -> Result<Vec<Device>, RecordError> {
+    let entries = fs::read_dir(dir).map_err(|e| RecordError::Sysfs {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut out = Vec::new();
+    for ent in entries.flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        // /sys/class/block/X is a symlink into /sys/devices/.../X (partitions sit inside
+        // their disk's directory).
+        let path = fs::canonicalize(ent.path()).unwrap_or_else(|_| ent.path());
+        let Some(dev) = read_trim(&path.join("dev")).and_then(|s| parse_majmin(&s)) else {
+            continue;
+        };
+        let is_partition = path.join("partition").exists();
+        let disk_dir = if is_partition {
+            path.parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| path.clone())
+        } else {
+            path.clone()
+        };
+        let partition_of = if is_partition {
+            read_trim(&disk_dir.join("dev")).and_then(|s| parse_majmin(&s))
+        } else {
+            None
+        };
+        let sector_size = read_trim(&disk_dir.join("queue/logical_block_size"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(512);
+        let start_sector = if is_partition {
+            read_trim(&path.join("start"))
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        // blk-mq devices have an `mq` directory; bio-based ones (zram, dm, md, brd) do not.
+        let bio_based = !disk_dir.join("mq").exists();
+        out.push(Device {
+            dev,
+            name,
+            partition_of,
+            sector_size,
+            start_sector,
+            bio_based,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Resolves a `-d` argument: a kernel name (`sda`, `sda1`, `nvme0n1`, `dm-0`, `zram0`), a
+/// device node (`/dev/sda`, or a symlink such as `/dev/mapper/vg-lv`), or `MAJ:MIN`.
+pub fn resolve(arg: &str, all: &[Device]) -> Result<Device, RecordError> {
+    let unknown = || RecordError::UnknownDevice {
+        name: arg.to_string(),
+        known: all.iter().map(|d| d.name.clone()).collect(),
+    };
+    if let Some(dev) = parse_majmin(arg) {
+        return all
+            .iter()
+            .find(|d| d.dev == dev)
+            .cloned()
+            .ok_or_else(unknown);
+    }
+    let mut name = arg.strip_prefix("/dev/").unwrap_or(arg).to_string();
+    if arg.starts_with('/') {
+        if let Ok(target) = fs::canonicalize(arg) {
+            if let Some(n) = target.file_name() {
+                name = n.to_string_lossy().into_owned();
+            }
+        }
+    }
+    all.iter()
+        .find(|d| d.name == name)
+        .cloned()
+        .ok_or_else(unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(name: &str, major: u32, minor: u32) -> Device {
+        Device {
+            dev: DevT::new(major, minor),
+            name: name.into(),
+            partition_of: None,
+            sector_size: 512,
+            start_sector: 0,
+            bio_based: false,
+        }
+    }
+
+    #[test]
+    fn resolve_names_nodes_and_numbers() {
+        let all = vec![dev("sda", 8, 0), dev("sda1", 8, 1), dev("sda10", 8, 10)];
+        assert_eq!(resolve("sda1", &all).unwrap().dev, DevT::new(8, 1));
+        assert_eq!(resolve("/dev/sda10", &all).unwrap().dev, DevT::new(8, 10));
+        assert_eq!(resolve("8:0", &all).unwrap().name, "sda");
+        let e = resolve("sdz", &all).unwrap_err().to_string();
+        assert!(e.contains("sdz") && e.contains("sda1"), "{e}");
+        assert!(resolve("9:9", &all).is_err());
+    }
+
+    #[test]
+    fn this_machine_lists_devices() {
+        // Every Linux machine with a sysfs has at least one block device (loop devices
+        // exist even in containers); numbers must be parsed.
+        if let Ok(all) = list() {
+            for d in &all {
+                assert!(d.dev.major() > 0 || d.dev.minor() > 0, "{d:?}");
+            }
+        }
+    }
+}

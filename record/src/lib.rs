@@ -1,0 +1,16 @@
+//! `iodump-record` owns live recording: it loads the eBPF program of `ebpf/` (compiled object
+//! embedded at build time), attaches it to the block-layer tracepoints, drains its ring
+//! buffer, turns kernel records into trace events and table entries ([`convert`], the ingest
+//! layer), and hands them to the `iodump-format` writer or prints them.
+
+pub mod abi;
+pub mod bpf;
+pub mod convert;
+pub mod devices;
+pub mod error;
+pub mod mounts;
+pub mod print;
+pub mod session;
+
+pub use error::RecordError;
+pub use session::{record, RecordConfig, RecordSummary};

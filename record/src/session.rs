@@ -1,0 +1,397 @@
+//! A recording session: load and attach, drain the ring buffer, convert, write or print,
+//! count losses, stop on a signal, a time limit or the end of the traced command.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use iodump_format::{Device, EndInfo, Event, Header, Loss, LossReason, Writer, WriterOptions};
+
+use crate::abi::{self, cnt, IoEvent, PathEvent};
+use crate::bpf::{BpfSettings, Program};
+use crate::convert::{Converter, NewEntries};
+use crate::devices;
+use crate::error::RecordError;
+use crate::mounts::MountTable;
+use crate::print::{PrintFormat, Printer};
+
+/// Everything `iodump record` was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct RecordConfig {
+    /// `-d` arguments (empty: every device).
+    pub devices: Vec<String>,
+    /// Trace file to write.
+    pub output: Option<PathBuf>,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Print one line per I/O in this format (default: text when there is no output file).
+    pub print: Option<PrintFormat>,
+    /// Kernel-side settings (filters, sampling, buffer); `devices` is filled from `devices`.
+    pub bpf: BpfSettings,
+    /// Command to run and trace until it exits.
+    pub command: Vec<String>,
+    /// The recorder's own command line (stored in the header).
+    pub recorder_argv: Vec<String>,
+    /// Writer memory limit.
+    pub memory_limit_bytes: usize,
+    /// Free metadata for the header.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// What a session did.
+#[derive(Clone, Debug, Default)]
+pub struct RecordSummary {
+    /// Events recorded.
+    pub events: u64,
+    /// Events lost (sum of loss records).
+    pub lost_events: u64,
+    /// Bytes of the trace file.
+    pub bytes_written: u64,
+    /// Exit status of the traced command.
+    pub command_status: Option<i32>,
+    /// Hooks and how they were attached.
+    pub hooks: Vec<(&'static str, &'static str)>,
+    /// Events with a file path, a label, neither.
+    pub attributed: [u64; 3],
+    /// Wall time recorded.
+    pub duration: Duration,
+}
+
+fn now_pair() -> (i64, u64) {
+    let mut rt = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let mut mono = rt;
+    // SAFETY: clock_gettime only writes the timespec we pass, which lives on our stack.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut mono);
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut rt);
+    }
+    (
+        rt.tv_sec * 1_000_000_000 + rt.tv_nsec,
+        mono.tv_sec as u64 * 1_000_000_000 + mono.tv_nsec as u64,
+    )
+}
+
+/// Monotonic nanoseconds now (the clock of event timestamps).
+pub fn monotonic_ns() -> u64 {
+    now_pair().1
+}
+
+fn read_trim(p: &str) -> String {
+    std::fs::read_to_string(p)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Where events go: a trace file, a printer, or both.
+struct Sinks {
+    writer: Option<Writer<File>>,
+    printer: Option<Printer>,
+}
+
+fn write_err(e: iodump_format::WriteError) -> RecordError {
+    RecordError::Write(e)
+}
+
+/// Records until `stop` is set, the duration passes or the command exits.
+pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, RecordError> {
+    let all = devices::list()?;
+    let mut wanted: Vec<Device> = Vec::new();
+    for d in &cfg.devices {
+        let dev = devices::resolve(d, &all)?;
+        // A whole disk includes its partitions.
+        for p in all.iter().filter(|p| p.partition_of == Some(dev.dev)) {
+            wanted.push(p.clone());
+        }
+        wanted.push(dev);
+    }
+    let mut settings = cfg.bpf.clone();
+    settings.devices = wanted.iter().map(|d| d.dev).collect();
+    settings.exclude_tgid = std::process::id();
+
+    // Create the output before loading, so a bad path fails fast.
+    let file = match &cfg.output {
+        Some(p) => Some(
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(p)
+                .map_err(|e| RecordError::Output {
+                    path: p.display().to_string(),
+                    message: e.to_string(),
+                })?,
+        ),
+        None => None,
+    };
+
+    let mut prog = Program::load(&settings)?;
+    let (wall, mono) = now_pair();
+    let header = Header {
+        wall_clock_ns: wall,
+        monotonic_ns: mono,
+        hostname: read_trim("/proc/sys/kernel/hostname"),
+        kernel_release: read_trim("/proc/sys/kernel/osrelease"),
+        tool_version: format!("iodump {}", env!("CARGO_PKG_VERSION")),
+        recorder_argv: cfg.recorder_argv.clone(),
+        command_argv: (!cfg.command.is_empty()).then(|| cfg.command.clone()),
+        metadata: cfg.metadata.clone(),
+    };
+    let mut sinks = Sinks {
+        writer: match file {
+            Some(f) => Some(
+                Writer::new(
+                    f,
+                    &header,
+                    WriterOptions {
+                        memory_limit_bytes: cfg.memory_limit_bytes.max(4 << 20),
+                        ..WriterOptions::default()
+                    },
+                )
+                .map_err(write_err)?,
+            ),
+            None => None,
+        },
+        printer: match (cfg.print, &cfg.output) {
+            (Some(f), _) => Some(Printer::new(f, &header)),
+            (None, None) => Some(Printer::new(PrintFormat::Text, &header)),
+            (None, Some(_)) => None,
+        },
+    };
+    if let Some(w) = &mut sinks.writer {
+        for d in &all {
+            w.add_device(d.clone()).map_err(write_err)?;
+        }
+    }
+    if let Some(p) = &mut sinks.printer {
+        p.header();
+    }
+
+    let mut child: Option<Child> = None;
+    if let Some((prog_name, args)) = cfg.command.split_first() {
+        child =
+            Some(
+                Command::new(prog_name)
+                    .args(args)
+                    .spawn()
+                    .map_err(|e| RecordError::Command {
+                        program: prog_name.clone(),
+                        message: e.to_string(),
+                    })?,
+            );
+    }
+
+    let mut conv = Converter::new(&all, MountTable::read());
+    let mut entries = NewEntries::default();
+    let started = Instant::now();
+    let mut last_flush = Instant::now();
+    let mut losses = LossTracker::default();
+    let mut events = 0u64;
+    let mut command_status = None;
+    let fd = prog.ring.as_raw_fd();
+    let mut result: Result<(), RecordError> = Ok(());
+    let mut stopping = false;
+    loop {
+        // Wait for data (or 100 ms).
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on our stack; the fd is the ring buffer map's, alive
+        // as long as `prog`.
+        unsafe { libc::poll(&mut pfd, 1, 100) };
+        while let Some(item) = prog.ring.next() {
+            let rec: &[u8] = &item;
+            if let Err(e) = handle(rec, &mut conv, &mut entries, &mut sinks, &mut events) {
+                result = Err(e);
+                break;
+            }
+        }
+        if result.is_err() {
+            break;
+        }
+        if last_flush.elapsed() >= Duration::from_secs(1) || stopping {
+            last_flush = Instant::now();
+            if let Ok(c) = prog.counters() {
+                for l in losses.update(&c, monotonic_ns()) {
+                    if let Some(w) = &mut sinks.writer {
+                        if let Err(e) = w.add_loss(l) {
+                            result = Err(write_err(e));
+                        }
+                    }
+                }
+            }
+            if let Some(w) = &mut sinks.writer {
+                if let Err(e) = w.flush() {
+                    result = Err(write_err(e));
+                }
+            }
+            if let Some(p) = &mut sinks.printer {
+                p.flush();
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        if stopping {
+            break;
+        }
+        if let Some(c) = &mut child {
+            if let Ok(Some(st)) = c.try_wait() {
+                command_status = Some(exit_status(st));
+                stopping = true;
+            }
+        }
+        if stop.load(Ordering::Relaxed) || cfg.duration.is_some_and(|d| started.elapsed() >= d) {
+            stopping = true;
+        }
+        if stopping {
+            // Give in-flight I/O a moment to complete, then one more drain and flush.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    if let Some(mut c) = child.take() {
+        if command_status.is_none() {
+            // Stopped by a signal or the time limit: the command gets SIGTERM.
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            if let Ok(st) = c.wait() {
+                command_status = Some(exit_status(st));
+            }
+        }
+    }
+    let mut summary = RecordSummary {
+        events,
+        lost_events: losses.total,
+        command_status,
+        hooks: prog.attached.hooks.clone(),
+        attributed: conv.attributed,
+        duration: started.elapsed(),
+        ..RecordSummary::default()
+    };
+    if let Some(p) = &mut sinks.printer {
+        p.flush();
+    }
+    if let Some(w) = sinks.writer.take() {
+        let end = EndInfo {
+            end_monotonic_ns: monotonic_ns(),
+            command_exit_status: command_status,
+            ..EndInfo::default()
+        };
+        let stats_before = w.stats();
+        match w.finish(end) {
+            Ok(f) => {
+                let _ = f.sync_all();
+                summary.bytes_written = f.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+            Err(e) => {
+                summary.bytes_written = stats_before.bytes_written;
+                result = result.and(Err(write_err(e)));
+            }
+        }
+    }
+    result.map(|()| summary)
+}
+
+fn exit_status(st: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        _ => 1,
+    }
+}
+
+fn handle(
+    rec: &[u8],
+    conv: &mut Converter,
+    entries: &mut NewEntries,
+    sinks: &mut Sinks,
+    events: &mut u64,
+) -> Result<(), RecordError> {
+    if rec.len() < 2 {
+        return Ok(());
+    }
+    match u16::from_le_bytes([rec[0], rec[1]]) {
+        abi::EV_IO => {
+            let Some(r) = IoEvent::parse(rec) else {
+                return Ok(());
+            };
+            let e: Event = conv.io_record(&r, entries);
+            if let Some(w) = &mut sinks.writer {
+                if let Some(p) = entries.process.take() {
+                    w.add_process(p).map_err(write_err)?;
+                }
+                if let Some(p) = entries.path.take() {
+                    w.add_path(p).map_err(write_err)?;
+                }
+                w.push(&e).map_err(write_err)?;
+            }
+            if let Some(p) = &mut sinks.printer {
+                p.event(&e, r.comm(), conv.path(e.path_id));
+            }
+            *events += 1;
+        }
+        abi::EV_PATH => {
+            if let Some(p) = PathEvent::parse(rec) {
+                if let Some(entry) = conv.path_record(&p) {
+                    if let Some(w) = &mut sinks.writer {
+                        w.add_path(entry).map_err(write_err)?;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Turns the kernel's cumulative per-CPU loss counters into loss records of the deltas.
+#[derive(Default)]
+struct LossTracker {
+    last: Vec<Vec<u64>>,
+    last_ns: u64,
+    total: u64,
+}
+
+impl LossTracker {
+    fn update(&mut self, c: &[Vec<u64>], now_ns: u64) -> Vec<Loss> {
+        let mut out = Vec::new();
+        let reasons = [
+            (cnt::LOST_RINGBUF, LossReason::RingBufferFull),
+            (cnt::LOST_INFLIGHT, LossReason::InFlightFull),
+            (cnt::LOST_STALE, LossReason::Evicted),
+        ];
+        if self.last.is_empty() {
+            self.last = vec![Vec::new(); c.len()];
+        }
+        for (idx, reason) in reasons {
+            let cur = &c[idx as usize];
+            let last = &mut self.last[idx as usize];
+            last.resize(cur.len(), 0);
+            for (cpu, (&now, prev)) in cur.iter().zip(last.iter_mut()).enumerate() {
+                if now > *prev {
+                    out.push(Loss {
+                        cpu: cpu as u16,
+                        reason,
+                        count: now - *prev,
+                        start_ns: self.last_ns,
+                        end_ns: now_ns,
+                    });
+                    self.total += now - *prev;
+                    *prev = now;
+                }
+            }
+        }
+        self.last_ns = now_ns;
+        out
+    }
+}

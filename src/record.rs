@@ -1,0 +1,181 @@
+//! `iodump record`: flags → [`RecordConfig`], signals → a stop flag, summary on stderr.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use iodump_format::Op;
+use iodump_record::bpf::BpfSettings;
+use iodump_record::print::PrintFormat;
+use iodump_record::{record, RecordConfig};
+
+use crate::cli::{PrintArg, RecordArgs};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the
+        // sigaction struct is zero-initialised and fully set before the call.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Parses `10%` or `1/N` into "one in N".
+pub fn parse_sample(s: &str) -> anyhow::Result<u32> {
+    let s = s.trim();
+    if let Some(p) = s.strip_suffix('%') {
+        let p: f64 = p
+            .trim()
+            .parse()
+            .with_context(|| format!("bad --sample {s:?}"))?;
+        if !(p > 0.0 && p <= 100.0) {
+            bail!("--sample {s}: the percentage must be in (0, 100]");
+        }
+        Ok((100.0 / p).round().max(1.0) as u32)
+    } else if let Some(n) = s.strip_prefix("1/") {
+        let n: u32 = n
+            .trim()
+            .parse()
+            .with_context(|| format!("bad --sample {s:?}"))?;
+        if n == 0 {
+            bail!("--sample 1/0: N must be at least 1");
+        }
+        Ok(n)
+    } else {
+        bail!("--sample takes a percentage (10%) or 1/N, not {s:?}")
+    }
+}
+
+fn op_mask(ops: &[String]) -> anyhow::Result<u32> {
+    if ops.is_empty() {
+        return Ok(0x7f);
+    }
+    let mut m = 0;
+    for o in ops {
+        let op = Op::ALL
+            .iter()
+            .find(|x| x.name() == o.as_str() || x.letter().to_string() == o.to_uppercase())
+            .with_context(|| format!("unknown op {o:?} (read, write, flush, discard, secure_erase, write_zeroes, other)"))?;
+        m |= 1 << op.code();
+    }
+    Ok(m)
+}
+
+pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
+    let mut bpf = BpfSettings::default();
+    if let Some(s) = &a.sample {
+        bpf.sample_every = parse_sample(s)?;
+    }
+    bpf.pids = a.pids.clone();
+    bpf.comms = a.comms.iter().map(|c| c.as_bytes().to_vec()).collect();
+    bpf.op_mask = op_mask(&a.ops)?;
+    bpf.min_bytes = a.min_bytes.unwrap_or(0);
+    bpf.paths = !a.no_paths;
+    if let Some(b) = a.buffer_size {
+        if !(4096..=(1 << 30)).contains(&b) {
+            bail!("--buffer-size {b}: must be between 4096 and 1073741824 bytes");
+        }
+        bpf.ring_bytes = (b as u32).next_power_of_two();
+    }
+    let duration = match a.seconds {
+        Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
+        Some(s) if s < 0.0 => None,
+        Some(s) => bail!("-t {s}: give a positive number of seconds (or -1 for no limit)"),
+        None => None,
+    };
+    let mut metadata = Vec::new();
+    for m in &a.metadata {
+        let (k, v) = m
+            .split_once('=')
+            .with_context(|| format!("--meta {m:?}: expected KEY=VALUE"))?;
+        metadata.push((k.to_string(), v.to_string()));
+    }
+    let cfg = RecordConfig {
+        devices: a.devices.clone(),
+        output: a.output.clone(),
+        duration,
+        print: a.print.map(|p| match p {
+            PrintArg::Text => PrintFormat::Text,
+            PrintArg::Csv => PrintFormat::Csv,
+            PrintArg::Json => PrintFormat::Json,
+        }),
+        bpf,
+        command: a.command.clone(),
+        recorder_argv: std::env::args().collect(),
+        memory_limit_bytes: 64 << 20,
+        metadata,
+    };
+    install_signal_handlers();
+    let s = record(&cfg, &STOP)?;
+    let total = s.events + s.lost_events;
+    let lost_pct = if total > 0 {
+        s.lost_events as f64 * 100.0 / total as f64
+    } else {
+        0.0
+    };
+    let mut line = format!(
+        "iodump: recorded {} events in {:.1} s, lost {} ({lost_pct:.3}%)",
+        s.events,
+        s.duration.as_secs_f64(),
+        s.lost_events
+    );
+    if let Some(p) = &a.output {
+        line.push_str(&format!(
+            "; wrote {} ({} bytes, {:.2} bytes/event)",
+            p.display(),
+            s.bytes_written,
+            if s.events > 0 {
+                s.bytes_written as f64 / s.events as f64
+            } else {
+                0.0
+            }
+        ));
+    }
+    eprintln!("{line}");
+    if s.events > 0 {
+        let [f, l, n] = s.attributed;
+        eprintln!(
+            "iodump: attribution: file path {:.1}%, label {:.1}%, neither {:.1}%",
+            f as f64 * 100.0 / s.events as f64,
+            l as f64 * 100.0 / s.events as f64,
+            n as f64 * 100.0 / s.events as f64
+        );
+    }
+    if let Some(st) = s.command_status {
+        return Ok(ExitCode::from(st.clamp(0, 255) as u8));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_rates() {
+        assert_eq!(parse_sample("10%").unwrap(), 10);
+        assert_eq!(parse_sample("100%").unwrap(), 1);
+        assert_eq!(parse_sample("1/7").unwrap(), 7);
+        assert!(parse_sample("0%").is_err());
+        assert!(parse_sample("1/0").is_err());
+        assert!(parse_sample("half").is_err());
+    }
+
+    #[test]
+    fn ops() {
+        assert_eq!(op_mask(&[]).unwrap(), 0x7f);
+        assert_eq!(op_mask(&["read".into(), "W".into()]).unwrap(), 0b11);
+        assert!(op_mask(&["bogus".into()]).is_err());
+    }
+}

@@ -1,0 +1,498 @@
+//! End-to-end tests of `iodump record` on real block devices made by the test (zram, loop).
+//! They need root and BPF: without them they skip, unless `IODUMP_REQUIRE_BPF=1` (set by CI),
+//! in which case they fail.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use iodump_format::{Op, Reader};
+
+/// Tests create and remove devices and compare device counters: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iodump"))
+}
+
+/// True when BPF tests can run; panics when they cannot but must.
+fn bpf_available(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
+    let zram = Path::new("/sys/class/zram-control/hot_add").exists();
+    if root && btf && zram {
+        return true;
+    }
+    let why = format!("{test}: needs root, BTF and zram (root={root}, btf={btf}, zram={zram})");
+    if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_BPF=1 but {why}");
+    }
+    eprintln!("skipped: {why}");
+    false
+}
+
+/// A zram device, removed on drop.
+struct Zram {
+    id: u32,
+}
+
+impl Zram {
+    fn new(size: &str) -> Zram {
+        let id: u32 = std::fs::read_to_string("/sys/class/zram-control/hot_add")
+            .expect("zram hot_add")
+            .trim()
+            .parse()
+            .unwrap();
+        std::fs::write(format!("/sys/block/zram{id}/disksize"), size).expect("zram disksize");
+        Zram { id }
+    }
+    fn name(&self) -> String {
+        format!("zram{}", self.id)
+    }
+    fn node(&self) -> String {
+        format!("/dev/zram{}", self.id)
+    }
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        let _ = std::fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
+    }
+}
+
+/// A loop device on a sparse file (request-based), detached on drop.
+struct Loop {
+    node: String,
+    file: PathBuf,
+}
+
+impl Loop {
+    fn new(dir: &Path, mib: u64) -> Loop {
+        let file = dir.join("loop.img");
+        let f = std::fs::File::create(&file).unwrap();
+        f.set_len(mib << 20).unwrap();
+        let out = Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&file)
+            .output()
+            .expect("losetup");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Loop {
+            node: String::from_utf8(out.stdout).unwrap().trim().to_string(),
+            file,
+        }
+    }
+    fn name(&self) -> &str {
+        self.node.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.node]).status();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("iodump-rec-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn join(&self, s: &str) -> PathBuf {
+        self.0.join(s)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run iodump");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+    out
+}
+
+fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "status {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Completed (reads, writes) of a block device, from /sys/block/X/stat.
+fn stat_ios(name: &str) -> (u64, u64) {
+    let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+    let f: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    (f[0], f[4])
+}
+
+fn events_on(r: &Reader, dev_name: &str) -> Vec<iodump_format::Event> {
+    let dev = r
+        .tables()
+        .devices()
+        .find(|d| d.name == dev_name)
+        .unwrap_or_else(|| panic!("{dev_name} not in the device table"))
+        .dev;
+    r.events().filter(|e| e.dev == dev).collect()
+}
+
+fn within(a: u64, b: u64, frac: f64) -> bool {
+    (a as f64 - b as f64).abs() <= (b as f64 * frac).max(0.0)
+}
+
+#[test]
+fn dd_direct_writes_on_zram_are_all_recorded() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("dd_direct_writes_on_zram_are_all_recorded") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("dd");
+    let trace = d.join("dd.iod");
+    let before = stat_ios(&z.name());
+    let out = run(bin()
+        .args(["record", "-d", &z.name(), "-o"])
+        .arg(&trace)
+        .args(["--", "dd", "if=/dev/zero", &format!("of={}", z.node())])
+        .args(["bs=4k", "count=2000", "oflag=direct"]));
+    ok(&out);
+    let after = stat_ios(&z.name());
+    let r = Reader::open(&trace).unwrap();
+    assert!(r.validate().is_empty());
+    let ev = events_on(&r, &z.name());
+    assert_eq!(ev.len(), 2000, "events recorded");
+    assert_eq!(after.1 - before.1, 2000, "device's own write count");
+    let mut sectors: Vec<u64> = ev.iter().map(|e| e.sector).collect();
+    sectors.sort_unstable();
+    let expected: Vec<u64> = (0..2000).map(|i| i * 8).collect();
+    assert_eq!(sectors, expected);
+    for e in &ev {
+        assert_eq!(e.op, Op::Write);
+        assert_eq!(e.bytes, 4096);
+        assert_eq!(e.queue_ns, None, "zram is bio-based");
+        assert!(
+            e.latency_ns > 0 && e.latency_ns < 1_000_000_000,
+            "{}",
+            e.latency_ns
+        );
+        assert_eq!(r.comm(e.pid, e.tid, 0), Some(&b"dd"[..]));
+    }
+    // The command's exit status is stored and the trace is private.
+    assert_eq!(r.end().unwrap().command_exit_status, Some(0));
+    assert_eq!(r.lost_events(), 0);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&trace).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let cmd = r.header().command_argv.clone().unwrap();
+    assert_eq!(cmd[0], "dd");
+}
+
+#[test]
+fn fio_random_reads_count_sizes_and_process() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("fio_random_reads_count_sizes_and_process") {
+        return;
+    }
+    let z = Zram::new("128M");
+    // Fill the device so reads are real.
+    let fill = Command::new("dd")
+        .args(["if=/dev/urandom", &format!("of={}", z.node())])
+        .args(["bs=1M", "count=128", "oflag=direct"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(fill.success());
+    let d = TempDir::new("fio");
+    let trace = d.join("fio.iod");
+    let before = stat_ios(&z.name());
+    let out = run(bin()
+        .args(["record", "-d", &z.name(), "-o"])
+        .arg(&trace)
+        .args([
+            "--",
+            "fio",
+            "--name=rr",
+            &format!("--filename={}", z.node()),
+        ])
+        .args([
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=psync",
+            "--number_ios=20000",
+            "--size=128M",
+            "--output=/dev/null",
+        ]));
+    ok(&out);
+    let after = stat_ios(&z.name());
+    let r = Reader::open(&trace).unwrap();
+    let ev = events_on(&r, &z.name());
+    let reads: Vec<_> = ev.iter().filter(|e| e.op == Op::Read).collect();
+    let dev_reads = after.0 - before.0;
+    assert!(
+        within(reads.len() as u64, 20_000, 0.005),
+        "{} reads",
+        reads.len()
+    );
+    assert!(
+        within(reads.len() as u64, dev_reads, 0.005),
+        "{} vs device {dev_reads}",
+        reads.len()
+    );
+    let fio_reads = reads
+        .iter()
+        .filter(|e| r.comm(e.pid, e.tid, 0) == Some(&b"fio"[..]))
+        .count();
+    assert!(
+        within(fio_reads as u64, 20_000, 0.005),
+        "{fio_reads} reads by fio"
+    );
+    for e in &reads {
+        assert_eq!(e.bytes, 4096);
+        assert_eq!(e.sector % 8, 0);
+        assert!(e.sector < (128 << 20) / 512);
+    }
+    // pread64 is how psync reads.
+    let pread = reads
+        .iter()
+        .filter(|e| e.syscall == Some(iodump_format::Syscall::PREAD64))
+        .count();
+    assert!(pread as f64 >= 0.99 * reads.len() as f64, "{pread} pread64");
+}
+
+#[test]
+fn loop_device_is_request_based_with_queue_time() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("loop_device_is_request_based_with_queue_time") {
+        return;
+    }
+    let d = TempDir::new("loop");
+    let lo = Loop::new(&d.0, 64);
+    let trace = d.join("loop.iod");
+    let out = run(bin()
+        .args(["record", "-d", lo.name(), "-o"])
+        .arg(&trace)
+        .args(["--", "dd", "if=/dev/zero", &format!("of={}", lo.node)])
+        .args(["bs=64k", "count=300", "oflag=direct"]));
+    ok(&out);
+    let r = Reader::open(&trace).unwrap();
+    let ev = events_on(&r, lo.name());
+    let writes: Vec<_> = ev.iter().filter(|e| e.op == Op::Write).collect();
+    let bytes: u64 = writes.iter().map(|e| e.bytes as u64).sum();
+    assert_eq!(bytes, 300 * 65536, "all written bytes recorded once");
+    for e in &writes {
+        let q = e.queue_ns.expect("request-based devices have a queue time");
+        assert!(q <= e.latency_ns);
+    }
+}
+
+#[test]
+fn sampling_and_filters_run_in_the_kernel() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("sampling_and_filters_run_in_the_kernel") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("filters");
+    let dd = |count: u32, bs: &str| -> Vec<String> {
+        vec![
+            "dd".into(),
+            "if=/dev/zero".into(),
+            format!("of={}", z.node()),
+            format!("bs={bs}"),
+            format!("count={count}"),
+            "oflag=direct".into(),
+        ]
+    };
+    // 1 in 10.
+    let t = d.join("sample.iod");
+    ok(&run(bin()
+        .args(["record", "-d", &z.name(), "--sample", "1/10", "-o"])
+        .arg(&t)
+        .arg("--")
+        .args(dd(10_000, "4k"))));
+    let n = events_on(&Reader::open(&t).unwrap(), &z.name()).len();
+    assert!((900..=1100).contains(&n), "sampled {n} of 10000");
+    // An op filter that excludes writes, and a comm filter that excludes dd.
+    for (flag, val) in [("--ops", "read"), ("--comm", "nosuchcomm")] {
+        let t = d.join("none.iod");
+        ok(&run(bin()
+            .args(["record", "-d", &z.name(), flag, val, "-o"])
+            .arg(&t)
+            .arg("--")
+            .args(dd(500, "4k"))));
+        let n = events_on(&Reader::open(&t).unwrap(), &z.name()).len();
+        assert_eq!(n, 0, "{flag} {val}");
+    }
+    // A comm filter that keeps dd, a size filter that keeps only large writes.
+    let t = d.join("dd.iod");
+    ok(&run(bin()
+        .args(["record", "-d", &z.name(), "--comm", "dd", "--min-bytes", "65536", "-o"])
+        .arg(&t)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "dd if=/dev/zero of={0} bs=4k count=100 oflag=direct 2>/dev/null && dd if=/dev/zero of={0} bs=128k count=50 oflag=direct 2>/dev/null",
+            z.node()
+        ))));
+    let ev = events_on(&Reader::open(&t).unwrap(), &z.name());
+    assert_eq!(ev.len(), 50);
+    assert!(ev.iter().all(|e| e.bytes == 131072));
+}
+
+#[test]
+fn losses_are_counted_never_silent() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("losses_are_counted_never_silent") {
+        return;
+    }
+    let z = Zram::new("128M");
+    let d = TempDir::new("loss");
+    let t = d.join("loss.iod");
+    // A one-page ring buffer cannot hold a burst of 20 000 writes.
+    let before = stat_ios(&z.name());
+    let out = run(bin()
+        .args(["record", "-d", &z.name(), "--buffer-size", "4096", "-o"])
+        .arg(&t)
+        .args(["--", "dd", "if=/dev/zero", &format!("of={}", z.node())])
+        .args(["bs=4k", "count=20000", "oflag=direct"]));
+    ok(&out);
+    let after = stat_ios(&z.name());
+    let r = Reader::open(&t).unwrap();
+    let recorded = events_on(&r, &z.name()).len() as u64;
+    let lost = r.lost_events();
+    assert!(lost > 0, "expected losses with a 4 KiB buffer");
+    assert_eq!(
+        recorded + lost,
+        after.1 - before.1,
+        "recorded {recorded} + lost {lost}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("lost {lost}")), "{stderr}");
+}
+
+#[test]
+fn command_status_signals_and_printing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("command_status_signals_and_printing") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("cmd");
+    // The command's exit status becomes ours and is stored.
+    let t = d.join("exit.iod");
+    let out = run(bin()
+        .args(["record", "-d", &z.name(), "-o"])
+        .arg(&t)
+        .args(["--", "sh", "-c", "exit 3"]));
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        Reader::open(&t).unwrap().end().unwrap().command_exit_status,
+        Some(3)
+    );
+    // SIGINT stops cleanly: the file is finished and holds what was recorded.
+    let t = d.join("sigint.iod");
+    let mut child = bin()
+        .args(["record", "-d", &z.name(), "-o"])
+        .arg(&t)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let dd = Command::new("dd")
+        .args(["if=/dev/zero", &format!("of={}", z.node())])
+        .args(["bs=4k", "count=700", "oflag=direct"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(dd.success());
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = Reader::open(&t).unwrap();
+    assert!(r.end().is_some() && r.has_footer());
+    assert_eq!(events_on(&r, &z.name()).len(), 700);
+    // CSV on stdout, the original's columns first.
+    let out = run(bin()
+        .args(["record", "-d", &z.name(), "--print", "csv"])
+        .args(["--", "dd", "if=/dev/zero", &format!("of={}", z.node())])
+        .args(["bs=8k", "count=123", "oflag=direct"]));
+    ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("timestamp,pid,comm,iosize,rw,lba,path,"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 123);
+    for row in rows {
+        let f: Vec<&str> = row.split(',').collect();
+        assert_eq!((f[2], f[3], f[4]), ("dd", "8192", "W"), "{row}");
+    }
+}
+
+#[test]
+fn bad_arguments_give_one_line_errors() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("bad_arguments_give_one_line_errors") {
+        return;
+    }
+    let one_line = |out: &Output| {
+        let s = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(s.lines().count(), 1, "{s}");
+        assert_eq!(out.status.code(), Some(1), "{s}");
+        s
+    };
+    let out = run(bin().args(["record", "-d", "nosuchdisk0", "-t", "1"]));
+    assert!(one_line(&out).contains("unknown block device 'nosuchdisk0'"));
+    let out = run(bin().args(["record", "-o", "/nonexistent-dir/x.iod", "-t", "1"]));
+    assert!(one_line(&out).contains("/nonexistent-dir/x.iod"));
+    let out = run(bin().args(["record", "--sample", "0%", "-t", "1"]));
+    one_line(&out);
+    let out = run(bin().args(["record", "-t", "1", "--", "/nonexistent/program"]));
+    assert!(one_line(&out).contains("/nonexistent/program"));
+    // Without privilege: a clear line, no trace file left half-made by a panic.
+    if Path::new("/usr/bin/setpriv").exists() {
+        let d = TempDir::new("priv");
+        std::fs::set_permissions(&d.0, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        let out = Command::new("/usr/bin/setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--inh-caps=-all",
+            ])
+            .arg(env!("CARGO_BIN_EXE_iodump"))
+            .args(["record", "-t", "1", "-o"])
+            .arg(d.join("x.iod"))
+            .output()
+            .unwrap();
+        let s = one_line(&out);
+        assert!(s.contains("permission denied") || s.contains("BTF"), "{s}");
+    }
+}
