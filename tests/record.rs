@@ -409,7 +409,7 @@ fn command_status_signals_and_printing() {
     );
     // SIGINT stops cleanly: the file is finished and holds what was recorded.
     let t = d.join("sigint.iod");
-    let mut child = bin()
+    let child = bin()
         .args(["record", "-d", &z.name(), "-o"])
         .arg(&t)
         .stderr(Stdio::piped())
