@@ -58,6 +58,11 @@ pub struct RecordArgs {
     /// Record a sample of the I/O: `10%` or `1/N` (per CPU, in the kernel).
     #[arg(long, value_name = "RATE")]
     pub sample: Option<String>,
+    /// Only I/O matching EXPR, e.g. 'iosize > 1M && rw == W' (see
+    /// schemas/filter-expressions.md); what it implies for size, op, pid and comm is applied
+    /// in the kernel.
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    pub filter: Option<String>,
     /// Only I/O submitted by this process id; repeatable.
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,

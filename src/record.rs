@@ -101,7 +101,15 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("--meta {m:?}: expected KEY=VALUE"))?;
         metadata.push((k.to_string(), v.to_string()));
     }
+    let filter = match &a.filter {
+        Some(f) => Some(
+            iodump_format::expr::Expr::parse(f)
+                .map_err(|e| anyhow::anyhow!("bad -f expression {f:?}: {e}"))?,
+        ),
+        None => None,
+    };
     let cfg = RecordConfig {
+        filter,
         devices: a.devices.clone(),
         output: a.output.clone(),
         duration,

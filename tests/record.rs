@@ -355,6 +355,19 @@ fn sampling_and_filters_run_in_the_kernel() {
     let ev = events_on(&Reader::open(&t).unwrap(), &z.name());
     assert_eq!(ev.len(), 50);
     assert!(ev.iter().all(|e| e.bytes == 131072));
+    // The same with an expression (the original's example plus a comm glob).
+    let t = d.join("expr.iod");
+    ok(&run(bin()
+        .args(["record", "-d", &z.name(), "-f", "iosize > 65536 && rw == W && comm =~ 'd*'", "-o"])
+        .arg(&t)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "dd if=/dev/zero of={0} bs=4k count=100 oflag=direct 2>/dev/null && dd if=/dev/zero of={0} bs=128k count=50 oflag=direct 2>/dev/null && dd if={0} of=/dev/null bs=128k count=10 iflag=direct 2>/dev/null",
+            z.node()
+        ))));
+    let ev = events_on(&Reader::open(&t).unwrap(), &z.name());
+    assert_eq!(ev.len(), 50);
+    assert!(ev.iter().all(|e| e.bytes == 131072 && e.op == Op::Write));
 }
 
 #[test]

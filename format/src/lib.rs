@@ -10,6 +10,7 @@ pub mod chunk;
 pub mod column;
 pub mod error;
 pub mod event;
+pub mod expr;
 pub mod reader;
 pub mod segment;
 pub mod summary;

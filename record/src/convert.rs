@@ -116,6 +116,11 @@ impl Converter {
         Some(e)
     }
 
+    /// The kernel name of a device (`sda1`), or `?`.
+    pub fn dev_label(&self, dev: DevT) -> &str {
+        self.devices.get(&dev.0).map_or("?", |d| d.name.as_str())
+    }
+
     fn dev_name(&self, dev: DevT) -> String {
         self.devices
             .get(&dev.0)

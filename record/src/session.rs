@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use iodump_format::{Device, EndInfo, Event, Header, Loss, LossReason, Writer, WriterOptions};
 
+use iodump_format::expr::{EventView, Expr};
+
 use crate::abi::{self, cnt, IoEvent, PathEvent};
 use crate::bpf::{BpfSettings, Program};
 use crate::convert::{Converter, NewEntries};
@@ -40,6 +42,8 @@ pub struct RecordConfig {
     pub memory_limit_bytes: usize,
     /// Free metadata for the header.
     pub metadata: Vec<(String, String)>,
+    /// `-f` expression: what it implies is applied in the kernel, the rest per event here.
+    pub filter: Option<Expr>,
 }
 
 /// What a session did.
@@ -113,6 +117,43 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     }
     let mut settings = cfg.bpf.clone();
     settings.devices = wanted.iter().map(|d| d.dev).collect();
+    if let Some(f) = &cfg.filter {
+        let p = f.pushdown();
+        settings.min_bytes = settings.min_bytes.max(p.min_bytes);
+        if let Some(m) = p.max_bytes {
+            settings.max_bytes = if settings.max_bytes == 0 {
+                m
+            } else {
+                settings.max_bytes.min(m)
+            };
+            if settings.max_bytes == 0 {
+                // `iosize < 1`: only zero-byte I/O (flushes); the kernel's 0 means no limit.
+                settings.op_mask &= 1 << iodump_format::Op::Flush.code();
+            }
+        }
+        settings.op_mask &= p.op_mask;
+        if let Some(pids) = p.pids {
+            if settings.pids.is_empty() {
+                settings.pids = pids;
+            } else {
+                settings.pids.retain(|x| pids.contains(x));
+                if settings.pids.is_empty() {
+                    settings.op_mask = 0;
+                }
+            }
+        }
+        if let Some(comms) = p.comms {
+            let comms: Vec<Vec<u8>> = comms.into_iter().map(String::into_bytes).collect();
+            if settings.comms.is_empty() {
+                settings.comms = comms;
+            } else {
+                settings.comms.retain(|x| comms.contains(x));
+                if settings.comms.is_empty() {
+                    settings.op_mask = 0;
+                }
+            }
+        }
+    }
     settings.exclude_tgid = std::process::id();
 
     // Create the output before loading, so a bad path fails fast.
@@ -210,7 +251,14 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         unsafe { libc::poll(&mut pfd, 1, 100) };
         while let Some(item) = prog.ring.next() {
             let rec: &[u8] = &item;
-            if let Err(e) = handle(rec, &mut conv, &mut entries, &mut sinks, &mut events) {
+            if let Err(e) = handle(
+                rec,
+                &mut conv,
+                &mut entries,
+                &mut sinks,
+                cfg.filter.as_ref(),
+                &mut events,
+            ) {
                 result = Err(e);
                 break;
             }
@@ -310,11 +358,30 @@ fn exit_status(st: std::process::ExitStatus) -> i32 {
     }
 }
 
+struct View<'a> {
+    comm: &'a [u8],
+    path: &'a [u8],
+    dev: &'a str,
+}
+
+impl EventView for View<'_> {
+    fn comm(&self) -> &[u8] {
+        self.comm
+    }
+    fn path(&self) -> &[u8] {
+        self.path
+    }
+    fn dev_name(&self) -> &str {
+        self.dev
+    }
+}
+
 fn handle(
     rec: &[u8],
     conv: &mut Converter,
     entries: &mut NewEntries,
     sinks: &mut Sinks,
+    filter: Option<&Expr>,
     events: &mut u64,
 ) -> Result<(), RecordError> {
     if rec.len() < 2 {
@@ -326,6 +393,8 @@ fn handle(
                 return Ok(());
             };
             let e: Event = conv.io_record(&r, entries);
+            // Table entries are written even when the filter drops the event: the converter
+            // will not announce them again.
             if let Some(w) = &mut sinks.writer {
                 if let Some(p) = entries.process.take() {
                     w.add_process(p).map_err(write_err)?;
@@ -333,6 +402,18 @@ fn handle(
                 if let Some(p) = entries.path.take() {
                     w.add_path(p).map_err(write_err)?;
                 }
+            }
+            if let Some(f) = filter {
+                let v = View {
+                    comm: r.comm(),
+                    path: conv.path(e.path_id),
+                    dev: conv.dev_label(e.dev),
+                };
+                if !f.eval(&e, &v) {
+                    return Ok(());
+                }
+            }
+            if let Some(w) = &mut sinks.writer {
                 w.push(&e).map_err(write_err)?;
             }
             if let Some(p) = &mut sinks.printer {
