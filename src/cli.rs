@@ -25,7 +25,7 @@ pub enum Command {
     /// Write a realistic synthetic trace (deterministic per seed), for tests and benchmarks.
     Synth(SynthArgs),
     /// Record every block I/O with eBPF, to a trace file or as lines on stdout.
-    Record(RecordArgs),
+    Record(Box<RecordArgs>),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
