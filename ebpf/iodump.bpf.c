@@ -78,6 +78,39 @@ struct {
 	__uint(max_entries, 8 << 20); /* bytes; user space may override (power of 2) */
 } events SEC(".maps");
 
+/*
+ * In-flight I/Os live in a slot table first: an array indexed by a hash of the request or
+ * bio address, claimed with compare-and-swap. Array lookups are inlined by the verifier
+ * and take no lock, where a hash-map update + lookup + delete cost ~300 ns per I/O on
+ * this machine. A slot already owned by another in-flight I/O sends the new one to the
+ * LRU hash maps below (inflight_rq / inflight_bio), which are also bounded.
+ */
+#define IODUMP_SLOT_BITS 16
+#define IODUMP_SLOTS     (1u << IODUMP_SLOT_BITS)
+#define IODUMP_STALE_NS  (120ULL * 1000000000ULL) /* a slot this old may be reclaimed */
+
+struct iodump_slot {
+	__u64 key; /* address of the owning request or bio; 0 = free */
+	struct iodump_inflight v;
+	__u64 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, IODUMP_SLOTS); /* fixed: the hash uses IODUMP_SLOT_BITS */
+	__type(key, __u32);
+	__type(value, struct iodump_slot);
+} inflight_slots SEC(".maps");
+
+/* [0]: number of entries currently in the LRU fallback maps, so that completions of
+ * untracked I/O (filtered out, other devices) skip the hash lookup while it is 0. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} fallback_live SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -230,6 +263,20 @@ static __always_inline __u64 ptr_bits(struct iodump_cpu_state *cs, const void *p
 		return (__u64)p;
 	*(volatile __u64 *)&cs->launder = (__u64)p;
 	return *(volatile __u64 *)&cs->launder;
+}
+
+/* The address of a request or bio as a number (map key, slot hash). */
+static __always_inline __u64 key_of(const void *p, int btf)
+{
+	__u32 zero = 0;
+	struct iodump_cpu_state *cs;
+
+	if (!btf)
+		return (__u64)p;
+	cs = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!cs)
+		return 0;
+	return ptr_bits(cs, p, btf);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -757,7 +804,13 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 		if (!dirtier_wanted(&fi))
 			goto filtered;
 	}
-	bpf_get_current_comm(v->ev.comm, sizeof(v->ev.comm));
+	{
+		/* task->comm, two direct loads (bpf_get_current_comm costs ~50 ns here) */
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		*(__u64 *)&v->ev.comm[0] = *(__u64 *)&task->comm[0];
+		*(__u64 *)&v->ev.comm[8] = *(__u64 *)&task->comm[8];
+	}
 	if (cfg_filter_comm && !bpf_map_lookup_elem(&comm_filter, v->ev.comm))
 		goto filtered;
 	if (cfg_filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
@@ -824,21 +877,90 @@ filtered:
 	return -1;
 }
 
+static __always_inline struct iodump_slot *slot_of(__u64 key)
+{
+	__u32 idx = (key * 0x9E3779B97F4A7C15ULL) >> (64 - IODUMP_SLOT_BITS);
+
+	return bpf_map_lookup_elem(&inflight_slots, &idx);
+}
+
+static __always_inline void fallback_add(__s64 d)
+{
+	__u32 zero = 0;
+	__s64 *n = bpf_map_lookup_elem(&fallback_live, &zero);
+
+	if (n)
+		__sync_fetch_and_add(n, d);
+}
+
+/* Start tracking key with v: a free (or stale) slot, else the fallback map. */
 static __always_inline void track(void *map, __u64 key, struct iodump_inflight *v)
 {
-	long err = bpf_map_update_elem(map, &key, v, BPF_NOEXIST);
+	struct iodump_slot *s = slot_of(key);
+	long err;
 
+	if (s) {
+		__u64 old = __sync_val_compare_and_swap(&s->key, 0, key);
+
+		if (old == key) {
+			/* the same request/bio address started again: the previous I/O with
+			 * this address never completed as far as we saw */
+			cnt(IODUMP_CNT_LOST_STALE);
+			old = 0;
+		} else if (old && v->ev.start_ns - s->v.ev.start_ns > IODUMP_STALE_NS &&
+			   __sync_val_compare_and_swap(&s->key, old, key) == old) {
+			/* an I/O that never completed: evict it */
+			cnt(IODUMP_CNT_LOST_STALE);
+			old = 0;
+		}
+		if (!old) {
+			__builtin_memcpy(&s->v, v, sizeof(*v));
+			cnt(IODUMP_CNT_TRACKED);
+			return;
+		}
+	}
+	err = bpf_map_update_elem(map, &key, v, BPF_NOEXIST);
 	if (err == -EEXIST) {
-		/* the key (request/bio address) is being reused: the previous I/O with this
-		 * address never completed as far as we saw */
 		cnt(IODUMP_CNT_LOST_STALE);
 		err = bpf_map_update_elem(map, &key, v, BPF_ANY);
+	} else if (!err) {
+		fallback_add(1);
 	}
 	if (err) {
 		cnt(IODUMP_CNT_LOST_INFLIGHT);
 		return;
 	}
 	cnt(IODUMP_CNT_TRACKED);
+}
+
+/* Find the in-flight entry of key; *slot is set when it lives in the slot table. */
+static __always_inline struct iodump_inflight *find(void *map, __u64 key,
+						   struct iodump_slot **slot)
+{
+	struct iodump_slot *s = slot_of(key);
+	__u32 zero = 0;
+	__s64 *n;
+
+	*slot = NULL;
+	if (s && s->key == key) {
+		*slot = s;
+		return &s->v;
+	}
+	n = bpf_map_lookup_elem(&fallback_live, &zero);
+	if (!n || *n <= 0)
+		return NULL;
+	return bpf_map_lookup_elem(map, &key);
+}
+
+/* Stop tracking key (found by find()). Returns 1 if this caller released it. */
+static __always_inline int untrack(void *map, __u64 key, struct iodump_slot *s)
+{
+	if (s)
+		return __sync_val_compare_and_swap(&s->key, key, 0) == key;
+	if (bpf_map_delete_elem(map, &key))
+		return 0;
+	fallback_add(-1);
+	return 1;
 }
 
 static __always_inline int on_rq_start(struct request *rq, int from_insert, int btf)
@@ -848,7 +970,9 @@ static __always_inline int on_rq_start(struct request *rq, int from_insert, int 
 	struct block_device *bdev;
 	struct bio *bio;
 
-	if (from_insert && bpf_map_lookup_elem(&inflight_rq, &key))
+	struct iodump_slot *slot;
+
+	if (from_insert && find(&inflight_rq, key, &slot))
 		return 0; /* already tracked from block_io_start */
 	/* rq->part is not set yet when block_io_start fires: use the bio's bdev */
 	bio = RD(btf, rq, bio);
@@ -884,7 +1008,7 @@ static __always_inline int on_bio_queue(struct bio *bio, int btf)
 		     RD(btf, bio, bi_iter.bi_size), btf))
 		return 0;
 	v.ev.ioflags |= IODUMP_IOF_BIO_BASED;
-	track(&inflight_bio, (__u64)bio, &v);
+	track(&inflight_bio, key_of(bio, btf), &v);
 	return 0;
 }
 
@@ -893,8 +1017,8 @@ static __always_inline int on_bio_queue(struct bio *bio, int btf)
  * ------------------------------------------------------------------------------------- */
 static __always_inline int on_rq_issue(struct request *rq, int btf)
 {
-	__u64 key = (__u64)rq;
-	struct iodump_inflight *v = bpf_map_lookup_elem(&inflight_rq, &key);
+	struct iodump_slot *slot;
+	struct iodump_inflight *v = find(&inflight_rq, key_of(rq, btf), &slot);
 
 	if (!v)
 		return 0;
@@ -906,31 +1030,43 @@ static __always_inline int on_rq_issue(struct request *rq, int btf)
 	return 0;
 }
 
-static __always_inline int on_rq_merge(struct request *next)
+static __always_inline int on_rq_merge(struct request *next, int btf)
 {
-	__u64 key = (__u64)next;
+	__u64 key = key_of(next, btf);
+	struct iodump_slot *slot;
 
-	if (bpf_map_delete_elem(&inflight_rq, &key) == 0)
+	if (find(&inflight_rq, key, &slot) && untrack(&inflight_rq, key, slot))
 		cnt(IODUMP_CNT_RQ_MERGED);
 	return 0;
 }
 
-static __always_inline void emit(struct iodump_inflight *v, __u64 now)
+/* Send the event of a completed I/O and stop tracking it. */
+static __always_inline void finish(void *map, __u64 key, struct iodump_inflight *v,
+				   struct iodump_slot *slot, __u64 now)
 {
 	struct iodump_io_event *e;
 
 	if (v->ev.bytes < cfg_min_bytes || (cfg_max_bytes && v->ev.bytes > cfg_max_bytes)) {
-		cnt(IODUMP_CNT_SIZE_FILTERED);
+		if (untrack(map, key, slot))
+			cnt(IODUMP_CNT_SIZE_FILTERED);
 		return;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		cnt(IODUMP_CNT_LOST_RINGBUF);
+		if (untrack(map, key, slot))
+			cnt(IODUMP_CNT_LOST_RINGBUF);
 		return;
 	}
 	__builtin_memcpy(e, &v->ev, sizeof(*e));
 	e->complete_ns = now;
 	e->sector = v->ev.sector - v->part_start;
+	/* copy first, then release: if someone else took the slot meanwhile (stale
+	 * eviction), the copy may be torn and is dropped */
+	if (!untrack(map, key, slot)) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		cnt(IODUMP_CNT_NO_START);
+		return;
+	}
 	bpf_ringbuf_submit(e, rb_flags());
 	cnt(IODUMP_CNT_EMITTED);
 }
@@ -938,9 +1074,10 @@ static __always_inline void emit(struct iodump_inflight *v, __u64 now)
 static __always_inline int on_rq_complete(struct request *rq, __u32 status, __u32 nr_bytes,
 					  int btf)
 {
-	__u64 key = (__u64)rq;
+	__u64 key = key_of(rq, btf);
 	__u64 now = bpf_ktime_get_ns();
-	struct iodump_inflight *v = bpf_map_lookup_elem(&inflight_rq, &key);
+	struct iodump_slot *slot;
+	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
 	__u16 err;
 
 	if (!v) {
@@ -957,22 +1094,21 @@ static __always_inline int on_rq_complete(struct request *rq, __u32 status, __u3
 		cnt(IODUMP_CNT_PARTIAL);
 		return 0;
 	}
-	emit(v, now);
-	bpf_map_delete_elem(&inflight_rq, &key);
+	finish(&inflight_rq, key, v, slot, now);
 	return 0;
 }
 
 static __always_inline int on_bio_complete(struct bio *bio, int btf)
 {
-	__u64 key = (__u64)bio;
+	__u64 key = key_of(bio, btf);
 	__u64 now = bpf_ktime_get_ns();
-	struct iodump_inflight *v = bpf_map_lookup_elem(&inflight_bio, &key);
+	struct iodump_slot *slot;
+	struct iodump_inflight *v = find(&inflight_bio, key, &slot);
 
 	if (!v)
 		return 0; /* not tracked (filtered, or started before attach) */
 	v->ev.error = status_errno(RD(btf, bio, bi_status));
-	emit(v, now);
-	bpf_map_delete_elem(&inflight_bio, &key);
+	finish(&inflight_bio, key, v, slot, now);
 	return 0;
 }
 
@@ -1046,13 +1182,13 @@ int BPF_PROG(raw_rq_issue, struct request *rq)
 SEC("tp_btf/block_rq_merge")
 int BPF_PROG(tp_rq_merge, struct request *rq)
 {
-	return on_rq_merge(rq);
+	return on_rq_merge(rq, BTF);
 }
 
 SEC("raw_tp/block_rq_merge")
 int BPF_PROG(raw_rq_merge, struct request *rq)
 {
-	return on_rq_merge(rq);
+	return on_rq_merge(rq, RAW);
 }
 
 SEC("tp_btf/block_rq_complete")

@@ -128,6 +128,7 @@ impl MountTable {
         } else {
             &rel[m.root.len()..]
         };
+        let rest = if rest == b"/" { &rest[..0] } else { rest };
         let mut out = m.mount_point.clone();
         if out == b"/" {
             out.clear();
