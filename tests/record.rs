@@ -94,8 +94,33 @@ impl Loop {
     }
 }
 
+impl Loop {
+    /// A loop device with one partition from sector 2048 to the end, added with BLKPG
+    /// (`addpart`), which needs no partition table support in the kernel.
+    fn partitioned(dir: &Path, mib: u64) -> Loop {
+        let lo = Loop::new(dir, mib);
+        let sectors = (mib << 20) / 512;
+        let st = Command::new("addpart")
+            .args([&lo.node, "1", "2048", &(sectors - 2048).to_string()])
+            .status()
+            .expect("addpart (util-linux)");
+        assert!(st.success(), "addpart failed");
+        for _ in 0..50 {
+            if Path::new(&format!("{}p1", lo.node)).exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        lo
+    }
+}
+
 impl Drop for Loop {
     fn drop(&mut self) {
+        let _ = Command::new("delpart")
+            .args([&self.node, "1"])
+            .stderr(Stdio::null())
+            .status();
         let _ = Command::new("losetup").args(["-d", &self.node]).status();
         let _ = std::fs::remove_file(&self.file);
     }
@@ -302,6 +327,83 @@ fn loop_device_is_request_based_with_queue_time() {
         let q = e.queue_ns.expect("request-based devices have a queue time");
         assert!(q <= e.latency_ns);
     }
+}
+
+#[test]
+fn partitions_are_named_and_sectors_are_relative() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("partitions_are_named_and_sectors_are_relative") {
+        return;
+    }
+    let d = TempDir::new("part");
+    let lo = Loop::partitioned(&d.0, 64);
+    let part = format!("{}p1", lo.node);
+    assert!(Path::new(&part).exists(), "{part} did not appear");
+    let trace = d.join("p.iod");
+    // Record the whole disk: its partition is included, and events name the partition.
+    let out = run(bin()
+        .args(["record", "-d", lo.name(), "-o"])
+        .arg(&trace)
+        .args(["--", "dd", "if=/dev/zero", &format!("of={part}")])
+        .args(["bs=4k", "count=100", "seek=10", "oflag=direct"]));
+    ok(&out);
+    let r = Reader::open(&trace).unwrap();
+    let pname = format!("{}p1", lo.name());
+    let ev = events_on(&r, &pname);
+    assert_eq!(ev.len(), 100);
+    let p = r.tables().devices().find(|d| d.name == pname).unwrap();
+    assert_eq!(p.start_sector, 2048);
+    assert!(p.partition_of.is_some());
+    let mut sectors: Vec<u64> = ev.iter().map(|e| e.sector).collect();
+    sectors.sort_unstable();
+    assert_eq!(
+        sectors[0], 80,
+        "sector relative to the partition (seek=10 blocks of 4k)"
+    );
+    assert!(
+        events_on(&r, lo.name()).is_empty(),
+        "no event on the whole disk"
+    );
+}
+
+#[test]
+fn merged_buffered_writes_match_the_device_count() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("merged_buffered_writes_match_the_device_count") {
+        return;
+    }
+    // Buffered writes to a request-based device are merged by the block layer: every
+    // completed request must be one event, and no merged bio may appear as its own event.
+    let d = TempDir::new("merge");
+    let lo = Loop::new(&d.0, 128);
+    let trace = d.join("m.iod");
+    let before = stat_ios(lo.name());
+    let out = run(bin()
+        .args(["record", "-d", lo.name(), "-o"])
+        .arg(&trace)
+        .args(["--", "dd", "if=/dev/zero", &format!("of={}", lo.node)])
+        .args(["bs=4k", "count=20000", "conv=fsync"]));
+    ok(&out);
+    let after = stat_ios(lo.name());
+    let r = Reader::open(&trace).unwrap();
+    let all = events_on(&r, lo.name());
+    let writes: Vec<_> = all.iter().filter(|e| e.op == Op::Write).collect();
+    // fsync ends with an empty write carrying REQ_PREFLUSH, which the device counts as a
+    // write and iodump records as a flush.
+    let flushes = all.iter().filter(|e| e.op == Op::Flush).count();
+    let dev_writes = after.1 - before.1;
+    assert!(
+        within((writes.len() + flushes) as u64, dev_writes, 0.005),
+        "{} write and {flushes} flush events vs {dev_writes} completed writes",
+        writes.len()
+    );
+    let bytes: u64 = writes.iter().map(|e| e.bytes as u64).sum();
+    assert_eq!(bytes, 20000 * 4096, "every byte written once");
+    assert!(
+        writes.len() < 20000,
+        "writes were merged ({})",
+        writes.len()
+    );
 }
 
 #[test]
