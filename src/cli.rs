@@ -69,6 +69,10 @@ pub struct RecordArgs {
     /// Only I/O submitted by a thread with this command name; repeatable.
     #[arg(long = "comm", value_name = "NAME")]
     pub comms: Vec<String>,
+    /// Only I/O submitted by tasks in this cgroup v2 (a directory, or a path under the
+    /// cgroup2 mount such as /system.slice/nginx.service) or below it.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
     /// Only these operations: read, write, flush, discard, secure_erase, write_zeroes, other
     /// (comma-separated).
     #[arg(long, value_name = "OPS", value_delimiter = ',')]

@@ -81,6 +81,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     bpf.comms = a.comms.iter().map(|c| c.as_bytes().to_vec()).collect();
     bpf.op_mask = op_mask(&a.ops)?;
     bpf.min_bytes = a.min_bytes.unwrap_or(0);
+    bpf.cgroup = a.cgroup.clone();
     bpf.paths = !a.no_paths;
     if let Some(b) = a.buffer_size {
         if !(4096..=(1 << 30)).contains(&b) {

@@ -473,6 +473,43 @@ fn sampling_and_filters_run_in_the_kernel() {
 }
 
 #[test]
+fn cgroup_filter_keeps_only_that_cgroup() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("cgroup_filter_keeps_only_that_cgroup") {
+        return;
+    }
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let Some(root) = info
+        .lines()
+        .find(|l| l.contains(" - cgroup2 "))
+        .map(|l| l.split(' ').nth(4).unwrap().to_string())
+    else {
+        panic!("no cgroup2 mount");
+    };
+    let cg = PathBuf::from(&root).join(format!("iodump-test-{}", std::process::id()));
+    std::fs::create_dir_all(&cg).unwrap();
+    let z = Zram::new("64M");
+    let d = TempDir::new("cgroup");
+    let t = d.join("cg.iod");
+    let rel = format!("/{}", cg.file_name().unwrap().to_string_lossy());
+    // 40 writes inside the cgroup, 60 outside.
+    let script = format!(
+        "sh -c 'echo $$ > {0}/cgroup.procs && exec dd if=/dev/zero of={1} bs=4k count=40 oflag=direct 2>/dev/null' && dd if=/dev/zero of={1} bs=4k count=60 seek=100 oflag=direct 2>/dev/null",
+        cg.display(),
+        z.node()
+    );
+    let out = run(bin()
+        .args(["record", "-d", &z.name(), "--cgroup", &rel, "-o"])
+        .arg(&t)
+        .args(["--", "sh", "-c", &script]));
+    let _ = std::fs::remove_dir(&cg);
+    ok(&out);
+    let ev = events_on(&Reader::open(&t).unwrap(), &z.name());
+    assert_eq!(ev.len(), 40);
+    assert!(ev.iter().all(|e| e.sector < 100 * 8));
+}
+
+#[test]
 fn losses_are_counted_never_silent() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !bpf_available("losses_are_counted_never_silent") {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::maps::{CgroupArray, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::{BtfTracePoint, RawTracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 use iodump_format::DevT;
@@ -40,6 +40,8 @@ pub struct BpfSettings {
     pub ring_bytes: u32,
     /// Wake user space when this much data is pending.
     pub wakeup_bytes: u64,
+    /// Only I/O submitted by tasks in this cgroup (v2) directory or below it.
+    pub cgroup: Option<std::path::PathBuf>,
 }
 
 impl Default for BpfSettings {
@@ -56,6 +58,7 @@ impl Default for BpfSettings {
             exclude_tgid: 0,
             ring_bytes: 8 << 20,
             wakeup_bytes: 64 << 10,
+            cgroup: None,
         }
     }
 }
@@ -221,6 +224,7 @@ impl Program {
             ("cfg_filter_dev", !s.devices.is_empty() as u32),
             ("cfg_filter_pid", !s.pids.is_empty() as u32),
             ("cfg_filter_comm", !s.comms.is_empty() as u32),
+            ("cfg_filter_cgroup", s.cgroup.is_some() as u32),
             ("cfg_op_mask", s.op_mask),
             ("cfg_min_bytes", s.min_bytes),
             ("cfg_max_bytes", s.max_bytes),
@@ -280,6 +284,25 @@ impl Program {
             }
         }
 
+        if let Some(path) = &s.cgroup {
+            let dir = resolve_cgroup(path)?;
+            let f = std::fs::File::open(&dir).map_err(|e| RecordError::BadOption {
+                what: format!("--cgroup {}: {e}", dir.display()),
+            })?;
+            let mut m = CgroupArray::try_from(
+                ebpf.map_mut("cgroup_filter")
+                    .ok_or_else(|| missing("cgroup_filter"))?,
+            )
+            .map_err(|e| bpf_error("cgroup_filter map", &e))?;
+            m.set(0, f, 0).map_err(|e| RecordError::BadOption {
+                what: format!(
+                    "--cgroup {}: not a cgroup v2 directory ({})",
+                    dir.display(),
+                    chain(&e)
+                ),
+            })?;
+        }
+
         let mut attached = Attached::default();
         for (tp, bp, rp, required) in HOOKS {
             match attach_one(&mut ebpf, &btf, tp, bp, rp) {
@@ -336,6 +359,28 @@ impl Program {
             })
             .collect()
     }
+}
+
+/// A cgroup directory: the path itself when it is one, else the path under the cgroup v2
+/// mount (`/system.slice/x.service` → `/sys/fs/cgroup/system.slice/x.service`).
+fn resolve_cgroup(path: &std::path::Path) -> Result<std::path::PathBuf, RecordError> {
+    if path.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for m in crate::mounts::parse(&info) {
+        if m.fstype == "cgroup2" {
+            let root =
+                std::path::PathBuf::from(String::from_utf8_lossy(&m.mount_point).into_owned());
+            let p = root.join(path.strip_prefix("/").unwrap_or(path));
+            if p.is_dir() {
+                return Ok(p);
+            }
+        }
+    }
+    Err(RecordError::BadOption {
+        what: format!("--cgroup {}: no such cgroup directory", path.display()),
+    })
 }
 
 fn missing(name: &str) -> RecordError {
