@@ -49,9 +49,9 @@ pub struct Summary {
     pub paths: u64,
     /// Events whose path id names a file.
     pub events_with_file: u64,
-    /// Events whose path id names a label (metadata, journal, swap, raw device, unknown).
+    /// Events whose path id names a label (metadata, journal, swap, raw device).
     pub events_with_label: u64,
-    /// Events with no path id (0) or one missing from the path table.
+    /// Events with no path id (0), one missing from the path table, or `[unknown]`.
     pub events_without_path: u64,
     /// Events with a non-zero error.
     pub events_with_error: u64,
@@ -120,8 +120,8 @@ fn scan(b: &EventBatch, kind_of: &HashMap<u32, PathKind>) -> Partial {
         };
         match kind {
             Some(PathKind::File) => p.with_file += 1,
+            Some(PathKind::Unknown) | None => p.without += 1,
             Some(_) => p.with_label += 1,
-            None => p.without += 1,
         }
     }
     p.errors = b.error.iter().filter(|&&e| e != 0).count() as u64;
