@@ -625,14 +625,23 @@ found:
  * BPF_CORE_READ throughout and does not care about speed.
  * ------------------------------------------------------------------------------------- */
 
-/* Walk the dentry chain and send a path record. Returns 0 if sent. */
-static __always_inline int send_path(struct iodump_file_info *fi)
+/*
+ * Walk the dentry chain and send a path record. Returns 0 if sent.
+ *
+ * A global (non-static, noinline) function: the verifier checks it once, on its own,
+ * instead of once per calling program and flavour (the 256-step loop is the bulk of the
+ * verification work). Its arguments are therefore plain numbers, and it reads with
+ * BPF_CORE_READ only:
+ *   inode, file: struct inode * / struct file * (file may be 0)
+ *   devs:   dev | (u64)sb_dev << 32        gen_kind: gen | (u64)path_kind << 32
+ */
+__noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __u64 devs,
+				__u64 gen_kind)
 {
 	__u32 zero = 0;
 	struct iodump_path_scratch *ps = bpf_map_lookup_elem(&path_scratch, &zero);
-	/* plain locals: BPF_CORE_READ(fi->inode, ..) would relocate struct iodump_file_info */
-	struct inode *inode = fi->inode;
-	struct file *file = fi->file;
+	struct inode *inode = (struct inode *)inode_addr;
+	struct file *file = (struct file *)file_addr;
 	struct iodump_path_event *hdr;
 	struct vfsmount *mnt = NULL;
 	struct dentry *d = NULL;
@@ -644,7 +653,7 @@ static __always_inline int send_path(struct iodump_file_info *fi)
 	int at_root = 0;
 	int i;
 
-	if (!ps)
+	if (!ps || !inode)
 		return -1;
 	hdr = (void *)ps->raw;
 	names = (char *)ps->raw + sizeof(*hdr);
@@ -695,15 +704,15 @@ static __always_inline int send_path(struct iodump_file_info *fi)
 	}
 
 	hdr->kind = IODUMP_EV_PATH;
-	hdr->path_kind = fi->kind;
+	hdr->path_kind = gen_kind >> 32;
 	hdr->pflags = pflags;
 	hdr->depth = depth;
 	hdr->names_len = off;
-	hdr->ino = fi->ino;
-	hdr->dev = fi->dev;
-	hdr->gen = fi->gen;
+	hdr->ino = ino;
+	hdr->dev = (__u32)devs;
+	hdr->gen = (__u32)gen_kind;
 	hdr->mnt_id = 0;
-	hdr->sb_dev = fi->sb_dev;
+	hdr->sb_dev = devs >> 32;
 	if (mnt) {
 		struct mount *m = (void *)mnt - bpf_core_field_offset(struct mount, mnt);
 
@@ -729,7 +738,11 @@ static __always_inline int ensure_path(struct iodump_file_info *fi,
 	if (cs->seen_ino == k.ino && cs->seen_dev == k.dev && cs->seen_gen == k.gen)
 		return 0;
 	if (!bpf_map_lookup_elem(&seen_inodes, &k)) {
-		if (send_path(fi)) {
+		/* the callee takes plain numbers: launder a typed inode pointer */
+		if (iodump_send_path(ptr_bits(cs, fi->inode, BTF), ptr_bits(cs, fi->file, BTF),
+				     fi->ino,
+				     fi->dev | (__u64)fi->sb_dev << 32,
+				     fi->gen | (__u64)fi->kind << 32)) {
 			cnt(IODUMP_CNT_LOST_PATH);
 			return -1;
 		}

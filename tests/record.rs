@@ -144,6 +144,61 @@ impl Drop for TempDir {
     }
 }
 
+/// Starts `iodump record ARGS` and returns once it says it is recording; the rest of its
+/// stderr is collected by a thread and returned with the exit status by [`Recorder::finish`].
+struct Recorder {
+    child: std::process::Child,
+    stderr: std::thread::JoinHandle<String>,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Recorder {
+    fn start(args: &[&str]) -> Recorder {
+        use std::io::{BufRead, Read};
+        let mut child = bin()
+            .arg("record")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        err.read_line(&mut first).unwrap();
+        assert!(
+            first.starts_with("iodump: recording"),
+            "recorder said: {first}"
+        );
+        let stderr = std::thread::spawn(move || {
+            let mut rest = first;
+            let _ = err.read_to_string(&mut rest);
+            rest
+        });
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        Recorder {
+            child,
+            stderr,
+            stdout,
+        }
+    }
+    /// Sends SIGINT (unless it stops by itself) and waits.
+    fn finish(mut self, interrupt: bool) -> (std::process::ExitStatus, String, String) {
+        if interrupt {
+            // SAFETY: kill(2) on our own child.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        }
+        let st = self.child.wait().unwrap();
+        let err = self.stderr.join().unwrap();
+        assert!(!err.contains("panicked"), "{err}");
+        (st, self.stdout.join().unwrap(), err)
+    }
+}
+
 fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("run iodump");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -510,6 +565,124 @@ fn cgroup_filter_keeps_only_that_cgroup() {
 }
 
 #[test]
+fn pid_filter_and_json_output() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("pid_filter_and_json_output") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("pid");
+    let go = d.join("go");
+    // A writer started before the recorder, whose pid we pass with --pid, and another one
+    // that must not be recorded; both wait for the `go` file.
+    let writer = |count: u32, seek: u32| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "while [ ! -e {} ]; do sleep 0.02; done; exec dd if=/dev/zero of={} bs=4k count={count} seek={seek} oflag=direct 2>/dev/null",
+                go.display(),
+                z.node()
+            ))
+            .spawn()
+            .unwrap()
+    };
+    let target = writer(77, 0);
+    let other = writer(55, 1000);
+    let pid = target.id();
+    let rec = Recorder::start(&[
+        "-d",
+        &z.name(),
+        "--pid",
+        &pid.to_string(),
+        "--print",
+        "json",
+    ]);
+    std::fs::write(&go, b"").unwrap();
+    for mut c in [target, other] {
+        assert!(c.wait().unwrap().success());
+    }
+    let (st, text, err) = rec.finish(true);
+    assert!(st.success(), "{err}");
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(rows.len(), 77, "{text}");
+    for r in &rows {
+        assert_eq!(r["pid"], pid);
+        assert_eq!(r["comm"], "dd");
+        assert_eq!(r["op"], "write");
+        assert_eq!(r["bytes"], 4096);
+        assert!(r["queue_ns"].is_null());
+        assert!(r["timestamp"].as_str().unwrap().ends_with('Z'));
+    }
+}
+
+#[test]
+fn writeback_names_the_process_that_dirtied_the_pages() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("writeback_names_the_process_that_dirtied_the_pages") {
+        return;
+    }
+    let z = Zram::new("256M");
+    let d = TempDir::new("wb");
+    let mnt = d.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mk = Command::new("mkfs.ext4")
+        .args(["-q", "-F", &z.node()])
+        .status()
+        .expect("mkfs.ext4");
+    assert!(mk.success());
+    let m = Command::new("mount")
+        .arg(z.node())
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(m.success());
+    struct Umount(PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Umount(mnt.clone());
+    let t = d.join("wb.iod");
+    // dd dirties pages and exits; `sync` makes the flusher write them back.
+    let script = format!(
+        "dd if=/dev/urandom of={}/data bs=1M count=16 2>/dev/null & wait $!; echo $! > {}/dd.pid; sync",
+        mnt.display(),
+        d.0.display()
+    );
+    let out = run(bin()
+        .args(["record", "-d", &z.name(), "-o"])
+        .arg(&t)
+        .args(["--", "sh", "-c", &script]));
+    ok(&out);
+    let dd_pid: u32 = std::fs::read_to_string(d.join("dd.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let r = Reader::open(&t).unwrap();
+    let writes: Vec<_> = events_on(&r, &z.name())
+        .into_iter()
+        .filter(|e| e.op == Op::Write && e.dirtier_pid == Some(dd_pid))
+        .collect();
+    let bytes: u64 = writes.iter().map(|e| e.bytes as u64).sum();
+    assert!(bytes >= 16 << 20, "{bytes} bytes written back for dd");
+    // Written back by someone other than dd (a flusher kworker or sync itself).
+    assert!(writes.iter().any(|e| e.pid != dd_pid));
+    let kworker_or_sync = writes
+        .iter()
+        .filter(|e| {
+            let c = r.comm(e.pid, e.tid, 0).unwrap_or(b"");
+            c.starts_with(b"kworker") || c == b"sync"
+        })
+        .count();
+    assert!(kworker_or_sync > 0);
+}
+
+#[test]
 fn losses_are_counted_never_silent() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !bpf_available("losses_are_counted_never_silent") {
@@ -561,13 +734,7 @@ fn command_status_signals_and_printing() {
     );
     // SIGINT stops cleanly: the file is finished and holds what was recorded.
     let t = d.join("sigint.iod");
-    let child = bin()
-        .args(["record", "-d", &z.name(), "-o"])
-        .arg(&t)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let rec = Recorder::start(&["-d", &z.name(), "-o", t.to_str().unwrap()]);
     let dd = Command::new("dd")
         .args(["if=/dev/zero", &format!("of={}", z.node())])
         .args(["bs=4k", "count=700", "oflag=direct"])
@@ -575,15 +742,9 @@ fn command_status_signals_and_printing() {
         .status()
         .unwrap();
     assert!(dd.success());
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (st, _, err) = rec.finish(true);
+    assert!(st.success(), "{err}");
+    assert!(err.contains("recorded 700 events"), "{err}");
     let r = Reader::open(&t).unwrap();
     assert!(r.end().is_some() && r.has_footer());
     assert_eq!(events_on(&r, &z.name()).len(), 700);

@@ -229,6 +229,26 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
             );
     }
 
+    // Attached: say so (scripts and tests wait for this line before starting a workload).
+    eprintln!(
+        "iodump: recording {} ({}); {}",
+        if cfg.devices.is_empty() {
+            "every device".to_string()
+        } else {
+            cfg.devices.join(", ")
+        },
+        prog.attached
+            .hooks
+            .iter()
+            .map(|(tp, kind)| format!("{tp}:{kind}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        if cfg.command.is_empty() {
+            "Ctrl-C to stop"
+        } else {
+            "until the command exits"
+        }
+    );
     let mut conv = Converter::new(&all, MountTable::read());
     let mut entries = NewEntries::default();
     let started = Instant::now();
