@@ -1,0 +1,507 @@
+//! End-to-end tests of file paths and syscalls on ext4, xfs and btrfs made on zram devices in
+//! the test. Root and BPF needed: they skip without, unless `IODUMP_REQUIRE_BPF=1` (CI).
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+
+use iodump_format::{Event, Op, PathKind, Reader, Syscall};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bpf_available(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ok = root
+        && Path::new("/sys/kernel/btf/vmlinux").exists()
+        && Path::new("/sys/class/zram-control/hot_add").exists();
+    if ok {
+        return true;
+    }
+    if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_BPF=1 but {test} cannot run (root={root})");
+    }
+    eprintln!("skipped: {test} needs root, BTF and zram");
+    false
+}
+
+fn sh(script: &str) {
+    let st = Command::new("sh").arg("-c").arg(script).status().unwrap();
+    assert!(st.success(), "failed: {script}");
+}
+
+/// A filesystem on a zram device, mounted in a temporary directory; undone on drop.
+struct Fs {
+    zram: u32,
+    mnt: PathBuf,
+    dir: PathBuf,
+}
+
+impl Fs {
+    fn new(kind: &str) -> Fs {
+        let zram: u32 = std::fs::read_to_string("/sys/class/zram-control/hot_add")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::fs::write(format!("/sys/block/zram{zram}/disksize"), "512M").unwrap();
+        let dir =
+            std::env::temp_dir().join(format!("iodump-paths-{kind}-{}-{zram}", std::process::id()));
+        let mnt = dir.join("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        let node = format!("/dev/zram{zram}");
+        let mkfs = match kind {
+            "ext4" => vec!["mkfs.ext4", "-q", "-F", &node],
+            "xfs" => vec!["mkfs.xfs", "-q", "-f", &node],
+            _ => vec!["mkfs.btrfs", "-q", "-f", &node],
+        };
+        let st = Command::new(mkfs[0])
+            .args(&mkfs[1..])
+            .stdout(Stdio::null())
+            .status();
+        assert!(st.expect(mkfs[0]).success(), "{kind}: mkfs failed");
+        let st = Command::new("mount").arg(&node).arg(&mnt).status().unwrap();
+        assert!(st.success(), "{kind}: mount failed");
+        Fs { zram, mnt, dir }
+    }
+    fn dev(&self) -> String {
+        format!("zram{}", self.zram)
+    }
+    fn path(&self, rel: &str) -> PathBuf {
+        self.mnt.join(rel)
+    }
+}
+
+impl Drop for Fs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-R")
+            .arg(&self.mnt)
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::write(format!("/sys/block/zram{}/reset", self.zram), "1");
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.zram.to_string());
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn drop_caches() {
+    sh("sync; echo 3 > /proc/sys/vm/drop_caches");
+}
+
+/// Records `script` (run by sh) on the filesystem's device; returns the reader.
+fn record(fs: &Fs, name: &str, script: &str) -> Reader {
+    let t = fs.dir.join(format!("{name}.iod"));
+    let out = Command::new(env!("CARGO_BIN_EXE_iodump"))
+        .args(["record", "-d", &fs.dev(), "-o"])
+        .arg(&t)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("panicked"), "{err}");
+    Reader::open(&t).unwrap()
+}
+
+fn path_of<'a>(r: &'a Reader, e: &Event) -> &'a [u8] {
+    r.tables()
+        .path(e.path_id)
+        .map_or(b"", |p| p.path.as_slice())
+}
+
+fn by_comm<'a>(r: &'a Reader, comm: &'a [u8]) -> impl Iterator<Item = Event> + 'a {
+    r.events()
+        .filter(move |e| r.comm(e.pid, e.tid, 0) == Some(comm))
+}
+
+const FILESYSTEMS: [&str; 3] = ["ext4", "xfs", "btrfs"];
+
+#[test]
+fn buffered_reads_have_the_exact_path() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("buffered_reads_have_the_exact_path") {
+        return;
+    }
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let f = fs.path("data/table.ibd");
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        sh(&format!(
+            "dd if=/dev/urandom of={} bs=1M count=8 status=none",
+            f.display()
+        ));
+        drop_caches();
+        let r = record(&fs, "read", &format!("cat {} > /dev/null", f.display()));
+        // cat also reads metadata (inodes, extent trees): those are labelled, not files.
+        let reads: Vec<Event> = by_comm(&r, b"cat")
+            .filter(|e| {
+                e.op == Op::Read
+                    && r.tables()
+                        .path(e.path_id)
+                        .is_some_and(|p| p.kind == PathKind::File)
+            })
+            .collect();
+        let bytes: u64 = reads.iter().map(|e| e.bytes as u64).sum();
+        assert!(bytes >= 8 << 20, "{kind}: {bytes} bytes read by cat");
+        for e in &reads {
+            assert_eq!(path_of(&r, e), f.as_os_str().as_bytes(), "{kind}");
+            assert_eq!(e.syscall, Some(Syscall::READ), "{kind}");
+        }
+        let s = iodump_format::summary::summarize(&r);
+        assert!(s.events_with_file > 0);
+    }
+}
+
+#[test]
+fn writeback_and_fsync_writes_have_path_and_dirtier() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("writeback_and_fsync_writes_have_path_and_dirtier") {
+        return;
+    }
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let wb = fs.path("wb.log");
+        let fsynced = fs.path("fsynced.dat");
+        let pidfile = fs.dir.join("dd.pid");
+        let r = record(
+            &fs,
+            "write",
+            &format!(
+                "dd if=/dev/urandom of={} bs=1M count=8 status=none & echo $! > {}; wait; \
+                 dd if=/dev/urandom of={} bs=1M count=4 conv=fsync status=none; sync",
+                wb.display(),
+                pidfile.display(),
+                fsynced.display()
+            ),
+        );
+        let dd_pid: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let wb_bytes: u64 = r
+            .events()
+            .filter(|e| e.op == Op::Write && path_of(&r, e) == wb.as_os_str().as_bytes())
+            .map(|e| {
+                assert_eq!(
+                    e.dirtier_pid,
+                    Some(dd_pid),
+                    "{kind}: dirtier of {}",
+                    wb.display()
+                );
+                e.bytes as u64
+            })
+            .sum();
+        assert!(
+            wb_bytes >= 8 << 20,
+            "{kind}: {wb_bytes} bytes written back to wb.log"
+        );
+        let fs_writes: Vec<Event> = r
+            .events()
+            .filter(|e| e.op == Op::Write && path_of(&r, e) == fsynced.as_os_str().as_bytes())
+            .collect();
+        let fs_bytes: u64 = fs_writes.iter().map(|e| e.bytes as u64).sum();
+        assert!(
+            fs_bytes >= 4 << 20,
+            "{kind}: {fs_bytes} bytes of the fsync'd file"
+        );
+        assert!(
+            fs_writes.iter().any(|e| e.syscall == Some(Syscall::FSYNC)),
+            "{kind}: no write attributed to fsync: {:?}",
+            fs_writes.iter().map(|e| e.syscall).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn direct_io_with_fio_engines() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("direct_io_with_fio_engines") {
+        return;
+    }
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let f = fs.path("fio/job.0");
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        sh(&format!(
+            "dd if=/dev/urandom of={} bs=1M count=32 status=none; sync",
+            f.display()
+        ));
+        for (engine, sc) in [
+            ("psync", Syscall::PREAD64),
+            ("libaio", Syscall::IO_SUBMIT),
+            ("io_uring", Syscall::IO_URING_ENTER),
+        ] {
+            let r = record(
+                &fs,
+                engine,
+                &format!(
+                    "fio --name=d --filename={} --rw=randread --bs=4k --direct=1 --ioengine={engine} \
+                     --iodepth=8 --number_ios=2000 --size=32M --output=/dev/null",
+                    f.display()
+                ),
+            );
+            let reads: Vec<Event> = r
+                .events()
+                .filter(|e| e.op == Op::Read && e.bytes == 4096)
+                .collect();
+            assert!(
+                reads.len() >= 2000,
+                "{kind}/{engine}: {} reads",
+                reads.len()
+            );
+            let with_path = reads
+                .iter()
+                .filter(|e| path_of(&r, e) == f.as_os_str().as_bytes())
+                .count();
+            assert_eq!(
+                with_path,
+                reads.len(),
+                "{kind}/{engine}: reads with the file's path"
+            );
+            let with_sc = reads.iter().filter(|e| e.syscall == Some(sc)).count();
+            assert!(
+                with_sc * 100 >= reads.len() * 95,
+                "{kind}/{engine}: {with_sc} of {} reads attributed to {sc}",
+                reads.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn mmap_reads_are_page_faults_with_a_path() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("mmap_reads_are_page_faults_with_a_path") {
+        return;
+    }
+    let fs = Fs::new("ext4");
+    let f = fs.path("mapped.bin");
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=4 status=none",
+        f.display()
+    ));
+    drop_caches();
+    let r = record(
+        &fs,
+        "mmap",
+        &format!(
+            "python3 -c 'import mmap,sys\nf=open(sys.argv[1],\"rb\")\nm=mmap.mmap(f.fileno(),0,prot=mmap.PROT_READ)\ns=0\nfor i in range(0,len(m),4096): s+=m[i]\n' {}",
+            f.display()
+        ),
+    );
+    let reads: Vec<Event> = r
+        .events()
+        .filter(|e| e.op == Op::Read && path_of(&r, e) == f.as_os_str().as_bytes())
+        .collect();
+    assert!(!reads.is_empty());
+    assert!(
+        reads.iter().any(|e| e.syscall == Some(Syscall::PAGE_FAULT)),
+        "{:?}",
+        reads.iter().map(|e| e.syscall).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn nested_mounts_and_awkward_names() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("nested_mounts_and_awkward_names") {
+        return;
+    }
+    let outer = Fs::new("ext4");
+    let inner = Fs::new("xfs");
+    // Move the inner filesystem inside the outer one (mounted once, so its path is unique).
+    let st = Command::new("umount").arg(&inner.mnt).status().unwrap();
+    assert!(st.success());
+    let nested = outer.path("srv/nested mnt");
+    std::fs::create_dir_all(&nested).unwrap();
+    let st = Command::new("mount")
+        .arg(format!("/dev/zram{}", inner.zram))
+        .arg(&nested)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let names: Vec<Vec<u8>> = vec![
+        b"with space.dat".to_vec(),
+        b"comma,quote\"name.csv".to_vec(),
+        b"new\nline".to_vec(),
+        b"latin1-\xe9t\xe9".to_vec(),
+    ];
+    let mut files = Vec::new();
+    for n in &names {
+        let mut p = nested.as_os_str().as_bytes().to_vec();
+        p.push(b'/');
+        p.extend_from_slice(n);
+        let p = PathBuf::from(std::ffi::OsStr::from_bytes(&p));
+        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
+        files.push(p);
+    }
+    drop_caches();
+    // Read them all from a script that gets the names through the environment-free glob.
+    let t = outer.dir.join("names.iod");
+    let out = Command::new(env!("CARGO_BIN_EXE_iodump"))
+        .args(["record", "-d", &inner.dev(), "-o"])
+        .arg(&t)
+        .args(["--", "sh", "-c"])
+        .arg(format!("cat '{}'/* > /dev/null", nested.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = Reader::open(&t).unwrap();
+    for f in &files {
+        let want = f.as_os_str().as_bytes();
+        let n = r.events().filter(|e| path_of(&r, e) == want).count();
+        assert!(
+            n > 0,
+            "no I/O with path {:?}",
+            String::from_utf8_lossy(want)
+        );
+    }
+    // CSV export of the live output quotes them correctly.
+    let out = Command::new(env!("CARGO_BIN_EXE_iodump"))
+        .args([
+            "record",
+            "-d",
+            &inner.dev(),
+            "--print",
+            "csv",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!(
+            "echo 3 > /proc/sys/vm/drop_caches; cat '{}'/comma* > /dev/null",
+            nested.display()
+        ))
+        .output()
+        .unwrap();
+    let text = out.stdout;
+    let needle = format!("\"{}/comma,quote\"\"name.csv\"", nested.display());
+    assert!(
+        text.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+    let _ = Command::new("umount").arg(&nested).status();
+}
+
+#[test]
+fn deep_paths_are_cut_from_the_root_and_marked() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("deep_paths_are_cut_from_the_root_and_marked") {
+        return;
+    }
+    let fs = Fs::new("ext4");
+    let mut p = fs.mnt.clone();
+    for _ in 0..300 {
+        p.push("d");
+    }
+    std::fs::create_dir_all(&p).unwrap();
+    let f = p.join("deep.bin");
+    std::fs::write(&f, vec![1u8; 256 << 10]).unwrap();
+    drop_caches();
+    let r = record(&fs, "deep", &format!("cat {} > /dev/null", f.display()));
+    let e = by_comm(&r, b"cat")
+        .find(|e| {
+            e.op == Op::Read
+                && r.tables()
+                    .path(e.path_id)
+                    .is_some_and(|p| p.kind == PathKind::File)
+        })
+        .expect("a read with a path");
+    let entry = r.tables().path(e.path_id).unwrap();
+    assert!(entry.truncated, "depth 300 must be marked truncated");
+    assert!(
+        entry.path.starts_with("…/".as_bytes()),
+        "{:?}",
+        String::from_utf8_lossy(&entry.path)
+    );
+    assert!(entry.path.ends_with(b"/d/d/d/deep.bin"));
+}
+
+#[test]
+fn renamed_and_unlinked_files() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("renamed_and_unlinked_files") {
+        return;
+    }
+    let fs = Fs::new("ext4");
+    let a = fs.path("before.dat");
+    let b = fs.path("after.dat");
+    let gone = fs.path("gone.dat");
+    for f in [&a, &gone] {
+        std::fs::write(f, vec![3u8; 2 << 20]).unwrap();
+    }
+    drop_caches();
+    // Read half of `a`, rename it, read the rest; open `gone`, unlink it, then read it.
+    let script = format!(
+        "python3 -c '
+import os,sys
+a,b,g=sys.argv[1:4]
+f=open(a,\"rb\"); f.read(1<<20); os.rename(a,b); f.read()
+h=open(g,\"rb\"); os.unlink(g); h.read()
+' {} {} {}",
+        a.display(),
+        b.display(),
+        gone.display()
+    );
+    let r = record(&fs, "rename", &script);
+    let paths: Vec<Vec<u8>> = r
+        .events()
+        .filter(|e| e.op == Op::Read)
+        .filter_map(|e| r.tables().path(e.path_id).map(|p| p.path.clone()))
+        .collect();
+    assert!(paths.iter().any(|p| p == a.as_os_str().as_bytes()));
+    assert!(
+        !paths.iter().any(|p| p == b.as_os_str().as_bytes()),
+        "a renamed file keeps the path of its first I/O"
+    );
+    let deleted = r
+        .tables()
+        .paths()
+        .find(|p| p.path.ends_with(b"gone.dat"))
+        .expect("the unlinked file");
+    assert!(
+        deleted.deleted,
+        "unlinked while open must be marked deleted"
+    );
+}
+
+#[test]
+fn metadata_and_journal_are_labelled() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("metadata_and_journal_are_labelled") {
+        return;
+    }
+    for kind in ["ext4", "xfs"] {
+        let fs = Fs::new(kind);
+        let r = record(
+            &fs,
+            "meta",
+            &format!(
+                "mkdir -p {0}/a/b && for i in $(seq 1 200); do echo $i > {0}/a/b/f$i; done; sync; \
+                 echo 3 > /proc/sys/vm/drop_caches; ls -lR {0} > /dev/null",
+                fs.mnt.display()
+            ),
+        );
+        let kinds: Vec<PathKind> = r
+            .events()
+            .filter_map(|e| r.tables().path(e.path_id).map(|p| p.kind))
+            .collect();
+        assert!(
+            kinds.contains(&PathKind::Journal),
+            "{kind}: no [journal] I/O"
+        );
+        assert!(
+            kinds.contains(&PathKind::Metadata),
+            "{kind}: no [metadata] I/O"
+        );
+        let s = iodump_format::summary::summarize(&r);
+        assert!(s.events_with_label > 0);
+    }
+}
