@@ -67,12 +67,6 @@ const volatile __u64 ksym_xlog_bio_end_io = 0;
  * Maps
  * ------------------------------------------------------------------------------------- */
 
-/* In-flight state of one I/O: the event being built plus what completion needs. */
-struct iodump_inflight {
-	struct iodump_io_event ev; /* sector here is absolute (whole disk) until emitted */
-	__u64 part_start;          /* bd_start_sect of ev.dev, subtracted at emit time */
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20); /* bytes; user space may override (power of 2) */
@@ -85,16 +79,6 @@ struct {
  * this machine. A slot already owned by another in-flight I/O sends the new one to the
  * LRU hash maps below (inflight_rq / inflight_bio), which are also bounded.
  */
-#define IODUMP_SLOT_BITS 16
-#define IODUMP_SLOTS     (1u << IODUMP_SLOT_BITS)
-#define IODUMP_STALE_NS  (120ULL * 1000000000ULL) /* a slot this old may be reclaimed */
-
-struct iodump_slot {
-	__u64 key; /* address of the owning request or bio; 0 = free */
-	struct iodump_inflight v;
-	__u64 _pad;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, IODUMP_SLOTS); /* fixed: the hash uses IODUMP_SLOT_BITS */
@@ -113,14 +97,14 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16384); /* fallback only: slot collisions */
 	__type(key, __u64); /* struct request * */
 	__type(value, struct iodump_inflight);
 } inflight_rq SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16384); /* fallback only: slot collisions */
 	__type(key, __u64); /* struct bio * */
 	__type(value, struct iodump_inflight);
 } inflight_bio SEC(".maps");
@@ -174,8 +158,18 @@ struct {
 	__type(value, __u32); /* cgroup directory fd, set by user space */
 } cgroup_filter SEC(".maps");
 
-/* Per-CPU state: sampling counter and one-entry caches that save hash lookups and reads. */
+/*
+ * Per-CPU state: sampling counter and one-entry caches that save hash lookups and reads.
+ *
+ * Programs can nest on one CPU (a completion interrupt runs tp_rq_done while tp_io_start
+ * is running). Every program increments `nest` on entry and restores it on exit, so a
+ * program knows its level: only level 0 uses the caches and the sampling counter, and
+ * each level has its own launder word, so an interrupting program never tears state that
+ * the interrupted one is in the middle of using.
+ */
 struct iodump_cpu_state {
+	__u32 nest;
+	__u32 _pad2;
 	__u64 sample_ctr;
 	/* last inode whose path record is known to be sent */
 	__u64 seen_ino;
@@ -193,8 +187,8 @@ struct iodump_cpu_state {
 	__u32 dio_sb_dev;
 	__u8 dio_kind;
 	__u8 _pad1[3];
-	/* scratch word, see ptr_bits() */
-	__u64 launder;
+	/* scratch words, one per nesting level, see ptr_bits() */
+	__u64 launder[4];
 	/* records submitted on this CPU, see rb_flags() */
 	__u64 rb_ctr;
 };
@@ -259,26 +253,44 @@ struct {
  * programs always are: CAP_BPF + CAP_PERFMON) may store a pointer into a map value and
  * load it back as a number. In the RAW flavour the pointer already is a number.
  */
-static __always_inline __u64 ptr_bits(struct iodump_cpu_state *cs, const void *p, int btf)
+static __always_inline __u64 ptr_bits(struct iodump_cpu_state *cs, __u32 lvl, const void *p,
+				      int btf)
 {
+	volatile __u64 *w = &cs->launder[lvl & 3];
+
 	if (!btf)
 		return (__u64)p;
-	*(volatile __u64 *)&cs->launder = (__u64)p;
-	return *(volatile __u64 *)&cs->launder;
+	*w = (__u64)p;
+	return *w;
 }
 
 /* The address of a request or bio as a number (map key, slot hash). */
-static __always_inline __u64 key_of(const void *p, int btf)
+static __always_inline __u64 key_of(struct iodump_cpu_state *cs, __u32 lvl, const void *p,
+				    int btf)
+{
+	return ptr_bits(cs, lvl, p, btf);
+}
+
+#define compiler_barrier() asm volatile("" ::: "memory")
+
+/* Enter/leave a program: see struct iodump_cpu_state. */
+static __always_inline struct iodump_cpu_state *cpu_enter(__u32 *lvl)
 {
 	__u32 zero = 0;
-	struct iodump_cpu_state *cs;
+	struct iodump_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &zero);
 
-	if (!btf)
-		return (__u64)p;
-	cs = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!cs)
-		return 0;
-	return ptr_bits(cs, p, btf);
+		return NULL;
+	*lvl = *(volatile __u32 *)&cs->nest;
+	*(volatile __u32 *)&cs->nest = *lvl + 1;
+	compiler_barrier();
+	return cs;
+}
+
+static __always_inline void cpu_leave(struct iodump_cpu_state *cs, __u32 lvl)
+{
+	compiler_barrier();
+	*(volatile __u32 *)&cs->nest = lvl;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -456,7 +468,7 @@ static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_
 
 /* iomap direct I/O: bi_private is the struct iomap_dio, whose kiocb names the file. */
 static __always_inline void resolve_iomap_dio(struct iodump_file_info *fi,
-					      struct iodump_cpu_state *cs, __u64 dio)
+					      struct iodump_cpu_state *cs, __u32 lvl, __u64 dio)
 {
 	struct file *file = BPF_CORE_READ((struct iomap_dio *)dio, iocb, ki_filp);
 	struct inode *inode = BPF_CORE_READ(file, f_inode);
@@ -469,7 +481,7 @@ static __always_inline void resolve_iomap_dio(struct iodump_file_info *fi,
 	ino = BPF_CORE_READ(inode, i_ino);
 	gen = BPF_CORE_READ(inode, i_generation);
 	/* fio-style workloads hit the same file over and over: keep the rest per CPU */
-	if (cs->dio_inode == (__u64)inode && cs->dio_ino == ino && cs->dio_gen == gen) {
+	if (!lvl && cs->dio_inode == (__u64)inode && cs->dio_ino == ino && cs->dio_gen == gen) {
 		fi->kind = cs->dio_kind;
 		fi->inode = inode;
 		fi->ino = ino;
@@ -479,7 +491,7 @@ static __always_inline void resolve_iomap_dio(struct iodump_file_info *fi,
 		return;
 	}
 	fill_inode(fi, inode, IODUMP_PK_DIO, RAW);
-	if (fi->kind != IODUMP_PK_DIO)
+	if (lvl || fi->kind != IODUMP_PK_DIO)
 		return;
 	cs->dio_inode = (__u64)inode;
 	cs->dio_ino = ino;
@@ -495,7 +507,7 @@ static __always_inline void resolve_iomap_dio(struct iodump_file_info *fi,
  * page-cache host of the first page; btrfs bios (struct btrfs_bio names the inode).
  */
 static __always_inline void resolve_bio(struct iodump_file_info *fi,
-					struct iodump_cpu_state *cs, struct bio *bio,
+					struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
 					__u64 opf, __u32 bdev_dev, int btf)
 {
 	struct bio *b = bio;
@@ -527,7 +539,7 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 		}
 	}
 	if (ksym_iomap_dio_bio_end_io && end_io == ksym_iomap_dio_bio_end_io) {
-		resolve_iomap_dio(fi, cs, priv);
+		resolve_iomap_dio(fi, cs, lvl, priv);
 		return;
 	}
 	if ((ksym_blkdev_bio_end_io && end_io == ksym_blkdev_bio_end_io) ||
@@ -561,13 +573,13 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 	if (page) {
 		/* compound_head shares its offset with lru.next: the verifier types it as a
 		 * pointer, so take its bits through ptr_bits() as well */
-		__u64 head = ptr_bits(cs, (const void *)RD(btf, page, compound_head), btf);
+		__u64 head = ptr_bits(cs, lvl, (const void *)RD(btf, page, compound_head), btf);
 
 		if (!(head & 1)) {
 			/* head or order-0 page: stays a typed pointer in the BTF flavour */
 			struct address_space *m = RD(btf, page, mapping);
 
-			mapping = ptr_bits(cs, m, btf);
+			mapping = ptr_bits(cs, lvl, m, btf);
 			if (m && !(mapping & MAPPING_FLAGS)) {
 				struct inode *host = RD(btf, m, host);
 
@@ -730,16 +742,17 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 
 /* Make sure the path of fi was sent once. Returns 0 if it was (now or before). */
 static __always_inline int ensure_path(struct iodump_file_info *fi,
-				       struct iodump_cpu_state *cs)
+				       struct iodump_cpu_state *cs, __u32 lvl)
 {
 	struct iodump_inode_key k = { .ino = fi->ino, .dev = fi->dev, .gen = fi->gen };
 	__u32 one = 1;
 
-	if (cs->seen_ino == k.ino && cs->seen_dev == k.dev && cs->seen_gen == k.gen)
+	if (!lvl && cs->seen_ino == k.ino && cs->seen_dev == k.dev && cs->seen_gen == k.gen)
 		return 0;
 	if (!bpf_map_lookup_elem(&seen_inodes, &k)) {
 		/* the callee takes plain numbers: launder a typed inode pointer */
-		if (iodump_send_path(ptr_bits(cs, fi->inode, BTF), ptr_bits(cs, fi->file, BTF),
+		if (iodump_send_path(ptr_bits(cs, lvl, fi->inode, BTF),
+				     ptr_bits(cs, lvl, fi->file, BTF),
 				     fi->ino,
 				     fi->dev | (__u64)fi->sb_dev << 32,
 				     fi->gen | (__u64)fi->kind << 32)) {
@@ -748,9 +761,11 @@ static __always_inline int ensure_path(struct iodump_file_info *fi,
 		}
 		bpf_map_update_elem(&seen_inodes, &k, &one, BPF_ANY);
 	}
-	cs->seen_ino = k.ino;
-	cs->seen_dev = k.dev;
-	cs->seen_gen = k.gen;
+	if (!lvl) {
+		cs->seen_ino = k.ino;
+		cs->seen_dev = k.dev;
+		cs->seen_gen = k.gen;
+	}
 	return 0;
 }
 
@@ -796,19 +811,13 @@ static __always_inline int dirtier_wanted(struct iodump_file_info *fi)
  */
 static __always_inline int start_io(struct iodump_inflight *v, struct block_device *bdev,
 				    struct bio *bio, __u64 opf, __u64 sector, __u32 bytes,
-				    int btf)
+				    struct iodump_cpu_state *cs, __u32 lvl, int btf)
 {
 	struct iodump_file_info fi = {};
-	struct iodump_cpu_state *cs;
 	struct task_struct *task;
-	__u32 zero = 0;
 	__u64 id;
 	__u32 tgid;
 	__u8 op;
-
-	cs = bpf_map_lookup_elem(&cpu_state, &zero);
-	if (!cs)
-		return -1;
 	v->ev.dev = RD(btf, bdev, bd_dev);
 	if (cfg_filter_dev && !bpf_map_lookup_elem(&dev_filter, &v->ev.dev))
 		goto filtered;
@@ -827,7 +836,7 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 		/* writeback by a flusher: accept if the pages' dirtier is wanted */
 		if (!cfg_enable_dirtier || op != IODUMP_OP_WRITE)
 			goto filtered;
-		resolve_bio(&fi, cs, bio, opf, v->ev.dev, btf);
+		resolve_bio(&fi, cs, lvl, bio, opf, v->ev.dev, btf);
 		if (!dirtier_wanted(&fi))
 			goto filtered;
 	}
@@ -841,11 +850,15 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 		goto filtered;
 
 	if (cfg_sample_every > 1) {
-		if (++cs->sample_ctr < cfg_sample_every) {
+		/* every Nth I/O per CPU; an I/O started in an interrupt on top of another
+		 * one (rare) is sampled at random instead of touching the counter */
+		if (lvl ? bpf_get_prandom_u32() % cfg_sample_every :
+			  ++cs->sample_ctr < cfg_sample_every) {
 			cnt(IODUMP_CNT_SAMPLED_OUT);
 			return -1;
 		}
-		cs->sample_ctr = 0;
+		if (!lvl)
+			cs->sample_ctr = 0;
 	}
 
 	v->ev.kind = IODUMP_EV_IO;
@@ -872,7 +885,7 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 
 	if (op <= IODUMP_OP_WRITE) {
 		if (!fi.done)
-			resolve_bio(&fi, cs, bio, opf, v->ev.dev, btf);
+			resolve_bio(&fi, cs, lvl, bio, opf, v->ev.dev, btf);
 		v->ev.path_kind = fi.kind;
 		v->ev.ino_dev = fi.dev;
 		if (fi.inode) {
@@ -890,7 +903,7 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 					v->ev.ioflags |= IODUMP_IOF_DIRTIER;
 				}
 			}
-			if (!cfg_enable_paths || ensure_path(&fi, cs))
+			if (!cfg_enable_paths || ensure_path(&fi, cs, lvl))
 				v->ev.ioflags |= IODUMP_IOF_PATH_LOST;
 		}
 	}
@@ -987,10 +1000,11 @@ static __always_inline int untrack(void *map, __u64 key, struct iodump_slot *s)
 	return 1;
 }
 
-static __always_inline int on_rq_start(struct request *rq, int from_insert, int btf)
+static __always_inline int on_rq_start(struct iodump_cpu_state *cs, __u32 lvl,
+				       struct request *rq, int from_insert, int btf)
 {
 	struct iodump_inflight v = {};
-	__u64 key = key_of(rq, btf);
+	__u64 key = key_of(cs, lvl, rq, btf);
 	struct iodump_slot *slot;
 	struct block_device *bdev;
 	struct bio *bio;
@@ -1006,7 +1020,7 @@ static __always_inline int on_rq_start(struct request *rq, int from_insert, int 
 	if (!bdev)
 		return 0;
 	if (start_io(&v, bdev, bio, RD(btf, rq, cmd_flags), RD(btf, rq, __sector),
-		     RD(btf, rq, __data_len), btf))
+		     RD(btf, rq, __data_len), cs, lvl, btf))
 		return 0;
 	if (from_insert)
 		v.ev.ioflags |= IODUMP_IOF_INSERT;
@@ -1014,7 +1028,8 @@ static __always_inline int on_rq_start(struct request *rq, int from_insert, int 
 	return 0;
 }
 
-static __always_inline int on_bio_queue(struct bio *bio, int btf)
+static __always_inline int on_bio_queue(struct iodump_cpu_state *cs, __u32 lvl,
+					struct bio *bio, int btf)
 {
 	struct iodump_inflight v = {};
 	struct block_device *bdev = RD(btf, bio, bi_bdev);
@@ -1028,20 +1043,21 @@ static __always_inline int on_bio_queue(struct bio *bio, int btf)
 	/* block_bio_queue runs after blk_partition_remap: bi_sector is whole-disk based
 	 * (checked on 6.18 with a loop partition); start_io stores bd_start_sect to subtract */
 	if (start_io(&v, bdev, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
-		     RD(btf, bio, bi_iter.bi_size), btf))
+		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf))
 		return 0;
 	v.ev.ioflags |= IODUMP_IOF_BIO_BASED;
-	track(&inflight_bio, key_of(bio, btf), &v);
+	track(&inflight_bio, key_of(cs, lvl, bio, btf), &v);
 	return 0;
 }
 
 /* ---------------------------------------------------------------------------------------
  * Issue, merge, completion
  * ------------------------------------------------------------------------------------- */
-static __always_inline int on_rq_issue(struct request *rq, int btf)
+static __always_inline int on_rq_issue(struct iodump_cpu_state *cs, __u32 lvl,
+				       struct request *rq, int btf)
 {
 	struct iodump_slot *slot;
-	struct iodump_inflight *v = find(&inflight_rq, key_of(rq, btf), &slot);
+	struct iodump_inflight *v = find(&inflight_rq, key_of(cs, lvl, rq, btf), &slot);
 
 	if (!v)
 		return 0;
@@ -1053,9 +1069,10 @@ static __always_inline int on_rq_issue(struct request *rq, int btf)
 	return 0;
 }
 
-static __always_inline int on_rq_merge(struct request *next, int btf)
+static __always_inline int on_rq_merge(struct iodump_cpu_state *cs, __u32 lvl,
+				       struct request *next, int btf)
 {
-	__u64 key = key_of(next, btf);
+	__u64 key = key_of(cs, lvl, next, btf);
 	struct iodump_slot *slot;
 
 	if (find(&inflight_rq, key, &slot) && untrack(&inflight_rq, key, slot))
@@ -1094,10 +1111,11 @@ static __always_inline void finish(void *map, __u64 key, struct iodump_inflight 
 	cnt(IODUMP_CNT_EMITTED);
 }
 
-static __always_inline int on_rq_complete(struct request *rq, __u32 status, __u32 nr_bytes,
+static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
+					  struct request *rq, __u32 status, __u32 nr_bytes,
 					  int btf)
 {
-	__u64 key = key_of(rq, btf);
+	__u64 key = key_of(cs, lvl, rq, btf);
 	__u64 now = bpf_ktime_get_ns();
 	struct iodump_slot *slot;
 	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
@@ -1121,9 +1139,10 @@ static __always_inline int on_rq_complete(struct request *rq, __u32 status, __u3
 	return 0;
 }
 
-static __always_inline int on_bio_complete(struct bio *bio, int btf)
+static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
+					   struct bio *bio, int btf)
 {
-	__u64 key = key_of(bio, btf);
+	__u64 key = key_of(cs, lvl, bio, btf);
 	__u64 now = bpf_ktime_get_ns();
 	struct iodump_slot *slot;
 	struct iodump_inflight *v = find(&inflight_bio, key, &slot);
@@ -1138,27 +1157,25 @@ static __always_inline int on_bio_complete(struct bio *bio, int btf)
 /* ---------------------------------------------------------------------------------------
  * Writeback dirtier
  * ------------------------------------------------------------------------------------- */
-static __always_inline int on_dirty_folio(struct address_space *mapping, int btf)
+static __always_inline int on_dirty_folio(struct iodump_cpu_state *cs, __u32 lvl,
+					  struct address_space *mapping, int btf)
 {
-	__u32 zero = 0;
-	struct iodump_cpu_state *cs;
 	__u64 host;
 	__u32 tgid;
 
 	if (!cfg_enable_dirtier || !mapping)
 		return 0;
-	host = (__u64)RD(btf, mapping, host);
+	host = ptr_bits(cs, lvl, RD(btf, mapping, host), btf);
 	if (!host)
 		return 0;
 	tgid = bpf_get_current_pid_tgid() >> 32;
-	cs = bpf_map_lookup_elem(&cpu_state, &zero);
-	if (!cs)
-		return 0;
 	/* a buffered write dirties many folios of one inode in a row: update once */
-	if (cs->dirty_inode == host && cs->dirty_tgid == tgid)
-		return 0;
-	cs->dirty_inode = host;
-	cs->dirty_tgid = tgid;
+	if (!lvl) {
+		if (cs->dirty_inode == host && cs->dirty_tgid == tgid)
+			return 0;
+		cs->dirty_inode = host;
+		cs->dirty_tgid = tgid;
+	}
 	bpf_map_update_elem(&dirtiers, &host, &tgid, BPF_ANY);
 	return 0;
 }
@@ -1166,98 +1183,110 @@ static __always_inline int on_dirty_folio(struct address_space *mapping, int btf
 /* ---------------------------------------------------------------------------------------
  * Programs: tp_btf (preferred) and raw_tp (fallback), same bodies
  * ------------------------------------------------------------------------------------- */
+/* Run a handler with this CPU's state and nesting level (see struct iodump_cpu_state). */
+#define RUN(handler, ...)                                                                  \
+	({                                                                                 \
+		__u32 __lvl = 0;                                                           \
+		struct iodump_cpu_state *__cs = cpu_enter(&__lvl);                          \
+		if (__cs) {                                                                \
+			handler(__cs, __lvl, __VA_ARGS__);                                 \
+			cpu_leave(__cs, __lvl);                                            \
+		}                                                                          \
+		0;                                                                         \
+	})
+
 SEC("tp_btf/block_io_start")
 int BPF_PROG(tp_io_start, struct request *rq)
 {
-	return on_rq_start(rq, 0, BTF);
+	return RUN(on_rq_start, rq, 0, BTF);
 }
 
 SEC("raw_tp/block_io_start")
 int BPF_PROG(raw_io_start, struct request *rq)
 {
-	return on_rq_start(rq, 0, RAW);
+	return RUN(on_rq_start, rq, 0, RAW);
 }
 
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(tp_rq_insert, struct request *rq)
 {
-	return on_rq_start(rq, 1, BTF);
+	return RUN(on_rq_start, rq, 1, BTF);
 }
 
 SEC("raw_tp/block_rq_insert")
 int BPF_PROG(raw_rq_insert, struct request *rq)
 {
-	return on_rq_start(rq, 1, RAW);
+	return RUN(on_rq_start, rq, 1, RAW);
 }
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(tp_rq_issue, struct request *rq)
 {
-	return on_rq_issue(rq, BTF);
+	return RUN(on_rq_issue, rq, BTF);
 }
 
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(raw_rq_issue, struct request *rq)
 {
-	return on_rq_issue(rq, RAW);
+	return RUN(on_rq_issue, rq, RAW);
 }
 
 SEC("tp_btf/block_rq_merge")
 int BPF_PROG(tp_rq_merge, struct request *rq)
 {
-	return on_rq_merge(rq, BTF);
+	return RUN(on_rq_merge, rq, BTF);
 }
 
 SEC("raw_tp/block_rq_merge")
 int BPF_PROG(raw_rq_merge, struct request *rq)
 {
-	return on_rq_merge(rq, RAW);
+	return RUN(on_rq_merge, rq, RAW);
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(tp_rq_done, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	return on_rq_complete(rq, error, nr_bytes, BTF);
+	return RUN(on_rq_complete, rq, error, nr_bytes, BTF);
 }
 
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(raw_rq_done, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	return on_rq_complete(rq, error, nr_bytes, RAW);
+	return RUN(on_rq_complete, rq, error, nr_bytes, RAW);
 }
 
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(tp_bio_queue, struct bio *bio)
 {
-	return on_bio_queue(bio, BTF);
+	return RUN(on_bio_queue, bio, BTF);
 }
 
 SEC("raw_tp/block_bio_queue")
 int BPF_PROG(raw_bio_queue, struct bio *bio)
 {
-	return on_bio_queue(bio, RAW);
+	return RUN(on_bio_queue, bio, RAW);
 }
 
 SEC("tp_btf/block_bio_complete")
 int BPF_PROG(tp_bio_done, struct request_queue *q, struct bio *bio)
 {
-	return on_bio_complete(bio, BTF);
+	return RUN(on_bio_complete, bio, BTF);
 }
 
 SEC("raw_tp/block_bio_complete")
 int BPF_PROG(raw_bio_done, struct request_queue *q, struct bio *bio)
 {
-	return on_bio_complete(bio, RAW);
+	return RUN(on_bio_complete, bio, RAW);
 }
 
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(tp_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
-	return on_dirty_folio(mapping, BTF);
+	return RUN(on_dirty_folio, mapping, BTF);
 }
 
 SEC("raw_tp/writeback_dirty_folio")
 int BPF_PROG(raw_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
-	return on_dirty_folio(mapping, RAW);
+	return RUN(on_dirty_folio, mapping, RAW);
 }

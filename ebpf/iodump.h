@@ -133,21 +133,30 @@
  * Per-CPU counters (map "counters": PERCPU_ARRAY, key __u32 index, value __u64). Sum over
  * CPUs. The LOST_* ones are events that were lost; the others are statistics.
  *
- * I/Os evicted from the LRU in-flight maps without completion are not counted by the
- * kernel (LRU eviction is silent); compute them at the end as
- *   TRACKED - EMITTED - LOST_RINGBUF - SIZE_FILTERED - RQ_MERGED - LOST_STALE
- *           - (entries still in inflight_rq + inflight_bio)
+ * Every tracked I/O ends in exactly one of: EMITTED, LOST_RINGBUF, SIZE_FILTERED,
+ * RQ_MERGED, LOST_STALE, still in flight, or silently evicted by the LRU fallback maps
+ * (which the kernel cannot count). So at the end of a recording:
+ *   evicted = TRACKED - EMITTED - LOST_RINGBUF - SIZE_FILTERED - RQ_MERGED - LOST_STALE
+ *             - (used inflight_slots + entries of inflight_rq + inflight_bio)
+ * and events lost = LOST_RINGBUF + LOST_INFLIGHT + LOST_STALE + evicted. The kernel also
+ * skips a program that would run nested inside itself on one CPU (e.g. block_io_start
+ * fired from an interrupt while tp_io_start runs); it counts those in the program's
+ * recursion_misses (bpf_prog_info), which user space should add to the losses.
  * ------------------------------------------------------------------------------------- */
 #define IODUMP_CNT_LOST_RINGBUF   0  /* I/O event dropped: ring buffer reserve failed */
 #define IODUMP_CNT_LOST_INFLIGHT  1  /* I/O not tracked: in-flight map update failed */
-#define IODUMP_CNT_LOST_STALE     2  /* in-flight key reused while its entry was still
-                                      * there: the earlier I/O's completion was never seen */
+#define IODUMP_CNT_LOST_STALE     2  /* an in-flight entry was replaced before its
+                                      * completion was seen: its request/bio address started
+                                      * a new I/O, or its slot was older than
+                                      * IODUMP_STALE_NS and reclaimed */
 #define IODUMP_CNT_LOST_PATH      3  /* path record not sent (ring buffer full); the I/O
                                       * event has IODUMP_IOF_PATH_LOST, retried next I/O */
-#define IODUMP_CNT_TRACKED        4  /* I/Os entered into an in-flight map */
+#define IODUMP_CNT_TRACKED        4  /* I/Os entered into the in-flight slots or maps */
 #define IODUMP_CNT_EMITTED        5  /* I/O events submitted to the ring buffer */
-#define IODUMP_CNT_NO_START       6  /* completions with no in-flight entry (started before
-                                      * attach, flush_rq of the flush machinery, evicted) */
+#define IODUMP_CNT_NO_START       6  /* request completions with no in-flight entry: I/O
+                                      * filtered out or sampled out at its start, started
+                                      * before attach, the flush machinery's flush_rq,
+                                      * evicted entries (statistic, not a loss) */
 #define IODUMP_CNT_RQ_MERGED      7  /* requests merged into another one (block_rq_merge):
                                       * entry dropped, its bytes are in the survivor */
 #define IODUMP_CNT_PATHS          8  /* path records sent */
@@ -192,7 +201,7 @@ struct iodump_io_event {
 	                    *      inode (writeback_dirty_folio); valid if IODUMP_IOF_DIRTIER */
 	__u16 cpu;         /*  84  CPU the I/O was submitted on */
 	__u16 syscall;     /*  86  IODUMP_SC_* or raw x86_64 syscall number */
-	char  comm[16];    /*  88  submitter's comm, NUL-padded (bpf_get_current_comm) */
+	char  comm[16];    /*  88  submitter's comm (task->comm), NUL-padded */
 };                         /* 104 */
 
 /* ---------------------------------------------------------------------------------------
@@ -225,6 +234,33 @@ struct iodump_path_event {
 	char  names[];   /* 32  */
 };
 
+/* ---------------------------------------------------------------------------------------
+ * In-flight state (kernel side only; here so user space can size map values, e.g. to
+ * count live entries at the end for the eviction formula above).
+ *
+ * Maps: inflight_slots (ARRAY of struct iodump_slot, IODUMP_SLOTS entries, slot chosen by
+ * a hash of the request/bio address, claimed with compare-and-swap; key == 0 = free) and
+ * the fallbacks inflight_rq / inflight_bio (LRU_HASH, key __u64 address, value struct
+ * iodump_inflight) for addresses whose slot is taken.
+ * ------------------------------------------------------------------------------------- */
+#define IODUMP_SLOT_BITS 16
+#define IODUMP_SLOTS     (1u << IODUMP_SLOT_BITS) /* fixed: the hash depends on it */
+#define IODUMP_STALE_NS  (120ULL * 1000000000ULL) /* a slot older than this may be
+                                                   * reclaimed by a colliding I/O
+                                                   * (counted as IODUMP_CNT_LOST_STALE) */
+
+struct iodump_inflight {
+	struct iodump_io_event ev; /*   0  the event being built; ev.sector is whole-disk
+	                            *      based until it is emitted */
+	__u64 part_start;          /* 104  bd_start_sect of ev.dev, subtracted at emit time */
+};                                 /* 112 */
+
+struct iodump_slot {
+	__u64 key;                 /*   0  address of the owning request/bio; 0 = free */
+	struct iodump_inflight v;  /*   8 */
+	__u64 _pad;                /* 120 */
+};                                 /* 128 */
+
 /* Key of the "seen_inodes" map (paths already sent). 16 bytes. */
 struct iodump_inode_key {
 	__u64 ino;
@@ -256,5 +292,7 @@ _Static_assert(__builtin_offsetof(struct iodump_path_event, mnt_id) == 24, "path
 _Static_assert(__builtin_offsetof(struct iodump_path_event, sb_dev) == 28, "path sb_dev");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, names) == 32, "path names");
 _Static_assert(sizeof(struct iodump_inode_key) == 16, "iodump_inode_key size");
+_Static_assert(sizeof(struct iodump_inflight) == 112, "iodump_inflight size");
+_Static_assert(sizeof(struct iodump_slot) == 128, "iodump_slot size");
 
 #endif /* IODUMP_H */

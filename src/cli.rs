@@ -86,6 +86,9 @@ pub struct RecordArgs {
     /// Kernel ring buffer size in bytes (rounded up to a power of two; default 8 MiB).
     #[arg(long, value_name = "BYTES")]
     pub buffer_size: Option<u64>,
+    /// Print the kernel side's counters at the end (tracked, emitted, merged, filtered…).
+    #[arg(long)]
+    pub stats: bool,
     /// Do not resolve file paths (I/O is still recorded).
     #[arg(long)]
     pub no_paths: bool,

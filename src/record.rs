@@ -161,6 +161,14 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             n as f64 * 100.0 / s.events as f64
         );
     }
+    if a.stats {
+        let parts: Vec<String> = s
+            .kernel_counters
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        eprintln!("iodump: kernel counters: {}", parts.join(" "));
+    }
     if let Some(st) = s.command_status {
         return Ok(ExitCode::from(st.clamp(0, 255) as u8));
     }

@@ -434,7 +434,7 @@ fn merged_buffered_writes_match_the_device_count() {
     let trace = d.join("m.iod");
     let before = stat_ios(lo.name());
     let out = run(bin()
-        .args(["record", "-d", lo.name(), "-o"])
+        .args(["record", "-d", lo.name(), "--stats", "-o"])
         .arg(&trace)
         .args(["--", "dd", "if=/dev/zero", &format!("of={}", lo.node)])
         .args(["bs=4k", "count=20000", "conv=fsync"]));
@@ -447,6 +447,13 @@ fn merged_buffered_writes_match_the_device_count() {
     // write and iodump records as a flush.
     let flushes = all.iter().filter(|e| e.op == Op::Flush).count();
     let dev_writes = after.1 - before.1;
+    eprintln!(
+        "merge: {} writes, {flushes} flushes, {} bytes, lost {}, device {dev_writes}, hooks {:?}",
+        writes.len(),
+        writes.iter().map(|e| e.bytes as u64).sum::<u64>(),
+        r.lost_events(),
+        String::from_utf8_lossy(&out.stderr).lines().last()
+    );
     assert!(
         within((writes.len() + flushes) as u64, dev_writes, 0.005),
         "{} write and {flushes} flush events vs {dev_writes} completed writes",

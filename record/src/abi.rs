@@ -89,6 +89,23 @@ pub mod cnt {
     pub const SIZE_FILTERED: u32 = 12;
     /// Number of counters.
     pub const MAX: u32 = 14;
+    /// Names of the counters, by index.
+    pub const NAMES: [&str; MAX as usize] = [
+        "lost_ringbuf",
+        "lost_inflight",
+        "lost_stale",
+        "lost_path",
+        "tracked",
+        "emitted",
+        "no_start",
+        "rq_merged",
+        "paths",
+        "path_truncated",
+        "filtered",
+        "sampled_out",
+        "size_filtered",
+        "partial_completions",
+    ];
 }
 
 /// Size of `struct iodump_io_event`.

@@ -63,6 +63,8 @@ pub struct RecordSummary {
     pub attributed: [u64; 3],
     /// Wall time recorded.
     pub duration: Duration,
+    /// The kernel side's counters at the end, summed over CPUs, by name.
+    pub kernel_counters: Vec<(&'static str, u64)>,
 }
 
 fn now_pair() -> (i64, u64) {
@@ -336,7 +338,18 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
             }
         }
     }
+    let kernel_counters = prog
+        .counters()
+        .map(|c| {
+            cnt::NAMES
+                .iter()
+                .zip(&c)
+                .map(|(n, v)| (*n, v.iter().sum()))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut summary = RecordSummary {
+        kernel_counters,
         events,
         lost_events: losses.total,
         command_status,
