@@ -6,18 +6,19 @@
  * enters the block layer:
  *
  *   request-based (virtio, SCSI, NVMe, loop):
- *       block_io_start (or block_rq_insert, fallback)  -> inflight_rq[rq]
+ *       block_io_start (or block_rq_insert, fallback)  -> track the request
  *       block_rq_issue                                  -> issue_ns, final sector/bytes
  *       block_rq_merge                                  -> drop the merged-away request
  *       block_rq_complete                               -> emit
  *   bio-based (zram, dm, md, nvme multipath head): only devices whose queue has no mq_ops
- *       block_bio_queue                                 -> inflight_bio[bio]
+ *       block_bio_queue                                 -> track the bio
  *       block_bio_complete                              -> emit
  *   writeback_dirty_folio                               -> dirtiers[inode] = tgid
  *
- * Every program exists twice: SEC("tp_btf/...") (preferred) and SEC("raw_tp/...")
- * (fallback); user space attaches one set, chosen by probing. Both share the bodies below,
- * which read kernel memory only through BPF_CORE_READ (valid in both program types).
+ * In-flight I/Os live in inflight_slots (lock-free slot table), with the LRU hash maps
+ * inflight_rq / inflight_bio as fallback. Every program exists twice: SEC("tp_btf/...")
+ * (preferred) and SEC("raw_tp/...") (fallback); user space attaches one set, chosen by
+ * probing. Both share the bodies below; see "Reading kernel memory" for how they read.
  *
  * See README.md for the layout of the records (iodump.h) and what was verified.
  */
@@ -568,7 +569,7 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 	/* Page cache: first page -> folio (compound head) -> mapping -> host inode. */
 	struct bio_vec *bv = RD(btf, bio, bi_io_vec);
 	struct page *page = bv ? RD(btf, bv, bv_page) : NULL;
-	__u64 mapping = 0;
+	__u64 mapping = 0, pgflags = 0;
 
 	if (page) {
 		/* compound_head shares its offset with lru.next: the verifier types it as a
@@ -580,6 +581,8 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 			struct address_space *m = RD(btf, page, mapping);
 
 			mapping = ptr_bits(cs, lvl, m, btf);
+			if (!mapping)
+				bpf_core_read(&pgflags, sizeof(pgflags), &page->flags);
 			if (m && !(mapping & MAPPING_FLAGS)) {
 				struct inode *host = RD(btf, m, host);
 
@@ -593,6 +596,8 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 			struct page *hp = (struct page *)(head - 1);
 
 			mapping = (__u64)BPF_CORE_READ(hp, mapping);
+			if (!mapping)
+				bpf_core_read(&pgflags, sizeof(pgflags), &hp->flags);
 			if (mapping && !(mapping & MAPPING_FLAGS)) {
 				struct inode *host =
 					BPF_CORE_READ((struct address_space *)mapping, host);
@@ -615,6 +620,14 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 				   IODUMP_PK_DIO, RAW);
 			goto found;
 		}
+	}
+	if (!mapping &&
+	    (pgflags & (1ULL << bpf_core_enum_value(enum pageflags, PG_swapbacked)))) {
+		/* swap-in: an anonymous (swap-backed) folio not mapped yet; reads carry no
+		 * REQ_SWAP, and synchronous swap devices (zram) complete them through
+		 * submit_bio_wait() */
+		fi->kind = IODUMP_PK_SWAP;
+		return;
 	}
 	if (mapping & 1) {
 		/* user memory: O_DIRECT. Synchronous small O_DIRECT on a block device node

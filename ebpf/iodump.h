@@ -90,7 +90,8 @@
                               * (xfs_buf_bio_end_io) */
 #define IODUMP_PK_JOURNAL  3 /* filesystem journal recognised by the kernel side; ino_dev = dev
                               * (xlog_bio_end_io) */
-#define IODUMP_PK_SWAP     4 /* REQ_SWAP: swap-out / swap-in */
+#define IODUMP_PK_SWAP     4 /* swap: writes carry REQ_SWAP; reads are recognised by a
+                              * swap-backed folio without mapping */
 #define IODUMP_PK_RAWDEV   5 /* O_DIRECT on a block device node (blkdev_bio_end_io[_async],
                               * or user pages completed by submit_bio_wait_endio);
                               * ino_dev = the device */

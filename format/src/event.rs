@@ -401,6 +401,9 @@ pub enum LossReason {
     Evicted = 3,
     /// The user-space writer could not keep up or failed.
     Writer = 4,
+    /// The kernel skipped a tracing program that would have run nested in itself on one CPU
+    /// (BPF `recursion_misses`), so the I/O was not tracked.
+    Nested = 5,
 }
 
 impl LossReason {
@@ -411,6 +414,7 @@ impl LossReason {
             2 => LossReason::InFlightFull,
             3 => LossReason::Evicted,
             4 => LossReason::Writer,
+            5 => LossReason::Nested,
             _ => LossReason::Unspecified,
         }
     }
@@ -422,6 +426,7 @@ impl LossReason {
             LossReason::InFlightFull => "in_flight_full",
             LossReason::Evicted => "evicted",
             LossReason::Writer => "writer",
+            LossReason::Nested => "nested",
         }
     }
 }
@@ -429,7 +434,7 @@ impl LossReason {
 /// A count of events lost on one CPU during a time window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Loss {
-    /// CPU whose counter this is.
+    /// CPU whose counter this is; 65535 for a count over all CPUs.
     pub cpu: u16,
     /// Why.
     pub reason: LossReason,

@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 
 use aya::maps::{CgroupArray, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::programs::raw_trace_point::RawTracePointLinkId;
+use aya::programs::tp_btf::BtfTracePointLinkId;
 use aya::programs::{BtfTracePoint, RawTracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 use iodump_format::DevT;
@@ -75,10 +77,20 @@ pub struct Attached {
 /// A loaded and attached program with its ring buffer and counters.
 pub struct Program {
     ebpf: Ebpf,
+    /// The attached programs and their links.
+    attached_progs: Vec<(&'static str, LinkId)>,
+    /// Programs detached by [`Program::detach`] (still loaded).
+    detached: Vec<&'static str>,
     /// The ring buffer of records.
     pub ring: RingBuf<MapData>,
     /// How each hook was attached.
     pub attached: Attached,
+}
+
+/// The link of an attached program, to detach it.
+enum LinkId {
+    Btf(BtfTracePointLinkId),
+    Raw(RawTracePointLinkId),
 }
 
 /// One line naming an error and its causes.
@@ -185,14 +197,14 @@ fn attach_one(
     ebpf: &mut Ebpf,
     btf: &Btf,
     tp: &'static str,
-    btf_prog: &str,
-    raw_prog: &str,
-) -> Result<&'static str, String> {
+    btf_prog: &'static str,
+    raw_prog: &'static str,
+) -> Result<(&'static str, (&'static str, LinkId)), String> {
     let mut errors = Vec::new();
     if let Some(p) = ebpf.program_mut(btf_prog) {
         match <&mut BtfTracePoint>::try_from(p) {
-            Ok(p) => match p.load(tp, btf).and_then(|()| p.attach().map(|_| ())) {
-                Ok(()) => return Ok("tp_btf"),
+            Ok(p) => match p.load(tp, btf).and_then(|()| p.attach()) {
+                Ok(id) => return Ok(("tp_btf", (btf_prog, LinkId::Btf(id)))),
                 Err(e) => errors.push(format!("tp_btf: {}", chain(&e))),
             },
             Err(e) => errors.push(format!("tp_btf: {}", chain(&e))),
@@ -200,8 +212,8 @@ fn attach_one(
     }
     if let Some(p) = ebpf.program_mut(raw_prog) {
         match <&mut RawTracePoint>::try_from(p) {
-            Ok(p) => match p.load().and_then(|()| p.attach(tp).map(|_| ())) {
-                Ok(()) => return Ok("raw_tp"),
+            Ok(p) => match p.load().and_then(|()| p.attach(tp)) {
+                Ok(id) => return Ok(("raw_tp", (raw_prog, LinkId::Raw(id)))),
                 Err(e) => errors.push(format!("raw_tp: {}", chain(&e))),
             },
             Err(e) => errors.push(format!("raw_tp: {}", chain(&e))),
@@ -304,9 +316,13 @@ impl Program {
         }
 
         let mut attached = Attached::default();
+        let mut attached_progs = Vec::new();
         for (tp, bp, rp, required) in HOOKS {
             match attach_one(&mut ebpf, &btf, tp, bp, rp) {
-                Ok(kind) => attached.hooks.push((tp, kind)),
+                Ok((kind, name)) => {
+                    attached.hooks.push((tp, kind));
+                    attached_progs.push(name);
+                }
                 Err(msg) if required => {
                     return Err(RecordError::Bpf {
                         what: format!("attaching to tracepoint {tp}"),
@@ -325,7 +341,10 @@ impl Program {
                 "tp_rq_insert",
                 "raw_rq_insert",
             ) {
-                Ok(kind) => attached.hooks.push(("block_rq_insert", kind)),
+                Ok((kind, name)) => {
+                    attached.hooks.push(("block_rq_insert", kind));
+                    attached_progs.push(name);
+                }
                 Err(msg) => {
                     return Err(RecordError::Bpf {
                         what: "attaching to block_io_start or block_rq_insert".into(),
@@ -338,6 +357,8 @@ impl Program {
             .map_err(|e| bpf_error("events ring buffer", &e))?;
         Ok(Program {
             ebpf,
+            attached_progs,
+            detached: Vec::new(),
             ring,
             attached,
         })
@@ -381,6 +402,103 @@ fn resolve_cgroup(path: &std::path::Path) -> Result<std::path::PathBuf, RecordEr
     Err(RecordError::BadOption {
         what: format!("--cgroup {}: no such cgroup directory", path.display()),
     })
+}
+
+impl Program {
+    /// Detaches every program (the maps stay readable): no event starts or ends after this.
+    pub fn detach(&mut self) {
+        for (name, link) in self.attached_progs.drain(..).collect::<Vec<_>>() {
+            let Some(p) = self.ebpf.program_mut(name) else {
+                continue;
+            };
+            match link {
+                LinkId::Btf(id) => {
+                    if let Ok(p) = <&mut BtfTracePoint>::try_from(p) {
+                        let _ = p.detach(id);
+                    }
+                }
+                LinkId::Raw(id) => {
+                    if let Ok(p) = <&mut RawTracePoint>::try_from(p) {
+                        let _ = p.detach(id);
+                    }
+                }
+            }
+            self.detached.push(name);
+        }
+    }
+
+    /// I/Os still in flight in the kernel's tables (slots in use plus fallback entries).
+    pub fn in_flight(&self) -> u64 {
+        let mut n = 0u64;
+        if let Some(m) = self.ebpf.map("inflight_slots") {
+            if let Ok(a) = aya::maps::Array::<_, [u64; 16]>::try_from(m) {
+                for i in 0..a.len() {
+                    if let Ok(slot) = a.get(&i, 0) {
+                        n += (slot[0] != 0) as u64;
+                    }
+                }
+            }
+        }
+        for name in ["inflight_rq", "inflight_bio"] {
+            if let Some(m) = self.ebpf.map(name) {
+                if let Ok(h) = BpfHashMap::<_, u64, [u64; 14]>::try_from(m) {
+                    n += h.keys().filter(|k| k.is_ok()).count() as u64;
+                }
+            }
+        }
+        n
+    }
+
+    /// Times the kernel skipped one of our programs because it would have run nested in
+    /// itself on a CPU (`recursion_misses` of `bpf_prog_info`, summed over the programs).
+    pub fn recursion_misses(&self) -> u64 {
+        use std::os::fd::{AsFd, AsRawFd};
+        let mut total = 0u64;
+        let names = self
+            .attached_progs
+            .iter()
+            .map(|(n, _)| *n)
+            .chain(self.detached.iter().copied());
+        for name in names {
+            let Some(p) = self.ebpf.program(name) else {
+                continue;
+            };
+            let Ok(fd) = p.fd() else {
+                continue;
+            };
+            let raw = fd.as_fd().as_raw_fd();
+            // SAFETY: bpf_prog_info is a plain C struct of integers and pointers-as-u64, for
+            // which all-zero bytes are a valid value.
+            let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
+            #[repr(C)]
+            struct InfoAttr {
+                bpf_fd: u32,
+                info_len: u32,
+                info: u64,
+            }
+            let mut attr = InfoAttr {
+                bpf_fd: raw as u32,
+                info_len: std::mem::size_of_val(&info) as u32,
+                info: &mut info as *mut _ as u64,
+            };
+            // SAFETY: BPF_OBJ_GET_INFO_BY_FD writes at most `info_len` bytes into `info`,
+            // which lives on our stack for the duration of the call; `attr` is the
+            // `info` member of `union bpf_attr` (fd, length, pointer), zero-padded by the
+            // kernel's size check.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_bpf,
+                    aya_obj::generated::bpf_cmd::BPF_OBJ_GET_INFO_BY_FD as libc::c_long,
+                    &mut attr as *mut InfoAttr,
+                    std::mem::size_of::<InfoAttr>() as libc::c_long,
+                )
+            };
+            if r == 0 {
+                total += info.recursion_misses;
+            }
+        }
+        total
+    }
 }
 
 fn missing(name: &str) -> RecordError {

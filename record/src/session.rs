@@ -328,6 +328,57 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    // Detach, then drain what is left: from here on the counters no longer move, so the
+    // I/Os that vanished from the in-flight tables can be counted exactly.
+    prog.detach();
+    if result.is_ok() {
+        while let Some(item) = prog.ring.next() {
+            let rec: &[u8] = &item;
+            if let Err(e) = handle(
+                rec,
+                &mut conv,
+                &mut entries,
+                &mut sinks,
+                cfg.filter.as_ref(),
+                &mut events,
+            ) {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    if let Ok(c) = prog.counters() {
+        let now = monotonic_ns();
+        let mut final_losses = losses.update(&c, now);
+        let sum = |i: u32| c[i as usize].iter().sum::<u64>();
+        let accounted = sum(cnt::EMITTED)
+            + sum(cnt::LOST_RINGBUF)
+            + sum(cnt::SIZE_FILTERED)
+            + sum(cnt::RQ_MERGED)
+            + sum(cnt::LOST_STALE)
+            + prog.in_flight();
+        let evicted = sum(cnt::TRACKED).saturating_sub(accounted);
+        let nested = prog.recursion_misses();
+        for (count, reason) in [(evicted, LossReason::Evicted), (nested, LossReason::Nested)] {
+            if count > 0 {
+                losses.total += count;
+                final_losses.push(Loss {
+                    cpu: ALL_CPUS,
+                    reason,
+                    count,
+                    start_ns: mono,
+                    end_ns: now,
+                });
+            }
+        }
+        if let Some(w) = &mut sinks.writer {
+            for l in final_losses {
+                if let Err(e) = w.add_loss(l) {
+                    result = result.and(Err(write_err(e)));
+                }
+            }
+        }
+    }
     if let Some(mut c) = child.take() {
         if command_status.is_none() {
             // Stopped by a signal or the time limit: the command gets SIGTERM.
@@ -381,6 +432,9 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     }
     result.map(|()| summary)
 }
+
+/// `Loss::cpu` of a loss counted for the whole machine rather than one CPU.
+pub const ALL_CPUS: u16 = u16::MAX;
 
 fn exit_status(st: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
