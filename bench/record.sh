@@ -15,8 +15,8 @@ SECS=${SECS:-10}
 WORK=$(mktemp -d /tmp/iodump-bench.XXXXXX)
 
 if [ "$(id -u)" != 0 ]; then echo "bench/record.sh: run as root" >&2; exit 1; fi
-if command -v apt-get >/dev/null && ! command -v bpftrace >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio bpftrace time >/dev/null 2>&1 || true
+if command -v apt-get >/dev/null && ! { command -v bpftrace && command -v blktrace; } >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio bpftrace blktrace time >/dev/null 2>&1 || true
 fi
 cargo build --release --quiet
 IODUMP=$PWD/target/release/iodump
@@ -68,17 +68,17 @@ run_iodump() { # device -> "iops events lost cpu_s"
 
 bpftrace_script() { # bio|rq
   if [ "$1" = bio ]; then
-    echo 'tracepoint:block:block_bio_queue { @s[args.dev, args.sector] = nsecs; }
-          tracepoint:block:block_bio_complete /@s[args.dev, args.sector]/ {
-            printf("%d %s %d %d %d\n", pid, comm, args.sector, args.nr_sector,
-                   (nsecs - @s[args.dev, args.sector]) / 1000);
-            delete(@s[args.dev, args.sector]); }'
+    echo 'tracepoint:block:block_bio_queue { @s[args->dev, args->sector] = nsecs; }
+          tracepoint:block:block_bio_complete /@s[args->dev, args->sector]/ {
+            printf("%d %s %d %d %d\n", pid, comm, args->sector, args->nr_sector,
+                   (nsecs - @s[args->dev, args->sector]) / 1000);
+            delete(@s[args->dev, args->sector]); }'
   else
-    echo 'tracepoint:block:block_rq_issue { @s[args.dev, args.sector] = nsecs; }
-          tracepoint:block:block_rq_complete /@s[args.dev, args.sector]/ {
-            printf("%d %s %d %d %d\n", pid, comm, args.sector, args.nr_sector,
-                   (nsecs - @s[args.dev, args.sector]) / 1000);
-            delete(@s[args.dev, args.sector]); }'
+    echo 'tracepoint:block:block_rq_issue { @s[args->dev, args->sector] = nsecs; }
+          tracepoint:block:block_rq_complete /@s[args->dev, args->sector]/ {
+            printf("%d %s %d %d %d\n", pid, comm, args->sector, args->nr_sector,
+                   (nsecs - @s[args->dev, args->sector]) / 1000);
+            delete(@s[args->dev, args->sector]); }'
   fi
 }
 
