@@ -94,6 +94,7 @@ run_bpftrace() { # device kind -> iops, or "-"
 }
 
 BLKTRACE_NOTE="blktrace not installed"
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
 if command -v blktrace >/dev/null; then
   if out=$(timeout 5 blktrace -d "$LOOP" -w 1 -o - 2>&1 >/dev/null); then
     BLKTRACE_NOTE="blktrace runs here (not measured by this script yet)"

@@ -1,36 +1,11 @@
 //! End-to-end tests of the `iodump` binary: `synth` and `info`, good and bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iodump"))
-}
+use std::path::Path;
+use std::process::Output;
 
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("iodump-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn join(&self, s: &str) -> PathBuf {
-        self.0.join(s)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run iodump");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "panic: {stderr}");
-    out
-}
+use common::{bin, run, TempDir};
 
 fn synth(path: &Path, events: u64, workload: &str, seed: u64) {
     let out = run(bin().args([

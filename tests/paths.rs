@@ -2,29 +2,17 @@
 //! the test. Root and BPF needed: they skip without, unless `IODUMP_REQUIRE_BPF=1` (CI).
 
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use iodump_format::{Event, Op, PathKind, Reader, Syscall};
 
-static SERIAL: Mutex<()> = Mutex::new(());
+mod common;
 
-fn bpf_available(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let ok = root
-        && Path::new("/sys/kernel/btf/vmlinux").exists()
-        && Path::new("/sys/class/zram-control/hot_add").exists();
-    if ok {
-        return true;
-    }
-    if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
-        panic!("IODUMP_REQUIRE_BPF=1 but {test} cannot run (root={root})");
-    }
-    eprintln!("skipped: {test} needs root, BTF and zram");
-    false
-}
+use common::bpf_available;
+
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn sh(script: &str) {
     let st = Command::new("sh").arg("-c").arg(script).status().unwrap();

@@ -9,31 +9,13 @@ use std::time::Duration;
 
 use iodump_format::{Op, Reader};
 
+mod common;
+
+use common::{bin, bpf_available, run, TempDir};
+
 /// Tests create and remove devices and compare device counters: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_iodump"))
-}
-
-/// True when BPF tests can run; panics when they cannot but must.
-fn bpf_available(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
-    let zram = Path::new("/sys/class/zram-control/hot_add").exists();
-    if root && btf && zram {
-        return true;
-    }
-    let why = format!("{test}: needs root, BTF and zram (root={root}, btf={btf}, zram={zram})");
-    if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
-        panic!("IODUMP_REQUIRE_BPF=1 but {why}");
-    }
-    eprintln!("skipped: {why}");
-    false
-}
-
-/// A zram device, removed on drop.
 struct Zram {
     id: u32,
 }
@@ -126,24 +108,6 @@ impl Drop for Loop {
     }
 }
 
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("iodump-rec-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn join(&self, s: &str) -> PathBuf {
-        self.0.join(s)
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Starts `iodump record ARGS` and returns once it says it is recording; the rest of its
 /// stderr is collected by a thread and returned with the exit status by [`Recorder::finish`].
 struct Recorder {
@@ -197,13 +161,6 @@ impl Recorder {
         assert!(!err.contains("panicked"), "{err}");
         (st, self.stdout.join().unwrap(), err)
     }
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run iodump");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("panicked"), "panic: {stderr}");
-    out
 }
 
 fn ok(out: &Output) {

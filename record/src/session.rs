@@ -251,15 +251,18 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
             "until the command exits"
         }
     );
-    let mut conv = Converter::new(&all, MountTable::read());
-    let mut entries = NewEntries::default();
+    let mut ingest = Ingest {
+        conv: Converter::new(&all, MountTable::read()),
+        entries: NewEntries::default(),
+        filter: cfg.filter.as_ref(),
+        events: 0,
+    };
     let started = Instant::now();
     let mut last_flush = Instant::now();
     let mut losses = LossTracker::default();
-    let mut events = 0u64;
     let mut command_status = None;
     let fd = prog.ring.as_raw_fd();
-    let mut result: Result<(), RecordError> = Ok(());
+    let mut result: Result<(), RecordError>;
     let mut stopping = false;
     loop {
         // Wait for data (or 100 ms).
@@ -271,20 +274,7 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         // SAFETY: one valid pollfd on our stack; the fd is the ring buffer map's, alive
         // as long as `prog`.
         unsafe { libc::poll(&mut pfd, 1, 100) };
-        while let Some(item) = prog.ring.next() {
-            let rec: &[u8] = &item;
-            if let Err(e) = handle(
-                rec,
-                &mut conv,
-                &mut entries,
-                &mut sinks,
-                cfg.filter.as_ref(),
-                &mut events,
-            ) {
-                result = Err(e);
-                break;
-            }
-        }
+        result = ingest.drain(&mut prog, &mut sinks);
         if result.is_err() {
             break;
         }
@@ -332,20 +322,7 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     // I/Os that vanished from the in-flight tables can be counted exactly.
     prog.detach();
     if result.is_ok() {
-        while let Some(item) = prog.ring.next() {
-            let rec: &[u8] = &item;
-            if let Err(e) = handle(
-                rec,
-                &mut conv,
-                &mut entries,
-                &mut sinks,
-                cfg.filter.as_ref(),
-                &mut events,
-            ) {
-                result = Err(e);
-                break;
-            }
-        }
+        result = ingest.drain(&mut prog, &mut sinks);
     }
     if let Ok(c) = prog.counters() {
         let now = monotonic_ns();
@@ -401,11 +378,11 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         .unwrap_or_default();
     let mut summary = RecordSummary {
         kernel_counters,
-        events,
+        events: ingest.events,
         lost_events: losses.total,
         command_status,
         hooks: prog.attached.hooks.clone(),
-        attributed: conv.attributed,
+        attributed: ingest.conv.attributed,
         duration: started.elapsed(),
         ..RecordSummary::default()
     };
@@ -442,6 +419,32 @@ fn exit_status(st: std::process::ExitStatus) -> i32 {
         (Some(c), _) => c,
         (None, Some(s)) => 128 + s,
         _ => 1,
+    }
+}
+
+/// The ingest state: converts ring-buffer records and hands them to the sinks.
+struct Ingest<'a> {
+    conv: Converter,
+    entries: NewEntries,
+    filter: Option<&'a Expr>,
+    events: u64,
+}
+
+impl Ingest<'_> {
+    /// Handles every record waiting in the ring buffer.
+    fn drain(&mut self, prog: &mut Program, sinks: &mut Sinks) -> Result<(), RecordError> {
+        while let Some(item) = prog.ring.next() {
+            let rec: &[u8] = &item;
+            handle(
+                rec,
+                &mut self.conv,
+                &mut self.entries,
+                sinks,
+                self.filter,
+                &mut self.events,
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,57 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `iodump` binary under test.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iodump"))
+}
+
+/// A temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("iodump-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    pub fn join(&self, s: &str) -> PathBuf {
+        self.0.join(s)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs a command, failing the test if it panicked.
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run iodump");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+    out
+}
+
+/// True when BPF tests can run (root, BTF, zram); panics when they cannot but must
+/// (`IODUMP_REQUIRE_BPF=1`), else says the test is skipped.
+pub fn bpf_available(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
+    let zram = Path::new("/sys/class/zram-control/hot_add").exists();
+    if root && btf && zram {
+        return true;
+    }
+    let why = format!("{test}: needs root, BTF and zram (root={root}, btf={btf}, zram={zram})");
+    if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_BPF=1 but {why}");
+    }
+    eprintln!("skipped: {why}");
+    false
+}
