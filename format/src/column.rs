@@ -95,7 +95,15 @@ pub struct SeqState {
     used: Vec<bool>,
     len: usize,
     last: Option<(u64, usize)>,
+    /// Per-file streams indexed by path id: (dev, epoch, expected). A slot belongs to the
+    /// first device that uses it in a segment; other devices with the same path id go to
+    /// the hash table.
+    dense: Vec<(u32, u32, u64)>,
+    epoch: u32,
 }
+
+/// Path ids below this use the dense table.
+const DENSE_PATHS: u32 = 1 << 20;
 
 impl SeqState {
     fn clear(&mut self) {
@@ -104,6 +112,32 @@ impl SeqState {
         }
         self.len = 0;
         self.last = None;
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.dense.iter_mut().for_each(|d| *d = (0, 0, 0));
+            self.epoch = 1;
+        }
+    }
+
+    /// The expected next sector of stream `(dev, path)` (Seq-file) or `dev` (Seq).
+    #[inline]
+    fn stream(&mut self, tr: Transform, dev: u64, path: u64) -> &mut u64 {
+        if tr == Transform::SeqFile && path < DENSE_PATHS as u64 && dev <= u32::MAX as u64 {
+            let p = path as usize;
+            if self.dense.len() <= p {
+                self.dense.resize((p + 1).next_power_of_two(), (0, 0, 0));
+            }
+            let epoch = self.epoch;
+            let slot = &mut self.dense[p];
+            if slot.1 != epoch {
+                *slot = (dev as u32, epoch, 0);
+            }
+            if slot.0 == dev as u32 {
+                // Re-borrow to satisfy the borrow checker across the fallback below.
+                return &mut self.dense[p].2;
+            }
+        }
+        self.slot(seq_key(tr, dev, path))
     }
 
     #[inline]
@@ -198,7 +232,7 @@ fn apply_transform(
             let ctx = seq.expect("seq transform needs context");
             state.clear();
             for (i, &v) in values.iter().enumerate() {
-                let e = state.slot(seq_key(transform, ctx.dev[i], ctx.path[i]));
+                let e = state.stream(transform, ctx.dev[i], ctx.path[i]);
                 let d = v.wrapping_sub(*e);
                 *e = v.wrapping_add(sectors_of(ctx.bytes[i]));
                 or_bits |= d;
@@ -398,17 +432,37 @@ pub fn encode_column(
     s.seq_state = seq_state;
 }
 
-/// Rebuilds `m` values of `W` bytes from `W` planes of `m` bytes, adding `base`, in one pass.
+/// Rebuilds `m` values of `W` bytes from `W` planes of `m` bytes, adding `base`. Works in
+/// blocks so that the block being assembled stays in L1 while each plane is folded in.
 #[inline]
 fn unplane<const W: usize>(planes: &[u8], m: usize, base: u64, t: &mut Vec<u64>) {
-    let p: [&[u8]; W] = std::array::from_fn(|k| &planes[k * m..(k + 1) * m]);
-    t.extend((0..m).map(|i| {
-        let mut v = 0u64;
-        for (k, plane) in p.iter().enumerate() {
-            v |= (plane[i] as u64) << (8 * k);
+    const BLOCK: usize = 2048;
+    let start = t.len();
+    if W == 1 {
+        t.extend(planes[..m].iter().map(|&b| (b as u64).wrapping_add(base)));
+        return;
+    }
+    t.extend(planes[..m].iter().map(|&b| b as u64));
+    let out = &mut t[start..];
+    let mut i = 0;
+    while i < m {
+        let n = BLOCK.min(m - i);
+        let o = &mut out[i..i + n];
+        for k in 1..W {
+            let plane = &planes[k * m + i..k * m + i + n];
+            let sh = 8 * k as u32;
+            if k == W - 1 && base != 0 {
+                for (v, &b) in o.iter_mut().zip(plane) {
+                    *v = (*v | (b as u64) << sh).wrapping_add(base);
+                }
+            } else {
+                for (v, &b) in o.iter_mut().zip(plane) {
+                    *v |= (b as u64) << sh;
+                }
+            }
         }
-        v.wrapping_add(base)
-    }));
+        i += n;
+    }
 }
 
 /// What [`decode_column_into`] found besides the values.
@@ -585,7 +639,7 @@ pub fn undo_seq(
 ) {
     state.clear();
     for (((v, &d), &b), &p) in deltas.iter_mut().zip(dev).zip(bytes).zip(path) {
-        let e = state.slot(seq_key(tr, d as u64, p as u64));
+        let e = state.stream(tr, d as u64, p as u64);
         let sector = e.wrapping_add(*v);
         *e = sector.wrapping_add(sectors_of(b as u64));
         *v = sector;

@@ -329,6 +329,8 @@ pub struct DecodeScratch {
 }
 
 /// Lossless narrowing of a decoded column into `out`; a value above `max` is an error.
+/// `max` is always `2^k - 1`, so a value exceeds it exactly when the OR of all values does:
+/// one pass converts and checks.
 fn narrow_into<T: Copy>(
     v: &[u64],
     out: &mut Vec<T>,
@@ -336,8 +338,15 @@ fn narrow_into<T: Copy>(
     what: &'static str,
     conv: impl Fn(u64) -> T,
 ) -> Result<(), DecodeError> {
-    let m = v.iter().copied().fold(0, u64::max);
-    if m > max {
+    debug_assert!(max.wrapping_add(1).is_power_of_two() || max == u64::MAX);
+    out.clear();
+    let mut or = 0u64;
+    out.extend(v.iter().map(|&x| {
+        or |= x;
+        conv(x)
+    }));
+    if or > max {
+        let m = v.iter().copied().fold(0, u64::max);
         return Err(DecodeError::OutOfRange {
             what,
             at: 0,
@@ -345,8 +354,6 @@ fn narrow_into<T: Copy>(
             max,
         });
     }
-    out.clear();
-    out.extend(v.iter().map(|&x| conv(x)));
     Ok(())
 }
 
@@ -493,8 +500,9 @@ pub fn decode_segment_into(
                              what: &'static str|
      -> Result<(Vec<u64>, Option<Vec<bool>>), DecodeError> {
         let i = id as usize - 1;
-        let m = s.values[i].iter().copied().fold(0, u64::max);
-        if m > max {
+        let or = s.values[i].iter().fold(0, |a, &x| a | x);
+        if or > max {
+            let m = s.values[i].iter().copied().fold(0, u64::max);
             return Err(DecodeError::OutOfRange {
                 what,
                 at: 0,
