@@ -465,6 +465,21 @@ fn unplane<const W: usize>(planes: &[u8], m: usize, base: u64, t: &mut Vec<u64>)
     }
 }
 
+/// `BITS[b][k]` = bit `k` of byte `b` is set.
+static BITS: [[bool; 8]; 256] = {
+    let mut t = [[false; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut k = 0;
+        while k < 8 {
+            t[b][k] = (b >> k) & 1 == 1;
+            k += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
 /// What [`decode_column_into`] found besides the values.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ColumnMeta {
@@ -497,7 +512,11 @@ pub fn decode_column_into(
         }
         VALID_BITMAP => {
             let bm = c.take(rows.div_ceil(8))?;
-            valid.extend((0..rows).map(|i| bm[i / 8] & (1 << (i % 8)) != 0));
+            // A byte at a time: eight flags from one lookup, then trim the padding bits.
+            for &byte in bm {
+                valid.extend_from_slice(&BITS[byte as usize]);
+            }
+            valid.truncate(rows);
             meta.has_nulls = true;
             valid.iter().filter(|&&p| p).count()
         }
@@ -616,13 +635,14 @@ pub fn decode_column_into(
     if meta.has_nulls && present < rows {
         t.resize(rows, 0);
         let mut src = present;
-        for i in (0..rows).rev() {
-            if valid[i] {
+        for (i, &p) in valid.iter().enumerate().rev() {
+            let v = if p {
                 src -= 1;
-                t[i] = t[src];
+                t[src]
             } else {
-                t[i] = 0;
-            }
+                0
+            };
+            t[i] = v;
         }
     }
     Ok(meta)
