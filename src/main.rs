@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         cli::Command::Info(args) => info::run(&args),
         cli::Command::Synth(args) => cli::run_synth(&args),
         cli::Command::Record(args) => record::run(&args),
+        cli::Command::Export(args) => cli::run_export(&args),
     };
     match result {
         Ok(code) => code,

@@ -16,6 +16,7 @@ pub mod segment;
 pub mod summary;
 pub mod synth;
 pub mod synth_writer;
+pub mod text;
 pub mod writer;
 
 pub use error::{Damage, DamageKind, DecodeError, ReadError, WriteError};

@@ -1,0 +1,168 @@
+//! Exports of a trace's events: CSV (the original iodump's columns
+//! `timestamp,pid,comm,iosize,rw,lba,path` first, then the rest; RFC 4180), JSON lines, and
+//! fio's iolog version 3 for `fio --read_iolog`.
+
+use std::io::Write;
+
+use iodump_format::text::{format_event, header_line, LineFormat};
+use iodump_format::{Damage, DevT, Op, Reader};
+
+use crate::AnalyzeError;
+
+/// What to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// CSV, original columns first.
+    Csv,
+    /// One JSON object per event.
+    Jsonl,
+    /// fio iolog version 3: one file per device, offsets in bytes on the device.
+    FioIolog,
+}
+
+/// What an export wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ExportSummary {
+    /// Events written.
+    pub events: u64,
+    /// Events left out (fio iolog: operations fio cannot replay, e.g. zone management).
+    pub skipped: u64,
+    /// Damaged segments that were skipped.
+    pub damaged: Vec<Damage>,
+}
+
+fn werr(what: &str) -> impl Fn(std::io::Error) -> AnalyzeError + '_ {
+    move |source| AnalyzeError::Write {
+        what: what.to_string(),
+        source,
+    }
+}
+
+/// Writes every intact event of `r` to `out` in `fmt`.
+pub fn export(
+    r: &Reader,
+    fmt: ExportFormat,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, AnalyzeError> {
+    match fmt {
+        ExportFormat::Csv => lines(r, LineFormat::Csv, out),
+        ExportFormat::Jsonl => lines(r, LineFormat::Json, out),
+        ExportFormat::FioIolog => fio_iolog(r, out),
+    }
+}
+
+fn lines(r: &Reader, fmt: LineFormat, out: &mut dyn Write) -> Result<ExportSummary, AnalyzeError> {
+    let mut s = ExportSummary::default();
+    out.write_all(header_line(fmt))
+        .map_err(werr("the header"))?;
+    let mut line = Vec::with_capacity(512);
+    let mut buf = Vec::with_capacity(1 << 20);
+    let mut result = Ok(());
+    r.for_each_segment(|i, b| {
+        if result.is_err() {
+            return;
+        }
+        let b = match b {
+            Ok(b) => b,
+            Err(d) => {
+                s.damaged.push(d);
+                return;
+            }
+        };
+        for row in 0..b.len() {
+            let e = b.get(row);
+            let comm = r.comm(e.pid, e.tid, i).unwrap_or(b"?");
+            let path = r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path);
+            line.clear();
+            format_event(fmt, &mut line, r.header(), &e, comm, path);
+            buf.extend_from_slice(&line);
+            if buf.len() >= 1 << 20 {
+                if let Err(e) = out.write_all(&buf) {
+                    result = Err(e);
+                    return;
+                }
+                buf.clear();
+            }
+        }
+        s.events += b.len() as u64;
+    });
+    result.map_err(werr("events"))?;
+    out.write_all(&buf).map_err(werr("events"))?;
+    out.flush().map_err(werr("events"))?;
+    Ok(s)
+}
+
+/// fio's iolog v3: `fio version 3 iolog`, then `TIMESTAMP FILE ACTION [OFFSET LENGTH]` with the
+/// timestamp in microseconds from the first event. Each device is one file (`/dev/NAME`),
+/// offsets are bytes on it. Reads and writes replay as such, discards and write-zeroes as
+/// `trim`, flushes as `sync`.
+fn fio_iolog(r: &Reader, out: &mut dyn Write) -> Result<ExportSummary, AnalyzeError> {
+    let mut s = ExportSummary::default();
+    // (timestamp, dev, action, offset, length), sorted by time: segments are sorted inside
+    // but may overlap each other.
+    let mut ios: Vec<(u64, u32, u8, u64, u32)> = Vec::new();
+    r.for_each_segment(|_, b| match b {
+        Ok(b) => {
+            for i in 0..b.len() {
+                let action = match Op::from_code(b.op[i]) {
+                    Op::Read => 0,
+                    Op::Write => 1,
+                    Op::Discard | Op::SecureErase | Op::WriteZeroes => 2,
+                    Op::Flush => 3,
+                    Op::Other => {
+                        s.skipped += 1;
+                        continue;
+                    }
+                };
+                ios.push((
+                    b.timestamp_ns[i],
+                    b.dev[i],
+                    action,
+                    b.sector[i] * 512,
+                    b.bytes[i],
+                ));
+            }
+        }
+        Err(d) => s.damaged.push(d),
+    });
+    ios.sort_by_key(|x| x.0);
+    let name = |d: u32| -> String {
+        r.tables().device(DevT(d)).map_or_else(
+            || format!("/dev/block/{}", DevT(d)),
+            |x| format!("/dev/{}", x.name),
+        )
+    };
+    let mut devs: Vec<u32> = ios.iter().map(|x| x.1).collect();
+    devs.sort_unstable();
+    devs.dedup();
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
+    let t0 = ios.first().map_or(0, |x| x.0);
+    let t_end = ios.last().map_or(0, |x| (x.0 - t0) / 1000);
+    let io = |e| werr("the iolog")(e);
+    writeln!(w, "fio version 3 iolog").map_err(io)?;
+    for &d in &devs {
+        writeln!(w, "0 {} add", name(d)).map_err(io)?;
+    }
+    for &d in &devs {
+        writeln!(w, "0 {} open", name(d)).map_err(io)?;
+    }
+    let names: std::collections::HashMap<u32, String> =
+        devs.iter().map(|&d| (d, name(d))).collect();
+    for (ts, d, action, offset, len) in &ios {
+        let t = (ts - t0) / 1000;
+        let f = &names[d];
+        match action {
+            0 => writeln!(w, "{t} {f} read {offset} {len}"),
+            1 => writeln!(w, "{t} {f} write {offset} {len}"),
+            2 => writeln!(w, "{t} {f} trim {offset} {len}"),
+            _ => writeln!(w, "{t} {f} sync"),
+        }
+        .map_err(io)?;
+    }
+    for &d in &devs {
+        writeln!(w, "{t_end} {} close", name(d)).map_err(io)?;
+    }
+    w.flush().map_err(io)?;
+    s.events = ios.len() as u64;
+    Ok(s)
+}

@@ -1,0 +1,35 @@
+//! `iodump-analyze` owns offline analysis of traces: for now the exports (CSV with the original
+//! iodump's columns first, JSON lines, and fio's version 3 iolog for replay); the Parquet
+//! conversion and polars queries of `iodump analyze` come next.
+
+pub mod export;
+
+pub use export::{export, ExportFormat, ExportSummary};
+
+use std::fmt;
+
+/// Errors of the analysis crate.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AnalyzeError {
+    /// The trace could not be read at all.
+    Read(iodump_format::ReadError),
+    /// Writing the output failed.
+    Write {
+        /// What was being written.
+        what: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for AnalyzeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AnalyzeError::Read(e) => write!(f, "{e}"),
+            AnalyzeError::Write { what, source } => write!(f, "writing {what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for AnalyzeError {}

@@ -1,0 +1,226 @@
+//! Text renderings of events shared by live printing (`iodump record`) and export: aligned
+//! text like the original iodump, CSV with the original's columns first (RFC 4180 quoting,
+//! bytes kept as they are), and JSON lines.
+
+use std::io::Write;
+
+use crate::event::{Event, Header};
+use crate::summary::rfc3339_utc;
+
+/// A line format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineFormat {
+    /// Aligned text.
+    Text,
+    /// CSV: `timestamp,pid,comm,iosize,rw,lba,path` then the other fields.
+    Csv,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The header line of a format (empty for JSON).
+pub fn header_line(fmt: LineFormat) -> &'static [u8] {
+    match fmt {
+        LineFormat::Text => b"TIME(UTC)       COMM             PID     TID     DEV      SECTOR        BYTES RW FLAGS   LAT(us) QUE(us) PATH\n",
+        LineFormat::Csv => b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid\n",
+        LineFormat::Json => b"",
+    }
+}
+
+/// Appends `b` to `out`, escaping for a terminal: `\n`, `\t`, `\\`, other control bytes and
+/// invalid UTF-8 as `\xNN`.
+pub fn escape_text(out: &mut Vec<u8>, b: &[u8]) {
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\n' => out.extend_from_slice(b"\\n"),
+                '\t' => out.extend_from_slice(b"\\t"),
+                '\\' => out.extend_from_slice(b"\\\\"),
+                c if c.is_control() => {
+                    out.extend_from_slice(format!("\\x{:02x}", c as u32).as_bytes())
+                }
+                c => {
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+            }
+        }
+        for &x in chunk.invalid() {
+            out.extend_from_slice(format!("\\x{x:02x}").as_bytes());
+        }
+    }
+}
+
+/// Appends `b` as one RFC 4180 CSV field (quoted when it holds a comma, quote, CR or LF).
+/// Bytes are kept as they are (not necessarily UTF-8).
+pub fn escape_csv(out: &mut Vec<u8>, b: &[u8]) {
+    if b.iter().any(|&c| matches!(c, b',' | b'"' | b'\n' | b'\r')) {
+        out.push(b'"');
+        for &c in b {
+            if c == b'"' {
+                out.push(b'"');
+            }
+            out.push(c);
+        }
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(b);
+    }
+}
+
+/// Appends `b` as a JSON string; invalid UTF-8 bytes become U+FFFD.
+pub fn escape_json(out: &mut Vec<u8>, b: &[u8]) {
+    out.push(b'"');
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.extend_from_slice(b"\\\""),
+                '\\' => out.extend_from_slice(b"\\\\"),
+                '\n' => out.extend_from_slice(b"\\n"),
+                '\r' => out.extend_from_slice(b"\\r"),
+                '\t' => out.extend_from_slice(b"\\t"),
+                c if (c as u32) < 0x20 => {
+                    out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+                }
+                c => {
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+            }
+        }
+        if !chunk.invalid().is_empty() {
+            out.extend_from_slice("\u{fffd}".as_bytes());
+        }
+    }
+    out.push(b'"');
+}
+
+/// Appends one event as a line (with its newline) to `l`. `comm` and `path` are the
+/// resolved command name and path bytes; `header` maps timestamps to UTC.
+pub fn format_event(
+    fmt: LineFormat,
+    l: &mut Vec<u8>,
+    header: &Header,
+    e: &Event,
+    comm: &[u8],
+    path: &[u8],
+) {
+    let utc = header.to_utc_ns(e.timestamp_ns);
+    match fmt {
+        LineFormat::Text => {
+            let t = rfc3339_utc(utc);
+            l.extend_from_slice(&t.as_bytes()[11..26]);
+            l.push(b' ');
+            let start = l.len();
+            escape_text(l, comm);
+            while l.len() < start + 16 {
+                l.push(b' ');
+            }
+            let _ = write!(
+                l,
+                " {:<7} {:<7} {:<8} {:<13} {:>6} {}  {:<6} {:>8.1} ",
+                e.pid,
+                e.tid,
+                e.dev.to_string(),
+                e.sector,
+                e.bytes,
+                e.op.letter(),
+                e.flags.letters(),
+                e.latency_ns as f64 / 1e3,
+            );
+            match e.queue_ns {
+                Some(q) => {
+                    let _ = write!(l, "{:>7.1} ", q as f64 / 1e3);
+                }
+                None => l.extend_from_slice(b"      - "),
+            }
+            escape_text(l, path);
+            l.push(b'\n');
+        }
+        LineFormat::Csv => {
+            let _ = write!(
+                l,
+                "{}.{:06},{},",
+                utc.div_euclid(1_000_000_000),
+                utc.rem_euclid(1_000_000_000) / 1000,
+                e.pid
+            );
+            escape_csv(l, comm);
+            let _ = write!(l, ",{},{},{},", e.bytes, e.op.letter(), e.sector);
+            escape_csv(l, path);
+            let _ = write!(
+                l,
+                ",{},{},{},{},",
+                e.tid,
+                e.dev,
+                e.flags.letters(),
+                e.latency_ns
+            );
+            if let Some(q) = e.queue_ns {
+                let _ = write!(l, "{q}");
+            }
+            l.push(b',');
+            if let Some(s) = e.syscall {
+                let _ = write!(l, "{s}");
+            }
+            let _ = write!(l, ",{},{},{},", e.error, e.cpu, e.cgroup_id);
+            if let Some(d) = e.dirtier_pid {
+                let _ = write!(l, "{d}");
+            }
+            l.push(b'\n');
+        }
+        LineFormat::Json => {
+            let _ = write!(
+                l,
+                "{{\"timestamp\":\"{}\",\"timestamp_ns\":{},\"pid\":{},\"tid\":{},\"comm\":",
+                rfc3339_utc(utc),
+                e.timestamp_ns,
+                e.pid,
+                e.tid
+            );
+            escape_json(l, comm);
+            let _ = write!(
+                l,
+                ",\"dev\":\"{}\",\"sector\":{},\"bytes\":{},\"op\":\"{}\",\"flags\":\"{}\",\"latency_ns\":{},\"queue_ns\":{},\"error\":{},\"cpu\":{},\"syscall\":{},\"dirtier_pid\":{},\"cgroup_id\":{},\"path\":",
+                e.dev,
+                e.sector,
+                e.bytes,
+                e.op.name(),
+                e.flags.letters(),
+                e.latency_ns,
+                e.queue_ns.map_or("null".to_string(), |q| q.to_string()),
+                e.error,
+                e.cpu,
+                e.syscall.map_or("null".to_string(), |s| format!("\"{s}\"")),
+                e.dirtier_pid.map_or("null".to_string(), |d| d.to_string()),
+                e.cgroup_id,
+            );
+            escape_json(l, path);
+            l.extend_from_slice(b"}\n");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quoting_follows_rfc4180() {
+        let mut v = Vec::new();
+        escape_csv(&mut v, b"plain");
+        v.push(b'|');
+        escape_csv(&mut v, b"a,b \"c\"\nd");
+        assert_eq!(v, b"plain|\"a,b \"\"c\"\"\nd\"");
+    }
+
+    #[test]
+    fn text_and_json_escape_control_and_invalid_bytes() {
+        let mut v = Vec::new();
+        escape_text(&mut v, b"a\nb\xff\x01");
+        assert_eq!(v, b"a\\nb\\xff\\x01");
+        let mut j = Vec::new();
+        escape_json(&mut j, b"q\"\\\n\xff");
+        assert_eq!(String::from_utf8(j).unwrap(), "\"q\\\"\\\\\\n\u{fffd}\"");
+    }
+}

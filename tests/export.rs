@@ -1,0 +1,214 @@
+//! `iodump export`: CSV read by pandas with the original iodump's recipe, JSON lines, and a fio
+//! iolog that real fio replays with the recorded number of I/Os.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use iodump_format::{Op, Reader};
+
+mod common;
+
+use common::{bin, bpf_available, run, TempDir};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+fn have_pandas() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import pandas"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok && std::env::var("IODUMP_REQUIRE_PANDAS").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_PANDAS=1 but python3 cannot import pandas");
+    }
+    ok
+}
+
+#[test]
+fn csv_runs_the_original_pandas_recipe() {
+    let d = TempDir::new("export-csv");
+    let csv = d.join("t.csv");
+    let out = run(bin()
+        .args(["export"])
+        .arg(fixture("oltp-5k.iod"))
+        .args(["--format", "csv", "-o"])
+        .arg(&csv));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Independent expectations from the reader.
+    let r = Reader::open(fixture("oltp-5k.iod")).unwrap();
+    let big_writes = r
+        .events()
+        .filter(|e| e.bytes > 65536 && e.op == Op::Write)
+        .count();
+    let mysqld = r
+        .events()
+        .filter(|e| r.comm(e.pid, e.tid, 0) == Some(&b"mysqld"[..]))
+        .count();
+    // Python's csv module: RFC 4180 parsing, every row complete.
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import csv,sys\n\
+             rows=list(csv.reader(open(sys.argv[1],newline='',encoding='utf-8',errors='surrogateescape')))\n\
+             assert rows[0][:7]==['timestamp','pid','comm','iosize','rw','lba','path'], rows[0]\n\
+             assert all(len(r)==len(rows[0]) for r in rows)\n\
+             print(len(rows)-1)",
+        )
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "5000");
+    if !have_pandas() {
+        eprintln!("skipped the pandas part: no pandas");
+        return;
+    }
+    // The original's recipe, unchanged.
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import pandas as pd, sys\n\
+             df = pd.read_csv(sys.argv[1])\n\
+             g = df.groupby(['pid','comm']).size()\n\
+             big = df[(df['iosize']>65536) & (df['rw']=='W')]\n\
+             print(len(big), int(g.xs('mysqld', level='comm').sum()))",
+        )
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        format!("{big_writes} {mysqld}")
+    );
+}
+
+#[test]
+fn jsonl_has_one_object_per_event() {
+    let d = TempDir::new("export-jsonl");
+    let j = d.join("t.jsonl");
+    let out = run(bin()
+        .args(["export"])
+        .arg(fixture("mixed-20k.iod"))
+        .args(["--format", "jsonl", "-o"])
+        .arg(&j));
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&j).unwrap();
+    let mut n = 0;
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert!(v["timestamp"].as_str().unwrap().ends_with('Z'));
+        assert!(v["path"].is_string());
+        n += 1;
+    }
+    assert_eq!(n, 20_000);
+}
+
+#[test]
+fn damaged_and_bad_input() {
+    let d = TempDir::new("export-bad");
+    // A damaged trace: intact segments are exported, a warning says what was skipped.
+    let out = run(bin()
+        .args(["export"])
+        .arg(fixture("oltp-5k-bitflip.iod"))
+        .args(["--format", "csv", "-o"])
+        .arg(d.join("x.csv")));
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("exported 4000 events") && err.contains("damaged"),
+        "{err}"
+    );
+    // Not a trace: one line, non-zero.
+    std::fs::write(d.join("bad.iod"), b"nope").unwrap();
+    let out = run(bin()
+        .args(["export"])
+        .arg(d.join("bad.iod"))
+        .args(["--format", "csv", "-o"])
+        .arg(d.join("y.csv")));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn fio_replays_the_exported_iolog() {
+    if !bpf_available("fio_replays_the_exported_iolog") {
+        return;
+    }
+    // Record a known workload on one zram device, replay its iolog onto another.
+    let mk = || {
+        let id: u32 = std::fs::read_to_string("/sys/class/zram-control/hot_add")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::fs::write(format!("/sys/block/zram{id}/disksize"), "64M").unwrap();
+        id
+    };
+    let (a, b) = (mk(), mk());
+    let d = TempDir::new("export-fio");
+    let t = d.join("rec.iod");
+    let out = run(bin()
+        .args(["record", "-d", &format!("zram{a}"), "-o"])
+        .arg(&t)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "dd if=/dev/zero of=/dev/zram{a} bs=8k count=300 oflag=direct 2>/dev/null && \
+             dd if=/dev/zram{a} of=/dev/null bs=4k count=200 iflag=direct 2>/dev/null"
+        )));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = d.join("replay.iolog");
+    let out = run(bin()
+        .args(["export"])
+        .arg(&t)
+        .args(["--format", "fio-iolog", "-o"])
+        .arg(&log));
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("fio version 3 iolog\n"));
+    let before = std::fs::read_to_string(format!("/sys/block/zram{b}/stat")).unwrap();
+    let fio = Command::new("fio")
+        .args(["--name=replay", "--ioengine=psync", "--direct=1"])
+        .arg(format!("--read_iolog={}", log.display()))
+        .arg(format!("--replay_redirect=/dev/zram{b}"))
+        .args(["--output-format=json"])
+        .output()
+        .expect("fio");
+    let after = std::fs::read_to_string(format!("/sys/block/zram{b}/stat")).unwrap();
+    for id in [a, b] {
+        let _ = std::fs::write(format!("/sys/block/zram{id}/reset"), "1");
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", id.to_string());
+    }
+    assert!(
+        fio.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fio.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&fio.stdout).unwrap();
+    let job = &v["jobs"][0];
+    assert_eq!(job["write"]["total_ios"], 300, "{}", job["write"]);
+    assert_eq!(job["read"]["total_ios"], 200, "{}", job["read"]);
+    let f = |s: &str| -> Vec<u64> { s.split_whitespace().map(|x| x.parse().unwrap()).collect() };
+    let (x, y) = (f(&before), f(&after));
+    assert_eq!(y[4] - x[4], 300, "writes that reached the replay device");
+    assert_eq!(y[0] - x[0], 200, "reads that reached the replay device");
+}
