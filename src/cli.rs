@@ -29,6 +29,20 @@ pub enum Command {
     /// Write a trace's events as CSV (the original iodump's columns first), JSON lines, or
     /// a fio iolog (version 3) that `fio --read_iolog` replays.
     Export(ExportArgs),
+    /// Convert traces to Parquet tables (io, processes, files, devices, losses) in a
+    /// directory, for DuckDB, polars, pandas, Spark (schemas/parquet-tables.md).
+    Convert(ConvertArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Trace files (.iod); several form one dataset (columns trace and host tell them apart).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output directory (created): io.parquet, processes.parquet, files.parquet,
+    /// devices.parquet, losses.parquet.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -244,6 +258,47 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             "iodump: warning: {}: {} damaged chunk(s) skipped (first: {d})",
             a.file.display(),
             damaged.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
+    use iodump_analyze::{convert, Input};
+    let mut readers = Vec::new();
+    for f in &a.files {
+        readers.push((
+            f.file_name().map_or_else(
+                || f.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            iodump_format::Reader::open(f).with_context(|| format!("{}", f.display()))?,
+        ));
+    }
+    let inputs: Vec<Input<'_>> = readers
+        .iter()
+        .map(|(name, r)| Input {
+            name: name.clone(),
+            reader: r,
+        })
+        .collect();
+    let s = convert(&inputs, &a.output)?;
+    eprintln!(
+        "iodump: converted {} events into {}",
+        s.events,
+        s.files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(d) = s.damaged.first() {
+        if s.events == 0 {
+            anyhow::bail!("nothing could be read (first damage: {d})");
+        }
+        eprintln!(
+            "iodump: warning: {} damaged chunk(s) skipped (first: {d})",
+            s.damaged.len()
         );
     }
     Ok(ExitCode::SUCCESS)

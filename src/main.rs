@@ -17,6 +17,7 @@ fn main() -> ExitCode {
         cli::Command::Synth(args) => cli::run_synth(&args),
         cli::Command::Record(args) => record::run(&args),
         cli::Command::Export(args) => cli::run_export(&args),
+        cli::Command::Convert(args) => cli::run_convert(&args),
     };
     match result {
         Ok(code) => code,

@@ -18,11 +18,11 @@ fn fixture(name: &str) -> PathBuf {
 
 fn have_pandas() -> bool {
     let ok = Command::new("python3")
-        .args(["-c", "import pandas"])
+        .args(["-c", "import pandas, pyarrow"])
         .status()
         .is_ok_and(|s| s.success());
     if !ok && std::env::var("IODUMP_REQUIRE_PANDAS").as_deref() == Ok("1") {
-        panic!("IODUMP_REQUIRE_PANDAS=1 but python3 cannot import pandas");
+        panic!("IODUMP_REQUIRE_PANDAS=1 but python3 cannot import pandas and pyarrow");
     }
     ok
 }
@@ -211,4 +211,50 @@ fn fio_replays_the_exported_iolog() {
     let (x, y) = (f(&before), f(&after));
     assert_eq!(y[4] - x[4], 300, "writes that reached the replay device");
     assert_eq!(y[0] - x[0], 200, "reads that reached the replay device");
+}
+
+#[test]
+fn parquet_opens_in_pandas() {
+    if !have_pandas() {
+        eprintln!("skipped: no pandas");
+        return;
+    }
+    let d = TempDir::new("convert-pandas");
+    let out = run(bin()
+        .args(["convert"])
+        .arg(fixture("oltp-5k.iod"))
+        .arg(fixture("mixed-20k.iod"))
+        .arg("-o")
+        .arg(&d.0));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = Reader::open(fixture("oltp-5k.iod")).unwrap();
+    let mysqld = r
+        .events()
+        .filter(|e| r.comm(e.pid, e.tid, 0) == Some(&b"mysqld"[..]))
+        .count();
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import pandas as pd, sys\n\
+             df = pd.read_parquet(sys.argv[1] + '/io.parquet')\n\
+             o = df[df['trace'] == 'oltp-5k.iod']\n\
+             assert str(df['timestamp'].dtype) == 'datetime64[ns, UTC]', df['timestamp'].dtype\n\
+             print(len(df), int((o['comm'] == 'mysqld').sum()))",
+        )
+        .arg(&d.0)
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        format!("25000 {mysqld}")
+    );
 }

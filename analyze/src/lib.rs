@@ -1,9 +1,11 @@
-//! `iodump-analyze` owns offline analysis of traces: for now the exports (CSV with the original
-//! iodump's columns first, JSON lines, and fio's version 3 iolog for replay); the Parquet
-//! conversion and polars queries of `iodump analyze` come next.
+//! `iodump-analyze` owns offline analysis of traces: the Parquet tables of `iodump convert`
+//! and the exports (CSV with the original iodump's columns first, JSON lines, fio's version 3
+//! iolog for replay); the polars queries of `iodump analyze` come next.
 
+pub mod convert;
 pub mod export;
 
+pub use convert::{convert, ConvertSummary, Input};
 pub use export::{export, ExportFormat, ExportSummary};
 
 use std::fmt;

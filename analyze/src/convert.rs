@@ -1,0 +1,481 @@
+//! `iodump convert`: traces → Parquet tables (`io`, `processes`, `files`, `devices`,
+//! `losses`), documented column by column in `schemas/parquet-tables.md`. Several traces form
+//! one dataset: every table has `trace` and `host` columns.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, StringBuilder, TimestampNanosecondBuilder, UInt16Builder, UInt32Builder,
+    UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use iodump_format::{Damage, DevT, EventBatch, Flags, Op, Reader, Syscall};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::AnalyzeError;
+
+/// What a conversion wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ConvertSummary {
+    /// Rows of the `io` table.
+    pub events: u64,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+    /// Damaged segments skipped.
+    pub damaged: Vec<Damage>,
+}
+
+/// Rows per Parquet row group of the `io` table (parallel scans split on row groups).
+pub const ROW_GROUP_ROWS: usize = 1 << 20;
+
+fn perr(what: &str) -> impl Fn(parquet::errors::ParquetError) -> AnalyzeError + '_ {
+    move |e| AnalyzeError::Write {
+        what: what.to_string(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+fn aerr(what: &str) -> impl Fn(arrow_schema::ArrowError) -> AnalyzeError + '_ {
+    move |e| AnalyzeError::Write {
+        what: what.to_string(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+fn utc() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+}
+
+/// The schema of the `io` table.
+pub fn io_schema() -> Arc<Schema> {
+    use DataType::*;
+    Arc::new(Schema::new(vec![
+        Field::new("trace", Utf8, false),
+        Field::new("host", Utf8, false),
+        Field::new("timestamp", utc(), false),
+        Field::new("monotonic_ns", UInt64, false),
+        Field::new("dev", Utf8, false),
+        Field::new("dev_t", Utf8, false),
+        Field::new("sector", UInt64, false),
+        Field::new("bytes", UInt32, false),
+        Field::new("op", Utf8, false),
+        Field::new("rw", Utf8, false),
+        Field::new("flags", Utf8, false),
+        Field::new("sync", Boolean, false),
+        Field::new("meta", Boolean, false),
+        Field::new("fua", Boolean, false),
+        Field::new("preflush", Boolean, false),
+        Field::new("readahead", Boolean, false),
+        Field::new("pid", UInt32, false),
+        Field::new("tid", UInt32, false),
+        Field::new("comm", Utf8, false),
+        Field::new("path_id", UInt32, false),
+        Field::new("path", Utf8, false),
+        Field::new("queue_ns", UInt64, true),
+        Field::new("device_ns", UInt64, false),
+        Field::new("latency_ns", UInt64, false),
+        Field::new("error", UInt16, false),
+        Field::new("cpu", UInt16, false),
+        Field::new("syscall", Utf8, true),
+        Field::new("dirtier_pid", UInt32, true),
+        Field::new("cgroup_id", UInt64, false),
+    ]))
+}
+
+fn props() -> WriterProperties {
+    WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).expect("zstd level 3"),
+        ))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .build()
+}
+
+fn writer(
+    dir: &Path,
+    name: &str,
+    schema: Arc<Schema>,
+) -> Result<(ArrowWriter<File>, PathBuf), AnalyzeError> {
+    let p = dir.join(format!("{name}.parquet"));
+    let f = File::create(&p).map_err(|source| AnalyzeError::Write {
+        what: p.display().to_string(),
+        source,
+    })?;
+    let w = ArrowWriter::try_new(f, schema, Some(props())).map_err(perr(name))?;
+    Ok((w, p))
+}
+
+/// One input: a name for the `trace` column and its reader.
+pub struct Input<'a> {
+    /// Value of the `trace` column (the file name).
+    pub name: String,
+    /// The opened trace.
+    pub reader: &'a Reader,
+}
+
+fn io_batch(
+    input: &Input<'_>,
+    segment: usize,
+    b: &EventBatch,
+    dev_names: &std::collections::HashMap<u32, String>,
+) -> Result<RecordBatch, AnalyzeError> {
+    let r = input.reader;
+    let h = r.header();
+    let n = b.len();
+    let mut trace = StringBuilder::with_capacity(n, n * input.name.len());
+    let mut host = StringBuilder::with_capacity(n, n * h.hostname.len());
+    let mut ts = TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut dev = StringBuilder::new();
+    let mut dev_t = StringBuilder::new();
+    let mut op = StringBuilder::new();
+    let mut rw = StringBuilder::new();
+    let mut flags = StringBuilder::new();
+    let mut fl: [BooleanBuilder; 5] = std::array::from_fn(|_| BooleanBuilder::with_capacity(n));
+    let mut comm = StringBuilder::new();
+    let mut path = StringBuilder::new();
+    let mut queue = UInt64Builder::with_capacity(n);
+    let mut device = UInt64Builder::with_capacity(n);
+    let mut syscall = StringBuilder::new();
+    let mut dirtier = UInt32Builder::with_capacity(n);
+    let mut last_path = (u32::MAX, String::new());
+    let mut last_comm = ((u32::MAX, u32::MAX), String::new());
+    for i in 0..n {
+        trace.append_value(&input.name);
+        host.append_value(&h.hostname);
+        ts.append_value(h.to_utc_ns(b.timestamp_ns[i]));
+        let d = b.dev[i];
+        dev.append_value(dev_names.get(&d).map_or("?", |s| s.as_str()));
+        dev_t.append_value(DevT(d).to_string());
+        let o = Op::from_code(b.op[i]);
+        op.append_value(o.name());
+        let mut letter = [0u8; 4];
+        rw.append_value(o.letter().encode_utf8(&mut letter));
+        let f = Flags(b.flags[i]);
+        flags.append_value(f.letters());
+        for (k, flag) in [
+            Flags::SYNC,
+            Flags::META,
+            Flags::FUA,
+            Flags::PREFLUSH,
+            Flags::READAHEAD,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            fl[k].append_value(f.contains(flag));
+        }
+        let key = (b.pid[i], b.tid[i]);
+        if last_comm.0 != key {
+            let c = r.comm(key.0, key.1, segment).unwrap_or(b"?");
+            last_comm = (key, String::from_utf8_lossy(c).into_owned());
+        }
+        comm.append_value(&last_comm.1);
+        let pid = b.path_id[i];
+        if last_path.0 != pid {
+            let p = r.tables().path(pid).map_or(&b""[..], |p| &p.path);
+            last_path = (pid, String::from_utf8_lossy(p).into_owned());
+        }
+        path.append_value(&last_path.1);
+        queue.append_option(b.queue_ns.get(i));
+        device.append_value(b.device_ns(i));
+        match b.syscall.get(i) {
+            Some(s) => syscall.append_value(Syscall(s).to_string()),
+            None => syscall.append_null(),
+        }
+        dirtier.append_option(b.dirtier_pid.get(i));
+    }
+    let [mut f_sync, mut f_meta, mut f_fua, mut f_pre, mut f_ra] = fl;
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(trace.finish()),
+        Arc::new(host.finish()),
+        Arc::new(ts.finish()),
+        Arc::new(arrow_array::UInt64Array::from(b.timestamp_ns.clone())),
+        Arc::new(dev.finish()),
+        Arc::new(dev_t.finish()),
+        Arc::new(arrow_array::UInt64Array::from(b.sector.clone())),
+        Arc::new(arrow_array::UInt32Array::from(b.bytes.clone())),
+        Arc::new(op.finish()),
+        Arc::new(rw.finish()),
+        Arc::new(flags.finish()),
+        Arc::new(f_sync.finish()),
+        Arc::new(f_meta.finish()),
+        Arc::new(f_fua.finish()),
+        Arc::new(f_pre.finish()),
+        Arc::new(f_ra.finish()),
+        Arc::new(arrow_array::UInt32Array::from(b.pid.clone())),
+        Arc::new(arrow_array::UInt32Array::from(b.tid.clone())),
+        Arc::new(comm.finish()),
+        Arc::new(arrow_array::UInt32Array::from(b.path_id.clone())),
+        Arc::new(path.finish()),
+        Arc::new(queue.finish()),
+        Arc::new(device.finish()),
+        Arc::new(arrow_array::UInt64Array::from(b.latency_ns.clone())),
+        Arc::new(arrow_array::UInt16Array::from(b.error.clone())),
+        Arc::new(arrow_array::UInt16Array::from(b.cpu.clone())),
+        Arc::new(syscall.finish()),
+        Arc::new(dirtier.finish()),
+        Arc::new(arrow_array::UInt64Array::from(b.cgroup_id.clone())),
+    ];
+    RecordBatch::try_new(io_schema(), cols).map_err(aerr("io batch"))
+}
+
+/// Converts `inputs` into Parquet files in `dir` (created if needed).
+pub fn convert(inputs: &[Input<'_>], dir: &Path) -> Result<ConvertSummary, AnalyzeError> {
+    std::fs::create_dir_all(dir).map_err(|source| AnalyzeError::Write {
+        what: dir.display().to_string(),
+        source,
+    })?;
+    let mut s = ConvertSummary::default();
+    let (mut io, io_path) = writer(dir, "io", io_schema())?;
+    for input in inputs {
+        let r = input.reader;
+        let dev_names: std::collections::HashMap<u32, String> = r
+            .tables()
+            .devices()
+            .map(|d| (d.dev.0, d.name.clone()))
+            .collect();
+        let mut result = Ok(());
+        r.for_each_segment(|i, b| {
+            if result.is_err() {
+                return;
+            }
+            match b {
+                Ok(b) => {
+                    result = io_batch(input, i, b, &dev_names)
+                        .and_then(|batch| io.write(&batch).map_err(perr("io.parquet")));
+                    s.events += b.len() as u64;
+                }
+                Err(d) => s.damaged.push(d),
+            }
+        });
+        result?;
+        s.damaged.extend(r.damage().iter().cloned());
+    }
+    io.close().map_err(perr("io.parquet"))?;
+    s.files.push(io_path);
+    s.files.push(write_processes(inputs, dir)?);
+    s.files.push(write_files(inputs, dir)?);
+    s.files.push(write_devices(inputs, dir)?);
+    s.files.push(write_losses(inputs, dir)?);
+    Ok(s)
+}
+
+fn small_table(
+    dir: &Path,
+    name: &str,
+    fields: Vec<Field>,
+    cols: Vec<ArrayRef>,
+) -> Result<PathBuf, AnalyzeError> {
+    let schema = Arc::new(Schema::new(fields));
+    let (mut w, p) = writer(dir, name, schema.clone())?;
+    let batch = RecordBatch::try_new(schema, cols).map_err(aerr(name))?;
+    w.write(&batch).map_err(perr(name))?;
+    w.close().map_err(perr(name))?;
+    Ok(p)
+}
+
+fn write_processes(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError> {
+    let (mut trace, mut host, mut comm) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
+    let (mut tid, mut pid, mut cg) = (
+        UInt32Builder::new(),
+        UInt32Builder::new(),
+        UInt64Builder::new(),
+    );
+    for input in inputs {
+        let mut ps: Vec<_> = input.reader.tables().processes().collect();
+        ps.sort_by_key(|p| p.tid);
+        for p in ps {
+            trace.append_value(&input.name);
+            host.append_value(&input.reader.header().hostname);
+            tid.append_value(p.tid);
+            pid.append_value(p.pid);
+            comm.append_value(String::from_utf8_lossy(&p.comm));
+            cg.append_value(p.cgroup_id);
+        }
+    }
+    use DataType::*;
+    small_table(
+        dir,
+        "processes",
+        vec![
+            Field::new("trace", Utf8, false),
+            Field::new("host", Utf8, false),
+            Field::new("tid", UInt32, false),
+            Field::new("pid", UInt32, false),
+            Field::new("comm", Utf8, false),
+            Field::new("cgroup_id", UInt64, false),
+        ],
+        vec![
+            Arc::new(trace.finish()),
+            Arc::new(host.finish()),
+            Arc::new(tid.finish()),
+            Arc::new(pid.finish()),
+            Arc::new(comm.finish()),
+            Arc::new(cg.finish()),
+        ],
+    )
+}
+
+fn write_files(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError> {
+    let (mut trace, mut host, mut kind, mut path, mut dev) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
+    let (mut id, mut ino) = (UInt32Builder::new(), UInt64Builder::new());
+    let (mut trunc, mut del) = (BooleanBuilder::new(), BooleanBuilder::new());
+    for input in inputs {
+        let mut ps: Vec<_> = input.reader.tables().paths().collect();
+        ps.sort_by_key(|p| p.path_id);
+        for p in ps {
+            trace.append_value(&input.name);
+            host.append_value(&input.reader.header().hostname);
+            id.append_value(p.path_id);
+            dev.append_value(p.dev.to_string());
+            ino.append_value(p.inode);
+            kind.append_value(p.kind.name());
+            trunc.append_value(p.truncated);
+            del.append_value(p.deleted);
+            path.append_value(String::from_utf8_lossy(&p.path));
+        }
+    }
+    use DataType::*;
+    small_table(
+        dir,
+        "files",
+        vec![
+            Field::new("trace", Utf8, false),
+            Field::new("host", Utf8, false),
+            Field::new("path_id", UInt32, false),
+            Field::new("dev_t", Utf8, false),
+            Field::new("inode", UInt64, false),
+            Field::new("kind", Utf8, false),
+            Field::new("truncated", Boolean, false),
+            Field::new("deleted", Boolean, false),
+            Field::new("path", Utf8, false),
+        ],
+        vec![
+            Arc::new(trace.finish()),
+            Arc::new(host.finish()),
+            Arc::new(id.finish()),
+            Arc::new(dev.finish()),
+            Arc::new(ino.finish()),
+            Arc::new(kind.finish()),
+            Arc::new(trunc.finish()),
+            Arc::new(del.finish()),
+            Arc::new(path.finish()),
+        ],
+    )
+}
+
+fn write_devices(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError> {
+    let (mut trace, mut host, mut name, mut dev, mut parent) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
+    let (mut ss, mut start, mut bio) = (
+        UInt32Builder::new(),
+        UInt64Builder::new(),
+        BooleanBuilder::new(),
+    );
+    for input in inputs {
+        for d in input.reader.tables().devices() {
+            trace.append_value(&input.name);
+            host.append_value(&input.reader.header().hostname);
+            name.append_value(&d.name);
+            dev.append_value(d.dev.to_string());
+            match d.partition_of {
+                Some(p) => parent.append_value(p.to_string()),
+                None => parent.append_null(),
+            }
+            ss.append_value(d.sector_size);
+            start.append_value(d.start_sector);
+            bio.append_value(d.bio_based);
+        }
+    }
+    use DataType::*;
+    small_table(
+        dir,
+        "devices",
+        vec![
+            Field::new("trace", Utf8, false),
+            Field::new("host", Utf8, false),
+            Field::new("name", Utf8, false),
+            Field::new("dev_t", Utf8, false),
+            Field::new("partition_of", Utf8, true),
+            Field::new("sector_size", UInt32, false),
+            Field::new("start_sector", UInt64, false),
+            Field::new("bio_based", Boolean, false),
+        ],
+        vec![
+            Arc::new(trace.finish()),
+            Arc::new(host.finish()),
+            Arc::new(name.finish()),
+            Arc::new(dev.finish()),
+            Arc::new(parent.finish()),
+            Arc::new(ss.finish()),
+            Arc::new(start.finish()),
+            Arc::new(bio.finish()),
+        ],
+    )
+}
+
+fn write_losses(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError> {
+    let (mut trace, mut host, mut reason) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
+    let (mut cpu, mut count) = (UInt16Builder::new(), UInt64Builder::new());
+    let mut start = TimestampNanosecondBuilder::new().with_timezone("UTC");
+    let mut end = TimestampNanosecondBuilder::new().with_timezone("UTC");
+    for input in inputs {
+        let h = input.reader.header();
+        for l in input.reader.losses() {
+            trace.append_value(&input.name);
+            host.append_value(&h.hostname);
+            cpu.append_value(l.cpu);
+            reason.append_value(l.reason.name());
+            count.append_value(l.count);
+            start.append_value(h.to_utc_ns(l.start_ns));
+            end.append_value(h.to_utc_ns(l.end_ns));
+        }
+    }
+    use DataType::*;
+    small_table(
+        dir,
+        "losses",
+        vec![
+            Field::new("trace", Utf8, false),
+            Field::new("host", Utf8, false),
+            Field::new("cpu", UInt16, false),
+            Field::new("reason", Utf8, false),
+            Field::new("count", UInt64, false),
+            Field::new("start", utc(), false),
+            Field::new("end", utc(), false),
+        ],
+        vec![
+            Arc::new(trace.finish()),
+            Arc::new(host.finish()),
+            Arc::new(cpu.finish()),
+            Arc::new(reason.finish()),
+            Arc::new(count.finish()),
+            Arc::new(start.finish()),
+            Arc::new(end.finish()),
+        ],
+    )
+}

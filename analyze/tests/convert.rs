@@ -1,0 +1,105 @@
+//! Parquet tables read back with the parquet crate's own reader match the trace.
+
+use std::path::PathBuf;
+
+use arrow_array::{Array, StringArray, TimestampNanosecondArray, UInt32Array, UInt64Array};
+use iodump_analyze::{convert, Input};
+use iodump_format::Reader;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(name)
+}
+
+fn read_all(p: &std::path::Path) -> Vec<arrow_array::RecordBatch> {
+    let f = std::fs::File::open(p).unwrap();
+    ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect()
+}
+
+#[test]
+fn tables_match_the_trace() {
+    let dir = std::env::temp_dir().join(format!("iodump-convert-{}", std::process::id()));
+    let a = Reader::open(fixture("mixed-20k.iod")).unwrap();
+    let b = Reader::open(fixture("oltp-5k.iod")).unwrap();
+    let s = convert(
+        &[
+            Input {
+                name: "mixed".into(),
+                reader: &a,
+            },
+            Input {
+                name: "oltp".into(),
+                reader: &b,
+            },
+        ],
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(s.events, 25_000);
+    let io = read_all(&dir.join("io.parquet"));
+    let rows: usize = io.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 25_000);
+    // Independent sums from the reader.
+    let want_bytes: u64 = a.events().chain(b.events()).map(|e| e.bytes as u64).sum();
+    let want_lat: u64 = a.events().chain(b.events()).map(|e| e.latency_ns).sum();
+    let (mut bytes, mut lat, mut mixed_rows) = (0u64, 0u64, 0usize);
+    for batch in &io {
+        let by = batch.column_by_name("bytes").unwrap();
+        let by = by.as_any().downcast_ref::<UInt32Array>().unwrap();
+        bytes += by.values().iter().map(|&x| x as u64).sum::<u64>();
+        let l = batch.column_by_name("latency_ns").unwrap();
+        lat += l
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .unwrap()
+            .values()
+            .iter()
+            .sum::<u64>();
+        let t = batch.column_by_name("trace").unwrap();
+        let t = t.as_any().downcast_ref::<StringArray>().unwrap();
+        mixed_rows += (0..t.len()).filter(|&i| t.value(i) == "mixed").count();
+    }
+    assert_eq!(bytes, want_bytes);
+    assert_eq!(lat, want_lat);
+    assert_eq!(mixed_rows, 20_000);
+    // First row: UTC timestamp, comm and path resolved.
+    let first = a.events().next().unwrap();
+    let batch = &io[0];
+    let ts = batch.column_by_name("timestamp").unwrap();
+    let ts = ts
+        .as_any()
+        .downcast_ref::<TimestampNanosecondArray>()
+        .unwrap();
+    assert_eq!(ts.value(0), a.header().to_utc_ns(first.timestamp_ns));
+    let comm = batch.column_by_name("comm").unwrap();
+    let comm = comm.as_any().downcast_ref::<StringArray>().unwrap();
+    assert_eq!(
+        comm.value(0).as_bytes(),
+        a.comm(first.pid, first.tid, 0).unwrap()
+    );
+    let path = batch.column_by_name("path").unwrap();
+    let path = path.as_any().downcast_ref::<StringArray>().unwrap();
+    assert_eq!(
+        path.value(0).as_bytes(),
+        a.tables().path(first.path_id).unwrap().path.as_slice()
+    );
+    // Small tables.
+    let files: usize = read_all(&dir.join("files.parquet"))
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
+    assert_eq!(files, a.tables().path_count() + b.tables().path_count());
+    let devices: usize = read_all(&dir.join("devices.parquet"))
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
+    assert_eq!(devices, 14);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
