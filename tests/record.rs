@@ -243,6 +243,36 @@ fn dd_direct_writes_on_zram_are_all_recorded() {
 }
 
 #[test]
+fn raw_tracepoint_fallback_records_the_same() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("raw_tracepoint_fallback_records_the_same") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("rawtp");
+    let trace = d.join("raw.iod");
+    let out = run(bin()
+        .env("IODUMP_FORCE_RAW_TP", "1")
+        .args(["record", "-d", &z.name(), "-o"])
+        .arg(&trace)
+        .args(["--", "dd", "if=/dev/zero", &format!("of={}", z.node())])
+        .args(["bs=4k", "count=1500", "oflag=direct"]));
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("block_bio_queue:raw_tp") && !err.contains("tp_btf"),
+        "{err}"
+    );
+    let r = Reader::open(&trace).unwrap();
+    let ev = events_on(&r, &z.name());
+    assert_eq!(ev.len(), 1500);
+    assert!(ev.iter().all(|e| e.op == Op::Write && e.bytes == 4096));
+    assert!(ev
+        .iter()
+        .all(|e| r.comm(e.pid, e.tid, 0) == Some(&b"dd"[..])));
+}
+
+#[test]
 fn fio_random_reads_count_sizes_and_process() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !bpf_available("fio_random_reads_count_sizes_and_process") {

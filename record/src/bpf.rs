@@ -201,7 +201,9 @@ fn attach_one(
     raw_prog: &'static str,
 ) -> Result<(&'static str, (&'static str, LinkId)), String> {
     let mut errors = Vec::new();
-    if let Some(p) = ebpf.program_mut(btf_prog) {
+    // IODUMP_FORCE_RAW_TP=1 skips tp_btf, to exercise the fallback on kernels that have both.
+    let force_raw = std::env::var("IODUMP_FORCE_RAW_TP").as_deref() == Ok("1");
+    if let Some(p) = ebpf.program_mut(btf_prog).filter(|_| !force_raw) {
         match <&mut BtfTracePoint>::try_from(p) {
             Ok(p) => match p.load(tp, btf).and_then(|()| p.attach()) {
                 Ok(id) => return Ok(("tp_btf", (btf_prog, LinkId::Btf(id)))),
