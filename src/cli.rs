@@ -43,6 +43,10 @@ pub struct ConvertArgs {
     /// devices.parquet, losses.parquet.
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
+    /// Write a hive-style dataset partitioned by `host`, `date` (UTC day of the I/O) or
+    /// both (`host,date`): DIR/io/host=H/date=D/part-0.parquet, DIR/files/host=H/…
+    #[arg(long, value_name = "KEYS", value_delimiter = ',')]
+    pub partition_by: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -264,7 +268,16 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
+    use iodump_analyze::convert::Partitioning;
     use iodump_analyze::{convert, Input};
+    let mut part = Partitioning::default();
+    for k in &a.partition_by {
+        match k.as_str() {
+            "host" => part.host = true,
+            "date" => part.date = true,
+            other => anyhow::bail!("--partition-by {other}: the keys are host and date"),
+        }
+    }
     let mut readers = Vec::new();
     for f in &a.files {
         readers.push((
@@ -282,15 +295,12 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
             reader: r,
         })
         .collect();
-    let s = convert(&inputs, &a.output)?;
+    let s = convert(&inputs, &a.output, part)?;
     eprintln!(
-        "iodump: converted {} events into {}",
+        "iodump: converted {} events into {} files under {}",
         s.events,
-        s.files
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+        s.files.len(),
+        a.output.display()
     );
     if let Some(d) = s.damaged.first() {
         if s.events == 0 {

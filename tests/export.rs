@@ -257,4 +257,42 @@ fn parquet_opens_in_pandas() {
         String::from_utf8_lossy(&py.stdout).trim(),
         format!("25000 {mysqld}")
     );
+    // The hive-style dataset opens as one table with host and date from the paths.
+    let h = d.join("hive");
+    let out = run(bin()
+        .args(["convert"])
+        .arg(fixture("oltp-5k.iod"))
+        .arg(fixture("mixed-20k.iod"))
+        .args(["--partition-by", "host,date", "-o"])
+        .arg(&h));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import pandas as pd, sys\n\
+             df = pd.read_parquet(sys.argv[1] + '/io')\n\
+             print(len(df), sorted(set(df['host'].astype(str))))",
+        )
+        .arg(&h)
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        "25000 ['synth-mixed', 'synth-oltp']"
+    );
+    let out = run(bin()
+        .args(["convert"])
+        .arg(fixture("oltp-5k.iod"))
+        .args(["--partition-by", "week", "-o"])
+        .arg(d.join("bad")));
+    assert_eq!(out.status.code(), Some(1));
 }

@@ -123,10 +123,11 @@ fn io_batch(
     segment: usize,
     b: &EventBatch,
     dev_names: &std::collections::HashMap<u32, String>,
+    rows: std::ops::Range<usize>,
 ) -> Result<RecordBatch, AnalyzeError> {
     let r = input.reader;
     let h = r.header();
-    let n = b.len();
+    let n = rows.len();
     let mut trace = StringBuilder::with_capacity(n, n * input.name.len());
     let mut host = StringBuilder::with_capacity(n, n * h.hostname.len());
     let mut ts = TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
@@ -144,7 +145,7 @@ fn io_batch(
     let mut dirtier = UInt32Builder::with_capacity(n);
     let mut last_path = (u32::MAX, String::new());
     let mut last_comm = ((u32::MAX, u32::MAX), String::new());
-    for i in 0..n {
+    for i in rows.clone() {
         trace.append_value(&input.name);
         host.append_value(&h.hostname);
         ts.append_value(h.to_utc_ns(b.timestamp_ns[i]));
@@ -194,11 +195,17 @@ fn io_batch(
         Arc::new(trace.finish()),
         Arc::new(host.finish()),
         Arc::new(ts.finish()),
-        Arc::new(arrow_array::UInt64Array::from(b.timestamp_ns.clone())),
+        Arc::new(arrow_array::UInt64Array::from(
+            b.timestamp_ns[rows.clone()].to_vec(),
+        )),
         Arc::new(dev.finish()),
         Arc::new(dev_t.finish()),
-        Arc::new(arrow_array::UInt64Array::from(b.sector.clone())),
-        Arc::new(arrow_array::UInt32Array::from(b.bytes.clone())),
+        Arc::new(arrow_array::UInt64Array::from(
+            b.sector[rows.clone()].to_vec(),
+        )),
+        Arc::new(arrow_array::UInt32Array::from(
+            b.bytes[rows.clone()].to_vec(),
+        )),
         Arc::new(op.finish()),
         Arc::new(rw.finish()),
         Arc::new(flags.finish()),
@@ -207,33 +214,101 @@ fn io_batch(
         Arc::new(f_fua.finish()),
         Arc::new(f_pre.finish()),
         Arc::new(f_ra.finish()),
-        Arc::new(arrow_array::UInt32Array::from(b.pid.clone())),
-        Arc::new(arrow_array::UInt32Array::from(b.tid.clone())),
+        Arc::new(arrow_array::UInt32Array::from(b.pid[rows.clone()].to_vec())),
+        Arc::new(arrow_array::UInt32Array::from(b.tid[rows.clone()].to_vec())),
         Arc::new(comm.finish()),
-        Arc::new(arrow_array::UInt32Array::from(b.path_id.clone())),
+        Arc::new(arrow_array::UInt32Array::from(
+            b.path_id[rows.clone()].to_vec(),
+        )),
         Arc::new(path.finish()),
         Arc::new(queue.finish()),
         Arc::new(device.finish()),
-        Arc::new(arrow_array::UInt64Array::from(b.latency_ns.clone())),
-        Arc::new(arrow_array::UInt16Array::from(b.error.clone())),
-        Arc::new(arrow_array::UInt16Array::from(b.cpu.clone())),
+        Arc::new(arrow_array::UInt64Array::from(
+            b.latency_ns[rows.clone()].to_vec(),
+        )),
+        Arc::new(arrow_array::UInt16Array::from(
+            b.error[rows.clone()].to_vec(),
+        )),
+        Arc::new(arrow_array::UInt16Array::from(b.cpu[rows.clone()].to_vec())),
         Arc::new(syscall.finish()),
         Arc::new(dirtier.finish()),
-        Arc::new(arrow_array::UInt64Array::from(b.cgroup_id.clone())),
+        Arc::new(arrow_array::UInt64Array::from(
+            b.cgroup_id[rows.clone()].to_vec(),
+        )),
     ];
     RecordBatch::try_new(io_schema(), cols).map_err(aerr("io batch"))
 }
 
-/// Converts `inputs` into Parquet files in `dir` (created if needed).
-pub fn convert(inputs: &[Input<'_>], dir: &Path) -> Result<ConvertSummary, AnalyzeError> {
-    std::fs::create_dir_all(dir).map_err(|source| AnalyzeError::Write {
-        what: dir.display().to_string(),
+/// How to lay the dataset out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Partitioning {
+    /// One directory per recording host (`host=NAME`).
+    pub host: bool,
+    /// One directory per UTC day of the I/O (`date=YYYY-MM-DD`; the `io` table only).
+    pub date: bool,
+}
+
+impl Partitioning {
+    fn any(self) -> bool {
+        self.host || self.date
+    }
+}
+
+fn utc_date(ns: i64) -> String {
+    iodump_format::summary::rfc3339_utc(ns)[..10].to_string()
+}
+
+/// Hive-style directory of one partition of `table` (a key's column is dropped from the files,
+/// engines rebuild it from the path).
+fn partition_dir(
+    dir: &Path,
+    table: &str,
+    part: Partitioning,
+    host: &str,
+    date: Option<&str>,
+) -> PathBuf {
+    let mut p = dir.join(table);
+    if part.host {
+        p.push(format!("host={}", host.replace(['/', '='], "_")));
+    }
+    if let Some(d) = date {
+        p.push(format!("date={d}"));
+    }
+    p
+}
+
+/// Drops the `host` column when the layout partitions by host.
+fn project(batch: RecordBatch, part: Partitioning) -> Result<RecordBatch, AnalyzeError> {
+    if !part.host {
+        return Ok(batch);
+    }
+    let keep: Vec<usize> = (0..batch.num_columns())
+        .filter(|&i| batch.schema().field(i).name() != "host")
+        .collect();
+    batch.project(&keep).map_err(aerr("projection"))
+}
+
+fn create_dir(d: &Path) -> Result<(), AnalyzeError> {
+    std::fs::create_dir_all(d).map_err(|source| AnalyzeError::Write {
+        what: d.display().to_string(),
         source,
-    })?;
+    })
+}
+
+/// Converts `inputs` into Parquet files in `dir` (created if needed): `dir/TABLE.parquet`,
+/// or with partitioning `dir/TABLE/host=H[/date=D]/part-0.parquet`.
+pub fn convert(
+    inputs: &[Input<'_>],
+    dir: &Path,
+    part: Partitioning,
+) -> Result<ConvertSummary, AnalyzeError> {
+    create_dir(dir)?;
     let mut s = ConvertSummary::default();
-    let (mut io, io_path) = writer(dir, "io", io_schema())?;
+    // One writer per partition of the io table, created on first use.
+    let mut writers: std::collections::BTreeMap<PathBuf, ArrowWriter<File>> = Default::default();
     for input in inputs {
         let r = input.reader;
+        let h = r.header();
         let dev_names: std::collections::HashMap<u32, String> = r
             .tables()
             .devices()
@@ -244,42 +319,132 @@ pub fn convert(inputs: &[Input<'_>], dir: &Path) -> Result<ConvertSummary, Analy
             if result.is_err() {
                 return;
             }
-            match b {
-                Ok(b) => {
-                    result = io_batch(input, i, b, &dev_names)
-                        .and_then(|batch| io.write(&batch).map_err(perr("io.parquet")));
-                    s.events += b.len() as u64;
+            let b = match b {
+                Ok(b) => b,
+                Err(d) => {
+                    s.damaged.push(d);
+                    return;
                 }
-                Err(d) => s.damaged.push(d),
+            };
+            // Rows of a segment are sorted by time: dates form contiguous runs.
+            let mut start = 0;
+            while start < b.len() && result.is_ok() {
+                let (end, date) = if part.date {
+                    let d = utc_date(h.to_utc_ns(b.timestamp_ns[start]));
+                    let mut e = start + 1;
+                    while e < b.len() && utc_date(h.to_utc_ns(b.timestamp_ns[e])) == d {
+                        e += 1;
+                    }
+                    (e, Some(d))
+                } else {
+                    (b.len(), None)
+                };
+                let path = if part.any() {
+                    partition_dir(dir, "io", part, &h.hostname, date.as_deref())
+                        .join("part-0.parquet")
+                } else {
+                    dir.join("io.parquet")
+                };
+                result = io_batch(input, i, b, &dev_names, start..end)
+                    .and_then(|batch| project(batch, part))
+                    .and_then(|batch| {
+                        if !writers.contains_key(&path) {
+                            if let Some(parent) = path.parent() {
+                                create_dir(parent)?;
+                            }
+                            let f = File::create(&path).map_err(|source| AnalyzeError::Write {
+                                what: path.display().to_string(),
+                                source,
+                            })?;
+                            let w = ArrowWriter::try_new(f, batch.schema(), Some(props()))
+                                .map_err(perr("io"))?;
+                            writers.insert(path.clone(), w);
+                        }
+                        let w = writers.get_mut(&path).expect("writer just inserted");
+                        w.write(&batch).map_err(perr("io"))
+                    });
+                start = end;
             }
+            s.events += b.len() as u64;
         });
         result?;
         s.damaged.extend(r.damage().iter().cloned());
     }
-    io.close().map_err(perr("io.parquet"))?;
-    s.files.push(io_path);
-    s.files.push(write_processes(inputs, dir)?);
-    s.files.push(write_files(inputs, dir)?);
-    s.files.push(write_devices(inputs, dir)?);
-    s.files.push(write_losses(inputs, dir)?);
+    if writers.is_empty() && !part.any() {
+        // No event at all: still write an empty io table with its schema.
+        let (w, _) = writer(dir, "io", io_schema())?;
+        writers.insert(dir.join("io.parquet"), w);
+    }
+    for (p, w) in writers {
+        w.close().map_err(perr("io"))?;
+        s.files.push(p);
+    }
+    // The small tables, per host when partitioned by host.
+    let mut groups: Vec<(String, Vec<&Input<'_>>)> = Vec::new();
+    for input in inputs {
+        let host = if part.host {
+            input.reader.header().hostname.clone()
+        } else {
+            String::new()
+        };
+        match groups.iter_mut().find(|(h, _)| *h == host) {
+            Some((_, v)) => v.push(input),
+            None => groups.push((host, vec![input])),
+        }
+    }
+    for (host, group) in &groups {
+        let out = |table: &str| -> Result<PathBuf, AnalyzeError> {
+            if part.any() {
+                let d = partition_dir(
+                    dir,
+                    table,
+                    Partitioning {
+                        host: part.host,
+                        date: false,
+                    },
+                    host,
+                    None,
+                );
+                create_dir(&d)?;
+                Ok(d.join("part-0.parquet"))
+            } else {
+                Ok(dir.join(format!("{table}.parquet")))
+            }
+        };
+        s.files
+            .push(write_processes(group, &out("processes")?, part)?);
+        s.files.push(write_files(group, &out("files")?, part)?);
+        s.files.push(write_devices(group, &out("devices")?, part)?);
+        s.files.push(write_losses(group, &out("losses")?, part)?);
+    }
     Ok(s)
 }
 
 fn small_table(
-    dir: &Path,
-    name: &str,
+    path: &Path,
+    part: Partitioning,
     fields: Vec<Field>,
     cols: Vec<ArrayRef>,
 ) -> Result<PathBuf, AnalyzeError> {
+    let name = path.display().to_string();
     let schema = Arc::new(Schema::new(fields));
-    let (mut w, p) = writer(dir, name, schema.clone())?;
-    let batch = RecordBatch::try_new(schema, cols).map_err(aerr(name))?;
-    w.write(&batch).map_err(perr(name))?;
-    w.close().map_err(perr(name))?;
-    Ok(p)
+    let batch = RecordBatch::try_new(schema, cols).map_err(aerr(&name))?;
+    let batch = project(batch, part)?;
+    let f = File::create(path).map_err(|source| AnalyzeError::Write {
+        what: name.clone(),
+        source,
+    })?;
+    let mut w = ArrowWriter::try_new(f, batch.schema(), Some(props())).map_err(perr(&name))?;
+    w.write(&batch).map_err(perr(&name))?;
+    w.close().map_err(perr(&name))?;
+    Ok(path.to_path_buf())
 }
 
-fn write_processes(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError> {
+fn write_processes(
+    inputs: &[&Input<'_>],
+    path: &Path,
+    part: Partitioning,
+) -> Result<PathBuf, AnalyzeError> {
     let (mut trace, mut host, mut comm) = (
         StringBuilder::new(),
         StringBuilder::new(),
@@ -304,8 +469,8 @@ fn write_processes(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeE
     }
     use DataType::*;
     small_table(
-        dir,
-        "processes",
+        path,
+        part,
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
@@ -325,8 +490,12 @@ fn write_processes(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeE
     )
 }
 
-fn write_files(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError> {
-    let (mut trace, mut host, mut kind, mut path, mut dev) = (
+fn write_files(
+    inputs: &[&Input<'_>],
+    path: &Path,
+    part: Partitioning,
+) -> Result<PathBuf, AnalyzeError> {
+    let (mut trace, mut host, mut kind, mut path_col, mut dev) = (
         StringBuilder::new(),
         StringBuilder::new(),
         StringBuilder::new(),
@@ -347,13 +516,13 @@ fn write_files(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError
             kind.append_value(p.kind.name());
             trunc.append_value(p.truncated);
             del.append_value(p.deleted);
-            path.append_value(String::from_utf8_lossy(&p.path));
+            path_col.append_value(String::from_utf8_lossy(&p.path));
         }
     }
     use DataType::*;
     small_table(
-        dir,
-        "files",
+        path,
+        part,
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
@@ -374,12 +543,16 @@ fn write_files(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError
             Arc::new(kind.finish()),
             Arc::new(trunc.finish()),
             Arc::new(del.finish()),
-            Arc::new(path.finish()),
+            Arc::new(path_col.finish()),
         ],
     )
 }
 
-fn write_devices(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError> {
+fn write_devices(
+    inputs: &[&Input<'_>],
+    path: &Path,
+    part: Partitioning,
+) -> Result<PathBuf, AnalyzeError> {
     let (mut trace, mut host, mut name, mut dev, mut parent) = (
         StringBuilder::new(),
         StringBuilder::new(),
@@ -409,8 +582,8 @@ fn write_devices(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeErr
     }
     use DataType::*;
     small_table(
-        dir,
-        "devices",
+        path,
+        part,
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
@@ -434,7 +607,11 @@ fn write_devices(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeErr
     )
 }
 
-fn write_losses(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeError> {
+fn write_losses(
+    inputs: &[&Input<'_>],
+    path: &Path,
+    part: Partitioning,
+) -> Result<PathBuf, AnalyzeError> {
     let (mut trace, mut host, mut reason) = (
         StringBuilder::new(),
         StringBuilder::new(),
@@ -457,8 +634,8 @@ fn write_losses(inputs: &[Input<'_>], dir: &Path) -> Result<PathBuf, AnalyzeErro
     }
     use DataType::*;
     small_table(
-        dir,
-        "losses",
+        path,
+        part,
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use arrow_array::{Array, StringArray, TimestampNanosecondArray, UInt32Array, UInt64Array};
+use iodump_analyze::convert::Partitioning;
 use iodump_analyze::{convert, Input};
 use iodump_format::Reader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -40,6 +41,7 @@ fn tables_match_the_trace() {
             },
         ],
         &dir,
+        Partitioning::default(),
     )
     .unwrap();
     assert_eq!(s.events, 25_000);
@@ -101,5 +103,55 @@ fn tables_match_the_trace() {
         .map(|b| b.num_rows())
         .sum();
     assert_eq!(devices, 14);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn hive_partitions_by_host_and_date() {
+    let dir = std::env::temp_dir().join(format!("iodump-convert-hive-{}", std::process::id()));
+    let a = Reader::open(fixture("mixed-20k.iod")).unwrap();
+    let b = Reader::open(fixture("oltp-5k.iod")).unwrap();
+    let s = convert(
+        &[
+            Input {
+                name: "mixed".into(),
+                reader: &a,
+            },
+            Input {
+                name: "oltp".into(),
+                reader: &b,
+            },
+        ],
+        &dir,
+        Partitioning {
+            host: true,
+            date: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(s.events, 25_000);
+    let day = |r: &Reader| {
+        let ns = r
+            .header()
+            .to_utc_ns(r.events().next().unwrap().timestamp_ns);
+        iodump_format::summary::rfc3339_utc(ns)[..10].to_string()
+    };
+    for (r, n) in [(&a, 20_000usize), (&b, 5_000)] {
+        let p = dir
+            .join("io")
+            .join(format!("host={}", r.header().hostname))
+            .join(format!("date={}", day(r)))
+            .join("part-0.parquet");
+        let batches = read_all(&p);
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, n, "{}", p.display());
+        // The partition key is in the path, not in the file.
+        assert!(batches[0].schema().field_with_name("host").is_err());
+        let files = dir
+            .join("files")
+            .join(format!("host={}", r.header().hostname))
+            .join("part-0.parquet");
+        assert!(files.exists());
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
