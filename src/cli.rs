@@ -29,9 +29,79 @@ pub enum Command {
     /// Write a trace's events as CSV (the original iodump's columns first), JSON lines, or
     /// a fio iolog (version 3) that `fio --read_iolog` replays.
     Export(ExportArgs),
+    /// Query traces: summary, top files, top processes, latency percentiles.
+    Analyze(AnalyzeArgs),
     /// Convert traces to Parquet tables (io, processes, files, devices, losses) in a
     /// directory, for DuckDB, polars, pandas, Spark (schemas/parquet-tables.md).
     Convert(ConvertArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum TableFormat {
+    /// Aligned columns for the terminal.
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// A JSON array of objects.
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ByArg {
+    /// Number of I/Os.
+    Ios,
+    /// Bytes transferred.
+    Bytes,
+    /// p99 latency.
+    Latency,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LatByArg {
+    /// Everything together.
+    All,
+    /// Per device.
+    Dev,
+    /// Per operation.
+    Op,
+    /// Per process (comm).
+    Proc,
+    /// Per file.
+    File,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Trace files (.iod); several form one dataset.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Key figures on one screen (the default).
+    #[arg(long, group = "query")]
+    pub summary: bool,
+    /// Per file: I/Os, IOPS, bytes read and written, mean and p99 latency, main process.
+    #[arg(long, group = "query")]
+    pub top_files: bool,
+    /// Per process: I/Os, IOPS, bytes read and written, MB/s.
+    #[arg(long, group = "query")]
+    pub top_procs: bool,
+    /// Latency percentiles and the queue/device split.
+    #[arg(long, group = "query")]
+    pub latency: bool,
+    /// Ranking of --top-files.
+    #[arg(long, value_enum, default_value = "ios")]
+    pub by: ByArg,
+    /// Grouping of --latency.
+    #[arg(long = "group-by", value_enum, default_value = "all")]
+    pub group_by: LatByArg,
+    /// Only I/O matching EXPR (same language as `record -f`).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: TableFormat,
+    /// Most rows shown.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
 }
 
 #[derive(Debug, Args)]
@@ -312,4 +382,133 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    use iodump_analyze::query::{self, Dataset, LatencyBy, RankBy};
+    let filter = match &a.filter {
+        Some(f) => Some(
+            iodump_format::expr::Expr::parse(f)
+                .map_err(|e| anyhow::anyhow!("bad --filter expression {f:?}: {e}"))?,
+        ),
+        None => None,
+    };
+    let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
+    let d = Dataset::load(&paths, filter.as_ref())?;
+    let df = if a.top_files {
+        let by = match a.by {
+            ByArg::Ios => RankBy::Ios,
+            ByArg::Bytes => RankBy::Bytes,
+            ByArg::Latency => RankBy::Latency,
+        };
+        query::top_files(&d, by, a.limit)?
+    } else if a.top_procs {
+        query::top_procs(&d, a.limit)?
+    } else if a.latency {
+        let by = match a.group_by {
+            LatByArg::All => LatencyBy::All,
+            LatByArg::Dev => LatencyBy::Dev,
+            LatByArg::Op => LatencyBy::Op,
+            LatByArg::Proc => LatencyBy::Proc,
+            LatByArg::File => LatencyBy::File,
+        };
+        query::latency(&d, by)?
+    } else {
+        query::summary(&d)?
+    };
+    let (names, rows) = query::rows(&df);
+    print_table(a.format, &names, &rows);
+    if let Some((trace, dmg)) = d.damaged.first() {
+        eprintln!(
+            "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
+            d.damaged.len()
+        );
+        if d.io.height() == 0 {
+            anyhow::bail!("nothing could be read");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option<String>>]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match fmt {
+        TableFormat::Table => {
+            let mut w: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
+            for r in rows {
+                for (i, c) in r.iter().enumerate() {
+                    w[i] = w[i].max(c.as_deref().unwrap_or("-").chars().count());
+                }
+            }
+            let line = |cells: Vec<&str>| -> String {
+                cells
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| format!("{c:<width$}", width = w[i]))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+                    .trim_end()
+                    .to_string()
+            };
+            let _ = writeln!(out, "{}", line(names.iter().map(|s| s.as_str()).collect()));
+            for r in rows {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    line(r.iter().map(|c| c.as_deref().unwrap_or("-")).collect())
+                );
+            }
+        }
+        TableFormat::Csv => {
+            let esc = |s: &str| {
+                let mut v = Vec::new();
+                iodump_format::text::escape_csv(&mut v, s.as_bytes());
+                String::from_utf8_lossy(&v).into_owned()
+            };
+            let _ = writeln!(
+                out,
+                "{}",
+                names.iter().map(|n| esc(n)).collect::<Vec<_>>().join(",")
+            );
+            for r in rows {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    r.iter()
+                        .map(|c| esc(c.as_deref().unwrap_or("")))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+            }
+        }
+        TableFormat::Json => {
+            let arr: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| {
+                    let mut m = serde_json::Map::new();
+                    for (n, c) in names.iter().zip(r) {
+                        let v = match c {
+                            None => serde_json::Value::Null,
+                            Some(s) => {
+                                if let Ok(i) = s.parse::<u64>() {
+                                    serde_json::Value::from(i)
+                                } else {
+                                    s.parse::<f64>()
+                                        .ok()
+                                        .filter(|f| f.is_finite())
+                                        .and_then(serde_json::Number::from_f64)
+                                        .map(serde_json::Value::Number)
+                                        .unwrap_or_else(|| serde_json::Value::String(s.clone()))
+                                }
+                            }
+                        };
+                        m.insert(n.clone(), v);
+                    }
+                    serde_json::Value::Object(m)
+                })
+                .collect();
+            let _ = writeln!(out, "{}", serde_json::Value::Array(arr));
+        }
+    }
 }

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         cli::Command::Record(args) => record::run(&args),
         cli::Command::Export(args) => cli::run_export(&args),
         cli::Command::Convert(args) => cli::run_convert(&args),
+        cli::Command::Analyze(args) => cli::run_analyze(&args),
     };
     match result {
         Ok(code) => code,

@@ -4,6 +4,7 @@
 
 pub mod convert;
 pub mod export;
+pub mod query;
 
 pub use convert::{convert, ConvertSummary, Input};
 pub use export::{export, ExportFormat, ExportSummary};
@@ -16,6 +17,11 @@ use std::fmt;
 pub enum AnalyzeError {
     /// The trace could not be read at all.
     Read(iodump_format::ReadError),
+    /// A query failed in the engine.
+    Query {
+        /// The engine's message.
+        message: String,
+    },
     /// Writing the output failed.
     Write {
         /// What was being written.
@@ -29,6 +35,7 @@ impl fmt::Display for AnalyzeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AnalyzeError::Read(e) => write!(f, "{e}"),
+            AnalyzeError::Query { message } => write!(f, "query failed: {message}"),
             AnalyzeError::Write { what, source } => write!(f, "writing {what}: {source}"),
         }
     }

@@ -1,0 +1,541 @@
+//! `iodump analyze`: traces (decoded in parallel with rayon) become a polars `io` table plus
+//! small `processes` and `files` tables; queries are lazy polars plans over them. Each query
+//! returns a [`Table`] that the binary prints as aligned text, CSV or JSON.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use iodump_format::expr::{EventView, Expr};
+use iodump_format::{Damage, EventBatch, Op, Reader};
+use polars::prelude::*;
+
+use crate::AnalyzeError;
+
+fn perr(e: PolarsError) -> AnalyzeError {
+    AnalyzeError::Query {
+        message: e.to_string(),
+    }
+}
+
+/// A loaded dataset.
+pub struct Dataset {
+    /// One row per I/O: trace, ts_ns (UTC ns), dev, op, bytes, sector, pid, tid, path_id,
+    /// queue_ns, device_ns, latency_ns, error, cgroup_id.
+    pub io: DataFrame,
+    /// trace, tid, pid → comm.
+    pub processes: DataFrame,
+    /// trace, path_id → path.
+    pub files: DataFrame,
+    /// Lost events (sum of loss records).
+    pub lost_events: u64,
+    /// Damaged chunks skipped.
+    pub damaged: Vec<(String, Damage)>,
+}
+
+struct View<'a> {
+    comm: &'a [u8],
+    path: &'a [u8],
+    dev: &'a str,
+}
+
+impl EventView for View<'_> {
+    fn comm(&self) -> &[u8] {
+        self.comm
+    }
+    fn path(&self) -> &[u8] {
+        self.path
+    }
+    fn dev_name(&self) -> &str {
+        self.dev
+    }
+}
+
+/// Columns of one segment (after the filter), ready to become a DataFrame.
+#[derive(Default)]
+struct Cols {
+    ts: Vec<i64>,
+    dev: Vec<u32>,
+    op: Vec<u8>,
+    bytes: Vec<u32>,
+    sector: Vec<u64>,
+    pid: Vec<u32>,
+    tid: Vec<u32>,
+    path_id: Vec<u32>,
+    queue: Vec<Option<u64>>,
+    device: Vec<u64>,
+    latency: Vec<u64>,
+    error: Vec<u16>,
+}
+
+fn segment_cols(
+    r: &Reader,
+    seg: usize,
+    b: &EventBatch,
+    filter: Option<&Expr>,
+    devs: &HashMap<u32, String>,
+) -> Cols {
+    let mut c = Cols::default();
+    let h = r.header();
+    for i in 0..b.len() {
+        if let Some(f) = filter {
+            let e = b.get(i);
+            let v = View {
+                comm: r.comm(e.pid, e.tid, seg).unwrap_or(b""),
+                path: r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path),
+                dev: devs.get(&e.dev.0).map_or("?", |s| s.as_str()),
+            };
+            if !f.eval(&e, &v) {
+                continue;
+            }
+        }
+        c.ts.push(h.to_utc_ns(b.timestamp_ns[i]));
+        c.dev.push(b.dev[i]);
+        c.op.push(b.op[i]);
+        c.bytes.push(b.bytes[i]);
+        c.sector.push(b.sector[i]);
+        c.pid.push(b.pid[i]);
+        c.tid.push(b.tid[i]);
+        c.path_id.push(b.path_id[i]);
+        c.queue.push(b.queue_ns.get(i));
+        c.device.push(b.device_ns(i));
+        c.latency.push(b.latency_ns[i]);
+        c.error.push(b.error[i]);
+    }
+    c
+}
+
+fn frame(trace: &str, c: Cols) -> PolarsResult<DataFrame> {
+    let n = c.ts.len();
+    let ops: Vec<&str> = c.op.iter().map(|&o| Op::from_code(o).name()).collect();
+    DataFrame::new(
+        n,
+        vec![
+            Column::new("trace".into(), vec![trace; n]),
+            Column::new("ts_ns".into(), c.ts),
+            Column::new("dev_t".into(), c.dev),
+            Column::new("op".into(), ops),
+            Column::new("bytes".into(), c.bytes),
+            Column::new("sector".into(), c.sector),
+            Column::new("pid".into(), c.pid),
+            Column::new("tid".into(), c.tid),
+            Column::new("path_id".into(), c.path_id),
+            Column::new("queue_ns".into(), c.queue),
+            Column::new("device_ns".into(), c.device),
+            Column::new("latency_ns".into(), c.latency),
+            Column::new(
+                "error".into(),
+                c.error.into_iter().map(u32::from).collect::<Vec<u32>>(),
+            ),
+        ],
+    )
+}
+
+impl Dataset {
+    /// Loads `.iod` traces, keeping the events `filter` accepts.
+    pub fn load(paths: &[&Path], filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
+        let mut frames = Vec::new();
+        let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
+        let (mut f_trace, mut f_id, mut f_path) = (vec![], vec![], vec![]);
+        let (mut d_trace, mut d_dev, mut d_name) = (vec![], vec![], vec![]);
+        let mut lost = 0;
+        let mut damaged = Vec::new();
+        for p in paths {
+            let r = Reader::open(p).map_err(AnalyzeError::Read)?;
+            let trace = p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
+            let devs: HashMap<u32, String> = r
+                .tables()
+                .devices()
+                .map(|d| (d.dev.0, d.name.clone()))
+                .collect();
+            let parts = r.par_map_segments(|i, b| segment_cols(&r, i, b, filter, &devs));
+            for (_, part) in parts {
+                match part {
+                    Ok(c) => frames.push(frame(&trace, c).map_err(perr)?.lazy()),
+                    Err(d) => damaged.push((trace.clone(), d)),
+                }
+            }
+            damaged.extend(r.damage().iter().cloned().map(|d| (trace.clone(), d)));
+            lost += r.lost_events();
+            for pr in r.tables().processes() {
+                p_trace.push(trace.clone());
+                p_tid.push(pr.tid);
+                p_pid.push(pr.pid);
+                p_comm.push(String::from_utf8_lossy(&pr.comm).into_owned());
+            }
+            for pe in r.tables().paths() {
+                f_trace.push(trace.clone());
+                f_id.push(pe.path_id);
+                f_path.push(String::from_utf8_lossy(&pe.path).into_owned());
+            }
+            for (d, name) in devs {
+                d_trace.push(trace.clone());
+                d_dev.push(d);
+                d_name.push(name);
+            }
+        }
+        let io = if frames.is_empty() {
+            frame("", Cols::default()).map_err(perr)?
+        } else {
+            concat(frames, UnionArgs::default())
+                .and_then(|lf| lf.collect())
+                .map_err(perr)?
+        };
+        let n = p_tid.len();
+        let processes = DataFrame::new(
+            n,
+            vec![
+                Column::new("trace".into(), p_trace),
+                Column::new("tid".into(), p_tid),
+                Column::new("ppid".into(), p_pid),
+                Column::new("comm".into(), p_comm),
+            ],
+        )
+        .map_err(perr)?;
+        let n = f_id.len();
+        let files = DataFrame::new(
+            n,
+            vec![
+                Column::new("trace".into(), f_trace),
+                Column::new("path_id".into(), f_id),
+                Column::new("path".into(), f_path),
+            ],
+        )
+        .map_err(perr)?;
+        let n = d_dev.len();
+        let devices = DataFrame::new(
+            n,
+            vec![
+                Column::new("trace".into(), d_trace),
+                Column::new("dev_t".into(), d_dev),
+                Column::new("dev".into(), d_name),
+            ],
+        )
+        .map_err(perr)?;
+        // Device names are few: join them in now.
+        let io = io
+            .lazy()
+            .join(
+                devices.lazy(),
+                [col("trace"), col("dev_t")],
+                [col("trace"), col("dev_t")],
+                JoinArgs::new(JoinType::Left),
+            )
+            .collect()
+            .map_err(perr)?;
+        Ok(Dataset {
+            io,
+            processes,
+            files,
+            lost_events: lost,
+            damaged,
+        })
+    }
+
+    fn duration_s(&self) -> f64 {
+        let ts = self
+            .io
+            .column("ts_ns")
+            .ok()
+            .and_then(|c| c.i64().ok().cloned());
+        match ts {
+            Some(t) if !t.is_empty() => {
+                let (a, b) = (t.min().unwrap_or(0), t.max().unwrap_or(0));
+                ((b - a) as f64 / 1e9).max(1e-9)
+            }
+            _ => 0.0,
+        }
+    }
+
+    fn with_comm(&self, lf: LazyFrame) -> LazyFrame {
+        lf.join(
+            self.processes.clone().lazy(),
+            [col("trace"), col("tid")],
+            [col("trace"), col("tid")],
+            JoinArgs::new(JoinType::Left),
+        )
+    }
+
+    fn with_path(&self, lf: LazyFrame) -> LazyFrame {
+        lf.join(
+            self.files.clone().lazy(),
+            [col("trace"), col("path_id")],
+            [col("trace"), col("path_id")],
+            JoinArgs::new(JoinType::Left),
+        )
+    }
+}
+
+fn q(c: &str, p: f64) -> polars::prelude::Expr {
+    col(c).quantile(lit(p), QuantileMethod::Linear)
+}
+
+/// What to rank files by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankBy {
+    /// Number of I/Os.
+    Ios,
+    /// Bytes transferred.
+    Bytes,
+    /// p99 latency.
+    Latency,
+}
+
+/// `--top-files`: per file (path): I/Os, IOPS, bytes read and written, mean and p99 latency,
+/// main process.
+pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, AnalyzeError> {
+    let dur = d.duration_s();
+    let io = d.with_path(d.io.clone().lazy());
+    // The main process of each file: the comm with most I/Os on it.
+    let main = d
+        .with_comm(d.io.clone().lazy())
+        .group_by([col("trace"), col("path_id"), col("comm")])
+        .agg([len().alias("n")])
+        .sort_by_exprs(
+            [col("n"), col("comm")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+        )
+        .group_by([col("trace"), col("path_id")])
+        .agg([col("comm").first().alias("main_process")]);
+    let sort_col = match by {
+        RankBy::Ios => "ios",
+        RankBy::Bytes => "bytes",
+        RankBy::Latency => "p99_latency_us",
+    };
+    io.group_by([col("trace"), col("path_id"), col("path")])
+        .agg([
+            len().alias("ios"),
+            col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
+            col("bytes")
+                .cast(DataType::UInt64)
+                .filter(col("op").eq(lit("read")))
+                .sum()
+                .alias("read_bytes"),
+            col("bytes")
+                .cast(DataType::UInt64)
+                .filter(col("op").eq(lit("write")))
+                .sum()
+                .alias("write_bytes"),
+            (col("latency_ns").mean() / lit(1000.0)).alias("mean_latency_us"),
+            (q("latency_ns", 0.99) / lit(1000.0)).alias("p99_latency_us"),
+        ])
+        .join(
+            main,
+            [col("trace"), col("path_id")],
+            [col("trace"), col("path_id")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .with_column((col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"))
+        .sort_by_exprs(
+            [col(sort_col), col("path")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+        )
+        .limit(limit as IdxSize)
+        .select([
+            col("path"),
+            col("ios"),
+            col("iops"),
+            col("read_bytes"),
+            col("write_bytes"),
+            col("mean_latency_us"),
+            col("p99_latency_us"),
+            col("main_process"),
+        ])
+        .collect()
+        .map_err(perr)
+}
+
+/// `--top-procs`: per process (pid, comm): I/Os, IOPS, bytes read and written, MB/s.
+pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
+    let dur = d.duration_s();
+    d.with_comm(d.io.clone().lazy())
+        .group_by([col("pid"), col("comm")])
+        .agg([
+            len().alias("ios"),
+            col("bytes")
+                .cast(DataType::UInt64)
+                .filter(col("op").eq(lit("read")))
+                .sum()
+                .alias("read_bytes"),
+            col("bytes")
+                .cast(DataType::UInt64)
+                .filter(col("op").eq(lit("write")))
+                .sum()
+                .alias("write_bytes"),
+            col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
+        ])
+        .with_columns([
+            (col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"),
+            (col("bytes").cast(DataType::Float64) / lit(dur * 1e6)).alias("mb_per_s"),
+        ])
+        .sort_by_exprs(
+            [col("ios"), col("pid")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+        )
+        .limit(limit as IdxSize)
+        .select([
+            col("pid"),
+            col("comm"),
+            col("ios"),
+            col("iops"),
+            col("read_bytes"),
+            col("write_bytes"),
+            col("mb_per_s"),
+        ])
+        .collect()
+        .map_err(perr)
+}
+
+/// Grouping of `--latency`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LatencyBy {
+    /// Everything together.
+    All,
+    /// Per device.
+    Dev,
+    /// Per operation.
+    Op,
+    /// Per process.
+    Proc,
+    /// Per file.
+    File,
+}
+
+/// `--latency`: p50/p90/p99/p99.9/max of the total latency, and the queue (Q2D) versus device
+/// (D2C) split, in microseconds.
+pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
+    let mut lf = d.io.clone().lazy();
+    let keys: Vec<polars::prelude::Expr> = match by {
+        LatencyBy::All => vec![lit("all").alias("group")],
+        LatencyBy::Dev => vec![col("dev")],
+        LatencyBy::Op => vec![col("op")],
+        LatencyBy::Proc => {
+            lf = d.with_comm(lf);
+            vec![col("comm")]
+        }
+        LatencyBy::File => {
+            lf = d.with_path(lf);
+            vec![col("path")]
+        }
+    };
+    let us = |e: polars::prelude::Expr| e / lit(1000.0);
+    lf.group_by(keys)
+        .agg([
+            len().alias("ios"),
+            us(q("latency_ns", 0.5)).alias("p50_us"),
+            us(q("latency_ns", 0.9)).alias("p90_us"),
+            us(q("latency_ns", 0.99)).alias("p99_us"),
+            us(q("latency_ns", 0.999)).alias("p999_us"),
+            us(col("latency_ns").max().cast(DataType::Float64)).alias("max_us"),
+            us(col("queue_ns").mean()).alias("mean_queue_us"),
+            us(col("device_ns").mean()).alias("mean_device_us"),
+            us(q("device_ns", 0.99)).alias("p99_device_us"),
+        ])
+        .sort_by_exprs(
+            [col("ios")],
+            SortMultipleOptions::default().with_order_descending(true),
+        )
+        .collect()
+        .map_err(perr)
+}
+
+/// `--summary`: one screen of key figures, as (name, value) rows.
+pub fn summary(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
+    let dur = d.duration_s();
+    let n = d.io.height() as u64;
+    let agg =
+        d.io.clone()
+            .lazy()
+            .select([
+                col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
+                col("op")
+                    .eq(lit("read"))
+                    .cast(DataType::UInt64)
+                    .sum()
+                    .alias("reads"),
+                col("op")
+                    .eq(lit("write"))
+                    .cast(DataType::UInt64)
+                    .sum()
+                    .alias("writes"),
+                q("latency_ns", 0.5).alias("p50"),
+                q("latency_ns", 0.99).alias("p99"),
+                col("latency_ns").max().cast(DataType::Float64).alias("max"),
+            ])
+            .collect()
+            .map_err(perr)?;
+    let get = |c: &str| -> f64 {
+        agg.column(c)
+            .ok()
+            .and_then(|s| s.cast(&DataType::Float64).ok())
+            .and_then(|s| s.f64().ok().and_then(|x| x.get(0)))
+            .unwrap_or(0.0)
+    };
+    let procs = top_procs(d, 1)?;
+    let files = top_files(d, RankBy::Ios, 1)?;
+    let first_str = |df: &DataFrame, c: &str| -> String {
+        df.column(c)
+            .ok()
+            .and_then(|s| s.str().ok().and_then(|x| x.get(0).map(str::to_string)))
+            .unwrap_or_else(|| "-".into())
+    };
+    let rows: Vec<(&str, String)> = vec![
+        ("events", n.to_string()),
+        ("lost_events", d.lost_events.to_string()),
+        ("duration_s", format!("{dur:.3}")),
+        ("iops", format!("{:.1}", n as f64 / dur.max(1e-9))),
+        (
+            "mb_per_s",
+            format!("{:.2}", get("bytes") / dur.max(1e-9) / 1e6),
+        ),
+        ("reads", format!("{}", get("reads") as u64)),
+        ("writes", format!("{}", get("writes") as u64)),
+        ("p50_latency_us", format!("{:.1}", get("p50") / 1e3)),
+        ("p99_latency_us", format!("{:.1}", get("p99") / 1e3)),
+        ("max_latency_us", format!("{:.1}", get("max") / 1e3)),
+        ("top_process", first_str(&procs, "comm")),
+        ("top_file", first_str(&files, "path")),
+    ];
+    let (names, values): (Vec<&str>, Vec<String>) = rows.into_iter().unzip();
+    DataFrame::new(
+        names.len(),
+        vec![
+            Column::new("metric".into(), names),
+            Column::new("value".into(), values),
+        ],
+    )
+    .map_err(perr)
+}
+
+/// A cell as text (for the table, CSV and JSON printers).
+pub fn cell(v: &AnyValue<'_>) -> Option<String> {
+    match v {
+        AnyValue::Null => None,
+        AnyValue::String(s) => Some(s.to_string()),
+        AnyValue::StringOwned(s) => Some(s.to_string()),
+        AnyValue::Float64(f) => Some(format!("{f:.3}")),
+        AnyValue::Float32(f) => Some(format!("{f:.3}")),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The rows of a frame as strings (None = null), with the column names.
+pub fn rows(df: &DataFrame) -> (Vec<String>, Vec<Vec<Option<String>>>) {
+    let names: Vec<String> = df
+        .get_column_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut out = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        let row = df
+            .columns()
+            .iter()
+            .map(|c| c.get(i).ok().as_ref().and_then(cell))
+            .collect();
+        out.push(row);
+    }
+    (names, out)
+}

@@ -1,0 +1,150 @@
+//! `iodump analyze` queries checked against straightforward computations over the reader.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use iodump_format::{Op, Reader};
+
+mod common;
+
+use common::{bin, run};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+fn analyze_json(args: &[&str]) -> Vec<serde_json::Value> {
+    let out = run(bin()
+        .arg("analyze")
+        .arg(fixture("mixed-20k.iod"))
+        .args(args)
+        .args(["--format", "json"]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// p-quantile with linear interpolation between closest ranks (polars' Linear method).
+fn quantile(sorted: &[u64], p: f64) -> f64 {
+    let pos = p * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] as f64 + (sorted[hi] as f64 - sorted[lo] as f64) * (pos - lo as f64)
+}
+
+#[test]
+fn top_procs_matches_a_plain_count() {
+    let r = Reader::open(fixture("mixed-20k.iod")).unwrap();
+    let mut by: HashMap<(u32, Vec<u8>), (u64, u64, u64)> = HashMap::new();
+    for e in r.events() {
+        let comm = r.comm(e.pid, e.tid, 0).unwrap().to_vec();
+        let x = by.entry((e.pid, comm)).or_default();
+        x.0 += 1;
+        if e.op == Op::Read {
+            x.1 += e.bytes as u64;
+        }
+        if e.op == Op::Write {
+            x.2 += e.bytes as u64;
+        }
+    }
+    let mut want: Vec<_> = by.into_iter().collect();
+    want.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0 .0.cmp(&b.0 .0)));
+    let got = analyze_json(&["--top-procs", "--limit", "5"]);
+    assert_eq!(got.len(), 5);
+    for (g, ((pid, comm), (ios, rb, wb))) in got.iter().zip(&want) {
+        assert_eq!(g["pid"], *pid);
+        assert_eq!(g["comm"].as_str().unwrap().as_bytes(), comm.as_slice());
+        assert_eq!(g["ios"], *ios);
+        assert_eq!(g["read_bytes"], *rb);
+        assert_eq!(g["write_bytes"], *wb);
+    }
+}
+
+#[test]
+fn top_files_matches_a_plain_count() {
+    let r = Reader::open(fixture("mixed-20k.iod")).unwrap();
+    // Per path id (labels such as [journal] exist once per device).
+    type Key = (u32, Vec<u8>);
+    type Acc = (u64, u64, Vec<u64>);
+    let mut by: HashMap<Key, Acc> = HashMap::new();
+    for e in r.events() {
+        let p = r.tables().path(e.path_id).unwrap().path.clone();
+        let x = by.entry((e.path_id, p)).or_default();
+        x.0 += 1;
+        x.1 += e.bytes as u64;
+        x.2.push(e.latency_ns);
+    }
+    let mut want: Vec<_> = by.into_iter().collect();
+    want.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0 .1.cmp(&b.0 .1)));
+    let got = analyze_json(&["--top-files", "--limit", "5"]);
+    assert_eq!(got.len(), 5);
+    for (g, ((_, path), (ios, bytes, lats))) in got.iter().zip(&mut want) {
+        assert_eq!(g["path"].as_str().unwrap().as_bytes(), path.as_slice());
+        assert_eq!(g["ios"], *ios);
+        let rb = g["read_bytes"].as_u64().unwrap_or(0);
+        let wb = g["write_bytes"].as_u64().unwrap_or(0);
+        assert!(rb + wb <= *bytes);
+        lats.sort_unstable();
+        let p99 = quantile(lats, 0.99) / 1000.0;
+        let got_p99 = g["p99_latency_us"].as_f64().unwrap();
+        assert!((got_p99 - p99).abs() < 0.01, "{got_p99} vs {p99}");
+    }
+}
+
+#[test]
+fn latency_percentiles_and_filter() {
+    let r = Reader::open(fixture("mixed-20k.iod")).unwrap();
+    let mut lats: Vec<u64> = r.events().map(|e| e.latency_ns).collect();
+    lats.sort_unstable();
+    let got = analyze_json(&["--latency"]);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["ios"], 20_000);
+    for (k, p) in [("p50_us", 0.5), ("p99_us", 0.99), ("p999_us", 0.999)] {
+        let want = quantile(&lats, p) / 1000.0;
+        let g = got[0][k].as_f64().unwrap();
+        assert!((g - want).abs() < 0.01, "{k}: {g} vs {want}");
+    }
+    let max = *lats.last().unwrap() as f64 / 1000.0;
+    assert!((got[0]["max_us"].as_f64().unwrap() - max).abs() < 0.01);
+    // Per op, with a filter: only writes remain.
+    let writes: Vec<u64> = r
+        .events()
+        .filter(|e| e.op == Op::Write)
+        .map(|e| e.latency_ns)
+        .collect();
+    let got = analyze_json(&["--latency", "--group-by", "op", "--filter", "rw == W"]);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["op"], "write");
+    assert_eq!(got[0]["ios"], writes.len() as u64);
+}
+
+#[test]
+fn summary_and_bad_input() {
+    let got = analyze_json(&[]);
+    let m: HashMap<String, String> = got
+        .iter()
+        .map(|row| {
+            (
+                row["metric"].as_str().unwrap().to_string(),
+                row["value"].to_string().trim_matches('"').to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(m["events"], "20000");
+    let out = run(bin()
+        .args(["analyze", "--filter", "iosize >"])
+        .arg(fixture("oltp-5k.iod")));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    let out = run(bin().args(["analyze", "/nonexistent.iod"]));
+    assert_eq!(out.status.code(), Some(1));
+}
