@@ -87,6 +87,15 @@ pub struct AnalyzeArgs {
     /// Latency percentiles and the queue/device split.
     #[arg(long, group = "query")]
     pub latency: bool,
+    /// IOPS, MB/s and p99 latency per interval, device and op.
+    #[arg(long, group = "query")]
+    pub timeline: bool,
+    /// Interval of --timeline: 100ms, 1s, 10s, 1m…
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub interval: String,
+    /// Sequential versus random: seek distances per device (btt's seek statistics).
+    #[arg(long, group = "query")]
+    pub seek: bool,
     /// Ranking of --top-files.
     #[arg(long, value_enum, default_value = "ios")]
     pub by: ByArg,
@@ -404,6 +413,11 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         query::top_files(&d, by, a.limit)?
     } else if a.top_procs {
         query::top_procs(&d, a.limit)?
+    } else if a.timeline {
+        let ns = parse_interval(&a.interval)?;
+        query::timeline(&d, ns)?
+    } else if a.seek {
+        query::seek(&d)?
     } else if a.latency {
         let by = match a.group_by {
             LatByArg::All => LatencyBy::All,
@@ -428,6 +442,33 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `100ms`, `1s`, `10s`, `1m`, `1h` → nanoseconds.
+fn parse_interval(s: &str) -> anyhow::Result<i64> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e9)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60e9)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600e9)
+    } else {
+        anyhow::bail!("--interval {s}: give a duration such as 100ms, 1s, 1m")
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--interval {s}: give a duration such as 100ms, 1s, 1m"))?;
+    let ns = (v * mult).round();
+    if !(ns >= 1e3 && ns.is_finite()) {
+        anyhow::bail!("--interval {s}: at least 1us");
+    }
+    Ok(ns as i64)
 }
 
 fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option<String>>]) {

@@ -148,3 +148,58 @@ fn summary_and_bad_input() {
     let out = run(bin().args(["analyze", "/nonexistent.iod"]));
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn timeline_and_seek_match_plain_computations() {
+    let r = Reader::open(fixture("mixed-20k.iod")).unwrap();
+    let h = r.header().clone();
+    let interval = 500_000_000i64;
+    // Timeline: I/Os per (interval, device, op).
+    let names: HashMap<u32, String> = r
+        .tables()
+        .devices()
+        .map(|d| (d.dev.0, d.name.clone()))
+        .collect();
+    let mut want: HashMap<(i64, String, &'static str), u64> = HashMap::new();
+    for e in r.events() {
+        let b = h.to_utc_ns(e.timestamp_ns).div_euclid(interval);
+        *want
+            .entry((b, names[&e.dev.0].clone(), e.op.name()))
+            .or_default() += 1;
+    }
+    let got = analyze_json(&["--timeline", "--interval", "500ms"]);
+    assert_eq!(got.len(), want.len());
+    let total: u64 = got.iter().map(|g| g["ios"].as_u64().unwrap()).sum();
+    assert_eq!(total, 20_000);
+    for g in &got {
+        let t = g["time"].as_str().unwrap();
+        let k = want
+            .iter()
+            .find(|((b, dev, op), _)| {
+                iodump_format::summary::rfc3339_utc(b * interval) == t
+                    && g["dev"] == dev.as_str()
+                    && g["op"] == *op
+            })
+            .unwrap_or_else(|| panic!("no bucket for {g}"));
+        assert_eq!(g["ios"], *k.1);
+    }
+    // Seek: I/Os starting exactly where the previous one on the device ended.
+    let mut evs: Vec<_> = r.events().collect();
+    evs.sort_by_key(|e| (e.dev, e.timestamp_ns));
+    let mut seq: HashMap<String, (u64, u64)> = HashMap::new();
+    for w in evs.windows(2) {
+        if w[0].dev != w[1].dev {
+            continue;
+        }
+        let end = w[0].sector + (w[0].bytes as u64).div_ceil(512);
+        let x = seq.entry(names[&w[1].dev.0].clone()).or_default();
+        x.0 += 1;
+        x.1 += (w[1].sector == end) as u64;
+    }
+    let got = analyze_json(&["--seek"]);
+    for g in &got {
+        let (ios, sequential) = seq[g["dev"].as_str().unwrap()];
+        assert_eq!(g["ios"], ios, "{g}");
+        assert_eq!(g["sequential"], sequential, "{g}");
+    }
+}

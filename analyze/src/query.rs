@@ -58,6 +58,7 @@ struct Cols {
     op: Vec<u8>,
     bytes: Vec<u32>,
     sector: Vec<u64>,
+    end_sector: Vec<u64>,
     pid: Vec<u32>,
     tid: Vec<u32>,
     path_id: Vec<u32>,
@@ -93,6 +94,8 @@ fn segment_cols(
         c.op.push(b.op[i]);
         c.bytes.push(b.bytes[i]);
         c.sector.push(b.sector[i]);
+        c.end_sector
+            .push(b.sector[i].wrapping_add((b.bytes[i] as u64).div_ceil(512)));
         c.pid.push(b.pid[i]);
         c.tid.push(b.tid[i]);
         c.path_id.push(b.path_id[i]);
@@ -116,6 +119,7 @@ fn frame(trace: &str, c: Cols) -> PolarsResult<DataFrame> {
             Column::new("op".into(), ops),
             Column::new("bytes".into(), c.bytes),
             Column::new("sector".into(), c.sector),
+            Column::new("end_sector".into(), c.end_sector),
             Column::new("pid".into(), c.pid),
             Column::new("tid".into(), c.tid),
             Column::new("path_id".into(), c.path_id),
@@ -538,4 +542,140 @@ pub fn rows(df: &DataFrame) -> (Vec<String>, Vec<Vec<Option<String>>>) {
         out.push(row);
     }
     (names, out)
+}
+
+/// `--timeline`: per interval, device and op: I/Os, IOPS, MB/s and p99 latency.
+pub fn timeline(d: &Dataset, interval_ns: i64) -> Result<DataFrame, AnalyzeError> {
+    let secs = interval_ns as f64 / 1e9;
+    // Interval numbers computed here (integer division without polars' rounding feature).
+    let ts =
+        d.io.column("ts_ns")
+            .map_err(perr)?
+            .i64()
+            .map_err(perr)?
+            .clone();
+    let bucket: Vec<i64> = ts
+        .iter()
+        .map(|t| t.unwrap_or(0).div_euclid(interval_ns))
+        .collect();
+    let mut io = d.io.clone();
+    io.with_column(Column::new("bucket".into(), bucket))
+        .map_err(perr)?;
+    let df = io
+        .lazy()
+        .group_by([col("bucket"), col("dev"), col("op")])
+        .agg([
+            len().alias("ios"),
+            col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
+            (q("latency_ns", 0.99) / lit(1000.0)).alias("p99_latency_us"),
+        ])
+        .with_columns([
+            (col("ios").cast(DataType::Float64) / lit(secs)).alias("iops"),
+            (col("bytes").cast(DataType::Float64) / lit(secs * 1e6)).alias("mb_per_s"),
+        ])
+        .sort_by_exprs(
+            [col("bucket"), col("dev"), col("op")],
+            SortMultipleOptions::default(),
+        )
+        .collect()
+        .map_err(perr)?;
+    // The interval's start as RFC 3339 UTC.
+    let buckets = df
+        .column("bucket")
+        .map_err(perr)?
+        .i64()
+        .map_err(perr)?
+        .clone();
+    let times: Vec<String> = buckets
+        .iter()
+        .map(|b| {
+            b.map_or_else(String::new, |b| {
+                iodump_format::summary::rfc3339_utc(b * interval_ns)
+            })
+        })
+        .collect();
+    let mut df = df;
+    df.with_column(Column::new("time".into(), times))
+        .map_err(perr)?;
+    df.select([
+        "time",
+        "dev",
+        "op",
+        "ios",
+        "iops",
+        "mb_per_s",
+        "p99_latency_us",
+    ])
+    .map_err(perr)
+}
+
+/// `--seek`: per device, the distance of each I/O from the end of the previous one on the
+/// same device (in time order), like btt's seek statistics: sequential share, short seeks
+/// (≤ 1 MiB), long seeks, median and mean distance in sectors.
+pub fn seek(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
+    let i64c = |c: &str| col(c).cast(DataType::Int64);
+    let end = i64c("end_sector");
+    let dist = i64c("sector") - col("prev_end");
+    let prev_end = end
+        .shift(lit(1))
+        .over([col("trace"), col("dev_t")])
+        .map_err(perr)?;
+    d.io.clone()
+        .lazy()
+        .sort_by_exprs(
+            [col("trace"), col("dev_t"), col("ts_ns")],
+            SortMultipleOptions::default().with_maintain_order(true),
+        )
+        .with_column(prev_end.alias("prev_end"))
+        .filter(col("prev_end").is_not_null())
+        .with_column(dist.alias("dist"))
+        .with_column(
+            when(col("dist").lt(lit(0i64)))
+                .then(lit(0i64) - col("dist"))
+                .otherwise(col("dist"))
+                .alias("seek_sectors"),
+        )
+        .group_by([col("dev")])
+        .agg([
+            len().alias("ios"),
+            col("seek_sectors")
+                .eq(lit(0i64))
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("sequential"),
+            (col("seek_sectors")
+                .gt(lit(0i64))
+                .and(col("seek_sectors").lt_eq(lit(2048i64))))
+            .cast(DataType::UInt64)
+            .sum()
+            .alias("short_seeks"),
+            col("seek_sectors")
+                .gt(lit(2048i64))
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("long_seeks"),
+            q("seek_sectors", 0.5).alias("median_seek_sectors"),
+            col("seek_sectors").mean().alias("mean_seek_sectors"),
+        ])
+        .with_column(
+            (col("sequential").cast(DataType::Float64) * lit(100.0)
+                / col("ios").cast(DataType::Float64))
+            .alias("sequential_pct"),
+        )
+        .sort_by_exprs(
+            [col("ios")],
+            SortMultipleOptions::default().with_order_descending(true),
+        )
+        .select([
+            col("dev"),
+            col("ios"),
+            col("sequential_pct"),
+            col("sequential"),
+            col("short_seeks"),
+            col("long_seeks"),
+            col("median_seek_sectors"),
+            col("mean_seek_sectors"),
+        ])
+        .collect()
+        .map_err(perr)
 }
