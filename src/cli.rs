@@ -96,6 +96,16 @@ pub struct AnalyzeArgs {
     /// Sequential versus random: seek distances per device (btt's seek statistics).
     #[arg(long, group = "query")]
     pub seek: bool,
+    /// Large sequential writes: runs of contiguous writes per device and file.
+    #[arg(long, group = "query")]
+    pub seq_writes: bool,
+    /// Smallest run shown by --seq-writes: 1M, 64k, 4096…
+    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    pub min_bytes: String,
+    /// A polars SQL query over the tables io, processes and files, e.g.
+    /// "SELECT op, count(*) AS n FROM io GROUP BY op".
+    #[arg(long, group = "query", value_name = "QUERY")]
+    pub sql: Option<String>,
     /// Ranking of --top-files.
     #[arg(long, value_enum, default_value = "ios")]
     pub by: ByArg,
@@ -394,7 +404,7 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    use iodump_analyze::query::{self, Dataset, LatencyBy, RankBy};
+    use iodump_analyze::query::{self, Dataset};
     let filter = match &a.filter {
         Some(f) => Some(
             iodump_format::expr::Expr::parse(f)
@@ -404,31 +414,21 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     };
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     let d = Dataset::load(&paths, filter.as_ref())?;
-    let df = if a.top_files {
-        let by = match a.by {
-            ByArg::Ios => RankBy::Ios,
-            ByArg::Bytes => RankBy::Bytes,
-            ByArg::Latency => RankBy::Latency,
-        };
-        query::top_files(&d, by, a.limit)?
-    } else if a.top_procs {
-        query::top_procs(&d, a.limit)?
-    } else if a.timeline {
-        let ns = parse_interval(&a.interval)?;
-        query::timeline(&d, ns)?
-    } else if a.seek {
-        query::seek(&d)?
-    } else if a.latency {
-        let by = match a.group_by {
-            LatByArg::All => LatencyBy::All,
-            LatByArg::Dev => LatencyBy::Dev,
-            LatByArg::Op => LatencyBy::Op,
-            LatByArg::Proc => LatencyBy::Proc,
-            LatByArg::File => LatencyBy::File,
-        };
-        query::latency(&d, by)?
-    } else {
-        query::summary(&d)?
+    // The query engine reports some problems by panicking: turn that into one error line.
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_query(a, &d)));
+    std::panic::set_hook(previous_hook);
+    let df = match result {
+        Ok(r) => r?,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            anyhow::bail!("the query engine failed: {msg}");
+        }
     };
     let (names, rows) = query::rows(&df);
     print_table(a.format, &names, &rows);
@@ -442,6 +442,48 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_query(
+    a: &AnalyzeArgs,
+    d: &iodump_analyze::query::Dataset,
+) -> anyhow::Result<iodump_analyze::query::DataFrame> {
+    use iodump_analyze::query::{self, LatencyBy, RankBy};
+    Ok(if a.top_files {
+        let by = match a.by {
+            ByArg::Ios => RankBy::Ios,
+            ByArg::Bytes => RankBy::Bytes,
+            ByArg::Latency => RankBy::Latency,
+        };
+        query::top_files(d, by, a.limit)?
+    } else if a.top_procs {
+        query::top_procs(d, a.limit)?
+    } else if a.timeline {
+        let ns = parse_interval(&a.interval)?;
+        query::timeline(d, ns)?
+    } else if a.seek {
+        query::seek(d)?
+    } else if a.seq_writes {
+        let min = iodump_format::expr::parse_number(&a.min_bytes)
+            .filter(|v| *v >= 0.0)
+            .ok_or_else(|| {
+                anyhow::anyhow!("--min-bytes {}: give a size such as 1M", a.min_bytes)
+            })?;
+        query::seq_writes(d, min as u64, a.limit)?
+    } else if let Some(q) = &a.sql {
+        query::sql(d, q)?
+    } else if a.latency {
+        let by = match a.group_by {
+            LatByArg::All => LatencyBy::All,
+            LatByArg::Dev => LatencyBy::Dev,
+            LatByArg::Op => LatencyBy::Op,
+            LatByArg::Proc => LatencyBy::Proc,
+            LatByArg::File => LatencyBy::File,
+        };
+        query::latency(d, by)?
+    } else {
+        query::summary(d)?
+    })
 }
 
 /// `100ms`, `1s`, `10s`, `1m`, `1h` → nanoseconds.

@@ -203,3 +203,59 @@ fn timeline_and_seek_match_plain_computations() {
         assert_eq!(g["sequential"], sequential, "{g}");
     }
 }
+
+#[test]
+fn seq_writes_and_sql() {
+    let r = Reader::open(fixture("mixed-20k.iod")).unwrap();
+    // Runs of contiguous writes per (device, file), in time order.
+    let mut writes: Vec<_> = r.events().filter(|e| e.op == Op::Write).collect();
+    writes.sort_by_key(|e| (e.dev, e.path_id, e.timestamp_ns));
+    let mut runs: Vec<u64> = Vec::new();
+    let mut cur: Option<(iodump_format::DevT, u32, u64, u64)> = None; // dev, path, end, bytes
+    for e in &writes {
+        let end = e.sector + (e.bytes as u64).div_ceil(512);
+        match cur {
+            Some((d, p, prev_end, b)) if d == e.dev && p == e.path_id && prev_end == e.sector => {
+                cur = Some((d, p, end, b + e.bytes as u64));
+            }
+            _ => {
+                if let Some((_, _, _, b)) = cur {
+                    runs.push(b);
+                }
+                cur = Some((e.dev, e.path_id, end, e.bytes as u64));
+            }
+        }
+    }
+    if let Some((_, _, _, b)) = cur {
+        runs.push(b);
+    }
+    let mut big: Vec<u64> = runs.into_iter().filter(|&b| b >= 1 << 20).collect();
+    big.sort_unstable_by(|a, b| b.cmp(a));
+    let got = analyze_json(&["--seq-writes", "--min-bytes", "1M", "--limit", "1000"]);
+    let lens: Vec<u64> = got
+        .iter()
+        .map(|g| g["length_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lens, big);
+    assert!(!big.is_empty());
+    // SQL over the io table.
+    let reads = r.events().filter(|e| e.op == Op::Read).count();
+    let got = analyze_json(&[
+        "--sql",
+        "SELECT op, count(*) AS n FROM io WHERE op = 'read' GROUP BY op",
+    ]);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["n"], reads as u64);
+    // A bad query: one line, non-zero.
+    let out = run(bin()
+        .arg("analyze")
+        .arg(fixture("oltp-5k.iod"))
+        .args(["--sql", "SELEKT nonsense"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).lines().count(),
+        1,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

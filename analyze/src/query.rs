@@ -11,6 +11,9 @@ use polars::prelude::*;
 
 use crate::AnalyzeError;
 
+/// The frame type queries return.
+pub use polars::prelude::DataFrame;
+
 fn perr(e: PolarsError) -> AnalyzeError {
     AnalyzeError::Query {
         message: e.to_string(),
@@ -678,4 +681,103 @@ pub fn seek(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
         ])
         .collect()
         .map_err(perr)
+}
+
+/// `--seq-writes`: runs of contiguous writes per device and file (each write starting where
+/// the previous write of the same file on the same device ended) of at least `min_bytes`:
+/// file, process, start time, length, I/Os and throughput (bytes over first start to last
+/// completion).
+pub fn seq_writes(d: &Dataset, min_bytes: u64, limit: usize) -> Result<DataFrame, AnalyzeError> {
+    let keys = [col("trace"), col("dev_t"), col("path_id")];
+    let prev_end = col("end_sector")
+        .shift(lit(1))
+        .over(keys.clone())
+        .map_err(perr)?;
+    let new_run = col("prev_end")
+        .is_null()
+        .or(col("sector").neq(col("prev_end")))
+        .cast(DataType::UInt32);
+    let run = new_run.cum_sum(false).over(keys.clone()).map_err(perr)?;
+    let lf =
+        d.io.clone()
+            .lazy()
+            .filter(col("op").eq(lit("write")))
+            .sort_by_exprs(
+                [col("trace"), col("dev_t"), col("path_id"), col("ts_ns")],
+                SortMultipleOptions::default().with_maintain_order(true),
+            )
+            .with_column(prev_end.alias("prev_end"))
+            .with_column(run.alias("run"))
+            .with_column((col("ts_ns") + col("latency_ns").cast(DataType::Int64)).alias("done_ns"))
+            .group_by([
+                col("trace"),
+                col("dev_t"),
+                col("path_id"),
+                col("dev"),
+                col("run"),
+            ])
+            .agg([
+                col("ts_ns").min().alias("start_ns"),
+                col("done_ns").max().alias("end_ns"),
+                col("bytes")
+                    .cast(DataType::UInt64)
+                    .sum()
+                    .alias("length_bytes"),
+                len().alias("ios"),
+                col("tid").first().alias("tid"),
+                col("sector").min().alias("first_sector"),
+            ])
+            .filter(col("length_bytes").gt_eq(lit(min_bytes)));
+    let lf = d.with_comm(d.with_path(lf));
+    let df = lf
+        .with_column(
+            (col("length_bytes").cast(DataType::Float64)
+                / ((col("end_ns") - col("start_ns")).cast(DataType::Float64) / lit(1e9))
+                / lit(1e6))
+            .alias("mb_per_s"),
+        )
+        .sort_by_exprs(
+            [col("length_bytes"), col("start_ns")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+        )
+        .limit(limit as IdxSize)
+        .collect()
+        .map_err(perr)?;
+    let starts = df
+        .column("start_ns")
+        .map_err(perr)?
+        .i64()
+        .map_err(perr)?
+        .clone();
+    let times: Vec<String> = starts
+        .iter()
+        .map(|t| t.map_or_else(String::new, iodump_format::summary::rfc3339_utc))
+        .collect();
+    let mut df = df;
+    df.with_column(Column::new("start".into(), times))
+        .map_err(perr)?;
+    df.select([
+        "path",
+        "dev",
+        "comm",
+        "start",
+        "first_sector",
+        "length_bytes",
+        "ios",
+        "mb_per_s",
+    ])
+    .map_err(perr)
+}
+
+/// `--sql`: a polars SQL query over the tables `io`, `processes` and `files`.
+pub fn sql(d: &Dataset, query: &str) -> Result<DataFrame, AnalyzeError> {
+    let mut ctx = polars::sql::SQLContext::new();
+    ctx.register("io", d.io.clone().lazy());
+    ctx.register("processes", d.processes.clone().lazy());
+    ctx.register("files", d.files.clone().lazy());
+    ctx.execute(query)
+        .and_then(|lf| lf.collect())
+        .map_err(|e| AnalyzeError::Query {
+            message: e.to_string().lines().next().unwrap_or("").to_string(),
+        })
 }
