@@ -356,9 +356,34 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A progress bar on stderr over `total` events, only when stderr is a terminal.
+pub fn progress_bar(total: u64, what: &str) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || total == 0 {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    let style = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:40}] {human_pos}/{human_len} events ({per_sec}, {eta})",
+    )
+    .map(|s| s.progress_chars("=> "))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    pb.set_style(style);
+    pb.set_message(what.to_string());
+    Some(pb)
+}
+
+fn announced_events(files: &[PathBuf]) -> u64 {
+    files
+        .iter()
+        .filter_map(|f| iodump_format::Reader::open(f).ok())
+        .map(|r| r.announced_events())
+        .sum()
+}
+
 pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::convert::Partitioning;
-    use iodump_analyze::{convert, Input};
+    use iodump_analyze::Input;
     let mut part = Partitioning::default();
     for k in &a.partition_by {
         match k.as_str() {
@@ -384,7 +409,16 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
             reader: r,
         })
         .collect();
-    let s = convert(&inputs, &a.output, part)?;
+    let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
+    let pb = progress_bar(total, "converting");
+    let s = iodump_analyze::convert::convert_with_progress(&inputs, &a.output, part, &|n| {
+        if let Some(pb) = &pb {
+            pb.inc(n);
+        }
+    })?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
     eprintln!(
         "iodump: converted {} events into {} files under {}",
         s.events,
@@ -413,7 +447,15 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
-    let d = Dataset::load(&paths, filter.as_ref())?;
+    let pb = progress_bar(announced_events(&a.files), "decoding");
+    let d = Dataset::load_with_progress(&paths, filter.as_ref(), &|n| {
+        if let Some(pb) = &pb {
+            pb.inc(n);
+        }
+    })?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
     // The query engine reports some problems by panicking: turn that into one error line.
     let previous_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));

@@ -259,3 +259,94 @@ fn seq_writes_and_sql() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn recorded_fio_job_is_the_top_process_and_file() {
+    if !common::bpf_available("recorded_fio_job_is_the_top_process_and_file") {
+        return;
+    }
+    // ext4 on a zram device, a fio job doing exactly 5000 O_DIRECT reads of one file.
+    let id: u32 = std::fs::read_to_string("/sys/class/zram-control/hot_add")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::fs::write(format!("/sys/block/zram{id}/disksize"), "256M").unwrap();
+    let d = common::TempDir::new("analyze-fio");
+    let mnt = d.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let node = format!("/dev/zram{id}");
+    let sh = |c: &str| {
+        assert!(
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(c)
+                .status()
+                .unwrap()
+                .success(),
+            "{c}"
+        )
+    };
+    sh(&format!(
+        "mkfs.ext4 -q -F {node} && mount {node} {}",
+        mnt.display()
+    ));
+    let file = mnt.join("fio.dat");
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=32 status=none && sync",
+        file.display()
+    ));
+    let trace = d.join("fio.iod");
+    let out = run(bin()
+        .args(["record", "-d", &format!("zram{id}"), "-o"])
+        .arg(&trace)
+        .args([
+            "--",
+            "fio",
+            "--name=job",
+            &format!("--filename={}", file.display()),
+        ])
+        .args([
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=16",
+            "--number_ios=5000",
+            "--size=32M",
+            "--output=/dev/null",
+        ]));
+    sh(&format!("umount {}", mnt.display()));
+    let _ = std::fs::write(format!("/sys/block/zram{id}/reset"), "1");
+    let _ = std::fs::write("/sys/class/zram-control/hot_remove", id.to_string());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = run(bin()
+            .arg("analyze")
+            .arg(&trace)
+            .args(args)
+            .args(["--format", "json"]));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let procs = json(&["--top-procs"]);
+    assert_eq!(procs[0]["comm"], "fio");
+    let n = procs[0]["ios"].as_u64().unwrap();
+    assert!((5000..=5025).contains(&n), "fio did {n} I/Os");
+    let files = json(&["--top-files"]);
+    assert_eq!(files[0]["path"], file.display().to_string());
+    assert_eq!(files[0]["main_process"], "fio");
+    assert!((5000..=5025).contains(&files[0]["ios"].as_u64().unwrap()));
+}

@@ -302,6 +302,16 @@ pub fn convert(
     dir: &Path,
     part: Partitioning,
 ) -> Result<ConvertSummary, AnalyzeError> {
+    convert_with_progress(inputs, dir, part, &|_| {})
+}
+
+/// As [`convert`], calling `progress(events)` after each segment.
+pub fn convert_with_progress(
+    inputs: &[Input<'_>],
+    dir: &Path,
+    part: Partitioning,
+    progress: &dyn Fn(u64),
+) -> Result<ConvertSummary, AnalyzeError> {
     create_dir(dir)?;
     let mut s = ConvertSummary::default();
     // One writer per partition of the io table, created on first use.
@@ -366,6 +376,7 @@ pub fn convert(
                 start = end;
             }
             s.events += b.len() as u64;
+            progress(b.len() as u64);
         });
         result?;
         s.damaged.extend(r.damage().iter().cloned());

@@ -140,6 +140,16 @@ fn frame(trace: &str, c: Cols) -> PolarsResult<DataFrame> {
 impl Dataset {
     /// Loads `.iod` traces, keeping the events `filter` accepts.
     pub fn load(paths: &[&Path], filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
+        Dataset::load_with_progress(paths, filter, &|_| {})
+    }
+
+    /// As [`Dataset::load`], calling `progress(events)` after each decoded segment (from
+    /// several threads).
+    pub fn load_with_progress(
+        paths: &[&Path],
+        filter: Option<&Expr>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Dataset, AnalyzeError> {
         let mut frames = Vec::new();
         let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
         let (mut f_trace, mut f_id, mut f_path) = (vec![], vec![], vec![]);
@@ -157,7 +167,11 @@ impl Dataset {
                 .devices()
                 .map(|d| (d.dev.0, d.name.clone()))
                 .collect();
-            let parts = r.par_map_segments(|i, b| segment_cols(&r, i, b, filter, &devs));
+            let parts = r.par_map_segments(|i, b| {
+                let c = segment_cols(&r, i, b, filter, &devs);
+                progress(b.len() as u64);
+                c
+            });
             for (_, part) in parts {
                 match part {
                     Ok(c) => frames.push(frame(&trace, c).map_err(perr)?.lazy()),
