@@ -72,7 +72,8 @@ pub enum LatByArg {
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Trace files (.iod); several form one dataset.
+    /// Trace files (.iod), or directories written by `iodump convert`; several form one
+    /// dataset.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Key figures on one screen (the default).
@@ -447,15 +448,32 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
-    let pb = progress_bar(announced_events(&a.files), "decoding");
-    let d = Dataset::load_with_progress(&paths, filter.as_ref(), &|n| {
-        if let Some(pb) = &pb {
-            pb.inc(n);
+    let dirs = a.files.iter().filter(|p| p.is_dir()).count();
+    let d = if dirs == 0 {
+        let pb = progress_bar(announced_events(&a.files), "decoding");
+        let d = Dataset::load_with_progress(&paths, filter.as_ref(), &|n| {
+            if let Some(pb) = &pb {
+                pb.inc(n);
+            }
+        })?;
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
         }
-    })?;
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
+        d
+    } else if dirs == a.files.len() {
+        if filter.is_some() {
+            anyhow::bail!("--filter works on .iod traces only (use --sql on Parquet datasets)");
+        }
+        let mut d = Dataset::load_parquet(&a.files[0])?;
+        for p in &a.files[1..] {
+            d.append(Dataset::load_parquet(p)?)?;
+        }
+        d
+    } else {
+        anyhow::bail!(
+            "give either .iod traces or directories written by `iodump convert`, not both"
+        );
+    };
     // The query engine reports some problems by panicking: turn that into one error line.
     let previous_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));

@@ -350,3 +350,45 @@ fn recorded_fio_job_is_the_top_process_and_file() {
     assert_eq!(files[0]["main_process"], "fio");
     assert!((5000..=5025).contains(&files[0]["ios"].as_u64().unwrap()));
 }
+
+#[test]
+fn parquet_inputs_give_the_same_answers() {
+    let d = common::TempDir::new("analyze-parquet");
+    for (dir, part) in [("flat", None), ("hive", Some("host,date"))] {
+        let mut cmd = bin();
+        cmd.arg("convert")
+            .arg(fixture("mixed-20k.iod"))
+            .arg("-o")
+            .arg(d.join(dir));
+        if let Some(p) = part {
+            cmd.args(["--partition-by", p]);
+        }
+        assert!(run(&mut cmd).status.success());
+    }
+    let from_iod = analyze_json(&["--top-files", "--limit", "5"]);
+    for dir in ["flat", "hive"] {
+        for q in [
+            &["--top-files", "--limit", "5"][..],
+            &["--latency", "--group-by", "op"][..],
+            &["--seek"][..],
+        ] {
+            let a = run(bin()
+                .arg("analyze")
+                .arg(fixture("mixed-20k.iod"))
+                .args(q)
+                .args(["--format", "json"]));
+            let b = run(bin()
+                .arg("analyze")
+                .arg(d.join(dir))
+                .args(q)
+                .args(["--format", "json"]));
+            assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+            assert_eq!(
+                String::from_utf8_lossy(&a.stdout),
+                String::from_utf8_lossy(&b.stdout),
+                "{dir} {q:?}"
+            );
+        }
+    }
+    assert_eq!(from_iod.len(), 5);
+}

@@ -795,3 +795,231 @@ pub fn sql(d: &Dataset, query: &str) -> Result<DataFrame, AnalyzeError> {
             message: e.to_string().lines().next().unwrap_or("").to_string(),
         })
 }
+
+impl Dataset {
+    /// Appends another dataset's rows (several Parquet directories form one dataset).
+    pub fn append(&mut self, other: Dataset) -> Result<(), AnalyzeError> {
+        self.io.vstack_mut(&other.io).map_err(perr)?;
+        self.processes.vstack_mut(&other.processes).map_err(perr)?;
+        self.files.vstack_mut(&other.files).map_err(perr)?;
+        self.lost_events += other.lost_events;
+        self.damaged.extend(other.damaged);
+        Ok(())
+    }
+}
+
+/// Parquet files of `table` under a `convert` output directory: `DIR/TABLE.parquet`, or every
+/// `*.parquet` below `DIR/TABLE/` (a hive-style dataset).
+fn parquet_files(dir: &Path, table: &str) -> Vec<std::path::PathBuf> {
+    let flat = dir.join(format!("{table}.parquet"));
+    if flat.is_file() {
+        return vec![flat];
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![dir.join(table)];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn read_batches(p: &Path) -> Result<Vec<arrow_array::RecordBatch>, AnalyzeError> {
+    let err = |m: String| AnalyzeError::Query {
+        message: format!("{}: {m}", p.display()),
+    };
+    let f = std::fs::File::open(p).map_err(|e| err(e.to_string()))?;
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .and_then(|b| b.build())
+        .map_err(|e| err(e.to_string()))?;
+    reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err(e.to_string()))
+}
+
+fn arrow_col<'a, T: 'static>(
+    b: &'a arrow_array::RecordBatch,
+    name: &str,
+) -> Result<&'a T, AnalyzeError> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| AnalyzeError::Query {
+            message: format!("Parquet column {name} is missing or has another type"),
+        })
+}
+
+impl Dataset {
+    /// Loads the tables `iodump convert` wrote into `dir` (flat or partitioned).
+    pub fn load_parquet(dir: &Path) -> Result<Dataset, AnalyzeError> {
+        use arrow_array::{
+            Array, StringArray, TimestampNanosecondArray, UInt16Array, UInt32Array, UInt64Array,
+        };
+        let io_files = parquet_files(dir, "io");
+        if io_files.is_empty() {
+            return Err(AnalyzeError::Query {
+                message: format!("{}: no io table (io.parquet or io/)", dir.display()),
+            });
+        }
+        let mut frames = Vec::new();
+        for p in &io_files {
+            for b in read_batches(p)? {
+                let n = b.num_rows();
+                let s = |name| arrow_col::<StringArray>(&b, name);
+                let trace: Vec<&str> = (0..n)
+                    .map(|i| s("trace").map(|a| a.value(i)))
+                    .collect::<Result<_, _>>()?;
+                let dev: Vec<&str> = (0..n)
+                    .map(|i| s("dev").map(|a| a.value(i)))
+                    .collect::<Result<_, _>>()?;
+                let op: Vec<&str> = (0..n)
+                    .map(|i| s("op").map(|a| a.value(i)))
+                    .collect::<Result<_, _>>()?;
+                let dev_t: Vec<u32> = (0..n)
+                    .map(|i| {
+                        s("dev_t").map(|a| {
+                            let (ma, mi) = a.value(i).split_once(':').unwrap_or(("0", "0"));
+                            iodump_format::DevT::new(
+                                ma.parse().unwrap_or(0),
+                                mi.parse().unwrap_or(0),
+                            )
+                            .0
+                        })
+                    })
+                    .collect::<Result<_, _>>()?;
+                let ts = arrow_col::<TimestampNanosecondArray>(&b, "timestamp")?
+                    .values()
+                    .to_vec();
+                let bytes = arrow_col::<UInt32Array>(&b, "bytes")?.values().to_vec();
+                let sector = arrow_col::<UInt64Array>(&b, "sector")?.values().to_vec();
+                let end_sector: Vec<u64> = sector
+                    .iter()
+                    .zip(&bytes)
+                    .map(|(s, b)| s.wrapping_add((*b as u64).div_ceil(512)))
+                    .collect();
+                let q = arrow_col::<UInt64Array>(&b, "queue_ns")?;
+                let queue: Vec<Option<u64>> = (0..n)
+                    .map(|i| (!q.is_null(i)).then(|| q.value(i)))
+                    .collect();
+                let error: Vec<u32> = arrow_col::<UInt16Array>(&b, "error")?
+                    .values()
+                    .iter()
+                    .map(|&e| e as u32)
+                    .collect();
+                let df = DataFrame::new(
+                    n,
+                    vec![
+                        Column::new("trace".into(), trace),
+                        Column::new("ts_ns".into(), ts),
+                        Column::new("dev_t".into(), dev_t),
+                        Column::new("op".into(), op),
+                        Column::new("bytes".into(), bytes),
+                        Column::new("sector".into(), sector),
+                        Column::new("end_sector".into(), end_sector),
+                        Column::new(
+                            "pid".into(),
+                            arrow_col::<UInt32Array>(&b, "pid")?.values().to_vec(),
+                        ),
+                        Column::new(
+                            "tid".into(),
+                            arrow_col::<UInt32Array>(&b, "tid")?.values().to_vec(),
+                        ),
+                        Column::new(
+                            "path_id".into(),
+                            arrow_col::<UInt32Array>(&b, "path_id")?.values().to_vec(),
+                        ),
+                        Column::new("queue_ns".into(), queue),
+                        Column::new(
+                            "device_ns".into(),
+                            arrow_col::<UInt64Array>(&b, "device_ns")?.values().to_vec(),
+                        ),
+                        Column::new(
+                            "latency_ns".into(),
+                            arrow_col::<UInt64Array>(&b, "latency_ns")?
+                                .values()
+                                .to_vec(),
+                        ),
+                        Column::new("error".into(), error),
+                        Column::new("dev".into(), dev),
+                    ],
+                )
+                .map_err(perr)?;
+                frames.push(df.lazy());
+            }
+        }
+        let io = concat(frames, UnionArgs::default())
+            .and_then(|lf| lf.collect())
+            .map_err(perr)?;
+        let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
+        for p in parquet_files(dir, "processes") {
+            for b in read_batches(&p)? {
+                let t = arrow_col::<StringArray>(&b, "trace")?;
+                let c = arrow_col::<StringArray>(&b, "comm")?;
+                for i in 0..b.num_rows() {
+                    p_trace.push(t.value(i).to_string());
+                    p_comm.push(c.value(i).to_string());
+                }
+                p_tid.extend_from_slice(arrow_col::<UInt32Array>(&b, "tid")?.values());
+                p_pid.extend_from_slice(arrow_col::<UInt32Array>(&b, "pid")?.values());
+            }
+        }
+        let (mut f_trace, mut f_id, mut f_path) = (vec![], vec![], vec![]);
+        for p in parquet_files(dir, "files") {
+            for b in read_batches(&p)? {
+                let t = arrow_col::<StringArray>(&b, "trace")?;
+                let pa = arrow_col::<StringArray>(&b, "path")?;
+                for i in 0..b.num_rows() {
+                    f_trace.push(t.value(i).to_string());
+                    f_path.push(pa.value(i).to_string());
+                }
+                f_id.extend_from_slice(arrow_col::<UInt32Array>(&b, "path_id")?.values());
+            }
+        }
+        let mut lost = 0u64;
+        for p in parquet_files(dir, "losses") {
+            for b in read_batches(&p)? {
+                lost += arrow_col::<UInt64Array>(&b, "count")?
+                    .values()
+                    .iter()
+                    .sum::<u64>();
+            }
+        }
+        let n = p_tid.len();
+        let processes = DataFrame::new(
+            n,
+            vec![
+                Column::new("trace".into(), p_trace),
+                Column::new("tid".into(), p_tid),
+                Column::new("ppid".into(), p_pid),
+                Column::new("comm".into(), p_comm),
+            ],
+        )
+        .map_err(perr)?;
+        let n = f_id.len();
+        let files = DataFrame::new(
+            n,
+            vec![
+                Column::new("trace".into(), f_trace),
+                Column::new("path_id".into(), f_id),
+                Column::new("path".into(), f_path),
+            ],
+        )
+        .map_err(perr)?;
+        Ok(Dataset {
+            io,
+            processes,
+            files,
+            lost_events: lost,
+            damaged: Vec::new(),
+        })
+    }
+}
