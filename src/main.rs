@@ -4,6 +4,8 @@
 
 mod cli;
 mod info;
+#[cfg(feature = "analyze")]
+mod offline;
 mod record;
 
 use std::process::ExitCode;
@@ -16,9 +18,12 @@ fn main() -> ExitCode {
         cli::Command::Info(args) => info::run(&args),
         cli::Command::Synth(args) => cli::run_synth(&args),
         cli::Command::Record(args) => record::run(&args),
-        cli::Command::Export(args) => cli::run_export(&args),
-        cli::Command::Convert(args) => cli::run_convert(&args),
-        cli::Command::Analyze(args) => cli::run_analyze(&args),
+        #[cfg(feature = "analyze")]
+        cli::Command::Export(args) => offline::run_export(&args),
+        #[cfg(feature = "analyze")]
+        cli::Command::Convert(args) => offline::run_convert(&args),
+        #[cfg(feature = "analyze")]
+        cli::Command::Analyze(args) => offline::run_analyze(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,4 +1,5 @@
 //! `iodump analyze` queries checked against straightforward computations over the reader.
+#![cfg(feature = "analyze")]
 
 use std::collections::HashMap;
 use std::path::PathBuf;

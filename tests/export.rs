@@ -1,5 +1,6 @@
 //! `iodump export`: CSV read by pandas with the original iodump's recipe, JSON lines, and a fio
 //! iolog that real fio replays with the recorded number of I/Os.
+#![cfg(feature = "analyze")]
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,0 +1,354 @@
+//! The offline commands that need the analysis crate (`export`, `convert`, `analyze`);
+//! left out of builds with `--no-default-features`.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::cli::{
+    AnalyzeArgs, ByArg, ConvertArgs, ExportArgs, ExportFormatArg, LatByArg, TableFormat,
+};
+
+pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
+    use iodump_analyze::{export, ExportFormat};
+    let r =
+        iodump_format::Reader::open(&a.file).with_context(|| format!("{}", a.file.display()))?;
+    let fmt = match a.format {
+        ExportFormatArg::Csv => ExportFormat::Csv,
+        ExportFormatArg::Jsonl => ExportFormat::Jsonl,
+        ExportFormatArg::FioIolog => ExportFormat::FioIolog,
+    };
+    let s = if a.output.as_os_str() == "-" {
+        export(&r, fmt, &mut std::io::stdout().lock())?
+    } else {
+        let mut f = File::create(&a.output)
+            .with_context(|| format!("cannot create {}", a.output.display()))?;
+        export(&r, fmt, &mut f)?
+    };
+    let mut damaged = s.damaged;
+    damaged.extend(r.damage().iter().cloned());
+    eprintln!(
+        "iodump: exported {} events{}",
+        s.events,
+        if s.skipped > 0 {
+            format!(" ({} left out: operations fio cannot replay)", s.skipped)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(d) = damaged.first() {
+        if s.events == 0 {
+            anyhow::bail!(
+                "{}: nothing could be read (first damage: {d})",
+                a.file.display()
+            );
+        }
+        eprintln!(
+            "iodump: warning: {}: {} damaged chunk(s) skipped (first: {d})",
+            a.file.display(),
+            damaged.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A progress bar on stderr over `total` events, only when stderr is a terminal.
+pub fn progress_bar(total: u64, what: &str) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || total == 0 {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    let style = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:40}] {human_pos}/{human_len} events ({per_sec}, {eta})",
+    )
+    .map(|s| s.progress_chars("=> "))
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    pb.set_style(style);
+    pb.set_message(what.to_string());
+    Some(pb)
+}
+
+fn announced_events(files: &[PathBuf]) -> u64 {
+    files
+        .iter()
+        .filter_map(|f| iodump_format::Reader::open(f).ok())
+        .map(|r| r.announced_events())
+        .sum()
+}
+
+pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
+    use iodump_analyze::convert::Partitioning;
+    use iodump_analyze::Input;
+    let mut part = Partitioning::default();
+    for k in &a.partition_by {
+        match k.as_str() {
+            "host" => part.host = true,
+            "date" => part.date = true,
+            other => anyhow::bail!("--partition-by {other}: the keys are host and date"),
+        }
+    }
+    let mut readers = Vec::new();
+    for f in &a.files {
+        readers.push((
+            f.file_name().map_or_else(
+                || f.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            iodump_format::Reader::open(f).with_context(|| format!("{}", f.display()))?,
+        ));
+    }
+    let inputs: Vec<Input<'_>> = readers
+        .iter()
+        .map(|(name, r)| Input {
+            name: name.clone(),
+            reader: r,
+        })
+        .collect();
+    let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
+    let pb = progress_bar(total, "converting");
+    let s = iodump_analyze::convert::convert_with_progress(&inputs, &a.output, part, &|n| {
+        if let Some(pb) = &pb {
+            pb.inc(n);
+        }
+    })?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    eprintln!(
+        "iodump: converted {} events into {} files under {}",
+        s.events,
+        s.files.len(),
+        a.output.display()
+    );
+    if let Some(d) = s.damaged.first() {
+        if s.events == 0 {
+            anyhow::bail!("nothing could be read (first damage: {d})");
+        }
+        eprintln!(
+            "iodump: warning: {} damaged chunk(s) skipped (first: {d})",
+            s.damaged.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    use iodump_analyze::query::{self, Dataset};
+    let filter = match &a.filter {
+        Some(f) => Some(
+            iodump_format::expr::Expr::parse(f)
+                .map_err(|e| anyhow::anyhow!("bad --filter expression {f:?}: {e}"))?,
+        ),
+        None => None,
+    };
+    let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
+    let dirs = a.files.iter().filter(|p| p.is_dir()).count();
+    let d = if dirs == 0 {
+        let pb = progress_bar(announced_events(&a.files), "decoding");
+        let d = Dataset::load_with_progress(&paths, filter.as_ref(), &|n| {
+            if let Some(pb) = &pb {
+                pb.inc(n);
+            }
+        })?;
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+        d
+    } else if dirs == a.files.len() {
+        if filter.is_some() {
+            anyhow::bail!("--filter works on .iod traces only (use --sql on Parquet datasets)");
+        }
+        let mut d = Dataset::load_parquet(&a.files[0])?;
+        for p in &a.files[1..] {
+            d.append(Dataset::load_parquet(p)?)?;
+        }
+        d
+    } else {
+        anyhow::bail!(
+            "give either .iod traces or directories written by `iodump convert`, not both"
+        );
+    };
+    // The query engine reports some problems by panicking: turn that into one error line.
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_query(a, &d)));
+    std::panic::set_hook(previous_hook);
+    let df = match result {
+        Ok(r) => r?,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            anyhow::bail!("the query engine failed: {msg}");
+        }
+    };
+    let (names, rows) = query::rows(&df);
+    print_table(a.format, &names, &rows);
+    if let Some((trace, dmg)) = d.damaged.first() {
+        eprintln!(
+            "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
+            d.damaged.len()
+        );
+        if d.io.height() == 0 {
+            anyhow::bail!("nothing could be read");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_query(
+    a: &AnalyzeArgs,
+    d: &iodump_analyze::query::Dataset,
+) -> anyhow::Result<iodump_analyze::query::DataFrame> {
+    use iodump_analyze::query::{self, LatencyBy, RankBy};
+    Ok(if a.top_files {
+        let by = match a.by {
+            ByArg::Ios => RankBy::Ios,
+            ByArg::Bytes => RankBy::Bytes,
+            ByArg::Latency => RankBy::Latency,
+        };
+        query::top_files(d, by, a.limit)?
+    } else if a.top_procs {
+        query::top_procs(d, a.limit)?
+    } else if a.timeline {
+        let ns = parse_interval(&a.interval)?;
+        query::timeline(d, ns)?
+    } else if a.seek {
+        query::seek(d)?
+    } else if a.seq_writes {
+        let min = iodump_format::expr::parse_number(&a.min_bytes)
+            .filter(|v| *v >= 0.0)
+            .ok_or_else(|| {
+                anyhow::anyhow!("--min-bytes {}: give a size such as 1M", a.min_bytes)
+            })?;
+        query::seq_writes(d, min as u64, a.limit)?
+    } else if let Some(q) = &a.sql {
+        query::sql(d, q)?
+    } else if a.latency {
+        let by = match a.group_by {
+            LatByArg::All => LatencyBy::All,
+            LatByArg::Dev => LatencyBy::Dev,
+            LatByArg::Op => LatencyBy::Op,
+            LatByArg::Proc => LatencyBy::Proc,
+            LatByArg::File => LatencyBy::File,
+        };
+        query::latency(d, by)?
+    } else {
+        query::summary(d)?
+    })
+}
+
+/// `100ms`, `1s`, `10s`, `1m`, `1h` → nanoseconds.
+fn parse_interval(s: &str) -> anyhow::Result<i64> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1e9)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60e9)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600e9)
+    } else {
+        anyhow::bail!("--interval {s}: give a duration such as 100ms, 1s, 1m")
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--interval {s}: give a duration such as 100ms, 1s, 1m"))?;
+    let ns = (v * mult).round();
+    if !(ns >= 1e3 && ns.is_finite()) {
+        anyhow::bail!("--interval {s}: at least 1us");
+    }
+    Ok(ns as i64)
+}
+
+fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option<String>>]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match fmt {
+        TableFormat::Table => {
+            let mut w: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
+            for r in rows {
+                for (i, c) in r.iter().enumerate() {
+                    w[i] = w[i].max(c.as_deref().unwrap_or("-").chars().count());
+                }
+            }
+            let line = |cells: Vec<&str>| -> String {
+                cells
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| format!("{c:<width$}", width = w[i]))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+                    .trim_end()
+                    .to_string()
+            };
+            let _ = writeln!(out, "{}", line(names.iter().map(|s| s.as_str()).collect()));
+            for r in rows {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    line(r.iter().map(|c| c.as_deref().unwrap_or("-")).collect())
+                );
+            }
+        }
+        TableFormat::Csv => {
+            let esc = |s: &str| {
+                let mut v = Vec::new();
+                iodump_format::text::escape_csv(&mut v, s.as_bytes());
+                String::from_utf8_lossy(&v).into_owned()
+            };
+            let _ = writeln!(
+                out,
+                "{}",
+                names.iter().map(|n| esc(n)).collect::<Vec<_>>().join(",")
+            );
+            for r in rows {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    r.iter()
+                        .map(|c| esc(c.as_deref().unwrap_or("")))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                );
+            }
+        }
+        TableFormat::Json => {
+            let arr: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| {
+                    let mut m = serde_json::Map::new();
+                    for (n, c) in names.iter().zip(r) {
+                        let v = match c {
+                            None => serde_json::Value::Null,
+                            Some(s) => {
+                                if let Ok(i) = s.parse::<u64>() {
+                                    serde_json::Value::from(i)
+                                } else {
+                                    s.parse::<f64>()
+                                        .ok()
+                                        .filter(|f| f.is_finite())
+                                        .and_then(serde_json::Number::from_f64)
+                                        .map(serde_json::Value::Number)
+                                        .unwrap_or_else(|| serde_json::Value::String(s.clone()))
+                                }
+                            }
+                        };
+                        m.insert(n.clone(), v);
+                    }
+                    serde_json::Value::Object(m)
+                })
+                .collect();
+            let _ = writeln!(out, "{}", serde_json::Value::Array(arr));
+        }
+    }
+}
