@@ -173,13 +173,13 @@ fn io_batch(
         let key = (b.pid[i], b.tid[i]);
         if last_comm.0 != key {
             let c = r.comm(key.0, key.1, segment).unwrap_or(b"?");
-            last_comm = (key, String::from_utf8_lossy(c).into_owned());
+            last_comm = (key, iodump_format::text::text_string(c));
         }
         comm.append_value(&last_comm.1);
         let pid = b.path_id[i];
         if last_path.0 != pid {
             let p = r.tables().path(pid).map_or(&b""[..], |p| &p.path);
-            last_path = (pid, String::from_utf8_lossy(p).into_owned());
+            last_path = (pid, iodump_format::text::text_string(p));
         }
         path.append_value(&last_path.1);
         queue.append_option(b.queue_ns.get(i));
@@ -474,7 +474,7 @@ fn write_processes(
             host.append_value(&input.reader.header().hostname);
             tid.append_value(p.tid);
             pid.append_value(p.pid);
-            comm.append_value(String::from_utf8_lossy(&p.comm));
+            comm.append_value(iodump_format::text::text_string(&p.comm));
             cg.append_value(p.cgroup_id);
         }
     }
@@ -527,7 +527,7 @@ fn write_files(
             kind.append_value(p.kind.name());
             trunc.append_value(p.truncated);
             del.append_value(p.deleted);
-            path_col.append_value(String::from_utf8_lossy(&p.path));
+            path_col.append_value(iodump_format::text::text_string(&p.path));
         }
     }
     use DataType::*;

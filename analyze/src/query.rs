@@ -184,12 +184,12 @@ impl Dataset {
                 p_trace.push(trace.clone());
                 p_tid.push(pr.tid);
                 p_pid.push(pr.pid);
-                p_comm.push(String::from_utf8_lossy(&pr.comm).into_owned());
+                p_comm.push(iodump_format::text::text_string(&pr.comm));
             }
             for pe in r.tables().paths() {
                 f_trace.push(trace.clone());
                 f_id.push(pe.path_id);
-                f_path.push(String::from_utf8_lossy(&pe.path).into_owned());
+                f_path.push(iodump_format::text::text_string(&pe.path));
             }
             for (d, name) in devs {
                 d_trace.push(trace.clone());

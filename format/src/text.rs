@@ -51,45 +51,85 @@ pub fn escape_text(out: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
-/// Appends `b` as one RFC 4180 CSV field (quoted when it holds a comma, quote, CR or LF).
-/// Bytes are kept as they are (not necessarily UTF-8).
-pub fn escape_csv(out: &mut Vec<u8>, b: &[u8]) {
-    if b.iter().any(|&c| matches!(c, b',' | b'"' | b'\n' | b'\r')) {
-        out.push(b'"');
-        for &c in b {
-            if c == b'"' {
-                out.push(b'"');
+/// Path and comm bytes as UTF-8 text for CSV and JSON, losslessly: valid UTF-8 is kept, a
+/// backslash is doubled, and each byte that is not valid UTF-8 becomes `\xNN` (two hex
+/// digits). Reading it back: `\\` is one backslash, `\xNN` one byte.
+pub fn text_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    for chunk in b.utf8_chunks() {
+        for &c in chunk.valid().as_bytes() {
+            if c == b'\\' {
+                out.extend_from_slice(b"\\\\");
+            } else {
+                out.push(c);
             }
-            out.push(c);
         }
-        out.push(b'"');
-    } else {
-        out.extend_from_slice(b);
+        for &x in chunk.invalid() {
+            out.extend_from_slice(format!("\\x{x:02x}").as_bytes());
+        }
     }
 }
 
-/// Appends `b` as a JSON string; invalid UTF-8 bytes become U+FFFD.
-pub fn escape_json(out: &mut Vec<u8>, b: &[u8]) {
-    out.push(b'"');
-    for chunk in b.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => out.extend_from_slice(b"\\\""),
-                '\\' => out.extend_from_slice(b"\\\\"),
-                '\n' => out.extend_from_slice(b"\\n"),
-                '\r' => out.extend_from_slice(b"\\r"),
-                '\t' => out.extend_from_slice(b"\\t"),
-                c if (c as u32) < 0x20 => {
-                    out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
-                }
-                c => {
-                    let mut buf = [0u8; 4];
-                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                }
-            }
+/// [`text_bytes`] as a `String`.
+pub fn text_string(b: &[u8]) -> String {
+    match std::str::from_utf8(b) {
+        Ok(s) if !s.contains('\\') => s.to_string(),
+        _ => {
+            let mut v = Vec::with_capacity(b.len() + 8);
+            text_bytes(&mut v, b);
+            String::from_utf8(v).unwrap_or_default()
         }
-        if !chunk.invalid().is_empty() {
-            out.extend_from_slice("\u{fffd}".as_bytes());
+    }
+}
+
+/// Appends `b` as one RFC 4180 CSV field: the text of [`text_bytes`], quoted (with doubled
+/// quotes) when it holds a comma, quote, CR or LF. The output is always valid UTF-8.
+pub fn escape_csv(out: &mut Vec<u8>, b: &[u8]) {
+    let plain = !b
+        .iter()
+        .any(|&c| matches!(c, b',' | b'"' | b'\n' | b'\r' | b'\\') || c >= 0x80);
+    if plain {
+        out.extend_from_slice(b);
+        return;
+    }
+    let quote = b.iter().any(|&c| matches!(c, b',' | b'"' | b'\n' | b'\r'));
+    if quote {
+        out.push(b'"');
+    }
+    let start = out.len();
+    text_bytes(out, b);
+    if quote {
+        let mut i = start;
+        while i < out.len() {
+            if out[i] == b'"' {
+                out.insert(i, b'"');
+                i += 1;
+            }
+            i += 1;
+        }
+        out.push(b'"');
+    }
+}
+
+/// Appends `b` as a JSON string holding the text of [`text_bytes`] (lossless, valid UTF-8).
+pub fn escape_json(out: &mut Vec<u8>, b: &[u8]) {
+    let mut t = Vec::with_capacity(b.len());
+    text_bytes(&mut t, b);
+    out.push(b'"');
+    // `t` is valid UTF-8 by construction.
+    for c in String::from_utf8_lossy(&t).chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            c if (c as u32) < 0x20 => {
+                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+            }
+            c => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
         }
     }
     out.push(b'"');
@@ -221,6 +261,23 @@ mod tests {
         assert_eq!(v, b"a\\nb\\xff\\x01");
         let mut j = Vec::new();
         escape_json(&mut j, b"q\"\\\n\xff");
-        assert_eq!(String::from_utf8(j).unwrap(), "\"q\\\"\\\\\\n\u{fffd}\"");
+        let parsed: String = {
+            // A JSON string parser would give back the text of text_bytes.
+            let s = String::from_utf8(j).unwrap();
+            assert_eq!(s, r#""q\"\\\\\n\\xff""#);
+            s
+        };
+        assert!(parsed.is_ascii());
+    }
+
+    #[test]
+    fn csv_is_utf8_and_lossless() {
+        let mut v = Vec::new();
+        escape_csv(&mut v, b"/data/caf\xe9,\\x.db");
+        assert_eq!(v, b"\"/data/caf\\xe9,\\\\x.db\"");
+        assert!(std::str::from_utf8(&v).is_ok());
+        let mut v = Vec::new();
+        escape_csv(&mut v, "/données/é".as_bytes());
+        assert_eq!(v, "/données/é".as_bytes());
     }
 }

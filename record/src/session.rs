@@ -259,7 +259,10 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     };
     let started = Instant::now();
     let mut last_flush = Instant::now();
-    let mut losses = LossTracker::default();
+    let mut losses = LossTracker {
+        last_ns: mono,
+        ..LossTracker::default()
+    };
     let mut command_status = None;
     let fd = prog.ring.as_raw_fd();
     let mut result: Result<(), RecordError>;

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Analyzer benchmark: on one synthetic trace (EVENTS, default 10M), wall time and peak memory
+# of `iodump convert` and `iodump analyze` queries, and in the same run the "top files"
+# question answered the original way (pandas on the CSV export) and with DuckDB on our
+# Parquet, when those can be installed (pip). Prints the figures and the ratios.
+#
+#   bash bench/analyze.sh
+#   EVENTS=1000000 bash bench/analyze.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+EVENTS=${EVENTS:-10000000}
+WORK=$(mktemp -d /tmp/iodump-bench-analyze.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+cargo build --release --quiet
+IODUMP=$PWD/target/release/iodump
+python3 -m pip install -q --disable-pip-version-check pandas pyarrow duckdb >/dev/null 2>&1 || true
+
+# run LABEL CMD... : prints "LABEL seconds peak_MiB"
+run() {
+  local label=$1; shift
+  rm -f "$WORK/last"
+  /usr/bin/time -f '%e %M' -o "$WORK/time" "$@" > "$WORK/out" 2> "$WORK/err" || {
+    echo "$label failed: $(grep -v '^Command exited' "$WORK/err" | tail -1)"; return 0; }
+  read -r secs kib < "$WORK/time"
+  printf '%-34s %8.2f s %8.0f MiB\n' "$label" "$secs" "$(echo "$kib / 1024" | bc -l)"
+  echo "$secs" > "$WORK/last"
+}
+
+echo "iodump analyzer benchmark: $EVENTS events (synth mixed, seed 42), $(nproc) cores"
+"$IODUMP" synth -o "$WORK/t.iod" --events "$EVENTS" --workload mixed --seed 42 2>/dev/null
+printf '%-34s %10s %12s\n' "step" "wall" "peak memory"
+run "convert to Parquet" "$IODUMP" convert "$WORK/t.iod" -o "$WORK/pq"
+conv=$(cat "$WORK/last")
+python3 -c "print(f'{\"  convert throughput\":34} {$EVENTS/$conv/1e6:8.2f} M events/s')"
+run "analyze --summary" "$IODUMP" analyze "$WORK/t.iod" --summary
+run "analyze --latency" "$IODUMP" analyze "$WORK/t.iod" --latency
+run "analyze --seq-writes" "$IODUMP" analyze "$WORK/t.iod" --seq-writes
+run "analyze --top-files (.iod)" "$IODUMP" analyze "$WORK/t.iod" --top-files
+ours=$(cat "$WORK/last")
+run "analyze --top-files (Parquet)" "$IODUMP" analyze "$WORK/pq" --top-files
+
+run "export CSV (for pandas)" "$IODUMP" export "$WORK/t.iod" --format csv -o "$WORK/t.csv"
+cat > "$WORK/topfiles_pandas.py" <<'EOF'
+import sys, pandas as pd
+df = pd.read_csv(sys.argv[1])
+g = df.groupby('path').agg(ios=('iosize', 'size'), bytes=('iosize', 'sum'))
+print(g.sort_values('ios', ascending=False).head(20))
+EOF
+if python3 -c "import pandas" 2>/dev/null; then
+  run "pandas top files on the CSV" python3 "$WORK/topfiles_pandas.py" "$WORK/t.csv"
+  if [ -f "$WORK/last" ]; then
+    pandas=$(cat "$WORK/last")
+    python3 -c "print(f'  iodump vs pandas on CSV: {$pandas/$ours:.1f}x faster (target >= 50x)')"
+  fi
+else
+  echo "pandas not available: no pandas baseline"
+fi
+cat > "$WORK/topfiles_duckdb.py" <<'EOF'
+import sys, duckdb
+print(duckdb.sql(f"""SELECT path, count(*) AS ios, sum(bytes) AS bytes,
+  avg(latency_ns)/1000 AS mean_us, quantile_cont(latency_ns, 0.99)/1000 AS p99_us
+  FROM '{sys.argv[1]}/io.parquet' GROUP BY path ORDER BY ios DESC LIMIT 20""").fetchall())
+EOF
+if python3 -c "import duckdb" 2>/dev/null; then
+  run "DuckDB top files on our Parquet" python3 "$WORK/topfiles_duckdb.py" "$WORK/pq"
+  if [ -f "$WORK/last" ]; then
+    duck=$(cat "$WORK/last")
+    python3 -c "print(f'  iodump / DuckDB time: {$ours/$duck:.2f} (target <= 2)')"
+  fi
+else
+  echo "duckdb not available: no DuckDB baseline"
+fi
