@@ -264,14 +264,15 @@ fn mmap_reads_are_page_faults_with_a_path() {
     if !bpf_available("mmap_reads_are_page_faults_with_a_path") {
         return;
     }
-    let fs = Fs::new("ext4");
-    let f = fs.path("mapped.bin");
-    sh(&format!(
-        "dd if=/dev/urandom of={} bs=1M count=4 status=none",
-        f.display()
-    ));
-    drop_caches();
-    let r = record(
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let f = fs.path("mapped.bin");
+        sh(&format!(
+            "dd if=/dev/urandom of={} bs=1M count=4 status=none",
+            f.display()
+        ));
+        drop_caches();
+        let r = record(
         &fs,
         "mmap",
         &format!(
@@ -279,16 +280,17 @@ fn mmap_reads_are_page_faults_with_a_path() {
             f.display()
         ),
     );
-    let reads: Vec<Event> = r
-        .events()
-        .filter(|e| e.op == Op::Read && path_of(&r, e) == f.as_os_str().as_bytes())
-        .collect();
-    assert!(!reads.is_empty());
-    assert!(
-        reads.iter().any(|e| e.syscall == Some(Syscall::PAGE_FAULT)),
-        "{:?}",
-        reads.iter().map(|e| e.syscall).collect::<Vec<_>>()
-    );
+        let reads: Vec<Event> = r
+            .events()
+            .filter(|e| e.op == Op::Read && path_of(&r, e) == f.as_os_str().as_bytes())
+            .collect();
+        assert!(!reads.is_empty());
+        assert!(
+            reads.iter().any(|e| e.syscall == Some(Syscall::PAGE_FAULT)),
+            "{kind}: {:?}",
+            reads.iter().map(|e| e.syscall).collect::<Vec<_>>()
+        );
+    }
 }
 
 #[test]
@@ -384,32 +386,34 @@ fn deep_paths_are_cut_from_the_root_and_marked() {
     if !bpf_available("deep_paths_are_cut_from_the_root_and_marked") {
         return;
     }
-    let fs = Fs::new("ext4");
-    let mut p = fs.mnt.clone();
-    for _ in 0..300 {
-        p.push("d");
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let mut p = fs.mnt.clone();
+        for _ in 0..300 {
+            p.push("d");
+        }
+        std::fs::create_dir_all(&p).unwrap();
+        let f = p.join("deep.bin");
+        std::fs::write(&f, vec![1u8; 256 << 10]).unwrap();
+        drop_caches();
+        let r = record(&fs, "deep", &format!("cat {} > /dev/null", f.display()));
+        let e = by_comm(&r, b"cat")
+            .find(|e| {
+                e.op == Op::Read
+                    && r.tables()
+                        .path(e.path_id)
+                        .is_some_and(|p| p.kind == PathKind::File)
+            })
+            .expect("a read with a path");
+        let entry = r.tables().path(e.path_id).unwrap();
+        assert!(entry.truncated, "depth 300 must be marked truncated");
+        assert!(
+            entry.path.starts_with("…/".as_bytes()),
+            "{:?}",
+            String::from_utf8_lossy(&entry.path)
+        );
+        assert!(entry.path.ends_with(b"/d/d/d/deep.bin"), "{kind}");
     }
-    std::fs::create_dir_all(&p).unwrap();
-    let f = p.join("deep.bin");
-    std::fs::write(&f, vec![1u8; 256 << 10]).unwrap();
-    drop_caches();
-    let r = record(&fs, "deep", &format!("cat {} > /dev/null", f.display()));
-    let e = by_comm(&r, b"cat")
-        .find(|e| {
-            e.op == Op::Read
-                && r.tables()
-                    .path(e.path_id)
-                    .is_some_and(|p| p.kind == PathKind::File)
-        })
-        .expect("a read with a path");
-    let entry = r.tables().path(e.path_id).unwrap();
-    assert!(entry.truncated, "depth 300 must be marked truncated");
-    assert!(
-        entry.path.starts_with("…/".as_bytes()),
-        "{:?}",
-        String::from_utf8_lossy(&entry.path)
-    );
-    assert!(entry.path.ends_with(b"/d/d/d/deep.bin"));
 }
 
 #[test]
@@ -418,46 +422,48 @@ fn renamed_and_unlinked_files() {
     if !bpf_available("renamed_and_unlinked_files") {
         return;
     }
-    let fs = Fs::new("ext4");
-    let a = fs.path("before.dat");
-    let b = fs.path("after.dat");
-    let gone = fs.path("gone.dat");
-    for f in [&a, &gone] {
-        std::fs::write(f, vec![3u8; 2 << 20]).unwrap();
-    }
-    drop_caches();
-    // Read half of `a`, rename it, read the rest; open `gone`, unlink it, then read it.
-    let script = format!(
-        "python3 -c '
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let a = fs.path("before.dat");
+        let b = fs.path("after.dat");
+        let gone = fs.path("gone.dat");
+        for f in [&a, &gone] {
+            std::fs::write(f, vec![3u8; 2 << 20]).unwrap();
+        }
+        drop_caches();
+        // Read half of `a`, rename it, read the rest; open `gone`, unlink it, then read it.
+        let script = format!(
+            "python3 -c '
 import os,sys
 a,b,g=sys.argv[1:4]
 f=open(a,\"rb\"); f.read(1<<20); os.rename(a,b); f.read()
 h=open(g,\"rb\"); os.unlink(g); h.read()
 ' {} {} {}",
-        a.display(),
-        b.display(),
-        gone.display()
-    );
-    let r = record(&fs, "rename", &script);
-    let paths: Vec<Vec<u8>> = r
-        .events()
-        .filter(|e| e.op == Op::Read)
-        .filter_map(|e| r.tables().path(e.path_id).map(|p| p.path.clone()))
-        .collect();
-    assert!(paths.iter().any(|p| p == a.as_os_str().as_bytes()));
-    assert!(
-        !paths.iter().any(|p| p == b.as_os_str().as_bytes()),
-        "a renamed file keeps the path of its first I/O"
-    );
-    let deleted = r
-        .tables()
-        .paths()
-        .find(|p| p.path.ends_with(b"gone.dat"))
-        .expect("the unlinked file");
-    assert!(
-        deleted.deleted,
-        "unlinked while open must be marked deleted"
-    );
+            a.display(),
+            b.display(),
+            gone.display()
+        );
+        let r = record(&fs, "rename", &script);
+        let paths: Vec<Vec<u8>> = r
+            .events()
+            .filter(|e| e.op == Op::Read)
+            .filter_map(|e| r.tables().path(e.path_id).map(|p| p.path.clone()))
+            .collect();
+        assert!(paths.iter().any(|p| p == a.as_os_str().as_bytes()));
+        assert!(
+            !paths.iter().any(|p| p == b.as_os_str().as_bytes()),
+            "a renamed file keeps the path of its first I/O"
+        );
+        let deleted = r
+            .tables()
+            .paths()
+            .find(|p| p.path.ends_with(b"gone.dat"))
+            .expect("the unlinked file");
+        assert!(
+            deleted.deleted,
+            "{kind}: unlinked while open must be marked deleted"
+        );
+    }
 }
 
 #[test]
