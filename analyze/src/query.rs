@@ -204,27 +204,8 @@ impl Dataset {
                 .and_then(|lf| lf.collect())
                 .map_err(perr)?
         };
-        let n = p_tid.len();
-        let processes = DataFrame::new(
-            n,
-            vec![
-                Column::new("trace".into(), p_trace),
-                Column::new("tid".into(), p_tid),
-                Column::new("ppid".into(), p_pid),
-                Column::new("comm".into(), p_comm),
-            ],
-        )
-        .map_err(perr)?;
-        let n = f_id.len();
-        let files = DataFrame::new(
-            n,
-            vec![
-                Column::new("trace".into(), f_trace),
-                Column::new("path_id".into(), f_id),
-                Column::new("path".into(), f_path),
-            ],
-        )
-        .map_err(perr)?;
+        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
+        let files = files_frame(f_trace, f_id, f_path)?;
         let n = d_dev.len();
         let devices = DataFrame::new(
             n,
@@ -287,6 +268,42 @@ impl Dataset {
             JoinArgs::new(JoinType::Left),
         )
     }
+}
+
+/// The `processes` table: trace, tid, ppid (the process id), comm.
+fn processes_frame(
+    trace: Vec<String>,
+    tid: Vec<u32>,
+    pid: Vec<u32>,
+    comm: Vec<String>,
+) -> Result<DataFrame, AnalyzeError> {
+    DataFrame::new(
+        tid.len(),
+        vec![
+            Column::new("trace".into(), trace),
+            Column::new("tid".into(), tid),
+            Column::new("ppid".into(), pid),
+            Column::new("comm".into(), comm),
+        ],
+    )
+    .map_err(perr)
+}
+
+/// The `files` table: trace, path_id, path.
+fn files_frame(
+    trace: Vec<String>,
+    id: Vec<u32>,
+    path: Vec<String>,
+) -> Result<DataFrame, AnalyzeError> {
+    DataFrame::new(
+        id.len(),
+        vec![
+            Column::new("trace".into(), trace),
+            Column::new("path_id".into(), id),
+            Column::new("path".into(), path),
+        ],
+    )
+    .map_err(perr)
 }
 
 fn q(c: &str, p: f64) -> polars::prelude::Expr {
@@ -993,27 +1010,8 @@ impl Dataset {
                     .sum::<u64>();
             }
         }
-        let n = p_tid.len();
-        let processes = DataFrame::new(
-            n,
-            vec![
-                Column::new("trace".into(), p_trace),
-                Column::new("tid".into(), p_tid),
-                Column::new("ppid".into(), p_pid),
-                Column::new("comm".into(), p_comm),
-            ],
-        )
-        .map_err(perr)?;
-        let n = f_id.len();
-        let files = DataFrame::new(
-            n,
-            vec![
-                Column::new("trace".into(), f_trace),
-                Column::new("path_id".into(), f_id),
-                Column::new("path".into(), f_path),
-            ],
-        )
-        .map_err(perr)?;
+        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
+        let files = files_frame(f_trace, f_id, f_path)?;
         Ok(Dataset {
             io,
             processes,
