@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use iodump_format::expr::{EventView, Expr};
+use iodump_format::expr::{Expr, ResolvedView};
 use iodump_format::{Damage, EventBatch, Op, Reader};
 use polars::prelude::*;
 
@@ -33,24 +33,6 @@ pub struct Dataset {
     pub lost_events: u64,
     /// Damaged chunks skipped.
     pub damaged: Vec<(String, Damage)>,
-}
-
-struct View<'a> {
-    comm: &'a [u8],
-    path: &'a [u8],
-    dev: &'a str,
-}
-
-impl EventView for View<'_> {
-    fn comm(&self) -> &[u8] {
-        self.comm
-    }
-    fn path(&self) -> &[u8] {
-        self.path
-    }
-    fn dev_name(&self) -> &str {
-        self.dev
-    }
 }
 
 /// Columns of one segment (after the filter), ready to become a DataFrame.
@@ -83,7 +65,7 @@ fn segment_cols(
     for i in 0..b.len() {
         if let Some(f) = filter {
             let e = b.get(i);
-            let v = View {
+            let v = ResolvedView {
                 comm: r.comm(e.pid, e.tid, seg).unwrap_or(b""),
                 path: r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path),
                 dev: devs.get(&e.dev.0).map_or("?", |s| s.as_str()),
@@ -306,6 +288,14 @@ fn files_frame(
     .map_err(perr)
 }
 
+/// Sum of the bytes of the I/Os of one op.
+fn op_bytes(op: &str) -> polars::prelude::Expr {
+    col("bytes")
+        .cast(DataType::UInt64)
+        .filter(col("op").eq(lit(op.to_string())))
+        .sum()
+}
+
 fn q(c: &str, p: f64) -> polars::prelude::Expr {
     col(c).quantile(lit(p), QuantileMethod::Linear)
 }
@@ -346,16 +336,8 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
         .agg([
             len().alias("ios"),
             col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
-            col("bytes")
-                .cast(DataType::UInt64)
-                .filter(col("op").eq(lit("read")))
-                .sum()
-                .alias("read_bytes"),
-            col("bytes")
-                .cast(DataType::UInt64)
-                .filter(col("op").eq(lit("write")))
-                .sum()
-                .alias("write_bytes"),
+            op_bytes("read").alias("read_bytes"),
+            op_bytes("write").alias("write_bytes"),
             (col("latency_ns").mean() / lit(1000.0)).alias("mean_latency_us"),
             (q("latency_ns", 0.99) / lit(1000.0)).alias("p99_latency_us"),
         ])
@@ -392,16 +374,8 @@ pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
         .group_by([col("pid"), col("comm")])
         .agg([
             len().alias("ios"),
-            col("bytes")
-                .cast(DataType::UInt64)
-                .filter(col("op").eq(lit("read")))
-                .sum()
-                .alias("read_bytes"),
-            col("bytes")
-                .cast(DataType::UInt64)
-                .filter(col("op").eq(lit("write")))
-                .sum()
-                .alias("write_bytes"),
+            op_bytes("read").alias("read_bytes"),
+            op_bytes("write").alias("write_bytes"),
             col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
         ])
         .with_columns([

@@ -154,6 +154,29 @@ pub trait EventView {
     fn dev_name(&self) -> &str;
 }
 
+/// An [`EventView`] over names already resolved by the caller.
+#[derive(Clone, Copy, Debug)]
+pub struct ResolvedView<'a> {
+    /// The submitter's command name.
+    pub comm: &'a [u8],
+    /// The path or label of the file.
+    pub path: &'a [u8],
+    /// The device's name.
+    pub dev: &'a str,
+}
+
+impl EventView for ResolvedView<'_> {
+    fn comm(&self) -> &[u8] {
+        self.comm
+    }
+    fn path(&self) -> &[u8] {
+        self.path
+    }
+    fn dev_name(&self) -> &str {
+        self.dev
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
     Ident(String),

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use iodump_format::{Device, EndInfo, Event, Header, Loss, LossReason, Writer, WriterOptions};
 
-use iodump_format::expr::{EventView, Expr};
+use iodump_format::expr::{Expr, ResolvedView};
 
 use crate::abi::{self, cnt, IoEvent, PathEvent};
 use crate::bpf::{BpfSettings, Program};
@@ -451,24 +451,6 @@ impl Ingest<'_> {
     }
 }
 
-struct View<'a> {
-    comm: &'a [u8],
-    path: &'a [u8],
-    dev: &'a str,
-}
-
-impl EventView for View<'_> {
-    fn comm(&self) -> &[u8] {
-        self.comm
-    }
-    fn path(&self) -> &[u8] {
-        self.path
-    }
-    fn dev_name(&self) -> &str {
-        self.dev
-    }
-}
-
 fn handle(
     rec: &[u8],
     conv: &mut Converter,
@@ -497,7 +479,7 @@ fn handle(
                 }
             }
             if let Some(f) = filter {
-                let v = View {
+                let v = ResolvedView {
                     comm: r.comm(),
                     path: conv.path(e.path_id),
                     dev: conv.dev_label(e.dev),
