@@ -26,6 +26,9 @@ pub enum Command {
     Synth(SynthArgs),
     /// Record every block I/O with eBPF, to a trace file or as lines on stdout.
     Record(Box<RecordArgs>),
+    /// Re-issue a recorded workload against a device or file with its timing, order and
+    /// concurrency; reads only unless --allow-writes.
+    Replay(Box<crate::replay::ReplayArgs>),
     #[cfg(feature = "analyze")]
     /// Write a trace's events as CSV (the original iodump's columns first), JSON lines, or
     /// a fio iolog (version 3) that `fio --read_iolog` replays.

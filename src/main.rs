@@ -7,6 +7,7 @@ mod info;
 #[cfg(feature = "analyze")]
 mod offline;
 mod record;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -18,6 +19,7 @@ fn main() -> ExitCode {
         cli::Command::Info(args) => info::run(&args),
         cli::Command::Synth(args) => cli::run_synth(&args),
         cli::Command::Record(args) => record::run(&args),
+        cli::Command::Replay(args) => replay::run(&args),
         #[cfg(feature = "analyze")]
         cli::Command::Export(args) => offline::run_export(&args),
         #[cfg(feature = "analyze")]

@@ -1,0 +1,557 @@
+//! The replay plan: the trace's I/Os turned into per-thread streams of target operations,
+//! each with its scheduled time and the in-flight depth its stream had when it was issued.
+//!
+//! Model (see `iodump replay --help`): one stream per recorded thread (pid, tid). Within a
+//! stream, I/Os are submitted in recorded order; I/O *i* is submitted no earlier than its
+//! recorded time offset (divided by `--speed`) and only while fewer than `depth_i - 1` of its
+//! stream's earlier I/Os are in flight, where `depth_i` counts the stream's I/Os in flight at
+//! its recorded issue (itself included). A synchronous thread (depth 1) thus waits for each
+//! completion, an asynchronous one keeps its recorded queue depth.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use iodump_format::expr::{Expr, ResolvedView};
+use iodump_format::{DevT, Event, Flags, Op, Reader};
+
+use crate::error::ReplayError;
+
+/// What a replayed I/O does on the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IoKind {
+    /// `read` of `len_bytes` at `offset_bytes`.
+    Read = 0,
+    /// `write` of `len_bytes` at `offset_bytes` (a fixed pattern: traces hold no data).
+    Write = 1,
+    /// `fsync` of the target.
+    Flush = 2,
+    /// Discard (`BLOCK_URING_CMD_DISCARD` / `BLKDISCARD` on devices, punch hole on files).
+    Discard = 3,
+    /// Write zeroes (`fallocate(ZERO_RANGE)`).
+    WriteZeroes = 4,
+}
+
+impl IoKind {
+    /// All kinds, in report order.
+    pub const ALL: [IoKind; 5] = [
+        IoKind::Read,
+        IoKind::Write,
+        IoKind::Flush,
+        IoKind::Discard,
+        IoKind::WriteZeroes,
+    ];
+
+    /// Name as in traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoKind::Read => "read",
+            IoKind::Write => "write",
+            IoKind::Flush => "flush",
+            IoKind::Discard => "discard",
+            IoKind::WriteZeroes => "write_zeroes",
+        }
+    }
+
+    /// True for the kinds that change the target's data.
+    pub fn modifies(self) -> bool {
+        !matches!(self, IoKind::Read | IoKind::Flush)
+    }
+
+    fn from_op(op: Op) -> Option<IoKind> {
+        match op {
+            Op::Read => Some(IoKind::Read),
+            Op::Write => Some(IoKind::Write),
+            Op::Flush => Some(IoKind::Flush),
+            Op::Discard => Some(IoKind::Discard),
+            Op::WriteZeroes => Some(IoKind::WriteZeroes),
+            _ => None,
+        }
+    }
+}
+
+/// One I/O to replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedIo {
+    /// Recorded time since the first replayed I/O, in ns (before `--speed`).
+    pub sched_ns: u64,
+    /// Byte offset on the target (aligned, wrapped).
+    pub offset_bytes: u64,
+    /// Length in bytes (aligned); 0 for flushes.
+    pub len_bytes: u32,
+    /// Index into [`Plan::streams`].
+    pub stream: u32,
+    /// In-flight I/Os of the stream at the recorded issue, this one included (≥ 1).
+    pub depth: u32,
+    /// Index into the targets.
+    pub target: u16,
+    /// What to do.
+    pub kind: IoKind,
+    /// The recorded write had FUA: replayed with `RWF_DSYNC`.
+    pub fua: bool,
+    /// The recorded latency (block layer entry to completion), in ns.
+    pub recorded_latency_ns: u64,
+    /// The recorded I/O's offset and length before alignment and wrapping, for reports.
+    pub recorded_offset_bytes: u64,
+}
+
+/// A recorded thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stream {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Indices into [`Plan::ios`], in order.
+    pub ios: Vec<u32>,
+}
+
+/// Where I/O that does not fit in a target goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Beyond {
+    /// Offsets past the end wrap around (offset modulo the target's size, aligned).
+    #[default]
+    Wrap,
+    /// I/O past the end is skipped and counted.
+    Skip,
+}
+
+/// A target's geometry, as the plan needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Offsets and lengths are rounded to this many bytes.
+    pub align_bytes: u32,
+}
+
+/// How to build a plan.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    /// Replay writes, discards and write-zeroes (otherwise they are skipped and counted).
+    pub allow_writes: bool,
+    /// What to do with I/O past a target's end.
+    pub beyond: Beyond,
+    /// Only I/Os matching this expression.
+    pub filter: Option<Expr>,
+    /// Replay the trace this many times back to back (≥ 1).
+    pub loops: u32,
+    /// Target index for each recorded device; devices absent here go to `default_target`.
+    pub device_map: HashMap<DevT, u16>,
+    /// Target for devices not in `device_map` (`--target`); `None`: they are skipped.
+    pub default_target: Option<u16>,
+    /// Geometry of each target, by index.
+    pub targets: Vec<Geometry>,
+}
+
+/// Counts of recorded I/Os that are not replayed, by reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// Writes, discards and write-zeroes without `--allow-writes`, by [`IoKind`] index.
+    pub not_allowed: [u64; 5],
+    /// I/O past the end of the target (with `--beyond skip`, or longer than the target).
+    pub beyond_end: u64,
+    /// I/O on a device with no target.
+    pub unmapped: u64,
+    /// Operations with no replay equivalent (secure erase, zone management, other).
+    pub unsupported_op: u64,
+    /// I/O not matching `--filter`.
+    pub filtered: u64,
+}
+
+impl Skipped {
+    /// Sum over reasons except the filter.
+    pub fn total(&self) -> u64 {
+        self.not_allowed.iter().sum::<u64>() + self.beyond_end + self.unmapped + self.unsupported_op
+    }
+}
+
+/// Everything to replay.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// I/Os in scheduled order (ties keep recorded order).
+    pub ios: Vec<PlannedIo>,
+    /// The recorded threads.
+    pub streams: Vec<Stream>,
+    /// What is not replayed, and why.
+    pub skipped: Skipped,
+    /// Recorded I/Os (after the filter), by [`IoKind`] index (unsupported ops not counted).
+    pub recorded_count: [u64; 5],
+    /// Recorded bytes by kind.
+    pub recorded_bytes: [u64; 5],
+    /// Recorded span, first to last issue of what is replayed, one loop, in ns.
+    pub span_ns: u64,
+    /// I/Os whose offset or length was rounded to the target's alignment.
+    pub realigned: u64,
+    /// I/Os whose offset wrapped.
+    pub wrapped: u64,
+    /// Largest in-flight count across all streams the recording showed (one loop).
+    pub max_in_flight: u32,
+    /// Largest I/O, in bytes.
+    pub max_len_bytes: u32,
+    /// Segments of the trace that could not be decoded (their I/Os are missing).
+    pub damaged_segments: usize,
+}
+
+/// One recorded I/O kept for the plan, before streams are formed.
+struct Kept {
+    ts_ns: u64,
+    end_ns: u64,
+    pid: u32,
+    tid: u32,
+    io: PlannedIo,
+}
+
+fn align_down(v: u64, a: u64) -> u64 {
+    v / a * a
+}
+
+fn align_up(v: u64, a: u64) -> u64 {
+    v.div_ceil(a) * a
+}
+
+impl Plan {
+    /// Builds the plan for `reader`'s trace.
+    pub fn build(reader: &Reader, o: &PlanOptions) -> Result<Plan, ReplayError> {
+        let mut plan = Plan::default();
+        let devs: HashMap<u32, String> = reader
+            .tables()
+            .devices()
+            .map(|d| (d.dev.0, d.name.clone()))
+            .collect();
+        let mut kept: Vec<Kept> = Vec::new();
+        reader.for_each_segment(|seg, batch| {
+            let b = match batch {
+                Ok(b) => b,
+                Err(_) => {
+                    plan.damaged_segments += 1;
+                    return;
+                }
+            };
+            for i in 0..b.len() {
+                let e = b.get(i);
+                if let Some(f) = &o.filter {
+                    let v = ResolvedView {
+                        comm: reader.comm(e.pid, e.tid, seg).unwrap_or(b""),
+                        path: reader
+                            .tables()
+                            .path(e.path_id)
+                            .map_or(&b""[..], |p| &p.path),
+                        dev: devs.get(&e.dev.0).map_or("?", |s| s.as_str()),
+                    };
+                    if !f.eval(&e, &v) {
+                        plan.skipped.filtered += 1;
+                        continue;
+                    }
+                }
+                if let Some(k) = plan.keep(&e, o) {
+                    kept.push(k);
+                }
+            }
+        });
+        // Recorded order: by issue time, stable (segments are decoded in file order).
+        kept.sort_by_key(|k| k.ts_ns);
+        let Some(first) = kept.first() else {
+            let why = if plan.skipped.filtered > 0 && plan.skipped.total() == 0 {
+                "no I/O matches the filter".to_string()
+            } else if plan.skipped.total() > 0 {
+                format!(
+                    "all {} I/Os are skipped ({})",
+                    plan.skipped.total(),
+                    plan.skipped_words()
+                )
+            } else {
+                "the trace has no I/O".to_string()
+            };
+            return Err(ReplayError::NothingToReplay { why });
+        };
+        let t0 = first.ts_ns;
+        plan.span_ns = kept.last().map_or(0, |k| k.ts_ns - t0);
+
+        // Streams and per-stream depth.
+        let mut stream_of: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut outstanding: Vec<BinaryHeap<Reverse<u64>>> = Vec::new();
+        let mut global: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
+        for k in &mut kept {
+            let s = *stream_of.entry((k.pid, k.tid)).or_insert_with(|| {
+                plan.streams.push(Stream {
+                    pid: k.pid,
+                    tid: k.tid,
+                    ios: Vec::new(),
+                });
+                outstanding.push(BinaryHeap::new());
+                (plan.streams.len() - 1) as u32
+            });
+            let q = &mut outstanding[s as usize];
+            while q.peek().is_some_and(|Reverse(end)| *end <= k.ts_ns) {
+                q.pop();
+            }
+            q.push(Reverse(k.end_ns));
+            while global.peek().is_some_and(|Reverse(end)| *end <= k.ts_ns) {
+                global.pop();
+            }
+            global.push(Reverse(k.end_ns));
+            plan.max_in_flight = plan.max_in_flight.max(global.len() as u32);
+            k.io.stream = s;
+            k.io.depth = q.len() as u32;
+            k.io.sched_ns = k.ts_ns - t0;
+        }
+        let loops = o.loops.max(1);
+        // Next loop starts one mean inter-arrival gap after the last I/O.
+        let period = plan.span_ns + plan.span_ns / kept.len() as u64 + 1;
+        plan.ios.reserve(kept.len() * loops as usize);
+        for l in 0..loops as u64 {
+            for k in &kept {
+                let mut io = k.io;
+                io.sched_ns += l * period;
+                plan.streams[io.stream as usize]
+                    .ios
+                    .push(plan.ios.len() as u32);
+                plan.ios.push(io);
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Applies op, device, size and alignment rules to one event; counts it.
+    fn keep(&mut self, e: &Event, o: &PlanOptions) -> Option<Kept> {
+        let Some(kind) = IoKind::from_op(e.op) else {
+            self.skipped.unsupported_op += 1;
+            return None;
+        };
+        let ki = kind as usize;
+        self.recorded_count[ki] += 1;
+        self.recorded_bytes[ki] += u64::from(e.bytes);
+        if kind.modifies() && !o.allow_writes {
+            self.skipped.not_allowed[ki] += 1;
+            return None;
+        }
+        let Some(t) = o.device_map.get(&e.dev).copied().or(o.default_target) else {
+            self.skipped.unmapped += 1;
+            return None;
+        };
+        let g = o.targets.get(t as usize)?;
+        let a = u64::from(g.align_bytes.max(1));
+        let off = e.sector.saturating_mul(512);
+        let (mut offset, len) = if kind == IoKind::Flush {
+            (0, 0)
+        } else {
+            let start = align_down(off, a);
+            let end = align_up(off.saturating_add(u64::from(e.bytes)), a);
+            if start != off || end - start != u64::from(e.bytes) {
+                self.realigned += 1;
+            }
+            (start, end - start)
+        };
+        if len > g.size_bytes || len > u64::from(u32::MAX) {
+            self.skipped.beyond_end += 1;
+            return None;
+        }
+        if offset + len > g.size_bytes {
+            match o.beyond {
+                Beyond::Skip => {
+                    self.skipped.beyond_end += 1;
+                    return None;
+                }
+                Beyond::Wrap => {
+                    let limit = g.size_bytes - len;
+                    offset = align_down(offset % (limit + 1), a);
+                    self.wrapped += 1;
+                }
+            }
+        }
+        self.max_len_bytes = self.max_len_bytes.max(len as u32);
+        Some(Kept {
+            ts_ns: e.timestamp_ns,
+            end_ns: e.timestamp_ns.saturating_add(e.latency_ns),
+            pid: e.pid,
+            tid: e.tid,
+            io: PlannedIo {
+                sched_ns: 0,
+                offset_bytes: offset,
+                len_bytes: len as u32,
+                stream: 0,
+                depth: 1,
+                target: t,
+                kind,
+                fua: kind == IoKind::Write && e.flags.contains(Flags::FUA),
+                recorded_latency_ns: e.latency_ns,
+                recorded_offset_bytes: off,
+            },
+        })
+    }
+
+    /// The skip reasons in words (`"812 writes not allowed, 3 beyond end"`).
+    pub fn skipped_words(&self) -> String {
+        let s = &self.skipped;
+        let mut parts = Vec::new();
+        for k in IoKind::ALL {
+            let n = s.not_allowed[k as usize];
+            if n > 0 {
+                parts.push(format!("{n} {} without --allow-writes", k.name()));
+            }
+        }
+        if s.beyond_end > 0 {
+            parts.push(format!("{} beyond the target's end", s.beyond_end));
+        }
+        if s.unmapped > 0 {
+            parts.push(format!("{} on devices with no target", s.unmapped));
+        }
+        if s.unsupported_op > 0 {
+            parts.push(format!("{} of unsupported operations", s.unsupported_op));
+        }
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iodump_format::{EndInfo, Header, Writer, WriterOptions};
+
+    fn ev(ts: u64, tid: u32, op: Op, sector: u64, bytes: u32, lat: u64) -> Event {
+        Event {
+            timestamp_ns: ts,
+            dev: DevT::new(8, 0),
+            sector,
+            bytes,
+            op,
+            flags: Flags(0),
+            pid: tid,
+            tid,
+            path_id: 0,
+            queue_ns: None,
+            latency_ns: lat,
+            error: 0,
+            cpu: 0,
+            syscall: None,
+            dirtier_pid: None,
+            cgroup_id: 0,
+        }
+    }
+
+    fn reader(events: &[Event]) -> Reader {
+        let mut w = Writer::new(Vec::new(), &Header::default(), WriterOptions::default()).unwrap();
+        for e in events {
+            w.push(e).unwrap();
+        }
+        Reader::from_bytes(w.finish(EndInfo::default()).unwrap()).unwrap()
+    }
+
+    fn opts(size: u64, align: u32) -> PlanOptions {
+        PlanOptions {
+            loops: 1,
+            default_target: Some(0),
+            targets: vec![Geometry {
+                size_bytes: size,
+                align_bytes: align,
+            }],
+            ..PlanOptions::default()
+        }
+    }
+
+    #[test]
+    fn streams_depth_and_order() {
+        // Thread 1: synchronous (each I/O after the previous completed).
+        // Thread 2: three I/Os issued together (depth 1, 2, 3), then one after all completed.
+        let r = reader(&[
+            ev(1_000, 1, Op::Read, 0, 4096, 100),
+            ev(1_050, 2, Op::Read, 80, 4096, 500),
+            ev(1_060, 2, Op::Read, 88, 4096, 500),
+            ev(1_070, 2, Op::Read, 96, 4096, 500),
+            ev(1_200, 1, Op::Read, 8, 4096, 100),
+            ev(2_000, 2, Op::Read, 104, 4096, 500),
+        ]);
+        let p = Plan::build(&r, &opts(1 << 20, 512)).unwrap();
+        assert_eq!(p.streams.len(), 2);
+        let depths: Vec<(u32, u32, u64)> = p
+            .ios
+            .iter()
+            .map(|i| (i.stream, i.depth, i.sched_ns))
+            .collect();
+        assert_eq!(
+            depths,
+            vec![
+                (0, 1, 0),
+                (1, 1, 50),
+                (1, 2, 60),
+                (1, 3, 70),
+                (0, 1, 200),
+                (1, 1, 1000)
+            ]
+        );
+        assert_eq!(p.streams[1].ios, vec![1, 2, 3, 5]);
+        assert_eq!(p.max_in_flight, 4);
+        assert_eq!(p.span_ns, 1000);
+    }
+
+    #[test]
+    fn writes_skipped_unless_allowed() {
+        let evs = [
+            ev(1, 1, Op::Read, 0, 4096, 10),
+            ev(2, 1, Op::Write, 8, 4096, 10),
+            ev(3, 1, Op::Discard, 16, 4096, 10),
+            ev(4, 1, Op::Flush, 0, 0, 10),
+            ev(5, 1, Op::SecureErase, 0, 4096, 10),
+        ];
+        let r = reader(&evs);
+        let p = Plan::build(&r, &opts(1 << 20, 512)).unwrap();
+        assert_eq!(p.ios.len(), 2);
+        assert_eq!(p.skipped.not_allowed, [0, 1, 0, 1, 0]);
+        assert_eq!(p.skipped.unsupported_op, 1);
+        let mut o = opts(1 << 20, 512);
+        o.allow_writes = true;
+        let p = Plan::build(&r, &o).unwrap();
+        let kinds: Vec<IoKind> = p.ios.iter().map(|i| i.kind).collect();
+        assert_eq!(
+            kinds,
+            [IoKind::Read, IoKind::Write, IoKind::Discard, IoKind::Flush]
+        );
+    }
+
+    #[test]
+    fn beyond_end_wraps_or_skips_and_aligns() {
+        // Target of 64 KiB with 4 KiB blocks; I/O at 1 MiB + 512 of 1 KiB.
+        let r = reader(&[
+            ev(1, 1, Op::Read, 2048 + 1, 1024, 10),
+            ev(2, 1, Op::Read, 0, 8192, 10),
+            ev(3, 1, Op::Read, 0, 128 * 1024, 10),
+        ]);
+        let p = Plan::build(&r, &opts(64 * 1024, 4096)).unwrap();
+        assert_eq!(p.skipped.beyond_end, 1, "longer than the target");
+        assert_eq!(p.ios.len(), 2);
+        let io = p.ios[0];
+        assert_eq!(io.len_bytes, 4096);
+        assert_eq!(io.offset_bytes % 4096, 0);
+        assert!(io.offset_bytes + 4096 <= 64 * 1024);
+        assert_eq!(p.wrapped, 1);
+        assert_eq!(p.realigned, 1);
+        for io in &p.ios {
+            assert!(io.offset_bytes + u64::from(io.len_bytes) <= 64 * 1024);
+        }
+        let mut o = opts(64 * 1024, 4096);
+        o.beyond = Beyond::Skip;
+        let p = Plan::build(&r, &o).unwrap();
+        assert_eq!(p.skipped.beyond_end, 2);
+        assert_eq!(p.ios.len(), 1);
+    }
+
+    #[test]
+    fn loops_and_nothing() {
+        let r = reader(&[
+            ev(10, 1, Op::Read, 0, 4096, 10),
+            ev(110, 1, Op::Read, 8, 4096, 10),
+        ]);
+        let mut o = opts(1 << 20, 512);
+        o.loops = 3;
+        let p = Plan::build(&r, &o).unwrap();
+        assert_eq!(p.ios.len(), 6);
+        assert!(p.ios.windows(2).all(|w| w[0].sched_ns < w[1].sched_ns));
+        assert_eq!(p.streams[0].ios.len(), 6);
+        let r = reader(&[ev(10, 1, Op::Write, 0, 4096, 10)]);
+        let e = Plan::build(&r, &opts(1 << 20, 512)).unwrap_err();
+        assert!(e.to_string().contains("without --allow-writes"), "{e}");
+        o.filter = Some(Expr::parse("bytes > 1M").unwrap());
+        let e = Plan::build(&r, &o).unwrap_err();
+        assert!(e.to_string().contains("nothing to replay"), "{e}");
+    }
+}

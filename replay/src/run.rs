@@ -1,0 +1,339 @@
+//! The scheduler: walks the plan's streams, submits each I/O when its time has come and its
+//! stream's depth allows, reaps completions, and measures everything the report shows.
+//!
+//! One thread does all of it. Between submissions it blocks in the engine with a timeout that
+//! ends 200 µs before the next scheduled I/O, then spins, so that submit times are not at the
+//! mercy of timer slack.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::engine::{Completion, Engine, Request};
+use crate::error::ReplayError;
+use crate::plan::{IoKind, Plan};
+
+/// How to run a plan.
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions {
+    /// Time scale: 2.0 replays twice as fast (gaps halved).
+    pub speed: f64,
+    /// Ignore recorded times; keep order and depth only.
+    pub no_stall: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            speed: 1.0,
+            no_stall: false,
+        }
+    }
+}
+
+/// What one kind of operation did.
+#[derive(Clone, Debug, Default)]
+pub struct KindResult {
+    /// Submitted.
+    pub issued: u64,
+    /// Completed without error.
+    pub ok: u64,
+    /// Completed with an error.
+    pub errors: u64,
+    /// Bytes of the successful ones.
+    pub bytes: u64,
+    /// Submit to completion, per completed I/O, in ns.
+    pub latency_ns: Vec<u64>,
+    /// The recorded latencies of the same I/Os, in ns.
+    pub recorded_latency_ns: Vec<u64>,
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    /// By [`IoKind`] index.
+    pub kinds: [KindResult; 5],
+    /// First submit to last completion, in ns.
+    pub elapsed_ns: u64,
+    /// Actual minus scheduled submit time, per I/O, in ns (scheduled = recorded offset /
+    /// speed; 0 with `--no-stall`). Includes waiting for the stream's earlier I/Os.
+    pub timing_error_ns: Vec<u64>,
+    /// Actual submit time minus the moment the I/O was both due and allowed by its stream's
+    /// depth: the scheduler's own lateness, in ns.
+    pub scheduler_lag_ns: Vec<u64>,
+    /// I/Os that had to wait past their scheduled time for earlier I/Os of their stream.
+    pub depth_waits: u64,
+    /// Times an I/O was due but every buffer slot was busy.
+    pub slot_waits: u64,
+    /// Most I/Os in flight at once.
+    pub max_in_flight: u32,
+    /// The most frequent error, as (errno, count).
+    pub first_error: Option<(i32, u64)>,
+    /// Stopped by the stop flag before the plan ended.
+    pub interrupted: bool,
+    /// Engine name.
+    pub engine: &'static str,
+}
+
+#[derive(Clone, Copy)]
+struct SlotInfo {
+    io: u32,
+    submit: Instant,
+}
+
+/// Spin instead of sleeping when the next I/O is due within this.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// Poll this long for a completion before sleeping in the engine.
+const SPIN_FOR_COMPLETION: Duration = Duration::from_micros(100);
+
+/// Runs `plan` on `engine`, with `slots` buffers; stops early when `stop` is set (I/O in
+/// flight is still reaped).
+pub fn run(
+    plan: &Plan,
+    engine: &mut dyn Engine,
+    slots: u32,
+    o: RunOptions,
+    stop: &AtomicBool,
+) -> Result<RunResult, ReplayError> {
+    let n = plan.ios.len();
+    let mut res = RunResult {
+        engine: engine.name(),
+        ..RunResult::default()
+    };
+    res.timing_error_ns.reserve(n);
+    res.scheduler_lag_ns.reserve(n);
+    let speed = if o.speed > 0.0 && o.speed.is_finite() {
+        o.speed
+    } else {
+        1.0
+    };
+    let due_of = |sched_ns: u64| -> u64 {
+        if o.no_stall {
+            0
+        } else {
+            (sched_ns as f64 / speed) as u64
+        }
+    };
+    let streams = &plan.streams;
+    let mut next = vec![0usize; streams.len()];
+    let mut in_flight = vec![0u32; streams.len()];
+    let mut blocked = vec![false; streams.len()];
+    // When a stream's next I/O became allowed by depth (ns since start).
+    let mut ready_at = vec![0u64; streams.len()];
+    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(streams.len());
+    for (s, st) in streams.iter().enumerate() {
+        if let Some(&first) = st.ios.first() {
+            heap.push(Reverse((
+                due_of(plan.ios[first as usize].sched_ns),
+                s as u32,
+            )));
+        }
+    }
+    let mut free: Vec<u32> = (0..slots.max(1)).rev().collect();
+    let mut slot_info = vec![
+        SlotInfo {
+            io: 0,
+            submit: Instant::now(),
+        };
+        slots.max(1) as usize
+    ];
+    let mut errors: std::collections::HashMap<i32, u64> = std::collections::HashMap::new();
+    let mut done: Vec<Completion> = Vec::with_capacity(slots as usize);
+    // (slot, due_ns, allowed_ns) of requests pushed but not yet submitted.
+    let mut batch: Vec<(u32, u64, u64)> = Vec::with_capacity(slots as usize);
+    let mut total_in_flight = 0u32;
+    let mut last_completion = Instant::now();
+    // Start a little in the future so the first I/Os are not late by the setup.
+    let start = Instant::now() + Duration::from_micros(500);
+    let mut first_submit: Option<Instant> = None;
+    let mut stopping = false;
+    let ns_since = |t: Instant| t.saturating_duration_since(start).as_nanos() as u64;
+
+    loop {
+        if !stopping && stop.load(Ordering::Relaxed) {
+            stopping = true;
+            res.interrupted = true;
+            heap.clear();
+        }
+        let now_ns = ns_since(Instant::now());
+        // Submit everything due.
+        while let Some(&Reverse((due, s))) = heap.peek() {
+            if due > now_ns {
+                break;
+            }
+            let Some(slot) = free.pop() else {
+                res.slot_waits += 1;
+                break;
+            };
+            heap.pop();
+            let s = s as usize;
+            let idx = streams[s].ios[next[s]];
+            let io = &plan.ios[idx as usize];
+            engine.push(Request {
+                slot,
+                kind: io.kind,
+                target: io.target,
+                offset_bytes: io.offset_bytes,
+                len_bytes: io.len_bytes,
+                fua: io.fua,
+            })?;
+            slot_info[slot as usize].io = idx;
+            batch.push((slot, due, due.max(ready_at[s])));
+            in_flight[s] += 1;
+            total_in_flight += 1;
+            next[s] += 1;
+            if let Some(&ni) = streams[s].ios.get(next[s]) {
+                let nio = &plan.ios[ni as usize];
+                if in_flight[s] < nio.depth {
+                    ready_at[s] = now_ns;
+                    heap.push(Reverse((due_of(nio.sched_ns), s as u32)));
+                } else {
+                    blocked[s] = true;
+                }
+            }
+        }
+        if !batch.is_empty() {
+            engine.submit()?;
+            let t = Instant::now();
+            first_submit.get_or_insert(t);
+            let t_ns = ns_since(t);
+            for &(slot, due, allowed) in &batch {
+                slot_info[slot as usize].submit = t;
+                res.timing_error_ns.push(t_ns.saturating_sub(due));
+                res.scheduler_lag_ns.push(t_ns.saturating_sub(allowed));
+                if allowed > due {
+                    res.depth_waits += 1;
+                }
+                let k = plan.ios[slot_info[slot as usize].io as usize].kind;
+                res.kinds[k as usize].issued += 1;
+            }
+            batch.clear();
+            res.max_in_flight = res.max_in_flight.max(total_in_flight);
+        }
+        if heap.is_empty() && total_in_flight == 0 {
+            break;
+        }
+        // Wait for a completion or the next due time, whichever is first.
+        let now_ns = ns_since(Instant::now());
+        let next_due = if free.is_empty() {
+            None
+        } else {
+            heap.peek().map(|Reverse((d, _))| *d)
+        };
+        let wait = match next_due {
+            Some(d) if d <= now_ns => Some(Duration::ZERO),
+            Some(d) => {
+                let left = Duration::from_nanos(d - now_ns);
+                if left <= SPIN {
+                    None
+                } else {
+                    Some(left - SPIN)
+                }
+            }
+            None => Some(Duration::from_millis(50)),
+        };
+        if total_in_flight == 0 {
+            if let Some(w) = wait {
+                if !w.is_zero() {
+                    std::thread::sleep(w);
+                }
+            }
+            continue;
+        }
+        done.clear();
+        match wait {
+            Some(w) if !w.is_zero() => {
+                // Poll for a while first: a completion usually comes within microseconds
+                // (blocking costs a sleep and a wake-up, tens of µs on a VM).
+                let spin_end = Instant::now() + w.min(SPIN_FOR_COMPLETION);
+                loop {
+                    engine.reap(&mut done, None)?;
+                    if !done.is_empty() || Instant::now() >= spin_end {
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+                if done.is_empty() && w > SPIN_FOR_COMPLETION {
+                    engine.reap(&mut done, Some(w - SPIN_FOR_COMPLETION))?;
+                }
+            }
+            _ => engine.reap(&mut done, None)?,
+        }
+        if done.is_empty() {
+            continue;
+        }
+        let t = Instant::now();
+        last_completion = t;
+        let t_ns = ns_since(t);
+        for c in &done {
+            let info = slot_info[c.slot as usize];
+            let io = &plan.ios[info.io as usize];
+            let k = &mut res.kinds[io.kind as usize];
+            if c.result < 0 {
+                k.errors += 1;
+                *errors.entry(-c.result).or_default() += 1;
+            } else {
+                k.ok += 1;
+                k.bytes += u64::from(io.len_bytes);
+            }
+            k.latency_ns
+                .push(t.saturating_duration_since(info.submit).as_nanos() as u64);
+            k.recorded_latency_ns.push(io.recorded_latency_ns);
+            free.push(c.slot);
+            total_in_flight -= 1;
+            let s = io.stream as usize;
+            in_flight[s] -= 1;
+            if blocked[s] && !stopping {
+                if let Some(&ni) = streams[s].ios.get(next[s]) {
+                    let nio = &plan.ios[ni as usize];
+                    if in_flight[s] < nio.depth {
+                        blocked[s] = false;
+                        ready_at[s] = t_ns;
+                        heap.push(Reverse((due_of(nio.sched_ns), s as u32)));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(f) = first_submit {
+        res.elapsed_ns = last_completion.saturating_duration_since(f).as_nanos() as u64;
+    }
+    res.first_error = errors.into_iter().max_by_key(|&(e, c)| (c, Reverse(e)));
+    Ok(res)
+}
+
+/// The `q`-quantile (0..=1) of `v` (sorted in place), nearest rank.
+pub fn quantile(v: &mut [u64], q: f64) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+    Some(v[i])
+}
+
+/// Total issued over kinds.
+pub fn issued(r: &RunResult) -> u64 {
+    r.kinds.iter().map(|k| k.issued).sum()
+}
+
+/// Names of the kinds, for reports.
+pub fn kind_name(i: usize) -> &'static str {
+    IoKind::ALL[i].name()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles() {
+        let mut v = vec![5, 1, 4, 2, 3];
+        assert_eq!(quantile(&mut v, 0.5), Some(3));
+        assert_eq!(quantile(&mut v, 0.99), Some(5));
+        assert_eq!(quantile(&mut v, 0.0), Some(1));
+        assert_eq!(quantile(&mut [], 0.5), None);
+    }
+}

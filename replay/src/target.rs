@@ -1,0 +1,453 @@
+//! Replay targets: opening a block device or regular file for O_DIRECT I/O, its size and
+//! alignment, and the safety checks that keep a replay from destroying data.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::ReplayError;
+
+/// What a target is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    /// A block device (`st_rdev` as major, minor).
+    BlockDevice {
+        /// Major number.
+        major: u32,
+        /// Minor number.
+        minor: u32,
+    },
+    /// A regular file, on the filesystem of device (major, minor).
+    File {
+        /// Major of the device holding the file.
+        major: u32,
+        /// Minor of the device holding the file.
+        minor: u32,
+    },
+}
+
+/// An opened target.
+#[derive(Debug)]
+pub struct Target {
+    /// As given.
+    pub path: PathBuf,
+    /// Open for reading (and writing with `--allow-writes`).
+    pub file: File,
+    /// Block device or file.
+    pub kind: TargetKind,
+    /// Its size in bytes: no I/O goes past it.
+    pub size_bytes: u64,
+    /// Offsets and lengths are rounded to this (the logical block size for O_DIRECT; 1 when
+    /// buffered).
+    pub align_bytes: u32,
+    /// Opened with O_DIRECT (false when the filesystem refused it).
+    pub direct: bool,
+    /// Opened for writing.
+    pub writable: bool,
+}
+
+/// How a target is opened.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenOptionsReplay {
+    /// Open read-write (`--allow-writes`); the safety checks apply.
+    pub writes: bool,
+    /// Skip the safety checks (`--force`).
+    pub force: bool,
+}
+
+fn open_err(path: &Path, source: std::io::Error) -> ReplayError {
+    ReplayError::Open {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn major_minor(rdev: u64) -> (u32, u32) {
+    (libc::major(rdev), libc::minor(rdev))
+}
+
+impl Target {
+    /// Opens `path`, checks it is safe for the requested access, reads size and alignment.
+    pub fn open(path: &Path, o: OpenOptionsReplay) -> Result<Target, ReplayError> {
+        let meta = std::fs::metadata(path).map_err(|e| open_err(path, e))?;
+        let ft = meta.file_type();
+        let kind = if ft.is_block_device() {
+            let (major, minor) = major_minor(meta.rdev());
+            TargetKind::BlockDevice { major, minor }
+        } else if ft.is_file() {
+            let (major, minor) = major_minor(meta.dev());
+            TargetKind::File { major, minor }
+        } else {
+            return Err(ReplayError::NotBlockOrFile {
+                path: path.to_path_buf(),
+            });
+        };
+        if o.writes && !o.force {
+            check_safe(path, kind)?;
+        }
+        let open = |direct: bool| {
+            let mut oo = OpenOptions::new();
+            oo.read(true).write(o.writes);
+            let mut flags = libc::O_CLOEXEC;
+            if direct {
+                flags |= libc::O_DIRECT;
+            }
+            if o.writes && !o.force && matches!(kind, TargetKind::BlockDevice { .. }) {
+                // Exclusive open of a block device fails with EBUSY while it is mounted or
+                // claimed by another driver: the last line of defence against a race.
+                flags |= libc::O_EXCL;
+            }
+            oo.custom_flags(flags).open(path)
+        };
+        let (file, direct) = match open(true) {
+            Ok(f) => (f, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                (open(false).map_err(|e| open_err(path, e))?, false)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                return Err(ReplayError::InUse {
+                    path: path.to_path_buf(),
+                    by: "another exclusive user (mounted, or claimed by a driver)".into(),
+                })
+            }
+            Err(e) => return Err(open_err(path, e)),
+        };
+        let (size_bytes, align_bytes) = match kind {
+            TargetKind::BlockDevice { .. } => {
+                let size = ioctl_u64(&file, BLKGETSIZE64).map_err(|e| open_err(path, e))?;
+                let lbs = ioctl_int(&file, BLKSSZGET).map_err(|e| open_err(path, e))?;
+                (size, lbs.max(512) as u32)
+            }
+            TargetKind::File { .. } => (meta.len(), dio_align(path).unwrap_or(4096)),
+        };
+        if size_bytes == 0 {
+            return Err(ReplayError::EmptyTarget {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(Target {
+            path: path.to_path_buf(),
+            file,
+            kind,
+            size_bytes,
+            align_bytes: if direct { align_bytes } else { 1 },
+            direct,
+            writable: o.writes,
+        })
+    }
+
+    /// True for block devices.
+    pub fn is_block_device(&self) -> bool {
+        matches!(self.kind, TargetKind::BlockDevice { .. })
+    }
+}
+
+// From <linux/fs.h>: _IOR(0x12, 114, size_t) and _IO(0x12, 104).
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+const BLKSSZGET: libc::c_ulong = 0x1268;
+/// `BLKDISCARD`: _IO(0x12, 119), takes `[start, len]` in bytes.
+pub const BLKDISCARD: libc::c_ulong = 0x1277;
+/// `BLKZEROOUT`: _IO(0x12, 127), takes `[start, len]` in bytes.
+pub const BLKZEROOUT: libc::c_ulong = 0x127f;
+
+fn ioctl_u64(f: &File, req: libc::c_ulong) -> std::io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let mut v: u64 = 0;
+    // SAFETY: the request writes one u64 into `v`, which outlives the call.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), req as _, &mut v as *mut u64) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(v)
+}
+
+fn ioctl_int(f: &File, req: libc::c_ulong) -> std::io::Result<i32> {
+    use std::os::fd::AsRawFd;
+    let mut v: libc::c_int = 0;
+    // SAFETY: the request writes one int into `v`, which outlives the call.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), req as _, &mut v as *mut libc::c_int) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(v)
+}
+
+/// The O_DIRECT offset alignment statx reports for a file (`STATX_DIOALIGN`), if any.
+fn dio_align(path: &Path) -> Option<u32> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statx only writes the struct we pass; zeroed is a valid initial value for it.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` lives across the call.
+    let r = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_DIOALIGN, &mut st) };
+    if r != 0 || st.stx_mask & libc::STATX_DIOALIGN == 0 {
+        return None;
+    }
+    let a = st.stx_dio_offset_align.max(st.stx_dio_mem_align);
+    (a > 0).then_some(a.max(512))
+}
+
+/// Refuses targets whose data a write would destroy: mounted, in use, or (block devices)
+/// holding a filesystem or partition table signature.
+fn check_safe(path: &Path, kind: TargetKind) -> Result<(), ReplayError> {
+    let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    match kind {
+        TargetKind::BlockDevice { major, minor } => {
+            let mut devs = vec![(major, minor)];
+            devs.extend(partitions_of(major, minor));
+            if let Some(mp) = mounted_on(&devs) {
+                return Err(ReplayError::Mounted {
+                    path: path.to_path_buf(),
+                    mount_point: mp,
+                });
+            }
+            for &(ma, mi) in &devs {
+                if let Some(h) = holders(ma, mi) {
+                    return Err(ReplayError::InUse {
+                        path: path.to_path_buf(),
+                        by: h,
+                    });
+                }
+            }
+            if let Some(sw) = swap_on(&devs) {
+                return Err(ReplayError::InUse {
+                    path: path.to_path_buf(),
+                    by: format!("swap ({sw})"),
+                });
+            }
+            let mut head = vec![0u8; SIGNATURE_PROBE_BYTES];
+            let n = File::open(path)
+                .and_then(|mut f| read_full(&mut f, &mut head))
+                .map_err(|e| open_err(path, e))?;
+            head.truncate(n);
+            if let Some(what) = signature(&head) {
+                return Err(ReplayError::Signature {
+                    path: path.to_path_buf(),
+                    what,
+                });
+            }
+        }
+        TargetKind::File { .. } => {
+            if let Some(loopdev) = loop_backing(&canon) {
+                return Err(ReplayError::InUse {
+                    path: path.to_path_buf(),
+                    by: format!("{loopdev} (it is its backing file)"),
+                });
+            }
+            if let Some(sw) = swap_file(&canon) {
+                return Err(ReplayError::InUse {
+                    path: path.to_path_buf(),
+                    by: format!("swap ({sw})"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+fn read_trim(p: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn parse_majmin(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// The partitions of a whole disk, from sysfs.
+fn partitions_of(major: u32, minor: u32) -> Vec<(u32, u32)> {
+    let dir = format!("/sys/dev/block/{major}:{minor}");
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.join("partition").exists() {
+                if let Some(mm) = read_trim(p.join("dev")).and_then(|s| parse_majmin(&s)) {
+                    out.push(mm);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where one of `devs` is mounted, from /proc/self/mountinfo (its device number, or its
+/// source path for filesystems such as btrfs that report an anonymous device number).
+fn mounted_on(devs: &[(u32, u32)]) -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        if fields.len() < 5 {
+            continue;
+        }
+        let mp = unescape_mount(fields[4]);
+        if let Some(mm) = parse_majmin(fields[2]) {
+            if devs.contains(&mm) {
+                return Some(mp);
+            }
+        }
+        // After the " - " separator: fstype, source, options.
+        if let Some(sep) = fields.iter().position(|f| *f == "-") {
+            if let Some(src) = fields.get(sep + 2) {
+                let src = unescape_mount(src);
+                if src.starts_with('/') {
+                    if let Ok(m) = std::fs::metadata(&src) {
+                        if m.file_type().is_block_device() && devs.contains(&major_minor(m.rdev()))
+                        {
+                            return Some(mp);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+fn unescape_mount(s: &str) -> String {
+    // mountinfo escapes space, tab, newline and backslash as \ooo.
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Names of the devices stacked on this one (device-mapper, md, bcache…).
+fn holders(major: u32, minor: u32) -> Option<String> {
+    let rd = std::fs::read_dir(format!("/sys/dev/block/{major}:{minor}/holders")).ok()?;
+    let names: Vec<String> = rd
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
+fn swap_entries() -> Vec<String> {
+    std::fs::read_to_string("/proc/swaps")
+        .map(|t| {
+            t.lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn swap_on(devs: &[(u32, u32)]) -> Option<String> {
+    swap_entries().into_iter().find(|p| {
+        std::fs::metadata(p)
+            .map(|m| m.file_type().is_block_device() && devs.contains(&major_minor(m.rdev())))
+            .unwrap_or(false)
+    })
+}
+
+fn swap_file(canon: &Path) -> Option<String> {
+    swap_entries().into_iter().find(|p| {
+        std::fs::canonicalize(p)
+            .map(|c| c == canon)
+            .unwrap_or(false)
+    })
+}
+
+/// The loop device whose backing file is `canon`, if any.
+fn loop_backing(canon: &Path) -> Option<String> {
+    let rd = std::fs::read_dir("/sys/block").ok()?;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        if let Some(b) = read_trim(e.path().join("loop/backing_file")) {
+            let b = b.trim_end_matches(" (deleted)");
+            if Path::new(b) == canon {
+                return Some(format!("/dev/{name}"));
+            }
+        }
+    }
+    None
+}
+
+/// Bytes read from the start of a block device to look for signatures (btrfs's superblock
+/// magic sits at 64 KiB + 64).
+pub const SIGNATURE_PROBE_BYTES: usize = 68 * 1024;
+
+/// The filesystem, volume or partition-table signature at the start of a device, if any.
+pub fn signature(head: &[u8]) -> Option<&'static str> {
+    let at = |off: usize, magic: &[u8]| head.get(off..off + magic.len()) == Some(magic);
+    let checks: [(usize, &[u8], &'static str); 14] = [
+        (1080, &[0x53, 0xef], "an ext2/ext3/ext4 filesystem"),
+        (0, b"XFSB", "an XFS filesystem"),
+        (65600, b"_BHRfS_M", "a btrfs filesystem"),
+        (4086, b"SWAPSPACE2", "a swap area"),
+        (4086, b"SWAP-SPACE", "a swap area"),
+        (0, b"LUKS\xba\xbe", "a LUKS volume"),
+        (512, b"LABELONE", "an LVM physical volume"),
+        (512, b"EFI PART", "a GPT partition table"),
+        (32769, b"CD001", "an ISO 9660 filesystem"),
+        (1024, &[0x10, 0x20, 0xf5, 0xf2], "an F2FS filesystem"),
+        (0, b"hsqs", "a squashfs filesystem"),
+        (4096, &[0xfc, 0x4e, 0x2b, 0xa9], "an md RAID member"),
+        (3, b"NTFS    ", "an NTFS filesystem"),
+        (
+            510,
+            &[0x55, 0xaa],
+            "a DOS partition table or FAT boot sector",
+        ),
+    ];
+    checks
+        .iter()
+        .find(|(off, magic, _)| at(*off, magic))
+        .map(|c| c.2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures() {
+        let mut h = vec![0u8; SIGNATURE_PROBE_BYTES];
+        assert_eq!(signature(&h), None);
+        h[1080] = 0x53;
+        h[1081] = 0xef;
+        assert_eq!(signature(&h), Some("an ext2/ext3/ext4 filesystem"));
+        let mut h = vec![0u8; SIGNATURE_PROBE_BYTES];
+        h[65600..65608].copy_from_slice(b"_BHRfS_M");
+        assert_eq!(signature(&h), Some("a btrfs filesystem"));
+        // A short device cannot hold the btrfs magic: no out-of-bounds read.
+        assert_eq!(signature(&h[..4096]), None);
+    }
+
+    #[test]
+    fn mount_unescape() {
+        assert_eq!(unescape_mount("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape_mount("/x\\"), "/x\\");
+    }
+}
