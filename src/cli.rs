@@ -40,6 +40,14 @@ pub enum Command {
     /// directory, for DuckDB, polars, pandas, Spark (schemas/parquet-tables.md).
     #[cfg(feature = "analyze")]
     Convert(ConvertArgs),
+    /// Write one self-contained HTML report of traces (opens offline): summary, IOPS and
+    /// throughput over time, latency heatmap, offsets, latency histogram, top processes and
+    /// files, losses.
+    #[cfg(feature = "analyze")]
+    Report(ReportArgs),
+    /// Draw one plot of a trace as SVG or PNG, for papers and tickets.
+    #[cfg(feature = "analyze")]
+    Plot(PlotArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -143,6 +151,56 @@ pub struct ConvertArgs {
     /// both (`host,date`): DIR/io/host=H/date=D/part-0.parquet, DIR/files/host=H/…
     #[arg(long, value_name = "KEYS", value_delimiter = ',')]
     pub partition_by: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Trace files (.iod); each gets its own section with its own time axis.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output HTML file.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlotKindArg {
+    /// I/O per second over time, per device and op.
+    Iops,
+    /// Bytes per second over time, per device and op.
+    Throughput,
+    /// Latency over time as a heatmap (log latency bins).
+    LatencyHeatmap,
+    /// Offset over time on one device, coloured by op (seekwatcher's view).
+    Offset,
+    /// Latency histogram (log bins), stacked by op.
+    LatencyHistogram,
+    /// Top processes by I/Os.
+    TopProcs,
+    /// Top files by I/Os.
+    TopFiles,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Trace file (.iod).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// What to draw.
+    #[arg(long, value_enum)]
+    pub kind: PlotKindArg,
+    /// Output file: .svg or .png.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    /// Image height in pixels.
+    #[arg(long, default_value_t = 600)]
+    pub height: u32,
+    /// Offset plot: the device (name such as nvme0n1, or MAJ:MIN); default the busiest.
+    #[arg(long, value_name = "DEV")]
+    pub device: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -26,6 +26,10 @@ fn main() -> ExitCode {
         cli::Command::Convert(args) => offline::run_convert(&args),
         #[cfg(feature = "analyze")]
         cli::Command::Analyze(args) => offline::run_analyze(&args),
+        #[cfg(feature = "analyze")]
+        cli::Command::Report(args) => offline::run_report(&args),
+        #[cfg(feature = "analyze")]
+        cli::Command::Plot(args) => offline::run_plot(&args),
     };
     match result {
         Ok(code) => code,

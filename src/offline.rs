@@ -1,4 +1,5 @@
-//! The offline commands that need the analysis crate (`export`, `convert`, `analyze`);
+//! The offline commands that need the analysis crate (`export`, `convert`, `analyze`,
+//! `report`, `plot`);
 //! left out of builds with `--no-default-features`.
 
 use std::fs::File;
@@ -8,7 +9,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::{
-    AnalyzeArgs, ByArg, ConvertArgs, ExportArgs, ExportFormatArg, LatByArg, TableFormat,
+    AnalyzeArgs, ByArg, ConvertArgs, ExportArgs, ExportFormatArg, LatByArg, PlotArgs, PlotKindArg,
+    ReportArgs, TableFormat,
 };
 
 pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
@@ -351,4 +353,97 @@ fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option<String>>])
             let _ = writeln!(out, "{}", serde_json::Value::Array(arr));
         }
     }
+}
+
+fn trace_name(p: &std::path::Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let mut readers = Vec::new();
+    for f in &a.files {
+        readers.push((
+            trace_name(f),
+            iodump_format::Reader::open(f).with_context(|| format!("{}", f.display()))?,
+        ));
+    }
+    let inputs: Vec<(String, &iodump_format::Reader)> =
+        readers.iter().map(|(n, r)| (n.clone(), r)).collect();
+    let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
+    let pb = progress_bar(total, "aggregating");
+    let s = iodump_analyze::report::write_report(&inputs, &a.output, &|n| {
+        if let Some(pb) = &pb {
+            pb.inc(n);
+        }
+    })?;
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    eprintln!(
+        "iodump: wrote {} ({} events, {} bytes)",
+        a.output.display(),
+        s.events,
+        s.html_bytes
+    );
+    if let Some((trace, d)) = s.damage.first() {
+        eprintln!(
+            "iodump: warning: {} damaged chunk(s) skipped, the report shows what could be decoded (first: {trace}: {d})",
+            s.damage.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
+    use iodump_analyze::plot::{ImageFormat, PlotKind, PlotOptions};
+    if ImageFormat::from_path(&a.output).is_none() {
+        anyhow::bail!(
+            "{}: the output must end in .svg or .png",
+            a.output.display()
+        );
+    }
+    let r =
+        iodump_format::Reader::open(&a.file).with_context(|| format!("{}", a.file.display()))?;
+    let kind = match a.kind {
+        PlotKindArg::Iops => PlotKind::Iops,
+        PlotKindArg::Throughput => PlotKind::Throughput,
+        PlotKindArg::LatencyHeatmap => PlotKind::LatencyHeatmap,
+        PlotKindArg::Offset => PlotKind::Offset,
+        PlotKindArg::LatencyHistogram => PlotKind::LatencyHistogram,
+        PlotKindArg::TopProcs => PlotKind::TopProcs,
+        PlotKindArg::TopFiles => PlotKind::TopFiles,
+    };
+    let pb = progress_bar(r.announced_events(), "aggregating");
+    let rep = iodump_analyze::report::aggregate_with_progress(&trace_name(&a.file), &r, &|n| {
+        if let Some(pb) = &pb {
+            pb.inc(n);
+        }
+    });
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let opts = PlotOptions {
+        kind,
+        width_px: a.width,
+        height_px: a.height,
+        device: a.device.clone(),
+    };
+    iodump_analyze::plot::plot(&rep, &opts, &a.output)?;
+    eprintln!(
+        "iodump: wrote {} ({} of {} events)",
+        a.output.display(),
+        kind.name(),
+        rep.agg.events
+    );
+    if let Some(d) = rep.damage.first() {
+        eprintln!(
+            "iodump: warning: {}: {} damaged chunk(s) skipped, the plot shows what could be decoded (first: {d})",
+            a.file.display(),
+            rep.damage.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,10 +1,13 @@
 //! `iodump-analyze` owns offline analysis of traces: the Parquet tables of `iodump convert`
 //! and the exports (CSV with the original iodump's columns first, JSON lines, fio's version 3
-//! iolog for replay); the polars queries of `iodump analyze` come next.
+//! iolog for replay); the polars queries of `iodump analyze`; the HTML report and single plots
+//! of `iodump report` and `iodump plot` (binned in one parallel pass, no polars).
 
 pub mod convert;
 pub mod export;
+pub mod plot;
 pub mod query;
+pub mod report;
 
 pub use convert::{convert, ConvertSummary, Input};
 pub use export::{export, ExportFormat, ExportSummary};
@@ -22,6 +25,18 @@ pub enum AnalyzeError {
         /// The engine's message.
         message: String,
     },
+    /// No event of the input could be decoded (every segment damaged).
+    NothingReadable {
+        /// The trace.
+        trace: String,
+        /// The first damage found.
+        damage: String,
+    },
+    /// A plot could not be drawn.
+    Plot {
+        /// What went wrong.
+        message: String,
+    },
     /// Writing the output failed.
     Write {
         /// What was being written.
@@ -36,6 +51,10 @@ impl fmt::Display for AnalyzeError {
         match self {
             AnalyzeError::Read(e) => write!(f, "{e}"),
             AnalyzeError::Query { message } => write!(f, "query failed: {message}"),
+            AnalyzeError::NothingReadable { trace, damage } => {
+                write!(f, "{trace}: nothing could be read (first damage: {damage})")
+            }
+            AnalyzeError::Plot { message } => write!(f, "{message}"),
             AnalyzeError::Write { what, source } => write!(f, "writing {what}: {source}"),
         }
     }

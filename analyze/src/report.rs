@@ -1,0 +1,1012 @@
+//! `iodump report`: the aggregation behind the HTML report and `iodump plot`, and the HTML
+//! page itself.
+//!
+//! This module owns [`TraceReport`] — everything the plots show, binned in Rust in one
+//! parallel pass over a trace's segments (rayon fold over decoded [`EventBatch`]es, one dense
+//! accumulator per worker thread, merged at the end) — its JSON form (documented in
+//! `schemas/report-data.md`), and [`render_html`], which embeds that JSON in one
+//! self-contained page (`assets/report.html`, `assets/report.js`, `assets/report.css`)
+//! whose JavaScript draws the plots on canvases. Nothing in the output grows with the
+//! number of I/Os: time, latency and offset are binned, tables are cut to the top entries.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::Path;
+
+use iodump_format::{Damage, EventBatch, Op, PathKind, Reader, SegmentDecoder};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+
+use crate::AnalyzeError;
+
+/// Time bins of the IOPS and throughput series.
+pub const TIME_BINS: usize = 1200;
+/// Time bins of the latency heatmap (each covers 4 series bins).
+pub const HEAT_TIME_BINS: usize = TIME_BINS / 4;
+/// Time bins of the offset density grid (each covers 6 series bins).
+pub const OFFSET_TIME_BINS: usize = TIME_BINS / 6;
+/// Offset bins of the offset density grid (a power-of-two number of sectors each).
+pub const OFFSET_BINS: usize = 128;
+/// Sub-bins per power of two of the latency histogram (bins are at most 12.5 % wide).
+pub const LATENCY_SUB_BINS: usize = 8;
+/// Latency histogram bins: exact below 16 ns, then 8 per power of two up to 2^64 ns.
+pub const LATENCY_BINS: usize = 496;
+/// Histogram bins merged into one heatmap latency bin (2 per power of two).
+pub const HEAT_LATENCY_MERGE: usize = 4;
+/// Heatmap latency bins.
+pub const HEAT_LATENCY_BINS: usize = LATENCY_BINS / HEAT_LATENCY_MERGE;
+/// Op classes of the heatmap, histogram and offset grid.
+pub const CLASSES: [&str; 3] = ["read", "write", "other"];
+/// Devices shown in the offset plot (the busiest ones).
+pub const OFFSET_DEVICES: usize = 8;
+/// Rows of the top processes and top files.
+pub const TOP_ROWS: usize = 20;
+
+const OPS: usize = Op::ALL.len();
+const HEAT_CELLS: usize = HEAT_TIME_BINS * HEAT_LATENCY_BINS;
+const OFFSET_CELLS: usize = OFFSET_TIME_BINS * OFFSET_BINS;
+
+/// The latency histogram bin of `ns`: exact below 16 ns, then [`LATENCY_SUB_BINS`] bins per
+/// power of two (log-linear, as HDR histograms).
+#[inline]
+pub fn latency_bin(ns: u64) -> usize {
+    if ns < 16 {
+        return ns as usize;
+    }
+    let k = 63 - ns.leading_zeros() as usize; // ≥ 4
+    let sub = ((ns >> (k - 3)) & 7) as usize;
+    (k - 2) * LATENCY_SUB_BINS + sub
+}
+
+/// Lower edge (inclusive, ns) of latency histogram bin `i`; `latency_bin_lower_ns(i + 1)` is
+/// its upper edge (exclusive). `i` may be [`LATENCY_BINS`] (the upper edge of the last bin,
+/// saturated to `u64::MAX`).
+pub fn latency_bin_lower_ns(i: usize) -> u64 {
+    if i < 16 {
+        return i as u64;
+    }
+    if i >= LATENCY_BINS {
+        return u64::MAX;
+    }
+    let k = i / LATENCY_SUB_BINS + 2;
+    let sub = (i % LATENCY_SUB_BINS) as u64;
+    (8 + sub) << (k - 3)
+}
+
+/// Class of an op: 0 read, 1 write, 2 everything else.
+#[inline]
+fn class_of(op: u8) -> usize {
+    match op {
+        0 => 0,
+        1 => 1,
+        _ => 2,
+    }
+}
+
+/// FxHash-style hasher for the u32 keys of the per-process and per-file tables (the standard
+/// SipHash costs more than the rest of the per-event work).
+#[derive(Default)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Per-key counters of the top tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyCounters {
+    /// I/Os.
+    pub ios: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Sum of latencies.
+    pub latency_sum_ns: u64,
+}
+
+impl KeyCounters {
+    fn add(&mut self, o: &KeyCounters) {
+        self.ios += o.ios;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.latency_sum_ns = self.latency_sum_ns.saturating_add(o.latency_sum_ns);
+    }
+    /// Mean latency, 0 without I/O.
+    pub fn latency_mean_ns(&self) -> u64 {
+        self.latency_sum_ns.checked_div(self.ios).unwrap_or(0)
+    }
+}
+
+/// Aggregates of one device.
+#[derive(Clone, Debug)]
+pub struct DeviceAgg {
+    /// Device number (`DevT` value).
+    pub dev: u32,
+    /// I/Os per op and time bin: `ios[op * TIME_BINS + bin]`.
+    pub ios: Vec<u32>,
+    /// Bytes per op and time bin.
+    pub bytes: Vec<u64>,
+    /// Offset density: `offset_cells[class * OFFSET_CELLS + time_bin * OFFSET_BINS + offset_bin]`.
+    pub offset_cells: Vec<u32>,
+    /// Sectors per offset bin are `1 << offset_shift`.
+    pub offset_shift: u32,
+    /// Largest end sector (sector + size) seen.
+    pub max_end_sector: u64,
+    /// I/Os on the device.
+    pub events: u64,
+    /// Bytes on the device.
+    pub total_bytes: u64,
+}
+
+impl DeviceAgg {
+    fn new(dev: u32) -> DeviceAgg {
+        DeviceAgg {
+            dev,
+            ios: vec![0; OPS * TIME_BINS],
+            bytes: vec![0; OPS * TIME_BINS],
+            offset_cells: vec![0; CLASSES.len() * OFFSET_CELLS],
+            offset_shift: 0,
+            max_end_sector: 0,
+            events: 0,
+            total_bytes: 0,
+        }
+    }
+
+    /// Halves the offset resolution until `bin` fits.
+    fn grow_offsets(&mut self, shift: u32) {
+        while self.offset_shift < shift {
+            for row in self.offset_cells.chunks_exact_mut(OFFSET_BINS) {
+                for o in 0..OFFSET_BINS / 2 {
+                    row[o] = row[2 * o].saturating_add(row[2 * o + 1]);
+                }
+                for v in &mut row[OFFSET_BINS / 2..] {
+                    *v = 0;
+                }
+            }
+            self.offset_shift += 1;
+        }
+    }
+
+    /// Shift needed for `sector` to fall in the grid.
+    fn shift_for(sector: u64) -> u32 {
+        let bits = 64 - sector.leading_zeros();
+        let grid_bits = OFFSET_BINS.trailing_zeros();
+        bits.saturating_sub(grid_bits)
+    }
+
+    fn merge(&mut self, mut o: DeviceAgg) {
+        let shift = self.offset_shift.max(o.offset_shift);
+        self.grow_offsets(shift);
+        o.grow_offsets(shift);
+        for (a, b) in self.ios.iter_mut().zip(&o.ios) {
+            *a = a.saturating_add(*b);
+        }
+        for (a, b) in self.bytes.iter_mut().zip(&o.bytes) {
+            *a += *b;
+        }
+        for (a, b) in self.offset_cells.iter_mut().zip(&o.offset_cells) {
+            *a = a.saturating_add(*b);
+        }
+        self.max_end_sector = self.max_end_sector.max(o.max_end_sector);
+        self.events += o.events;
+        self.total_bytes += o.total_bytes;
+    }
+}
+
+/// Everything one pass over the events gathers (one per worker thread, then merged).
+#[derive(Clone, Debug)]
+pub struct Aggregate {
+    /// Devices, in order of first appearance.
+    pub devices: Vec<DeviceAgg>,
+    /// Latency heatmap: `heat[class * HEAT_CELLS + time_bin * HEAT_LATENCY_BINS + lat_bin]`.
+    pub heat: Vec<u32>,
+    /// Latency histogram: `histogram[class * LATENCY_BINS + bin]`.
+    pub histogram: Vec<u64>,
+    /// Per op: I/Os, bytes, latency sum, latency max.
+    pub per_op: [[u64; 4]; OPS],
+    /// Per process id.
+    pub(crate) procs: FxMap<u32, (KeyCounters, u32, usize)>,
+    /// Per path id.
+    pub(crate) files: FxMap<u32, KeyCounters>,
+    /// I/Os with an error.
+    pub errors: u64,
+    /// Events seen.
+    pub events: u64,
+    /// Damaged segments.
+    pub damaged: Vec<Damage>,
+    /// Events announced by damaged segments.
+    pub damaged_events: u64,
+}
+
+impl Aggregate {
+    fn new() -> Aggregate {
+        Aggregate {
+            devices: Vec::new(),
+            heat: vec![0; CLASSES.len() * HEAT_CELLS],
+            histogram: vec![0; CLASSES.len() * LATENCY_BINS],
+            per_op: [[0; 4]; OPS],
+            procs: FxMap::default(),
+            files: FxMap::default(),
+            errors: 0,
+            events: 0,
+            damaged: Vec::new(),
+            damaged_events: 0,
+        }
+    }
+
+    fn merge(mut self, o: Aggregate) -> Aggregate {
+        for d in o.devices {
+            match self.devices.iter_mut().find(|x| x.dev == d.dev) {
+                Some(x) => x.merge(d),
+                None => self.devices.push(d),
+            }
+        }
+        for (a, b) in self.heat.iter_mut().zip(&o.heat) {
+            *a = a.saturating_add(*b);
+        }
+        for (a, b) in self.histogram.iter_mut().zip(&o.histogram) {
+            *a += *b;
+        }
+        for (a, b) in self.per_op.iter_mut().zip(&o.per_op) {
+            a[0] += b[0];
+            a[1] += b[1];
+            a[2] = a[2].saturating_add(b[2]);
+            a[3] = a[3].max(b[3]);
+        }
+        for (k, (c, tid, seg)) in o.procs {
+            self.procs
+                .entry(k)
+                .and_modify(|x| x.0.add(&c))
+                .or_insert((c, tid, seg));
+        }
+        for (k, c) in o.files {
+            self.files.entry(k).or_default().add(&c);
+        }
+        self.errors += o.errors;
+        self.events += o.events;
+        self.damaged.extend(o.damaged);
+        self.damaged_events += o.damaged_events;
+        self
+    }
+
+    /// Adds one decoded segment.
+    fn add_batch(&mut self, seg: usize, b: &EventBatch, t0_ns: u64, bin_ns: u64) {
+        let n = b.len();
+        self.events += n as u64;
+        let mut dev_idx = usize::MAX;
+        let mut last_dev = u32::MAX;
+        for i in 0..n {
+            let ts = b.timestamp_ns[i];
+            let dev = b.dev[i];
+            let op = (b.op[i] as usize).min(OPS - 1);
+            let bytes = b.bytes[i] as u64;
+            let lat = b.latency_ns[i];
+            let sector = b.sector[i];
+            let pid = b.pid[i];
+            let t = ((ts.saturating_sub(t0_ns) / bin_ns) as usize).min(TIME_BINS - 1);
+            let class = class_of(op as u8);
+
+            if dev != last_dev || dev_idx >= self.devices.len() {
+                dev_idx = match self.devices.iter().position(|d| d.dev == dev) {
+                    Some(p) => p,
+                    None => {
+                        self.devices.push(DeviceAgg::new(dev));
+                        self.devices.len() - 1
+                    }
+                };
+                last_dev = dev;
+            }
+            let d = &mut self.devices[dev_idx];
+            d.events += 1;
+            d.total_bytes += bytes;
+            let k = op * TIME_BINS + t;
+            d.ios[k] = d.ios[k].saturating_add(1);
+            d.bytes[k] += bytes;
+            if bytes > 0 {
+                let end = sector.saturating_add(bytes.div_ceil(512));
+                d.max_end_sector = d.max_end_sector.max(end);
+                let need = DeviceAgg::shift_for(sector);
+                if need > d.offset_shift {
+                    d.grow_offsets(need);
+                }
+                let o = ((sector >> d.offset_shift) as usize).min(OFFSET_BINS - 1);
+                let c = class * OFFSET_CELLS + (t / 6) * OFFSET_BINS + o;
+                d.offset_cells[c] = d.offset_cells[c].saturating_add(1);
+            }
+
+            let lb = latency_bin(lat);
+            self.histogram[class * LATENCY_BINS + lb] += 1;
+            let h = class * HEAT_CELLS + (t / 4) * HEAT_LATENCY_BINS + lb / HEAT_LATENCY_MERGE;
+            self.heat[h] = self.heat[h].saturating_add(1);
+
+            let po = &mut self.per_op[op];
+            po[0] += 1;
+            po[1] += bytes;
+            po[2] = po[2].saturating_add(lat);
+            po[3] = po[3].max(lat);
+            if b.error[i] != 0 {
+                self.errors += 1;
+            }
+
+            let (rb, wb) = match op {
+                0 => (bytes, 0),
+                1 => (0, bytes),
+                _ => (0, 0),
+            };
+            let p = self
+                .procs
+                .entry(pid)
+                .or_insert_with(|| (KeyCounters::default(), b.tid[i], seg));
+            p.0.ios += 1;
+            p.0.read_bytes += rb;
+            p.0.write_bytes += wb;
+            p.0.latency_sum_ns = p.0.latency_sum_ns.saturating_add(lat);
+            let path_id = b.path_id[i];
+            if path_id != 0 {
+                let f = self.files.entry(path_id).or_default();
+                f.ios += 1;
+                f.read_bytes += rb;
+                f.write_bytes += wb;
+                f.latency_sum_ns = f.latency_sum_ns.saturating_add(lat);
+            }
+        }
+    }
+}
+
+/// The binned picture of one trace: what the report and the plots draw.
+#[derive(Clone, Debug)]
+pub struct TraceReport {
+    /// Name shown (the file name).
+    pub name: String,
+    /// Size of the trace file.
+    pub file_bytes: u64,
+    /// Host, kernel, tool, command of the recording.
+    pub header: iodump_format::Header,
+    /// Smallest event timestamp (monotonic ns; time 0 of every plot).
+    pub t0_ns: u64,
+    /// Largest event timestamp minus the smallest.
+    pub span_ns: u64,
+    /// Width of one of the [`TIME_BINS`] time bins.
+    pub bin_ns: u64,
+    /// Device names by number.
+    pub device_names: HashMap<u32, String>,
+    /// The aggregates.
+    pub agg: Aggregate,
+    /// Loss records: start and end relative to `t0_ns` (ns, may be negative), count, reason,
+    /// cpu.
+    pub losses: Vec<(i64, i64, u64, &'static str, u16)>,
+    /// Lost events (sum of the loss records).
+    pub lost_events: u64,
+    /// Top processes: pid, comm, counters (sorted by I/Os).
+    pub top_procs: Vec<(u32, String, KeyCounters)>,
+    /// Distinct processes that did I/O.
+    pub process_count: usize,
+    /// Top files: path, kind, counters (sorted by I/Os).
+    pub top_files: Vec<(String, &'static str, KeyCounters)>,
+    /// Distinct path ids with I/O.
+    pub file_count: usize,
+    /// Damage found while opening plus damaged segments, as one-line messages.
+    pub damage: Vec<String>,
+}
+
+/// Smallest and largest event timestamps: from the footer index when every segment has
+/// one, else from a first (parallel) decoding pass.
+fn time_range(r: &Reader) -> Option<(u64, u64)> {
+    let segs = r.segments();
+    if !segs.is_empty() && segs.iter().all(|s| s.time_range_ns.is_some()) {
+        let lo = segs
+            .iter()
+            .filter_map(|s| s.time_range_ns.map(|t| t.0))
+            .min();
+        let hi = segs
+            .iter()
+            .filter_map(|s| s.time_range_ns.map(|t| t.1))
+            .max();
+        return lo.zip(hi);
+    }
+    let parts = r.par_map_segments(|_, b| {
+        let lo = b.timestamp_ns.iter().copied().min();
+        let hi = b.timestamp_ns.iter().copied().max();
+        lo.zip(hi)
+    });
+    parts
+        .into_iter()
+        .filter_map(|(_, p)| p.ok().flatten())
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+}
+
+/// Aggregates every intact event of `r` (one parallel pass over its segments).
+pub fn aggregate(name: &str, r: &Reader) -> TraceReport {
+    aggregate_with_progress(name, r, &|_| {})
+}
+
+/// As [`aggregate`], calling `progress(events)` after each segment (from several threads).
+pub fn aggregate_with_progress(
+    name: &str,
+    r: &Reader,
+    progress: &(dyn Fn(u64) + Sync),
+) -> TraceReport {
+    let (t0_ns, t1_ns) = time_range(r).unwrap_or((0, 0));
+    let span_ns = t1_ns.saturating_sub(t0_ns);
+    // Bins cover [t0, t0 + TIME_BINS * bin_ns), which holds t1.
+    let bin_ns = (span_ns / TIME_BINS as u64 + 1).max(1);
+    let segs = r.segments();
+    let agg = (0..segs.len())
+        .into_par_iter()
+        .fold(
+            || {
+                (
+                    Aggregate::new(),
+                    EventBatch::default(),
+                    SegmentDecoder::new(),
+                )
+            },
+            |(mut agg, mut batch, mut dec), i| {
+                match r.decode_segment_into(i, &mut batch, &mut dec) {
+                    Ok(()) => {
+                        agg.add_batch(i, &batch, t0_ns, bin_ns);
+                        progress(batch.len() as u64);
+                    }
+                    Err(d) => {
+                        agg.damaged_events += segs[i].events as u64;
+                        agg.damaged.push(d);
+                    }
+                }
+                (agg, batch, dec)
+            },
+        )
+        .map(|(a, _, _)| a)
+        .reduce(Aggregate::new, Aggregate::merge);
+    finish(name, r, agg, t0_ns, span_ns, bin_ns)
+}
+
+fn finish(
+    name: &str,
+    r: &Reader,
+    mut agg: Aggregate,
+    t0_ns: u64,
+    span_ns: u64,
+    bin_ns: u64,
+) -> TraceReport {
+    let tables = r.tables();
+    let mut device_names: HashMap<u32, String> = tables
+        .devices()
+        .map(|d| (d.dev.0, d.name.clone()))
+        .collect();
+    for d in &agg.devices {
+        device_names
+            .entry(d.dev)
+            .or_insert_with(|| iodump_format::DevT(d.dev).to_string());
+    }
+    // Devices in table order, then the others.
+    let order: Vec<u32> = tables.devices().map(|d| d.dev.0).collect();
+    agg.devices.sort_by_key(|d| {
+        (
+            order.iter().position(|&x| x == d.dev).unwrap_or(usize::MAX),
+            d.dev,
+        )
+    });
+
+    let mut procs: Vec<(u32, String, KeyCounters)> = agg
+        .procs
+        .iter()
+        .map(|(&pid, (c, tid, seg))| {
+            let comm = r
+                .comm(pid, *tid, *seg)
+                .map(iodump_format::text::text_string)
+                .unwrap_or_else(|| "?".to_string());
+            (pid, comm, *c)
+        })
+        .collect();
+    procs.sort_by(|a, b| b.2.ios.cmp(&a.2.ios).then(a.0.cmp(&b.0)));
+    let process_count = procs.len();
+    procs.truncate(TOP_ROWS);
+
+    let mut files: Vec<(u32, KeyCounters)> = agg.files.iter().map(|(&k, &c)| (k, c)).collect();
+    files.sort_by(|a, b| b.1.ios.cmp(&a.1.ios).then(a.0.cmp(&b.0)));
+    let file_count = files.len();
+    files.truncate(TOP_ROWS);
+    let top_files = files
+        .into_iter()
+        .map(|(id, c)| match tables.path(id) {
+            Some(p) => (iodump_format::text::text_string(&p.path), p.kind.name(), c),
+            None => (format!("[path id {id}]"), PathKind::Unknown.name(), c),
+        })
+        .collect();
+
+    let losses = r
+        .losses()
+        .iter()
+        .map(|l| {
+            (
+                (l.start_ns as i128 - t0_ns as i128) as i64,
+                (l.end_ns as i128 - t0_ns as i128) as i64,
+                l.count,
+                l.reason.name(),
+                l.cpu,
+            )
+        })
+        .collect();
+    let mut damage: Vec<Damage> = r.damage().to_vec();
+    damage.extend(agg.damaged.iter().cloned());
+    damage.sort_by_key(|d| d.offset);
+    TraceReport {
+        name: name.to_string(),
+        file_bytes: r.file_bytes(),
+        header: r.header().clone(),
+        t0_ns,
+        span_ns,
+        bin_ns,
+        device_names,
+        lost_events: r.lost_events(),
+        losses,
+        top_procs: procs,
+        process_count,
+        top_files,
+        file_count,
+        damage: damage.iter().map(|d| d.to_string()).collect(),
+        agg,
+    }
+}
+
+/// Latency quantile `q` (0..=1) from a histogram: the upper edge of the bin holding it,
+/// clamped to the exact maximum. `None` without events.
+pub fn histogram_quantile_ns(hist: &[u64], q: f64, max_ns: u64) -> Option<u64> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+    let mut acc = 0;
+    for (i, &c) in hist.iter().enumerate() {
+        acc += c;
+        if acc >= rank {
+            let hi = latency_bin_lower_ns(i + 1).saturating_sub(1);
+            return Some(hi.min(max_ns));
+        }
+    }
+    Some(max_ns)
+}
+
+impl TraceReport {
+    /// All-ops latency histogram.
+    pub fn latency_histogram(&self) -> Vec<u64> {
+        let mut h = vec![0u64; LATENCY_BINS];
+        for c in 0..CLASSES.len() {
+            for (i, v) in h.iter_mut().enumerate() {
+                *v += self.agg.histogram[c * LATENCY_BINS + i];
+            }
+        }
+        h
+    }
+
+    /// Largest latency of any op.
+    pub fn latency_max_ns(&self) -> u64 {
+        self.agg.per_op.iter().map(|p| p[3]).max().unwrap_or(0)
+    }
+
+    /// Wall-clock time of the first event (UTC ns since the epoch).
+    pub fn start_utc_ns(&self) -> i64 {
+        self.header.to_utc_ns(self.t0_ns)
+    }
+
+    /// The device name of `dev`.
+    pub fn device_name(&self, dev: u32) -> String {
+        self.device_names
+            .get(&dev)
+            .cloned()
+            .unwrap_or_else(|| iodump_format::DevT(dev).to_string())
+    }
+
+    /// Devices of the offset plot: the busiest with data I/O, at most [`OFFSET_DEVICES`].
+    pub fn offset_devices(&self) -> Vec<&DeviceAgg> {
+        let mut v: Vec<&DeviceAgg> = self
+            .agg
+            .devices
+            .iter()
+            .filter(|d| d.max_end_sector > 0)
+            .collect();
+        v.sort_by(|a, b| b.events.cmp(&a.events).then(a.dev.cmp(&b.dev)));
+        v.truncate(OFFSET_DEVICES);
+        v
+    }
+
+    /// The JSON object of this trace (schemas/report-data.md).
+    pub fn to_json(&self) -> Value {
+        let a = &self.agg;
+        let max_ns = self.latency_max_ns();
+        let hist_all = self.latency_histogram();
+        let q = |p: f64| histogram_quantile_ns(&hist_all, p, max_ns);
+        let lat_sum: u64 = a
+            .per_op
+            .iter()
+            .map(|p| p[2])
+            .fold(0u64, |x, y| x.saturating_add(y));
+        let total_bytes: u64 = a.per_op.iter().map(|p| p[1]).sum();
+
+        let devices: Vec<Value> = a
+            .devices
+            .iter()
+            .map(|d| {
+                json!({
+                    "dev": iodump_format::DevT(d.dev).to_string(),
+                    "name": self.device_name(d.dev),
+                    "events": d.events,
+                    "bytes": d.total_bytes,
+                })
+            })
+            .collect();
+        let ops: Vec<Value> = Op::ALL
+            .iter()
+            .filter(|o| a.per_op[o.code() as usize][0] > 0)
+            .map(|o| {
+                let p = a.per_op[o.code() as usize];
+                json!({
+                    "op": o.name(),
+                    "events": p[0],
+                    "bytes": p[1],
+                    "latency_mean_ns": p[2].checked_div(p[0]).unwrap_or(0),
+                    "latency_max_ns": p[3],
+                })
+            })
+            .collect();
+
+        let mut series = Vec::new();
+        for d in &a.devices {
+            for o in Op::ALL {
+                let k = o.code() as usize * TIME_BINS;
+                let ios = &d.ios[k..k + TIME_BINS];
+                if ios.iter().all(|&x| x == 0) {
+                    continue;
+                }
+                series.push(json!({
+                    "device": self.device_name(d.dev),
+                    "op": o.name(),
+                    "ios": ios,
+                    "bytes": &d.bytes[k..k + TIME_BINS],
+                }));
+            }
+        }
+
+        // Heatmap: keep the latency rows between the first and last non-empty ones.
+        let mut lo = HEAT_LATENCY_BINS;
+        let mut hi = 0;
+        for c in 0..CLASSES.len() {
+            for t in 0..HEAT_TIME_BINS {
+                let row = &a.heat[c * HEAT_CELLS + t * HEAT_LATENCY_BINS..][..HEAT_LATENCY_BINS];
+                if let Some(f) = row.iter().position(|&x| x > 0) {
+                    lo = lo.min(f);
+                }
+                if let Some(l) = row.iter().rposition(|&x| x > 0) {
+                    hi = hi.max(l + 1);
+                }
+            }
+        }
+        if lo >= hi {
+            lo = 0;
+            hi = 0;
+        }
+        let heat_edges: Vec<u64> = (lo..=hi)
+            .map(|j| latency_bin_lower_ns(j * HEAT_LATENCY_MERGE))
+            .collect();
+        let heat_counts: Vec<Value> = (0..CLASSES.len())
+            .map(|c| {
+                let mut v = Vec::with_capacity(HEAT_TIME_BINS * (hi - lo));
+                for t in 0..HEAT_TIME_BINS {
+                    let base = c * HEAT_CELLS + t * HEAT_LATENCY_BINS;
+                    v.extend_from_slice(&a.heat[base + lo..base + hi]);
+                }
+                json!(v)
+            })
+            .collect();
+
+        // Histogram: trimmed the same way.
+        let mut hlo = LATENCY_BINS;
+        let mut hhi = 0;
+        for (i, &v) in hist_all.iter().enumerate() {
+            if v > 0 {
+                hlo = hlo.min(i);
+                hhi = i + 1;
+            }
+        }
+        if hlo >= hhi {
+            hlo = 0;
+            hhi = 0;
+        }
+        let hist_edges: Vec<u64> = (hlo..=hhi).map(latency_bin_lower_ns).collect();
+        let mut hist_counts = serde_json::Map::new();
+        for (c, name) in CLASSES.iter().enumerate() {
+            hist_counts.insert(
+                name.to_string(),
+                json!(&a.histogram[c * LATENCY_BINS + hlo..c * LATENCY_BINS + hhi]),
+            );
+        }
+
+        let offsets: Vec<Value> = self
+            .offset_devices()
+            .into_iter()
+            .map(|d| {
+                let mut cells = serde_json::Map::new();
+                for (c, name) in CLASSES.iter().enumerate() {
+                    let mut v: Vec<u64> = Vec::new();
+                    let g = &d.offset_cells[c * OFFSET_CELLS..(c + 1) * OFFSET_CELLS];
+                    for (i, &n) in g.iter().enumerate() {
+                        if n > 0 {
+                            v.push((i / OFFSET_BINS) as u64);
+                            v.push((i % OFFSET_BINS) as u64);
+                            v.push(n as u64);
+                        }
+                    }
+                    cells.insert(name.to_string(), json!(v));
+                }
+                json!({
+                    "device": self.device_name(d.dev),
+                    "events": d.events,
+                    "time_bins": OFFSET_TIME_BINS,
+                    "bin_ns": self.bin_ns * 6,
+                    "offset_bins": OFFSET_BINS,
+                    "sectors_per_bin": 1u64 << d.offset_shift,
+                    "max_end_sector": d.max_end_sector,
+                    "cells": cells,
+                })
+            })
+            .collect();
+
+        let top_procs: Vec<Value> = self
+            .top_procs
+            .iter()
+            .map(|(pid, comm, c)| {
+                json!({
+                    "pid": pid, "comm": comm, "ios": c.ios, "read_bytes": c.read_bytes,
+                    "write_bytes": c.write_bytes, "latency_mean_ns": c.latency_mean_ns(),
+                })
+            })
+            .collect();
+        let top_files: Vec<Value> = self
+            .top_files
+            .iter()
+            .map(|(path, kind, c)| {
+                json!({
+                    "path": path, "kind": kind, "ios": c.ios, "read_bytes": c.read_bytes,
+                    "write_bytes": c.write_bytes, "latency_mean_ns": c.latency_mean_ns(),
+                })
+            })
+            .collect();
+        let losses: Vec<Value> = self
+            .losses
+            .iter()
+            .map(|(s, e, n, reason, cpu)| {
+                json!({"start_ns": s, "end_ns": e, "count": n, "reason": reason, "cpu": cpu})
+            })
+            .collect();
+        let h = &self.header;
+        json!({
+            "name": self.name,
+            "file_bytes": self.file_bytes,
+            "header": {
+                "hostname": h.hostname,
+                "kernel_release": h.kernel_release,
+                "tool_version": h.tool_version,
+                "command": h.command_argv,
+                "metadata": h.metadata.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+            },
+            "start_utc_ns": self.start_utc_ns(),
+            "first_timestamp_ns": self.t0_ns,
+            "span_ns": self.span_ns,
+            "events": a.events,
+            "bytes": total_bytes,
+            "errors": a.errors,
+            "lost_events": self.lost_events,
+            "damaged_events": a.damaged_events,
+            "damage": self.damage,
+            "latency": {
+                "mean_ns": lat_sum.checked_div(a.events).unwrap_or(0),
+                "p50_ns": q(0.5), "p90_ns": q(0.9), "p99_ns": q(0.99), "p999_ns": q(0.999),
+                "max_ns": max_ns,
+            },
+            "devices": devices,
+            "ops": ops,
+            "time": {"bins": TIME_BINS, "bin_ns": self.bin_ns},
+            "series": series,
+            "heatmap": {
+                "time_bins": HEAT_TIME_BINS,
+                "bin_ns": self.bin_ns * 4,
+                "latency_edges_ns": heat_edges,
+                "classes": CLASSES,
+                "counts": heat_counts,
+            },
+            "latency_histogram": {"edges_ns": hist_edges, "counts": hist_counts},
+            "offsets": offsets,
+            "top_processes": top_procs,
+            "process_count": self.process_count,
+            "top_files": top_files,
+            "file_count": self.file_count,
+            "losses": losses,
+        })
+    }
+}
+
+const TEMPLATE: &str = include_str!("../assets/report.html");
+const SCRIPT: &str = include_str!("../assets/report.js");
+const STYLE: &str = include_str!("../assets/report.css");
+
+/// The whole report data object: `{"schema": "iodump-report/1", "generator", "traces": [...]}`.
+pub fn report_json(reports: &[TraceReport]) -> Value {
+    json!({
+        "schema": "iodump-report/1",
+        "generator": concat!("iodump ", env!("CARGO_PKG_VERSION")),
+        "traces": reports.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+    })
+}
+
+/// The self-contained HTML page: template, style, script, and the data as JSON (with `<`
+/// escaped so no string in it can close the script element).
+pub fn render_html(reports: &[TraceReport]) -> String {
+    let data = report_json(reports).to_string().replace('<', "\\u003c");
+    let title = reports
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let title = title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let script = SCRIPT.replace("</script", "<\\/script");
+    fill(
+        TEMPLATE,
+        &[
+            ("/*IODUMP_STYLE*/", STYLE),
+            ("IODUMP_TITLE", &title),
+            ("IODUMP_DATA", &data),
+            ("/*IODUMP_SCRIPT*/", &script),
+        ],
+    )
+}
+
+/// Replaces each placeholder of `template` with its value; the values are not scanned again
+/// (a file name or path in the data cannot inject a placeholder).
+fn fill(template: &str, subs: &[(&str, &str)]) -> String {
+    let mut out =
+        String::with_capacity(template.len() + subs.iter().map(|s| s.1.len()).sum::<usize>());
+    let mut rest = template;
+    loop {
+        let next = subs
+            .iter()
+            .filter_map(|(k, v)| rest.find(k).map(|at| (at, *k, *v)))
+            .min_by_key(|x| x.0);
+        match next {
+            Some((at, k, v)) => {
+                out.push_str(&rest[..at]);
+                out.push_str(v);
+                rest = &rest[at + k.len()..];
+            }
+            None => {
+                out.push_str(rest);
+                return out;
+            }
+        }
+    }
+}
+
+/// What [`write_report`] did.
+#[derive(Clone, Debug, Default)]
+pub struct ReportSummary {
+    /// Events aggregated over all traces.
+    pub events: u64,
+    /// Bytes of HTML written.
+    pub html_bytes: u64,
+    /// Damage per trace (trace name, one-line message).
+    pub damage: Vec<(String, String)>,
+}
+
+/// Opens each trace, aggregates it and writes the HTML report to `out`.
+pub fn write_report(
+    inputs: &[(String, &Reader)],
+    out: &Path,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<ReportSummary, AnalyzeError> {
+    let reports: Vec<TraceReport> = inputs
+        .iter()
+        .map(|(name, r)| aggregate_with_progress(name, r, progress))
+        .collect();
+    let events: u64 = reports.iter().map(|r| r.agg.events).sum();
+    if events == 0 {
+        if let Some(r) = reports.iter().find(|r| !r.damage.is_empty()) {
+            return Err(AnalyzeError::NothingReadable {
+                trace: r.name.clone(),
+                damage: r.damage[0].clone(),
+            });
+        }
+    }
+    let html = render_html(&reports);
+    std::fs::write(out, &html).map_err(|source| AnalyzeError::Write {
+        what: out.display().to_string(),
+        source,
+    })?;
+    Ok(ReportSummary {
+        events,
+        html_bytes: html.len() as u64,
+        damage: reports
+            .iter()
+            .flat_map(|r| r.damage.iter().map(|d| (r.name.clone(), d.clone())))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_bins_are_monotonic_and_cover_their_values() {
+        let mut last = 0;
+        for ns in [
+            0u64,
+            1,
+            7,
+            15,
+            16,
+            17,
+            31,
+            32,
+            1000,
+            1023,
+            1024,
+            123_456_789,
+            u64::MAX / 3,
+            u64::MAX,
+        ] {
+            let b = latency_bin(ns);
+            assert!(b < LATENCY_BINS, "{ns} -> {b}");
+            assert!(b >= last);
+            last = b;
+            assert!(latency_bin_lower_ns(b) <= ns, "{ns}: bin {b}");
+            assert!(b + 1 == LATENCY_BINS || latency_bin_lower_ns(b + 1) > ns);
+        }
+        for i in 0..LATENCY_BINS {
+            assert_eq!(latency_bin(latency_bin_lower_ns(i)), i);
+        }
+    }
+
+    #[test]
+    fn offset_grid_rebins_without_losing_counts() {
+        let mut d = DeviceAgg::new(1);
+        d.offset_cells[5] = 3;
+        d.offset_cells[OFFSET_BINS - 1] = 2;
+        d.grow_offsets(2);
+        assert_eq!(d.offset_cells.iter().map(|&x| x as u64).sum::<u64>(), 5);
+        assert_eq!(d.offset_cells[1], 3);
+        assert_eq!(d.offset_cells[(OFFSET_BINS - 1) / 4], 2);
+        assert_eq!(DeviceAgg::shift_for(OFFSET_BINS as u64 - 1), 0);
+        assert_eq!(DeviceAgg::shift_for(OFFSET_BINS as u64), 1);
+    }
+
+    #[test]
+    fn quantiles_from_a_histogram() {
+        let mut h = vec![0u64; LATENCY_BINS];
+        for ns in 1..=1000u64 {
+            h[latency_bin(ns * 1000)] += 1;
+        }
+        let p50 = histogram_quantile_ns(&h, 0.5, 1_000_000).unwrap();
+        assert!((500_000..=570_000).contains(&p50), "{p50}");
+        assert_eq!(histogram_quantile_ns(&h, 1.0, 1_000_000), Some(1_000_000));
+        assert_eq!(histogram_quantile_ns(&[0; 4], 0.5, 0), None);
+    }
+}
