@@ -297,18 +297,29 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     // Stop the recorder whatever happened, so that its trace is complete.
     let rec_lines = recorder.map(RecorderChild::stop);
     let mut res = result?;
+    let rec_lines = rec_lines.transpose()?;
+    // With -o: the replay's block-layer latencies, from its own recording.
+    let block = match (&a.output, &rec_lines) {
+        (Some(out), Some(_)) => Some(block_latencies(&prepared.plan, out)?),
+        _ => None,
+    };
     if a.json {
-        println!("{}", json_report(&prepared.plan, &mut res, a));
+        let mut v = json_report(&prepared.plan, &mut res, a);
+        if let Some(rows) = &block {
+            v["block_latency"] = block_json(rows);
+        }
+        println!("{v}");
     } else {
         print!(
             "{}",
             iodump_replay::report::render(&prepared.plan, &mut res, a.speed, a.no_stall)
         );
-    }
-    if let Some(lines) = rec_lines {
-        for l in lines? {
-            eprintln!("{l}");
+        if let Some(rows) = &block {
+            print!("{}", iodump_replay::report::render_block_latency(rows));
         }
+    }
+    for l in rec_lines.into_iter().flatten() {
+        eprintln!("{l}");
     }
     let failed: u64 = res.kinds.iter().map(|k| k.errors).sum();
     if failed > 0 {
@@ -379,10 +390,46 @@ fn json_report(
         },
         "wrapped": plan.wrapped,
         "realigned": plan.realigned,
-        "timing_error_ns": te.map(|(p50, p99, max)| json!({"p50": p50, "p99": p99, "max": max})),
+        "timing_error_ns": te.map(|(p50, p90, p99, max)| json!({"p50": p50, "p90": p90, "p99": p99, "max": max})),
         "scheduler_lag_ns": lag.map(|(p50, p99, max)| json!({"p50": p50, "p99": p99, "max": max})),
         "depth_waits": res.depth_waits,
         "max_in_flight": res.max_in_flight,
         "summary": fmt_ns(res.elapsed_ns),
     })
+}
+
+use iodump_replay::report::LatencyRows as BlockRows;
+
+/// Block-layer latencies of the replay's recording next to the recorded ones.
+fn block_latencies(plan: &iodump_replay::Plan, out: &std::path::Path) -> anyhow::Result<BlockRows> {
+    let r = iodump_format::Reader::open(out)
+        .with_context(|| format!("cannot read the replay's recording {}", out.display()))?;
+    let mut lat: [Vec<u64>; 5] = Default::default();
+    for e in r.events() {
+        let k = match e.op {
+            iodump_format::Op::Read => IoKind::Read,
+            iodump_format::Op::Write => IoKind::Write,
+            iodump_format::Op::Flush => IoKind::Flush,
+            iodump_format::Op::Discard => IoKind::Discard,
+            iodump_format::Op::WriteZeroes => IoKind::WriteZeroes,
+            _ => continue,
+        };
+        lat[k as usize].push(e.latency_ns);
+    }
+    Ok(iodump_replay::report::block_latency_rows(plan, &mut lat))
+}
+
+fn block_json(rows: &BlockRows) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (k, cells) in rows {
+        let mut q = serde_json::Map::new();
+        for ((_, name), (a, b)) in QUANTILES.iter().zip(cells) {
+            q.insert(
+                name.to_string(),
+                serde_json::json!({"recorded_ns": a, "replayed_ns": b}),
+            );
+        }
+        m.insert(k.name().to_string(), serde_json::Value::Object(q));
+    }
+    serde_json::Value::Object(m)
 }

@@ -5,108 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use iodump_format::{Op, Reader};
 
 mod common;
 
+use common::devices::{Loop, Zram};
 use common::{bin, bpf_available, run, TempDir};
 
 /// Tests create and remove devices and compare device counters: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-struct Zram {
-    id: u32,
-}
-
-impl Zram {
-    fn new(size: &str) -> Zram {
-        let id: u32 = std::fs::read_to_string("/sys/class/zram-control/hot_add")
-            .expect("zram hot_add")
-            .trim()
-            .parse()
-            .unwrap();
-        std::fs::write(format!("/sys/block/zram{id}/disksize"), size).expect("zram disksize");
-        Zram { id }
-    }
-    fn name(&self) -> String {
-        format!("zram{}", self.id)
-    }
-    fn node(&self) -> String {
-        format!("/dev/zram{}", self.id)
-    }
-}
-
-impl Drop for Zram {
-    fn drop(&mut self) {
-        let _ = std::fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
-        let _ = std::fs::write("/sys/class/zram-control/hot_remove", self.id.to_string());
-    }
-}
-
-/// A loop device on a sparse file (request-based), detached on drop.
-struct Loop {
-    node: String,
-    file: PathBuf,
-}
-
-impl Loop {
-    fn new(dir: &Path, mib: u64) -> Loop {
-        let file = dir.join("loop.img");
-        let f = std::fs::File::create(&file).unwrap();
-        f.set_len(mib << 20).unwrap();
-        let out = Command::new("losetup")
-            .args(["-f", "--show", "--direct-io=on"])
-            .arg(&file)
-            .output()
-            .expect("losetup");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Loop {
-            node: String::from_utf8(out.stdout).unwrap().trim().to_string(),
-            file,
-        }
-    }
-    fn name(&self) -> &str {
-        self.node.trim_start_matches("/dev/")
-    }
-}
-
-impl Loop {
-    /// A loop device with one partition from sector 2048 to the end, added with BLKPG
-    /// (`addpart`), which needs no partition table support in the kernel.
-    fn partitioned(dir: &Path, mib: u64) -> Loop {
-        let lo = Loop::new(dir, mib);
-        let sectors = (mib << 20) / 512;
-        let st = Command::new("addpart")
-            .args([&lo.node, "1", "2048", &(sectors - 2048).to_string()])
-            .status()
-            .expect("addpart (util-linux)");
-        assert!(st.success(), "addpart failed");
-        for _ in 0..50 {
-            if Path::new(&format!("{}p1", lo.node)).exists() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        lo
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("delpart")
-            .args([&self.node, "1"])
-            .stderr(Stdio::null())
-            .status();
-        let _ = Command::new("losetup").args(["-d", &self.node]).status();
-        let _ = std::fs::remove_file(&self.file);
-    }
-}
 
 /// Starts `iodump record ARGS` and returns once it says it is recording; the rest of its
 /// stderr is collected by a thread and returned with the exit status by [`Recorder::finish`].

@@ -11,7 +11,12 @@ use iodump_format::{Damage, ReadError};
 #[non_exhaustive]
 pub enum ReplayError {
     /// The trace could not be opened or read.
-    Trace(ReadError),
+    Trace {
+        /// The trace file.
+        path: PathBuf,
+        /// Why.
+        source: ReadError,
+    },
     /// A segment of the trace is damaged (only with strict reading).
     Damaged(Damage),
     /// A target could not be opened or inspected.
@@ -84,7 +89,7 @@ pub enum ReplayError {
 impl fmt::Display for ReplayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ReplayError::Trace(e) => write!(f, "{e}"),
+            ReplayError::Trace { path, .. } => write!(f, "cannot read trace {}", path.display()),
             ReplayError::Damaged(d) => write!(f, "damaged trace: {d}"),
             ReplayError::Open { path, source } => {
                 write!(f, "cannot open target {}: {source}", path.display())
@@ -135,15 +140,9 @@ impl fmt::Display for ReplayError {
 impl std::error::Error for ReplayError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ReplayError::Trace(e) => Some(e),
+            ReplayError::Trace { source, .. } => Some(source),
             ReplayError::Open { source, .. } | ReplayError::Engine { source, .. } => Some(source),
             _ => None,
         }
-    }
-}
-
-impl From<ReadError> for ReplayError {
-    fn from(e: ReadError) -> Self {
-        ReplayError::Trace(e)
     }
 }

@@ -107,7 +107,10 @@ fn resolve_dev(reader: &Reader, spec: &str) -> Result<DevT, ReplayError> {
 
 /// Reads the trace, opens the targets (safety checks included) and builds the plan.
 pub fn prepare(cfg: &ReplayConfig) -> Result<Prepared, ReplayError> {
-    let reader = Reader::open(&cfg.trace)?;
+    let reader = Reader::open(&cfg.trace).map_err(|source| ReplayError::Trace {
+        path: cfg.trace.clone(),
+        source,
+    })?;
     let oo = target::OpenOptionsReplay {
         writes: cfg.allow_writes,
         force: cfg.force,

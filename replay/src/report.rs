@@ -37,10 +37,15 @@ fn rate(count: u64, ns: u64) -> f64 {
     }
 }
 
-/// Timing error percentiles (p50, p99, max) in ns, sorting the result's samples.
-pub fn timing_error(res: &mut RunResult) -> Option<(u64, u64, u64)> {
+/// Timing error percentiles (p50, p90, p99, max) in ns, sorting the result's samples.
+pub fn timing_error(res: &mut RunResult) -> Option<(u64, u64, u64, u64)> {
     let v = &mut res.timing_error_ns;
-    Some((quantile(v, 0.5)?, quantile(v, 0.99)?, quantile(v, 1.0)?))
+    Some((
+        quantile(v, 0.5)?,
+        quantile(v, 0.9)?,
+        quantile(v, 0.99)?,
+        quantile(v, 1.0)?,
+    ))
 }
 
 /// Scheduler lag percentiles (p50, p99, max) in ns.
@@ -135,11 +140,12 @@ pub fn render(plan: &Plan, res: &mut RunResult, speed: f64, no_stall: bool) -> S
         }
         let _ = writeln!(s, "{line}");
     }
-    if let Some((p50, p99, max)) = timing_error(res) {
+    if let Some((p50, p90, p99, max)) = timing_error(res) {
         let _ = writeln!(
             s,
-            "timing error (submit - schedule): p50 {} p99 {} max {}; {} I/Os waited for earlier I/Os of their stream",
+            "timing error (submit - schedule): p50 {} p90 {} p99 {} max {}; {} I/Os waited for earlier I/Os of their stream",
             fmt_ns(p50),
+            fmt_ns(p90),
             fmt_ns(p99),
             fmt_ns(max),
             res.depth_waits
@@ -161,6 +167,60 @@ pub fn render(plan: &Plan, res: &mut RunResult, speed: f64, no_stall: bool) -> S
             "errors: {n} I/Os failed with {}",
             std::io::Error::from_raw_os_error(errno)
         );
+    }
+    s
+}
+
+/// Per kind: (recorded, replayed) value at each of [`QUANTILES`].
+pub type LatencyRows = Vec<(IoKind, Vec<(Option<u64>, Option<u64>)>)>;
+
+/// Block-layer latencies (entry to completion, as the recorder measures them) of the
+/// recorded I/Os of the plan and of a recording of the replay, side by side, by kind.
+/// `replayed_ns` is indexed by [`IoKind`]; vectors are sorted in place.
+pub fn block_latency_rows(plan: &Plan, replayed_ns: &mut [Vec<u64>; 5]) -> LatencyRows {
+    let mut recorded: [Vec<u64>; 5] = Default::default();
+    for io in &plan.ios {
+        recorded[io.kind as usize].push(io.recorded_latency_ns);
+    }
+    let mut rows = Vec::new();
+    for k in IoKind::ALL {
+        let i = k as usize;
+        if recorded[i].is_empty() && replayed_ns[i].is_empty() {
+            continue;
+        }
+        let cells = QUANTILES
+            .iter()
+            .map(|&(q, _)| {
+                (
+                    quantile(&mut recorded[i], q),
+                    quantile(&mut replayed_ns[i], q),
+                )
+            })
+            .collect();
+        rows.push((k, cells));
+    }
+    rows
+}
+
+/// [`block_latency_rows`] as text.
+pub fn render_block_latency(rows: &LatencyRows) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "block-layer latency, from the recording of the replay (recorded -> replayed):"
+    );
+    let mut head = format!("{:<13}", "op");
+    for (_, name) in QUANTILES {
+        let _ = write!(head, " {:>21}", name);
+    }
+    let _ = writeln!(s, "{head}");
+    let f = |v: Option<u64>| v.map_or("-".to_string(), fmt_ns);
+    for (k, cells) in rows {
+        let mut line = format!("{:<13}", k.name());
+        for (a, b) in cells {
+            let _ = write!(line, " {:>21}", format!("{} -> {}", f(*a), f(*b)));
+        }
+        let _ = writeln!(s, "{line}");
     }
     s
 }
