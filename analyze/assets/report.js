@@ -36,6 +36,7 @@
     return Math.round(ns) + " ns";
   }
   function fmtSec(ns) {
+    if (ns === 0) return "0 s";
     var s = ns / 1e9, a = Math.abs(s);
     if (a >= 3600) return (s / 3600).toFixed(2) + " h";
     if (a >= 120) return (s / 60).toFixed(1) + " min";
