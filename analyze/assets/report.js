@@ -6,7 +6,7 @@
   var PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
     "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#7b4173"];
   var CLASS_COLORS = { read: "#1f77b4", write: "#d62728", other: "#2ca02c" };
-  var MARGIN = { l: 72, r: 16, t: 8, b: 34 };
+  var MARGIN = { l: 86, r: 16, t: 8, b: 34 };
   var plotsDrawn = 0;
   var redrawers = [];
 
@@ -104,6 +104,13 @@
     return t;
   }
 
+  // Ticks at round multiples of a power of 1024 (for bytes).
+  function binaryTicks(hi, n) {
+    var unit = 1;
+    while (hi / unit >= 1024) unit *= 1024;
+    return niceTicks(0, hi / unit, n).map(function (v) { return v * unit; });
+  }
+
   function frame(g, w, h, xTicks, xLabel, yTicks, yLabel) {
     var pw = w - MARGIN.l - MARGIN.r, ph = h - MARGIN.t - MARGIN.b;
     g.strokeStyle = "#ccc"; g.fillStyle = "#333"; g.lineWidth = 1;
@@ -124,7 +131,7 @@
     g.strokeRect(MARGIN.l + 0.5, MARGIN.t + 0.5, pw, ph);
     g.save(); g.textAlign = "center"; g.textBaseline = "bottom"; g.fillStyle = "#555";
     g.fillText(xLabel, MARGIN.l + pw / 2, h);
-    g.translate(11, MARGIN.t + ph / 2); g.rotate(-Math.PI / 2); g.textBaseline = "middle";
+    g.translate(9, MARGIN.t + ph / 2); g.rotate(-Math.PI / 2); g.textBaseline = "middle";
     g.fillText(yLabel, 0, 0); g.restore();
     return { pw: pw, ph: ph };
   }
@@ -236,7 +243,8 @@
       var ymax = 0;
       items.forEach(function (it) { if (it.on) for (var i = i0; i <= i1; i++) if (it.v[i] > ymax) ymax = it.v[i]; });
       ymax = ymax > 0 ? ymax * 1.05 : 1;
-      var yt = niceTicks(0, ymax, 5).map(function (v) { return { pos: v / ymax, label: fmt(v) }; });
+      var yt = (kind === "iops" ? niceTicks(0, ymax, 5) : binaryTicks(ymax, 5))
+        .map(function (v) { return { pos: v / ymax, label: fmt(v) }; });
       var f = frame(g, w, h, timeTicks(zoom), "time since the first I/O", yt, kind === "iops" ? "I/O per second" : "bytes per second");
       g.save(); g.beginPath(); g.rect(MARGIN.l, MARGIN.t, f.pw, f.ph); g.clip();
       drawLosses(g, trace, zoom, f.pw, f.ph, "span");
@@ -377,7 +385,7 @@
     function draw() {
       var d = devs[cur], w = plotWidth(box), h = 320, c = makeCanvas(plot, w, h), g = c.g;
       var rows = yRange(d), top = rows * d.sectors_per_bin * 512;
-      var yt = niceTicks(0, top, 6).map(function (v) { return { pos: v / top, label: fmtBytes(v) }; });
+      var yt = binaryTicks(top, 6).map(function (v) { return { pos: v / top, label: fmtBytes(v) }; });
       var f = frame(g, w, h, timeTicks(zoom), "time since the first I/O", yt, "offset on " + d.device);
       var binNs = d.bin_ns, cw = binNs / (zoom.hi - zoom.lo) * f.pw, ch = f.ph / rows;
       var lmax = Math.log(1 + maxc);
@@ -500,7 +508,7 @@
       ["recorded by", h.tool_version || "?"],
     ];
     if (h.command) rows.push(["command", h.command.join(" ")]);
-    (h.metadata || []).forEach(function (kv) { rows.push([kv[0], kv[1]]); });
+    (h.metadata || []).forEach(function (kv) { rows.push(["meta " + kv[0], kv[1]]); });
     rows.push(["first I/O", utc(tr.start_utc_ns)], ["duration", fmtSec(tr.span_ns)],
       ["I/Os", fmtNum(tr.events) + " (" + tr.events + ")"],
       ["lost events", tr.lost_events + " (" + lostPct + ")"],
@@ -522,8 +530,9 @@
     wrap.appendChild(right);
     box.appendChild(wrap);
     if (tr.damage.length) {
-      box.appendChild(el("div", { "class": "warn", text: "Damaged trace: " + tr.damage.length + " damaged chunk(s) skipped, " +
-        tr.damaged_events + " events unreadable; the plots show what could be decoded. First: " + tr.damage[0] }));
+      box.appendChild(el("div", { "class": "warn", text: "Damaged trace: " + tr.damage.length + " damaged chunk(s) skipped" +
+        (tr.damaged_events ? " (" + tr.damaged_events + " events in damaged segments)" : "") +
+        "; the plots show what could be decoded. First: " + tr.damage[0] }));
     }
     if (tr.lost_events) {
       box.appendChild(el("div", { "class": "warn", text: tr.lost_events + " events were lost while recording (" +
