@@ -21,8 +21,11 @@ WORK=$(mktemp -d /tmp/iodump-bench.XXXXXX)
 
 if [ "$(id -u)" != 0 ]; then echo "bench/replay.sh: run as root" >&2; exit 1; fi
 command -v fio >/dev/null || { echo "bench/replay.sh: needs fio" >&2; exit 1; }
+# IODUMP and EXPORTER (the binary used for `export --format fio-iolog`, which needs the default
+# features) may point at prebuilt binaries; with NO_BUILD=1 nothing is built.
 [ -n "${NO_BUILD:-}" ] || cargo build --release --quiet
-IODUMP=$PWD/target/release/iodump
+IODUMP=${IODUMP:-$PWD/target/release/iodump}
+EXPORTER=${EXPORTER:-$IODUMP}
 
 A=""; B=""
 cleanup() {
@@ -46,7 +49,7 @@ record() { # name jobs ios_per_job [rate_iops] -> $WORK/name.iod
     fio --name=w --filename="/dev/zram$A" --rw=randread --bs=4k --direct=1 --ioengine=psync \
         --size=400M --offset_increment=400M --numjobs="$jobs" --number_ios="$ios" \
         --norandommap ${rate:+--rate_iops=$rate} --output=/dev/null 2> "$WORK/rec.err"
-  "$IODUMP" export "$WORK/$name.iod" --format fio-iolog -o "$WORK/$name.iolog" 2>/dev/null
+  "$EXPORTER" export "$WORK/$name.iod" --format fio-iolog -o "$WORK/$name.iolog" 2>/dev/null
 }
 
 fio_replay() { # name -> IOPS

@@ -379,6 +379,7 @@ fn json_report(
         "streams": plan.streams.len(),
         "planned": plan.ios.len(),
         "recorded_span_ns": plan.span_ns,
+        "loops": plan.loops,
         "elapsed_ns": res.elapsed_ns,
         "interrupted": res.interrupted,
         "ops": ops,
@@ -394,6 +395,7 @@ fn json_report(
         "scheduler_lag_ns": lag.map(|(p50, p99, max)| json!({"p50": p50, "p99": p99, "max": max})),
         "depth_waits": res.depth_waits,
         "max_in_flight": res.max_in_flight,
+        "inline": res.inline,
         "summary": fmt_ns(res.elapsed_ns),
     })
 }

@@ -62,6 +62,9 @@ pub trait Engine {
     fn push(&mut self, r: Request) -> Result<(), ReplayError>;
     /// Sends queued requests.
     fn submit(&mut self) -> Result<(), ReplayError>;
+    /// Does one request synchronously in the calling thread (the scheduler uses this when
+    /// nothing is in flight on a fast device); returns bytes or a negative errno.
+    fn run_inline(&mut self, r: &Request) -> i32;
     /// Appends finished operations to `out`; with `Some(t)` waits up to `t` for at least one
     /// when none is ready.
     fn reap(
@@ -220,6 +223,18 @@ impl Engine for UringEngine {
         "io_uring"
     }
 
+    fn run_inline(&mut self, r: &Request) -> i32 {
+        let t = r.target as usize;
+        // The slot is free (the scheduler passes a slot no request holds), so the kernel is
+        // not using its buffer.
+        run_sync(
+            self.files[t].as_raw_fd(),
+            self.is_block[t],
+            r,
+            self.bufs.slot_ptr(r.slot),
+        )
+    }
+
     fn push(&mut self, r: Request) -> Result<(), ReplayError> {
         let t = r.target as usize;
         let fd = types::Fd(self.files[t].as_raw_fd());
@@ -336,6 +351,9 @@ struct Queue {
 
 /// The thread-pool engine.
 pub struct PsyncEngine {
+    files: Arc<Vec<File>>,
+    is_block: Arc<Vec<bool>>,
+    inline_buf: Buffers,
     queue: Arc<Queue>,
     pending: Vec<Request>,
     rx: mpsc::Receiver<Completion>,
@@ -362,8 +380,8 @@ impl PsyncEngine {
         for i in 0..threads.max(1) {
             let q = queue.clone();
             let tx = tx.clone();
-            let files = files.clone();
-            let is_block = is_block.clone();
+            let files = Arc::clone(&files);
+            let is_block = Arc::clone(&is_block);
             let h = std::thread::Builder::new()
                 .name(format!("iodump-psync-{i}"))
                 .spawn(move || worker(&q, &tx, &files, &is_block, slot_bytes))
@@ -371,6 +389,9 @@ impl PsyncEngine {
             workers.push(h);
         }
         Ok(PsyncEngine {
+            files,
+            is_block,
+            inline_buf: Buffers::new(1, slot_bytes),
             queue,
             pending: Vec::new(),
             rx,
@@ -470,6 +491,16 @@ fn run_sync(fd: RawFd, is_block: bool, r: &Request, buf: *mut u8) -> i32 {
 impl Engine for PsyncEngine {
     fn name(&self) -> &'static str {
         "psync"
+    }
+
+    fn run_inline(&mut self, r: &Request) -> i32 {
+        let t = r.target as usize;
+        run_sync(
+            self.files[t].as_raw_fd(),
+            self.is_block[t],
+            r,
+            self.inline_buf.slot_ptr(0),
+        )
     }
 
     fn push(&mut self, r: Request) -> Result<(), ReplayError> {

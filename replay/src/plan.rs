@@ -180,6 +180,8 @@ pub struct Plan {
     pub recorded_bytes: [u64; 5],
     /// Recorded span, first to last issue of what is replayed, one loop, in ns.
     pub span_ns: u64,
+    /// Times the trace is replayed; counts above (recorded, skipped) cover all loops.
+    pub loops: u32,
     /// I/Os whose offset or length was rounded to the target's alignment.
     pub realigned: u64,
     /// I/Os whose offset wrapped.
@@ -296,6 +298,26 @@ impl Plan {
             k.io.sched_ns = k.ts_ns - t0;
         }
         let loops = o.loops.max(1);
+        plan.loops = loops;
+        let l = u64::from(loops);
+        for c in plan
+            .recorded_count
+            .iter_mut()
+            .chain(plan.recorded_bytes.iter_mut())
+            .chain(plan.skipped.not_allowed.iter_mut())
+        {
+            *c *= l;
+        }
+        for c in [
+            &mut plan.skipped.beyond_end,
+            &mut plan.skipped.unmapped,
+            &mut plan.skipped.unsupported_op,
+            &mut plan.skipped.filtered,
+            &mut plan.realigned,
+            &mut plan.wrapped,
+        ] {
+            *c *= l;
+        }
         // Next loop starts one mean inter-arrival gap after the last I/O.
         let period = plan.span_ns + plan.span_ns / kept.len() as u64 + 1;
         plan.ios.reserve(kept.len() * loops as usize);
@@ -545,6 +567,11 @@ mod tests {
         o.loops = 3;
         let p = Plan::build(&r, &o).unwrap();
         assert_eq!(p.ios.len(), 6);
+        assert_eq!(
+            p.recorded_count[IoKind::Read as usize],
+            6,
+            "counts cover the loops"
+        );
         assert!(p.ios.windows(2).all(|w| w[0].sched_ns < w[1].sched_ns));
         assert_eq!(p.streams[0].ios.len(), 6);
         let r = reader(&[ev(10, 1, Op::Write, 0, 4096, 10)]);

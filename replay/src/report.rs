@@ -57,11 +57,12 @@ pub fn scheduler_lag(res: &mut RunResult) -> Option<(u64, u64, u64)> {
 /// The report as text (sorts the result's sample vectors).
 pub fn render(plan: &Plan, res: &mut RunResult, speed: f64, no_stall: bool) -> String {
     let mut s = String::new();
-    let recorded_span = plan.span_ns.max(1);
+    // The recorded counts cover every loop: so does the span the rates are taken over.
+    let recorded_span = (plan.span_ns * u64::from(plan.loops.max(1))).max(1);
     let replay_span = res.elapsed_ns.max(1);
     let _ = writeln!(
         s,
-        "replayed {} I/Os in {} with {} ({} streams, {}), recorded span {}",
+        "replayed {} I/Os in {} with {} ({} streams, {}), recorded span {}{}",
         res.kinds.iter().map(|k| k.issued).sum::<u64>(),
         fmt_ns(res.elapsed_ns),
         res.engine,
@@ -72,6 +73,11 @@ pub fn render(plan: &Plan, res: &mut RunResult, speed: f64, no_stall: bool) -> S
             format!("speed {speed}x")
         },
         fmt_ns(plan.span_ns),
+        if plan.loops > 1 {
+            format!(" x {} loops", plan.loops)
+        } else {
+            String::new()
+        },
     );
     if res.interrupted {
         let _ = writeln!(s, "interrupted: the report covers what was submitted");
@@ -154,11 +160,12 @@ pub fn render(plan: &Plan, res: &mut RunResult, speed: f64, no_stall: bool) -> S
     if let Some((p50, p99, max)) = scheduler_lag(res) {
         let _ = writeln!(
             s,
-            "scheduler lag (submit - due and allowed): p50 {} p99 {} max {}; most in flight {}",
+            "scheduler lag (submit - due and allowed): p50 {} p99 {} max {}; most in flight {}; {} done inline (fast device, nothing in flight)",
             fmt_ns(p50),
             fmt_ns(p99),
             fmt_ns(max),
-            res.max_in_flight
+            res.max_in_flight,
+            res.inline
         );
     }
     if let Some((errno, n)) = res.first_error {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Completion, Engine, Request};
 use crate::error::ReplayError;
-use crate::plan::{IoKind, Plan};
+use crate::plan::{IoKind, Plan, PlannedIo};
 
 /// How to run a plan.
 #[derive(Clone, Copy, Debug)]
@@ -68,6 +68,8 @@ pub struct RunResult {
     pub slot_waits: u64,
     /// Most I/Os in flight at once.
     pub max_in_flight: u32,
+    /// I/Os done synchronously by the scheduler thread (fast device, nothing in flight).
+    pub inline: u64,
     /// The most frequent error, as (errno, count).
     pub first_error: Option<(i32, u64)>,
     /// Stopped by the stop flag before the plan ended.
@@ -84,6 +86,11 @@ struct SlotInfo {
 
 /// Spin instead of sleeping when the next I/O is due within this.
 const SPIN: Duration = Duration::from_micros(200);
+
+/// I/O is done synchronously by the scheduler thread, when nothing else is in flight, while
+/// the mean completion time is below this (RAM-backed and the fastest flash devices): a
+/// hand-off to the kernel's or our own worker threads would cost more than the I/O.
+const INLINE_BELOW_NS: f64 = 30_000.0;
 
 /// Poll this long for a completion before sleeping in the engine.
 const SPIN_FOR_COMPLETION: Duration = Duration::from_micros(100);
@@ -150,6 +157,9 @@ pub fn run(
     let mut first_submit: Option<Instant> = None;
     let mut stopping = false;
     let ns_since = |t: Instant| t.saturating_duration_since(start).as_nanos() as u64;
+    // Mean completion time seen so far (exponentially weighted); unknown at first, so the
+    // first I/Os go through the engine.
+    let mut ewma_latency_ns = f64::INFINITY;
 
     loop {
         if !stopping && stop.load(Ordering::Relaxed) {
@@ -157,13 +167,13 @@ pub fn run(
             res.interrupted = true;
             heap.clear();
         }
-        let now_ns = ns_since(Instant::now());
+        let mut now_ns = ns_since(Instant::now());
         // Submit everything due.
         while let Some(&Reverse((due, s))) = heap.peek() {
             if due > now_ns {
                 break;
             }
-            let Some(slot) = free.pop() else {
+            let Some(&slot) = free.last() else {
                 res.slot_waits += 1;
                 break;
             };
@@ -171,19 +181,48 @@ pub fn run(
             let s = s as usize;
             let idx = streams[s].ios[next[s]];
             let io = &plan.ios[idx as usize];
-            engine.push(Request {
+            let req = Request {
                 slot,
                 kind: io.kind,
                 target: io.target,
                 offset_bytes: io.offset_bytes,
                 len_bytes: io.len_bytes,
                 fua: io.fua,
-            })?;
+            };
+            next[s] += 1;
+            let allowed = due.max(ready_at[s]);
+            if total_in_flight == 0 && batch.is_empty() && ewma_latency_ns < INLINE_BELOW_NS {
+                // Fast device and nothing in flight: do it here, without a hand-off.
+                let t0 = Instant::now();
+                first_submit.get_or_insert(t0);
+                let result = engine.run_inline(&req);
+                let t1 = Instant::now();
+                last_completion = t1;
+                let t0_ns = ns_since(t0);
+                res.timing_error_ns.push(t0_ns.saturating_sub(due));
+                res.scheduler_lag_ns.push(t0_ns.saturating_sub(allowed));
+                if allowed > due {
+                    res.depth_waits += 1;
+                }
+                res.inline += 1;
+                res.kinds[io.kind as usize].issued += 1;
+                res.max_in_flight = res.max_in_flight.max(1);
+                let lat = t1.saturating_duration_since(t0).as_nanos() as u64;
+                update_ewma(&mut ewma_latency_ns, lat);
+                complete(&mut res, &mut errors, io, result, lat);
+                now_ns = ns_since(t1);
+                if let Some(&ni) = streams[s].ios.get(next[s]) {
+                    ready_at[s] = now_ns;
+                    heap.push(Reverse((due_of(plan.ios[ni as usize].sched_ns), s as u32)));
+                }
+                continue;
+            }
+            free.pop();
+            engine.push(req)?;
             slot_info[slot as usize].io = idx;
-            batch.push((slot, due, due.max(ready_at[s])));
+            batch.push((slot, due, allowed));
             in_flight[s] += 1;
             total_in_flight += 1;
-            next[s] += 1;
             if let Some(&ni) = streams[s].ios.get(next[s]) {
                 let nio = &plan.ios[ni as usize];
                 if in_flight[s] < nio.depth {
@@ -272,17 +311,9 @@ pub fn run(
         for c in &done {
             let info = slot_info[c.slot as usize];
             let io = &plan.ios[info.io as usize];
-            let k = &mut res.kinds[io.kind as usize];
-            if c.result < 0 {
-                k.errors += 1;
-                *errors.entry(-c.result).or_default() += 1;
-            } else {
-                k.ok += 1;
-                k.bytes += u64::from(io.len_bytes);
-            }
-            k.latency_ns
-                .push(t.saturating_duration_since(info.submit).as_nanos() as u64);
-            k.recorded_latency_ns.push(io.recorded_latency_ns);
+            let lat = t.saturating_duration_since(info.submit).as_nanos() as u64;
+            update_ewma(&mut ewma_latency_ns, lat);
+            complete(&mut res, &mut errors, io, c.result, lat);
             free.push(c.slot);
             total_in_flight -= 1;
             let s = io.stream as usize;
@@ -304,6 +335,34 @@ pub fn run(
     }
     res.first_error = errors.into_iter().max_by_key(|&(e, c)| (c, Reverse(e)));
     Ok(res)
+}
+
+fn update_ewma(ewma: &mut f64, sample_ns: u64) {
+    if ewma.is_finite() {
+        *ewma += (sample_ns as f64 - *ewma) / 16.0;
+    } else {
+        *ewma = sample_ns as f64;
+    }
+}
+
+/// Counts one finished I/O.
+fn complete(
+    res: &mut RunResult,
+    errors: &mut std::collections::HashMap<i32, u64>,
+    io: &PlannedIo,
+    result: i32,
+    latency_ns: u64,
+) {
+    let k = &mut res.kinds[io.kind as usize];
+    if result < 0 {
+        k.errors += 1;
+        *errors.entry(-result).or_default() += 1;
+    } else {
+        k.ok += 1;
+        k.bytes += u64::from(io.len_bytes);
+    }
+    k.latency_ns.push(latency_ns);
+    k.recorded_latency_ns.push(io.recorded_latency_ns);
 }
 
 /// The `q`-quantile (0..=1) of `v` (sorted in place), nearest rank.
