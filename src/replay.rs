@@ -85,6 +85,10 @@ pub struct ReplayArgs {
     /// I/O engine.
     #[arg(long, value_enum, default_value = "io_uring")]
     pub engine: EngineArg,
+    /// Scheduler threads, each with its own engine and its share of the streams (0: one per
+    /// CPU but one, or one per CPU with --no-stall; never more than there are streams).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub threads: usize,
     /// I/O past the target's end: wrap around or skip.
     #[arg(long, value_enum, default_value = "wrap")]
     pub beyond: BeyondArg,
@@ -285,9 +289,18 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     install_signal_handlers();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = match a.threads {
+        // Timed replay keeps one CPU free: spinning schedulers on every CPU get preempted
+        // by the kernel's own work, which shows as ms of timing error.
+        0 if !a.no_stall => cpus.saturating_sub(1).max(1),
+        0 => cpus,
+        n => n,
+    };
     let result = iodump_replay::execute(
         &prepared,
         cfg.engine,
+        threads,
         RunOptions {
             speed: a.speed,
             no_stall: a.no_stall,
@@ -377,6 +390,7 @@ fn json_report(
         "speed": a.speed,
         "no_stall": a.no_stall,
         "streams": plan.streams.len(),
+        "threads": res.threads,
         "planned": plan.ios.len(),
         "recorded_span_ns": plan.span_ns,
         "loops": plan.loops,

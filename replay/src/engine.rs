@@ -55,7 +55,7 @@ pub struct Completion {
 }
 
 /// What the scheduler needs from an engine.
-pub trait Engine {
+pub trait Engine: Send {
     /// Short name for reports.
     fn name(&self) -> &'static str;
     /// Queues a request (sent to the kernel at the next [`Engine::submit`]).
@@ -192,7 +192,6 @@ impl UringEngine {
         let entries = (slots.max(8) as u32).next_power_of_two().min(4096);
         let ring = IoUring::builder()
             .setup_cqsize(entries * 2)
-            .setup_single_issuer()
             .setup_coop_taskrun()
             .build(entries)
             .or_else(|_| IoUring::new(entries))

@@ -91,9 +91,7 @@ impl fmt::Display for ReplayError {
         match self {
             ReplayError::Trace { path, .. } => write!(f, "cannot read trace {}", path.display()),
             ReplayError::Damaged(d) => write!(f, "damaged trace: {d}"),
-            ReplayError::Open { path, source } => {
-                write!(f, "cannot open target {}: {source}", path.display())
-            }
+            ReplayError::Open { path, .. } => write!(f, "cannot open target {}", path.display()),
             ReplayError::NotBlockOrFile { path } => write!(
                 f,
                 "target {} is neither a block device nor a regular file",
@@ -132,7 +130,7 @@ impl fmt::Display for ReplayError {
                 f,
                 "I/O buffers would need {needed_bytes} bytes, more than the limit of {limit_bytes}"
             ),
-            ReplayError::Engine { what, source } => write!(f, "I/O engine: {what}: {source}"),
+            ReplayError::Engine { what, .. } => write!(f, "I/O engine: {what}"),
         }
     }
 }

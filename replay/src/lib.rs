@@ -186,57 +186,86 @@ pub fn prepare(cfg: &ReplayConfig) -> Result<Prepared, ReplayError> {
     })
 }
 
-/// Runs a prepared replay until it ends or `stop` is set.
+/// Runs a prepared replay on `threads` scheduler threads (streams are split between them;
+/// each has its own engine) until it ends or `stop` is set.
 pub fn execute(
     p: &Prepared,
     engine: EngineKind,
+    threads: usize,
     o: RunOptions,
     stop: &AtomicBool,
 ) -> Result<RunResult, ReplayError> {
-    let files = p
-        .targets
-        .iter()
-        .map(|t| {
-            t.file.try_clone().map_err(|source| ReplayError::Open {
-                path: t.path.clone(),
-                source,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let shards = run::shard_streams(&p.plan, threads);
+    let slots = (p.slots / shards.len().max(1) as u32).max(16);
     let is_block: Vec<bool> = p.targets.iter().map(|t| t.is_block_device()).collect();
     let slot_bytes = (p.plan.max_len_bytes as usize).max(4096);
-    let uring = match engine {
-        EngineKind::IoUring => {
-            // io_uring may be disabled (kernel.io_uring_disabled, seccomp): fall back to the
-            // thread pool, and say so in the result's engine name.
-            let dup = files
-                .iter()
-                .map(|f| f.try_clone())
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|source| ReplayError::Engine {
-                    what: "dup of a target",
+    let files = || {
+        p.targets
+            .iter()
+            .map(|t| {
+                t.file.try_clone().map_err(|source| ReplayError::Open {
+                    path: t.path.clone(),
                     source,
-                })?;
-            engine::UringEngine::new(dup, is_block.clone(), p.slots as usize, slot_bytes).ok()
-        }
-        EngineKind::Psync => None,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
     };
-    let (mut eng, slots): (Box<dyn engine::Engine>, u32) = match uring {
-        Some(u) => (Box::new(u), p.slots),
-        None => (
-            Box::new(engine::PsyncEngine::new(
-                files,
-                is_block,
-                (p.plan.max_in_flight as usize + 2)
-                    .min(p.slots as usize)
-                    .min(256),
-                slot_bytes,
-            )?),
-            p.slots,
-        ),
-    };
-    let mut r = run::run(&p.plan, eng.as_mut(), slots, o, stop)?;
-    if engine == EngineKind::IoUring && r.engine == "psync" {
+    let mut engines: Vec<Box<dyn engine::Engine>> = Vec::new();
+    let mut fell_back = false;
+    for _ in &shards {
+        // io_uring may be disabled (kernel.io_uring_disabled, seccomp): fall back to the
+        // thread pool, and say so in the result's engine name.
+        let uring = match engine {
+            EngineKind::IoUring => {
+                engine::UringEngine::new(files()?, is_block.clone(), slots as usize, slot_bytes)
+                    .ok()
+            }
+            EngineKind::Psync => None,
+        };
+        engines.push(match uring {
+            Some(u) => Box::new(u),
+            None => {
+                fell_back |= engine == EngineKind::IoUring;
+                Box::new(engine::PsyncEngine::new(
+                    files()?,
+                    is_block.clone(),
+                    (p.plan.max_in_flight as usize + 2)
+                        .min(slots as usize)
+                        .min(256),
+                    slot_bytes,
+                )?)
+            }
+        });
+    }
+    // Time zero a little in the future so that no thread's first I/O is late by the setup.
+    let start = std::time::Instant::now() + std::time::Duration::from_micros(500);
+    let results: Vec<Result<RunResult, ReplayError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shards
+            .iter()
+            .zip(engines.iter_mut())
+            .map(|(shard, eng)| {
+                let plan = &p.plan;
+                scope.spawn(move || run::run(plan, shard, eng.as_mut(), slots, o, start, stop))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(ReplayError::Engine {
+                        what: "a scheduler thread panicked",
+                        source: std::io::Error::other("panic"),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut parts = Vec::new();
+    for r in results {
+        parts.push(r?);
+    }
+    let mut r = run::merge(parts);
+    if fell_back {
         r.engine = "psync (io_uring unavailable)";
     }
     Ok(r)

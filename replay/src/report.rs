@@ -62,11 +62,12 @@ pub fn render(plan: &Plan, res: &mut RunResult, speed: f64, no_stall: bool) -> S
     let replay_span = res.elapsed_ns.max(1);
     let _ = writeln!(
         s,
-        "replayed {} I/Os in {} with {} ({} streams, {}), recorded span {}{}",
+        "replayed {} I/Os in {} with {} ({} streams on {} threads, {}), recorded span {}{}",
         res.kinds.iter().map(|k| k.issued).sum::<u64>(),
         fmt_ns(res.elapsed_ns),
         res.engine,
         plan.streams.len(),
+        res.threads,
         if no_stall {
             "no stall".to_string()
         } else {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Completion, Engine, Request};
 use crate::error::ReplayError;
-use crate::plan::{IoKind, Plan, PlannedIo};
+use crate::plan::{IoKind, Plan, PlannedIo, Stream};
 
 /// How to run a plan.
 #[derive(Clone, Copy, Debug)]
@@ -76,11 +76,82 @@ pub struct RunResult {
     pub interrupted: bool,
     /// Engine name.
     pub engine: &'static str,
+    /// Scheduler threads that ran.
+    pub threads: usize,
+    /// When the first I/O was submitted.
+    pub first_submit: Option<Instant>,
+    /// When the last I/O completed.
+    pub last_completion: Option<Instant>,
+}
+
+/// Splits the streams into `n` shards of about equal I/O counts (largest streams first, each
+/// to the least loaded shard); empty shards are dropped.
+pub fn shard_streams(plan: &Plan, n: usize) -> Vec<Vec<u32>> {
+    let n = n.clamp(1, plan.streams.len().max(1));
+    let mut order: Vec<u32> = (0..plan.streams.len() as u32).collect();
+    order.sort_by_key(|&s| Reverse(plan.streams[s as usize].ios.len()));
+    let mut shards: Vec<(usize, Vec<u32>)> = vec![(0, Vec::new()); n];
+    for s in order {
+        if let Some(min) = shards.iter_mut().min_by_key(|x| x.0) {
+            min.0 += plan.streams[s as usize].ios.len();
+            min.1.push(s);
+        }
+    }
+    shards
+        .into_iter()
+        .map(|x| x.1)
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+/// Combines the results of shards run side by side.
+pub fn merge(parts: Vec<RunResult>) -> RunResult {
+    let mut out = RunResult {
+        threads: parts.len(),
+        ..RunResult::default()
+    };
+    let mut errors: std::collections::HashMap<i32, u64> = std::collections::HashMap::new();
+    for p in parts {
+        out.engine = p.engine;
+        for (a, b) in out.kinds.iter_mut().zip(p.kinds) {
+            a.issued += b.issued;
+            a.ok += b.ok;
+            a.errors += b.errors;
+            a.bytes += b.bytes;
+            a.latency_ns.extend(b.latency_ns);
+            a.recorded_latency_ns.extend(b.recorded_latency_ns);
+        }
+        out.timing_error_ns.extend(p.timing_error_ns);
+        out.scheduler_lag_ns.extend(p.scheduler_lag_ns);
+        out.depth_waits += p.depth_waits;
+        out.slot_waits += p.slot_waits;
+        out.max_in_flight += p.max_in_flight;
+        out.inline += p.inline;
+        out.interrupted |= p.interrupted;
+        if let Some((e, c)) = p.first_error {
+            *errors.entry(e).or_default() += c;
+        }
+        out.first_submit = match (out.first_submit, p.first_submit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        out.last_completion = match (out.last_completion, p.last_completion) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    if let (Some(f), Some(l)) = (out.first_submit, out.last_completion) {
+        out.elapsed_ns = l.saturating_duration_since(f).as_nanos() as u64;
+    }
+    out.first_error = errors.into_iter().max_by_key(|&(e, c)| (c, Reverse(e)));
+    out
 }
 
 #[derive(Clone, Copy)]
 struct SlotInfo {
     io: u32,
+    /// Index of the stream in this shard.
+    stream: u32,
     submit: Instant,
 }
 
@@ -95,16 +166,20 @@ const INLINE_BELOW_NS: f64 = 30_000.0;
 /// Poll this long for a completion before sleeping in the engine.
 const SPIN_FOR_COMPLETION: Duration = Duration::from_micros(100);
 
-/// Runs `plan` on `engine`, with `slots` buffers; stops early when `stop` is set (I/O in
+/// Runs the streams `shard` (indices into `plan.streams`) of `plan` on `engine`, with `slots`
+/// buffers; time zero of the schedule is `start`. Stops early when `stop` is set (I/O in
 /// flight is still reaped).
 pub fn run(
     plan: &Plan,
+    shard: &[u32],
     engine: &mut dyn Engine,
     slots: u32,
     o: RunOptions,
+    start: Instant,
     stop: &AtomicBool,
 ) -> Result<RunResult, ReplayError> {
-    let n = plan.ios.len();
+    let streams: Vec<&Stream> = shard.iter().map(|&i| &plan.streams[i as usize]).collect();
+    let n: usize = streams.iter().map(|st| st.ios.len()).sum();
     let mut res = RunResult {
         engine: engine.name(),
         ..RunResult::default()
@@ -123,7 +198,6 @@ pub fn run(
             (sched_ns as f64 / speed) as u64
         }
     };
-    let streams = &plan.streams;
     let mut next = vec![0usize; streams.len()];
     let mut in_flight = vec![0u32; streams.len()];
     let mut blocked = vec![false; streams.len()];
@@ -142,6 +216,7 @@ pub fn run(
     let mut slot_info = vec![
         SlotInfo {
             io: 0,
+            stream: 0,
             submit: Instant::now(),
         };
         slots.max(1) as usize
@@ -151,9 +226,7 @@ pub fn run(
     // (slot, due_ns, allowed_ns) of requests pushed but not yet submitted.
     let mut batch: Vec<(u32, u64, u64)> = Vec::with_capacity(slots as usize);
     let mut total_in_flight = 0u32;
-    let mut last_completion = Instant::now();
-    // Start a little in the future so the first I/Os are not late by the setup.
-    let start = Instant::now() + Duration::from_micros(500);
+    let mut last_completion = start;
     let mut first_submit: Option<Instant> = None;
     let mut stopping = false;
     let ns_since = |t: Instant| t.saturating_duration_since(start).as_nanos() as u64;
@@ -220,6 +293,7 @@ pub fn run(
             free.pop();
             engine.push(req)?;
             slot_info[slot as usize].io = idx;
+            slot_info[slot as usize].stream = s as u32;
             batch.push((slot, due, allowed));
             in_flight[s] += 1;
             total_in_flight += 1;
@@ -316,7 +390,7 @@ pub fn run(
             complete(&mut res, &mut errors, io, c.result, lat);
             free.push(c.slot);
             total_in_flight -= 1;
-            let s = io.stream as usize;
+            let s = info.stream as usize;
             in_flight[s] -= 1;
             if blocked[s] && !stopping {
                 if let Some(&ni) = streams[s].ios.get(next[s]) {
@@ -332,6 +406,8 @@ pub fn run(
     }
     if let Some(f) = first_submit {
         res.elapsed_ns = last_completion.saturating_duration_since(f).as_nanos() as u64;
+        res.first_submit = Some(f);
+        res.last_completion = Some(last_completion);
     }
     res.first_error = errors.into_iter().max_by_key(|&(e, c)| (c, Reverse(e)));
     Ok(res)
@@ -388,6 +464,61 @@ pub fn kind_name(i: usize) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plan_with_streams(sizes: &[usize]) -> Plan {
+        let mut p = Plan::default();
+        for (i, &n) in sizes.iter().enumerate() {
+            p.streams.push(Stream {
+                pid: i as u32,
+                tid: i as u32,
+                ios: (0..n as u32).collect(),
+            });
+        }
+        p
+    }
+
+    #[test]
+    fn shards_balance_io_counts_and_cover_every_stream() {
+        let p = plan_with_streams(&[100, 10, 60, 50, 5]);
+        let sh = shard_streams(&p, 2);
+        assert_eq!(sh.len(), 2);
+        let load = |v: &Vec<u32>| {
+            v.iter()
+                .map(|&s| p.streams[s as usize].ios.len())
+                .sum::<usize>()
+        };
+        assert_eq!(load(&sh[0]) + load(&sh[1]), 225);
+        assert!(load(&sh[0]).abs_diff(load(&sh[1])) <= 10, "{sh:?}");
+        let mut all: Vec<u32> = sh.concat();
+        all.sort();
+        assert_eq!(all, vec![0, 1, 2, 3, 4]);
+        // Never more shards than streams, never zero.
+        assert_eq!(shard_streams(&plan_with_streams(&[3]), 8).len(), 1);
+        assert_eq!(shard_streams(&p, 0).len(), 1);
+    }
+
+    #[test]
+    fn merge_sums_counts_and_spans_time() {
+        let t0 = Instant::now();
+        let mut a = RunResult::default();
+        a.kinds[0].issued = 3;
+        a.timing_error_ns = vec![1, 2, 3];
+        a.first_submit = Some(t0 + Duration::from_millis(1));
+        a.last_completion = Some(t0 + Duration::from_millis(5));
+        a.first_error = Some((5, 2));
+        let mut b = RunResult::default();
+        b.kinds[0].issued = 4;
+        b.timing_error_ns = vec![4];
+        b.first_submit = Some(t0);
+        b.last_completion = Some(t0 + Duration::from_millis(3));
+        b.first_error = Some((5, 1));
+        let m = merge(vec![a, b]);
+        assert_eq!(m.kinds[0].issued, 7);
+        assert_eq!(m.timing_error_ns.len(), 4);
+        assert_eq!(m.elapsed_ns, 5_000_000);
+        assert_eq!(m.first_error, Some((5, 3)));
+        assert_eq!(m.threads, 2);
+    }
 
     #[test]
     fn quantiles() {
