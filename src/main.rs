@@ -8,6 +8,7 @@ mod info;
 mod offline;
 mod record;
 mod replay;
+mod signals;
 
 use std::process::ExitCode;
 

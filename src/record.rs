@@ -1,7 +1,6 @@
 //! `iodump record`: flags → [`RecordConfig`], signals → a stop flag, summary on stderr.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -11,25 +10,6 @@ use iodump_record::print::PrintFormat;
 use iodump_record::{record, RecordConfig};
 
 use crate::cli::{PrintArg, RecordArgs};
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the
-        // sigaction struct is zero-initialised and fully set before the call.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
 
 /// Parses `10%` or `1/N` into "one in N".
 pub fn parse_sample(s: &str) -> anyhow::Result<u32> {
@@ -125,8 +105,8 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         memory_limit_bytes: 64 << 20,
         metadata,
     };
-    install_signal_handlers();
-    let s = record(&cfg, &STOP)?;
+    crate::signals::install();
+    let s = record(&cfg, &crate::signals::STOP)?;
     let total = s.events + s.lost_events;
     let lost_pct = if total > 0 {
         s.lost_events as f64 * 100.0 / total as f64

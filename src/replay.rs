@@ -5,7 +5,6 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -99,25 +98,6 @@ pub struct ReplayArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe; the
-        // sigaction struct is zero-initialised and fully set before the call.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
 }
 
 /// A recorder child (`iodump record`) running in its own process group.
@@ -288,7 +268,7 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    install_signal_handlers();
+    crate::signals::install();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = match a.threads {
         // Timed replay keeps one CPU free: spinning schedulers on every CPU get preempted
@@ -305,7 +285,7 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
             speed: a.speed,
             no_stall: a.no_stall,
         },
-        &STOP,
+        &crate::signals::STOP,
     );
     // Stop the recorder whatever happened, so that its trace is complete.
     let rec_lines = recorder.map(RecorderChild::stop);

@@ -11,7 +11,7 @@ use iodump_format::{Op, Reader};
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, bpf_available, run, TempDir};
+use common::{bin, bpf_available, ok, run, TempDir};
 
 /// Tests create and remove devices and compare device counters: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -69,15 +69,6 @@ impl Recorder {
         assert!(!err.contains("panicked"), "{err}");
         (st, self.stdout.join().unwrap(), err)
     }
-}
-
-fn ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Completed (reads, writes) of a block device, from /sys/block/X/stat.

@@ -13,19 +13,10 @@ use iodump_format::{Event, Op, Reader};
 mod common;
 
 use common::devices::Zram;
-use common::{bin, bpf_available, run, TempDir};
+use common::{bin, bpf_available, ok, run, TempDir};
 
 /// Tests create devices and compare what reached them: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn json(out: &Output) -> serde_json::Value {
     ok(out);

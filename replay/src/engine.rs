@@ -223,15 +223,9 @@ impl Engine for UringEngine {
     }
 
     fn run_inline(&mut self, r: &Request) -> i32 {
-        let t = r.target as usize;
         // The slot is free (the scheduler passes a slot no request holds), so the kernel is
         // not using its buffer.
-        run_sync(
-            self.files[t].as_raw_fd(),
-            self.is_block[t],
-            r,
-            self.bufs.slot_ptr(r.slot),
-        )
+        run_sync(&self.files, &self.is_block, r, self.bufs.slot_ptr(r.slot))
     }
 
     fn push(&mut self, r: Request) -> Result<(), ReplayError> {
@@ -423,8 +417,7 @@ fn worker(
                 };
             }
         };
-        let t = job.target as usize;
-        let result = run_sync(files[t].as_raw_fd(), is_block[t], &job, buf.slot_ptr(0));
+        let result = run_sync(files, is_block, &job, buf.slot_ptr(0));
         if tx
             .send(Completion {
                 slot: job.slot,
@@ -438,7 +431,9 @@ fn worker(
 }
 
 /// Does one request with a synchronous call; returns bytes or a negative errno.
-fn run_sync(fd: RawFd, is_block: bool, r: &Request, buf: *mut u8) -> i32 {
+fn run_sync(files: &[File], is_block: &[bool], r: &Request, buf: *mut u8) -> i32 {
+    let t = r.target as usize;
+    let (fd, is_block): (RawFd, bool) = (files[t].as_raw_fd(), is_block[t]);
     let off = r.offset_bytes as libc::off_t;
     let len = r.len_bytes as usize;
     // SAFETY: `buf` points to this worker's own buffer of at least `slot_bytes` ≥ `len`
@@ -493,13 +488,7 @@ impl Engine for PsyncEngine {
     }
 
     fn run_inline(&mut self, r: &Request) -> i32 {
-        let t = r.target as usize;
-        run_sync(
-            self.files[t].as_raw_fd(),
-            self.is_block[t],
-            r,
-            self.inline_buf.slot_ptr(0),
-        )
+        run_sync(&self.files, &self.is_block, r, self.inline_buf.slot_ptr(0))
     }
 
     fn push(&mut self, r: Request) -> Result<(), ReplayError> {

@@ -32,6 +32,16 @@ impl Drop for TempDir {
     }
 }
 
+/// Fails the test unless the command succeeded, showing its stderr.
+pub fn ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "status {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Runs a command, failing the test if it panicked.
 pub fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("run iodump");
