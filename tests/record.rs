@@ -11,7 +11,7 @@ use iodump_format::{Op, Reader};
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, bpf_available, ok, run, TempDir};
+use common::{bin, bpf_available, events_on, ok, run, TempDir};
 
 /// Tests create and remove devices and compare device counters: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -76,16 +76,6 @@ fn stat_ios(name: &str) -> (u64, u64) {
     let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
     let f: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
     (f[0], f[4])
-}
-
-fn events_on(r: &Reader, dev_name: &str) -> Vec<iodump_format::Event> {
-    let dev = r
-        .tables()
-        .devices()
-        .find(|d| d.name == dev_name)
-        .unwrap_or_else(|| panic!("{dev_name} not in the device table"))
-        .dev;
-    r.events().filter(|e| e.dev == dev).collect()
 }
 
 fn within(a: u64, b: u64, frac: f64) -> bool {

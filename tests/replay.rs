@@ -13,7 +13,7 @@ use iodump_format::{Event, Op, Reader};
 mod common;
 
 use common::devices::Zram;
-use common::{bin, bpf_available, ok, run, TempDir};
+use common::{bin, bpf_available, events_on, ok, run, TempDir};
 
 /// Tests create devices and compare what reached them: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -38,14 +38,9 @@ fn one_line_error(out: &Output, what: &str) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-fn events_on(r: &Reader, dev_name: &str) -> Vec<Event> {
-    let dev = r
-        .tables()
-        .devices()
-        .find(|d| d.name == dev_name)
-        .unwrap_or_else(|| panic!("{dev_name} not in the device table"))
-        .dev;
-    let mut v: Vec<Event> = r.events().filter(|e| e.dev == dev).collect();
+/// The events of one device, in issue order.
+fn events_by_time(r: &Reader, dev_name: &str) -> Vec<Event> {
+    let mut v = events_on(r, dev_name);
     v.sort_by_key(|e| e.timestamp_ns);
     v
 }
@@ -86,7 +81,7 @@ fn replay_keeps_each_streams_sequence_counts_and_timing() {
         ]));
     ok(&out);
     let rr = Reader::open(&rec).unwrap();
-    let recorded: Vec<Event> = events_on(&rr, &a.name());
+    let recorded: Vec<Event> = events_by_time(&rr, &a.name());
     // Streams of the recording: by thread, fio's only (udev may probe the device too).
     let mut by_tid: HashMap<u32, Vec<Event>> = HashMap::new();
     for e in &recorded {
@@ -135,7 +130,7 @@ fn replay_keeps_each_streams_sequence_counts_and_timing() {
     }
     // What reached device B, split by region, is each recorded stream's exact sequence.
     let rb = Reader::open(&rep).unwrap();
-    let replayed = events_on(&rb, &b.name());
+    let replayed = events_by_time(&rb, &b.name());
     assert_eq!(replayed.len(), 2400, "one bio per replayed I/O on zram");
     for (tid, stream) in &by_tid {
         let region = stream[0].sector * 512 / REGION_BYTES;

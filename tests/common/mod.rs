@@ -32,6 +32,17 @@ impl Drop for TempDir {
     }
 }
 
+/// The events of the device named `dev_name` (panics when the trace has no such device).
+pub fn events_on(r: &iodump_format::Reader, dev_name: &str) -> Vec<iodump_format::Event> {
+    let dev = r
+        .tables()
+        .devices()
+        .find(|d| d.name == dev_name)
+        .unwrap_or_else(|| panic!("{dev_name} not in the device table"))
+        .dev;
+    r.events().filter(|e| e.dev == dev).collect()
+}
+
 /// Fails the test unless the command succeeded, showing its stderr.
 pub fn ok(out: &Output) {
     assert!(
