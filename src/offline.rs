@@ -160,12 +160,9 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
         d
     } else if dirs == a.files.len() {
-        if filter.is_some() {
-            anyhow::bail!("--filter works on .iod traces only (use --sql on Parquet datasets)");
-        }
-        let mut d = Dataset::load_parquet(&a.files[0])?;
+        let mut d = Dataset::load_parquet(&a.files[0], filter.as_ref())?;
         for p in &a.files[1..] {
-            d.append(Dataset::load_parquet(p)?)?;
+            d.append(Dataset::load_parquet(p, filter.as_ref())?)?;
         }
         d
     } else {

@@ -392,4 +392,46 @@ fn parquet_inputs_give_the_same_answers() {
         }
     }
     assert_eq!(from_iod.len(), 5);
+
+    // --filter on Parquet keeps exactly the rows it keeps on the trace, whatever field it uses.
+    let count = |input: &std::path::Path, f: &str| -> u64 {
+        let out = run(bin()
+            .arg("analyze")
+            .arg(input)
+            .args(["--sql", "SELECT count(*) AS n FROM io", "--format", "json"])
+            .args(["--filter", f]));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v[0]["n"].as_u64().unwrap()
+    };
+    for f in [
+        "rw == W && iosize >= 16384",
+        "sync || meta",
+        r#"syscall == "fsync" || path =~ "*.log""#,
+        r#"dev == "sda1" || cpu == 1"#,
+        r#"comm =~ "kworker*""#,
+        "latency > 1ms && !readahead",
+    ] {
+        let want = count(&fixture("mixed-20k.iod"), f);
+        assert!(want > 0 && want < 20_000, "{f} selects {want}");
+        for dir in ["flat", "hive"] {
+            assert_eq!(count(&d.join(dir), f), want, "{dir}: {f}");
+        }
+    }
+    let q = [
+        "--top-files",
+        "--limit",
+        "5",
+        "--format",
+        "json",
+        "--filter",
+        "rw == R",
+    ];
+    let a = run(bin().arg("analyze").arg(fixture("mixed-20k.iod")).args(q));
+    let b = run(bin().arg("analyze").arg(d.join("hive")).args(q));
+    assert_eq!(a.stdout, b.stdout);
 }

@@ -849,9 +849,82 @@ fn arrow_col<'a, T: 'static>(
         })
 }
 
+/// Evaluates `f` on each row of an `io` batch, rebuilt as an [`iodump_format::Event`] with its
+/// comm, path and device name (text columns read back with `text_unbytes`).
+fn parquet_filter_mask(b: &arrow_array::RecordBatch, f: &Expr) -> Result<Vec<bool>, AnalyzeError> {
+    use arrow_array::{Array, StringArray, UInt16Array, UInt32Array, UInt64Array};
+    use iodump_format::text::text_unbytes;
+    use iodump_format::{DevT, Event, Flags, Syscall};
+    let s = |name| arrow_col::<StringArray>(b, name);
+    let u32c = |name| arrow_col::<UInt32Array>(b, name);
+    let u64c = |name| arrow_col::<UInt64Array>(b, name);
+    let (dev, dev_t, op, flags, comm, path, syscall) = (
+        s("dev")?,
+        s("dev_t")?,
+        s("op")?,
+        s("flags")?,
+        s("comm")?,
+        s("path")?,
+        s("syscall")?,
+    );
+    let (pid, tid, path_id, dirtier) = (
+        u32c("pid")?,
+        u32c("tid")?,
+        u32c("path_id")?,
+        u32c("dirtier_pid")?,
+    );
+    let (mono, sector, queue, latency, cgroup) = (
+        u64c("monotonic_ns")?,
+        u64c("sector")?,
+        u64c("queue_ns")?,
+        u64c("latency_ns")?,
+        u64c("cgroup_id")?,
+    );
+    let bytes = u32c("bytes")?;
+    let error = arrow_col::<UInt16Array>(b, "error")?;
+    let cpu = arrow_col::<UInt16Array>(b, "cpu")?;
+    let mut mask = Vec::with_capacity(b.num_rows());
+    for i in 0..b.num_rows() {
+        let (ma, mi) = dev_t.value(i).split_once(':').unwrap_or(("0", "0"));
+        let e = Event {
+            timestamp_ns: mono.value(i),
+            dev: DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)),
+            sector: sector.value(i),
+            bytes: bytes.value(i),
+            op: Op::ALL
+                .iter()
+                .copied()
+                .find(|o| o.name() == op.value(i))
+                .unwrap_or(Op::Other),
+            flags: Flags::from_letters(flags.value(i)),
+            pid: pid.value(i),
+            tid: tid.value(i),
+            path_id: path_id.value(i),
+            queue_ns: (!queue.is_null(i)).then(|| queue.value(i)),
+            latency_ns: latency.value(i),
+            error: error.value(i),
+            cpu: cpu.value(i),
+            syscall: (!syscall.is_null(i))
+                .then(|| Syscall::from_name(syscall.value(i)))
+                .flatten(),
+            dirtier_pid: (!dirtier.is_null(i)).then(|| dirtier.value(i)),
+            cgroup_id: cgroup.value(i),
+        };
+        let (c, p) = (text_unbytes(comm.value(i)), text_unbytes(path.value(i)));
+        let v = ResolvedView {
+            comm: &c,
+            path: &p,
+            dev: dev.value(i),
+        };
+        mask.push(f.eval(&e, &v));
+    }
+    Ok(mask)
+}
+
 impl Dataset {
-    /// Loads the tables `iodump convert` wrote into `dir` (flat or partitioned).
-    pub fn load_parquet(dir: &Path) -> Result<Dataset, AnalyzeError> {
+    /// Loads the tables `iodump convert` wrote into `dir` (flat or partitioned), keeping the
+    /// I/Os `filter` accepts (evaluated on each row rebuilt as an event, exactly as on a trace).
+    pub fn load_parquet(dir: &Path, filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
         use arrow_array::{
             Array, StringArray, TimestampNanosecondArray, UInt16Array, UInt32Array, UInt64Array,
         };
@@ -944,6 +1017,14 @@ impl Dataset {
                     ],
                 )
                 .map_err(perr)?;
+                let df = match filter {
+                    Some(f) => {
+                        let mask = parquet_filter_mask(&b, f)?;
+                        df.filter(&BooleanChunked::from_slice("mask".into(), &mask))
+                            .map_err(perr)?
+                    }
+                    None => df,
+                };
                 frames.push(df.lazy());
             }
         }

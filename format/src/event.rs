@@ -139,6 +139,17 @@ impl Flags {
     pub fn union(self, other: Flags) -> Flags {
         Flags(self.0 | other.0)
     }
+    /// The inverse of [`Flags::letters`] (unknown letters and `V` are ignored).
+    pub fn from_letters(s: &str) -> Flags {
+        let mut f = Flags(0);
+        for ch in s.chars() {
+            if let Some((x, _, _)) = Flags::NAMES.iter().find(|(_, _, c)| *c == ch) {
+                f = f.union(*x);
+            }
+        }
+        f
+    }
+
     /// Letters of the set bits (`SMF`…), or `V` (the original's "none") when empty.
     pub fn letters(self) -> String {
         let s: String = Flags::NAMES
@@ -228,12 +239,13 @@ impl Syscall {
             .find(|(c, _)| *c == self.0)
             .map(|(_, n)| *n)
     }
-    /// Looks a name up.
+    /// Looks a name up; also reads back the `syscall#N` form of codes without a name.
     pub fn from_name(name: &str) -> Option<Syscall> {
         Syscall::NAMES
             .iter()
             .find(|(_, n)| *n == name)
             .map(|(c, _)| Syscall(*c))
+            .or_else(|| name.strip_prefix("syscall#")?.parse().ok().map(Syscall))
     }
 }
 

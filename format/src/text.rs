@@ -69,6 +69,39 @@ pub fn text_bytes(out: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
+/// The inverse of [`text_bytes`]: `\\` becomes one backslash, `\xNN` one byte; anything
+/// else (including a lone backslash) is kept as it is.
+pub fn text_unbytes(t: &str) -> Vec<u8> {
+    let b = t.as_bytes();
+    if !b.contains(&b'\\') {
+        return b.to_vec();
+    }
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            if b.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+                continue;
+            }
+            if b.get(i + 1) == Some(&b'x') {
+                let hex = b
+                    .get(i + 2..i + 4)
+                    .and_then(|h| std::str::from_utf8(h).ok());
+                if let Some(v) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    out.push(v);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
 /// [`text_bytes`] as a `String`.
 pub fn text_string(b: &[u8]) -> String {
     match std::str::from_utf8(b) {
@@ -244,6 +277,23 @@ pub fn format_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_bytes_round_trip() {
+        for raw in [
+            &b"/var/lib/db"[..],
+            b"a\\b",
+            b"\xff is text",
+            b"bad \xff\xfe utf8 \\x41",
+            b"",
+            b"\\",
+        ] {
+            let mut t = Vec::new();
+            text_bytes(&mut t, raw);
+            let t = String::from_utf8(t).unwrap();
+            assert_eq!(text_unbytes(&t), raw, "{t}");
+        }
+    }
 
     #[test]
     fn csv_quoting_follows_rfc4180() {
