@@ -248,11 +248,11 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if prepared.plan.damaged_segments > 0 {
+    if let Some(first) = prepared.plan.damage.first() {
         eprintln!(
-            "iodump: warning: {} damaged segments of {} are not replayed",
-            prepared.plan.damaged_segments,
-            a.file.display()
+            "iodump: warning: {} is damaged, replaying what is intact ({} damaged parts; first: {first})",
+            a.file.display(),
+            prepared.plan.damage.len()
         );
     }
     let recorder = match &a.output {

@@ -351,6 +351,74 @@ fn bad_input_gets_one_line() {
     );
     let out = replay(&[&s(&t), "--target", &s(&img), "--engine", "aio"]);
     assert_eq!(out.status.code(), Some(2), "usage error");
+
+    // A truncated or bit-flipped trace: what is intact is replayed, with a warning.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    for (name, total) in [
+        ("mixed-20k-truncated.iod", 20_000),
+        ("oltp-5k-bitflip.iod", 5_000),
+    ] {
+        let out = replay(&[
+            &s(&fixtures.join(name)),
+            "--target",
+            &s(&img),
+            "--no-stall",
+            "--json",
+        ]);
+        ok(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("is damaged, replaying what is intact"),
+            "{name}: {err}"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let n = v["planned"].as_u64().unwrap();
+        assert!(n > 0 && n < total, "{name}: {n} I/Os planned");
+    }
+}
+
+#[test]
+fn interrupt_stops_cleanly_with_a_report() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = TempDir::new("replay-int");
+    let t = d.join("r.iod");
+    ok(&run(bin()
+        .args(["synth", "--workload", "randread", "--events", "2000", "-o"])
+        .arg(&t)));
+    let img = d.join("img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    // Recorded time, many loops: minutes of replay, stopped after half a second.
+    let child = bin()
+        .arg("replay")
+        .arg(&t)
+        .arg("--target")
+        .arg(&img)
+        .args(["--loops", "1000", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["interrupted"], true);
+    let done = v["ops"]["read"]["replayed"].as_u64().unwrap();
+    assert!(done > 0 && done < 2_000_000, "{done}");
+    assert_eq!(
+        v["ops"]["read"]["ok"], done,
+        "every submitted I/O was reaped"
+    );
 }
 
 #[test]

@@ -192,6 +192,8 @@ pub struct Plan {
     pub max_len_bytes: u32,
     /// Segments of the trace that could not be decoded (their I/Os are missing).
     pub damaged_segments: usize,
+    /// What the reader found damaged or missing (bad checksums, a cut tail), in words.
+    pub damage: Vec<String>,
 }
 
 /// One recorded I/O kept for the plan, before streams are formed.
@@ -220,12 +222,14 @@ impl Plan {
             .devices()
             .map(|d| (d.dev.0, d.name.clone()))
             .collect();
+        plan.damage = reader.damage().iter().map(|d| d.to_string()).collect();
         let mut kept: Vec<Kept> = Vec::new();
         reader.for_each_segment(|seg, batch| {
             let b = match batch {
                 Ok(b) => b,
-                Err(_) => {
+                Err(d) => {
                     plan.damaged_segments += 1;
+                    plan.damage.push(d.to_string());
                     return;
                 }
             };
