@@ -1,10 +1,11 @@
 //! `iodump replay`: flags → [`ReplayConfig`], an optional recorder child for `-o`, the report.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -183,6 +184,37 @@ fn record_device(kind: TargetKind, path: &std::path::Path) -> anyhow::Result<Str
     }
 }
 
+/// Rewrites one progress line on stderr until `finished`.
+fn progress(done_ios: &AtomicU64, total: u64, finished: &AtomicBool) {
+    let start = std::time::Instant::now();
+    let mut shown = false;
+    while !finished.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(500));
+        if finished.load(Ordering::Relaxed) {
+            break;
+        }
+        let n = done_ios.load(Ordering::Relaxed);
+        let secs = start.elapsed().as_secs_f64();
+        eprint!(
+            "\r\x1b[Kiodump: replayed {n} of {total} I/Os ({:.0}%), {:.0} IOPS",
+            n as f64 * 100.0 / total.max(1) as f64,
+            n as f64 / secs.max(1e-9)
+        );
+        shown = true;
+    }
+    if shown {
+        eprint!("\r\x1b[K");
+    }
+}
+
+/// The trace's name of a recorded device.
+fn device_name(p: &iodump_replay::Prepared, dev: iodump_format::DevT) -> String {
+    p.device_names
+        .iter()
+        .find(|(d, _)| *d == dev)
+        .map_or_else(|| dev.to_string(), |(_, n)| n.clone())
+}
+
 pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     if !(a.speed > 0.0 && a.speed.is_finite()) {
         bail!(
@@ -248,6 +280,16 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    for (ti, devs) in prepared.plan.devices_on_target.iter().enumerate() {
+        if devs.len() > 1 {
+            let names: Vec<String> = devs.iter().map(|d| device_name(&prepared, *d)).collect();
+            eprintln!(
+                "iodump: warning: {} are replayed onto {}: their offsets overlap (give each its own target with --map DEV=PATH)",
+                names.join(", "),
+                prepared.targets[ti].path.display()
+            );
+        }
+    }
     if let Some(first) = prepared.plan.damage.first() {
         eprintln!(
             "iodump: warning: {} is damaged, replaying what is intact ({} damaged parts; first: {first})",
@@ -277,16 +319,28 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         0 => cpus,
         n => n,
     };
-    let result = iodump_replay::execute(
-        &prepared,
-        cfg.engine,
-        threads,
-        RunOptions {
-            speed: a.speed,
-            no_stall: a.no_stall,
-        },
-        &crate::signals::STOP,
-    );
+    let done_ios = AtomicU64::new(0);
+    let finished = AtomicBool::new(false);
+    let total = prepared.plan.ios.len() as u64;
+    let result = std::thread::scope(|scope| {
+        // Progress on a terminal: one line, rewritten twice a second.
+        if std::io::stderr().is_terminal() && !a.json {
+            scope.spawn(|| progress(&done_ios, total, &finished));
+        }
+        let r = iodump_replay::execute(
+            &prepared,
+            cfg.engine,
+            threads,
+            RunOptions {
+                speed: a.speed,
+                no_stall: a.no_stall,
+            },
+            &crate::signals::STOP,
+            &done_ios,
+        );
+        finished.store(true, Ordering::Relaxed);
+        r
+    });
     // Stop the recorder whatever happened, so that its trace is complete.
     let rec_lines = recorder.map(RecorderChild::stop);
     let mut res = result?;

@@ -201,6 +201,11 @@ fn writes_are_skipped_unless_allowed() {
         is_all_zero(&z.node()),
         "nothing was written without --allow-writes"
     );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("are replayed onto") && err.contains("their offsets overlap"),
+        "several devices on one target are announced: {err}"
+    );
 
     let out = run(bin().arg("replay").arg(&t).args([
         "--target",

@@ -80,6 +80,8 @@ pub struct Prepared {
     pub targets: Vec<Target>,
     /// Recorded devices and where they go (`None`: skipped).
     pub routes: Vec<(String, Option<u16>)>,
+    /// The trace's device numbers and names.
+    pub device_names: Vec<(DevT, String)>,
     /// Buffer slots (most I/Os in flight at once).
     pub slots: u32,
 }
@@ -178,22 +180,30 @@ pub fn prepare(cfg: &ReplayConfig) -> Result<Prepared, ReplayError> {
             limit_bytes: cfg.memory_limit_bytes,
         });
     }
+    let device_names = reader
+        .tables()
+        .devices()
+        .map(|d| (d.dev, d.name.clone()))
+        .collect();
     Ok(Prepared {
         plan,
         targets,
         routes,
+        device_names,
         slots,
     })
 }
 
 /// Runs a prepared replay on `threads` scheduler threads (streams are split between them;
-/// each has its own engine) until it ends or `stop` is set.
+/// each has its own engine) until it ends or `stop` is set; completed I/Os are added to
+/// `done_ios` as they finish (in batches), for progress displays.
 pub fn execute(
     p: &Prepared,
     engine: EngineKind,
     threads: usize,
     o: RunOptions,
     stop: &AtomicBool,
+    done_ios: &std::sync::atomic::AtomicU64,
 ) -> Result<RunResult, ReplayError> {
     let shards = run::shard_streams(&p.plan, threads);
     let slots = (p.slots / shards.len().max(1) as u32).max(16);
@@ -245,7 +255,14 @@ pub fn execute(
             .zip(engines.iter_mut())
             .map(|(shard, eng)| {
                 let plan = &p.plan;
-                scope.spawn(move || run::run(plan, shard, eng.as_mut(), slots, o, start, stop))
+                scope.spawn(move || {
+                    let shared = run::Shared {
+                        start,
+                        stop,
+                        done_ios,
+                    };
+                    run::run(plan, shard, eng.as_mut(), slots, o, shared)
+                })
             })
             .collect();
         handles

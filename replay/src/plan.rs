@@ -194,6 +194,8 @@ pub struct Plan {
     pub damaged_segments: usize,
     /// What the reader found damaged or missing (bad checksums, a cut tail), in words.
     pub damage: Vec<String>,
+    /// The recorded devices whose I/O goes to each target, by target index (sorted).
+    pub devices_on_target: Vec<Vec<DevT>>,
 }
 
 /// One recorded I/O kept for the plan, before streams are formed.
@@ -386,6 +388,13 @@ impl Plan {
             }
         }
         self.max_len_bytes = self.max_len_bytes.max(len as u32);
+        let ti = t as usize;
+        if self.devices_on_target.len() <= ti {
+            self.devices_on_target.resize(ti + 1, Vec::new());
+        }
+        if let Err(pos) = self.devices_on_target[ti].binary_search(&e.dev) {
+            self.devices_on_target[ti].insert(pos, e.dev);
+        }
         Some(Kept {
             ts_ns: e.timestamp_ns,
             end_ns: e.timestamp_ns.saturating_add(e.latency_ns),

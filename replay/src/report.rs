@@ -62,12 +62,13 @@ pub fn render(plan: &Plan, res: &mut RunResult, speed: f64, no_stall: bool) -> S
     let replay_span = res.elapsed_ns.max(1);
     let _ = writeln!(
         s,
-        "replayed {} I/Os in {} with {} ({} streams on {} threads, {}), recorded span {}{}",
+        "replayed {} I/Os in {} with {} ({} streams on {} thread{}, {}), recorded span {}{}",
         res.kinds.iter().map(|k| k.issued).sum::<u64>(),
         fmt_ns(res.elapsed_ns),
         res.engine,
         plan.streams.len(),
         res.threads,
+        if res.threads == 1 { "" } else { "s" },
         if no_stall {
             "no stall".to_string()
         } else {

@@ -7,7 +7,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::engine::{Completion, Engine, Request};
@@ -155,6 +155,9 @@ struct SlotInfo {
     submit: Instant,
 }
 
+/// Completed I/Os are added to the shared progress counter this many at a time.
+const PUBLISH_EVERY: u64 = 256;
+
 /// Spin instead of sleeping when the next I/O is due within this.
 const SPIN: Duration = Duration::from_micros(200);
 
@@ -166,18 +169,32 @@ const INLINE_BELOW_NS: f64 = 30_000.0;
 /// Poll this long for a completion before sleeping in the engine.
 const SPIN_FOR_COMPLETION: Duration = Duration::from_micros(100);
 
+/// What the scheduler threads of one replay share.
+#[derive(Clone, Copy)]
+pub struct Shared<'a> {
+    /// Time zero of the schedule.
+    pub start: Instant,
+    /// Set to stop early (I/O in flight is still reaped).
+    pub stop: &'a AtomicBool,
+    /// Completed I/Os, added in batches (for progress displays).
+    pub done_ios: &'a AtomicU64,
+}
+
 /// Runs the streams `shard` (indices into `plan.streams`) of `plan` on `engine`, with `slots`
-/// buffers; time zero of the schedule is `start`. Stops early when `stop` is set (I/O in
-/// flight is still reaped).
+/// buffers.
 pub fn run(
     plan: &Plan,
     shard: &[u32],
     engine: &mut dyn Engine,
     slots: u32,
     o: RunOptions,
-    start: Instant,
-    stop: &AtomicBool,
+    shared: Shared<'_>,
 ) -> Result<RunResult, ReplayError> {
+    let Shared {
+        start,
+        stop,
+        done_ios,
+    } = shared;
     let streams: Vec<&Stream> = shard.iter().map(|&i| &plan.streams[i as usize]).collect();
     let n: usize = streams.iter().map(|st| st.ios.len()).sum();
     let mut res = RunResult {
@@ -233,6 +250,8 @@ pub fn run(
     // Mean completion time seen so far (exponentially weighted); unknown at first, so the
     // first I/Os go through the engine.
     let mut ewma_latency_ns = f64::INFINITY;
+    // Completions not yet added to `done_ios` (shared with other threads: added in batches).
+    let mut unpublished = 0u64;
 
     loop {
         if !stopping && stop.load(Ordering::Relaxed) {
@@ -283,6 +302,11 @@ pub fn run(
                 let lat = t1.saturating_duration_since(t0).as_nanos() as u64;
                 update_ewma(&mut ewma_latency_ns, lat);
                 complete(&mut res, &mut errors, io, result, lat);
+                unpublished += 1;
+                if unpublished >= PUBLISH_EVERY {
+                    done_ios.fetch_add(unpublished, Ordering::Relaxed);
+                    unpublished = 0;
+                }
                 now_ns = ns_since(t1);
                 if let Some(&ni) = streams[s].ios.get(next[s]) {
                     ready_at[s] = now_ns;
@@ -379,6 +403,10 @@ pub fn run(
         if done.is_empty() {
             continue;
         }
+        if unpublished >= PUBLISH_EVERY {
+            done_ios.fetch_add(unpublished, Ordering::Relaxed);
+            unpublished = 0;
+        }
         let t = Instant::now();
         last_completion = t;
         let t_ns = ns_since(t);
@@ -388,6 +416,7 @@ pub fn run(
             let lat = t.saturating_duration_since(info.submit).as_nanos() as u64;
             update_ewma(&mut ewma_latency_ns, lat);
             complete(&mut res, &mut errors, io, c.result, lat);
+            unpublished += 1;
             free.push(c.slot);
             total_in_flight -= 1;
             let s = info.stream as usize;
@@ -404,6 +433,7 @@ pub fn run(
             }
         }
     }
+    done_ios.fetch_add(unpublished, Ordering::Relaxed);
     if let Some(f) = first_submit {
         res.elapsed_ns = last_completion.saturating_duration_since(f).as_nanos() as u64;
         res.first_submit = Some(f);
