@@ -148,6 +148,35 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     };
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     let dirs = a.files.iter().filter(|p| p.is_dir()).count();
+    if dirs == 0 && a.top_files {
+        // Answered in one pass over the traces, without the polars table.
+        let by = match a.by {
+            ByArg::Ios => query::RankBy::Ios,
+            ByArg::Bytes => query::RankBy::Bytes,
+            ByArg::Latency => query::RankBy::Latency,
+        };
+        let pb = progress_bar(announced_events(&a.files), "decoding");
+        let fr = iodump_analyze::fast::top_files(&paths, filter.as_ref(), by, a.limit, &|n| {
+            if let Some(pb) = &pb {
+                pb.inc(n);
+            }
+        })?;
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+        let (names, rows) = query::rows(&fr.frame);
+        print_table(a.format, &names, &rows);
+        if let Some((trace, dmg)) = fr.damaged.first() {
+            eprintln!(
+                "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
+                fr.damaged.len()
+            );
+            if fr.events == 0 {
+                anyhow::bail!("nothing could be read");
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let d = if dirs == 0 {
         let pb = progress_bar(announced_events(&a.files), "decoding");
         let d = Dataset::load_with_progress(&paths, filter.as_ref(), &|n| {

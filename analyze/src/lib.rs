@@ -5,6 +5,7 @@
 
 pub mod convert;
 pub mod export;
+pub mod fast;
 pub mod plot;
 pub mod query;
 pub mod report;
