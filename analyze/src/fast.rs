@@ -177,12 +177,14 @@ pub fn top_files(
     let mut damaged = Vec::new();
     let mut ts_range: Option<(i64, i64)> = None;
     let mut events = 0u64;
+    let mut names: Vec<String> = Vec::new();
     for (ti, p) in paths.iter().enumerate() {
         let r = Reader::open(p).map_err(AnalyzeError::Read)?;
         let trace = p.file_name().map_or_else(
             || p.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
+        names.push(trace.clone());
         let devs: HashMap<u32, String> = r
             .tables()
             .devices()
@@ -256,12 +258,14 @@ pub fn top_files(
             RankBy::Latency => r.p99_latency_us.unwrap_or(f64::NEG_INFINITY),
         }
     };
-    // Descending by the rank, then path ascending (no path first), then trace and path id.
+    // Descending by the rank, then path ascending (no path first), then trace name and path
+    // id (as `query::top_files` does).
     rows.sort_by(|a, b| {
         key(b)
             .total_cmp(&key(a))
             .then_with(|| a.path.cmp(&b.path))
-            .then_with(|| (a.trace, a.path_id).cmp(&(b.trace, b.path_id)))
+            .then_with(|| names[a.trace].cmp(&names[b.trace]))
+            .then_with(|| a.path_id.cmp(&b.path_id))
     });
     rows.truncate(limit);
     let n = rows.len();

@@ -348,9 +348,12 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
             JoinArgs::new(JoinType::Left),
         )
         .with_column((col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"))
+        // Full ties (labels such as [metadata] exist once per device) are broken by trace and
+        // path id, so that the order is the same on every run and in `fast::top_files`.
         .sort_by_exprs(
-            [col(sort_col), col("path")],
-            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+            [col(sort_col), col("path"), col("trace"), col("path_id")],
+            SortMultipleOptions::default()
+                .with_order_descending_multi([true, false, false, false]),
         )
         .limit(limit as IdxSize)
         .select([
