@@ -352,8 +352,7 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
         // path id, so that the order is the same on every run and in `fast::top_files`.
         .sort_by_exprs(
             [col(sort_col), col("path"), col("trace"), col("path_id")],
-            SortMultipleOptions::default()
-                .with_order_descending_multi([true, false, false, false]),
+            SortMultipleOptions::default().with_order_descending_multi([true, false, false, false]),
         )
         .limit(limit as IdxSize)
         .select([
