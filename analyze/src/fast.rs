@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 
-use iodump_format::expr::{Expr, ResolvedView};
+use iodump_format::expr::Expr;
 use iodump_format::text::text_string;
 use iodump_format::{Damage, EventBatch, Op, Reader};
 use polars::prelude::*;
@@ -90,13 +90,7 @@ fn segment_files(
     let (read, write) = (Op::Read.code(), Op::Write.code());
     for i in 0..b.len() {
         if let Some(f) = filter {
-            let e = b.get(i);
-            let v = ResolvedView {
-                comm: r.comm(e.pid, e.tid, seg).unwrap_or(b""),
-                path: r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path),
-                dev: devs.get(&e.dev.0).map_or("?", |s| s.as_str()),
-            };
-            if !f.eval(&e, &v) {
+            if !f.eval_in(r, seg, &b.get(i), devs) {
                 continue;
             }
         }

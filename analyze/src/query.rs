@@ -64,13 +64,7 @@ fn segment_cols(
     let h = r.header();
     for i in 0..b.len() {
         if let Some(f) = filter {
-            let e = b.get(i);
-            let v = ResolvedView {
-                comm: r.comm(e.pid, e.tid, seg).unwrap_or(b""),
-                path: r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path),
-                dev: devs.get(&e.dev.0).map_or("?", |s| s.as_str()),
-            };
-            if !f.eval(&e, &v) {
+            if !f.eval_in(r, seg, &b.get(i), devs) {
                 continue;
             }
         }

@@ -165,6 +165,26 @@ pub struct ResolvedView<'a> {
     pub dev: &'a str,
 }
 
+impl Expr {
+    /// Evaluates the expression on event `e` of segment `segment` of trace `r`, resolving the
+    /// command name and path from the trace's tables and the device name from `dev_names`
+    /// (device number → name; `?` when absent).
+    pub fn eval_in(
+        &self,
+        r: &crate::reader::Reader,
+        segment: usize,
+        e: &Event,
+        dev_names: &std::collections::HashMap<u32, String>,
+    ) -> bool {
+        let v = ResolvedView {
+            comm: r.comm(e.pid, e.tid, segment).unwrap_or(b""),
+            path: r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path),
+            dev: dev_names.get(&e.dev.0).map_or("?", |s| s.as_str()),
+        };
+        self.eval(e, &v)
+    }
+}
+
 impl EventView for ResolvedView<'_> {
     fn comm(&self) -> &[u8] {
         self.comm

@@ -11,7 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use iodump_format::expr::{Expr, ResolvedView};
+use iodump_format::expr::Expr;
 use iodump_format::{DevT, Event, Flags, Op, Reader};
 
 use crate::error::ReplayError;
@@ -238,15 +238,7 @@ impl Plan {
             for i in 0..b.len() {
                 let e = b.get(i);
                 if let Some(f) = &o.filter {
-                    let v = ResolvedView {
-                        comm: reader.comm(e.pid, e.tid, seg).unwrap_or(b""),
-                        path: reader
-                            .tables()
-                            .path(e.path_id)
-                            .map_or(&b""[..], |p| &p.path),
-                        dev: devs.get(&e.dev.0).map_or("?", |s| s.as_str()),
-                    };
-                    if !f.eval(&e, &v) {
+                    if !f.eval_in(reader, seg, &e, &devs) {
                         plan.skipped.filtered += 1;
                         continue;
                     }
