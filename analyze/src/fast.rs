@@ -70,36 +70,13 @@ impl FileAcc {
     }
 }
 
-/// One segment's (or one trace's) counters.
-#[derive(Default)]
-struct SegAcc {
-    files: IntMap<u32, FileAcc>,
-    /// First and last I/O, UTC ns.
-    ts_range: Option<(i64, i64)>,
-}
-
-fn segment_files(
-    r: &Reader,
-    seg: usize,
-    b: &EventBatch,
-    filter: Option<&Expr>,
-    devs: &HashMap<u32, String>,
-) -> SegAcc {
-    let mut acc = SegAcc::default();
-    let h = r.header();
+/// The files of one segment: path id → counters.
+fn segment_files(b: &EventBatch, keep: &[u32]) -> IntMap<u32, FileAcc> {
+    let mut files: IntMap<u32, FileAcc> = IntMap::default();
     let (read, write) = (Op::Read.code(), Op::Write.code());
-    for i in 0..b.len() {
-        if let Some(f) = filter {
-            if !f.eval_in(r, seg, &b.get(i), devs) {
-                continue;
-            }
-        }
-        let ts = h.to_utc_ns(b.timestamp_ns[i]);
-        acc.ts_range = Some(match acc.ts_range {
-            Some((a, z)) => (a.min(ts), z.max(ts)),
-            None => (ts, ts),
-        });
-        let f = acc.files.entry(b.path_id[i]).or_default();
+    for &k in keep {
+        let i = k as usize;
+        let f = files.entry(b.path_id[i]).or_default();
         let bytes = u64::from(b.bytes[i]);
         f.ios += 1;
         f.bytes += bytes;
@@ -112,7 +89,7 @@ fn segment_files(
         f.latencies_ns.push(b.latency_ns[i]);
         *f.by_tid.entry(b.tid[i]).or_default() += 1;
     }
-    acc
+    files
 }
 
 /// The `q`-quantile of `v` with linear interpolation between the closest ranks (polars'
@@ -159,6 +136,102 @@ pub struct FastRead {
     pub damaged: Vec<(String, Damage)>,
 }
 
+/// What the driver hands over for each trace, once its segments are aggregated.
+struct TraceDone<'a, A> {
+    /// Index of the trace among the inputs.
+    index: usize,
+    /// The trace.
+    reader: &'a Reader,
+    /// The per-segment aggregates of its intact segments.
+    parts: Vec<A>,
+    /// Latest command name of each thread (the `processes` table's comm).
+    comm_of: HashMap<u32, String>,
+}
+
+/// What every pass collects besides its own aggregates.
+#[derive(Default)]
+struct PassInfo {
+    names: Vec<String>,
+    damaged: Vec<(String, Damage)>,
+    ts_range: Option<(i64, i64)>,
+}
+
+impl PassInfo {
+    fn duration_s(&self) -> f64 {
+        match self.ts_range {
+            Some((a, b)) => ((b - a) as f64 / 1e9).max(1e-9),
+            None => 0.0,
+        }
+    }
+}
+
+/// One parallel pass over the segments of every trace: `seg` aggregates one segment (the
+/// filter already applied: it gets the indices of the kept rows and their UTC time range),
+/// `done` receives each trace's aggregates.
+fn pass<A: Send>(
+    paths: &[&Path],
+    filter: Option<&Expr>,
+    progress: &(dyn Fn(u64) + Sync),
+    seg: impl Fn(&EventBatch, &[u32]) -> A + Sync,
+    mut done: impl FnMut(TraceDone<'_, A>),
+) -> Result<PassInfo, AnalyzeError> {
+    let mut info = PassInfo::default();
+    for (ti, p) in paths.iter().enumerate() {
+        let r = Reader::open(p).map_err(AnalyzeError::Read)?;
+        let trace = p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        info.names.push(trace.clone());
+        let devs: HashMap<u32, String> = r
+            .tables()
+            .devices()
+            .map(|d| (d.dev.0, d.name.clone()))
+            .collect();
+        let h = r.header();
+        let results = r.par_map_segments(|i, b| {
+            let keep: Vec<u32> = (0..b.len() as u32)
+                .filter(|&k| filter.is_none_or(|f| f.eval_in(&r, i, &b.get(k as usize), &devs)))
+                .collect();
+            let range = keep.iter().fold(None, |acc: Option<(i64, i64)>, &k| {
+                let ts = h.to_utc_ns(b.timestamp_ns[k as usize]);
+                Some(acc.map_or((ts, ts), |(a, z)| (a.min(ts), z.max(ts))))
+            });
+            progress(b.len() as u64);
+            (seg(b, &keep), range)
+        });
+        let mut parts = Vec::with_capacity(results.len());
+        for (_, res) in results {
+            match res {
+                Ok((a, range)) => {
+                    if let Some((x, y)) = range {
+                        info.ts_range = Some(match info.ts_range {
+                            Some((p, q)) => (p.min(x), q.max(y)),
+                            None => (x, y),
+                        });
+                    }
+                    parts.push(a);
+                }
+                Err(d) => info.damaged.push((trace.clone(), d)),
+            }
+        }
+        info.damaged
+            .extend(r.damage().iter().cloned().map(|d| (trace.clone(), d)));
+        let comm_of = r
+            .tables()
+            .processes()
+            .map(|pr| (pr.tid, text_string(&pr.comm)))
+            .collect();
+        done(TraceDone {
+            index: ti,
+            reader: &r,
+            parts,
+            comm_of,
+        });
+    }
+    Ok(info)
+}
+
 /// `--top-files` over `.iod` traces: the columns and order of [`crate::query::top_files`].
 pub fn top_files(
     paths: &[&Path],
@@ -168,57 +241,20 @@ pub fn top_files(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<FastRead, AnalyzeError> {
     let mut rows: Vec<Row> = Vec::new();
-    let mut damaged = Vec::new();
-    let mut ts_range: Option<(i64, i64)> = None;
     let mut events = 0u64;
-    let mut names: Vec<String> = Vec::new();
-    for (ti, p) in paths.iter().enumerate() {
-        let r = Reader::open(p).map_err(AnalyzeError::Read)?;
-        let trace = p.file_name().map_or_else(
-            || p.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        names.push(trace.clone());
-        let devs: HashMap<u32, String> = r
-            .tables()
-            .devices()
-            .map(|d| (d.dev.0, d.name.clone()))
-            .collect();
-        let parts = r.par_map_segments(|i, b| {
-            let a = segment_files(&r, i, b, filter, &devs);
-            progress(b.len() as u64);
-            a
-        });
+    let info = pass(paths, filter, progress, segment_files, |t| {
         let mut files: IntMap<u32, FileAcc> = IntMap::default();
-        for (_, part) in parts {
-            match part {
-                Ok(a) => {
-                    if let Some((x, y)) = a.ts_range {
-                        ts_range = Some(match ts_range {
-                            Some((p, q)) => (p.min(x), q.max(y)),
-                            None => (x, y),
-                        });
-                    }
-                    for (pid, f) in a.files {
-                        files.entry(pid).or_default().merge(f);
-                    }
-                }
-                Err(d) => damaged.push((trace.clone(), d)),
+        for part in t.parts {
+            for (pid, f) in part {
+                files.entry(pid).or_default().merge(f);
             }
         }
-        damaged.extend(r.damage().iter().cloned().map(|d| (trace.clone(), d)));
-        // The processes table holds the latest command name of each thread.
-        let comm_of: HashMap<u32, String> = r
-            .tables()
-            .processes()
-            .map(|pr| (pr.tid, text_string(&pr.comm)))
-            .collect();
         for (path_id, mut f) in files {
             events += f.ios;
             let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
             for (tid, n) in &f.by_tid {
                 *by_comm
-                    .entry(comm_of.get(tid).map(String::as_str))
+                    .entry(t.comm_of.get(tid).map(String::as_str))
                     .or_default() += n;
             }
             // Most I/Os; ties: the name that sorts first (no name before any name).
@@ -227,9 +263,13 @@ pub fn top_files(
                 .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
                 .and_then(|(c, _)| c.map(str::to_string));
             rows.push(Row {
-                trace: ti,
+                trace: t.index,
                 path_id,
-                path: r.tables().path(path_id).map(|pe| text_string(&pe.path)),
+                path: t
+                    .reader
+                    .tables()
+                    .path(path_id)
+                    .map(|pe| text_string(&pe.path)),
                 ios: f.ios,
                 bytes: f.bytes,
                 read_bytes: f.read_bytes,
@@ -240,11 +280,9 @@ pub fn top_files(
                 main_process,
             });
         }
-    }
-    let dur_s = match ts_range {
-        Some((a, b)) => ((b - a) as f64 / 1e9).max(1e-9),
-        None => 0.0,
-    };
+    })?;
+    let dur_s = info.duration_s();
+    let names = &info.names;
     let key = |r: &Row| -> f64 {
         match by {
             RankBy::Ios => r.ios as f64,
@@ -311,7 +349,7 @@ pub fn top_files(
     Ok(FastRead {
         frame,
         events,
-        damaged,
+        damaged: info.damaged,
     })
 }
 
