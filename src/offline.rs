@@ -148,7 +148,7 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     };
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     let dirs = a.files.iter().filter(|p| p.is_dir()).count();
-    if dirs == 0 && a.top_files {
+    if dirs == 0 && (a.top_files || a.top_procs) {
         // Answered in one pass over the traces, without the polars table.
         let by = match a.by {
             ByArg::Ios => query::RankBy::Ios,
@@ -156,11 +156,16 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
             ByArg::Latency => query::RankBy::Latency,
         };
         let pb = progress_bar(announced_events(&a.files), "decoding");
-        let fr = iodump_analyze::fast::top_files(&paths, filter.as_ref(), by, a.limit, &|n| {
+        let tick = |n| {
             if let Some(pb) = &pb {
                 pb.inc(n);
             }
-        })?;
+        };
+        let fr = if a.top_files {
+            iodump_analyze::fast::top_files(&paths, filter.as_ref(), by, a.limit, &tick)?
+        } else {
+            iodump_analyze::fast::top_procs(&paths, filter.as_ref(), a.limit, &tick)?
+        };
         if let Some(pb) = pb {
             pb.finish_and_clear();
         }

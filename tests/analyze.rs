@@ -444,6 +444,21 @@ fn parquet_inputs_give_the_same_answers() {
             same_rows(&a.stdout, &b.stdout, &format!("--by {by} --filter {f}"));
         }
     }
+    // So is --top-procs.
+    for f in ["rw == R", "iosize >= 16384 || sync", "bytes >= 0"] {
+        let q = [
+            "--top-procs",
+            "--limit",
+            "300",
+            "--format",
+            "json",
+            "--filter",
+            f,
+        ];
+        let a = run(bin().arg("analyze").arg(fixture("mixed-20k.iod")).args(q));
+        let b = run(bin().arg("analyze").arg(d.join("flat")).args(q));
+        same_rows(&a.stdout, &b.stdout, &format!("--top-procs --filter {f}"));
+    }
 }
 
 /// Two JSON tables are the same: same rows in the same order, equal values, numbers equal to

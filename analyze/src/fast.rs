@@ -353,6 +353,107 @@ pub fn top_files(
     })
 }
 
+/// One thread's counters: I/Os, bytes read, bytes written, all bytes.
+#[derive(Default, Clone, Copy)]
+struct ProcAcc {
+    ios: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    bytes: u64,
+}
+
+/// The threads of one segment: (pid, tid) → counters.
+fn segment_threads(b: &EventBatch, keep: &[u32]) -> IntMap<(u32, u32), ProcAcc> {
+    let mut m: IntMap<(u32, u32), ProcAcc> = IntMap::default();
+    let (read, write) = (Op::Read.code(), Op::Write.code());
+    for &k in keep {
+        let i = k as usize;
+        let a = m.entry((b.pid[i], b.tid[i])).or_default();
+        let bytes = u64::from(b.bytes[i]);
+        a.ios += 1;
+        a.bytes += bytes;
+        if b.op[i] == read {
+            a.read_bytes += bytes;
+        } else if b.op[i] == write {
+            a.write_bytes += bytes;
+        }
+    }
+    m
+}
+
+/// `--top-procs` over `.iod` traces: the columns and order of [`crate::query::top_procs`].
+pub fn top_procs(
+    paths: &[&Path],
+    filter: Option<&Expr>,
+    limit: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<FastRead, AnalyzeError> {
+    // (pid, comm) over every trace, the comm being the thread's latest name.
+    let mut procs: HashMap<(u32, Option<String>), ProcAcc> = HashMap::new();
+    let info = pass(paths, filter, progress, segment_threads, |t| {
+        for part in t.parts {
+            for ((pid, tid), a) in part {
+                let e = procs
+                    .entry((pid, t.comm_of.get(&tid).cloned()))
+                    .or_default();
+                e.ios += a.ios;
+                e.read_bytes += a.read_bytes;
+                e.write_bytes += a.write_bytes;
+                e.bytes += a.bytes;
+            }
+        }
+    })?;
+    let dur_s = info.duration_s();
+    let events = procs.values().map(|a| a.ios).sum();
+    let mut rows: Vec<((u32, Option<String>), ProcAcc)> = procs.into_iter().collect();
+    // Most I/Os first, then pid, then name (no name first), as `query::top_procs`.
+    rows.sort_by(|(ka, a), (kb, b)| b.ios.cmp(&a.ios).then_with(|| ka.cmp(kb)));
+    rows.truncate(limit);
+    let n = rows.len();
+    let col_u64 = |f: fn(&ProcAcc) -> u64| rows.iter().map(|(_, a)| f(a)).collect::<Vec<u64>>();
+    let frame = DataFrame::new(
+        n,
+        vec![
+            Column::new(
+                "pid".into(),
+                rows.iter().map(|(k, _)| k.0).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "comm".into(),
+                rows.iter().map(|(k, _)| k.1.clone()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "ios".into(),
+                rows.iter()
+                    .map(|(_, a)| a.ios as IdxSize)
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "iops".into(),
+                rows.iter()
+                    .map(|(_, a)| a.ios as f64 / dur_s)
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new("read_bytes".into(), col_u64(|a| a.read_bytes)),
+            Column::new("write_bytes".into(), col_u64(|a| a.write_bytes)),
+            Column::new(
+                "mb_per_s".into(),
+                rows.iter()
+                    .map(|(_, a)| a.bytes as f64 / (dur_s * 1e6))
+                    .collect::<Vec<_>>(),
+            ),
+        ],
+    )
+    .map_err(|e| AnalyzeError::Query {
+        message: e.to_string(),
+    })?;
+    Ok(FastRead {
+        frame,
+        events,
+        damaged: info.damaged,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -378,9 +378,11 @@ pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
             (col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"),
             (col("bytes").cast(DataType::Float64) / lit(dur * 1e6)).alias("mb_per_s"),
         ])
+        // A pid whose threads carry several names has one row per name: ties broken by name
+        // so that the order is the same on every run and in `fast::top_procs`.
         .sort_by_exprs(
-            [col("ios"), col("pid")],
-            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+            [col("ios"), col("pid"), col("comm")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false, false]),
         )
         .limit(limit as IdxSize)
         .select([
