@@ -148,7 +148,7 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     };
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     let dirs = a.files.iter().filter(|p| p.is_dir()).count();
-    if dirs == 0 && (a.top_files || a.top_procs) {
+    if dirs == 0 && (a.top_files || a.top_procs || a.latency) {
         // Answered in one pass over the traces, without the polars table.
         let by = match a.by {
             ByArg::Ios => query::RankBy::Ios,
@@ -163,8 +163,10 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         };
         let fr = if a.top_files {
             iodump_analyze::fast::top_files(&paths, filter.as_ref(), by, a.limit, &tick)?
-        } else {
+        } else if a.top_procs {
             iodump_analyze::fast::top_procs(&paths, filter.as_ref(), a.limit, &tick)?
+        } else {
+            iodump_analyze::fast::latency(&paths, filter.as_ref(), lat_by(a.group_by), &tick)?
         };
         if let Some(pb) = pb {
             pb.finish_and_clear();
@@ -238,7 +240,7 @@ fn run_query(
     a: &AnalyzeArgs,
     d: &iodump_analyze::query::Dataset,
 ) -> anyhow::Result<iodump_analyze::query::DataFrame> {
-    use iodump_analyze::query::{self, LatencyBy, RankBy};
+    use iodump_analyze::query::{self, RankBy};
     Ok(if a.top_files {
         let by = match a.by {
             ByArg::Ios => RankBy::Ios,
@@ -263,17 +265,21 @@ fn run_query(
     } else if let Some(q) = &a.sql {
         query::sql(d, q)?
     } else if a.latency {
-        let by = match a.group_by {
-            LatByArg::All => LatencyBy::All,
-            LatByArg::Dev => LatencyBy::Dev,
-            LatByArg::Op => LatencyBy::Op,
-            LatByArg::Proc => LatencyBy::Proc,
-            LatByArg::File => LatencyBy::File,
-        };
-        query::latency(d, by)?
+        query::latency(d, lat_by(a.group_by))?
     } else {
         query::summary(d)?
     })
+}
+
+fn lat_by(g: LatByArg) -> iodump_analyze::query::LatencyBy {
+    use iodump_analyze::query::LatencyBy;
+    match g {
+        LatByArg::All => LatencyBy::All,
+        LatByArg::Dev => LatencyBy::Dev,
+        LatByArg::Op => LatencyBy::Op,
+        LatByArg::Proc => LatencyBy::Proc,
+        LatByArg::File => LatencyBy::File,
+    }
 }
 
 /// `100ms`, `1s`, `10s`, `1m`, `1h` → nanoseconds.

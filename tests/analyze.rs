@@ -444,6 +444,27 @@ fn parquet_inputs_give_the_same_answers() {
             same_rows(&a.stdout, &b.stdout, &format!("--by {by} --filter {f}"));
         }
     }
+    // So is --latency, for every grouping.
+    for g in ["all", "dev", "op", "proc", "file"] {
+        for f in ["bytes >= 0", "rw == W || sync"] {
+            let q = [
+                "--latency",
+                "--group-by",
+                g,
+                "--format",
+                "json",
+                "--filter",
+                f,
+            ];
+            let a = run(bin().arg("analyze").arg(fixture("mixed-20k.iod")).args(q));
+            let b = run(bin().arg("analyze").arg(d.join("hive")).args(q));
+            same_rows(
+                &a.stdout,
+                &b.stdout,
+                &format!("--latency --group-by {g} --filter {f}"),
+            );
+        }
+    }
     // So is --top-procs.
     for f in ["rw == R", "iosize >= 16384 || sync", "bytes >= 0"] {
         let q = [

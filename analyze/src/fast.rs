@@ -12,7 +12,7 @@ use iodump_format::text::text_string;
 use iodump_format::{Damage, EventBatch, Op, Reader};
 use polars::prelude::*;
 
-use crate::query::RankBy;
+use crate::query::{LatencyBy, RankBy};
 use crate::AnalyzeError;
 
 /// A multiply-rotate hasher for the small integer keys of the per-event maps (path ids,
@@ -445,6 +445,145 @@ pub fn top_procs(
         ],
     )
     .map_err(|e| AnalyzeError::Query {
+        message: e.to_string(),
+    })?;
+    Ok(FastRead {
+        frame,
+        events,
+        damaged: info.damaged,
+    })
+}
+
+/// One latency group's samples.
+#[derive(Default)]
+struct LatAcc {
+    latency_ns: Vec<u64>,
+    device_ns: Vec<u64>,
+    queue_sum_ns: u128,
+    queue_n: u64,
+    device_sum_ns: u128,
+}
+
+impl LatAcc {
+    fn merge(&mut self, o: LatAcc) {
+        self.latency_ns.extend_from_slice(&o.latency_ns);
+        self.device_ns.extend_from_slice(&o.device_ns);
+        self.queue_sum_ns += o.queue_sum_ns;
+        self.queue_n += o.queue_n;
+        self.device_sum_ns += o.device_sum_ns;
+    }
+}
+
+/// The latency groups of one segment, keyed by what `by` groups on (device number, op code,
+/// thread id or path id; 0 for everything).
+fn segment_latency(b: &EventBatch, keep: &[u32], by: LatencyBy) -> IntMap<u32, LatAcc> {
+    let mut m: IntMap<u32, LatAcc> = IntMap::default();
+    for &k in keep {
+        let i = k as usize;
+        let key = match by {
+            LatencyBy::All => 0,
+            LatencyBy::Dev => b.dev[i],
+            LatencyBy::Op => u32::from(b.op[i]),
+            LatencyBy::Proc => b.tid[i],
+            LatencyBy::File => b.path_id[i],
+        };
+        let a = m.entry(key).or_default();
+        let dev = b.device_ns(i);
+        a.latency_ns.push(b.latency_ns[i]);
+        a.device_ns.push(dev);
+        a.device_sum_ns += u128::from(dev);
+        if let Some(q) = b.queue_ns.get(i) {
+            a.queue_sum_ns += u128::from(q);
+            a.queue_n += 1;
+        }
+    }
+    m
+}
+
+/// `--latency` over `.iod` traces: the columns and order of [`crate::query::latency`].
+pub fn latency(
+    paths: &[&Path],
+    filter: Option<&Expr>,
+    by: LatencyBy,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<FastRead, AnalyzeError> {
+    let mut groups: HashMap<Option<String>, LatAcc> = HashMap::new();
+    let info = pass(
+        paths,
+        filter,
+        progress,
+        |b, keep| segment_latency(b, keep, by),
+        |t| {
+            let tables = t.reader.tables();
+            for part in t.parts {
+                for (key, a) in part {
+                    let name = match by {
+                        LatencyBy::All => Some("all".to_string()),
+                        LatencyBy::Dev => tables
+                            .device(iodump_format::DevT(key))
+                            .map(|d| d.name.clone()),
+                        LatencyBy::Op => Some(Op::from_code(key as u8).name().to_string()),
+                        LatencyBy::Proc => t.comm_of.get(&key).cloned(),
+                        LatencyBy::File => tables.path(key).map(|p| text_string(&p.path)),
+                    };
+                    groups.entry(name).or_default().merge(a);
+                }
+            }
+        },
+    )?;
+    let mut rows: Vec<(Option<String>, LatAcc)> = groups.into_iter().collect();
+    // Most I/Os first, then the group's name (no name first), as `query::latency`.
+    rows.sort_by(|a, b| {
+        b.1.latency_ns
+            .len()
+            .cmp(&a.1.latency_ns.len())
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    let events = rows.iter().map(|r| r.1.latency_ns.len() as u64).sum();
+    let key_name = match by {
+        LatencyBy::All => "group",
+        LatencyBy::Dev => "dev",
+        LatencyBy::Op => "op",
+        LatencyBy::Proc => "comm",
+        LatencyBy::File => "path",
+    };
+    let mut cols: Vec<Vec<Option<f64>>> = vec![Vec::with_capacity(rows.len()); 8];
+    let mut ios = Vec::with_capacity(rows.len());
+    for (_, a) in rows.iter_mut() {
+        let n = a.latency_ns.len();
+        ios.push(n as IdxSize);
+        let us = |v: Option<f64>| v.map(|x| x / 1000.0);
+        for (c, q) in [0.5, 0.9, 0.99, 0.999].into_iter().enumerate() {
+            cols[c].push(us(quantile_linear(&mut a.latency_ns, q)));
+        }
+        cols[4].push(us(a.latency_ns.iter().max().map(|&m| m as f64)));
+        cols[5].push(us(
+            (a.queue_n > 0).then(|| a.queue_sum_ns as f64 / a.queue_n as f64)
+        ));
+        cols[6].push(us((n > 0).then(|| a.device_sum_ns as f64 / n as f64)));
+        cols[7].push(us(quantile_linear(&mut a.device_ns, 0.99)));
+    }
+    let names = [
+        "p50_us",
+        "p90_us",
+        "p99_us",
+        "p999_us",
+        "max_us",
+        "mean_queue_us",
+        "mean_device_us",
+        "p99_device_us",
+    ];
+    let mut columns = vec![
+        Column::new(
+            key_name.into(),
+            rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new("ios".into(), ios),
+    ];
+    for (name, c) in names.iter().zip(cols) {
+        columns.push(Column::new((*name).into(), c));
+    }
+    let frame = DataFrame::new(rows.len(), columns).map_err(|e| AnalyzeError::Query {
         message: e.to_string(),
     })?;
     Ok(FastRead {

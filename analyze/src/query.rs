@@ -430,6 +430,13 @@ pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
             vec![col("path")]
         }
     };
+    let key_name = match by {
+        LatencyBy::All => "group",
+        LatencyBy::Dev => "dev",
+        LatencyBy::Op => "op",
+        LatencyBy::Proc => "comm",
+        LatencyBy::File => "path",
+    };
     let us = |e: polars::prelude::Expr| e / lit(1000.0);
     lf.group_by(keys)
         .agg([
@@ -443,9 +450,10 @@ pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
             us(col("device_ns").mean()).alias("mean_device_us"),
             us(q("device_ns", 0.99)).alias("p99_device_us"),
         ])
+        // Ties broken by the group's name: the same order on every run and in `fast::latency`.
         .sort_by_exprs(
-            [col("ios")],
-            SortMultipleOptions::default().with_order_descending(true),
+            [col("ios"), col(key_name)],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
         )
         .collect()
         .map_err(perr)
