@@ -547,7 +547,7 @@ pub fn latency(
         LatencyBy::Proc => "comm",
         LatencyBy::File => "path",
     };
-    let mut cols: Vec<Vec<Option<f64>>> = vec![Vec::with_capacity(rows.len()); 8];
+    let mut cols: Vec<Vec<Option<f64>>> = (0..8).map(|_| Vec::with_capacity(rows.len())).collect();
     let mut ios = Vec::with_capacity(rows.len());
     for (_, a) in rows.iter_mut() {
         let n = a.latency_ns.len();
