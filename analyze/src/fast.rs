@@ -540,13 +540,7 @@ pub fn latency(
             .then_with(|| a.0.cmp(&b.0))
     });
     let events = rows.iter().map(|r| r.1.latency_ns.len() as u64).sum();
-    let key_name = match by {
-        LatencyBy::All => "group",
-        LatencyBy::Dev => "dev",
-        LatencyBy::Op => "op",
-        LatencyBy::Proc => "comm",
-        LatencyBy::File => "path",
-    };
+    let key_name = by.column_name();
     let mut cols: Vec<Vec<Option<f64>>> = (0..8).map(|_| Vec::with_capacity(rows.len())).collect();
     let mut ios = Vec::with_capacity(rows.len());
     for (_, a) in rows.iter_mut() {

@@ -413,6 +413,19 @@ pub enum LatencyBy {
     File,
 }
 
+impl LatencyBy {
+    /// The name of the grouping column in the result.
+    pub fn column_name(self) -> &'static str {
+        match self {
+            LatencyBy::All => "group",
+            LatencyBy::Dev => "dev",
+            LatencyBy::Op => "op",
+            LatencyBy::Proc => "comm",
+            LatencyBy::File => "path",
+        }
+    }
+}
+
 /// `--latency`: p50/p90/p99/p99.9/max of the total latency, and the queue (Q2D) versus device
 /// (D2C) split, in microseconds.
 pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
@@ -430,13 +443,7 @@ pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
             vec![col("path")]
         }
     };
-    let key_name = match by {
-        LatencyBy::All => "group",
-        LatencyBy::Dev => "dev",
-        LatencyBy::Op => "op",
-        LatencyBy::Proc => "comm",
-        LatencyBy::File => "path",
-    };
+    let key_name = by.column_name();
     let us = |e: polars::prelude::Expr| e / lit(1000.0);
     lf.group_by(keys)
         .agg([
