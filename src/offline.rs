@@ -73,6 +73,35 @@ pub fn progress_bar(total: u64, what: &str) -> Option<indicatif::ProgressBar> {
     Some(pb)
 }
 
+/// Runs `f` with a progress callback that advances a bar on stderr (when it is a terminal),
+/// then clears the bar.
+fn with_progress<T>(total: u64, what: &str, f: impl FnOnce(&(dyn Fn(u64) + Sync)) -> T) -> T {
+    let pb = progress_bar(total, what);
+    let out = f(&|n| {
+        if let Some(pb) = &pb {
+            pb.inc(n);
+        }
+    });
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    out
+}
+
+/// One warning line when damaged chunks were skipped; an error when nothing could be read.
+fn warn_damaged(damaged: &[(String, iodump_format::Damage)], rows_read: u64) -> anyhow::Result<()> {
+    if let Some((trace, dmg)) = damaged.first() {
+        eprintln!(
+            "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
+            damaged.len()
+        );
+        if rows_read == 0 {
+            anyhow::bail!("nothing could be read");
+        }
+    }
+    Ok(())
+}
+
 fn announced_events(files: &[PathBuf]) -> u64 {
     files
         .iter()
@@ -110,15 +139,9 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
-    let pb = progress_bar(total, "converting");
-    let s = iodump_analyze::convert::convert_with_progress(&inputs, &a.output, part, &|n| {
-        if let Some(pb) = &pb {
-            pb.inc(n);
-        }
+    let s = with_progress(total, "converting", |tick| {
+        iodump_analyze::convert::convert_with_progress(&inputs, &a.output, part, tick)
     })?;
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
     eprintln!(
         "iodump: converted {} events into {} files under {}",
         s.events,
@@ -155,46 +178,25 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
             ByArg::Bytes => query::RankBy::Bytes,
             ByArg::Latency => query::RankBy::Latency,
         };
-        let pb = progress_bar(announced_events(&a.files), "decoding");
-        let tick = |n| {
-            if let Some(pb) = &pb {
-                pb.inc(n);
+        let f = filter.as_ref();
+        let fr = with_progress(announced_events(&a.files), "decoding", |tick| {
+            if a.top_files {
+                iodump_analyze::fast::top_files(&paths, f, by, a.limit, tick)
+            } else if a.top_procs {
+                iodump_analyze::fast::top_procs(&paths, f, a.limit, tick)
+            } else {
+                iodump_analyze::fast::latency(&paths, f, lat_by(a.group_by), tick)
             }
-        };
-        let fr = if a.top_files {
-            iodump_analyze::fast::top_files(&paths, filter.as_ref(), by, a.limit, &tick)?
-        } else if a.top_procs {
-            iodump_analyze::fast::top_procs(&paths, filter.as_ref(), a.limit, &tick)?
-        } else {
-            iodump_analyze::fast::latency(&paths, filter.as_ref(), lat_by(a.group_by), &tick)?
-        };
-        if let Some(pb) = pb {
-            pb.finish_and_clear();
-        }
+        })?;
         let (names, rows) = query::rows(&fr.frame);
         print_table(a.format, &names, &rows);
-        if let Some((trace, dmg)) = fr.damaged.first() {
-            eprintln!(
-                "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
-                fr.damaged.len()
-            );
-            if fr.events == 0 {
-                anyhow::bail!("nothing could be read");
-            }
-        }
+        warn_damaged(&fr.damaged, fr.events)?;
         return Ok(ExitCode::SUCCESS);
     }
     let d = if dirs == 0 {
-        let pb = progress_bar(announced_events(&a.files), "decoding");
-        let d = Dataset::load_with_progress(&paths, filter.as_ref(), &|n| {
-            if let Some(pb) = &pb {
-                pb.inc(n);
-            }
-        })?;
-        if let Some(pb) = pb {
-            pb.finish_and_clear();
-        }
-        d
+        with_progress(announced_events(&a.files), "decoding", |tick| {
+            Dataset::load_with_progress(&paths, filter.as_ref(), tick)
+        })?
     } else if dirs == a.files.len() {
         let mut d = Dataset::load_parquet(&a.files[0], filter.as_ref())?;
         for p in &a.files[1..] {
@@ -224,15 +226,7 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     };
     let (names, rows) = query::rows(&df);
     print_table(a.format, &names, &rows);
-    if let Some((trace, dmg)) = d.damaged.first() {
-        eprintln!(
-            "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
-            d.damaged.len()
-        );
-        if d.io.height() == 0 {
-            anyhow::bail!("nothing could be read");
-        }
-    }
+    warn_damaged(&d.damaged, d.io.height() as u64)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -410,15 +404,9 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let inputs: Vec<(String, &iodump_format::Reader)> =
         readers.iter().map(|(n, r)| (n.clone(), r)).collect();
     let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
-    let pb = progress_bar(total, "aggregating");
-    let s = iodump_analyze::report::write_report(&inputs, &a.output, &|n| {
-        if let Some(pb) = &pb {
-            pb.inc(n);
-        }
+    let s = with_progress(total, "aggregating", |tick| {
+        iodump_analyze::report::write_report(&inputs, &a.output, tick)
     })?;
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
     eprintln!(
         "iodump: wrote {} ({} events, {} bytes)",
         a.output.display(),
@@ -453,15 +441,9 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
         PlotKindArg::TopProcs => PlotKind::TopProcs,
         PlotKindArg::TopFiles => PlotKind::TopFiles,
     };
-    let pb = progress_bar(r.announced_events(), "aggregating");
-    let rep = iodump_analyze::report::aggregate_with_progress(&trace_name(&a.file), &r, &|n| {
-        if let Some(pb) = &pb {
-            pb.inc(n);
-        }
+    let rep = with_progress(r.announced_events(), "aggregating", |tick| {
+        iodump_analyze::report::aggregate_with_progress(&trace_name(&a.file), &r, tick)
     });
-    if let Some(pb) = pb {
-        pb.finish_and_clear();
-    }
     let opts = PlotOptions {
         kind,
         width_px: a.width,

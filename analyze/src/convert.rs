@@ -319,11 +319,7 @@ pub fn convert_with_progress(
     for input in inputs {
         let r = input.reader;
         let h = r.header();
-        let dev_names: std::collections::HashMap<u32, String> = r
-            .tables()
-            .devices()
-            .map(|d| (d.dev.0, d.name.clone()))
-            .collect();
+        let dev_names: std::collections::HashMap<u32, String> = r.tables().device_names();
         let mut result = Ok(());
         r.for_each_segment(|i, b| {
             if result.is_err() {

@@ -183,11 +183,7 @@ fn pass<A: Send>(
             |n| n.to_string_lossy().into_owned(),
         );
         info.names.push(trace.clone());
-        let devs: HashMap<u32, String> = r
-            .tables()
-            .devices()
-            .map(|d| (d.dev.0, d.name.clone()))
-            .collect();
+        let devs: HashMap<u32, String> = r.tables().device_names();
         let h = r.header();
         let results = r.par_map_segments(|i, b| {
             let keep: Vec<u32> = (0..b.len() as u32)

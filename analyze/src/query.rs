@@ -138,11 +138,7 @@ impl Dataset {
                 || p.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
             );
-            let devs: HashMap<u32, String> = r
-                .tables()
-                .devices()
-                .map(|d| (d.dev.0, d.name.clone()))
-                .collect();
+            let devs: HashMap<u32, String> = r.tables().device_names();
             let parts = r.par_map_segments(|i, b| {
                 let c = segment_cols(&r, i, b, filter, &devs);
                 progress(b.len() as u64);

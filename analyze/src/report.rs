@@ -485,10 +485,7 @@ fn finish(
     bin_ns: u64,
 ) -> TraceReport {
     let tables = r.tables();
-    let mut device_names: HashMap<u32, String> = tables
-        .devices()
-        .map(|d| (d.dev.0, d.name.clone()))
-        .collect();
+    let mut device_names: HashMap<u32, String> = tables.device_names();
     for d in &agg.devices {
         device_names
             .entry(d.dev)

@@ -147,6 +147,10 @@ impl Tables {
     pub fn paths(&self) -> impl Iterator<Item = &PathEntry> {
         self.paths.values()
     }
+    /// Device number (`DevT.0`) → name, for filters ([`crate::expr::Expr::eval_in`]) and labels.
+    pub fn device_names(&self) -> std::collections::HashMap<u32, String> {
+        self.devices().map(|d| (d.dev.0, d.name.clone())).collect()
+    }
     /// Number of path entries.
     pub fn path_count(&self) -> usize {
         self.paths.len()

@@ -211,9 +211,12 @@ impl UringEngine {
         })
     }
 
-    /// True when the buffers could be registered (fixed-buffer reads and writes).
-    pub fn fixed_buffers(&self) -> bool {
-        self.fixed
+    /// Moves what the completion queue holds into `out`.
+    fn drain_completions(&mut self, out: &mut Vec<Completion>) {
+        out.extend(self.ring.completion().map(|c| Completion {
+            slot: c.user_data() as u32,
+            result: c.result(),
+        }));
     }
 }
 
@@ -302,10 +305,7 @@ impl Engine for UringEngine {
         wait: Option<Duration>,
     ) -> Result<(), ReplayError> {
         let before = out.len();
-        out.extend(self.ring.completion().map(|c| Completion {
-            slot: c.user_data() as u32,
-            result: c.result(),
-        }));
+        self.drain_completions(out);
         if out.len() == before {
             match wait {
                 Some(t) if !t.is_zero() => {
@@ -326,10 +326,7 @@ impl Engine for UringEngine {
                     self.submit()?;
                 }
             }
-            out.extend(self.ring.completion().map(|c| Completion {
-                slot: c.user_data() as u32,
-                result: c.result(),
-            }));
+            self.drain_completions(out);
         }
         self.in_flight = self.in_flight.saturating_sub(out.len() - before);
         Ok(())

@@ -78,8 +78,6 @@ pub struct Prepared {
     pub plan: Plan,
     /// Opened targets, by index.
     pub targets: Vec<Target>,
-    /// Recorded devices and where they go (`None`: skipped).
-    pub routes: Vec<(String, Option<u16>)>,
     /// The trace's device numbers and names.
     pub device_names: Vec<(DevT, String)>,
     /// Buffer slots (most I/Os in flight at once).
@@ -143,16 +141,6 @@ pub fn prepare(cfg: &ReplayConfig) -> Result<Prepared, ReplayError> {
             why: "no target: give --target PATH or --map DEV=PATH".into(),
         });
     }
-    let routes = reader
-        .tables()
-        .devices()
-        .map(|d| {
-            (
-                d.name.clone(),
-                device_map.get(&d.dev).copied().or(default_target),
-            )
-        })
-        .collect();
     let po = PlanOptions {
         allow_writes: cfg.allow_writes,
         beyond: cfg.beyond,
@@ -188,7 +176,6 @@ pub fn prepare(cfg: &ReplayConfig) -> Result<Prepared, ReplayError> {
     Ok(Prepared {
         plan,
         targets,
-        routes,
         device_names,
         slots,
     })

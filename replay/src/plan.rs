@@ -219,11 +219,7 @@ impl Plan {
     /// Builds the plan for `reader`'s trace.
     pub fn build(reader: &Reader, o: &PlanOptions) -> Result<Plan, ReplayError> {
         let mut plan = Plan::default();
-        let devs: HashMap<u32, String> = reader
-            .tables()
-            .devices()
-            .map(|d| (d.dev.0, d.name.clone()))
-            .collect();
+        let devs: HashMap<u32, String> = reader.tables().device_names();
         plan.damage = reader.damage().iter().map(|d| d.to_string()).collect();
         let mut kept: Vec<Kept> = Vec::new();
         reader.for_each_segment(|seg, batch| {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Completion, Engine, Request};
 use crate::error::ReplayError;
-use crate::plan::{IoKind, Plan, PlannedIo, Stream};
+use crate::plan::{Plan, PlannedIo, Stream};
 
 /// How to run a plan.
 #[derive(Clone, Copy, Debug)]
@@ -479,16 +479,6 @@ pub fn quantile(v: &mut [u64], q: f64) -> Option<u64> {
     v.sort_unstable();
     let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
     Some(v[i])
-}
-
-/// Total issued over kinds.
-pub fn issued(r: &RunResult) -> u64 {
-    r.kinds.iter().map(|k| k.issued).sum()
-}
-
-/// Names of the kinds, for reports.
-pub fn kind_name(i: usize) -> &'static str {
-    IoKind::ALL[i].name()
 }
 
 #[cfg(test)]
