@@ -171,27 +171,52 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     };
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     let dirs = a.files.iter().filter(|p| p.is_dir()).count();
-    if dirs == 0 && (a.top_files || a.top_procs || a.latency) {
+    if dirs == 0 && a.sql.is_none() {
         // Answered in one pass over the traces, without the polars table.
         let by = match a.by {
             ByArg::Ios => query::RankBy::Ios,
             ByArg::Bytes => query::RankBy::Bytes,
             ByArg::Latency => query::RankBy::Latency,
         };
+        let interval_ns = if a.timeline {
+            parse_interval(&a.interval)?
+        } else {
+            0
+        };
+        let min_bytes = if a.seq_writes {
+            parse_min_bytes(&a.min_bytes)?
+        } else {
+            0
+        };
         let f = filter.as_ref();
         let fr = with_progress(announced_events(&a.files), "decoding", |tick| {
+            use iodump_analyze::fast;
             if a.top_files {
-                iodump_analyze::fast::top_files(&paths, f, by, a.limit, tick)
+                fast::top_files(&paths, f, by, a.limit, tick).map(Some)
             } else if a.top_procs {
-                iodump_analyze::fast::top_procs(&paths, f, a.limit, tick)
+                fast::top_procs(&paths, f, a.limit, tick).map(Some)
+            } else if a.timeline {
+                fast::timeline(&paths, f, interval_ns, tick).map(Some)
+            } else if a.seek {
+                fast::seek(&paths, f, tick)
+            } else if a.seq_writes {
+                fast::seq_writes(&paths, f, min_bytes, a.limit, tick)
+            } else if a.latency {
+                fast::latency(&paths, f, lat_by(a.group_by), tick).map(Some)
             } else {
-                iodump_analyze::fast::latency(&paths, f, lat_by(a.group_by), tick)
+                fast::summary(&paths, f, tick).map(Some)
             }
         })?;
-        let (names, rows) = query::rows(&fr.frame);
-        print_table(a.format, &names, &rows);
-        warn_damaged(&fr.damaged, fr.events)?;
-        return Ok(ExitCode::SUCCESS);
+        if let Some(fr) = fr {
+            let (names, rows) = query::rows(&fr.frame);
+            print_table(a.format, &names, &rows);
+            warn_damaged(&fr.damaged, fr.events)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        eprintln!(
+            "iodump: note: I/Os are too far out of time order in the trace to follow them in \
+             one pass; sorting the whole table instead (slower, more memory)"
+        );
     }
     let d = if dirs == 0 {
         with_progress(announced_events(&a.files), "decoding", |tick| {
@@ -250,12 +275,7 @@ fn run_query(
     } else if a.seek {
         query::seek(d)?
     } else if a.seq_writes {
-        let min = iodump_format::expr::parse_number(&a.min_bytes)
-            .filter(|v| *v >= 0.0)
-            .ok_or_else(|| {
-                anyhow::anyhow!("--min-bytes {}: give a size such as 1M", a.min_bytes)
-            })?;
-        query::seq_writes(d, min as u64, a.limit)?
+        query::seq_writes(d, parse_min_bytes(&a.min_bytes)?, a.limit)?
     } else if let Some(q) = &a.sql {
         query::sql(d, q)?
     } else if a.latency {
@@ -263,6 +283,14 @@ fn run_query(
     } else {
         query::summary(d)?
     })
+}
+
+/// `--min-bytes`: 1M, 64k, 4096…
+fn parse_min_bytes(s: &str) -> anyhow::Result<u64> {
+    iodump_format::expr::parse_number(s)
+        .filter(|v| *v >= 0.0)
+        .map(|v| v as u64)
+        .ok_or_else(|| anyhow::anyhow!("--min-bytes {s}: give a size such as 1M"))
 }
 
 fn lat_by(g: LatByArg) -> iodump_analyze::query::LatencyBy {

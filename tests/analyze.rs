@@ -482,6 +482,140 @@ fn parquet_inputs_give_the_same_answers() {
     }
 }
 
+/// Every query that `analyze` answers on traces without the polars table (one pass) gives the
+/// rows polars gives on the same events in Parquet, with and without filters.
+#[test]
+fn one_pass_queries_match_polars_on_parquet() {
+    let d = common::TempDir::new("analyze-onepass");
+    let pq = d.join("pq");
+    assert!(run(bin()
+        .arg("convert")
+        .arg(fixture("mixed-20k.iod"))
+        .arg("-o")
+        .arg(&pq))
+    .status
+    .success());
+    for f in [
+        None,
+        Some("rw == W || sync"),
+        Some(r#"dev == "sda1" || iosize > 8192"#),
+    ] {
+        for q in [
+            &["--summary"][..],
+            &["--timeline", "--interval", "1s"][..],
+            &["--timeline", "--interval", "250ms"][..],
+            &["--seek"][..],
+            &["--seq-writes", "--min-bytes", "0", "--limit", "100000"][..],
+            &["--seq-writes", "--min-bytes", "64k", "--limit", "50"][..],
+            &["--seq-writes", "--min-bytes", "1M", "--limit", "3"][..],
+        ] {
+            let args = |input: &std::path::Path| {
+                let mut c = bin();
+                c.arg("analyze")
+                    .arg(input)
+                    .args(q)
+                    .args(["--format", "json"]);
+                if let Some(f) = f {
+                    c.args(["--filter", f]);
+                }
+                c
+            };
+            let a = run(&mut args(&fixture("mixed-20k.iod")));
+            let b = run(&mut args(&pq));
+            assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+            assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+            same_rows(&a.stdout, &b.stdout, &format!("{q:?} --filter {f:?}"));
+        }
+    }
+}
+
+/// Traces are written in completion order, so a device's I/Os are not quite in time order:
+/// `--seek` and `--seq-writes` put them back in order on the fly, and when a trace is too far
+/// out of order for that they say so and sort the whole table; both give polars' rows.
+#[test]
+fn seek_and_runs_on_traces_out_of_time_order() {
+    let d = common::TempDir::new("analyze-order");
+    // Large enough that a device holds more I/Os than the on-the-fly reordering keeps.
+    let src = d.join("src.iod");
+    assert!(run(bin()
+        .args([
+            "synth",
+            "--events",
+            "100000",
+            "--workload",
+            "mixed",
+            "--seed",
+            "5",
+            "-o"
+        ])
+        .arg(&src))
+    .status
+    .success());
+    let r = Reader::open(&src).unwrap();
+    let events: Vec<iodump_format::Event> = r.events().collect();
+    let write = |name: &str, order: &[usize]| -> PathBuf {
+        let p = d.join(name);
+        let opts = iodump_format::WriterOptions {
+            segment_events: 7000,
+            ..Default::default()
+        };
+        let mut w =
+            iodump_format::Writer::new(std::fs::File::create(&p).unwrap(), r.header(), opts)
+                .unwrap();
+        for dev in r.tables().devices() {
+            w.add_device(dev.clone()).unwrap();
+        }
+        for pr in r.tables().processes() {
+            w.add_process(pr.clone()).unwrap();
+        }
+        for pe in r.tables().paths() {
+            w.add_path(pe.clone()).unwrap();
+        }
+        for &i in order {
+            w.push(&events[i]).unwrap();
+        }
+        w.finish(iodump_format::EndInfo::default()).unwrap();
+        p
+    };
+    let n = events.len();
+    // Blocks of 24 events reversed: each I/O at most 23 places from its time-order place.
+    let local: Vec<usize> = (0..n)
+        .collect::<Vec<_>>()
+        .chunks(24)
+        .flat_map(|c| c.iter().rev().copied().collect::<Vec<_>>())
+        .collect();
+    let reversed: Vec<usize> = (0..n).rev().collect();
+    for (name, order, sorted_on_the_fly) in [
+        ("local.iod", local, true),
+        ("reversed.iod", reversed, false),
+    ] {
+        let t = write(name, &order);
+        let pq = d.join(&format!("{name}.pq"));
+        assert!(run(bin().arg("convert").arg(&t).arg("-o").arg(&pq))
+            .status
+            .success());
+        for q in [
+            &["--seek"][..],
+            &["--seq-writes", "--min-bytes", "0", "--limit", "100000"][..],
+        ] {
+            let a = run(bin()
+                .arg("analyze")
+                .arg(&t)
+                .args(q)
+                .args(["--format", "json"]));
+            let b = run(bin()
+                .arg("analyze")
+                .arg(&pq)
+                .args(q)
+                .args(["--format", "json"]));
+            assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+            let note = String::from_utf8_lossy(&a.stderr).contains("out of time order");
+            assert_eq!(note, !sorted_on_the_fly, "{name} {q:?}: note on stderr");
+            same_rows(&a.stdout, &b.stdout, &format!("{name} {q:?}"));
+        }
+    }
+}
+
 /// Two JSON tables are the same: same rows in the same order, equal values, numbers equal to
 /// the printed precision (0.001; the two engines may round the last digit differently).
 fn same_rows(a: &[u8], b: &[u8], what: &str) {

@@ -1,16 +1,25 @@
-//! Queries answered straight from `.iod` traces in one parallel pass over the segments,
-//! without building the polars `io` table: the same results as [`crate::query`] (same
-//! columns, types and order) at a fraction of the time and memory. Used by `iodump analyze`
-//! when every input is a trace.
+//! Queries answered straight from `.iod` traces without building the polars `io` table: the
+//! same results as [`crate::query`] (same columns, types and order) at a fraction of the time
+//! and memory. Used by `iodump analyze` when every input is a trace.
+//!
+//! Two drivers: [`pass`] folds the segments of a trace in parallel into one accumulator per
+//! worker (for group-by queries: summary, top files and processes, latency, timeline), and
+//! [`ordered_pass`] decodes segments in parallel a window at a time and hands their rows to a
+//! sequential consumer in file order (for queries that follow each device or file in time:
+//! seek distances and sequential write runs; see [`Reorder`]). Percentiles are exact: the
+//! samples are kept in [`Samples`], 4 bytes each while they fit in 32 bits.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use iodump_format::expr::Expr;
+use iodump_format::summary::rfc3339_utc;
 use iodump_format::text::text_string;
-use iodump_format::{Damage, EventBatch, Op, Reader};
+use iodump_format::{Damage, EventBatch, Header, Op, Reader, SegmentDecoder};
 use polars::prelude::*;
+use rayon::prelude::*;
 
 use crate::query::{LatencyBy, RankBy};
 use crate::AnalyzeError;
@@ -29,8 +38,14 @@ impl Hasher for IntHasher {
             self.write_u64(u64::from(b));
         }
     }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
     fn write_u32(&mut self, v: u32) {
         self.write_u64(u64::from(v));
+    }
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
     }
     fn write_u64(&mut self, v: u64) {
         self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
@@ -39,62 +54,78 @@ impl Hasher for IntHasher {
 
 type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
-/// One file's counters within a trace.
+fn perr(e: PolarsError) -> AnalyzeError {
+    AnalyzeError::Query {
+        message: e.to_string(),
+    }
+}
+
+/// Samples per block of [`Samples`]: blocks fill up to this and are never copied to grow.
+const BLOCK: usize = 8192;
+
+/// Nanosecond samples (latencies, seek distances) kept for exact percentiles: 4 bytes each
+/// while a value fits in 32 bits (8 bytes otherwise), in blocks, so that growing never
+/// copies and never leaves a doubled capacity behind.
 #[derive(Default)]
-struct FileAcc {
-    ios: u64,
-    bytes: u64,
-    read_bytes: u64,
-    write_bytes: u64,
-    latency_sum_ns: u128,
-    latencies_ns: Vec<u64>,
-    /// I/Os per submitting thread.
-    by_tid: IntMap<u32, u64>,
+struct Samples {
+    narrow: Vec<Vec<u32>>,
+    wide: Vec<u64>,
+    len: usize,
+    max: Option<u64>,
 }
 
-impl FileAcc {
-    fn merge(&mut self, o: FileAcc) {
-        self.ios += o.ios;
-        self.bytes += o.bytes;
-        self.read_bytes += o.read_bytes;
-        self.write_bytes += o.write_bytes;
-        self.latency_sum_ns += o.latency_sum_ns;
-        if self.latencies_ns.is_empty() {
-            self.latencies_ns = o.latencies_ns;
+impl Samples {
+    #[inline]
+    fn push(&mut self, v: u64) {
+        self.len += 1;
+        self.max = Some(self.max.map_or(v, |m| m.max(v)));
+        match u32::try_from(v) {
+            Ok(x) => match self.narrow.last_mut() {
+                Some(b) if b.len() < BLOCK => b.push(x),
+                _ => {
+                    // The first block grows as usual; later ones are allocated whole.
+                    let mut b = Vec::with_capacity(if self.narrow.is_empty() { 4 } else { BLOCK });
+                    b.push(x);
+                    self.narrow.push(b);
+                }
+            },
+            Err(_) => self.wide.push(v),
+        }
+    }
+
+    fn append(&mut self, o: Samples) {
+        self.len += o.len;
+        self.max = match (self.max, o.max) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.narrow.extend(o.narrow);
+        self.wide.extend(o.wide);
+    }
+
+    /// The `qs` quantiles (linear interpolation, as polars' `QuantileMethod::Linear`); one
+    /// contiguous copy of the samples lives while they are computed.
+    fn quantiles(&self, qs: &[f64]) -> Vec<Option<f64>> {
+        if self.wide.is_empty() {
+            let mut v: Vec<u32> = Vec::with_capacity(self.len);
+            for b in &self.narrow {
+                v.extend_from_slice(b);
+            }
+            qs.iter().map(|&q| quantile_linear(&mut v, q)).collect()
         } else {
-            self.latencies_ns.extend_from_slice(&o.latencies_ns);
-        }
-        for (t, n) in o.by_tid {
-            *self.by_tid.entry(t).or_default() += n;
+            let mut v: Vec<u64> = Vec::with_capacity(self.len);
+            for b in &self.narrow {
+                v.extend(b.iter().map(|&x| u64::from(x)));
+            }
+            v.extend_from_slice(&self.wide);
+            qs.iter().map(|&q| quantile_linear(&mut v, q)).collect()
         }
     }
-}
-
-/// The files of one segment: path id → counters.
-fn segment_files(b: &EventBatch, keep: &[u32]) -> IntMap<u32, FileAcc> {
-    let mut files: IntMap<u32, FileAcc> = IntMap::default();
-    let (read, write) = (Op::Read.code(), Op::Write.code());
-    for &k in keep {
-        let i = k as usize;
-        let f = files.entry(b.path_id[i]).or_default();
-        let bytes = u64::from(b.bytes[i]);
-        f.ios += 1;
-        f.bytes += bytes;
-        if b.op[i] == read {
-            f.read_bytes += bytes;
-        } else if b.op[i] == write {
-            f.write_bytes += bytes;
-        }
-        f.latency_sum_ns += u128::from(b.latency_ns[i]);
-        f.latencies_ns.push(b.latency_ns[i]);
-        *f.by_tid.entry(b.tid[i]).or_default() += 1;
-    }
-    files
 }
 
 /// The `q`-quantile of `v` with linear interpolation between the closest ranks (polars'
 /// `QuantileMethod::Linear`); reorders `v` (selection, not a full sort).
-fn quantile_linear(v: &mut [u64], q: f64) -> Option<f64> {
+fn quantile_linear<T: Copy + Ord + Into<u64>>(v: &mut [T], q: f64) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -102,28 +133,14 @@ fn quantile_linear(v: &mut [u64], q: f64) -> Option<f64> {
     let lo = float_idx.floor() as usize;
     let hi = (float_idx.ceil() as usize).min(v.len() - 1);
     let (_, &mut a, rest) = v.select_nth_unstable(lo);
-    let a = a as f64;
+    let a = a.into() as f64;
     if lo == hi {
         return Some(a);
     }
     // The next order statistic is the smallest of what lies above `lo`.
-    let b = rest.iter().copied().min().map_or(a, |b| b as f64);
+    let b = rest.iter().copied().min().map_or(a, |b| b.into() as f64);
     let frac = float_idx - lo as f64;
     Some(a + (b - a) * frac)
-}
-
-/// One output row before sorting.
-struct Row {
-    trace: usize,
-    path_id: u32,
-    path: Option<String>,
-    ios: u64,
-    bytes: u64,
-    read_bytes: u64,
-    write_bytes: u64,
-    mean_latency_us: Option<f64>,
-    p99_latency_us: Option<f64>,
-    main_process: Option<String>,
 }
 
 /// What a fast query read.
@@ -142,8 +159,8 @@ struct TraceDone<'a, A> {
     index: usize,
     /// The trace.
     reader: &'a Reader,
-    /// The per-segment aggregates of its intact segments.
-    parts: Vec<A>,
+    /// The aggregate of its intact segments.
+    acc: A,
     /// Latest command name of each thread (the `processes` table's comm).
     comm_of: HashMap<u32, String>,
 }
@@ -154,6 +171,9 @@ struct PassInfo {
     names: Vec<String>,
     damaged: Vec<(String, Damage)>,
     ts_range: Option<(i64, i64)>,
+    lost_events: u64,
+    /// Rows the filter kept.
+    kept: u64,
 }
 
 impl PassInfo {
@@ -163,69 +183,415 @@ impl PassInfo {
             None => 0.0,
         }
     }
+
+    fn add_range(&mut self, r: Option<(i64, i64)>) {
+        self.ts_range = union(self.ts_range, r);
+    }
 }
 
-/// One parallel pass over the segments of every trace: `seg` aggregates one segment (the
-/// filter already applied: it gets the indices of the kept rows and their UTC time range),
-/// `done` receives each trace's aggregates.
+fn union(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
+    match (a, b) {
+        (Some((p, q)), Some((x, y))) => Some((p.min(x), q.max(y))),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The name a trace has in the tables (its file name).
+fn trace_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn comm_of(r: &Reader) -> HashMap<u32, String> {
+    r.tables()
+        .processes()
+        .map(|pr| (pr.tid, text_string(&pr.comm)))
+        .collect()
+}
+
+/// One opened input.
+struct Input {
+    reader: Reader,
+    name: String,
+    devs: HashMap<u32, String>,
+}
+
+fn open_all(paths: &[&Path]) -> Result<Vec<Input>, AnalyzeError> {
+    paths
+        .iter()
+        .map(|p| {
+            let reader = Reader::open(p).map_err(AnalyzeError::Read)?;
+            let devs = reader.tables().device_names();
+            Ok(Input {
+                reader,
+                name: trace_name(p),
+                devs,
+            })
+        })
+        .collect()
+}
+
+/// Fills `keep` with the rows of `b` that `filter` accepts; returns their UTC time range.
+fn keep_rows(
+    inp: &Input,
+    seg: usize,
+    b: &EventBatch,
+    filter: Option<&Expr>,
+    keep: &mut Vec<u32>,
+) -> Option<(i64, i64)> {
+    keep.clear();
+    match filter {
+        None => keep.extend(0..b.len() as u32),
+        Some(f) => keep.extend(
+            (0..b.len() as u32)
+                .filter(|&k| f.eval_in(&inp.reader, seg, &b.get(k as usize), &inp.devs)),
+        ),
+    }
+    let h = inp.reader.header();
+    keep.iter().fold(None, |acc: Option<(i64, i64)>, &k| {
+        let ts = h.to_utc_ns(b.timestamp_ns[k as usize]);
+        Some(acc.map_or((ts, ts), |(a, z)| (a.min(ts), z.max(ts))))
+    })
+}
+
+/// A fold state of [`pass`]: the accumulator plus what it saw.
+struct Part<A> {
+    acc: A,
+    range: Option<(i64, i64)>,
+    kept: u64,
+    damaged: Vec<(usize, Damage)>,
+}
+
+/// One parallel pass over the segments of every trace: each worker folds the segments it
+/// decodes into its own accumulator (`init`, then `seg` with the header, the batch and the
+/// indices of the rows the filter kept), accumulators are combined with `merge`, and `done`
+/// receives each trace's total. Memory is one accumulator per worker, not per segment.
 fn pass<A: Send>(
     paths: &[&Path],
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
-    seg: impl Fn(&EventBatch, &[u32]) -> A + Sync,
+    init: impl Fn() -> A + Sync + Send,
+    seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
+    merge: impl Fn(&mut A, A) + Sync + Send,
     mut done: impl FnMut(TraceDone<'_, A>),
 ) -> Result<PassInfo, AnalyzeError> {
     let mut info = PassInfo::default();
-    for (ti, p) in paths.iter().enumerate() {
-        let r = Reader::open(p).map_err(AnalyzeError::Read)?;
-        let trace = p.file_name().map_or_else(
-            || p.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        info.names.push(trace.clone());
-        let devs: HashMap<u32, String> = r.tables().device_names();
+    for (ti, inp) in open_all(paths)?.iter().enumerate() {
+        let r = &inp.reader;
         let h = r.header();
-        let results = r.par_map_segments(|i, b| {
-            let keep: Vec<u32> = (0..b.len() as u32)
-                .filter(|&k| filter.is_none_or(|f| f.eval_in(&r, i, &b.get(k as usize), &devs)))
-                .collect();
-            let range = keep.iter().fold(None, |acc: Option<(i64, i64)>, &k| {
-                let ts = h.to_utc_ns(b.timestamp_ns[k as usize]);
-                Some(acc.map_or((ts, ts), |(a, z)| (a.min(ts), z.max(ts))))
-            });
-            progress(b.len() as u64);
-            (seg(b, &keep), range)
-        });
-        let mut parts = Vec::with_capacity(results.len());
-        for (_, res) in results {
-            match res {
-                Ok((a, range)) => {
-                    if let Some((x, y)) = range {
-                        info.ts_range = Some(match info.ts_range {
-                            Some((p, q)) => (p.min(x), q.max(y)),
-                            None => (x, y),
-                        });
+        let fresh = || Part {
+            acc: init(),
+            range: None,
+            kept: 0,
+            damaged: Vec::new(),
+        };
+        let part = (0..r.segments().len())
+            .into_par_iter()
+            .fold(
+                || {
+                    (
+                        fresh(),
+                        EventBatch::default(),
+                        SegmentDecoder::new(),
+                        Vec::new(),
+                    )
+                },
+                |(mut p, mut b, mut dec, mut keep), i| {
+                    match r.decode_segment_into(i, &mut b, &mut dec) {
+                        Ok(()) => {
+                            let range = keep_rows(inp, i, &b, filter, &mut keep);
+                            p.range = union(p.range, range);
+                            p.kept += keep.len() as u64;
+                            seg(&mut p.acc, h, &b, &keep);
+                            progress(b.len() as u64);
+                        }
+                        Err(d) => p.damaged.push((i, d)),
                     }
-                    parts.push(a);
-                }
-                Err(d) => info.damaged.push((trace.clone(), d)),
-            }
-        }
+                    (p, b, dec, keep)
+                },
+            )
+            .map(|(p, ..)| p)
+            .reduce(fresh, |mut a, b| {
+                merge(&mut a.acc, b.acc);
+                a.range = union(a.range, b.range);
+                a.kept += b.kept;
+                a.damaged.extend(b.damaged);
+                a
+            });
+        let mut damaged = part.damaged;
+        damaged.sort_by_key(|d| d.0);
         info.damaged
-            .extend(r.damage().iter().cloned().map(|d| (trace.clone(), d)));
-        let comm_of = r
-            .tables()
-            .processes()
-            .map(|pr| (pr.tid, text_string(&pr.comm)))
-            .collect();
+            .extend(damaged.into_iter().map(|(_, d)| (inp.name.clone(), d)));
+        info.damaged
+            .extend(r.damage().iter().cloned().map(|d| (inp.name.clone(), d)));
+        info.add_range(part.range);
+        info.kept += part.kept;
+        info.lost_events += r.lost_events();
+        info.names.push(inp.name.clone());
         done(TraceDone {
             index: ti,
-            reader: &r,
-            parts,
-            comm_of,
+            reader: r,
+            acc: part.acc,
+            comm_of: comm_of(r),
         });
     }
     Ok(info)
+}
+
+/// What [`ordered_pass`] hands its consumer.
+enum Feed<'a, R> {
+    /// Rows of the next segment of trace `.0`, in file order.
+    Rows(usize, &'a [R]),
+    /// Trace `.0` has no more rows.
+    End(usize),
+}
+
+/// A pass that sees rows in file order: segments are decoded (and their rows turned into
+/// `R` by `extract`, in parallel) a window at a time, while one consumer thread takes the
+/// windows in order. `visit` returns false to stop early; then the pass returns `None`.
+fn ordered_pass<R: Send>(
+    inputs: &[Input],
+    filter: Option<&Expr>,
+    progress: &(dyn Fn(u64) + Sync),
+    extract: impl Fn(&Header, &EventBatch, &[u32], &mut Vec<R>) + Sync + Send,
+    visit: impl FnMut(Feed<'_, R>) -> bool + Send,
+) -> Option<PassInfo> {
+    type Window<R> = (
+        usize,
+        Vec<Result<(Vec<R>, Option<(i64, i64)>, u64), Damage>>,
+    );
+    let stop = AtomicBool::new(false);
+    let window = rayon::current_num_threads().max(1) * 8;
+    let mut info = PassInfo::default();
+    let finished = std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window<R>>>(2);
+        let stop = &stop;
+        let consumer = s.spawn(move || {
+            let mut visit = visit;
+            let mut ranges = Vec::new();
+            let mut damaged: Vec<(usize, Damage)> = Vec::new();
+            let mut last_trace = None;
+            for msg in rx {
+                let Some((ti, segs)) = msg else {
+                    if let Some(t) = last_trace.take() {
+                        if !visit(Feed::End(t)) {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    continue;
+                };
+                last_trace = Some(ti);
+                for s in segs {
+                    match s {
+                        Ok((rows, range, kept)) => {
+                            ranges.push((range, kept));
+                            if !stop.load(Ordering::Relaxed) && !visit(Feed::Rows(ti, &rows)) {
+                                stop.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        Err(d) => damaged.push((ti, d)),
+                    }
+                }
+            }
+            (ranges, damaged)
+        });
+        for (ti, inp) in inputs.iter().enumerate() {
+            let r = &inp.reader;
+            let n = r.segments().len();
+            let mut lo = 0;
+            while lo < n && !stop.load(Ordering::Relaxed) {
+                let hi = (lo + window).min(n);
+                let segs: Vec<_> = (lo..hi)
+                    .into_par_iter()
+                    .map_init(
+                        || (EventBatch::default(), SegmentDecoder::new(), Vec::new()),
+                        |(b, dec, keep), i| {
+                            r.decode_segment_into(i, b, dec)?;
+                            let range = keep_rows(inp, i, b, filter, keep);
+                            let mut rows = Vec::with_capacity(keep.len());
+                            extract(r.header(), b, keep, &mut rows);
+                            progress(b.len() as u64);
+                            Ok((rows, range, keep.len() as u64))
+                        },
+                    )
+                    .collect();
+                if tx.send(Some((ti, segs))).is_err() {
+                    break;
+                }
+                lo = hi;
+            }
+            // End of this trace (also sent for a trace without segments).
+            let _ = tx.send(None);
+        }
+        drop(tx);
+        let (ranges, damaged) = consumer.join().expect("ordered pass consumer");
+        for (r, kept) in ranges {
+            info.add_range(r);
+            info.kept += kept;
+        }
+        for (ti, inp) in inputs.iter().enumerate() {
+            let name = &inp.name;
+            info.damaged.extend(
+                damaged
+                    .iter()
+                    .filter(|d| d.0 == ti)
+                    .map(|(_, d)| (name.clone(), d.clone())),
+            );
+            info.damaged.extend(
+                inp.reader
+                    .damage()
+                    .iter()
+                    .cloned()
+                    .map(|d| (name.clone(), d)),
+            );
+            info.lost_events += inp.reader.lost_events();
+            info.names.push(name.clone());
+        }
+        !stop.load(Ordering::Relaxed)
+    });
+    finished.then_some(info)
+}
+
+/// A row with a time, for [`Reorder`].
+trait Timed {
+    fn ts(&self) -> i64;
+}
+
+/// Puts one key's rows (one device's, one file's) back in time order, ties in file order,
+/// as a stable sort by time would: rows wait in a sorted buffer and leave it, oldest first,
+/// once more than `window` are waiting. Traces are written in completion order, so a row
+/// is at most a queue depth or so out of place. A row older than one already released means
+/// the trace is more out of order than the window allows: [`Reorder::push`] says so and the
+/// caller falls back to a full sort.
+struct Reorder<R> {
+    pending: VecDeque<R>,
+    released_ts: Option<i64>,
+}
+
+impl<R> Default for Reorder<R> {
+    fn default() -> Self {
+        Reorder {
+            pending: VecDeque::new(),
+            released_ts: None,
+        }
+    }
+}
+
+impl<R: Timed> Reorder<R> {
+    /// Adds `r`; false if it comes too late to be put in order.
+    #[inline]
+    fn push(&mut self, r: R, window: usize, out: &mut impl FnMut(R)) -> bool {
+        let ts = r.ts();
+        if self.released_ts.is_some_and(|t| ts < t) {
+            return false;
+        }
+        if self.pending.back().is_none_or(|b| b.ts() <= ts) {
+            self.pending.push_back(r);
+        } else {
+            let at = self.pending.partition_point(|p| p.ts() <= ts);
+            self.pending.insert(at, r);
+        }
+        if self.pending.len() > window {
+            if let Some(o) = self.pending.pop_front() {
+                self.released_ts = Some(o.ts());
+                out(o);
+            }
+        }
+        true
+    }
+
+    /// Releases everything still waiting.
+    fn finish(&mut self, out: &mut impl FnMut(R)) {
+        for o in self.pending.drain(..) {
+            out(o);
+        }
+    }
+}
+
+fn idx(v: u64) -> IdxSize {
+    v as IdxSize
+}
+
+/// One file's counters within a trace.
+#[derive(Default)]
+struct FileAcc {
+    ios: u64,
+    bytes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    latency_sum_ns: u128,
+    latencies_ns: Samples,
+    /// I/Os per submitting thread.
+    by_tid: IntMap<u32, u64>,
+}
+
+impl FileAcc {
+    fn merge(&mut self, o: FileAcc) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.latency_sum_ns += o.latency_sum_ns;
+        self.latencies_ns.append(o.latencies_ns);
+        for (t, n) in o.by_tid {
+            *self.by_tid.entry(t).or_default() += n;
+        }
+    }
+}
+
+/// Merges map `b` into map `a` with `f`, iterating the smaller one.
+fn merge_maps<K: std::hash::Hash + Eq, V>(
+    a: &mut IntMap<K, V>,
+    mut b: IntMap<K, V>,
+    f: impl Fn(&mut V, V),
+) {
+    if b.len() > a.len() {
+        std::mem::swap(a, &mut b);
+    }
+    for (k, v) in b {
+        match a.get_mut(&k) {
+            Some(x) => f(x, v),
+            None => {
+                a.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Adds the kept rows of one segment to the files' counters (path id → counters).
+fn add_files(files: &mut IntMap<u32, FileAcc>, b: &EventBatch, keep: &[u32]) {
+    let (read, write) = (Op::Read.code(), Op::Write.code());
+    for &k in keep {
+        let i = k as usize;
+        let f = files.entry(b.path_id[i]).or_default();
+        let bytes = u64::from(b.bytes[i]);
+        f.ios += 1;
+        f.bytes += bytes;
+        if b.op[i] == read {
+            f.read_bytes += bytes;
+        } else if b.op[i] == write {
+            f.write_bytes += bytes;
+        }
+        f.latency_sum_ns += u128::from(b.latency_ns[i]);
+        f.latencies_ns.push(b.latency_ns[i]);
+        *f.by_tid.entry(b.tid[i]).or_default() += 1;
+    }
+}
+
+/// One output row of `--top-files` before sorting.
+struct FileRow {
+    trace: usize,
+    path_id: u32,
+    path: Option<String>,
+    ios: u64,
+    bytes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    mean_latency_us: Option<f64>,
+    p99_latency_us: Option<f64>,
+    main_process: Option<String>,
 }
 
 /// `--top-files` over `.iod` traces: the columns and order of [`crate::query::top_files`].
@@ -236,50 +602,54 @@ pub fn top_files(
     limit: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<FastRead, AnalyzeError> {
-    let mut rows: Vec<Row> = Vec::new();
+    let mut rows: Vec<FileRow> = Vec::new();
     let mut events = 0u64;
-    let info = pass(paths, filter, progress, segment_files, |t| {
-        let mut files: IntMap<u32, FileAcc> = IntMap::default();
-        for part in t.parts {
-            for (pid, f) in part {
-                files.entry(pid).or_default().merge(f);
+    let info = pass(
+        paths,
+        filter,
+        progress,
+        IntMap::<u32, FileAcc>::default,
+        |files, _, b, keep| add_files(files, b, keep),
+        |a, b| merge_maps(a, b, FileAcc::merge),
+        |t| {
+            for (path_id, f) in t.acc {
+                events += f.ios;
+                let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
+                for (tid, n) in &f.by_tid {
+                    *by_comm
+                        .entry(t.comm_of.get(tid).map(String::as_str))
+                        .or_default() += n;
+                }
+                // Most I/Os; ties: the name that sorts first (no name before any name).
+                let main_process = by_comm
+                    .into_iter()
+                    .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+                    .and_then(|(c, _)| c.map(str::to_string));
+                // p99 only where it is shown or ranked on: the copy for selection costs.
+                let p99 = f.latencies_ns.quantiles(&[0.99])[0];
+                rows.push(FileRow {
+                    trace: t.index,
+                    path_id,
+                    path: t
+                        .reader
+                        .tables()
+                        .path(path_id)
+                        .map(|pe| text_string(&pe.path)),
+                    ios: f.ios,
+                    bytes: f.bytes,
+                    read_bytes: f.read_bytes,
+                    write_bytes: f.write_bytes,
+                    mean_latency_us: (f.ios > 0)
+                        .then(|| f.latency_sum_ns as f64 / f.ios as f64 / 1000.0),
+                    p99_latency_us: p99.map(|v| v / 1000.0),
+                    main_process,
+                });
             }
-        }
-        for (path_id, mut f) in files {
-            events += f.ios;
-            let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
-            for (tid, n) in &f.by_tid {
-                *by_comm
-                    .entry(t.comm_of.get(tid).map(String::as_str))
-                    .or_default() += n;
-            }
-            // Most I/Os; ties: the name that sorts first (no name before any name).
-            let main_process = by_comm
-                .into_iter()
-                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
-                .and_then(|(c, _)| c.map(str::to_string));
-            rows.push(Row {
-                trace: t.index,
-                path_id,
-                path: t
-                    .reader
-                    .tables()
-                    .path(path_id)
-                    .map(|pe| text_string(&pe.path)),
-                ios: f.ios,
-                bytes: f.bytes,
-                read_bytes: f.read_bytes,
-                write_bytes: f.write_bytes,
-                mean_latency_us: (f.ios > 0)
-                    .then(|| f.latency_sum_ns as f64 / f.ios as f64 / 1000.0),
-                p99_latency_us: quantile_linear(&mut f.latencies_ns, 0.99).map(|v| v / 1000.0),
-                main_process,
-            });
-        }
-    })?;
+        },
+    )?;
     let dur_s = info.duration_s();
     let names = &info.names;
-    let key = |r: &Row| -> f64 {
+    let key = |r: &FileRow| -> f64 {
         match by {
             RankBy::Ios => r.ios as f64,
             RankBy::Bytes => r.bytes as f64,
@@ -296,12 +666,8 @@ pub fn top_files(
             .then_with(|| a.path_id.cmp(&b.path_id))
     });
     rows.truncate(limit);
-    let n = rows.len();
-    let perr = |e: PolarsError| AnalyzeError::Query {
-        message: e.to_string(),
-    };
     let frame = DataFrame::new(
-        n,
+        rows.len(),
         vec![
             Column::new(
                 "path".into(),
@@ -309,7 +675,7 @@ pub fn top_files(
             ),
             Column::new(
                 "ios".into(),
-                rows.iter().map(|r| r.ios as IdxSize).collect::<Vec<_>>(),
+                rows.iter().map(|r| idx(r.ios)).collect::<Vec<_>>(),
             ),
             Column::new(
                 "iops".into(),
@@ -358,9 +724,17 @@ struct ProcAcc {
     bytes: u64,
 }
 
-/// The threads of one segment: (pid, tid) → counters.
-fn segment_threads(b: &EventBatch, keep: &[u32]) -> IntMap<(u32, u32), ProcAcc> {
-    let mut m: IntMap<(u32, u32), ProcAcc> = IntMap::default();
+impl ProcAcc {
+    fn merge(&mut self, o: ProcAcc) {
+        self.ios += o.ios;
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.bytes += o.bytes;
+    }
+}
+
+/// Adds the kept rows of one segment to the threads' counters ((pid, tid) → counters).
+fn add_threads(m: &mut IntMap<(u32, u32), ProcAcc>, b: &EventBatch, keep: &[u32]) {
     let (read, write) = (Op::Read.code(), Op::Write.code());
     for &k in keep {
         let i = k as usize;
@@ -374,7 +748,17 @@ fn segment_threads(b: &EventBatch, keep: &[u32]) -> IntMap<(u32, u32), ProcAcc> 
             a.write_bytes += bytes;
         }
     }
-    m
+}
+
+/// (pid, comm) of a trace's threads, the comm being the thread's latest name.
+type ProcKey = (u32, Option<String>);
+
+/// Processes sorted as `query::top_procs` sorts them: most I/Os first, then pid, then name
+/// (no name first).
+fn ranked_procs(procs: HashMap<ProcKey, ProcAcc>) -> Vec<(ProcKey, ProcAcc)> {
+    let mut rows: Vec<(ProcKey, ProcAcc)> = procs.into_iter().collect();
+    rows.sort_by(|(ka, a), (kb, b)| b.ios.cmp(&a.ios).then_with(|| ka.cmp(kb)));
+    rows
 }
 
 /// `--top-procs` over `.iod` traces: the columns and order of [`crate::query::top_procs`].
@@ -384,31 +768,30 @@ pub fn top_procs(
     limit: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<FastRead, AnalyzeError> {
-    // (pid, comm) over every trace, the comm being the thread's latest name.
-    let mut procs: HashMap<(u32, Option<String>), ProcAcc> = HashMap::new();
-    let info = pass(paths, filter, progress, segment_threads, |t| {
-        for part in t.parts {
-            for ((pid, tid), a) in part {
-                let e = procs
+    let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
+    let info = pass(
+        paths,
+        filter,
+        progress,
+        IntMap::<(u32, u32), ProcAcc>::default,
+        |m, _, b, keep| add_threads(m, b, keep),
+        |a, b| merge_maps(a, b, ProcAcc::merge),
+        |t| {
+            for ((pid, tid), a) in t.acc {
+                procs
                     .entry((pid, t.comm_of.get(&tid).cloned()))
-                    .or_default();
-                e.ios += a.ios;
-                e.read_bytes += a.read_bytes;
-                e.write_bytes += a.write_bytes;
-                e.bytes += a.bytes;
+                    .or_default()
+                    .merge(a);
             }
-        }
-    })?;
+        },
+    )?;
     let dur_s = info.duration_s();
     let events = procs.values().map(|a| a.ios).sum();
-    let mut rows: Vec<((u32, Option<String>), ProcAcc)> = procs.into_iter().collect();
-    // Most I/Os first, then pid, then name (no name first), as `query::top_procs`.
-    rows.sort_by(|(ka, a), (kb, b)| b.ios.cmp(&a.ios).then_with(|| ka.cmp(kb)));
+    let mut rows = ranked_procs(procs);
     rows.truncate(limit);
-    let n = rows.len();
     let col_u64 = |f: fn(&ProcAcc) -> u64| rows.iter().map(|(_, a)| f(a)).collect::<Vec<u64>>();
     let frame = DataFrame::new(
-        n,
+        rows.len(),
         vec![
             Column::new(
                 "pid".into(),
@@ -420,9 +803,7 @@ pub fn top_procs(
             ),
             Column::new(
                 "ios".into(),
-                rows.iter()
-                    .map(|(_, a)| a.ios as IdxSize)
-                    .collect::<Vec<_>>(),
+                rows.iter().map(|(_, a)| idx(a.ios)).collect::<Vec<_>>(),
             ),
             Column::new(
                 "iops".into(),
@@ -440,9 +821,7 @@ pub fn top_procs(
             ),
         ],
     )
-    .map_err(|e| AnalyzeError::Query {
-        message: e.to_string(),
-    })?;
+    .map_err(perr)?;
     Ok(FastRead {
         frame,
         events,
@@ -453,8 +832,8 @@ pub fn top_procs(
 /// One latency group's samples.
 #[derive(Default)]
 struct LatAcc {
-    latency_ns: Vec<u64>,
-    device_ns: Vec<u64>,
+    latency_ns: Samples,
+    device_ns: Samples,
     queue_sum_ns: u128,
     queue_n: u64,
     device_sum_ns: u128,
@@ -462,18 +841,17 @@ struct LatAcc {
 
 impl LatAcc {
     fn merge(&mut self, o: LatAcc) {
-        self.latency_ns.extend_from_slice(&o.latency_ns);
-        self.device_ns.extend_from_slice(&o.device_ns);
+        self.latency_ns.append(o.latency_ns);
+        self.device_ns.append(o.device_ns);
         self.queue_sum_ns += o.queue_sum_ns;
         self.queue_n += o.queue_n;
         self.device_sum_ns += o.device_sum_ns;
     }
 }
 
-/// The latency groups of one segment, keyed by what `by` groups on (device number, op code,
-/// thread id or path id; 0 for everything).
-fn segment_latency(b: &EventBatch, keep: &[u32], by: LatencyBy) -> IntMap<u32, LatAcc> {
-    let mut m: IntMap<u32, LatAcc> = IntMap::default();
+/// Adds the kept rows of one segment to the latency groups, keyed by what `by` groups on
+/// (device number, op code, thread id or path id; 0 for everything).
+fn add_latency(m: &mut IntMap<u32, LatAcc>, b: &EventBatch, keep: &[u32], by: LatencyBy) {
     for &k in keep {
         let i = k as usize;
         let key = match by {
@@ -493,7 +871,6 @@ fn segment_latency(b: &EventBatch, keep: &[u32], by: LatencyBy) -> IntMap<u32, L
             a.queue_n += 1;
         }
     }
-    m
 }
 
 /// `--latency` over `.iod` traces: the columns and order of [`crate::query::latency`].
@@ -508,22 +885,22 @@ pub fn latency(
         paths,
         filter,
         progress,
-        |b, keep| segment_latency(b, keep, by),
+        IntMap::<u32, LatAcc>::default,
+        |m, _, b, keep| add_latency(m, b, keep, by),
+        |a, b| merge_maps(a, b, LatAcc::merge),
         |t| {
             let tables = t.reader.tables();
-            for part in t.parts {
-                for (key, a) in part {
-                    let name = match by {
-                        LatencyBy::All => Some("all".to_string()),
-                        LatencyBy::Dev => tables
-                            .device(iodump_format::DevT(key))
-                            .map(|d| d.name.clone()),
-                        LatencyBy::Op => Some(Op::from_code(key as u8).name().to_string()),
-                        LatencyBy::Proc => t.comm_of.get(&key).cloned(),
-                        LatencyBy::File => tables.path(key).map(|p| text_string(&p.path)),
-                    };
-                    groups.entry(name).or_default().merge(a);
-                }
+            for (key, a) in t.acc {
+                let name = match by {
+                    LatencyBy::All => Some("all".to_string()),
+                    LatencyBy::Dev => tables
+                        .device(iodump_format::DevT(key))
+                        .map(|d| d.name.clone()),
+                    LatencyBy::Op => Some(Op::from_code(key as u8).name().to_string()),
+                    LatencyBy::Proc => t.comm_of.get(&key).cloned(),
+                    LatencyBy::File => tables.path(key).map(|p| text_string(&p.path)),
+                };
+                groups.entry(name).or_default().merge(a);
             }
         },
     )?;
@@ -531,27 +908,32 @@ pub fn latency(
     // Most I/Os first, then the group's name (no name first), as `query::latency`.
     rows.sort_by(|a, b| {
         b.1.latency_ns
-            .len()
-            .cmp(&a.1.latency_ns.len())
+            .len
+            .cmp(&a.1.latency_ns.len)
             .then_with(|| a.0.cmp(&b.0))
     });
-    let events = rows.iter().map(|r| r.1.latency_ns.len() as u64).sum();
+    let events = rows.iter().map(|r| r.1.latency_ns.len as u64).sum();
     let key_name = by.column_name();
     let mut cols: Vec<Vec<Option<f64>>> = (0..8).map(|_| Vec::with_capacity(rows.len())).collect();
     let mut ios = Vec::with_capacity(rows.len());
-    for (_, a) in rows.iter_mut() {
-        let n = a.latency_ns.len();
+    let us = |v: Option<f64>| v.map(|x| x / 1000.0);
+    for (_, a) in &rows {
+        let n = a.latency_ns.len;
         ios.push(n as IdxSize);
-        let us = |v: Option<f64>| v.map(|x| x / 1000.0);
-        for (c, q) in [0.5, 0.9, 0.99, 0.999].into_iter().enumerate() {
-            cols[c].push(us(quantile_linear(&mut a.latency_ns, q)));
+        for (c, v) in a
+            .latency_ns
+            .quantiles(&[0.5, 0.9, 0.99, 0.999])
+            .into_iter()
+            .enumerate()
+        {
+            cols[c].push(us(v));
         }
-        cols[4].push(us(a.latency_ns.iter().max().map(|&m| m as f64)));
+        cols[4].push(us(a.latency_ns.max.map(|m| m as f64)));
         cols[5].push(us(
             (a.queue_n > 0).then(|| a.queue_sum_ns as f64 / a.queue_n as f64)
         ));
         cols[6].push(us((n > 0).then(|| a.device_sum_ns as f64 / n as f64)));
-        cols[7].push(us(quantile_linear(&mut a.device_ns, 0.99)));
+        cols[7].push(us(a.device_ns.quantiles(&[0.99])[0]));
     }
     let names = [
         "p50_us",
@@ -573,9 +955,7 @@ pub fn latency(
     for (name, c) in names.iter().zip(cols) {
         columns.push(Column::new((*name).into(), c));
     }
-    let frame = DataFrame::new(rows.len(), columns).map_err(|e| AnalyzeError::Query {
-        message: e.to_string(),
-    })?;
+    let frame = DataFrame::new(rows.len(), columns).map_err(perr)?;
     Ok(FastRead {
         frame,
         events,
@@ -583,6 +963,674 @@ pub fn latency(
     })
 }
 
+/// Everything `--summary` needs from a trace.
+#[derive(Default)]
+struct SummaryAcc {
+    events: u64,
+    bytes: u64,
+    reads: u64,
+    writes: u64,
+    latency_ns: Samples,
+    /// I/Os per path id (for the top file).
+    files: IntMap<u32, u64>,
+    /// I/Os per (pid, tid) (for the top process).
+    threads: IntMap<(u32, u32), ProcAcc>,
+}
+
+impl SummaryAcc {
+    fn add(&mut self, b: &EventBatch, keep: &[u32]) {
+        let (read, write) = (Op::Read.code(), Op::Write.code());
+        for &k in keep {
+            let i = k as usize;
+            self.events += 1;
+            self.bytes += u64::from(b.bytes[i]);
+            self.reads += u64::from(b.op[i] == read);
+            self.writes += u64::from(b.op[i] == write);
+            self.latency_ns.push(b.latency_ns[i]);
+            *self.files.entry(b.path_id[i]).or_default() += 1;
+        }
+        add_threads(&mut self.threads, b, keep);
+    }
+
+    fn merge(&mut self, o: SummaryAcc) {
+        self.events += o.events;
+        self.bytes += o.bytes;
+        self.reads += o.reads;
+        self.writes += o.writes;
+        self.latency_ns.append(o.latency_ns);
+        merge_maps(&mut self.files, o.files, |a, b| *a += b);
+        merge_maps(&mut self.threads, o.threads, ProcAcc::merge);
+    }
+}
+
+/// `--summary` over `.iod` traces: the rows of [`crate::query::summary`].
+pub fn summary(
+    paths: &[&Path],
+    filter: Option<&Expr>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<FastRead, AnalyzeError> {
+    let mut total = SummaryAcc::default();
+    // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, path id).
+    let mut files: Vec<(u64, Option<String>, usize, u32)> = Vec::new();
+    let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
+    let info = pass(
+        paths,
+        filter,
+        progress,
+        SummaryAcc::default,
+        |a, _, b, keep| a.add(b, keep),
+        SummaryAcc::merge,
+        |t| {
+            let mut acc = t.acc;
+            let tables = t.reader.tables();
+            for (path_id, n) in std::mem::take(&mut acc.files) {
+                files.push((
+                    n,
+                    tables.path(path_id).map(|p| text_string(&p.path)),
+                    t.index,
+                    path_id,
+                ));
+            }
+            for ((pid, tid), a) in std::mem::take(&mut acc.threads) {
+                procs
+                    .entry((pid, t.comm_of.get(&tid).cloned()))
+                    .or_default()
+                    .merge(a);
+            }
+            total.merge(acc);
+        },
+    )?;
+    let names = &info.names;
+    let top_file = files
+        .iter()
+        .min_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| a.1.cmp(&b.1))
+                .then_with(|| names[a.2].cmp(&names[b.2]))
+                .then_with(|| a.3.cmp(&b.3))
+        })
+        .and_then(|f| f.1.clone())
+        .unwrap_or_else(|| "-".into());
+    let top_process = ranked_procs(procs)
+        .into_iter()
+        .next()
+        .and_then(|(k, _)| k.1)
+        .unwrap_or_else(|| "-".into());
+    let dur = info.duration_s();
+    let n = total.events;
+    let q = total.latency_ns.quantiles(&[0.5, 0.99]);
+    let us = |v: Option<f64>| format!("{:.1}", v.unwrap_or(0.0) / 1e3);
+    let rows: Vec<(&str, String)> = vec![
+        ("events", n.to_string()),
+        ("lost_events", info.lost_events.to_string()),
+        ("duration_s", format!("{dur:.3}")),
+        ("iops", format!("{:.1}", n as f64 / dur.max(1e-9))),
+        (
+            "mb_per_s",
+            format!("{:.2}", total.bytes as f64 / dur.max(1e-9) / 1e6),
+        ),
+        ("reads", total.reads.to_string()),
+        ("writes", total.writes.to_string()),
+        ("p50_latency_us", us(q[0])),
+        ("p99_latency_us", us(q[1])),
+        ("max_latency_us", us(total.latency_ns.max.map(|m| m as f64))),
+        ("top_process", top_process),
+        ("top_file", top_file),
+    ];
+    let (names, values): (Vec<&str>, Vec<String>) = rows.into_iter().unzip();
+    let frame = DataFrame::new(
+        names.len(),
+        vec![
+            Column::new("metric".into(), names),
+            Column::new("value".into(), values),
+        ],
+    )
+    .map_err(perr)?;
+    Ok(FastRead {
+        frame,
+        events: n,
+        damaged: info.damaged,
+    })
+}
+
+/// One (interval, device, op) cell of `--timeline`.
+#[derive(Default)]
+struct TimeAcc {
+    ios: u64,
+    bytes: u64,
+    latency_ns: Samples,
+}
+
+impl TimeAcc {
+    fn merge(&mut self, o: TimeAcc) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.latency_ns.append(o.latency_ns);
+    }
+}
+
+/// `--timeline` over `.iod` traces: the columns and order of [`crate::query::timeline`].
+pub fn timeline(
+    paths: &[&Path],
+    filter: Option<&Expr>,
+    interval_ns: i64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<FastRead, AnalyzeError> {
+    // (interval number, device name, op name) in the output's order.
+    let mut cells: BTreeMap<(i64, Option<String>, &'static str), TimeAcc> = BTreeMap::new();
+    let info = pass(
+        paths,
+        filter,
+        progress,
+        IntMap::<(i64, u32, u8), TimeAcc>::default,
+        |m, h, b, keep| {
+            for &k in keep {
+                let i = k as usize;
+                let bucket = h.to_utc_ns(b.timestamp_ns[i]).div_euclid(interval_ns);
+                let c = m.entry((bucket, b.dev[i], b.op[i])).or_default();
+                c.ios += 1;
+                c.bytes += u64::from(b.bytes[i]);
+                c.latency_ns.push(b.latency_ns[i]);
+            }
+        },
+        |a, b| merge_maps(a, b, TimeAcc::merge),
+        |t| {
+            let tables = t.reader.tables();
+            for ((bucket, dev, op), c) in t.acc {
+                let name = tables
+                    .device(iodump_format::DevT(dev))
+                    .map(|d| d.name.clone());
+                cells
+                    .entry((bucket, name, Op::from_code(op).name()))
+                    .or_default()
+                    .merge(c);
+            }
+        },
+    )?;
+    let secs = interval_ns as f64 / 1e9;
+    let n = cells.len();
+    let (mut time, mut dev, mut op) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut ios, mut iops, mut mbs, mut p99) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let mut events = 0;
+    for ((bucket, d, o), c) in cells {
+        events += c.ios;
+        time.push(rfc3339_utc(bucket * interval_ns));
+        dev.push(d);
+        op.push(o);
+        ios.push(idx(c.ios));
+        iops.push(c.ios as f64 / secs);
+        mbs.push(c.bytes as f64 / (secs * 1e6));
+        p99.push(c.latency_ns.quantiles(&[0.99])[0].map(|v| v / 1000.0));
+    }
+    let frame = DataFrame::new(
+        n,
+        vec![
+            Column::new("time".into(), time),
+            Column::new("dev".into(), dev),
+            Column::new("op".into(), op),
+            Column::new("ios".into(), ios),
+            Column::new("iops".into(), iops),
+            Column::new("mb_per_s".into(), mbs),
+            Column::new("p99_latency_us".into(), p99),
+        ],
+    )
+    .map_err(perr)?;
+    Ok(FastRead {
+        frame,
+        events,
+        damaged: info.damaged,
+    })
+}
+
+/// Rows of one device waiting in a [`Reorder`] of `--seek`: at most this many.
+const SEEK_WINDOW: usize = 16_384;
+/// Rows of one file on one device waiting in a [`Reorder`] of `--seq-writes`.
+const RUN_WINDOW: usize = 1024;
+
+/// One I/O as `--seek` sees it.
+struct SeekRow {
+    ts: i64,
+    dev: u32,
+    sector: u64,
+    end_sector: u64,
+}
+
+impl Timed for SeekRow {
+    fn ts(&self) -> i64 {
+        self.ts
+    }
+}
+
+/// The end of an I/O in sectors, as the `io` table's `end_sector`.
+fn end_sector(b: &EventBatch, i: usize) -> u64 {
+    b.sector[i].wrapping_add(u64::from(b.bytes[i]).div_ceil(512))
+}
+
+/// One device's seek statistics.
+#[derive(Default)]
+struct SeekAcc {
+    ios: u64,
+    sequential: u64,
+    short: u64,
+    long: u64,
+    sum: u128,
+    dist: Samples,
+}
+
+/// One device's place in a trace: rows in time order and the end of the previous I/O.
+#[derive(Default)]
+struct SeekDev {
+    order: Reorder<SeekRow>,
+    prev_end: Option<u64>,
+    acc: SeekAcc,
+}
+
+impl SeekDev {
+    fn take(prev_end: &mut Option<u64>, acc: &mut SeekAcc, r: SeekRow) {
+        if let Some(pe) = prev_end.replace(r.end_sector) {
+            let d = (r.sector as i64).wrapping_sub(pe as i64).unsigned_abs();
+            acc.ios += 1;
+            acc.sequential += u64::from(d == 0);
+            acc.short += u64::from(d > 0 && d <= 2048);
+            acc.long += u64::from(d > 2048);
+            acc.sum += u128::from(d);
+            acc.dist.push(d);
+        }
+    }
+}
+
+/// `--seek` over `.iod` traces: the columns and order of [`crate::query::seek`]. `None` when
+/// a device's I/Os are too far out of time order in the file to follow them in one pass (the
+/// caller then sorts the whole table).
+pub fn seek(
+    paths: &[&Path],
+    filter: Option<&Expr>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Option<FastRead>, AnalyzeError> {
+    let inputs = open_all(paths)?;
+    let mut devs: IntMap<u32, SeekDev> = IntMap::default();
+    let mut out: HashMap<Option<String>, SeekAcc> = HashMap::new();
+    let info = ordered_pass(
+        &inputs,
+        filter,
+        progress,
+        |h, b, keep, rows| {
+            rows.extend(keep.iter().map(|&k| {
+                let i = k as usize;
+                SeekRow {
+                    ts: h.to_utc_ns(b.timestamp_ns[i]),
+                    dev: b.dev[i],
+                    sector: b.sector[i],
+                    end_sector: end_sector(b, i),
+                }
+            }))
+        },
+        |feed| match feed {
+            Feed::Rows(_, rows) => rows.iter().all(|r| {
+                let d = devs.entry(r.dev).or_default();
+                let (prev_end, acc) = (&mut d.prev_end, &mut d.acc);
+                let row = SeekRow { ..*r };
+                d.order
+                    .push(row, SEEK_WINDOW, &mut |x| SeekDev::take(prev_end, acc, x))
+            }),
+            Feed::End(ti) => {
+                let tables = inputs[ti].reader.tables();
+                for (dev, mut d) in devs.drain() {
+                    let (prev_end, acc) = (&mut d.prev_end, &mut d.acc);
+                    d.order.finish(&mut |x| SeekDev::take(prev_end, acc, x));
+                    let name = tables
+                        .device(iodump_format::DevT(dev))
+                        .map(|x| x.name.clone());
+                    let o = out.entry(name).or_default();
+                    o.ios += d.acc.ios;
+                    o.sequential += d.acc.sequential;
+                    o.short += d.acc.short;
+                    o.long += d.acc.long;
+                    o.sum += d.acc.sum;
+                    o.dist.append(d.acc.dist);
+                }
+                true
+            }
+        },
+    );
+    let Some(info) = info else {
+        return Ok(None);
+    };
+    let mut rows: Vec<(Option<String>, SeekAcc)> =
+        out.into_iter().filter(|(_, a)| a.ios > 0).collect();
+    // Most I/Os first, then the device's name (no name first), as `query::seek`.
+    rows.sort_by(|a, b| b.1.ios.cmp(&a.1.ios).then_with(|| a.0.cmp(&b.0)));
+    let events = info.kept;
+    let n = rows.len();
+    let frame = DataFrame::new(
+        n,
+        vec![
+            Column::new(
+                "dev".into(),
+                rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "ios".into(),
+                rows.iter().map(|r| idx(r.1.ios)).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "sequential_pct".into(),
+                rows.iter()
+                    .map(|r| r.1.sequential as f64 * 100.0 / r.1.ios as f64)
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "sequential".into(),
+                rows.iter().map(|r| r.1.sequential).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "short_seeks".into(),
+                rows.iter().map(|r| r.1.short).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "long_seeks".into(),
+                rows.iter().map(|r| r.1.long).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "median_seek_sectors".into(),
+                rows.iter()
+                    .map(|r| r.1.dist.quantiles(&[0.5])[0])
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "mean_seek_sectors".into(),
+                rows.iter()
+                    .map(|r| r.1.sum as f64 / r.1.ios as f64)
+                    .collect::<Vec<_>>(),
+            ),
+        ],
+    )
+    .map_err(perr)?;
+    Ok(Some(FastRead {
+        frame,
+        events,
+        damaged: info.damaged,
+    }))
+}
+
+/// One write as `--seq-writes` sees it.
+#[derive(Clone, Copy)]
+struct WriteRow {
+    ts: i64,
+    done_ns: i64,
+    dev: u32,
+    path_id: u32,
+    sector: u64,
+    end_sector: u64,
+    bytes: u32,
+    tid: u32,
+}
+
+impl Timed for WriteRow {
+    fn ts(&self) -> i64 {
+        self.ts
+    }
+}
+
+/// A run of contiguous writes.
+#[derive(Clone, Copy)]
+struct Run {
+    trace: usize,
+    dev: u32,
+    path_id: u32,
+    tid: u32,
+    start_ns: i64,
+    end_ns: i64,
+    length_bytes: u64,
+    ios: u64,
+    first_sector: u64,
+    /// Where the next write must start to continue the run.
+    next_sector: u64,
+}
+
+/// One file on one device in a trace: writes in time order and the run they extend.
+#[derive(Default)]
+struct RunKey {
+    order: Reorder<WriteRow>,
+    run: Option<Run>,
+}
+
+/// The runs long enough to show, keeping only what can still make the first `limit`.
+struct RunSink {
+    min_bytes: u64,
+    limit: usize,
+    runs: Vec<Run>,
+}
+
+impl RunSink {
+    /// Order on the numbers alone: longest first, then earliest.
+    fn rank(a: &Run, b: &Run) -> std::cmp::Ordering {
+        b.length_bytes
+            .cmp(&a.length_bytes)
+            .then(a.start_ns.cmp(&b.start_ns))
+    }
+
+    fn close(&mut self, r: Run) {
+        if r.length_bytes < self.min_bytes {
+            return;
+        }
+        self.runs.push(r);
+        if self.runs.len() >= 2 * self.limit.max(512) {
+            self.prune();
+        }
+    }
+
+    /// Drops the runs that rank below the `limit`-th (keeping its ties).
+    fn prune(&mut self) {
+        if self.runs.len() <= self.limit {
+            return;
+        }
+        if self.limit == 0 {
+            self.runs.clear();
+            return;
+        }
+        self.runs.select_nth_unstable_by(self.limit - 1, Self::rank);
+        let cut = self.runs[self.limit - 1];
+        self.runs
+            .retain(|r| Self::rank(r, &cut) != std::cmp::Ordering::Greater);
+    }
+
+    fn take(&mut self, slot: &mut Option<Run>, trace: usize, w: WriteRow) {
+        match slot {
+            Some(r) if r.next_sector == w.sector => {
+                r.start_ns = r.start_ns.min(w.ts);
+                r.end_ns = r.end_ns.max(w.done_ns);
+                r.length_bytes += u64::from(w.bytes);
+                r.ios += 1;
+                r.first_sector = r.first_sector.min(w.sector);
+                r.next_sector = w.end_sector;
+            }
+            _ => {
+                let new = Run {
+                    trace,
+                    dev: w.dev,
+                    path_id: w.path_id,
+                    tid: w.tid,
+                    start_ns: w.ts,
+                    end_ns: w.done_ns,
+                    length_bytes: u64::from(w.bytes),
+                    ios: 1,
+                    first_sector: w.sector,
+                    next_sector: w.end_sector,
+                };
+                if let Some(old) = slot.replace(new) {
+                    self.close(old);
+                }
+            }
+        }
+    }
+}
+
+/// `--seq-writes` over `.iod` traces: the columns and order of
+/// [`crate::query::seq_writes`]. `None` when a file's writes are too far out of time order
+/// in the file to follow them in one pass (the caller then sorts the whole table).
+pub fn seq_writes(
+    paths: &[&Path],
+    filter: Option<&Expr>,
+    min_bytes: u64,
+    limit: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Option<FastRead>, AnalyzeError> {
+    let inputs = open_all(paths)?;
+    let write = Op::Write.code();
+    let mut keys: IntMap<u64, RunKey> = IntMap::default();
+    let mut sink = RunSink {
+        min_bytes,
+        limit,
+        runs: Vec::new(),
+    };
+    let info = ordered_pass(
+        &inputs,
+        filter,
+        progress,
+        |h, b, keep, rows| {
+            rows.extend(
+                keep.iter()
+                    .filter(|&&k| b.op[k as usize] == write)
+                    .map(|&k| {
+                        let i = k as usize;
+                        let ts = h.to_utc_ns(b.timestamp_ns[i]);
+                        WriteRow {
+                            ts,
+                            done_ns: ts.wrapping_add(b.latency_ns[i] as i64),
+                            dev: b.dev[i],
+                            path_id: b.path_id[i],
+                            sector: b.sector[i],
+                            end_sector: end_sector(b, i),
+                            bytes: b.bytes[i],
+                            tid: b.tid[i],
+                        }
+                    }),
+            )
+        },
+        |feed| match feed {
+            Feed::Rows(ti, rows) => rows.iter().all(|w| {
+                let k = keys
+                    .entry(u64::from(w.dev) << 32 | u64::from(w.path_id))
+                    .or_default();
+                let slot = &mut k.run;
+                let sink = &mut sink;
+                k.order
+                    .push(*w, RUN_WINDOW, &mut |x| sink.take(slot, ti, x))
+            }),
+            Feed::End(ti) => {
+                for (_, mut k) in keys.drain() {
+                    let slot = &mut k.run;
+                    k.order.finish(&mut |x| sink.take(slot, ti, x));
+                    if let Some(r) = k.run.take() {
+                        sink.close(r);
+                    }
+                }
+                true
+            }
+        },
+    );
+    let Some(info) = info else {
+        return Ok(None);
+    };
+    sink.prune();
+    // Resolve names, then the full order of `query::seq_writes`: longest, earliest, then
+    // path, device and trace names, first sector.
+    struct Shown {
+        run: Run,
+        path: Option<String>,
+        dev: Option<String>,
+        comm: Option<String>,
+    }
+    let comms: Vec<HashMap<u32, String>> = inputs.iter().map(|i| comm_of(&i.reader)).collect();
+    let mut shown: Vec<Shown> = sink
+        .runs
+        .into_iter()
+        .map(|run| {
+            let t = inputs[run.trace].reader.tables();
+            Shown {
+                path: t.path(run.path_id).map(|p| text_string(&p.path)),
+                dev: t
+                    .device(iodump_format::DevT(run.dev))
+                    .map(|d| d.name.clone()),
+                comm: comms[run.trace].get(&run.tid).cloned(),
+                run,
+            }
+        })
+        .collect();
+    let names = &info.names;
+    shown.sort_by(|a, b| {
+        RunSink::rank(&a.run, &b.run)
+            .then_with(|| a.path.cmp(&b.path))
+            .then_with(|| a.dev.cmp(&b.dev))
+            .then_with(|| names[a.run.trace].cmp(&names[b.run.trace]))
+            .then_with(|| a.run.first_sector.cmp(&b.run.first_sector))
+    });
+    shown.truncate(limit);
+    let n = shown.len();
+    let frame = DataFrame::new(
+        n,
+        vec![
+            Column::new(
+                "path".into(),
+                shown.iter().map(|s| s.path.clone()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "dev".into(),
+                shown.iter().map(|s| s.dev.clone()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "comm".into(),
+                shown.iter().map(|s| s.comm.clone()).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "start".into(),
+                shown
+                    .iter()
+                    .map(|s| rfc3339_utc(s.run.start_ns))
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "first_sector".into(),
+                shown.iter().map(|s| s.run.first_sector).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "length_bytes".into(),
+                shown.iter().map(|s| s.run.length_bytes).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "ios".into(),
+                shown.iter().map(|s| idx(s.run.ios)).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "mb_per_s".into(),
+                shown
+                    .iter()
+                    .map(|s| {
+                        s.run.length_bytes as f64
+                            / ((s.run.end_ns - s.run.start_ns) as f64 / 1e9)
+                            / 1e6
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+        ],
+    )
+    .map_err(perr)?;
+    Ok(Some(FastRead {
+        frame,
+        events: info.kept,
+        damaged: info.damaged,
+    }))
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -614,6 +1662,72 @@ mod tests {
                 assert_eq!(quantile_linear(&mut w, q), Some(want), "n {n} q {q}");
             }
         }
-        assert_eq!(quantile_linear(&mut [], 0.5), None);
+        assert_eq!(quantile_linear::<u64>(&mut [], 0.5), None);
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct T(i64, usize);
+    impl Timed for T {
+        fn ts(&self) -> i64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn reorder_gives_a_stable_sort_within_its_window() {
+        // Times with ties, shuffled by at most 5 places: the output is the stable sort.
+        let mut rows: Vec<T> = (0..5000).map(|i| T((i / 3) as i64 * 10, i)).collect();
+        for c in rows.chunks_mut(6) {
+            c.reverse();
+        }
+        let mut want = rows.clone();
+        want.sort_by_key(|t| t.0);
+        let mut got = Vec::new();
+        let mut r = Reorder::default();
+        for &t in &rows {
+            assert!(r.push(t, 8, &mut |o| got.push(o)));
+        }
+        r.finish(&mut |o| got.push(o));
+        assert_eq!(got, want);
+        // Too far out of place for the window: refused, not misplaced.
+        let mut r = Reorder::default();
+        let mut out = Vec::new();
+        for i in (0..100).rev() {
+            if !r.push(T(i, 0), 8, &mut |o| out.push(o)) {
+                assert!(out.len() == 1 && i < out[0].0);
+                return;
+            }
+        }
+        panic!("a reversed sequence longer than the window was accepted");
+    }
+
+    #[test]
+    fn samples_keep_exact_values_narrow_and_wide() {
+        let mut s = Samples::default();
+        let mut all = Vec::new();
+        for i in 0..20_000u64 {
+            let v = if i % 997 == 0 {
+                (1 << 40) + i
+            } else {
+                i * 7 % 10_007
+            };
+            s.push(v);
+            all.push(v);
+        }
+        let mut t = Samples::default();
+        t.push(3);
+        s.append(t);
+        all.push(3);
+        all.sort_unstable();
+        assert_eq!(s.len, all.len());
+        assert_eq!(s.max, all.last().copied());
+        for (q, got) in [0.5, 0.99, 1.0]
+            .into_iter()
+            .zip(s.quantiles(&[0.5, 0.99, 1.0]))
+        {
+            let mut v = all.clone();
+            assert_eq!(got, quantile_linear(&mut v, q));
+        }
+        assert!(s.narrow.iter().all(|b| b.len() <= BLOCK) && s.wide.len() == 21);
     }
 }

@@ -679,9 +679,10 @@ pub fn seek(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
                 / col("ios").cast(DataType::Float64))
             .alias("sequential_pct"),
         )
+        // Ties broken by the device's name: the same order on every run and in `fast::seek`.
         .sort_by_exprs(
-            [col("ios")],
-            SortMultipleOptions::default().with_order_descending(true),
+            [col("ios"), col("dev")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false]),
         )
         .select([
             col("dev"),
@@ -750,9 +751,19 @@ pub fn seq_writes(d: &Dataset, min_bytes: u64, limit: usize) -> Result<DataFrame
                 / lit(1e6))
             .alias("mb_per_s"),
         )
+        // Ties broken by path, device and trace names, then first sector: the same order on
+        // every run and in `fast::seq_writes`.
         .sort_by_exprs(
-            [col("length_bytes"), col("start_ns")],
-            SortMultipleOptions::default().with_order_descending_multi([true, false]),
+            [
+                col("length_bytes"),
+                col("start_ns"),
+                col("path"),
+                col("dev"),
+                col("trace"),
+                col("first_sector"),
+            ],
+            SortMultipleOptions::default()
+                .with_order_descending_multi([true, false, false, false, false, false]),
         )
         .limit(limit as IdxSize)
         .collect()
