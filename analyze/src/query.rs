@@ -1,5 +1,7 @@
-//! `iodump analyze`: traces (decoded in parallel with rayon) become a polars `io` table plus
-//! small `processes` and `files` tables; queries are lazy polars plans over them. Each query
+//! `iodump analyze` on polars: traces (decoded in parallel with rayon) or Parquet datasets
+//! become a polars `io` table plus small `processes` and `files` tables; queries are lazy
+//! polars plans over them. Used for Parquet inputs and `--sql` (traces are otherwise answered
+//! by [`crate::fast`] with the same rows). Each query
 //! returns a [`Table`] that the binary prints as aligned text, CSV or JSON.
 
 use std::collections::HashMap;
