@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::{
-    AnalyzeArgs, ByArg, ConvertArgs, ExportArgs, ExportFormatArg, LatByArg, PlotArgs, PlotKindArg,
-    ReportArgs, TableFormat,
+    AnalyzeArgs, ByArg, ConvertArgs, EngineArg, ExportArgs, ExportFormatArg, LatByArg, PlotArgs,
+    PlotKindArg, ReportArgs, TableFormat,
 };
 
 pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
@@ -171,8 +171,14 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     };
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     let dirs = a.files.iter().filter(|p| p.is_dir()).count();
-    if dirs == 0 && a.sql.is_none() {
-        // Answered in one pass over the traces, without the polars table.
+    if dirs > 0 && dirs < a.files.len() {
+        anyhow::bail!(
+            "give either .iod traces or directories written by `iodump convert`, not both"
+        );
+    }
+    if a.sql.is_none() && a.engine == EngineArg::OnePass {
+        // Answered in one pass over the traces or Parquet row groups, without the polars
+        // table.
         let by = match a.by {
             ByArg::Ios => query::RankBy::Ios,
             ByArg::Bytes => query::RankBy::Bytes,
@@ -189,7 +195,8 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
             0
         };
         let f = filter.as_ref();
-        let fr = with_progress(announced_events(&a.files), "decoding", |tick| {
+        let total = iodump_analyze::fast::announced_rows(&paths);
+        let fr = with_progress(total, "decoding", |tick| {
             use iodump_analyze::fast;
             if a.top_files {
                 fast::top_files(&paths, f, by, a.limit, tick).map(Some)
@@ -225,16 +232,12 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         with_progress(announced_events(&a.files), "decoding", |tick| {
             Dataset::load_with_progress(&paths, filter.as_ref(), tick)
         })?
-    } else if dirs == a.files.len() {
+    } else {
         let mut d = Dataset::load_parquet(&a.files[0], filter.as_ref())?;
         for p in &a.files[1..] {
             d.append(Dataset::load_parquet(p, filter.as_ref())?)?;
         }
         d
-    } else {
-        anyhow::bail!(
-            "give either .iod traces or directories written by `iodump convert`, not both"
-        );
     };
     // The query engine reports some problems by panicking: turn that into one error line.
     let previous_hook = std::panic::take_hook();

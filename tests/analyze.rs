@@ -385,6 +385,12 @@ fn parquet_inputs_give_the_same_answers() {
                 .args(["--format", "json"]));
             assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
             same_rows(&a.stdout, &b.stdout, &format!("{dir} {q:?}"));
+            let c = run(bin()
+                .arg("analyze")
+                .arg(d.join(dir))
+                .args(q)
+                .args(["--format", "json", "--engine", "polars"]));
+            same_rows(&a.stdout, &c.stdout, &format!("{dir} {q:?} polars"));
         }
     }
     assert_eq!(from_iod.len(), 5);
@@ -418,8 +424,8 @@ fn parquet_inputs_give_the_same_answers() {
             assert_eq!(count(&d.join(dir), f), want, "{dir}: {f}");
         }
     }
-    // --top-files on traces is answered in one pass without polars; on Parquet by polars:
-    // the same rows, every rank and filter.
+    // --top-files is answered in one pass without polars, on traces and on Parquet; with
+    // `--engine polars` by polars: the same rows, every rank and filter.
     for by in ["ios", "bytes", "latency"] {
         for f in ["rw == R", "iosize >= 16384 || sync", "rw != R"] {
             let q = [
@@ -440,8 +446,18 @@ fn parquet_inputs_give_the_same_answers() {
                 .arg("analyze")
                 .arg(d.join("hive"))
                 .args(q)
-                .args(["--filter", f]));
+                .args(["--filter", f, "--engine", "polars"]));
             same_rows(&a.stdout, &b.stdout, &format!("--by {by} --filter {f}"));
+            let c = run(bin()
+                .arg("analyze")
+                .arg(d.join("hive"))
+                .args(q)
+                .args(["--filter", f]));
+            same_rows(
+                &a.stdout,
+                &c.stdout,
+                &format!("--by {by} --filter {f} on Parquet"),
+            );
         }
     }
     // So is --latency, for every grouping.
@@ -457,11 +473,21 @@ fn parquet_inputs_give_the_same_answers() {
                 f,
             ];
             let a = run(bin().arg("analyze").arg(fixture("mixed-20k.iod")).args(q));
-            let b = run(bin().arg("analyze").arg(d.join("hive")).args(q));
+            let b = run(bin()
+                .arg("analyze")
+                .arg(d.join("hive"))
+                .args(q)
+                .args(["--engine", "polars"]));
             same_rows(
                 &a.stdout,
                 &b.stdout,
                 &format!("--latency --group-by {g} --filter {f}"),
+            );
+            let c = run(bin().arg("analyze").arg(d.join("hive")).args(q));
+            same_rows(
+                &a.stdout,
+                &c.stdout,
+                &format!("--latency --group-by {g} --filter {f} on Parquet"),
             );
         }
     }
@@ -477,13 +503,23 @@ fn parquet_inputs_give_the_same_answers() {
             f,
         ];
         let a = run(bin().arg("analyze").arg(fixture("mixed-20k.iod")).args(q));
-        let b = run(bin().arg("analyze").arg(d.join("flat")).args(q));
+        let b = run(bin()
+            .arg("analyze")
+            .arg(d.join("flat"))
+            .args(q)
+            .args(["--engine", "polars"]));
         same_rows(&a.stdout, &b.stdout, &format!("--top-procs --filter {f}"));
+        let c = run(bin().arg("analyze").arg(d.join("flat")).args(q));
+        same_rows(
+            &a.stdout,
+            &c.stdout,
+            &format!("--top-procs --filter {f} on Parquet"),
+        );
     }
 }
 
-/// Every query that `analyze` answers on traces without the polars table (one pass) gives the
-/// rows polars gives on the same events in Parquet, with and without filters.
+/// Every query that `analyze` answers without the polars table (one pass, on traces and on
+/// Parquet) gives the rows polars gives on the same events, with and without filters.
 #[test]
 fn one_pass_queries_match_polars_on_parquet() {
     let d = common::TempDir::new("analyze-onepass");
@@ -521,11 +557,69 @@ fn one_pass_queries_match_polars_on_parquet() {
                 c
             };
             let a = run(&mut args(&fixture("mixed-20k.iod")));
-            let b = run(&mut args(&pq));
+            let b = run(args(&pq).args(["--engine", "polars"]));
+            let c = run(&mut args(&pq));
             assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
             assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
             same_rows(&a.stdout, &b.stdout, &format!("{q:?} --filter {f:?}"));
+            same_rows(
+                &a.stdout,
+                &c.stdout,
+                &format!("{q:?} --filter {f:?} on Parquet"),
+            );
         }
+    }
+}
+
+/// Several traces form one dataset: two traces, their two-trace Parquet dataset in one pass
+/// and the same dataset in polars give the same rows.
+#[test]
+fn several_traces_one_dataset() {
+    let d = common::TempDir::new("analyze-multi");
+    let pq = d.join("pq");
+    let (a, b) = (fixture("mixed-20k.iod"), fixture("oltp-5k.iod"));
+    assert!(run(bin().arg("convert").arg(&a).arg(&b).arg("-o").arg(&pq))
+        .status
+        .success());
+    for q in [
+        &["--summary"][..],
+        &["--top-files", "--limit", "1000"][..],
+        &["--top-procs", "--limit", "1000"][..],
+        &["--latency", "--group-by", "file"][..],
+        &["--latency", "--group-by", "proc"][..],
+        &["--latency", "--group-by", "dev"][..],
+        &["--timeline"][..],
+        &["--seek"][..],
+        &["--seq-writes", "--min-bytes", "128k", "--limit", "100000"][..],
+    ] {
+        let json = ["--format", "json"];
+        let traces = run(bin().arg("analyze").arg(&a).arg(&b).args(q).args(json));
+        let one_pass = run(bin().arg("analyze").arg(&pq).args(q).args(json));
+        let polars = run(bin()
+            .arg("analyze")
+            .arg(&pq)
+            .args(q)
+            .args(json)
+            .args(["--engine", "polars"]));
+        assert!(
+            traces.status.success(),
+            "{}",
+            String::from_utf8_lossy(&traces.stderr)
+        );
+        same_rows(&traces.stdout, &polars.stdout, &format!("{q:?} traces"));
+        let traces_polars = run(bin()
+            .arg("analyze")
+            .arg(&a)
+            .arg(&b)
+            .args(q)
+            .args(json)
+            .args(["--engine", "polars"]));
+        same_rows(
+            &traces_polars.stdout,
+            &polars.stdout,
+            &format!("{q:?} traces in polars"),
+        );
+        same_rows(&one_pass.stdout, &polars.stdout, &format!("{q:?} Parquet"));
     }
 }
 
@@ -607,7 +701,7 @@ fn seek_and_runs_on_traces_out_of_time_order() {
                 .arg("analyze")
                 .arg(&pq)
                 .args(q)
-                .args(["--format", "json"]));
+                .args(["--format", "json", "--engine", "polars"]));
             assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
             let note = String::from_utf8_lossy(&a.stderr).contains("out of time order");
             assert_eq!(note, !sorted_on_the_fly, "{name} {q:?}: note on stderr");

@@ -16,18 +16,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use iodump_format::expr::Expr;
 use iodump_format::summary::rfc3339_utc;
-use iodump_format::text::text_string;
-use iodump_format::{Damage, EventBatch, Header, Op, Reader, SegmentDecoder};
+use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
 use polars::prelude::*;
 use rayon::prelude::*;
 
+use crate::ingest::Input;
 use crate::query::{LatencyBy, RankBy};
 use crate::AnalyzeError;
 
 /// A multiply-rotate hasher for the small integer keys of the per-event maps (path ids,
 /// thread ids): SipHash's DoS resistance buys nothing here and costs most of the pass.
 #[derive(Default)]
-struct IntHasher(u64);
+pub(crate) struct IntHasher(u64);
 
 impl Hasher for IntHasher {
     fn finish(&self) -> u64 {
@@ -52,7 +52,7 @@ impl Hasher for IntHasher {
     }
 }
 
-type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 fn perr(e: PolarsError) -> AnalyzeError {
     AnalyzeError::Query {
@@ -158,11 +158,9 @@ struct TraceDone<'a, A> {
     /// Index of the trace among the inputs.
     index: usize,
     /// The trace.
-    reader: &'a Reader,
+    input: &'a Input,
     /// The aggregate of its intact segments.
     acc: A,
-    /// Latest command name of each thread (the `processes` table's comm).
-    comm_of: HashMap<u32, String>,
 }
 
 /// What every pass collects besides its own aggregates.
@@ -196,64 +194,18 @@ fn union(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
     }
 }
 
-/// The name a trace has in the tables (its file name).
-fn trace_name(p: &Path) -> String {
-    p.file_name().map_or_else(
-        || p.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
-fn comm_of(r: &Reader) -> HashMap<u32, String> {
-    r.tables()
-        .processes()
-        .map(|pr| (pr.tid, text_string(&pr.comm)))
-        .collect()
-}
-
-/// One opened input.
-struct Input {
-    reader: Reader,
-    name: String,
-    devs: HashMap<u32, String>,
+/// Rows the inputs announce (trace indexes, Parquet metadata), for a progress bar; inputs
+/// that cannot be opened count 0.
+pub fn announced_rows(paths: &[&Path]) -> u64 {
+    paths
+        .iter()
+        .filter_map(|p| Input::open(p).ok())
+        .map(|i| i.announced_rows())
+        .sum()
 }
 
 fn open_all(paths: &[&Path]) -> Result<Vec<Input>, AnalyzeError> {
-    paths
-        .iter()
-        .map(|p| {
-            let reader = Reader::open(p).map_err(AnalyzeError::Read)?;
-            let devs = reader.tables().device_names();
-            Ok(Input {
-                reader,
-                name: trace_name(p),
-                devs,
-            })
-        })
-        .collect()
-}
-
-/// Fills `keep` with the rows of `b` that `filter` accepts; returns their UTC time range.
-fn keep_rows(
-    inp: &Input,
-    seg: usize,
-    b: &EventBatch,
-    filter: Option<&Expr>,
-    keep: &mut Vec<u32>,
-) -> Option<(i64, i64)> {
-    keep.clear();
-    match filter {
-        None => keep.extend(0..b.len() as u32),
-        Some(f) => keep.extend(
-            (0..b.len() as u32)
-                .filter(|&k| f.eval_in(&inp.reader, seg, &b.get(k as usize), &inp.devs)),
-        ),
-    }
-    let h = inp.reader.header();
-    keep.iter().fold(None, |acc: Option<(i64, i64)>, &k| {
-        let ts = h.to_utc_ns(b.timestamp_ns[k as usize]);
-        Some(acc.map_or((ts, ts), |(a, z)| (a.min(ts), z.max(ts))))
-    })
+    paths.iter().map(|p| Input::open(p)).collect()
 }
 
 /// A fold state of [`pass`]: the accumulator plus what it saw.
@@ -279,15 +231,14 @@ fn pass<A: Send>(
 ) -> Result<PassInfo, AnalyzeError> {
     let mut info = PassInfo::default();
     for (ti, inp) in open_all(paths)?.iter().enumerate() {
-        let r = &inp.reader;
-        let h = r.header();
+        let h = inp.header();
         let fresh = || Part {
             acc: init(),
             range: None,
             kept: 0,
             damaged: Vec::new(),
         };
-        let part = (0..r.segments().len())
+        let part = (0..inp.units())
             .into_par_iter()
             .fold(
                 || {
@@ -299,9 +250,8 @@ fn pass<A: Send>(
                     )
                 },
                 |(mut p, mut b, mut dec, mut keep), i| {
-                    match r.decode_segment_into(i, &mut b, &mut dec) {
-                        Ok(()) => {
-                            let range = keep_rows(inp, i, &b, filter, &mut keep);
+                    match inp.load(i, &mut b, &mut dec, &mut keep, filter) {
+                        Ok(range) => {
                             p.range = union(p.range, range);
                             p.kept += keep.len() as u64;
                             seg(&mut p.acc, h, &b, &keep);
@@ -325,16 +275,15 @@ fn pass<A: Send>(
         info.damaged
             .extend(damaged.into_iter().map(|(_, d)| (inp.name.clone(), d)));
         info.damaged
-            .extend(r.damage().iter().cloned().map(|d| (inp.name.clone(), d)));
+            .extend(inp.damage().into_iter().map(|d| (inp.name.clone(), d)));
         info.add_range(part.range);
         info.kept += part.kept;
-        info.lost_events += r.lost_events();
+        info.lost_events += inp.lost_events();
         info.names.push(inp.name.clone());
         done(TraceDone {
             index: ti,
-            reader: r,
+            input: inp,
             acc: part.acc,
-            comm_of: comm_of(r),
         });
     }
     Ok(info)
@@ -398,8 +347,7 @@ fn ordered_pass<R: Send>(
             (ranges, damaged)
         });
         for (ti, inp) in inputs.iter().enumerate() {
-            let r = &inp.reader;
-            let n = r.segments().len();
+            let n = inp.units();
             let mut lo = 0;
             while lo < n && !stop.load(Ordering::Relaxed) {
                 let hi = (lo + window).min(n);
@@ -408,10 +356,9 @@ fn ordered_pass<R: Send>(
                     .map_init(
                         || (EventBatch::default(), SegmentDecoder::new(), Vec::new()),
                         |(b, dec, keep), i| {
-                            r.decode_segment_into(i, b, dec)?;
-                            let range = keep_rows(inp, i, b, filter, keep);
+                            let range = inp.load(i, b, dec, keep, filter)?;
                             let mut rows = Vec::with_capacity(keep.len());
-                            extract(r.header(), b, keep, &mut rows);
+                            extract(inp.header(), b, keep, &mut rows);
                             progress(b.len() as u64);
                             Ok((rows, range, keep.len() as u64))
                         },
@@ -439,14 +386,9 @@ fn ordered_pass<R: Send>(
                     .filter(|d| d.0 == ti)
                     .map(|(_, d)| (name.clone(), d.clone())),
             );
-            info.damaged.extend(
-                inp.reader
-                    .damage()
-                    .iter()
-                    .cloned()
-                    .map(|d| (name.clone(), d)),
-            );
-            info.lost_events += inp.reader.lost_events();
+            info.damaged
+                .extend(inp.damage().into_iter().map(|d| (name.clone(), d)));
+            info.lost_events += inp.lost_events();
             info.names.push(name.clone());
         }
         !stop.load(Ordering::Relaxed)
@@ -617,7 +559,7 @@ pub fn top_files(
                 let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
                 for (tid, n) in &f.by_tid {
                     *by_comm
-                        .entry(t.comm_of.get(tid).map(String::as_str))
+                        .entry(t.input.comm(*tid).map(String::as_str))
                         .or_default() += n;
                 }
                 // Most I/Os; ties: the name that sorts first (no name before any name).
@@ -630,11 +572,7 @@ pub fn top_files(
                 rows.push(FileRow {
                     trace: t.index,
                     path_id,
-                    path: t
-                        .reader
-                        .tables()
-                        .path(path_id)
-                        .map(|pe| text_string(&pe.path)),
+                    path: t.input.path(path_id),
                     ios: f.ios,
                     bytes: f.bytes,
                     read_bytes: f.read_bytes,
@@ -779,7 +717,7 @@ pub fn top_procs(
         |t| {
             for ((pid, tid), a) in t.acc {
                 procs
-                    .entry((pid, t.comm_of.get(&tid).cloned()))
+                    .entry((pid, t.input.comm(tid).cloned()))
                     .or_default()
                     .merge(a);
             }
@@ -889,16 +827,13 @@ pub fn latency(
         |m, _, b, keep| add_latency(m, b, keep, by),
         |a, b| merge_maps(a, b, LatAcc::merge),
         |t| {
-            let tables = t.reader.tables();
             for (key, a) in t.acc {
                 let name = match by {
                     LatencyBy::All => Some("all".to_string()),
-                    LatencyBy::Dev => tables
-                        .device(iodump_format::DevT(key))
-                        .map(|d| d.name.clone()),
+                    LatencyBy::Dev => t.input.device(key),
                     LatencyBy::Op => Some(Op::from_code(key as u8).name().to_string()),
-                    LatencyBy::Proc => t.comm_of.get(&key).cloned(),
-                    LatencyBy::File => tables.path(key).map(|p| text_string(&p.path)),
+                    LatencyBy::Proc => t.input.comm(key).cloned(),
+                    LatencyBy::File => t.input.path(key),
                 };
                 groups.entry(name).or_default().merge(a);
             }
@@ -1022,18 +957,12 @@ pub fn summary(
         SummaryAcc::merge,
         |t| {
             let mut acc = t.acc;
-            let tables = t.reader.tables();
             for (path_id, n) in std::mem::take(&mut acc.files) {
-                files.push((
-                    n,
-                    tables.path(path_id).map(|p| text_string(&p.path)),
-                    t.index,
-                    path_id,
-                ));
+                files.push((n, t.input.path(path_id), t.index, path_id));
             }
             for ((pid, tid), a) in std::mem::take(&mut acc.threads) {
                 procs
-                    .entry((pid, t.comm_of.get(&tid).cloned()))
+                    .entry((pid, t.input.comm(tid).cloned()))
                     .or_default()
                     .merge(a);
             }
@@ -1135,11 +1064,8 @@ pub fn timeline(
         },
         |a, b| merge_maps(a, b, TimeAcc::merge),
         |t| {
-            let tables = t.reader.tables();
             for ((bucket, dev, op), c) in t.acc {
-                let name = tables
-                    .device(iodump_format::DevT(dev))
-                    .map(|d| d.name.clone());
+                let name = t.input.device(dev);
                 cells
                     .entry((bucket, name, Op::from_code(op).name()))
                     .or_default()
@@ -1283,13 +1209,10 @@ pub fn seek(
                     .push(row, SEEK_WINDOW, &mut |x| SeekDev::take(prev_end, acc, x))
             }),
             Feed::End(ti) => {
-                let tables = inputs[ti].reader.tables();
                 for (dev, mut d) in devs.drain() {
                     let (prev_end, acc) = (&mut d.prev_end, &mut d.acc);
                     d.order.finish(&mut |x| SeekDev::take(prev_end, acc, x));
-                    let name = tables
-                        .device(iodump_format::DevT(dev))
-                        .map(|x| x.name.clone());
+                    let name = inputs[ti].device(dev);
                     let o = out.entry(name).or_default();
                     o.ios += d.acc.ios;
                     o.sequential += d.acc.sequential;
@@ -1551,18 +1474,15 @@ pub fn seq_writes(
         dev: Option<String>,
         comm: Option<String>,
     }
-    let comms: Vec<HashMap<u32, String>> = inputs.iter().map(|i| comm_of(&i.reader)).collect();
     let mut shown: Vec<Shown> = sink
         .runs
         .into_iter()
         .map(|run| {
-            let t = inputs[run.trace].reader.tables();
+            let t = &inputs[run.trace];
             Shown {
-                path: t.path(run.path_id).map(|p| text_string(&p.path)),
-                dev: t
-                    .device(iodump_format::DevT(run.dev))
-                    .map(|d| d.name.clone()),
-                comm: comms[run.trace].get(&run.tid).cloned(),
+                path: t.path(run.path_id),
+                dev: t.device(run.dev),
+                comm: t.comm(run.tid).cloned(),
                 run,
             }
         })

@@ -6,6 +6,7 @@
 pub mod convert;
 pub mod export;
 pub mod fast;
+mod ingest;
 pub mod plot;
 pub mod query;
 pub mod report;

@@ -823,7 +823,7 @@ impl Dataset {
 
 /// Parquet files of `table` under a `convert` output directory: `DIR/TABLE.parquet`, or every
 /// `*.parquet` below `DIR/TABLE/` (a hive-style dataset).
-fn parquet_files(dir: &Path, table: &str) -> Vec<std::path::PathBuf> {
+pub(crate) fn parquet_files(dir: &Path, table: &str) -> Vec<std::path::PathBuf> {
     let flat = dir.join(format!("{table}.parquet"));
     if flat.is_file() {
         return vec![flat];
@@ -847,7 +847,7 @@ fn parquet_files(dir: &Path, table: &str) -> Vec<std::path::PathBuf> {
     out
 }
 
-fn read_batches(p: &Path) -> Result<Vec<arrow_array::RecordBatch>, AnalyzeError> {
+pub(crate) fn read_batches(p: &Path) -> Result<Vec<arrow_array::RecordBatch>, AnalyzeError> {
     let err = |m: String| AnalyzeError::Query {
         message: format!("{}: {m}", p.display()),
     };
@@ -860,7 +860,7 @@ fn read_batches(p: &Path) -> Result<Vec<arrow_array::RecordBatch>, AnalyzeError>
         .map_err(|e| err(e.to_string()))
 }
 
-fn arrow_col<'a, T: 'static>(
+pub(crate) fn arrow_col<'a, T: 'static>(
     b: &'a arrow_array::RecordBatch,
     name: &str,
 ) -> Result<&'a T, AnalyzeError> {
@@ -873,7 +873,10 @@ fn arrow_col<'a, T: 'static>(
 
 /// Evaluates `f` on each row of an `io` batch, rebuilt as an [`iodump_format::Event`] with its
 /// comm, path and device name (text columns read back with `text_unbytes`).
-fn parquet_filter_mask(b: &arrow_array::RecordBatch, f: &Expr) -> Result<Vec<bool>, AnalyzeError> {
+pub(crate) fn parquet_filter_mask(
+    b: &arrow_array::RecordBatch,
+    f: &Expr,
+) -> Result<Vec<bool>, AnalyzeError> {
     use arrow_array::{Array, StringArray, UInt16Array, UInt32Array, UInt64Array};
     use iodump_format::text::text_unbytes;
     use iodump_format::{DevT, Event, Flags, Syscall};

@@ -1,0 +1,455 @@
+//! The inputs of [`crate::fast`]: `.iod` traces and `iodump convert` Parquet datasets behind
+//! one interface. Both are read a unit at a time into an [`EventBatch`] (a trace segment, a
+//! Parquet row group), so the same one-pass queries serve both, in parallel over units.
+//!
+//! A Parquet dataset can hold several traces; its rows are re-keyed to ids unique in the
+//! dataset (paths sorted by trace name then path id, threads, devices), so that it reads as
+//! one trace whose tables know every name.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::UInt64Array;
+use arrow_array::{Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array};
+use iodump_format::expr::Expr;
+use iodump_format::text::text_string;
+use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, SegmentDecoder};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+
+use crate::fast::IntMap;
+use crate::query::{arrow_col, parquet_files, parquet_filter_mask, read_batches};
+use crate::AnalyzeError;
+
+/// Id of a path, thread or device that the dataset's tables do not know.
+const UNKNOWN: u32 = u32::MAX;
+
+/// One input of a query: a trace, or a Parquet dataset read as one trace.
+pub(crate) struct Input {
+    /// The trace's file name (the dataset's directory name).
+    pub name: String,
+    src: Src,
+}
+
+enum Src {
+    Trace {
+        reader: Reader,
+        devs: HashMap<u32, String>,
+        comm: HashMap<u32, String>,
+    },
+    Parquet(ParquetSet),
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+impl Input {
+    /// Opens a trace file, or the dataset `iodump convert` wrote into a directory.
+    pub fn open(p: &Path) -> Result<Input, AnalyzeError> {
+        let src = if p.is_dir() {
+            Src::Parquet(ParquetSet::open(p)?)
+        } else {
+            let reader = Reader::open(p).map_err(AnalyzeError::Read)?;
+            let devs = reader.tables().device_names();
+            let comm = reader
+                .tables()
+                .processes()
+                .map(|pr| (pr.tid, text_string(&pr.comm)))
+                .collect();
+            Src::Trace { reader, devs, comm }
+        };
+        Ok(Input {
+            name: name_of(p),
+            src,
+        })
+    }
+
+    /// Units (segments, row groups) to read.
+    pub fn units(&self) -> usize {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.segments().len(),
+            Src::Parquet(s) => s.units.len(),
+        }
+    }
+
+    /// Rows of all units, as announced by the input's index (for progress).
+    pub fn announced_rows(&self) -> u64 {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.announced_events(),
+            Src::Parquet(s) => s.rows,
+        }
+    }
+
+    /// Reads unit `i` into `b` and puts the indices of the rows `filter` keeps in `keep`;
+    /// returns their UTC time range.
+    pub fn load(
+        &self,
+        i: usize,
+        b: &mut EventBatch,
+        dec: &mut SegmentDecoder,
+        keep: &mut Vec<u32>,
+        filter: Option<&Expr>,
+    ) -> Result<Option<(i64, i64)>, Damage> {
+        keep.clear();
+        match &self.src {
+            Src::Trace { reader, devs, .. } => {
+                reader.decode_segment_into(i, b, dec)?;
+                match filter {
+                    None => keep.extend(0..b.len() as u32),
+                    Some(f) => keep.extend(
+                        (0..b.len() as u32)
+                            .filter(|&k| f.eval_in(reader, i, &b.get(k as usize), devs)),
+                    ),
+                }
+            }
+            Src::Parquet(s) => s.load(i, b, keep, filter).map_err(|e| Damage {
+                offset: 0,
+                chunk: Some("parquet row group"),
+                kind: DamageKind::Unreadable {
+                    message: format!("{} row group {}: {e}", s.units[i].0.display(), s.units[i].1),
+                },
+            })?,
+        }
+        let h = self.header();
+        Ok(keep.iter().fold(None, |acc: Option<(i64, i64)>, &k| {
+            let ts = h.to_utc_ns(b.timestamp_ns[k as usize]);
+            Some(acc.map_or((ts, ts), |(a, z)| (a.min(ts), z.max(ts))))
+        }))
+    }
+
+    /// The clock that turns the batch's timestamps into UTC.
+    pub fn header(&self) -> &Header {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.header(),
+            Src::Parquet(s) => &s.header,
+        }
+    }
+
+    /// The path (or label) of a path id.
+    pub fn path(&self, id: u32) -> Option<String> {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.tables().path(id).map(|p| text_string(&p.path)),
+            Src::Parquet(s) => s.paths.get(id as usize).cloned(),
+        }
+    }
+
+    /// The name of a device.
+    pub fn device(&self, dev: u32) -> Option<String> {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.tables().device(DevT(dev)).map(|d| d.name.clone()),
+            Src::Parquet(s) => s.dev_names.get(dev as usize).cloned(),
+        }
+    }
+
+    /// The latest command name of a thread.
+    pub fn comm(&self, tid: u32) -> Option<&String> {
+        match &self.src {
+            Src::Trace { comm, .. } => comm.get(&tid),
+            Src::Parquet(s) => s.comms.get(tid as usize),
+        }
+    }
+
+    /// Events the recorder lost (loss records, or the `losses` table).
+    pub fn lost_events(&self) -> u64 {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.lost_events(),
+            Src::Parquet(s) => s.lost,
+        }
+    }
+
+    /// Damage found while opening (a trace's unreadable chunks).
+    pub fn damage(&self) -> Vec<Damage> {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.damage().to_vec(),
+            Src::Parquet(_) => Vec::new(),
+        }
+    }
+}
+
+/// A Parquet dataset of `iodump convert`: its `io` row groups and its small tables, re-keyed.
+struct ParquetSet {
+    /// (io file, row group).
+    units: Vec<(PathBuf, usize)>,
+    rows: u64,
+    /// Timestamps in batches are UTC already: a clock with both origins at zero.
+    header: Header,
+    traces: HashMap<String, u32>,
+    /// (trace << 32 | path id) → id; id → path.
+    path_ids: IntMap<u64, u32>,
+    paths: Vec<String>,
+    /// (trace << 32 | tid) → id; id → comm.
+    tids: IntMap<u64, u32>,
+    comms: Vec<String>,
+    /// (trace, dev_t text) → id; id → name.
+    devs: HashMap<(u32, String), u32>,
+    dev_names: Vec<String>,
+    lost: u64,
+}
+
+/// The `io` columns the one-pass queries read (all of them when a filter needs the rest).
+const IO_COLUMNS: [&str; 11] = [
+    "trace",
+    "timestamp",
+    "dev_t",
+    "sector",
+    "bytes",
+    "op",
+    "pid",
+    "tid",
+    "path_id",
+    "queue_ns",
+    "latency_ns",
+];
+
+impl ParquetSet {
+    fn open(dir: &Path) -> Result<ParquetSet, AnalyzeError> {
+        let err = |p: &Path, m: String| AnalyzeError::Query {
+            message: format!("{}: {m}", p.display()),
+        };
+        let io_files = parquet_files(dir, "io");
+        if io_files.is_empty() {
+            return Err(AnalyzeError::Query {
+                message: format!("{}: no io table (io.parquet or io/)", dir.display()),
+            });
+        }
+        let mut units = Vec::new();
+        let mut rows = 0u64;
+        for f in io_files {
+            let file = File::open(&f).map_err(|e| err(&f, e.to_string()))?;
+            let b = ParquetRecordBatchReaderBuilder::try_new(file)
+                .map_err(|e| err(&f, e.to_string()))?;
+            for (i, rg) in b.metadata().row_groups().iter().enumerate() {
+                rows += rg.num_rows() as u64;
+                units.push((f.clone(), i));
+            }
+        }
+        // The small tables: (trace, key, name) rows.
+        let mut files: Vec<(String, u32, String)> = Vec::new();
+        for p in parquet_files(dir, "files") {
+            for b in read_batches(&p)? {
+                let (t, id, path) = (
+                    arrow_col::<StringArray>(&b, "trace")?,
+                    arrow_col::<UInt32Array>(&b, "path_id")?,
+                    arrow_col::<StringArray>(&b, "path")?,
+                );
+                for i in 0..b.num_rows() {
+                    files.push((t.value(i).into(), id.value(i), path.value(i).into()));
+                }
+            }
+        }
+        let mut procs: Vec<(String, u32, String)> = Vec::new();
+        for p in parquet_files(dir, "processes") {
+            for b in read_batches(&p)? {
+                let (t, tid, comm) = (
+                    arrow_col::<StringArray>(&b, "trace")?,
+                    arrow_col::<UInt32Array>(&b, "tid")?,
+                    arrow_col::<StringArray>(&b, "comm")?,
+                );
+                for i in 0..b.num_rows() {
+                    procs.push((t.value(i).into(), tid.value(i), comm.value(i).into()));
+                }
+            }
+        }
+        let mut devices: Vec<(String, String, String)> = Vec::new();
+        for p in parquet_files(dir, "devices") {
+            for b in read_batches(&p)? {
+                let (t, dev_t, name) = (
+                    arrow_col::<StringArray>(&b, "trace")?,
+                    arrow_col::<StringArray>(&b, "dev_t")?,
+                    arrow_col::<StringArray>(&b, "name")?,
+                );
+                for i in 0..b.num_rows() {
+                    devices.push((
+                        t.value(i).into(),
+                        dev_t.value(i).into(),
+                        name.value(i).into(),
+                    ));
+                }
+            }
+        }
+        let mut lost = 0u64;
+        for p in parquet_files(dir, "losses") {
+            for b in read_batches(&p)? {
+                lost += arrow_col::<UInt64Array>(&b, "count")?
+                    .values()
+                    .iter()
+                    .sum::<u64>();
+            }
+        }
+        let mut names: Vec<&String> = files
+            .iter()
+            .map(|f| &f.0)
+            .chain(procs.iter().map(|p| &p.0))
+            .chain(devices.iter().map(|d| &d.0))
+            .collect();
+        names.sort();
+        names.dedup();
+        let traces: HashMap<String, u32> = names
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i as u32))
+            .collect();
+        let key = |t: &str, k: u32| u64::from(traces[t]) << 32 | u64::from(k);
+        // Path ids in (trace name, path id) order, so that ties ranked by id keep that order.
+        files.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        let mut path_ids = IntMap::default();
+        let mut paths = Vec::with_capacity(files.len());
+        for (t, id, path) in files {
+            path_ids.insert(key(&t, id), paths.len() as u32);
+            paths.push(path);
+        }
+        let mut tids = IntMap::default();
+        let mut comms = Vec::with_capacity(procs.len());
+        for (t, tid, comm) in procs {
+            tids.insert(key(&t, tid), comms.len() as u32);
+            comms.push(comm);
+        }
+        let mut devs = HashMap::new();
+        let mut dev_names = Vec::with_capacity(devices.len());
+        for (t, dev_t, name) in devices {
+            devs.insert((traces[&t], dev_t), dev_names.len() as u32);
+            dev_names.push(name);
+        }
+        Ok(ParquetSet {
+            units,
+            rows,
+            header: Header::default(),
+            traces,
+            path_ids,
+            paths,
+            tids,
+            comms,
+            devs,
+            dev_names,
+            lost,
+        })
+    }
+
+    /// Reads row group `i` into `b`, re-keyed; `keep` gets the rows `filter` accepts.
+    fn load(
+        &self,
+        i: usize,
+        b: &mut EventBatch,
+        keep: &mut Vec<u32>,
+        filter: Option<&Expr>,
+    ) -> Result<(), AnalyzeError> {
+        let (path, rg) = &self.units[i];
+        let err = |m: String| AnalyzeError::Query {
+            message: format!("{}: {m}", path.display()),
+        };
+        b.clear();
+        let file = File::open(path).map_err(|e| err(e.to_string()))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(e.to_string()))?;
+        let builder = if filter.is_none() {
+            let mask = ProjectionMask::columns(builder.parquet_schema(), IO_COLUMNS);
+            builder.with_projection(mask)
+        } else {
+            builder
+        };
+        let reader = builder
+            .with_row_groups(vec![*rg])
+            .build()
+            .map_err(|e| err(e.to_string()))?;
+        let ops: Vec<(&str, u8)> = Op::ALL.iter().map(|o| (o.name(), o.code())).collect();
+        for batch in reader {
+            let batch = batch.map_err(|e| err(e.to_string()))?;
+            let mask = filter.map(|f| parquet_filter_mask(&batch, f)).transpose()?;
+            self.append(&batch, b, &ops)?;
+            let base = b.len() - batch.num_rows();
+            match mask {
+                None => keep.extend(base as u32..b.len() as u32),
+                Some(m) => keep.extend(
+                    m.iter()
+                        .enumerate()
+                        .filter(|(_, &k)| k)
+                        .map(|(r, _)| (base + r) as u32),
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the rows of one `io` batch to `b`.
+    fn append(
+        &self,
+        batch: &RecordBatch,
+        b: &mut EventBatch,
+        ops: &[(&str, u8)],
+    ) -> Result<(), AnalyzeError> {
+        let s = |n| arrow_col::<StringArray>(batch, n);
+        let (trace, dev_t, op) = (s("trace")?, s("dev_t")?, s("op")?);
+        let ts = arrow_col::<TimestampNanosecondArray>(batch, "timestamp")?;
+        let sector = arrow_col::<UInt64Array>(batch, "sector")?;
+        let bytes = arrow_col::<UInt32Array>(batch, "bytes")?;
+        let (pid, tid, path_id) = (
+            arrow_col::<UInt32Array>(batch, "pid")?,
+            arrow_col::<UInt32Array>(batch, "tid")?,
+            arrow_col::<UInt32Array>(batch, "path_id")?,
+        );
+        let queue = arrow_col::<UInt64Array>(batch, "queue_ns")?;
+        let latency = arrow_col::<UInt64Array>(batch, "latency_ns")?;
+        let n = batch.num_rows();
+        let before = b.len();
+        b.timestamp_ns.extend(ts.values().iter().map(|&t| t as u64));
+        b.sector.extend_from_slice(sector.values());
+        b.bytes.extend_from_slice(bytes.values());
+        b.pid.extend_from_slice(pid.values());
+        b.latency_ns.extend_from_slice(latency.values());
+        // Queue times: nullable (bio-based devices have none).
+        if queue.null_count() > 0 || b.queue_ns.valid.is_some() {
+            let valid = b.queue_ns.valid.get_or_insert_with(|| vec![true; before]);
+            valid.extend((0..n).map(|i| !queue.is_null(i)));
+        }
+        b.queue_ns.values.extend_from_slice(queue.values());
+        // Re-keyed ids; the text columns repeat, so each row compares with the previous one.
+        let mut last_trace: (&str, u32) = ("\0", UNKNOWN);
+        let mut last_dev: (&str, u32, u32) = ("\0", UNKNOWN, UNKNOWN);
+        let mut last_op: (&str, u8) = ("\0", Op::Other.code());
+        for i in 0..n {
+            let t = trace.value(i);
+            if t != last_trace.0 {
+                last_trace = (t, self.traces.get(t).copied().unwrap_or(UNKNOWN));
+            }
+            let ti = last_trace.1;
+            let d = dev_t.value(i);
+            if d != last_dev.0 || ti != last_dev.1 {
+                let id = self
+                    .devs
+                    .get(&(ti, d.to_string()))
+                    .copied()
+                    .unwrap_or(UNKNOWN);
+                last_dev = (d, ti, id);
+            }
+            b.dev.push(last_dev.2);
+            let o = op.value(i);
+            if o != last_op.0 {
+                let code = ops
+                    .iter()
+                    .find(|x| x.0 == o)
+                    .map_or(Op::Other.code(), |x| x.1);
+                last_op = (o, code);
+            }
+            b.op.push(last_op.1);
+            let k = u64::from(ti) << 32;
+            b.path_id.push(
+                self.path_ids
+                    .get(&(k | u64::from(path_id.value(i))))
+                    .copied()
+                    .unwrap_or(UNKNOWN),
+            );
+            b.tid.push(
+                self.tids
+                    .get(&(k | u64::from(tid.value(i))))
+                    .copied()
+                    .unwrap_or(UNKNOWN),
+            );
+        }
+        Ok(())
+    }
+}
