@@ -14,8 +14,10 @@ SECS=${SECS:-10}
 FILES=${FILES:-2000}
 WORK=$(mktemp -d /tmp/iodump-bench-paths.XXXXXX)
 if [ "$(id -u)" != 0 ]; then echo "bench/paths.sh: run as root" >&2; exit 1; fi
-cargo build --release --quiet
-IODUMP=$PWD/target/release/iodump
+# NO_BUILD=1 IODUMP=path: use an existing release binary (the recorder alone builds in
+# seconds: cargo build --release --no-default-features).
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --release --quiet
+IODUMP=${IODUMP:-$PWD/target/release/iodump}
 
 ZRAM=$(cat /sys/class/zram-control/hot_add)
 cleanup() {
@@ -47,20 +49,37 @@ traced() { # extra iodump flags -> "iops events with_path"
   # Wait until it is attached.
   for _ in $(seq 1 100); do grep -q "recording" "$WORK/err" 2>/dev/null && break; sleep 0.05; done
   local iops; iops=$(fio_iops)
+  # CPU time of the recorder's BPF programs so far (kernel.bpf_stats_enabled), all hooks.
+  local bpf_ns; bpf_ns=$(bpftool prog show --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    progs = json.load(sys.stdin)
+except ValueError:
+    progs = []
+print(sum(p.get("run_time_ns", 0) for p in progs
+          if p.get("name", "").startswith(("tp_", "raw_"))))' || echo 0)
   kill -INT $pid; wait $pid || true
   local info; info=$("$IODUMP" info --json "$WORK/t.iod")
-  echo "$iops $(echo "$info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["events_with_file_path"])')"
+  echo "$iops $(echo "$info" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["events_with_file_path"])') $bpf_ns"
 }
+# Per-program run time, to see the kernel side's cost per I/O without the IOPS noise.
+old_stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null || true
+trap 'sysctl -qw kernel.bpf_stats_enabled="$old_stats" 2>/dev/null || true; cleanup' EXIT
 
-printf '%5s %10s %10s %10s %8s %8s %12s\n' round fio_alone no_paths paths ratio vs_alone file_paths
+printf '%5s %10s %10s %10s %8s %8s %12s %12s %12s\n' round fio_alone no_paths paths ratio vs_alone file_paths bpf_ns_np bpf_ns_p
 for r in $(seq 1 "$ROUNDS"); do
   base=$(fio_iops)
-  read -r np_iops np_events _ <<< "$(traced --no-paths)"
-  read -r p_iops p_events p_files <<< "$(traced)"
+  read -r np_iops np_events _ np_bpf <<< "$(traced --no-paths)"
+  read -r p_iops p_events p_files p_bpf <<< "$(traced)"
   ratio=$(python3 -c "print(f'{$p_iops/$np_iops:.3f}')")
   vs=$(python3 -c "print(f'{$p_iops/$base:.3f}')")
-  printf '%5s %10s %10s %10s %8s %8s %12s\n' "$r" "$base" "$np_iops" "$p_iops" "$ratio" "$vs" "$p_files/$p_events"
+  np_ns=$(python3 -c "print(f'{$np_bpf/max($np_events,1):.0f}')")
+  p_ns=$(python3 -c "print(f'{$p_bpf/max($p_events,1):.0f}')")
+  printf '%5s %10s %10s %10s %8s %8s %12s %12s %12s\n' "$r" "$base" "$np_iops" "$p_iops" "$ratio" "$vs" "$p_files/$p_events" "$np_ns" "$p_ns"
 done
 echo
 echo "ratio: IOPS with paths / IOPS with --no-paths in the same round (target >= 0.99)."
 echo "vs_alone: IOPS with paths / fio alone. file_paths: events with a file path / all events."
+echo "bpf_ns_np, bpf_ns_p: CPU ns of the recorder's BPF programs (every hook) per recorded I/O,"
+echo "without and with paths (kernel.bpf_stats_enabled; the statistics add their own ~20 ns)."
