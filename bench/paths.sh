@@ -70,8 +70,15 @@ trap 'sysctl -qw kernel.bpf_stats_enabled="$old_stats" 2>/dev/null || true; clea
 printf '%5s %10s %10s %10s %8s %8s %12s %12s %12s\n' round fio_alone no_paths paths ratio vs_alone file_paths bpf_ns_np bpf_ns_p
 for r in $(seq 1 "$ROUNDS"); do
   base=$(fio_iops)
-  read -r np_iops np_events _ np_bpf <<< "$(traced --no-paths)"
-  read -r p_iops p_events p_files p_bpf <<< "$(traced)"
+  # Which traced run goes first alternates between rounds (the second run of a round was
+  # seen to be slower whatever it was).
+  if [ $((r % 2)) = 1 ]; then
+    read -r np_iops np_events _ np_bpf <<< "$(traced --no-paths)"
+    read -r p_iops p_events p_files p_bpf <<< "$(traced)"
+  else
+    read -r p_iops p_events p_files p_bpf <<< "$(traced)"
+    read -r np_iops np_events _ np_bpf <<< "$(traced --no-paths)"
+  fi
   ratio=$(python3 -c "print(f'{$p_iops/$np_iops:.3f}')")
   vs=$(python3 -c "print(f'{$p_iops/$base:.3f}')")
   np_ns=$(python3 -c "print(f'{$np_bpf/max($np_events,1):.0f}')")

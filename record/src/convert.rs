@@ -4,6 +4,7 @@
 //! the file writer: it produces [`Ingested`] items and knows nothing of where they go.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use iodump_format::{DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall};
 
@@ -19,18 +20,46 @@ pub struct NewEntries {
     pub process: Option<Process>,
 }
 
+/// A multiply-rotate hasher for the integer keys looked up on every event (inode identities,
+/// thread ids): SipHash costs a good part of the per-event work, and the keys come from the
+/// kernel, not from an adversary choosing them to collide.
+#[derive(Default)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
 /// Conversion state: the tables built so far.
 pub struct Converter {
     devices: HashMap<u32, Device>,
     mounts: MountTable,
     /// (ino_dev, ino, gen) → path id.
-    files: HashMap<(u32, u64, u32), u32>,
+    files: IntMap<(u32, u64, u32), u32>,
     /// (dev, label kind) → path id.
-    labels: HashMap<(u32, u8), u32>,
+    labels: IntMap<(u32, u8), u32>,
     /// path id → path bytes (for printing).
     path_bytes: HashMap<u32, Vec<u8>>,
     /// tid → (pid, comm, cgroup).
-    threads: HashMap<u32, (u32, [u8; 16], u64)>,
+    threads: IntMap<u32, (u32, [u8; 16], u64)>,
     next_path_id: u32,
     /// Events with a file path, a label, neither.
     pub attributed: [u64; 3],
@@ -49,10 +78,10 @@ impl Converter {
         Converter {
             devices: devices.iter().map(|d| (d.dev.0, d.clone())).collect(),
             mounts,
-            files: HashMap::new(),
-            labels: HashMap::new(),
+            files: IntMap::default(),
+            labels: IntMap::default(),
             path_bytes: HashMap::new(),
-            threads: HashMap::new(),
+            threads: IntMap::default(),
             next_path_id: 1,
             attributed: [0; 3],
         }
@@ -167,9 +196,13 @@ impl Converter {
             }
         }
         let meta = r.flags & (Flags::META.0) != 0;
+        let file_id = match r.path_kind {
+            pk::FILE | pk::DIO => self.files.get(&(r.ino_dev, r.ino, r.ino_gen)).copied(),
+            _ => None,
+        };
         let path_id = match r.path_kind {
-            pk::FILE | pk::DIO => match self.files.get(&(r.ino_dev, r.ino, r.ino_gen)) {
-                Some(&id) => id,
+            pk::FILE | pk::DIO => match file_id {
+                Some(id) => id,
                 None => self.label(r.dev, L_UNKNOWN, out),
             },
             pk::META => self.label(r.dev, L_META, out),
@@ -189,7 +222,7 @@ impl Converter {
             _ => self.label(r.dev, L_UNKNOWN, out),
         };
         let slot = match r.path_kind {
-            pk::FILE | pk::DIO if self.files.contains_key(&(r.ino_dev, r.ino, r.ino_gen)) => 0,
+            pk::FILE | pk::DIO if file_id.is_some() => 0,
             pk::UNKNOWN | pk::USERMEM | pk::FILE | pk::DIO => 2,
             _ => 1,
         };
