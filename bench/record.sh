@@ -18,8 +18,10 @@ if [ "$(id -u)" != 0 ]; then echo "bench/record.sh: run as root" >&2; exit 1; fi
 if command -v apt-get >/dev/null && ! { command -v bpftrace && command -v blktrace; } >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio bpftrace blktrace time >/dev/null 2>&1 || true
 fi
-cargo build --release --quiet
-IODUMP=$PWD/target/release/iodump
+# NO_BUILD=1 IODUMP=path: use an existing release binary (the recorder alone builds in
+# seconds: cargo build --release --no-default-features).
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --release --quiet
+IODUMP=${IODUMP:-$PWD/target/release/iodump}
 
 ZRAM=""
 LOOP=""
