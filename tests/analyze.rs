@@ -623,6 +623,40 @@ fn several_traces_one_dataset() {
     }
 }
 
+/// A damaged Parquet file: the damaged row group is named in one warning line, and with
+/// nothing left to read the exit status says so; never a panic.
+#[test]
+fn damaged_parquet_is_reported_not_fatal() {
+    let d = common::TempDir::new("analyze-badpq");
+    let pq = d.join("pq");
+    assert!(run(bin()
+        .arg("convert")
+        .arg(fixture("mixed-20k.iod"))
+        .arg("-o")
+        .arg(&pq))
+    .status
+    .success());
+    let io = pq.join("io.parquet");
+    let mut b = std::fs::read(&io).unwrap();
+    let n = b.len();
+    for off in (n / 4..n / 2).step_by(997) {
+        b[off] ^= 0x55;
+    }
+    std::fs::write(&io, b).unwrap();
+    for q in [&["--top-files"][..], &["--seek"][..], &["--summary"][..]] {
+        let out = run(bin().arg("analyze").arg(&pq).args(q));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{q:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            err.contains("warning: pq: 1 damaged chunk(s) skipped")
+                && err.contains("row group 0 of")
+                && err.contains("nothing could be read"),
+            "{err}"
+        );
+    }
+}
+
 /// Traces are written in completion order, so a device's I/Os are not quite in time order:
 /// `--seek` and `--seq-writes` put them back in order on the fly, and when a trace is too far
 /// out of order for that they say so and sort the whole table; both give polars' rows.

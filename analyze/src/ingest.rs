@@ -111,7 +111,13 @@ impl Input {
                 offset: 0,
                 chunk: Some("parquet row group"),
                 kind: DamageKind::Unreadable {
-                    message: format!("{} row group {}: {e}", s.units[i].0.display(), s.units[i].1),
+                    // The message names the file already.
+                    message: match e {
+                        AnalyzeError::Query { message } => {
+                            format!("row group {} of {message}", s.units[i].1)
+                        }
+                        other => format!("row group {}: {other}", s.units[i].1),
+                    },
                 },
             })?,
         }
