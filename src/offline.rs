@@ -3,7 +3,6 @@
 //! left out of builds with `--no-default-features`.
 
 use std::fs::File;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -100,14 +99,6 @@ fn warn_damaged(damaged: &[(String, iodump_format::Damage)], rows_read: u64) -> 
         }
     }
     Ok(())
-}
-
-fn announced_events(files: &[PathBuf]) -> u64 {
-    files
-        .iter()
-        .filter_map(|f| iodump_format::Reader::open(f).ok())
-        .map(|r| r.announced_events())
-        .sum()
 }
 
 pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
@@ -226,12 +217,14 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if dirs == 0 && filter.is_none() {
-        check_table_fits(announced_events(&a.files))?;
+        check_table_fits(iodump_analyze::fast::announced_rows(&paths))?;
     }
     let d = if dirs == 0 {
-        with_progress(announced_events(&a.files), "decoding", |tick| {
-            Dataset::load_with_progress(&paths, filter.as_ref(), tick)
-        })?
+        with_progress(
+            iodump_analyze::fast::announced_rows(&paths),
+            "decoding",
+            |tick| Dataset::load_with_progress(&paths, filter.as_ref(), tick),
+        )?
     } else {
         let mut d = Dataset::load_parquet(&a.files[0], filter.as_ref())?;
         for p in &a.files[1..] {
