@@ -10,11 +10,11 @@
 //! samples are kept in [`Samples`], 4 bytes each while they fit in 32 bits.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use iodump_format::expr::Expr;
+use iodump_format::inthash::IntMap;
 use iodump_format::summary::rfc3339_utc;
 use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
 use polars::prelude::*;
@@ -23,36 +23,6 @@ use rayon::prelude::*;
 use crate::ingest::Input;
 use crate::query::{LatencyBy, RankBy};
 use crate::AnalyzeError;
-
-/// A multiply-rotate hasher for the small integer keys of the per-event maps (path ids,
-/// thread ids): SipHash's DoS resistance buys nothing here and costs most of the pass.
-#[derive(Default)]
-pub(crate) struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_i64(&mut self, v: i64) {
-        self.write_u64(v as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-pub(crate) type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 fn perr(e: PolarsError) -> AnalyzeError {
     AnalyzeError::Query {

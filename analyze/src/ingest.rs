@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use arrow_array::UInt64Array;
 use arrow_array::{Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array};
 use iodump_format::expr::Expr;
+use iodump_format::inthash::IntMap;
 use iodump_format::text::text_string;
 use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, SegmentDecoder};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
-use crate::fast::IntMap;
 use crate::query::{arrow_col, parquet_files, parquet_filter_mask, read_batches};
 use crate::AnalyzeError;
 

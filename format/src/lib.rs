@@ -11,6 +11,7 @@ pub mod column;
 pub mod error;
 pub mod event;
 pub mod expr;
+pub mod inthash;
 pub mod reader;
 pub mod segment;
 pub mod summary;

@@ -4,8 +4,8 @@
 //! the file writer: it produces [`Ingested`] items and knows nothing of where they go.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
+use iodump_format::inthash::IntMap;
 use iodump_format::{DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall};
 
 use crate::abi::{self, iof, pf, pk, IoEvent, PathEvent};
@@ -19,34 +19,6 @@ pub struct NewEntries {
     /// A new or changed process entry.
     pub process: Option<Process>,
 }
-
-/// A multiply-rotate hasher for the integer keys looked up on every event (inode identities,
-/// thread ids): SipHash costs a good part of the per-event work, and the keys come from the
-/// kernel, not from an adversary choosing them to collide.
-#[derive(Default)]
-struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 /// Conversion state: the tables built so far.
 pub struct Converter {
