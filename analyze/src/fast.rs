@@ -426,6 +426,14 @@ fn idx(v: u64) -> IdxSize {
     v as IdxSize
 }
 
+/// An output column: `f` of each row.
+fn col<R, T, P: ?Sized>(name: &str, rows: &[R], f: impl Fn(&R) -> T) -> Column
+where
+    Series: NamedFrom<Vec<T>, P>,
+{
+    Column::new(name.into(), rows.iter().map(f).collect::<Vec<T>>())
+}
+
 /// One file's counters within a trace.
 #[derive(Default)]
 struct FileAcc {
@@ -515,7 +523,6 @@ pub fn top_files(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<FastRead, AnalyzeError> {
     let mut rows: Vec<FileRow> = Vec::new();
-    let mut events = 0u64;
     let info = pass(
         paths,
         filter,
@@ -525,7 +532,6 @@ pub fn top_files(
         |a, b| merge_maps(a, b, FileAcc::merge),
         |t| {
             for (path_id, f) in t.acc {
-                events += f.ios;
                 let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
                 for (tid, n) in &f.by_tid {
                     *by_comm
@@ -577,48 +583,20 @@ pub fn top_files(
     let frame = DataFrame::new(
         rows.len(),
         vec![
-            Column::new(
-                "path".into(),
-                rows.iter().map(|r| r.path.clone()).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "ios".into(),
-                rows.iter().map(|r| idx(r.ios)).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "iops".into(),
-                rows.iter()
-                    .map(|r| r.ios as f64 / dur_s)
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "read_bytes".into(),
-                rows.iter().map(|r| r.read_bytes).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "write_bytes".into(),
-                rows.iter().map(|r| r.write_bytes).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "mean_latency_us".into(),
-                rows.iter().map(|r| r.mean_latency_us).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "p99_latency_us".into(),
-                rows.iter().map(|r| r.p99_latency_us).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "main_process".into(),
-                rows.iter()
-                    .map(|r| r.main_process.clone())
-                    .collect::<Vec<_>>(),
-            ),
+            col("path", &rows, |r| r.path.clone()),
+            col("ios", &rows, |r| idx(r.ios)),
+            col("iops", &rows, |r| r.ios as f64 / dur_s),
+            col("read_bytes", &rows, |r| r.read_bytes),
+            col("write_bytes", &rows, |r| r.write_bytes),
+            col("mean_latency_us", &rows, |r| r.mean_latency_us),
+            col("p99_latency_us", &rows, |r| r.p99_latency_us),
+            col("main_process", &rows, |r| r.main_process.clone()),
         ],
     )
     .map_err(perr)?;
     Ok(FastRead {
         frame,
-        events,
+        events: info.kept,
         damaged: info.damaged,
     })
 }
@@ -694,45 +672,24 @@ pub fn top_procs(
         },
     )?;
     let dur_s = info.duration_s();
-    let events = procs.values().map(|a| a.ios).sum();
     let mut rows = ranked_procs(procs);
     rows.truncate(limit);
-    let col_u64 = |f: fn(&ProcAcc) -> u64| rows.iter().map(|(_, a)| f(a)).collect::<Vec<u64>>();
     let frame = DataFrame::new(
         rows.len(),
         vec![
-            Column::new(
-                "pid".into(),
-                rows.iter().map(|(k, _)| k.0).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "comm".into(),
-                rows.iter().map(|(k, _)| k.1.clone()).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "ios".into(),
-                rows.iter().map(|(_, a)| idx(a.ios)).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "iops".into(),
-                rows.iter()
-                    .map(|(_, a)| a.ios as f64 / dur_s)
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new("read_bytes".into(), col_u64(|a| a.read_bytes)),
-            Column::new("write_bytes".into(), col_u64(|a| a.write_bytes)),
-            Column::new(
-                "mb_per_s".into(),
-                rows.iter()
-                    .map(|(_, a)| a.bytes as f64 / (dur_s * 1e6))
-                    .collect::<Vec<_>>(),
-            ),
+            col("pid", &rows, |(k, _)| k.0),
+            col("comm", &rows, |(k, _)| k.1.clone()),
+            col("ios", &rows, |(_, a)| idx(a.ios)),
+            col("iops", &rows, |(_, a)| a.ios as f64 / dur_s),
+            col("read_bytes", &rows, |(_, a)| a.read_bytes),
+            col("write_bytes", &rows, |(_, a)| a.write_bytes),
+            col("mb_per_s", &rows, |(_, a)| a.bytes as f64 / (dur_s * 1e6)),
         ],
     )
     .map_err(perr)?;
     Ok(FastRead {
         frame,
-        events,
+        events: info.kept,
         damaged: info.damaged,
     })
 }
@@ -817,7 +774,6 @@ pub fn latency(
             .cmp(&a.1.latency_ns.len)
             .then_with(|| a.0.cmp(&b.0))
     });
-    let events = rows.iter().map(|r| r.1.latency_ns.len as u64).sum();
     let key_name = by.column_name();
     let mut cols: Vec<Vec<Option<f64>>> = (0..8).map(|_| Vec::with_capacity(rows.len())).collect();
     let mut ios = Vec::with_capacity(rows.len());
@@ -851,10 +807,7 @@ pub fn latency(
         "p99_device_us",
     ];
     let mut columns = vec![
-        Column::new(
-            key_name.into(),
-            rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
-        ),
+        col(key_name, &rows, |r| r.0.clone()),
         Column::new("ios".into(), ios),
     ];
     for (name, c) in names.iter().zip(cols) {
@@ -863,7 +816,7 @@ pub fn latency(
     let frame = DataFrame::new(rows.len(), columns).map_err(perr)?;
     Ok(FastRead {
         frame,
-        events,
+        events: info.kept,
         damaged: info.damaged,
     })
 }
@@ -871,7 +824,6 @@ pub fn latency(
 /// Everything `--summary` needs from a trace.
 #[derive(Default)]
 struct SummaryAcc {
-    events: u64,
     bytes: u64,
     reads: u64,
     writes: u64,
@@ -887,7 +839,6 @@ impl SummaryAcc {
         let (read, write) = (Op::Read.code(), Op::Write.code());
         for &k in keep {
             let i = k as usize;
-            self.events += 1;
             self.bytes += u64::from(b.bytes[i]);
             self.reads += u64::from(b.op[i] == read);
             self.writes += u64::from(b.op[i] == write);
@@ -898,7 +849,6 @@ impl SummaryAcc {
     }
 
     fn merge(&mut self, o: SummaryAcc) {
-        self.events += o.events;
         self.bytes += o.bytes;
         self.reads += o.reads;
         self.writes += o.writes;
@@ -956,7 +906,7 @@ pub fn summary(
         .and_then(|(k, _)| k.1)
         .unwrap_or_else(|| "-".into());
     let dur = info.duration_s();
-    let n = total.events;
+    let n = info.kept;
     let q = total.latency_ns.quantiles(&[0.5, 0.99]);
     let us = |v: Option<f64>| format!("{:.1}", v.unwrap_or(0.0) / 1e3);
     let rows: Vec<(&str, String)> = vec![
@@ -987,7 +937,7 @@ pub fn summary(
     .map_err(perr)?;
     Ok(FastRead {
         frame,
-        events: n,
+        events: info.kept,
         damaged: info.damaged,
     })
 }
@@ -1056,9 +1006,7 @@ pub fn timeline(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    let mut events = 0;
     for ((bucket, d, o), c) in cells {
-        events += c.ios;
         time.push(rfc3339_utc(bucket * interval_ns));
         dev.push(d);
         op.push(o);
@@ -1082,7 +1030,7 @@ pub fn timeline(
     .map_err(perr)?;
     Ok(FastRead {
         frame,
-        events,
+        events: info.kept,
         damaged: info.damaged,
     })
 }
@@ -1202,55 +1150,30 @@ pub fn seek(
         out.into_iter().filter(|(_, a)| a.ios > 0).collect();
     // Most I/Os first, then the device's name (no name first), as `query::seek`.
     rows.sort_by(|a, b| b.1.ios.cmp(&a.1.ios).then_with(|| a.0.cmp(&b.0)));
-    let events = info.kept;
     let n = rows.len();
     let frame = DataFrame::new(
         n,
         vec![
-            Column::new(
-                "dev".into(),
-                rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "ios".into(),
-                rows.iter().map(|r| idx(r.1.ios)).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "sequential_pct".into(),
-                rows.iter()
-                    .map(|r| r.1.sequential as f64 * 100.0 / r.1.ios as f64)
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "sequential".into(),
-                rows.iter().map(|r| r.1.sequential).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "short_seeks".into(),
-                rows.iter().map(|r| r.1.short).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "long_seeks".into(),
-                rows.iter().map(|r| r.1.long).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "median_seek_sectors".into(),
-                rows.iter()
-                    .map(|r| r.1.dist.quantiles(&[0.5])[0])
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "mean_seek_sectors".into(),
-                rows.iter()
-                    .map(|r| r.1.sum as f64 / r.1.ios as f64)
-                    .collect::<Vec<_>>(),
-            ),
+            col("dev", &rows, |r| r.0.clone()),
+            col("ios", &rows, |r| idx(r.1.ios)),
+            col("sequential_pct", &rows, |r| {
+                r.1.sequential as f64 * 100.0 / r.1.ios as f64
+            }),
+            col("sequential", &rows, |r| r.1.sequential),
+            col("short_seeks", &rows, |r| r.1.short),
+            col("long_seeks", &rows, |r| r.1.long),
+            col("median_seek_sectors", &rows, |r| {
+                r.1.dist.quantiles(&[0.5])[0]
+            }),
+            col("mean_seek_sectors", &rows, |r| {
+                r.1.sum as f64 / r.1.ios as f64
+            }),
         ],
     )
     .map_err(perr)?;
     Ok(Some(FastRead {
         frame,
-        events,
+        events: info.kept,
         damaged: info.damaged,
     }))
 }
@@ -1470,48 +1393,16 @@ pub fn seq_writes(
     let frame = DataFrame::new(
         n,
         vec![
-            Column::new(
-                "path".into(),
-                shown.iter().map(|s| s.path.clone()).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "dev".into(),
-                shown.iter().map(|s| s.dev.clone()).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "comm".into(),
-                shown.iter().map(|s| s.comm.clone()).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "start".into(),
-                shown
-                    .iter()
-                    .map(|s| rfc3339_utc(s.run.start_ns))
-                    .collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "first_sector".into(),
-                shown.iter().map(|s| s.run.first_sector).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "length_bytes".into(),
-                shown.iter().map(|s| s.run.length_bytes).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "ios".into(),
-                shown.iter().map(|s| idx(s.run.ios)).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "mb_per_s".into(),
-                shown
-                    .iter()
-                    .map(|s| {
-                        s.run.length_bytes as f64
-                            / ((s.run.end_ns - s.run.start_ns) as f64 / 1e9)
-                            / 1e6
-                    })
-                    .collect::<Vec<_>>(),
-            ),
+            col("path", &shown, |s| s.path.clone()),
+            col("dev", &shown, |s| s.dev.clone()),
+            col("comm", &shown, |s| s.comm.clone()),
+            col("start", &shown, |s| rfc3339_utc(s.run.start_ns)),
+            col("first_sector", &shown, |s| s.run.first_sector),
+            col("length_bytes", &shown, |s| s.run.length_bytes),
+            col("ios", &shown, |s| idx(s.run.ios)),
+            col("mb_per_s", &shown, |s| {
+                s.run.length_bytes as f64 / ((s.run.end_ns - s.run.start_ns) as f64 / 1e9) / 1e6
+            }),
         ],
     )
     .map_err(perr)?;

@@ -19,7 +19,9 @@ use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, Se
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
-use crate::query::{arrow_col, parquet_files, parquet_filter_mask, read_batches};
+use crate::query::{
+    arrow_col, parquet_files, parquet_filter_mask, parquet_lost_events, read_batches,
+};
 use crate::AnalyzeError;
 
 /// Id of a path, thread or device that the dataset's tables do not know.
@@ -177,6 +179,32 @@ impl Input {
     }
 }
 
+/// The (trace, key, name) rows of one of a dataset's small tables; `cols` names the key and
+/// name columns, `key` reads row `i` of the key column (None: wrong type).
+fn small_table<K>(
+    dir: &Path,
+    table: &str,
+    cols: [&str; 2],
+    key: impl Fn(&dyn Array, usize) -> Option<K>,
+) -> Result<Vec<(String, K, String)>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, table) {
+        for b in read_batches(&p)? {
+            let trace = arrow_col::<StringArray>(&b, "trace")?;
+            let name = arrow_col::<StringArray>(&b, cols[1])?;
+            let bad = || AnalyzeError::Query {
+                message: format!("Parquet column {} is missing or has another type", cols[0]),
+            };
+            let k = b.column_by_name(cols[0]).ok_or_else(bad)?;
+            for i in 0..b.num_rows() {
+                let kv = key(k.as_ref(), i).ok_or_else(bad)?;
+                out.push((trace.value(i).into(), kv, name.value(i).into()));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A Parquet dataset of `iodump convert`: its `io` row groups and its small tables, re-keyed.
 struct ParquetSet {
     /// (io file, row group).
@@ -191,8 +219,9 @@ struct ParquetSet {
     /// (trace << 32 | tid) → id; id → comm.
     tids: IntMap<u64, u32>,
     comms: Vec<String>,
-    /// (trace, dev_t text) → id; id → name.
-    devs: HashMap<(u32, String), u32>,
+    /// (trace, dev_t text); the index is the id. Devices are few: searched, not hashed, so a
+    /// lookup borrows the row's text.
+    devs: Vec<(u32, String)>,
     dev_names: Vec<String>,
     lost: u64,
 }
@@ -234,59 +263,18 @@ impl ParquetSet {
                 units.push((f.clone(), i));
             }
         }
-        // The small tables: (trace, key, name) rows.
-        let mut files: Vec<(String, u32, String)> = Vec::new();
-        for p in parquet_files(dir, "files") {
-            for b in read_batches(&p)? {
-                let (t, id, path) = (
-                    arrow_col::<StringArray>(&b, "trace")?,
-                    arrow_col::<UInt32Array>(&b, "path_id")?,
-                    arrow_col::<StringArray>(&b, "path")?,
-                );
-                for i in 0..b.num_rows() {
-                    files.push((t.value(i).into(), id.value(i), path.value(i).into()));
-                }
-            }
-        }
-        let mut procs: Vec<(String, u32, String)> = Vec::new();
-        for p in parquet_files(dir, "processes") {
-            for b in read_batches(&p)? {
-                let (t, tid, comm) = (
-                    arrow_col::<StringArray>(&b, "trace")?,
-                    arrow_col::<UInt32Array>(&b, "tid")?,
-                    arrow_col::<StringArray>(&b, "comm")?,
-                );
-                for i in 0..b.num_rows() {
-                    procs.push((t.value(i).into(), tid.value(i), comm.value(i).into()));
-                }
-            }
-        }
-        let mut devices: Vec<(String, String, String)> = Vec::new();
-        for p in parquet_files(dir, "devices") {
-            for b in read_batches(&p)? {
-                let (t, dev_t, name) = (
-                    arrow_col::<StringArray>(&b, "trace")?,
-                    arrow_col::<StringArray>(&b, "dev_t")?,
-                    arrow_col::<StringArray>(&b, "name")?,
-                );
-                for i in 0..b.num_rows() {
-                    devices.push((
-                        t.value(i).into(),
-                        dev_t.value(i).into(),
-                        name.value(i).into(),
-                    ));
-                }
-            }
-        }
-        let mut lost = 0u64;
-        for p in parquet_files(dir, "losses") {
-            for b in read_batches(&p)? {
-                lost += arrow_col::<UInt64Array>(&b, "count")?
-                    .values()
-                    .iter()
-                    .sum::<u64>();
-            }
-        }
+        let mut files = small_table(dir, "files", ["path_id", "path"], |c, i| {
+            c.as_any().downcast_ref::<UInt32Array>().map(|a| a.value(i))
+        })?;
+        let procs = small_table(dir, "processes", ["tid", "comm"], |c, i| {
+            c.as_any().downcast_ref::<UInt32Array>().map(|a| a.value(i))
+        })?;
+        let devices = small_table(dir, "devices", ["dev_t", "name"], |c, i| {
+            c.as_any()
+                .downcast_ref::<StringArray>()
+                .map(|a| a.value(i).to_string())
+        })?;
+        let lost = parquet_lost_events(dir)?;
         let mut names: Vec<&String> = files
             .iter()
             .map(|f| &f.0)
@@ -315,12 +303,10 @@ impl ParquetSet {
             tids.insert(key(&t, tid), comms.len() as u32);
             comms.push(comm);
         }
-        let mut devs = HashMap::new();
-        let mut dev_names = Vec::with_capacity(devices.len());
-        for (t, dev_t, name) in devices {
-            devs.insert((traces[&t], dev_t), dev_names.len() as u32);
-            dev_names.push(name);
-        }
+        let (devs, dev_names) = devices
+            .into_iter()
+            .map(|(t, dev_t, name)| ((traces[&t], dev_t), name))
+            .unzip();
         Ok(ParquetSet {
             units,
             rows,
@@ -427,9 +413,9 @@ impl ParquetSet {
             if d != last_dev.0 || ti != last_dev.1 {
                 let id = self
                     .devs
-                    .get(&(ti, d.to_string()))
-                    .copied()
-                    .unwrap_or(UNKNOWN);
+                    .iter()
+                    .position(|(t, x)| *t == ti && x == d)
+                    .map_or(UNKNOWN, |p| p as u32);
                 last_dev = (d, ti, id);
             }
             b.dev.push(last_dev.2);

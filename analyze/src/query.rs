@@ -847,6 +847,20 @@ pub(crate) fn parquet_files(dir: &Path, table: &str) -> Vec<std::path::PathBuf> 
     out
 }
 
+/// Events lost while recording: the sum of the `losses` table's counts.
+pub(crate) fn parquet_lost_events(dir: &Path) -> Result<u64, AnalyzeError> {
+    let mut lost = 0u64;
+    for p in parquet_files(dir, "losses") {
+        for b in read_batches(&p)? {
+            lost += arrow_col::<arrow_array::UInt64Array>(&b, "count")?
+                .values()
+                .iter()
+                .sum::<u64>();
+        }
+    }
+    Ok(lost)
+}
+
 pub(crate) fn read_batches(p: &Path) -> Result<Vec<arrow_array::RecordBatch>, AnalyzeError> {
     let err = |m: String| AnalyzeError::Query {
         message: format!("{}: {m}", p.display()),
@@ -1081,15 +1095,7 @@ impl Dataset {
                 f_id.extend_from_slice(arrow_col::<UInt32Array>(&b, "path_id")?.values());
             }
         }
-        let mut lost = 0u64;
-        for p in parquet_files(dir, "losses") {
-            for b in read_batches(&p)? {
-                lost += arrow_col::<UInt64Array>(&b, "count")?
-                    .values()
-                    .iter()
-                    .sum::<u64>();
-            }
-        }
+        let lost = parquet_lost_events(dir)?;
         let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
         let files = files_frame(f_trace, f_id, f_path)?;
         Ok(Dataset {
