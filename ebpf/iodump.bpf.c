@@ -121,24 +121,40 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct iodump_inode_key);
-	__type(value, __u32); /* 1 */
+	__type(value, __u32); /* the file_id its path record was sent with */
 } seen_inodes SEC(".maps");
 
+/* The last file_id given to a path record (iodump_path_event.file_id). 64 bits: the BPF
+ * compare-and-swap this takes without -mcpu=v3 is 64-bit only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} file_id_last SEC(".maps");
+
 /* Per-CPU cache in front of seen_inodes: a 64-bit fingerprint of an inode's (ino, dev, gen)
- * found here means its path was sent, which saves the LRU-hash lookup (a cache miss or two
- * per I/O once thousands of files are in use). 4-way set associative, most recent first, in
- * one 32 KiB element per CPU (the per-CPU maximum; one pointer from the map to all the sets).
+ * found here means its path was sent, with the file_id stored next to it; this saves the
+ * LRU-hash lookup (a cache miss or two per I/O once thousands of files are in use).
+ * 5-way set associative, most recent first; a set is one 64-byte cache line (5 fingerprints,
+ * 5 ids); 1024 sets in two 32 KiB elements per CPU (the per-CPU maximum element size).
  * Level 0 only. Two inodes would have to share a set and all 64 fingerprint bits to lose a
  * path record. */
-#define IODUMP_SEEN_SET_BITS 10
-#define IODUMP_SEEN_WAYS     4
+#define IODUMP_SEEN_SET_BITS  10
+#define IODUMP_SEEN_WAYS      5
+#define IODUMP_SEEN_ELEM_BITS 9 /* sets per map element: 512 x 64 bytes = 32 KiB */
+struct iodump_seen_set {
+	__u64 fp[IODUMP_SEEN_WAYS];
+	__u32 id[IODUMP_SEEN_WAYS];
+	__u32 _pad;
+};
 struct iodump_seen_cache {
-	__u64 fp[(1u << IODUMP_SEEN_SET_BITS) * IODUMP_SEEN_WAYS];
+	struct iodump_seen_set set[1u << IODUMP_SEEN_ELEM_BITS];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 1u << (IODUMP_SEEN_SET_BITS - IODUMP_SEEN_ELEM_BITS));
 	__type(key, __u32);
 	__type(value, struct iodump_seen_cache);
 } seen_cache SEC(".maps");
@@ -189,7 +205,7 @@ struct {
  */
 struct iodump_cpu_state {
 	__u32 nest;
-	__u32 _pad2;
+	__u32 seen_id; /* file_id of seen_ino/seen_dev/seen_gen */
 	__u64 sample_ctr;
 	/* last inode whose path record is known to be sent */
 	__u64 seen_ino;
@@ -669,8 +685,32 @@ found:
  * BPF_CORE_READ throughout and does not care about speed.
  * ------------------------------------------------------------------------------------- */
 
+/* A new file_id: the last one plus one, by compare-and-swap (a fetch-and-add returning the
+ * old value needs -mcpu=v3; a 64-bit cmpxchg does not). 0 if 16 attempts in a row lost a
+ * race. Called before the dentry walk: after it, the loop's branches would be verified once
+ * per state the walk can end in. */
+static __always_inline __u64 next_file_id(void)
+{
+	__u32 zero = 0;
+	__u64 *last = bpf_map_lookup_elem(&file_id_last, &zero);
+	__u64 id;
+
+	if (!last)
+		return 0;
+	id = *(volatile __u64 *)last;
+	for (int i = 0; i < 16; i++) {
+		__u64 seen = __sync_val_compare_and_swap(last, id, id + 1);
+
+		if (seen == id)
+			return id + 1;
+		id = seen;
+	}
+	return 0;
+}
+
 /*
- * Walk the dentry chain and send a path record. Returns 0 if sent.
+ * Walk the dentry chain and send a path record. Returns its file_id (> 0) if sent,
+ * -1 if not.
  *
  * A global (non-static, noinline) function: the verifier checks it once, on its own,
  * instead of once per calling program and flavour (the 256-step loop is the bulk of the
@@ -688,6 +728,7 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 	struct file *file = (struct file *)file_addr;
 	struct iodump_path_event *hdr;
 	struct vfsmount *mnt = NULL;
+	__u64 id = next_file_id();
 	struct dentry *d = NULL;
 	struct dentry *parent;
 	char *names;
@@ -697,7 +738,9 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 	int at_root = 0;
 	int i;
 
-	if (!ps || !inode)
+	/* ids stay below 2^31, the return value is an int: a recording would need two
+	 * billion path records to get there, and records past it are counted as lost */
+	if (!ps || !inode || !id || id > 0x7fffffff)
 		return -1;
 	hdr = (void *)ps->raw;
 	names = (char *)ps->raw + sizeof(*hdr);
@@ -757,69 +800,91 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 	hdr->gen = (__u32)gen_kind;
 	hdr->mnt_id = 0;
 	hdr->sb_dev = devs >> 32;
+	hdr->_reserved = 0;
 	if (mnt) {
 		struct mount *m = (void *)mnt - bpf_core_field_offset(struct mount, mnt);
 
 		hdr->mnt_id = BPF_CORE_READ(m, mnt_id);
 	}
 
+	hdr->file_id = id;
 	off &= IODUMP_PATH_BUF - 1;
 	if (bpf_ringbuf_output(&events, ps, sizeof(*hdr) + off, rb_flags()))
 		return -1;
 	cnt(IODUMP_CNT_PATHS);
 	if (pflags & IODUMP_PF_TRUNCATED)
 		cnt(IODUMP_CNT_PATH_TRUNC);
-	return 0;
+	return hdr->file_id;
 }
 
-/* Make sure the path of fi was sent once. Returns 0 if it was (now or before). */
-static __always_inline int ensure_path(struct iodump_file_info *fi,
-				       struct iodump_cpu_state *cs, __u32 lvl)
+/* Make sure the path of fi was sent once. Returns the file_id it was sent with (now or
+ * before), 0 if it could not be sent. */
+static __always_inline __u32 ensure_path(struct iodump_file_info *fi,
+					 struct iodump_cpu_state *cs, __u32 lvl)
 {
 	struct iodump_inode_key k = { .ino = fi->ino, .dev = fi->dev, .gen = fi->gen };
-	struct iodump_seen_cache *sc = NULL;
+	struct iodump_seen_set *set = NULL;
+	__u32 one, *known;
 	__u64 fp = 0;
-	__u32 one = 1, zero = 0, idx = 0;
+	int id;
 
 	if (!lvl) {
-		if (cs->seen_ino == k.ino && cs->seen_dev == k.dev && cs->seen_gen == k.gen)
-			return 0;
+		struct iodump_seen_cache *sc;
+		__u32 si, elem;
+
+		if (cs->seen_ino == k.ino && cs->seen_dev == k.dev && cs->seen_gen == k.gen &&
+		    cs->seen_id)
+			return cs->seen_id;
 		fp = (k.ino * 0x9E3779B97F4A7C15ULL) ^
 		     (((__u64)k.dev << 32 | k.gen) * 0xC2B2AE3D27D4EB4FULL) ^ k.ino;
 		fp |= 1; /* empty ways hold 0 */
-		idx = ((fp >> (64 - IODUMP_SEEN_SET_BITS)) & ((1u << IODUMP_SEEN_SET_BITS) - 1)) *
-		      IODUMP_SEEN_WAYS;
-		sc = bpf_map_lookup_elem(&seen_cache, &zero);
-		if (sc && (sc->fp[idx] == fp || sc->fp[idx + 1] == fp || sc->fp[idx + 2] == fp ||
-			   sc->fp[idx + 3] == fp))
-			goto seen;
-	}
-	if (!bpf_map_lookup_elem(&seen_inodes, &k)) {
-		/* the callee takes plain numbers: launder a typed inode pointer */
-		if (iodump_send_path(ptr_bits(cs, lvl, fi->inode, BTF),
-				     ptr_bits(cs, lvl, fi->file, BTF),
-				     fi->ino,
-				     fi->dev | (__u64)fi->sb_dev << 32,
-				     fi->gen | (__u64)fi->kind << 32)) {
-			cnt(IODUMP_CNT_LOST_PATH);
-			return -1;
+		si = (fp >> (64 - IODUMP_SEEN_SET_BITS)) & ((1u << IODUMP_SEEN_SET_BITS) - 1);
+		elem = si >> IODUMP_SEEN_ELEM_BITS;
+		sc = bpf_map_lookup_elem(&seen_cache, &elem);
+		if (sc) {
+			set = &sc->set[si & ((1u << IODUMP_SEEN_ELEM_BITS) - 1)];
+			for (int w = 0; w < IODUMP_SEEN_WAYS; w++) {
+				if (set->fp[w] == fp) {
+					id = set->id[w];
+					goto seen;
+				}
+			}
 		}
+	}
+	known = bpf_map_lookup_elem(&seen_inodes, &k);
+	if (known) {
+		id = *known;
+	} else {
+		/* the callee takes plain numbers: launder a typed inode pointer */
+		id = iodump_send_path(ptr_bits(cs, lvl, fi->inode, BTF),
+				      ptr_bits(cs, lvl, fi->file, BTF),
+				      fi->ino,
+				      fi->dev | (__u64)fi->sb_dev << 32,
+				      fi->gen | (__u64)fi->kind << 32);
+		if (id <= 0) {
+			cnt(IODUMP_CNT_LOST_PATH);
+			return 0;
+		}
+		one = id;
 		bpf_map_update_elem(&seen_inodes, &k, &one, BPF_ANY);
 	}
-	if (sc) {
+	if (set) {
 		/* most recent first: the oldest way is dropped */
-		sc->fp[idx + 3] = sc->fp[idx + 2];
-		sc->fp[idx + 2] = sc->fp[idx + 1];
-		sc->fp[idx + 1] = sc->fp[idx];
-		sc->fp[idx] = fp;
+		for (int w = IODUMP_SEEN_WAYS - 1; w > 0; w--) {
+			set->fp[w] = set->fp[w - 1];
+			set->id[w] = set->id[w - 1];
+		}
+		set->fp[0] = fp;
+		set->id[0] = id;
 	}
 seen:
 	if (!lvl) {
 		cs->seen_ino = k.ino;
 		cs->seen_dev = k.dev;
 		cs->seen_gen = k.gen;
+		cs->seen_id = id;
 	}
-	return 0;
+	return id;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -956,7 +1021,9 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 					v->ev.ioflags |= IODUMP_IOF_DIRTIER;
 				}
 			}
-			if (!cfg_enable_paths || ensure_path(&fi, cs, lvl))
+			if (cfg_enable_paths)
+				v->ev.file_id = ensure_path(&fi, cs, lvl);
+			if (!v->ev.file_id)
 				v->ev.ioflags |= IODUMP_IOF_PATH_LOST;
 		}
 	}

@@ -203,7 +203,12 @@ struct iodump_io_event {
 	__u16 cpu;         /*  84  CPU the I/O was submitted on */
 	__u16 syscall;     /*  86  IODUMP_SC_* or raw x86_64 syscall number */
 	char  comm[16];    /*  88  submitter's comm (task->comm), NUL-padded */
-};                         /* 104 */
+	__u32 file_id;     /* 104  PK_FILE, PK_DIO: the file_id of the path record sent for
+	                    *      this inode (iodump_path_event.file_id), so user space finds
+	                    *      the file with an array index; 0 = none (paths off, or its
+	                    *      path record was lost) */
+	__u32 _reserved;   /* 108  0 */
+};                         /* 112 */
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_path_event: the path of an inode, sent once per (ino_dev, ino, ino_gen)
@@ -232,7 +237,13 @@ struct iodump_path_event {
 	                  *     (direct I/O, from the struct file); 0 = unknown */
 	__u32 sb_dev;    /* 28  superblock dev (sb->s_dev) as in /proc/self/mountinfo: match the
 	                  *     mount with this; equals dev except on btrfs */
-	char  names[];   /* 32  */
+	__u32 file_id;   /* 32  a number > 0 naming this record: I/O events of the inode carry it
+	                  *     (iodump_io_event.file_id). Taken from one counter, never reused
+	                  *     within a recording; an inode whose record is sent again (its
+	                  *     seen_inodes entry was evicted, or two CPUs raced to send it)
+	                  *     gets a new one, for the same (dev, ino, gen) */
+	__u32 _reserved; /* 36  0 */
+	char  names[];   /* 40  */
 };
 
 /* ---------------------------------------------------------------------------------------
@@ -253,13 +264,12 @@ struct iodump_path_event {
 struct iodump_inflight {
 	struct iodump_io_event ev; /*   0  the event being built; ev.sector is whole-disk
 	                            *      based until it is emitted */
-	__u64 part_start;          /* 104  bd_start_sect of ev.dev, subtracted at emit time */
-};                                 /* 112 */
+	__u64 part_start;          /* 112  bd_start_sect of ev.dev, subtracted at emit time */
+};                                 /* 120 */
 
 struct iodump_slot {
 	__u64 key;                 /*   0  address of the owning request/bio; 0 = free */
 	struct iodump_inflight v;  /*   8 */
-	__u64 _pad;                /* 120 */
 };                                 /* 128 */
 
 /* Key of the "seen_inodes" map (paths already sent). 16 bytes. */
@@ -269,7 +279,7 @@ struct iodump_inode_key {
 	__u32 gen;
 };
 
-_Static_assert(sizeof(struct iodump_io_event) == 104, "iodump_io_event size");
+_Static_assert(sizeof(struct iodump_io_event) == 112, "iodump_io_event size");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, start_ns) == 8, "start_ns");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, issue_ns) == 16, "issue_ns");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, complete_ns) == 24, "complete_ns");
@@ -286,14 +296,16 @@ _Static_assert(__builtin_offsetof(struct iodump_io_event, dirtier_pid) == 80, "d
 _Static_assert(__builtin_offsetof(struct iodump_io_event, cpu) == 84, "cpu");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, syscall) == 86, "syscall");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, comm) == 88, "comm");
-_Static_assert(sizeof(struct iodump_path_event) == 32, "iodump_path_event size");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, file_id) == 104, "file_id");
+_Static_assert(sizeof(struct iodump_path_event) == 40, "iodump_path_event size");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, ino) == 8, "path ino");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, dev) == 16, "path dev");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, mnt_id) == 24, "path mnt_id");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, sb_dev) == 28, "path sb_dev");
-_Static_assert(__builtin_offsetof(struct iodump_path_event, names) == 32, "path names");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, file_id) == 32, "path file_id");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, names) == 40, "path names");
 _Static_assert(sizeof(struct iodump_inode_key) == 16, "iodump_inode_key size");
-_Static_assert(sizeof(struct iodump_inflight) == 112, "iodump_inflight size");
+_Static_assert(sizeof(struct iodump_inflight) == 120, "iodump_inflight size");
 _Static_assert(sizeof(struct iodump_slot) == 128, "iodump_slot size");
 
 #endif /* IODUMP_H */

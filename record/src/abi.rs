@@ -109,9 +109,9 @@ pub mod cnt {
 }
 
 /// Size of `struct iodump_io_event`.
-pub const IO_EVENT_BYTES: usize = 104;
+pub const IO_EVENT_BYTES: usize = 112;
 /// Size of the fixed part of `struct iodump_path_event`.
-pub const PATH_EVENT_BYTES: usize = 32;
+pub const PATH_EVENT_BYTES: usize = 40;
 
 /// `struct iodump_io_event`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -158,6 +158,8 @@ pub struct IoEvent {
     pub syscall: u16,
     /// comm, NUL-padded.
     pub comm: [u8; 16],
+    /// `file_id` of the inode's path record, 0 if none.
+    pub file_id: u32,
 }
 
 #[inline]
@@ -205,6 +207,7 @@ impl IoEvent {
             cpu: u16_at(b, 84),
             syscall: u16_at(b, 86),
             comm,
+            file_id: u32_at(b, 104),
         })
     }
 
@@ -234,6 +237,8 @@ pub struct PathEvent<'a> {
     pub mnt_id: u32,
     /// Superblock dev as in mountinfo.
     pub sb_dev: u32,
+    /// The number I/O events of this inode carry in `IoEvent::file_id` (> 0).
+    pub file_id: u32,
     /// Components, leaf first, each NUL-terminated.
     pub names: &'a [u8],
 }
@@ -255,6 +260,7 @@ impl<'a> PathEvent<'a> {
             gen: u32_at(b, 20),
             mnt_id: u32_at(b, 24),
             sb_dev: u32_at(b, 28),
+            file_id: u32_at(b, 32),
             names,
         })
     }
@@ -303,6 +309,7 @@ mod tests {
             ("cpu", 84),
             ("syscall", 86),
             ("comm", 88),
+            ("file_id", 104),
         ] {
             let needle = format!("offsetof(struct iodump_io_event, {field}) == {off},");
             assert!(h.contains(&needle), "iodump.h does not pin {needle}");
