@@ -824,7 +824,7 @@ static __always_inline __u32 ensure_path(struct iodump_file_info *fi,
 {
 	struct iodump_inode_key k = { .ino = fi->ino, .dev = fi->dev, .gen = fi->gen };
 	struct iodump_seen_set *set = NULL;
-	__u32 one, *known;
+	__u32 sent_id, *known;
 	__u64 fp = 0;
 	int id;
 
@@ -865,8 +865,8 @@ static __always_inline __u32 ensure_path(struct iodump_file_info *fi,
 			cnt(IODUMP_CNT_LOST_PATH);
 			return 0;
 		}
-		one = id;
-		bpf_map_update_elem(&seen_inodes, &k, &one, BPF_ANY);
+		sent_id = id;
+		bpf_map_update_elem(&seen_inodes, &k, &sent_id, BPF_ANY);
 	}
 	if (set) {
 		/* most recent first: the oldest way is dropped */

@@ -373,24 +373,8 @@ fn parquet_inputs_give_the_same_answers() {
             &["--latency", "--group-by", "op"][..],
             &["--seek"][..],
         ] {
-            let a = run(bin()
-                .arg("analyze")
-                .arg(fixture("mixed-20k.iod"))
-                .args(q)
-                .args(["--format", "json"]));
-            let b = run(bin()
-                .arg("analyze")
-                .arg(d.join(dir))
-                .args(q)
-                .args(["--format", "json"]));
-            assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-            same_rows(&a.stdout, &b.stdout, &format!("{dir} {q:?}"));
-            let c = run(bin()
-                .arg("analyze")
-                .arg(d.join(dir))
-                .args(q)
-                .args(["--format", "json", "--engine", "polars"]));
-            same_rows(&a.stdout, &c.stdout, &format!("{dir} {q:?} polars"));
+            let q = [q, &["--format", "json"]].concat();
+            same_on_trace_and_parquet(&d.join(dir), &q, &format!("{dir} {q:?}"));
         }
     }
     assert_eq!(from_iod.len(), 5);
@@ -436,28 +420,10 @@ fn parquet_inputs_give_the_same_answers() {
                 "300",
                 "--format",
                 "json",
+                "--filter",
+                f,
             ];
-            let a = run(bin()
-                .arg("analyze")
-                .arg(fixture("mixed-20k.iod"))
-                .args(q)
-                .args(["--filter", f]));
-            let b = run(bin()
-                .arg("analyze")
-                .arg(d.join("hive"))
-                .args(q)
-                .args(["--filter", f, "--engine", "polars"]));
-            same_rows(&a.stdout, &b.stdout, &format!("--by {by} --filter {f}"));
-            let c = run(bin()
-                .arg("analyze")
-                .arg(d.join("hive"))
-                .args(q)
-                .args(["--filter", f]));
-            same_rows(
-                &a.stdout,
-                &c.stdout,
-                &format!("--by {by} --filter {f} on Parquet"),
-            );
+            same_on_trace_and_parquet(&d.join("hive"), &q, &format!("--by {by} --filter {f}"));
         }
     }
     // So is --latency, for every grouping.
@@ -472,22 +438,10 @@ fn parquet_inputs_give_the_same_answers() {
                 "--filter",
                 f,
             ];
-            let a = run(bin().arg("analyze").arg(fixture("mixed-20k.iod")).args(q));
-            let b = run(bin()
-                .arg("analyze")
-                .arg(d.join("hive"))
-                .args(q)
-                .args(["--engine", "polars"]));
-            same_rows(
-                &a.stdout,
-                &b.stdout,
+            same_on_trace_and_parquet(
+                &d.join("hive"),
+                &q,
                 &format!("--latency --group-by {g} --filter {f}"),
-            );
-            let c = run(bin().arg("analyze").arg(d.join("hive")).args(q));
-            same_rows(
-                &a.stdout,
-                &c.stdout,
-                &format!("--latency --group-by {g} --filter {f} on Parquet"),
             );
         }
     }
@@ -502,19 +456,7 @@ fn parquet_inputs_give_the_same_answers() {
             "--filter",
             f,
         ];
-        let a = run(bin().arg("analyze").arg(fixture("mixed-20k.iod")).args(q));
-        let b = run(bin()
-            .arg("analyze")
-            .arg(d.join("flat"))
-            .args(q)
-            .args(["--engine", "polars"]));
-        same_rows(&a.stdout, &b.stdout, &format!("--top-procs --filter {f}"));
-        let c = run(bin().arg("analyze").arg(d.join("flat")).args(q));
-        same_rows(
-            &a.stdout,
-            &c.stdout,
-            &format!("--top-procs --filter {f} on Parquet"),
-        );
+        same_on_trace_and_parquet(&d.join("flat"), &q, &format!("--top-procs --filter {f}"));
     }
 }
 
@@ -545,28 +487,11 @@ fn one_pass_queries_match_polars_on_parquet() {
             &["--seq-writes", "--min-bytes", "64k", "--limit", "50"][..],
             &["--seq-writes", "--min-bytes", "1M", "--limit", "3"][..],
         ] {
-            let args = |input: &std::path::Path| {
-                let mut c = bin();
-                c.arg("analyze")
-                    .arg(input)
-                    .args(q)
-                    .args(["--format", "json"]);
-                if let Some(f) = f {
-                    c.args(["--filter", f]);
-                }
-                c
-            };
-            let a = run(&mut args(&fixture("mixed-20k.iod")));
-            let b = run(args(&pq).args(["--engine", "polars"]));
-            let c = run(&mut args(&pq));
-            assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
-            assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
-            same_rows(&a.stdout, &b.stdout, &format!("{q:?} --filter {f:?}"));
-            same_rows(
-                &a.stdout,
-                &c.stdout,
-                &format!("{q:?} --filter {f:?} on Parquet"),
-            );
+            let mut q = [q, &["--format", "json"]].concat();
+            if let Some(f) = f {
+                q.extend(["--filter", f]);
+            }
+            same_on_trace_and_parquet(&pq, &q, &format!("{q:?}"));
         }
     }
 }
@@ -746,6 +671,24 @@ fn seek_and_runs_on_traces_out_of_time_order() {
 
 /// Two JSON tables are the same: same rows in the same order, equal values, numbers equal to
 /// the printed precision (0.001; the two engines may round the last digit differently).
+/// Runs `analyze` with `q` on the fixture trace (one pass), on the Parquet `dataset` made from
+/// it with `--engine polars`, and on the dataset in one pass: all three give the same rows.
+fn same_on_trace_and_parquet(dataset: &std::path::Path, q: &[&str], what: &str) {
+    let go = |input: &std::path::Path, extra: &[&str]| {
+        let out = run(bin().arg("analyze").arg(input).args(q).args(extra));
+        assert!(
+            out.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let trace = go(&fixture("mixed-20k.iod"), &[]);
+    let polars = go(dataset, &["--engine", "polars"]);
+    same_rows(&trace, &polars, &format!("{what} polars on Parquet"));
+    same_rows(&trace, &go(dataset, &[]), &format!("{what} on Parquet"));
+}
+
 fn same_rows(a: &[u8], b: &[u8], what: &str) {
     let a: serde_json::Value = serde_json::from_slice(a).unwrap();
     let b: serde_json::Value = serde_json::from_slice(b).unwrap();

@@ -155,6 +155,15 @@ impl PassInfo {
     fn add_range(&mut self, r: Option<(i64, i64)>) {
         self.ts_range = union(self.ts_range, r);
     }
+
+    /// The query's answer: its frame, with what the pass counted.
+    fn answer(self, frame: PolarsResult<DataFrame>) -> Result<FastRead, AnalyzeError> {
+        Ok(FastRead {
+            frame: frame.map_err(perr)?,
+            events: self.kept,
+            damaged: self.damaged,
+        })
+    }
 }
 
 fn union(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
@@ -592,13 +601,8 @@ pub fn top_files(
             col("p99_latency_us", &rows, |r| r.p99_latency_us),
             col("main_process", &rows, |r| r.main_process.clone()),
         ],
-    )
-    .map_err(perr)?;
-    Ok(FastRead {
-        frame,
-        events: info.kept,
-        damaged: info.damaged,
-    })
+    );
+    info.answer(frame)
 }
 
 /// One thread's counters: I/Os, bytes read, bytes written, all bytes.
@@ -685,13 +689,8 @@ pub fn top_procs(
             col("write_bytes", &rows, |(_, a)| a.write_bytes),
             col("mb_per_s", &rows, |(_, a)| a.bytes as f64 / (dur_s * 1e6)),
         ],
-    )
-    .map_err(perr)?;
-    Ok(FastRead {
-        frame,
-        events: info.kept,
-        damaged: info.damaged,
-    })
+    );
+    info.answer(frame)
 }
 
 /// One latency group's samples.
@@ -813,12 +812,7 @@ pub fn latency(
     for (name, c) in names.iter().zip(cols) {
         columns.push(Column::new((*name).into(), c));
     }
-    let frame = DataFrame::new(rows.len(), columns).map_err(perr)?;
-    Ok(FastRead {
-        frame,
-        events: info.kept,
-        damaged: info.damaged,
-    })
+    info.answer(DataFrame::new(rows.len(), columns))
 }
 
 /// Everything `--summary` needs from a trace.
@@ -905,41 +899,21 @@ pub fn summary(
         .next()
         .and_then(|(k, _)| k.1)
         .unwrap_or_else(|| "-".into());
-    let dur = info.duration_s();
-    let n = info.kept;
     let q = total.latency_ns.quantiles(&[0.5, 0.99]);
-    let us = |v: Option<f64>| format!("{:.1}", v.unwrap_or(0.0) / 1e3);
-    let rows: Vec<(&str, String)> = vec![
-        ("events", n.to_string()),
-        ("lost_events", info.lost_events.to_string()),
-        ("duration_s", format!("{dur:.3}")),
-        ("iops", format!("{:.1}", n as f64 / dur.max(1e-9))),
-        (
-            "mb_per_s",
-            format!("{:.2}", total.bytes as f64 / dur.max(1e-9) / 1e6),
-        ),
-        ("reads", total.reads.to_string()),
-        ("writes", total.writes.to_string()),
-        ("p50_latency_us", us(q[0])),
-        ("p99_latency_us", us(q[1])),
-        ("max_latency_us", us(total.latency_ns.max.map(|m| m as f64))),
-        ("top_process", top_process),
-        ("top_file", top_file),
-    ];
-    let (names, values): (Vec<&str>, Vec<String>) = rows.into_iter().unzip();
-    let frame = DataFrame::new(
-        names.len(),
-        vec![
-            Column::new("metric".into(), names),
-            Column::new("value".into(), values),
-        ],
-    )
-    .map_err(perr)?;
-    Ok(FastRead {
-        frame,
+    let frame = crate::query::summary_frame(crate::query::SummaryFigures {
         events: info.kept,
-        damaged: info.damaged,
-    })
+        lost_events: info.lost_events,
+        duration_s: info.duration_s(),
+        bytes: total.bytes as f64,
+        reads: total.reads,
+        writes: total.writes,
+        p50_latency_ns: q[0].unwrap_or(0.0),
+        p99_latency_ns: q[1].unwrap_or(0.0),
+        max_latency_ns: total.latency_ns.max.map_or(0.0, |m| m as f64),
+        top_process,
+        top_file,
+    });
+    info.answer(frame)
 }
 
 /// One (interval, device, op) cell of `--timeline`.
@@ -1026,13 +1000,8 @@ pub fn timeline(
             Column::new("mb_per_s".into(), mbs),
             Column::new("p99_latency_us".into(), p99),
         ],
-    )
-    .map_err(perr)?;
-    Ok(FastRead {
-        frame,
-        events: info.kept,
-        damaged: info.damaged,
-    })
+    );
+    info.answer(frame)
 }
 
 /// Rows of one device waiting in a [`Reorder`] of `--seek`: at most this many.
@@ -1169,13 +1138,8 @@ pub fn seek(
                 r.1.sum as f64 / r.1.ios as f64
             }),
         ],
-    )
-    .map_err(perr)?;
-    Ok(Some(FastRead {
-        frame,
-        events: info.kept,
-        damaged: info.damaged,
-    }))
+    );
+    info.answer(frame).map(Some)
 }
 
 /// One write as `--seq-writes` sees it.
@@ -1404,13 +1368,8 @@ pub fn seq_writes(
                 s.run.length_bytes as f64 / ((s.run.end_ns - s.run.start_ns) as f64 / 1e9) / 1e6
             }),
         ],
-    )
-    .map_err(perr)?;
-    Ok(Some(FastRead {
-        frame,
-        events: info.kept,
-        damaged: info.damaged,
-    }))
+    );
+    info.answer(frame).map(Some)
 }
 #[cfg(test)]
 mod tests {

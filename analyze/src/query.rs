@@ -504,22 +504,55 @@ pub fn summary(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
             .and_then(|s| s.str().ok().and_then(|x| x.get(0).map(str::to_string)))
             .unwrap_or_else(|| "-".into())
     };
+    summary_frame(SummaryFigures {
+        events: n,
+        lost_events: d.lost_events,
+        duration_s: dur,
+        bytes: get("bytes"),
+        reads: get("reads") as u64,
+        writes: get("writes") as u64,
+        p50_latency_ns: get("p50"),
+        p99_latency_ns: get("p99"),
+        max_latency_ns: get("max"),
+        top_process: first_str(&procs, "comm"),
+        top_file: first_str(&files, "path"),
+    })
+    .map_err(perr)
+}
+
+/// The figures of `--summary`, however they were computed (here, or in one pass by
+/// [`crate::fast`]); a latency the input has none of is 0.
+pub(crate) struct SummaryFigures {
+    pub events: u64,
+    pub lost_events: u64,
+    pub duration_s: f64,
+    pub bytes: f64,
+    pub reads: u64,
+    pub writes: u64,
+    pub p50_latency_ns: f64,
+    pub p99_latency_ns: f64,
+    pub max_latency_ns: f64,
+    pub top_process: String,
+    pub top_file: String,
+}
+
+/// The `--summary` frame: one (metric, value) row per figure, both engines alike.
+pub(crate) fn summary_frame(f: SummaryFigures) -> PolarsResult<DataFrame> {
+    let dur = f.duration_s;
+    let us = |ns: f64| format!("{:.1}", ns / 1e3);
     let rows: Vec<(&str, String)> = vec![
-        ("events", n.to_string()),
-        ("lost_events", d.lost_events.to_string()),
+        ("events", f.events.to_string()),
+        ("lost_events", f.lost_events.to_string()),
         ("duration_s", format!("{dur:.3}")),
-        ("iops", format!("{:.1}", n as f64 / dur.max(1e-9))),
-        (
-            "mb_per_s",
-            format!("{:.2}", get("bytes") / dur.max(1e-9) / 1e6),
-        ),
-        ("reads", format!("{}", get("reads") as u64)),
-        ("writes", format!("{}", get("writes") as u64)),
-        ("p50_latency_us", format!("{:.1}", get("p50") / 1e3)),
-        ("p99_latency_us", format!("{:.1}", get("p99") / 1e3)),
-        ("max_latency_us", format!("{:.1}", get("max") / 1e3)),
-        ("top_process", first_str(&procs, "comm")),
-        ("top_file", first_str(&files, "path")),
+        ("iops", format!("{:.1}", f.events as f64 / dur.max(1e-9))),
+        ("mb_per_s", format!("{:.2}", f.bytes / dur.max(1e-9) / 1e6)),
+        ("reads", f.reads.to_string()),
+        ("writes", f.writes.to_string()),
+        ("p50_latency_us", us(f.p50_latency_ns)),
+        ("p99_latency_us", us(f.p99_latency_ns)),
+        ("max_latency_us", us(f.max_latency_ns)),
+        ("top_process", f.top_process),
+        ("top_file", f.top_file),
     ];
     let (names, values): (Vec<&str>, Vec<String>) = rows.into_iter().unzip();
     DataFrame::new(
@@ -529,7 +562,6 @@ pub fn summary(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
             Column::new("value".into(), values),
         ],
     )
-    .map_err(perr)
 }
 
 /// A cell as text (for the table, CSV and JSON printers).
