@@ -133,28 +133,28 @@ struct {
 	__type(value, __u64);
 } file_id_last SEC(".maps");
 
-/* Per-CPU cache in front of seen_inodes: a 64-bit fingerprint of an inode's (ino, dev, gen)
- * found here means its path was sent, with the file_id stored next to it; this saves the
- * LRU-hash lookup (a cache miss or two per I/O once thousands of files are in use).
- * 5-way set associative, most recent first; a set is one 64-byte cache line (5 fingerprints,
- * 5 ids); 1024 sets in two 32 KiB elements per CPU (the per-CPU maximum element size).
- * Level 0 only. Two inodes would have to share a set and all 64 fingerprint bits to lose a
- * path record. */
-#define IODUMP_SEEN_SET_BITS  10
-#define IODUMP_SEEN_WAYS      5
-#define IODUMP_SEEN_ELEM_BITS 9 /* sets per map element: 512 x 64 bytes = 32 KiB */
+/* Per-CPU cache in front of seen_inodes: a 32-bit tag of an inode's (ino, dev, gen) found
+ * here means its path was sent; this saves the LRU-hash lookup. Every I/O of a workload
+ * spread over thousands of files touches one set, and with each I/O's data going through
+ * the cache the set is rarely still in L2 by its next use: the table is kept small (16 KiB
+ * per CPU, half of what profiling showed at 64 KiB), so it holds tags only. The file_id is
+ * not kept: an I/O found here carries file_id 0 and user space finds its path record by
+ * (ino_dev, ino, ino_gen). 16-way set associative, most recent first, 256 sets of one
+ * 64-byte cache line. Level 0 only. A new inode is taken for a sent one (and its path never
+ * sent: user space counts its events as `[unknown]`) only if its tag equals one of the 16
+ * in its set: about 4e-9 per new inode. */
+#define IODUMP_SEEN_SET_BITS  8
+#define IODUMP_SEEN_WAYS      16
 struct iodump_seen_set {
-	__u64 fp[IODUMP_SEEN_WAYS];
-	__u32 id[IODUMP_SEEN_WAYS];
-	__u32 _pad;
+	__u32 tag[IODUMP_SEEN_WAYS];
 };
 struct iodump_seen_cache {
-	struct iodump_seen_set set[1u << IODUMP_SEEN_ELEM_BITS];
+	struct iodump_seen_set set[1u << IODUMP_SEEN_SET_BITS];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1u << (IODUMP_SEEN_SET_BITS - IODUMP_SEEN_ELEM_BITS));
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct iodump_seen_cache);
 } seen_cache SEC(".maps");
@@ -205,7 +205,7 @@ struct {
  */
 struct iodump_cpu_state {
 	__u32 nest;
-	__u32 seen_id; /* file_id of seen_ino/seen_dev/seen_gen */
+	__u32 seen_id; /* ensure_path's answer for seen_ino/seen_dev/seen_gen */
 	__u64 sample_ctr;
 	/* last inode whose path record is known to be sent */
 	__u64 seen_ino;
@@ -214,7 +214,7 @@ struct iodump_cpu_state {
 	/* last (inode, tgid) written to dirtiers */
 	__u64 dirty_inode;
 	__u32 dirty_tgid;
-	__u32 _pad0;
+	__u32 seen_ok; /* seen_ino/seen_dev/seen_gen/seen_id are set */
 	/* last direct-I/O inode: (address, i_ino, i_generation) -> the rest of its identity */
 	__u64 dio_inode;
 	__u64 dio_ino;
@@ -817,35 +817,35 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 	return hdr->file_id;
 }
 
-/* Make sure the path of fi was sent once. Returns the file_id it was sent with (now or
- * before), 0 if it could not be sent. */
-static __always_inline __u32 ensure_path(struct iodump_file_info *fi,
-					 struct iodump_cpu_state *cs, __u32 lvl)
+/* Make sure the path of fi was sent once. Returns the file_id it was sent with (> 0) when
+ * that is at hand, 0 when it was sent before and only seen_cache knows (user space finds
+ * the record by the inode), -1 if it could not be sent. */
+static __always_inline int ensure_path(struct iodump_file_info *fi,
+				       struct iodump_cpu_state *cs, __u32 lvl)
 {
 	struct iodump_inode_key k = { .ino = fi->ino, .dev = fi->dev, .gen = fi->gen };
 	struct iodump_seen_set *set = NULL;
-	__u32 sent_id, *known;
-	__u64 fp = 0;
+	__u32 sent_id, *known, tag = 0;
 	int id;
 
 	if (!lvl) {
 		struct iodump_seen_cache *sc;
-		__u32 si, elem;
+		__u32 zero = 0;
+		__u64 fp;
 
-		if (cs->seen_ino == k.ino && cs->seen_dev == k.dev && cs->seen_gen == k.gen &&
-		    cs->seen_id)
+		if (cs->seen_ok && cs->seen_ino == k.ino && cs->seen_dev == k.dev &&
+		    cs->seen_gen == k.gen)
 			return cs->seen_id;
 		fp = (k.ino * 0x9E3779B97F4A7C15ULL) ^
 		     (((__u64)k.dev << 32 | k.gen) * 0xC2B2AE3D27D4EB4FULL) ^ k.ino;
-		fp |= 1; /* empty ways hold 0 */
-		si = (fp >> (64 - IODUMP_SEEN_SET_BITS)) & ((1u << IODUMP_SEEN_SET_BITS) - 1);
-		elem = si >> IODUMP_SEEN_ELEM_BITS;
-		sc = bpf_map_lookup_elem(&seen_cache, &elem);
+		tag = (__u32)fp | 1; /* empty ways hold 0 */
+		sc = bpf_map_lookup_elem(&seen_cache, &zero);
 		if (sc) {
-			set = &sc->set[si & ((1u << IODUMP_SEEN_ELEM_BITS) - 1)];
+			set = &sc->set[(fp >> (64 - IODUMP_SEEN_SET_BITS)) &
+				       ((1u << IODUMP_SEEN_SET_BITS) - 1)];
 			for (int w = 0; w < IODUMP_SEEN_WAYS; w++) {
-				if (set->fp[w] == fp) {
-					id = set->id[w];
+				if (set->tag[w] == tag) {
+					id = 0;
 					goto seen;
 				}
 			}
@@ -863,19 +863,16 @@ static __always_inline __u32 ensure_path(struct iodump_file_info *fi,
 				      fi->gen | (__u64)fi->kind << 32);
 		if (id <= 0) {
 			cnt(IODUMP_CNT_LOST_PATH);
-			return 0;
+			return -1;
 		}
 		sent_id = id;
 		bpf_map_update_elem(&seen_inodes, &k, &sent_id, BPF_ANY);
 	}
 	if (set) {
 		/* most recent first: the oldest way is dropped */
-		for (int w = IODUMP_SEEN_WAYS - 1; w > 0; w--) {
-			set->fp[w] = set->fp[w - 1];
-			set->id[w] = set->id[w - 1];
-		}
-		set->fp[0] = fp;
-		set->id[0] = id;
+		for (int w = IODUMP_SEEN_WAYS - 1; w > 0; w--)
+			set->tag[w] = set->tag[w - 1];
+		set->tag[0] = tag;
 	}
 seen:
 	if (!lvl) {
@@ -883,6 +880,7 @@ seen:
 		cs->seen_dev = k.dev;
 		cs->seen_gen = k.gen;
 		cs->seen_id = id;
+		cs->seen_ok = 1;
 	}
 	return id;
 }
@@ -1021,9 +1019,11 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 					v->ev.ioflags |= IODUMP_IOF_DIRTIER;
 				}
 			}
-			if (cfg_enable_paths)
-				v->ev.file_id = ensure_path(&fi, cs, lvl);
-			if (!v->ev.file_id)
+			int sent = cfg_enable_paths ? ensure_path(&fi, cs, lvl) : -1;
+
+			if (sent > 0)
+				v->ev.file_id = sent;
+			else if (sent < 0)
 				v->ev.ioflags |= IODUMP_IOF_PATH_LOST;
 		}
 	}

@@ -204,9 +204,10 @@ struct iodump_io_event {
 	__u16 syscall;     /*  86  IODUMP_SC_* or raw x86_64 syscall number */
 	char  comm[16];    /*  88  submitter's comm (task->comm), NUL-padded */
 	__u32 file_id;     /* 104  PK_FILE, PK_DIO: the file_id of the path record sent for
-	                    *      this inode (iodump_path_event.file_id), so user space finds
-	                    *      the file with an array index; 0 = none (paths off, or its
-	                    *      path record was lost) */
+	                    *      this inode (iodump_path_event.file_id) when the program had
+	                    *      it at hand, so user space finds the file with an array index;
+	                    *      0 = find the record by (ino_dev, ino, ino_gen), or none
+	                    *      (IODUMP_IOF_PATH_LOST: paths off, or the record was lost) */
 	__u32 _reserved;   /* 108  0 */
 };                         /* 112 */
 

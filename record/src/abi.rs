@@ -158,7 +158,8 @@ pub struct IoEvent {
     pub syscall: u16,
     /// comm, NUL-padded.
     pub comm: [u8; 16],
-    /// `file_id` of the inode's path record, 0 if none.
+    /// `file_id` of the inode's path record; 0 when the kernel did not have it at hand (the
+    /// record is found by `(ino_dev, ino, ino_gen)`) or there is none (`iof::PATH_LOST`).
     pub file_id: u32,
 }
 

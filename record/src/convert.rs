@@ -27,9 +27,9 @@ pub struct Converter {
     /// (ino_dev, ino, gen) → path id: one path entry per file, however many path records
     /// the kernel sends for it.
     files: IntMap<(u32, u64, u32), u32>,
-    /// The kernel's file_id → path id (0: none). The ids are dense from 1, so the per-event
-    /// lookup is an index into a few bytes per file, which stays in cache where a hash table
-    /// of thousands of files does not (measured: ~100 ns per event with 2000 files).
+    /// The kernel's file_id → path id (0: none). The ids are dense from 1, so the lookup is
+    /// an index into a few bytes per file. Events whose file_id is 0 (the kernel's tag cache
+    /// knew the path was sent but not its id) are looked up in `files`.
     by_file_id: Vec<u32>,
     /// (dev, label kind) → path id.
     labels: IntMap<(u32, u8), u32>,
@@ -191,11 +191,11 @@ impl Converter {
         }
         let meta = r.flags & (Flags::META.0) != 0;
         let file_id = match r.path_kind {
-            pk::FILE | pk::DIO => self
-                .by_file_id
-                .get(r.file_id as usize)
-                .copied()
-                .filter(|&id| id != 0),
+            // The kernel's file_id when it had it at hand (an index), else the inode.
+            pk::FILE | pk::DIO => match self.by_file_id.get(r.file_id as usize) {
+                Some(&id) if id != 0 => Some(id),
+                _ => self.files.get(&(r.ino_dev, r.ino, r.ino_gen)).copied(),
+            },
             _ => None,
         };
         let path_id = match r.path_kind {
@@ -367,10 +367,16 @@ mod tests {
         let mut r9 = io(pk::FILE, 17);
         r9.file_id = 9;
         assert_eq!(c.io_record(&r9, &mut ne).path_id, entry.path_id);
-        // An id the kernel never sent: labelled, not a wrong path.
+        // file_id 0: the kernel knew the path was sent but not its id; found by the inode.
+        r9.file_id = 0;
+        assert_eq!(c.io_record(&r9, &mut ne).path_id, entry.path_id);
+        // An id the kernel never sent, of an inode it never sent: labelled, not a wrong path.
         r9.file_id = 8;
+        r9.ino = 13;
         assert_eq!(c.io_record(&r9, &mut ne).path_id, unknown_id);
-        assert_eq!(c.attributed, [2, 0, 3]);
+        r9.file_id = 0;
+        assert_eq!(c.io_record(&r9, &mut ne).path_id, unknown_id);
+        assert_eq!(c.attributed, [3, 0, 4]);
         // Labels.
         let m = c.io_record(&io(pk::META, abi::SC_NONE), &mut ne);
         assert_eq!(c.path(m.path_id), b"[metadata]");
