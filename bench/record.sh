@@ -59,7 +59,8 @@ run_iodump() { # device -> "iops events lost cpu_s"
   local pid=$!
   sleep 1
   local iops; iops=$(fio_iops "$dev")
-  kill -INT "$(pgrep -P $pid -x iodump || echo $pid)" 2>/dev/null || kill -INT $pid
+  # the recorder is the only child of `time` (whatever its file is called)
+  kill -INT "$(pgrep -P $pid | head -1 || echo $pid)" 2>/dev/null || kill -INT $pid
   wait $pid || true
   local events lost cpu
   events=$(sed -n 's/.*recorded \([0-9]*\) events.*/\1/p' "$WORK/rec.err" | head -1)

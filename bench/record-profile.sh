@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Where the recorder's cost lands on the traced workload (run as root; needs perf): fio 4k
+# random O_DIRECT reads, QD32, libaio, on a raw zram device (the bench/record.sh job), under
+# `iodump record`, sampled machine-wide by `perf record -e cpu-clock`. Prints per round the
+# ns of CPU that fio's thread spent per I/O in total and in everything BPF-related (programs,
+# helpers, maps, ring buffer), then the BPF-related symbols averaged over the rounds.
+# Several binaries can be compared in alternation: IODUMPS="old/iodump new/iodump".
+#
+#   bash bench/record-profile.sh                     # 3 rounds of 8 s
+#   NO_BUILD=1 IODUMPS="a/iodump b/iodump" ROUNDS=3 bash bench/record-profile.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-8}
+FREQ=${FREQ:-4999}
+if [ "$(id -u)" != 0 ]; then echo "bench/record-profile.sh: run as root" >&2; exit 1; fi
+command -v perf >/dev/null || { echo "bench/record-profile.sh: perf not found" >&2; exit 1; }
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --release --quiet --no-default-features
+IODUMPS=${IODUMPS:-$PWD/target/release/iodump}
+WORK=$(mktemp -d /tmp/iodump-bench-rprof.XXXXXX)
+
+ZRAM=$(cat /sys/class/zram-control/hot_add)
+cleanup() {
+  echo 1 > "/sys/block/zram$ZRAM/reset" 2>/dev/null || true
+  echo "$ZRAM" > /sys/class/zram-control/hot_remove 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+echo 1G > "/sys/block/zram$ZRAM/disksize"
+dd if=/dev/urandom of="/dev/zram$ZRAM" bs=1M count=1024 oflag=direct status=none
+
+printf '%-40s %5s %10s %12s %12s\n' binary round iops fio_ns bpf_ns
+n=0
+for r in $(seq 1 "$ROUNDS"); do
+  for bin in $IODUMPS; do
+    n=$((n + 1))
+    "$bin" record -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
+    pid=$!
+    for _ in $(seq 1 100); do grep -q "recording" "$WORK/err" 2>/dev/null && break; sleep 0.05; done
+    perf record -q -e cpu-clock -F "$FREQ" -a -o "$WORK/perf.data" -- \
+      fio --name=bench --filename="/dev/zram$ZRAM" --rw=randread --bs=4k --iodepth=32 \
+          --ioengine=libaio --direct=1 --runtime="$SECS" --time_based --size=1G \
+          --norandommap --output-format=json > "$WORK/fio.json" 2>/dev/null
+    kill -INT $pid; wait $pid || true
+    perf report -i "$WORK/perf.data" --no-children --sort comm,sym -q --stdio -F sample,comm,sym \
+      2>/dev/null > "$WORK/rep.$n.txt"
+    python3 - "$bin" "$r" "$FREQ" "$WORK/fio.json" "$WORK/rep.$n.txt" <<'PY'
+import json, sys
+b, r, freq, fio, rep = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
+d = json.load(open(fio))["jobs"][0]["read"]
+ios = d["total_ios"]
+bpf = total = 0
+for line in open(rep):
+    p = line.split(None, 2)
+    if len(p) < 3 or p[1] != "fio":
+        continue
+    n = int(p[0])
+    total += n
+    if any(w in p[2] for w in ("bpf", "htab", "lookup_nulls", "ringbuf", "nofault")):
+        bpf += n
+ns = lambda s: s / freq * 1e9 / ios
+print("%-40s %5s %10d %12.0f %12.0f" % (b[-40:], r, d["iops"], ns(total), ns(bpf)))
+with open(rep + ".ios", "w") as f:
+    f.write("%s %d\n" % (b, ios))
+PY
+  done
+done
+echo
+echo "BPF-related symbols, ns of fio's CPU per I/O, mean over the rounds:"
+python3 - "$WORK" "$FREQ" <<'PY'
+import glob, collections, re, sys
+work, freq = sys.argv[1], float(sys.argv[2])
+acc = collections.defaultdict(collections.Counter)
+runs = collections.Counter()
+for ios_file in glob.glob(work + "/rep.*.txt.ios"):
+    b, ios = open(ios_file).read().split()
+    runs[b] += 1
+    for line in open(ios_file[:-4]):
+        p = line.split(None, 2)
+        if len(p) < 3 or p[1] != "fio":
+            continue
+        sym = re.sub(r"bpf_prog_[0-9a-f]+_", "bpf_prog_", p[2].strip())
+        if any(w in sym for w in ("bpf", "htab", "lookup_nulls", "ringbuf", "nofault")):
+            acc[b][sym] += int(p[0]) / freq * 1e9 / int(ios)
+for b, c in acc.items():
+    print(b)
+    for sym, v in sorted(c.items(), key=lambda kv: -kv[1])[:12]:
+        print("  %7.0f  %s" % (v / runs[b], sym))
+PY
