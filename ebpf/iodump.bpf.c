@@ -267,7 +267,9 @@ struct {
  * Measured on this machine: one bpf_probe_read_kernel costs about 30 ns; the whole start
  * handler went from ~1.1 us to a fraction of that with direct loads.
  * Pointers that come out of a helper or arithmetic (bi_private, container_of, a compound
- * page head) are plain numbers in both flavours and are always read with BPF_CORE_READ.
+ * page head) are plain numbers in both flavours and are read with BPF_CORE_READ, except
+ * the iomap direct-I/O chain, hot with O_DIRECT files, which the BTF flavour turns into a
+ * BTF-typed pointer with rdonly_cast() (below).
  * ------------------------------------------------------------------------------------- */
 #define BTF 1
 #define RAW 0
@@ -505,20 +507,55 @@ static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_
 		fi->dev = anon;
 }
 
+/*
+ * bpf_rdonly_cast(p, btf_id): the kernel function (a kfunc, since 6.2) that lets a program
+ * read through a pointer it only has as a number with direct loads (faults handled by the
+ * exception table), where bpf_probe_read_kernel costs ~30 ns a call. aya-obj 0.3 has no
+ * `__ksym` externs, so the call is emitted as a helper call with a placeholder number, and
+ * user space (record/src/bpf.rs) rewrites it into a kfunc call with the function's BTF id
+ * in the running kernel. Without the function the placeholder stays, the tp_btf programs
+ * fail to load, and the raw_tp ones (which do not use it) are attached.
+ */
+#define IODUMP_KFUNC_RDONLY_CAST 0x1d0dca57
+static __always_inline void *rdonly_cast(__u64 p, __u32 btf_id)
+{
+	void *r;
+
+	asm volatile("r1 = %[p]\n\t"
+		     "r2 = %[id]\n\t"
+		     "call %[fn]\n\t"
+		     "%[r] = r0"
+		     : [r] "=r"(r)
+		     : [p] "r"(p), [id] "r"(btf_id), [fn] "i"(IODUMP_KFUNC_RDONLY_CAST)
+		     : "r0", "r1", "r2", "r3", "r4", "r5", "memory");
+	return r;
+}
+
 /* iomap direct I/O: bi_private is the struct iomap_dio, whose kiocb names the file. */
 static __always_inline void resolve_iomap_dio(struct iodump_file_info *fi,
-					      struct iodump_cpu_state *cs, __u32 lvl, __u64 dio)
+					      struct iodump_cpu_state *cs, __u32 lvl, __u64 dio,
+					      int btf)
 {
-	struct file *file = BPF_CORE_READ((struct iomap_dio *)dio, iocb, ki_filp);
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	struct file *file;
+	struct inode *inode;
 	__u64 ino;
 	__u32 gen;
 
+	if (btf) {
+		struct iomap_dio *d =
+			rdonly_cast(dio, bpf_core_type_id_kernel(struct iomap_dio));
+
+		file = d->iocb->ki_filp;
+		inode = file->f_inode;
+	} else {
+		file = BPF_CORE_READ((struct iomap_dio *)dio, iocb, ki_filp);
+		inode = BPF_CORE_READ(file, f_inode);
+	}
 	if (!inode)
 		return;
 	fi->file = file;
-	ino = BPF_CORE_READ(inode, i_ino);
-	gen = BPF_CORE_READ(inode, i_generation);
+	ino = RD(btf, inode, i_ino);
+	gen = RD(btf, inode, i_generation);
 	/* fio-style workloads hit the same file over and over: keep the rest per CPU */
 	if (!lvl && cs->dio_inode == (__u64)inode && cs->dio_ino == ino && cs->dio_gen == gen) {
 		fi->kind = cs->dio_kind;
@@ -529,7 +566,7 @@ static __always_inline void resolve_iomap_dio(struct iodump_file_info *fi,
 		fi->sb_dev = cs->dio_sb_dev;
 		return;
 	}
-	fill_inode(fi, inode, IODUMP_PK_DIO, RAW);
+	fill_inode(fi, inode, IODUMP_PK_DIO, btf);
 	if (lvl || fi->kind != IODUMP_PK_DIO)
 		return;
 	cs->dio_inode = (__u64)inode;
@@ -578,7 +615,7 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 		}
 	}
 	if (ksym_iomap_dio_bio_end_io && end_io == ksym_iomap_dio_bio_end_io) {
-		resolve_iomap_dio(fi, cs, lvl, priv);
+		resolve_iomap_dio(fi, cs, lvl, priv, btf);
 		return;
 	}
 	if ((ksym_blkdev_bio_end_io && end_io == ksym_blkdev_bio_end_io) ||

@@ -17,6 +17,49 @@ use crate::error::RecordError;
 /// The compiled BPF object, built from `ebpf/` by `ebpf/build.sh` and committed.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump.bpf.o");
 
+/// The placeholder helper number the object calls in place of the kfunc `bpf_rdonly_cast`
+/// (ebpf/iodump.bpf.c, `IODUMP_KFUNC_RDONLY_CAST`).
+const KFUNC_RDONLY_CAST_PLACEHOLDER: u32 = 0x1d0d_ca57;
+
+/// The object with its placeholder calls of `bpf_rdonly_cast` turned into kfunc calls of
+/// that function in this kernel (aya-obj 0.3 cannot resolve `__ksym` externs). Without the
+/// function (kernels before 6.2) the placeholders stay: the tp_btf programs then fail to
+/// load and the raw_tp ones are used. Returns the object, 8-byte aligned like `OBJECT`,
+/// and how many calls were rewritten.
+fn object_for(btf: &Btf) -> (Vec<u64>, usize) {
+    let mut words = vec![0u64; OBJECT.len().div_ceil(8)];
+    let mut bytes = OBJECT.to_vec();
+    let mut patched = 0;
+    if let Ok(id) = btf.id_by_type_name_kind("bpf_rdonly_cast", aya_obj::btf::BtfKind::Func) {
+        // A call instruction: opcode 0x85 (BPF_JMP | BPF_CALL), registers byte (src << 4 |
+        // dst), 16-bit offset, 32-bit immediate (helper number; for a kfunc its BTF id,
+        // with src = BPF_PSEUDO_KFUNC_CALL = 2). Code sections sit at 8-byte offsets.
+        let mut placeholder = [0x85u8, 0, 0, 0, 0, 0, 0, 0];
+        placeholder[4..].copy_from_slice(&KFUNC_RDONLY_CAST_PLACEHOLDER.to_le_bytes());
+        for insn in bytes.chunks_exact_mut(8) {
+            if insn == placeholder {
+                insn[1] = 2 << 4;
+                insn[4..].copy_from_slice(&id.to_le_bytes());
+                patched += 1;
+            }
+        }
+    }
+    for (w, chunk) in words.iter_mut().zip(bytes.chunks(8)) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        *w = u64::from_ne_bytes(b);
+    }
+    (words, patched)
+}
+
+/// The bytes of `object_for`'s words.
+fn as_bytes(words: &[u64]) -> &[u8] {
+    // SAFETY: a u64 slice is valid to read as 8 bytes per element, u8 needs no alignment,
+    // and the result borrows `words`.
+    let all = unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) };
+    &all[..OBJECT.len()]
+}
+
 /// Settings passed to the BPF program before it is loaded.
 #[derive(Clone, Debug)]
 pub struct BpfSettings {
@@ -256,8 +299,9 @@ impl Program {
             loader.override_global(name, v, true);
         }
         loader.map_max_entries("events", s.ring_bytes);
+        let (object, _) = object_for(&btf);
         let mut ebpf = loader
-            .load(OBJECT)
+            .load(as_bytes(&object))
             .map_err(|e| bpf_error("loading the BPF object", &e))?;
 
         // Filters.
@@ -507,5 +551,47 @@ fn missing(name: &str) -> RecordError {
     RecordError::Bpf {
         what: format!("the BPF object has no map {name}"),
         message: "rebuild it with ebpf/build.sh".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_object_calls_bpf_rdonly_cast_through_the_placeholder() {
+        let mut placeholder = [0x85u8, 0, 0, 0, 0, 0, 0, 0];
+        placeholder[4..].copy_from_slice(&KFUNC_RDONLY_CAST_PLACEHOLDER.to_le_bytes());
+        let calls = OBJECT
+            .chunks_exact(8)
+            .filter(|insn| *insn == placeholder)
+            .count();
+        // one per tp_btf program that resolves a bio (iomap direct I/O)
+        assert!(calls > 0, "no placeholder call in the object");
+    }
+
+    #[test]
+    fn the_rewritten_object_keeps_its_bytes_but_the_calls() {
+        let Ok(btf) = Btf::from_sys_fs() else {
+            return; // no kernel BTF here: nothing to rewrite with
+        };
+        let (words, patched) = object_for(&btf);
+        let bytes = as_bytes(&words);
+        assert_eq!(bytes.len(), OBJECT.len());
+        let differing = bytes
+            .chunks_exact(8)
+            .zip(OBJECT.chunks_exact(8))
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differing, patched);
+        if btf
+            .id_by_type_name_kind("bpf_rdonly_cast", aya_obj::btf::BtfKind::Func)
+            .is_ok()
+        {
+            assert!(
+                patched > 0,
+                "the kernel has bpf_rdonly_cast but no call was rewritten"
+            );
+        }
     }
 }
