@@ -268,8 +268,8 @@ struct {
  * handler went from ~1.1 us to a fraction of that with direct loads.
  * Pointers that come out of a helper or arithmetic (bi_private, container_of, a compound
  * page head) are plain numbers in both flavours and are read with BPF_CORE_READ, except
- * the iomap direct-I/O chain, hot with O_DIRECT files, which the BTF flavour turns into a
- * BTF-typed pointer with rdonly_cast() (below).
+ * the iomap direct-I/O chain and btrfs's containers (every btrfs data I/O), which the BTF
+ * flavour turns into BTF-typed pointers with rdonly_cast() (below).
  * ------------------------------------------------------------------------------------- */
 #define BTF 1
 #define RAW 0
@@ -483,30 +483,6 @@ static __always_inline void fill_inode(struct iodump_file_info *fi, struct inode
 	fi->gen = RD(btf, inode, i_generation);
 }
 
-/* btrfs: metadata lives in the btree inode; each subvolume has its own inode numbers and
- * its own st_dev (root->anon_dev), while mountinfo shows the superblock's s_dev. */
-static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_dev)
-{
-	struct btrfs_inode *bi;
-	__u32 anon;
-
-	if (fi->kind != IODUMP_PK_FILE && fi->kind != IODUMP_PK_DIO)
-		return;
-	if (fi->ino == BTRFS_BTREE_INODE_OBJECTID) {
-		fi->kind = IODUMP_PK_META;
-		fi->inode = NULL;
-		fi->ino = 0;
-		fi->gen = 0;
-		fi->sb_dev = 0;
-		fi->dev = bdev_dev;
-		return;
-	}
-	bi = (void *)fi->inode - bpf_core_field_offset(struct btrfs_inode, vfs_inode);
-	anon = BPF_CORE_READ(bi, root, anon_dev);
-	if (anon)
-		fi->dev = anon;
-}
-
 /*
  * bpf_rdonly_cast(p, btf_id): the kernel function (a kfunc, since 6.2) that lets a program
  * read through a pointer it only has as a number with direct loads (faults handled by the
@@ -529,6 +505,38 @@ static __always_inline void *rdonly_cast(__u64 p, __u32 btf_id)
 		     : [p] "r"(p), [id] "r"(btf_id), [fn] "i"(IODUMP_KFUNC_RDONLY_CAST)
 		     : "r0", "r1", "r2", "r3", "r4", "r5", "memory");
 	return r;
+}
+
+/* btrfs: metadata lives in the btree inode; each subvolume has its own inode numbers and
+ * its own st_dev (root->anon_dev), while mountinfo shows the superblock's s_dev. */
+static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_dev,
+					struct iodump_cpu_state *cs, __u32 lvl, int btf)
+{
+	struct btrfs_inode *bi;
+	__u32 anon;
+
+	if (fi->kind != IODUMP_PK_FILE && fi->kind != IODUMP_PK_DIO)
+		return;
+	if (fi->ino == BTRFS_BTREE_INODE_OBJECTID) {
+		fi->kind = IODUMP_PK_META;
+		fi->inode = NULL;
+		fi->ino = 0;
+		fi->gen = 0;
+		fi->sb_dev = 0;
+		fi->dev = bdev_dev;
+		return;
+	}
+	if (btf) {
+		bi = rdonly_cast(ptr_bits(cs, lvl, fi->inode, BTF) -
+					 bpf_core_field_offset(struct btrfs_inode, vfs_inode),
+				 bpf_core_type_id_kernel(struct btrfs_inode));
+		anon = bi->root->anon_dev;
+	} else {
+		bi = (void *)fi->inode - bpf_core_field_offset(struct btrfs_inode, vfs_inode);
+		anon = BPF_CORE_READ(bi, root, anon_dev);
+	}
+	if (anon)
+		fi->dev = anon;
 }
 
 /* iomap direct I/O: bi_private is the struct iomap_dio, whose kiocb names the file. */
@@ -686,14 +694,31 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 	}
 	if (bbio_embedded) {
 		/* btrfs direct I/O: the bio is embedded in a struct btrfs_bio */
-		struct btrfs_bio *bbio = (void *)b - bpf_core_field_offset(struct btrfs_bio, bio);
-		struct btrfs_inode *bi = BPF_CORE_READ(bbio, inode);
+		__u64 bbio_bits = ptr_bits(cs, lvl, b, btf) -
+				  bpf_core_field_offset(struct btrfs_bio, bio);
 
-		if (bi) {
-			fill_inode(fi, (void *)bi + bpf_core_field_offset(struct btrfs_inode,
-									  vfs_inode),
-				   IODUMP_PK_DIO, RAW);
-			goto found;
+		if (btf) {
+			struct btrfs_bio *bbio = rdonly_cast(
+				bbio_bits, bpf_core_type_id_kernel(struct btrfs_bio));
+			struct btrfs_inode *bi = bbio->inode;
+
+			if (bi) {
+				fill_inode(fi, rdonly_cast(ptr_bits(cs, lvl, bi, BTF) +
+						bpf_core_field_offset(struct btrfs_inode, vfs_inode),
+						bpf_core_type_id_kernel(struct inode)),
+					   IODUMP_PK_DIO, BTF);
+				goto found;
+			}
+		} else {
+			struct btrfs_bio *bbio = (struct btrfs_bio *)bbio_bits;
+			struct btrfs_inode *bi = BPF_CORE_READ(bbio, inode);
+
+			if (bi) {
+				fill_inode(fi, (void *)bi + bpf_core_field_offset(struct btrfs_inode,
+										  vfs_inode),
+					   IODUMP_PK_DIO, RAW);
+				goto found;
+			}
 		}
 	}
 	if (!mapping &&
@@ -717,7 +742,7 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 	return;
 found:
 	if (is_btrfs)
-		btrfs_fixup(fi, bdev_dev);
+		btrfs_fixup(fi, bdev_dev, cs, lvl, btf);
 }
 
 /* ---------------------------------------------------------------------------------------
