@@ -19,24 +19,8 @@ if [ "$(id -u)" != 0 ]; then echo "bench/paths.sh: run as root" >&2; exit 1; fi
 [ "${NO_BUILD:-0}" = 1 ] || cargo build --release --quiet
 IODUMP=${IODUMP:-$PWD/target/release/iodump}
 
-ZRAM=$(cat /sys/class/zram-control/hot_add)
-cleanup() {
-  umount "$WORK/mnt" 2>/dev/null || true
-  echo 1 > "/sys/block/zram$ZRAM/reset" 2>/dev/null || true
-  echo "$ZRAM" > /sys/class/zram-control/hot_remove 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-echo 2G > "/sys/block/zram$ZRAM/disksize"
-mkfs.ext4 -q -F "/dev/zram$ZRAM"
-mkdir -p "$WORK/mnt"
-mount "/dev/zram$ZRAM" "$WORK/mnt"
-
-JOB=(--name=paths --directory="$WORK/mnt" --nrfiles="$FILES" --filesize=256k --openfiles="$FILES"
-     --file_service_type=random --rw=randread --bs=4k --iodepth=32 --ioengine=libaio --direct=1
-     --runtime="$SECS" --time_based --norandommap --output-format=json)
-# Lay the files out once.
-fio "${JOB[@]}" --runtime=1 >/dev/null 2>&1
+# shellcheck source=bench/zram-ext4-files.sh
+. bench/zram-ext4-files.sh
 
 fio_iops() {
   fio "${JOB[@]}" 2>/dev/null |

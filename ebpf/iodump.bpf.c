@@ -507,6 +507,12 @@ static __always_inline void *rdonly_cast(__u64 p, __u32 btf_id)
 	return r;
 }
 
+/* A pointer held as a number (bi_private, a container_of result), as a pointer to `type`
+ * each flavour reads with RD(): BTF-typed through rdonly_cast() in the BTF flavour, the
+ * number itself (read with BPF_CORE_READ) in the RAW one. */
+#define IOD_CAST(bits, type, btf)                                                          \
+	((type *)((btf) ? rdonly_cast((bits), bpf_core_type_id_kernel(type)) : (void *)(bits)))
+
 /* btrfs: metadata lives in the btree inode; each subvolume has its own inode numbers and
  * its own st_dev (root->anon_dev), while mountinfo shows the superblock's s_dev. */
 static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_dev,
@@ -526,15 +532,10 @@ static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_
 		fi->dev = bdev_dev;
 		return;
 	}
-	if (btf) {
-		bi = rdonly_cast(ptr_bits(cs, lvl, fi->inode, BTF) -
-					 bpf_core_field_offset(struct btrfs_inode, vfs_inode),
-				 bpf_core_type_id_kernel(struct btrfs_inode));
-		anon = bi->root->anon_dev;
-	} else {
-		bi = (void *)fi->inode - bpf_core_field_offset(struct btrfs_inode, vfs_inode);
-		anon = BPF_CORE_READ(bi, root, anon_dev);
-	}
+	bi = IOD_CAST(ptr_bits(cs, lvl, fi->inode, btf) -
+			      bpf_core_field_offset(struct btrfs_inode, vfs_inode),
+		      struct btrfs_inode, btf);
+	anon = RD(btf, bi, root, anon_dev);
 	if (anon)
 		fi->dev = anon;
 }
@@ -544,21 +545,12 @@ static __always_inline void resolve_iomap_dio(struct iodump_file_info *fi,
 					      struct iodump_cpu_state *cs, __u32 lvl, __u64 dio,
 					      int btf)
 {
-	struct file *file;
-	struct inode *inode;
+	struct iomap_dio *d = IOD_CAST(dio, struct iomap_dio, btf);
+	struct file *file = RD(btf, d, iocb, ki_filp);
+	struct inode *inode = RD(btf, file, f_inode);
 	__u64 ino;
 	__u32 gen;
 
-	if (btf) {
-		struct iomap_dio *d =
-			rdonly_cast(dio, bpf_core_type_id_kernel(struct iomap_dio));
-
-		file = d->iocb->ki_filp;
-		inode = file->f_inode;
-	} else {
-		file = BPF_CORE_READ((struct iomap_dio *)dio, iocb, ki_filp);
-		inode = BPF_CORE_READ(file, f_inode);
-	}
 	if (!inode)
 		return;
 	fi->file = file;
@@ -694,31 +686,19 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 	}
 	if (bbio_embedded) {
 		/* btrfs direct I/O: the bio is embedded in a struct btrfs_bio */
-		__u64 bbio_bits = ptr_bits(cs, lvl, b, btf) -
-				  bpf_core_field_offset(struct btrfs_bio, bio);
+		struct btrfs_bio *bbio =
+			IOD_CAST(ptr_bits(cs, lvl, b, btf) -
+					 bpf_core_field_offset(struct btrfs_bio, bio),
+				 struct btrfs_bio, btf);
+		struct btrfs_inode *bi = RD(btf, bbio, inode);
 
-		if (btf) {
-			struct btrfs_bio *bbio = rdonly_cast(
-				bbio_bits, bpf_core_type_id_kernel(struct btrfs_bio));
-			struct btrfs_inode *bi = bbio->inode;
-
-			if (bi) {
-				fill_inode(fi, rdonly_cast(ptr_bits(cs, lvl, bi, BTF) +
-						bpf_core_field_offset(struct btrfs_inode, vfs_inode),
-						bpf_core_type_id_kernel(struct inode)),
-					   IODUMP_PK_DIO, BTF);
-				goto found;
-			}
-		} else {
-			struct btrfs_bio *bbio = (struct btrfs_bio *)bbio_bits;
-			struct btrfs_inode *bi = BPF_CORE_READ(bbio, inode);
-
-			if (bi) {
-				fill_inode(fi, (void *)bi + bpf_core_field_offset(struct btrfs_inode,
-										  vfs_inode),
-					   IODUMP_PK_DIO, RAW);
-				goto found;
-			}
+		if (bi) {
+			fill_inode(fi,
+				   IOD_CAST(ptr_bits(cs, lvl, bi, btf) +
+						    bpf_core_field_offset(struct btrfs_inode, vfs_inode),
+					    struct inode, btf),
+				   IODUMP_PK_DIO, btf);
+			goto found;
 		}
 	}
 	if (!mapping &&
