@@ -2,9 +2,11 @@
 # Where the recorder's cost lands on the traced workload (run as root; needs perf): fio 4k
 # random O_DIRECT reads, QD32, libaio, on a raw zram device (the bench/record.sh job), under
 # `iodump record`, sampled machine-wide by `perf record -e cpu-clock`. Prints per round the
-# ns of CPU that fio's thread spent per I/O in total and in everything BPF-related (programs,
-# helpers, maps, ring buffer), then the BPF-related symbols averaged over the rounds.
-# Several binaries can be compared in alternation: IODUMPS="old/iodump new/iodump".
+# ns of CPU that fio's thread spent per I/O in total, in everything BPF-related (programs,
+# helpers, maps, ring buffer) and in waking the consumer (irq_work self-IPIs: the APIC write
+# traps to the hypervisor), then the BPF-related symbols averaged over the rounds.
+# Several binaries can be compared in alternation: IODUMPS="old/iodump new/iodump"; the
+# word "none" in that list runs fio alone (the baseline).
 #
 #   bash bench/record-profile.sh                     # 3 rounds of 8 s
 #   NO_BUILD=1 IODUMPS="a/iodump b/iodump" ROUNDS=3 bash bench/record-profile.sh
@@ -30,19 +32,22 @@ trap cleanup EXIT
 echo 1G > "/sys/block/zram$ZRAM/disksize"
 dd if=/dev/urandom of="/dev/zram$ZRAM" bs=1M count=1024 oflag=direct status=none
 
-printf '%-40s %5s %10s %12s %12s\n' binary round iops fio_ns bpf_ns
+printf '%-40s %5s %10s %12s %12s %12s\n' binary round iops fio_ns bpf_ns wake_ns
 n=0
 for r in $(seq 1 "$ROUNDS"); do
   for bin in $IODUMPS; do
     n=$((n + 1))
-    "$bin" record -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
-    pid=$!
-    for _ in $(seq 1 100); do grep -q "recording" "$WORK/err" 2>/dev/null && break; sleep 0.05; done
+    pid=""
+    if [ "$bin" != none ]; then
+      "$bin" record -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
+      pid=$!
+      for _ in $(seq 1 100); do grep -q "recording" "$WORK/err" 2>/dev/null && break; sleep 0.05; done
+    fi
     perf record -q -e cpu-clock -F "$FREQ" -a -o "$WORK/perf.data" -- \
       fio --name=bench --filename="/dev/zram$ZRAM" --rw=randread --bs=4k --iodepth=32 \
           --ioengine=libaio --direct=1 --runtime="$SECS" --time_based --size=1G \
           --norandommap --output-format=json > "$WORK/fio.json" 2>/dev/null
-    kill -INT $pid; wait $pid || true
+    [ -z "$pid" ] || { kill -INT $pid; wait $pid || true; }
     perf report -i "$WORK/perf.data" --no-children --sort comm,sym -q --stdio -F sample,comm,sym \
       2>/dev/null > "$WORK/rep.$n.txt"
     python3 - "$bin" "$r" "$FREQ" "$WORK/fio.json" "$WORK/rep.$n.txt" <<'PY'
@@ -50,7 +55,7 @@ import json, sys
 b, r, freq, fio, rep = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
 d = json.load(open(fio))["jobs"][0]["read"]
 ios = d["total_ios"]
-bpf = total = 0
+bpf = total = wake = 0
 for line in open(rep):
     p = line.split(None, 2)
     if len(p) < 3 or p[1] != "fio":
@@ -59,8 +64,10 @@ for line in open(rep):
     total += n
     if any(w in p[2] for w in ("bpf", "htab", "lookup_nulls", "ringbuf", "nofault")):
         bpf += n
+    if any(w in p[2] for w in ("write_msr", "irq_work", "x2apic", "apic_msr")):
+        wake += n
 ns = lambda s: s / freq * 1e9 / ios
-print("%-40s %5s %10d %12.0f %12.0f" % (b[-40:], r, d["iops"], ns(total), ns(bpf)))
+print("%-40s %5s %10d %12.0f %12.0f %12.0f" % (b[-40:], r, d["iops"], ns(total), ns(bpf), ns(wake)))
 with open(rep + ".ios", "w") as f:
     f.write("%s %d\n" % (b, ios))
 PY
