@@ -241,11 +241,29 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
     s.path.clear();
     s.path.extend(events.iter().map(|e| e.path_id as u64));
 
-    let mut emit = |s: &mut SegmentScratch,
-                    id: u64,
-                    transforms: &[Transform],
-                    nullable: bool,
-                    get: &dyn Fn(&Event) -> Option<u64>| {
+    use Transform::{Delta, None as Plain, Seq, SeqFile};
+    // One monomorphised extraction loop per column (the getters inline); non-nullable
+    // columns skip the validity vector.
+    fn plain(
+        s: &mut SegmentScratch,
+        out: &mut Vec<u8>,
+        events: &[Event],
+        id: u64,
+        transforms: &[Transform],
+        get: impl Fn(&Event) -> u64,
+    ) {
+        s.values.clear();
+        s.values.extend(events.iter().map(get));
+        s.valid.clear();
+        put_column(s, out, events.len(), id, transforms, true);
+    }
+    fn nullable(
+        s: &mut SegmentScratch,
+        out: &mut Vec<u8>,
+        events: &[Event],
+        id: u64,
+        get: impl Fn(&Event) -> Option<u64>,
+    ) {
         s.values.clear();
         s.valid.clear();
         let mut all_valid = true;
@@ -261,62 +279,59 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
                 }
             }
         }
-        debug_assert!(nullable || all_valid);
-        s.block.clear();
-        let values = std::mem::take(&mut s.values);
-        let valid = std::mem::take(&mut s.valid);
-        let dev = std::mem::take(&mut s.dev);
-        let bytes = std::mem::take(&mut s.bytes);
-        let path = std::mem::take(&mut s.path);
-        {
-            let seq = SeqContext {
-                dev: &dev,
-                bytes: &bytes,
-                path: &path,
-            };
-            let colin = ColumnIn {
-                values: &values,
-                rows: n,
-                validity: if all_valid { None } else { Some(&valid) },
-            };
-            encode_column(&colin, transforms, Some(&seq), &mut s.col, &mut s.block);
-        }
-        s.values = values;
-        s.valid = valid;
-        s.dev = dev;
-        s.bytes = bytes;
-        s.path = path;
-        put_varint(out, id);
-        put_varint(out, s.block.len() as u64);
-        out.extend_from_slice(&s.block);
-    };
-    use Transform::{Delta, None as Plain, Seq, SeqFile};
-    emit(s, col::TIMESTAMP_NS, &[Delta], false, &|e| {
-        Some(e.timestamp_ns)
+        put_column(s, out, events.len(), id, &[Plain], all_valid);
+    }
+    plain(s, out, events, col::TIMESTAMP_NS, &[Delta], |e| {
+        e.timestamp_ns
     });
-    emit(s, col::DEV, &[Plain], false, &|e| Some(e.dev.0 as u64));
-    emit(s, col::SECTOR, &[Plain, Seq, SeqFile], false, &|e| {
-        Some(e.sector)
+    plain(s, out, events, col::DEV, &[Plain], |e| e.dev.0 as u64);
+    plain(s, out, events, col::SECTOR, &[Plain, Seq, SeqFile], |e| {
+        e.sector
     });
-    emit(s, col::BYTES, &[Plain], false, &|e| Some(e.bytes as u64));
-    emit(s, col::OP, &[Plain], false, &|e| Some(e.op.code() as u64));
-    emit(s, col::FLAGS, &[Plain], false, &|e| Some(e.flags.0 as u64));
-    emit(s, col::PID, &[Plain], false, &|e| Some(e.pid as u64));
-    emit(s, col::TID, &[Plain], false, &|e| Some(e.tid as u64));
-    emit(s, col::PATH_ID, &[Plain], false, &|e| {
-        Some(e.path_id as u64)
-    });
-    emit(s, col::QUEUE_NS, &[Plain], true, &|e| e.queue_ns);
-    emit(s, col::LATENCY_NS, &[Plain], false, &|e| Some(e.latency_ns));
-    emit(s, col::ERROR, &[Plain], false, &|e| Some(e.error as u64));
-    emit(s, col::CPU, &[Plain], false, &|e| Some(e.cpu as u64));
-    emit(s, col::SYSCALL, &[Plain], true, &|e| {
+    plain(s, out, events, col::BYTES, &[Plain], |e| e.bytes as u64);
+    plain(s, out, events, col::OP, &[Plain], |e| e.op.code() as u64);
+    plain(s, out, events, col::FLAGS, &[Plain], |e| e.flags.0 as u64);
+    plain(s, out, events, col::PID, &[Plain], |e| e.pid as u64);
+    plain(s, out, events, col::TID, &[Plain], |e| e.tid as u64);
+    plain(s, out, events, col::PATH_ID, &[Plain], |e| e.path_id as u64);
+    nullable(s, out, events, col::QUEUE_NS, |e| e.queue_ns);
+    plain(s, out, events, col::LATENCY_NS, &[Plain], |e| e.latency_ns);
+    plain(s, out, events, col::ERROR, &[Plain], |e| e.error as u64);
+    plain(s, out, events, col::CPU, &[Plain], |e| e.cpu as u64);
+    nullable(s, out, events, col::SYSCALL, |e| {
         e.syscall.map(|s| s.0 as u64)
     });
-    emit(s, col::DIRTIER_PID, &[Plain], true, &|e| {
+    nullable(s, out, events, col::DIRTIER_PID, |e| {
         e.dirtier_pid.map(|p| p as u64)
     });
-    emit(s, col::CGROUP_ID, &[Plain], false, &|e| Some(e.cgroup_id));
+    plain(s, out, events, col::CGROUP_ID, &[Plain], |e| e.cgroup_id);
+}
+
+/// Encodes the column in `s.values` (present values only) and `s.valid` (one flag per row,
+/// read only when `!all_valid`) as column `id`, appended to `out` with its id and length.
+fn put_column(
+    s: &mut SegmentScratch,
+    out: &mut Vec<u8>,
+    rows: usize,
+    id: u64,
+    transforms: &[Transform],
+    all_valid: bool,
+) {
+    s.block.clear();
+    let seq = SeqContext {
+        dev: &s.dev,
+        bytes: &s.bytes,
+        path: &s.path,
+    };
+    let colin = ColumnIn {
+        values: &s.values,
+        rows,
+        validity: if all_valid { None } else { Some(&s.valid) },
+    };
+    encode_column(&colin, transforms, Some(&seq), &mut s.col, &mut s.block);
+    put_varint(out, id);
+    put_varint(out, s.block.len() as u64);
+    out.extend_from_slice(&s.block);
 }
 
 /// Reusable buffers for [`decode_segment_into`]: a warm decoder allocates nothing.
