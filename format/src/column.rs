@@ -262,8 +262,9 @@ fn sig_bytes(v: u64) -> u64 {
     (64 - v.leading_zeros() as u64).div_ceil(8)
 }
 
-/// Shifts (and zigzags, for signed transforms) the transformed values in place.
-fn finish_values(transform: Transform, shift: u32, t: &mut [u64]) -> Stats {
+/// Shifts (and zigzags, for signed transforms) the transformed values in place. The cost
+/// estimate (a pass over the values) is made only when `want_cost`; it is 0 otherwise.
+fn finish_values(transform: Transform, shift: u32, t: &mut [u64], want_cost: bool) -> Stats {
     let (mut min, mut max) = (u64::MAX, 0u64);
     if transform == Transform::None {
         for v in t.iter_mut() {
@@ -278,7 +279,11 @@ fn finish_values(transform: Transform, shift: u32, t: &mut [u64]) -> Stats {
             max = max.max(*v);
         }
     }
-    let cost = t.iter().map(|&v| sig_bytes(v - min)).sum();
+    let cost = if want_cost {
+        t.iter().map(|&v| sig_bytes(v - min)).sum()
+    } else {
+        0
+    };
     Stats { min, max, cost }
 }
 
@@ -318,12 +323,6 @@ fn build_dict(t: &[u64], s: &mut EncodeScratch) -> bool {
         }
     }
     true
-}
-
-fn finish_values_stats(t: &[u64]) -> Stats {
-    let min = t.iter().copied().min().unwrap_or(0);
-    let max = t.iter().copied().max().unwrap_or(0);
-    Stats { min, max, cost: 0 }
 }
 
 fn put_planes_block(out: &mut Vec<u8>, t: &[u64], base: u64, w: usize) {
@@ -382,20 +381,25 @@ pub fn encode_column(
     let mut best: Option<(u64, Transform, u32)> = None;
     let mut seq_state = std::mem::take(&mut s.seq_state);
     let mut t = std::mem::take(&mut s.t);
+    let want_cost = transforms.len() > 1;
+    let mut last = None;
     for &tr in transforms {
         let shift = apply_transform(tr, values, seq, &mut seq_state, &mut t);
-        let st = finish_values(tr, shift, &mut t);
+        let st = finish_values(tr, shift, &mut t, want_cost);
         if best.is_none_or(|(c, _, _)| st.cost < c) {
             best = Some((st.cost, tr, shift));
         }
+        last = Some(st);
     }
     let (_, tr, shift) = best.expect("at least one transform");
-    let st = if transforms.len() > 1 && transforms.last() != Some(&tr) {
+    // `t` holds the last transform's values (and `last` their min and max) unless another
+    // one was chosen: then apply that one again.
+    let st = if transforms.last() != Some(&tr) {
         let sh = apply_transform(tr, values, seq, &mut seq_state, &mut t);
         debug_assert_eq!(sh, shift);
-        finish_values(tr, shift, &mut t)
+        finish_values(tr, shift, &mut t, false)
     } else {
-        finish_values_stats(&t)
+        last.expect("at least one transform")
     };
     let w = width_bytes(st.max - st.min);
     out.push(tr as u8);
@@ -404,7 +408,8 @@ pub fn encode_column(
         put_varint(out, values[0]);
     }
     let first = t[0];
-    if t.iter().all(|&v| v == first) {
+    debug_assert_eq!(st.min == st.max, t.iter().all(|&v| v == first));
+    if st.min == st.max {
         out.push(ENC_CONST);
         put_varint(out, first);
     } else if w > 1 && build_dict(&t, s) {
