@@ -4,7 +4,8 @@
 # `iodump record`, sampled machine-wide by `perf record -e cpu-clock`. Prints per round the
 # ns of CPU that fio's thread spent per I/O in total, in everything BPF-related (programs,
 # helpers, maps, ring buffer) and in waking the consumer (irq_work self-IPIs: the APIC write
-# traps to the hypervisor), then the BPF-related symbols averaged over the rounds.
+# traps to the hypervisor), and the recorder process's own CPU (user + system, while fio
+# runs) per recorded event, then the BPF-related symbols averaged over the rounds.
 # Several binaries can be compared in alternation: IODUMPS="old/iodump new/iodump"; the
 # word "none" in that list runs fio alone (the baseline).
 #
@@ -32,7 +33,8 @@ trap cleanup EXIT
 echo 1G > "/sys/block/zram$ZRAM/disksize"
 dd if=/dev/urandom of="/dev/zram$ZRAM" bs=1M count=1024 oflag=direct status=none
 
-printf '%-40s %5s %10s %12s %12s %12s\n' binary round iops fio_ns bpf_ns wake_ns
+HZ=$(getconf CLK_TCK)
+printf '%-40s %5s %10s %12s %12s %12s %12s\n' binary round iops fio_ns bpf_ns wake_ns rec_ns
 n=0
 for r in $(seq 1 "$ROUNDS"); do
   for bin in $IODUMPS; do
@@ -42,17 +44,28 @@ for r in $(seq 1 "$ROUNDS"); do
       "$bin" record -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
       pid=$!
       for _ in $(seq 1 100); do grep -q "recording" "$WORK/err" 2>/dev/null && break; sleep 0.05; done
+      t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     fi
     perf record -q -e cpu-clock -F "$FREQ" -a -o "$WORK/perf.data" -- \
       fio --name=bench --filename="/dev/zram$ZRAM" --rw=randread --bs=4k --iodepth=32 \
           --ioengine=libaio --direct=1 --runtime="$SECS" --time_based --size=1G \
           --norandommap --output-format=json > "$WORK/fio.json" 2>/dev/null
-    [ -z "$pid" ] || { kill -INT $pid; wait $pid || true; }
+    ticks=0
+    if [ -n "$pid" ]; then
+      ticks=$(( $(awk '{print $14 + $15}' "/proc/$pid/stat") - t0 ))
+      kill -INT $pid; wait $pid || true
+    fi
+    events=0
+    if [ -f "$WORK/err" ]; then
+      events=$(sed -n 's/.*recorded \([0-9]*\) events.*/\1/p' "$WORK/err" | head -1)
+      rm -f "$WORK/err"
+    fi
     perf report -i "$WORK/perf.data" --no-children --sort comm,sym -q --stdio -F sample,comm,sym \
       2>/dev/null > "$WORK/rep.$n.txt"
-    python3 - "$bin" "$r" "$FREQ" "$WORK/fio.json" "$WORK/rep.$n.txt" <<'PY'
+    python3 - "$bin" "$r" "$FREQ" "$WORK/fio.json" "$WORK/rep.$n.txt" "$ticks" "$HZ" "${events:-0}" <<'PY'
 import json, sys
 b, r, freq, fio, rep = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], sys.argv[5]
+ticks, hz, events = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
 d = json.load(open(fio))["jobs"][0]["read"]
 ios = d["total_ios"]
 bpf = total = wake = 0
@@ -67,7 +80,8 @@ for line in open(rep):
     if any(w in p[2] for w in ("write_msr", "irq_work", "x2apic", "apic_msr")):
         wake += n
 ns = lambda s: s / freq * 1e9 / ios
-print("%-40s %5s %10d %12.0f %12.0f %12.0f" % (b[-40:], r, d["iops"], ns(total), ns(bpf), ns(wake)))
+rec = ticks * 1e9 / hz / events if events else 0
+print("%-40s %5s %10d %12.0f %12.0f %12.0f %12.0f" % (b[-40:], r, d["iops"], ns(total), ns(bpf), ns(wake), rec))
 with open(rep + ".ios", "w") as f:
     f.write("%s %d\n" % (b, ios))
 PY
