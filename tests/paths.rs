@@ -499,3 +499,52 @@ fn metadata_and_journal_are_labelled() {
         assert!(s.events_with_label > 0);
     }
 }
+
+#[test]
+fn raw_device_io_is_labelled_with_the_device_node() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("raw_device_io_is_labelled_with_the_device_node") {
+        return;
+    }
+    let fs = Fs::new("ext4");
+    let node = format!("/dev/zram{}", fs.zram);
+    // O_DIRECT reads of the device node, 8 x 4 KiB each: synchronous into a private buffer
+    // (dd), synchronous into a shared mapping (python3: a MAP_SHARED anonymous buffer is a
+    // shmem page with a mapping of its own, which must not name the I/O), asynchronous
+    // (fio, libaio).
+    let r = record(
+        &fs,
+        "raw",
+        &format!(
+            "dd if={node} of=/dev/null bs=4k count=8 skip=100 iflag=direct status=none; \
+             python3 -c 'import os, mmap; fd = os.open(\"{node}\", os.O_RDONLY | os.O_DIRECT); \
+             b = mmap.mmap(-1, 4096); [os.preadv(fd, [b], 4096 * (200 + i)) for i in range(8)]'; \
+             fio --name=raw --filename={node} --rw=randread --bs=4k --direct=1 --ioengine=libaio \
+             --iodepth=4 --number_ios=8 --size=64M --output=/dev/null"
+        ),
+    );
+    for (comm, sc) in [
+        (&b"dd"[..], Syscall::READ),
+        (b"python3", Syscall(7)), // preadv
+        (b"fio", Syscall::IO_SUBMIT),
+    ] {
+        let reads: Vec<Event> = by_comm(&r, comm)
+            .filter(|e| e.op == Op::Read && e.bytes == 4096)
+            .collect();
+        let name = String::from_utf8_lossy(comm);
+        assert!(reads.len() >= 8, "{name}: {} reads", reads.len());
+        for e in &reads {
+            let p = r.tables().path(e.path_id);
+            assert_eq!(
+                p.map(|p| (p.kind, p.path.as_slice())),
+                Some((PathKind::RawDevice, node.as_bytes())),
+                "{name}: a read of the device node at sector {}",
+                e.sector
+            );
+        }
+        assert!(
+            reads.iter().filter(|e| e.syscall == Some(sc)).count() >= 8,
+            "{name}: reads attributed to {sc}"
+        );
+    }
+}
