@@ -660,6 +660,25 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 			(ksym_btrfs_orig_write_end_io && end_io == ksym_btrfs_orig_write_end_io);
 	is_btrfs = bbio_embedded ||
 		   (ksym_btrfs_clone_write_end_io && end_io == ksym_btrfs_clone_write_end_io);
+	/* btrfs: the inode of the struct btrfs_bio the bio is embedded in. For page-cache I/O
+	 * it is the pages' host; for direct I/O the pages are the caller's buffer, which may
+	 * be a shared mapping with a host of its own (shmem, a mapped file) */
+	struct inode *bvi = NULL;
+	__u64 bvi_bits = 0;
+
+	if (bbio_embedded) {
+		struct btrfs_bio *bbio =
+			IOD_CAST(ptr_bits(cs, lvl, b, btf) -
+					 bpf_core_field_offset(struct btrfs_bio, bio),
+				 struct btrfs_bio, btf);
+		struct btrfs_inode *bi = RD(btf, bbio, inode);
+
+		if (bi) {
+			bvi_bits = ptr_bits(cs, lvl, bi, btf) +
+				   bpf_core_field_offset(struct btrfs_inode, vfs_inode);
+			bvi = IOD_CAST(bvi_bits, struct inode, btf);
+		}
+	}
 
 	/* Page cache: first page -> folio (compound head) -> mapping -> host inode. */
 	struct bio_vec *bv = RD(btf, bio, bi_io_vec);
@@ -685,6 +704,8 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 					rawdev(fi, bdev_dev);
 					return;
 				}
+				if (host && bvi && ptr_bits(cs, lvl, host, btf) != bvi_bits)
+					goto btrfs_dio;
 				if (host) {
 					fill_inode(fi, host, kind, btf);
 					goto found;
@@ -705,6 +726,8 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 					rawdev(fi, bdev_dev);
 					return;
 				}
+				if (host && bvi && (__u64)host != bvi_bits)
+					goto btrfs_dio;
 				if (host) {
 					fill_inode(fi, host, kind, RAW);
 					goto found;
@@ -712,22 +735,11 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 			}
 		}
 	}
-	if (bbio_embedded) {
-		/* btrfs direct I/O: the bio is embedded in a struct btrfs_bio */
-		struct btrfs_bio *bbio =
-			IOD_CAST(ptr_bits(cs, lvl, b, btf) -
-					 bpf_core_field_offset(struct btrfs_bio, bio),
-				 struct btrfs_bio, btf);
-		struct btrfs_inode *bi = RD(btf, bbio, inode);
-
-		if (bi) {
-			fill_inode(fi,
-				   IOD_CAST(ptr_bits(cs, lvl, bi, btf) +
-						    bpf_core_field_offset(struct btrfs_inode, vfs_inode),
-					    struct inode, btf),
-				   IODUMP_PK_DIO, btf);
-			goto found;
-		}
+btrfs_dio:
+	if (bvi) {
+		/* btrfs direct I/O (the pages, if they have a host, are not the inode's) */
+		fill_inode(fi, bvi, IODUMP_PK_DIO, btf);
+		goto found;
 	}
 	if (!mapping &&
 	    (pgflags & (1ULL << bpf_core_enum_value(enum pageflags, PG_swapbacked)))) {

@@ -548,3 +548,45 @@ fn raw_device_io_is_labelled_with_the_device_node() {
         );
     }
 }
+
+#[test]
+fn direct_io_into_a_shared_buffer_names_the_file() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("direct_io_into_a_shared_buffer_names_the_file") {
+        return;
+    }
+    // The buffer of an O_DIRECT read can be a shared mapping (a database's shared buffers):
+    // its page has a host inode of its own (shmem here), which must not name the I/O.
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let f = fs.path("shared/data");
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        sh(&format!(
+            "dd if=/dev/urandom of={} bs=1M count=4 status=none; sync",
+            f.display()
+        ));
+        // btrfs answered a first direct read from the pages dd left cached.
+        drop_caches();
+        let r = record(
+            &fs,
+            "shared",
+            &format!(
+                "python3 -c 'import os, mmap; fd = os.open(\"{}\", os.O_RDONLY | os.O_DIRECT); \
+                 b = mmap.mmap(-1, 4096); [os.preadv(fd, [b], 4096 * (16 * i + 3)) for i in range(8)]'",
+                f.display()
+            ),
+        );
+        let reads: Vec<Event> = by_comm(&r, b"python3")
+            .filter(|e| e.op == Op::Read && e.bytes == 4096)
+            .collect();
+        assert!(reads.len() >= 8, "{kind}: {} reads", reads.len());
+        for e in &reads {
+            assert_eq!(
+                path_of(&r, e),
+                f.as_os_str().as_bytes(),
+                "{kind}: a direct read at sector {}",
+                e.sector
+            );
+        }
+    }
+}

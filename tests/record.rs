@@ -598,25 +598,41 @@ fn losses_are_counted_never_silent() {
     let z = Zram::new("128M");
     let d = TempDir::new("loss");
     let t = d.join("loss.iod");
-    // A one-page ring buffer cannot hold a burst of 20 000 writes.
     let before = stat_ios(&z.name());
-    let out = run(bin()
-        .args(["record", "-d", &z.name(), "--buffer-size", "4096", "-o"])
-        .arg(&t)
-        .args(["--", "dd", "if=/dev/zero", &format!("of={}", z.node())])
-        .args(["bs=4k", "count=20000", "oflag=direct"]));
-    ok(&out);
+    // A one-page ring buffer and a consumer that is stopped (SIGSTOP) while dd writes 2,000
+    // blocks: the ring overflows whatever the wake-up policy.
+    let rec = Recorder::start(&[
+        "-d",
+        &z.name(),
+        "--buffer-size",
+        "4096",
+        "-o",
+        t.to_str().unwrap(),
+    ]);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(rec.child.id() as i32, libc::SIGSTOP) };
+    let dd = run(Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", z.node()))
+        .args(["bs=4k", "count=2000", "oflag=direct"]));
+    // SAFETY: as above.
+    unsafe { libc::kill(rec.child.id() as i32, libc::SIGCONT) };
+    ok(&dd);
+    let (st, _, stderr) = rec.finish(true);
+    assert!(st.success(), "{stderr}");
     let after = stat_ios(&z.name());
     let r = Reader::open(&t).unwrap();
     let recorded = events_on(&r, &z.name()).len() as u64;
     let lost = r.lost_events();
-    assert!(lost > 0, "expected losses with a 4 KiB buffer");
+    assert!(
+        lost > 0,
+        "expected losses with a 4 KiB buffer and a stopped consumer"
+    );
     assert_eq!(
         recorded + lost,
         after.1 - before.1,
         "recorded {recorded} + lost {lost}"
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("lost {lost}")), "{stderr}");
 }
 
