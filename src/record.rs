@@ -68,7 +68,6 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             bail!("--buffer-size {b}: must be between 4096 and 1073741824 bytes");
         }
         bpf.ring_bytes = (b as u32).next_power_of_two();
-        bpf.wakeup_bytes = BpfSettings::wakeup_for(bpf.ring_bytes);
     }
     let duration = match a.seconds {
         Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),

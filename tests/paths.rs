@@ -74,6 +74,18 @@ impl Drop for Fs {
     }
 }
 
+/// A file of `mib` MiB of random bytes at `rel` in the filesystem (directories created),
+/// written back to the device.
+fn random_file(fs: &Fs, rel: &str, mib: u32) -> PathBuf {
+    let f = fs.path(rel);
+    std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count={mib} status=none; sync",
+        f.display()
+    ));
+    f
+}
+
 fn drop_caches() {
     sh("sync; echo 3 > /proc/sys/vm/drop_caches");
 }
@@ -113,12 +125,7 @@ fn buffered_reads_have_the_exact_path() {
     }
     for kind in FILESYSTEMS {
         let fs = Fs::new(kind);
-        let f = fs.path("data/table.ibd");
-        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-        sh(&format!(
-            "dd if=/dev/urandom of={} bs=1M count=8 status=none",
-            f.display()
-        ));
+        let f = random_file(&fs, "data/table.ibd", 8);
         drop_caches();
         let r = record(&fs, "read", &format!("cat {} > /dev/null", f.display()));
         // cat also reads metadata (inodes, extent trees): those are labelled, not files.
@@ -210,12 +217,7 @@ fn direct_io_with_fio_engines() {
     }
     for kind in FILESYSTEMS {
         let fs = Fs::new(kind);
-        let f = fs.path("fio/job.0");
-        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-        sh(&format!(
-            "dd if=/dev/urandom of={} bs=1M count=32 status=none; sync",
-            f.display()
-        ));
+        let f = random_file(&fs, "fio/job.0", 32);
         for (engine, sc) in [
             ("psync", Syscall::PREAD64),
             ("libaio", Syscall::IO_SUBMIT),
@@ -266,11 +268,7 @@ fn mmap_reads_are_page_faults_with_a_path() {
     }
     for kind in FILESYSTEMS {
         let fs = Fs::new(kind);
-        let f = fs.path("mapped.bin");
-        sh(&format!(
-            "dd if=/dev/urandom of={} bs=1M count=4 status=none",
-            f.display()
-        ));
+        let f = random_file(&fs, "mapped.bin", 4);
         drop_caches();
         let r = record(
         &fs,
@@ -559,12 +557,7 @@ fn direct_io_into_a_shared_buffer_names_the_file() {
     // its page has a host inode of its own (shmem here), which must not name the I/O.
     for kind in FILESYSTEMS {
         let fs = Fs::new(kind);
-        let f = fs.path("shared/data");
-        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-        sh(&format!(
-            "dd if=/dev/urandom of={} bs=1M count=4 status=none; sync",
-            f.display()
-        ));
+        let f = random_file(&fs, "shared/data", 4);
         // btrfs answered a first direct read from the pages dd left cached.
         drop_caches();
         let r = record(

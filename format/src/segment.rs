@@ -228,7 +228,7 @@ pub struct SegmentScratch {
 }
 
 /// Encodes `events` (already in the order they are to be stored) as a raw segment payload
-/// (before zstd), appended to `out`. Returns `(first, last)` timestamps.
+/// (before zstd), appended to `out`.
 pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8>) {
     use Transform::{Delta, None as Plain, Seq, SeqFile};
     let n = events.len();

@@ -21,6 +21,15 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump.bpf.o");
 /// (ebpf/iodump.bpf.c, `IODUMP_KFUNC_RDONLY_CAST`).
 const KFUNC_RDONLY_CAST_PLACEHOLDER: u32 = 0x1d0d_ca57;
 
+/// The call instruction of the placeholder: opcode 0x85 (BPF_JMP | BPF_CALL), registers
+/// byte (src << 4 | dst) 0, 16-bit offset 0, 32-bit immediate the helper number. A kfunc call
+/// has src = BPF_PSEUDO_KFUNC_CALL (2) and the function's BTF id as immediate.
+fn placeholder_call() -> [u8; 8] {
+    let mut insn = [0x85u8, 0, 0, 0, 0, 0, 0, 0];
+    insn[4..].copy_from_slice(&KFUNC_RDONLY_CAST_PLACEHOLDER.to_le_bytes());
+    insn
+}
+
 /// The object with its placeholder calls of `bpf_rdonly_cast` turned into kfunc calls of
 /// that function in this kernel (aya-obj 0.3 cannot resolve `__ksym` externs). Without the
 /// function (kernels before 6.2) the placeholders stay: the tp_btf programs then fail to
@@ -31,11 +40,8 @@ fn object_for(btf: &Btf) -> (Vec<u64>, usize) {
     let mut bytes = OBJECT.to_vec();
     let mut patched = 0;
     if let Ok(id) = btf.id_by_type_name_kind("bpf_rdonly_cast", aya_obj::btf::BtfKind::Func) {
-        // A call instruction: opcode 0x85 (BPF_JMP | BPF_CALL), registers byte (src << 4 |
-        // dst), 16-bit offset, 32-bit immediate (helper number; for a kfunc its BTF id,
-        // with src = BPF_PSEUDO_KFUNC_CALL = 2). Code sections sit at 8-byte offsets.
-        let mut placeholder = [0x85u8, 0, 0, 0, 0, 0, 0, 0];
-        placeholder[4..].copy_from_slice(&KFUNC_RDONLY_CAST_PLACEHOLDER.to_le_bytes());
+        // Code sections sit at 8-byte offsets of the object.
+        let placeholder = placeholder_call();
         for insn in bytes.chunks_exact_mut(8) {
             if insn == placeholder {
                 insn[1] = 2 << 4;
@@ -81,24 +87,19 @@ pub struct BpfSettings {
     pub paths: bool,
     /// A process whose own I/O is ignored (the recorder).
     pub exclude_tgid: u32,
-    /// Ring buffer size in bytes (a power of two, at least a page).
+    /// Ring buffer size in bytes (a power of two, at least a page). The consumer is woken
+    /// when a quarter of it is waiting (see `wakeup_bytes`).
     pub ring_bytes: u32,
-    /// Wake user space when this much data is pending (0: the kernel's policy, a wake-up
-    /// whenever the consumer has caught up). Each wake-up costs the submitting CPU an
-    /// irq_work self-IPI, ~12 µs in a nested VM here, so it should be a good fraction of
-    /// the ring: [`BpfSettings::wakeup_for`] gives a quarter of it.
-    pub wakeup_bytes: u64,
     /// Only I/O submitted by tasks in this cgroup (v2) directory or below it.
     pub cgroup: Option<std::path::PathBuf>,
 }
 
-impl BpfSettings {
-    /// The wake-up threshold used for a ring of `ring_bytes`: a quarter of it, so that the
-    /// consumer wakes about four times per ring's worth of events and still has three
-    /// quarters of the ring to drain into (the consumer also polls every 100 ms).
-    pub const fn wakeup_for(ring_bytes: u32) -> u64 {
-        ring_bytes as u64 / 4
-    }
+/// The wake-up threshold (`cfg_wakeup_bytes`) for a ring of `ring_bytes`: a quarter of it,
+/// so that the consumer wakes about four times per ring's worth of events and still has
+/// three quarters of the ring to drain into (it also polls every 100 ms). Each wake-up
+/// costs the submitting CPU an irq_work self-IPI, ~12 µs in a nested VM here.
+const fn wakeup_bytes(ring_bytes: u32) -> u64 {
+    ring_bytes as u64 / 4
 }
 
 impl Default for BpfSettings {
@@ -114,7 +115,6 @@ impl Default for BpfSettings {
             paths: true,
             exclude_tgid: 0,
             ring_bytes: 8 << 20,
-            wakeup_bytes: Self::wakeup_for(8 << 20),
             cgroup: None,
         }
     }
@@ -306,7 +306,8 @@ impl Program {
         for (name, v) in &flags {
             loader.override_global(name, v, true);
         }
-        loader.override_global("cfg_wakeup_bytes", &s.wakeup_bytes, true);
+        let wakeup = wakeup_bytes(s.ring_bytes);
+        loader.override_global("cfg_wakeup_bytes", &wakeup, true);
         for (name, v) in ksym_names.iter().zip(&ksym_vals) {
             loader.override_global(name, v, true);
         }
@@ -572,8 +573,7 @@ mod tests {
 
     #[test]
     fn the_object_calls_bpf_rdonly_cast_through_the_placeholder() {
-        let mut placeholder = [0x85u8, 0, 0, 0, 0, 0, 0, 0];
-        placeholder[4..].copy_from_slice(&KFUNC_RDONLY_CAST_PLACEHOLDER.to_le_bytes());
+        let placeholder = placeholder_call();
         let calls = OBJECT
             .chunks_exact(8)
             .filter(|insn| *insn == placeholder)
