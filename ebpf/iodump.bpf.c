@@ -87,6 +87,23 @@ struct {
 	__type(value, struct iodump_slot);
 } inflight_slots SEC(".maps");
 
+/* Each CPU's batch of completed I/O events (see "Batches" in iodump.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iodump_batch);
+} batch SEC(".maps");
+
+/* [0]: events per batch, 0 = no batching (every event is its own record). Set by user
+ * space after load, once it knows it can flush the batches (flush_batch). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} batch_cfg SEC(".maps");
+
 /* [0]: number of entries currently in the LRU fallback maps, so that completions of
  * untracked I/O (filtered out, other devices) skip the hash lookup while it is 0. */
 struct {
@@ -345,12 +362,17 @@ static __always_inline void cpu_leave(struct iodump_cpu_state *cs, __u32 lvl)
 #define MAPPING_FLAGS 3UL /* low bits of folio->mapping: PAGE_MAPPING_ANON=1, MOVABLE=2 */
 #define BTRFS_BTREE_INODE_OBJECTID 1
 
-static __always_inline void cnt(__u32 idx)
+static __always_inline void cnt_add(__u32 idx, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
 
 	if (c)
-		__sync_fetch_and_add(c, 1);
+		__sync_fetch_and_add(c, n);
+}
+
+static __always_inline void cnt(__u32 idx)
+{
+	cnt_add(idx, 1);
 }
 
 /*
@@ -1292,9 +1314,72 @@ static __always_inline int on_rq_merge(struct iodump_cpu_state *cs, __u32 lvl,
 	return 0;
 }
 
+/* Send this CPU's batch (level 0 only, or with no program running on the CPU). */
+static __always_inline void send_batch(struct iodump_batch *b)
+{
+	__u32 n = b->count, size;
+
+	if (!n)
+		return;
+	if (n > IODUMP_BATCH_MAX)
+		n = IODUMP_BATCH_MAX; /* never: count is kept <= batch_cfg[0] <= MAX */
+	b->kind = IODUMP_EV_BATCH;
+	b->count = n;
+	size = IODUMP_BATCH_HDR + n * sizeof(b->ev[0]);
+	/* clang turns the sum into an OR the verifier bounds loosely: bound it again */
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(*b))
+		size = sizeof(*b);
+	if (bpf_ringbuf_output(&events, b, size, rb_flags())) {
+		cnt_add(IODUMP_CNT_LOST_RINGBUF, n);
+	} else {
+		cnt_add(IODUMP_CNT_EMITTED, n);
+		cnt(IODUMP_CNT_BATCHES);
+	}
+	b->count = 0;
+}
+
+/*
+ * Append a completed I/O's event to this CPU's batch (level 0): returns 0 if batching is
+ * off, 1 if the event was taken care of.
+ */
+static __always_inline int batch_event(void *map, __u64 key, struct iodump_inflight *v,
+				       struct iodump_slot *slot, __u64 now, __u32 lvl)
+{
+	__u32 zero = 0, *limit;
+	struct iodump_batch *b;
+	struct iodump_io_event *e;
+	__u32 n;
+
+	if (lvl)
+		return 0;
+	limit = bpf_map_lookup_elem(&batch_cfg, &zero);
+	if (!limit || !*limit)
+		return 0;
+	b = bpf_map_lookup_elem(&batch, &zero);
+	if (!b)
+		return 0;
+	n = b->count;
+	if (n >= IODUMP_BATCH_MAX)
+		return 0; /* never: sent when it reaches the limit */
+	e = &b->ev[n];
+	__builtin_memcpy(e, &v->ev, sizeof(*e));
+	e->complete_ns = now;
+	e->sector = v->ev.sector - v->part_start;
+	/* copy first, then release, as in finish() */
+	if (!untrack(map, key, slot)) {
+		cnt(IODUMP_CNT_NO_START);
+		return 1;
+	}
+	b->count = n + 1;
+	if (n + 1 >= *limit)
+		send_batch(b);
+	return 1;
+}
+
 /* Send the event of a completed I/O and stop tracking it. */
 static __always_inline void finish(void *map, __u64 key, struct iodump_inflight *v,
-				   struct iodump_slot *slot, __u64 now)
+				   struct iodump_slot *slot, __u64 now, __u32 lvl)
 {
 	struct iodump_io_event *e;
 
@@ -1303,6 +1388,8 @@ static __always_inline void finish(void *map, __u64 key, struct iodump_inflight 
 			cnt(IODUMP_CNT_SIZE_FILTERED);
 		return;
 	}
+	if (batch_event(map, key, v, slot, now, lvl))
+		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		if (untrack(map, key, slot))
@@ -1347,7 +1434,7 @@ static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl
 		cnt(IODUMP_CNT_PARTIAL);
 		return 0;
 	}
-	finish(&inflight_rq, key, v, slot, now);
+	finish(&inflight_rq, key, v, slot, now, lvl);
 	return 0;
 }
 
@@ -1362,7 +1449,7 @@ static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lv
 	if (!v)
 		return 0; /* not tracked (filtered, or started before attach) */
 	v->ev.error = status_errno(RD(btf, bio, bi_status));
-	finish(&inflight_bio, key, v, slot, now);
+	finish(&inflight_bio, key, v, slot, now, lvl);
 	return 0;
 }
 
@@ -1501,4 +1588,32 @@ SEC("raw_tp/writeback_dirty_folio")
 int BPF_PROG(raw_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	return RUN(on_dirty_folio, mapping, RAW);
+}
+
+/*
+ * Not attached: user space runs it on one CPU with BPF_PROG_TEST_RUN and
+ * BPF_F_TEST_RUN_ON_CPU (from an IPI when that CPU is not the caller's) to send that CPU's
+ * batch now: on a timer, so no event waits long, and after detaching, so none is left.
+ * If it interrupted one of our programs on that CPU (nesting level > 0), that program may
+ * be appending to the batch: it leaves the batch alone and answers IODUMP_FLUSH_BUSY.
+ */
+SEC("raw_tp")
+int flush_batch(void *ctx)
+{
+	__u32 zero = 0, lvl = 0;
+	struct iodump_cpu_state *cs = cpu_enter(&lvl);
+	struct iodump_batch *b;
+	int ret = IODUMP_FLUSH_DONE;
+
+	if (!cs)
+		return IODUMP_FLUSH_DONE;
+	if (lvl) {
+		ret = IODUMP_FLUSH_BUSY;
+	} else {
+		b = bpf_map_lookup_elem(&batch, &zero);
+		if (b)
+			send_batch(b);
+	}
+	cpu_leave(cs, lvl);
+	return ret;
 }

@@ -7,6 +7,15 @@
 pub const EV_IO: u16 = 1;
 /// A path record.
 pub const EV_PATH: u16 = 2;
+/// A batch of I/O records: an 8-byte header (kind, `count` as u16 at offset 2) and `count`
+/// `struct iodump_io_event`s (`struct iodump_batch`).
+pub const EV_BATCH: u16 = 3;
+/// Size of a batch record's header.
+pub const BATCH_HDR_BYTES: usize = 8;
+/// Most events in one batch (`IODUMP_BATCH_MAX`).
+pub const BATCH_MAX: usize = 32;
+/// `flush_batch` answered that another program was running on the CPU.
+pub const FLUSH_BUSY: u32 = 1;
 
 /// `ioflags` bits.
 pub mod iof {
@@ -87,8 +96,10 @@ pub mod cnt {
     pub const SAMPLED_OUT: u32 = 11;
     /// Dropped by the size filter.
     pub const SIZE_FILTERED: u32 = 12;
+    /// Batch records sent.
+    pub const BATCHES: u32 = 14;
     /// Number of counters.
-    pub const MAX: u32 = 14;
+    pub const MAX: u32 = 15;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -105,6 +116,7 @@ pub mod cnt {
         "sampled_out",
         "size_filtered",
         "partial_completions",
+        "batches",
     ];
 }
 
@@ -176,6 +188,20 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[o..o + 8]);
     u64::from_le_bytes(a)
+}
+
+/// The I/O records of a batch record, each `IO_EVENT_BYTES` long (`None` if the record is
+/// not a well-formed batch).
+pub fn batch_events(b: &[u8]) -> Option<std::slice::ChunksExact<'_, u8>> {
+    if b.len() < BATCH_HDR_BYTES || u16_at(b, 0) != EV_BATCH {
+        return None;
+    }
+    let n = u16_at(b, 2) as usize;
+    if n > BATCH_MAX {
+        return None;
+    }
+    let body = b.get(BATCH_HDR_BYTES..BATCH_HDR_BYTES + n * IO_EVENT_BYTES)?;
+    Some(body.chunks_exact(IO_EVENT_BYTES))
 }
 
 impl IoEvent {
@@ -324,10 +350,15 @@ mod tests {
         for (name, v) in [
             ("IODUMP_EV_IO", EV_IO as u32),
             ("IODUMP_EV_PATH", EV_PATH as u32),
+            ("IODUMP_EV_BATCH", EV_BATCH as u32),
+            ("IODUMP_BATCH_MAX", BATCH_MAX as u32),
+            ("IODUMP_BATCH_HDR", BATCH_HDR_BYTES as u32),
+            ("IODUMP_FLUSH_BUSY", FLUSH_BUSY),
             ("IODUMP_CNT_LOST_RINGBUF", cnt::LOST_RINGBUF),
             ("IODUMP_CNT_LOST_INFLIGHT", cnt::LOST_INFLIGHT),
             ("IODUMP_CNT_LOST_STALE", cnt::LOST_STALE),
             ("IODUMP_CNT_EMITTED", cnt::EMITTED),
+            ("IODUMP_CNT_BATCHES", cnt::BATCHES),
             ("IODUMP_CNT_MAX", cnt::MAX),
             ("IODUMP_PK_BDEV", pk::BDEV as u32),
             ("IODUMP_PK_DIO", pk::DIO as u32),
@@ -364,5 +395,23 @@ mod tests {
         assert_eq!(pe.relative_path(), b"/home/dir/f.txt");
         p[6] = 200;
         assert!(PathEvent::parse(&p).is_none());
+
+        let mut batch = vec![0u8; BATCH_HDR_BYTES];
+        batch[0] = 3;
+        batch[2] = 2;
+        batch.extend_from_slice(&b);
+        b[8..16].copy_from_slice(&78u64.to_le_bytes());
+        batch.extend_from_slice(&b);
+        let starts: Vec<u64> = batch_events(&batch)
+            .unwrap()
+            .map(|r| IoEvent::parse(r).unwrap().start_ns)
+            .collect();
+        assert_eq!(starts, [77, 78]);
+        // a count beyond the bytes present, or beyond the maximum, is refused
+        assert!(batch_events(&batch[..batch.len() - 1]).is_none());
+        batch[2] = 33;
+        assert!(batch_events(&batch).is_none());
+        batch[0] = 1;
+        assert!(batch_events(&batch).is_none());
     }
 }

@@ -4,14 +4,14 @@
 
 use std::collections::HashMap;
 
-use aya::maps::{CgroupArray, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use aya::maps::{Array, CgroupArray, HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use aya::programs::raw_trace_point::RawTracePointLinkId;
 use aya::programs::tp_btf::BtfTracePointLinkId;
 use aya::programs::{BtfTracePoint, RawTracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 use iodump_format::DevT;
 
-use crate::abi::cnt;
+use crate::abi::{self, cnt};
 use crate::error::RecordError;
 
 /// The compiled BPF object, built from `ebpf/` by `ebpf/build.sh` and committed.
@@ -102,6 +102,73 @@ const fn wakeup_bytes(ring_bytes: u32) -> u64 {
     ring_bytes as u64 / 4
 }
 
+/// Events per batch (`batch_cfg[0]`) for a ring of `ring_bytes`: a batch record takes at
+/// most an eighth of the ring (a 4 KiB ring gets batches of 4 events), and at most
+/// `IODUMP_BATCH_MAX` events.
+const fn batch_events(ring_bytes: u32) -> u32 {
+    let n = (ring_bytes as usize / 8).saturating_sub(abi::BATCH_HDR_BYTES) / abi::IO_EVENT_BYTES;
+    if n > abi::BATCH_MAX {
+        abi::BATCH_MAX as u32
+    } else if n < 1 {
+        1
+    } else {
+        n as u32
+    }
+}
+
+/// Bytes of `struct iodump_batch`.
+const BATCH_BYTES: usize = abi::BATCH_HDR_BYTES + abi::BATCH_MAX * abi::IO_EVENT_BYTES;
+
+/// Runs the program `fd` once on `cpu` with `BPF_PROG_TEST_RUN` and `BPF_F_TEST_RUN_ON_CPU`
+/// (the kernel interrupts that CPU to run it, unless it is ours) and returns its return
+/// value.
+fn run_on_cpu(fd: std::os::fd::BorrowedFd<'_>, cpu: u32) -> std::io::Result<u32> {
+    use std::os::fd::AsRawFd;
+    /// The `test` member of `union bpf_attr`, up to `cpu`.
+    #[repr(C)]
+    #[derive(Default)]
+    struct TestRunAttr {
+        prog_fd: u32,
+        retval: u32,
+        data_size_in: u32,
+        data_size_out: u32,
+        data_in: u64,
+        data_out: u64,
+        repeat: u32,
+        duration: u32,
+        ctx_size_in: u32,
+        ctx_size_out: u32,
+        ctx_in: u64,
+        ctx_out: u64,
+        flags: u32,
+        cpu: u32,
+    }
+    const BPF_F_TEST_RUN_ON_CPU: u32 = 1;
+    let mut attr = TestRunAttr {
+        prog_fd: fd.as_raw_fd() as u32,
+        flags: BPF_F_TEST_RUN_ON_CPU,
+        cpu,
+        ..TestRunAttr::default()
+    };
+    // SAFETY: BPF_PROG_TEST_RUN reads `attr` (no data or context buffers: their sizes and
+    // pointers are 0) and writes `retval` (and `duration`) into it; `attr` lives on our
+    // stack for the duration of the call, and the kernel zero-extends the attribute union
+    // past the size we pass.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            aya_obj::generated::bpf_cmd::BPF_PROG_TEST_RUN as libc::c_long,
+            &mut attr as *mut TestRunAttr,
+            std::mem::size_of::<TestRunAttr>() as libc::c_long,
+        )
+    };
+    if r == 0 {
+        Ok(attr.retval)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 impl Default for BpfSettings {
     fn default() -> Self {
         BpfSettings {
@@ -140,6 +207,8 @@ pub struct Program {
     pub ring: RingBuf<MapData>,
     /// How each hook was attached.
     pub attached: Attached,
+    /// Completions are batched per CPU (`batch_cfg[0]` > 0): `flush_batch` works here.
+    pub batching: bool,
 }
 
 /// The link of an attached program, to detach it.
@@ -177,21 +246,28 @@ fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
     s.contains("Operation not permitted") || s.contains("Permission denied")
 }
 
+/// The first 600 bytes of `m`: verifier logs are long, and their start says what failed.
+fn short(mut m: String) -> String {
+    if m.len() > 600 {
+        let mut end = 600;
+        while !m.is_char_boundary(end) {
+            end -= 1;
+        }
+        m.truncate(end);
+        m.push('…');
+    }
+    m
+}
+
 fn bpf_error(what: &str, e: &(dyn std::error::Error + 'static)) -> RecordError {
     if is_eperm(e) {
         RecordError::NoPrivilege {
             what: what.to_string(),
         }
     } else {
-        let mut m = chain(e);
-        if m.len() > 600 {
-            // Verifier logs are long; the first part says what failed.
-            m.truncate(600);
-            m.push('…');
-        }
         RecordError::Bpf {
             what: what.to_string(),
-            message: m,
+            message: short(chain(e)),
         }
     }
 }
@@ -262,18 +338,18 @@ fn attach_one(
         match <&mut BtfTracePoint>::try_from(p) {
             Ok(p) => match p.load(tp, btf).and_then(|()| p.attach()) {
                 Ok(id) => return Ok(("tp_btf", (btf_prog, LinkId::Btf(id)))),
-                Err(e) => errors.push(format!("tp_btf: {}", chain(&e))),
+                Err(e) => errors.push(format!("tp_btf: {}", short(chain(&e)))),
             },
-            Err(e) => errors.push(format!("tp_btf: {}", chain(&e))),
+            Err(e) => errors.push(format!("tp_btf: {}", short(chain(&e)))),
         }
     }
     if let Some(p) = ebpf.program_mut(raw_prog) {
         match <&mut RawTracePoint>::try_from(p) {
             Ok(p) => match p.load().and_then(|()| p.attach(tp)) {
                 Ok(id) => return Ok(("raw_tp", (raw_prog, LinkId::Raw(id)))),
-                Err(e) => errors.push(format!("raw_tp: {}", chain(&e))),
+                Err(e) => errors.push(format!("raw_tp: {}", short(chain(&e)))),
             },
-            Err(e) => errors.push(format!("raw_tp: {}", chain(&e))),
+            Err(e) => errors.push(format!("raw_tp: {}", short(chain(&e)))),
         }
     }
     Err(errors.join("; "))
@@ -374,6 +450,8 @@ impl Program {
             })?;
         }
 
+        let batching = enable_batching(&mut ebpf, s.ring_bytes);
+
         let mut attached = Attached::default();
         let mut attached_progs = Vec::new();
         for (tp, bp, rp, required) in HOOKS {
@@ -420,6 +498,7 @@ impl Program {
             detached: Vec::new(),
             ring,
             attached,
+            batching,
         })
     }
 
@@ -439,6 +518,39 @@ impl Program {
             })
             .collect()
     }
+}
+
+/// Loads `flush_batch` and, if running it on a CPU works (`BPF_PROG_TEST_RUN` with
+/// `BPF_F_TEST_RUN_ON_CPU`, Linux 5.10+), turns batching on: without a way to send a
+/// CPU's partial batch, its events could wait indefinitely, so every event then goes to
+/// the ring buffer on its own.
+fn enable_batching(ebpf: &mut Ebpf, ring_bytes: u32) -> bool {
+    let Some(p) = ebpf.program_mut("flush_batch") else {
+        return false;
+    };
+    let Ok(p) = <&mut RawTracePoint>::try_from(p) else {
+        return false;
+    };
+    if p.load().is_err() {
+        return false;
+    }
+    let Ok(fd) = p.fd() else {
+        return false;
+    };
+    let cpu = aya::util::online_cpus()
+        .ok()
+        .and_then(|c| c.first().copied())
+        .unwrap_or(0);
+    if run_on_cpu(std::os::fd::AsFd::as_fd(fd), cpu).is_err() {
+        return false;
+    }
+    let Some(m) = ebpf.map_mut("batch_cfg") else {
+        return false;
+    };
+    let Ok(mut a) = Array::<_, u32>::try_from(m) else {
+        return false;
+    };
+    a.set(0, batch_events(ring_bytes), 0).is_ok()
 }
 
 /// A cgroup directory: the path itself when it is one, else the path under the cgroup v2
@@ -484,6 +596,90 @@ impl Program {
             }
             self.detached.push(name);
         }
+    }
+
+    /// Sends every CPU's partial batch of events to the ring buffer now (a CPU on which
+    /// another of our programs is running is skipped: its batch goes next time). Returns
+    /// the CPUs skipped or failed.
+    pub fn flush_batches(&self) -> Vec<u32> {
+        let mut left = Vec::new();
+        if !self.batching {
+            return left;
+        }
+        let Some(fd) = self.flush_fd() else {
+            return left;
+        };
+        for cpu in aya::util::online_cpus().unwrap_or_default() {
+            if run_on_cpu(fd, cpu).ok() != Some(0) {
+                left.push(cpu);
+            }
+        }
+        left
+    }
+
+    fn flush_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        let p = self.ebpf.program("flush_batch")?;
+        p.fd().ok().map(std::os::fd::AsFd::as_fd)
+    }
+
+    /// After [`Program::detach`]: empties every CPU's batch. Batches are sent through the
+    /// ring buffer where possible (retrying a CPU whose program is still finishing); the
+    /// batch of a CPU the kernel cannot run the flush on (gone offline) is read from the
+    /// map instead and returned as batch records, with the number of events in them
+    /// (events the kernel counted neither as emitted nor as lost).
+    pub fn drain_batches(&self) -> (Vec<Vec<u8>>, u64) {
+        let mut records = Vec::new();
+        let mut events = 0u64;
+        if !self.batching {
+            return (records, events);
+        }
+        let ncpus = aya::util::nr_cpus().unwrap_or(0) as u32;
+        let mut pending: Vec<u32> = (0..ncpus).collect();
+        if let Some(fd) = self.flush_fd() {
+            let mut failed = Vec::new();
+            for attempt in 0..200 {
+                pending.retain(|&cpu| match run_on_cpu(fd, cpu) {
+                    Ok(r) => r == abi::FLUSH_BUSY,
+                    Err(_) => {
+                        failed.push(cpu);
+                        false
+                    }
+                });
+                if pending.is_empty() {
+                    break;
+                }
+                if attempt < 199 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+            // CPUs where the flush could not run (or found the CPU busy every time, which
+            // cannot last once the programs are detached): read below.
+            failed.append(&mut pending);
+            pending = failed;
+        }
+        if pending.is_empty() {
+            return (records, events);
+        }
+        let Some(m) = self.ebpf.map("batch") else {
+            return (records, events);
+        };
+        let Ok(a) = PerCpuArray::<_, [u8; BATCH_BYTES]>::try_from(m) else {
+            return (records, events);
+        };
+        let Ok(values) = a.get(&0, 0) else {
+            return (records, events);
+        };
+        for (cpu, b) in values.iter().enumerate() {
+            let n = u16::from_le_bytes([b[2], b[3]]) as usize;
+            if !pending.contains(&(cpu as u32)) || n == 0 || n > abi::BATCH_MAX {
+                continue;
+            }
+            let mut rec = b[..abi::BATCH_HDR_BYTES + n * abi::IO_EVENT_BYTES].to_vec();
+            rec[..2].copy_from_slice(&abi::EV_BATCH.to_le_bytes());
+            records.push(rec);
+            events += n as u64;
+        }
+        (records, events)
     }
 
     /// I/Os still in flight in the kernel's tables (slots in use plus fallback entries).

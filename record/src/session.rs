@@ -259,6 +259,7 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     };
     let started = Instant::now();
     let mut last_flush = Instant::now();
+    let mut last_batch_flush = Instant::now();
     let mut losses = LossTracker {
         last_ns: mono,
         ..LossTracker::default()
@@ -277,6 +278,11 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         // SAFETY: one valid pollfd on our stack; the fd is the ring buffer map's, alive
         // as long as `prog`.
         unsafe { libc::poll(&mut pfd, 1, 100) };
+        // Partial batches wait in the kernel at most one tick (plus this poll).
+        if last_batch_flush.elapsed() >= BATCH_TICK {
+            last_batch_flush = Instant::now();
+            prog.flush_batches();
+        }
         result = ingest.drain(&mut prog, &mut sinks);
         if result.is_err() {
             break;
@@ -324,14 +330,21 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     // Detach, then drain what is left: from here on the counters no longer move, so the
     // I/Os that vanished from the in-flight tables can be counted exactly.
     prog.detach();
+    let (leftover, leftover_events) = prog.drain_batches();
     if result.is_ok() {
         result = ingest.drain(&mut prog, &mut sinks);
+    }
+    for rec in &leftover {
+        if result.is_ok() {
+            result = ingest.record(rec, &mut sinks);
+        }
     }
     if let Ok(c) = prog.counters() {
         let now = monotonic_ns();
         let mut final_losses = losses.update(&c, now);
         let sum = |i: u32| c[i as usize].iter().sum::<u64>();
-        let accounted = sum(cnt::EMITTED)
+        let accounted = leftover_events
+            + sum(cnt::EMITTED)
             + sum(cnt::LOST_RINGBUF)
             + sum(cnt::SIZE_FILTERED)
             + sum(cnt::RQ_MERGED)
@@ -438,18 +451,39 @@ impl Ingest<'_> {
     fn drain(&mut self, prog: &mut Program, sinks: &mut Sinks) -> Result<(), RecordError> {
         while let Some(item) = prog.ring.next() {
             let rec: &[u8] = &item;
-            handle(
-                rec,
-                &mut self.conv,
-                &mut self.entries,
-                sinks,
-                self.filter,
-                &mut self.events,
-            )?;
+            self.record(rec, sinks)?;
         }
         Ok(())
     }
+
+    /// Handles one ring-buffer record.
+    fn record(&mut self, rec: &[u8], sinks: &mut Sinks) -> Result<(), RecordError> {
+        if let Some(batch) = abi::batch_events(rec) {
+            for r in batch {
+                handle(
+                    r,
+                    &mut self.conv,
+                    &mut self.entries,
+                    sinks,
+                    self.filter,
+                    &mut self.events,
+                )?;
+            }
+            return Ok(());
+        }
+        handle(
+            rec,
+            &mut self.conv,
+            &mut self.entries,
+            sinks,
+            self.filter,
+            &mut self.events,
+        )
+    }
 }
+
+/// How often partial batches of events are fetched from the kernel (`flush_batch`).
+const BATCH_TICK: Duration = Duration::from_millis(100);
 
 fn handle(
     rec: &[u8],
