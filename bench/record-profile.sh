@@ -11,6 +11,7 @@
 #
 #   bash bench/record-profile.sh                     # 3 rounds of 8 s
 #   NO_BUILD=1 IODUMPS="a/iodump b/iodump" ROUNDS=3 bash bench/record-profile.sh
+#   KEEP=/tmp/reports ...                            # also keep every round's perf report
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,7 @@ ZRAM=$(cat /sys/class/zram-control/hot_add)
 cleanup() {
   echo 1 > "/sys/block/zram$ZRAM/reset" 2>/dev/null || true
   echo "$ZRAM" > /sys/class/zram-control/hot_remove 2>/dev/null || true
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$WORK"/rep.* "$KEEP"/ 2>/dev/null || true; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT

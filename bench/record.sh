@@ -66,6 +66,10 @@ run_iodump() { # device -> "iops events lost cpu_s"
   events=$(sed -n 's/.*recorded \([0-9]*\) events.*/\1/p' "$WORK/rec.err" | head -1)
   lost=$(sed -n 's/.*, lost \([0-9]*\) .*/\1/p' "$WORK/rec.err" | head -1)
   cpu=$(awk '{print $1 + $2}' "$WORK/time")
+  if [ "${lost:-0}" != 0 ]; then # why: the trace's loss records, by reason
+    echo "$(basename "$dev") (${events:-0} events): $("$IODUMP" info "$WORK/trace.iod" |
+      sed -n 's/^losses *//p')" >> "$WORK/losses"
+  fi
   echo "$iops ${events:-0} ${lost:-0} $cpu"
 }
 
@@ -126,3 +130,7 @@ echo "ratio: IOPS traced / IOPS of the baseline run just before it (same round).
 echo "events, lost: what iodump recorded and counted as lost during its run (includes the"
 echo "1 s before fio starts). cpu_s/Mev: iodump's user+system CPU seconds per million events."
 echo "$BLKTRACE_NOTE"
+if [ -s "$WORK/losses" ]; then
+  echo "losses by reason (iodump info):"
+  sed 's/^/  /' "$WORK/losses"
+fi
