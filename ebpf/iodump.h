@@ -288,6 +288,7 @@ struct iodump_batch {
  * the fallbacks inflight_rq / inflight_bio (LRU_HASH, key __u64 address, value struct
  * iodump_inflight) for addresses whose slot is taken.
  * ------------------------------------------------------------------------------------- */
+#define IODUMP_SLOT_COMPLETING 1ULL /* bit of iodump_slot.key (addresses are aligned) */
 #define IODUMP_SLOT_BITS 16
 #define IODUMP_SLOTS     (1u << IODUMP_SLOT_BITS) /* fixed: the hash depends on it */
 #define IODUMP_STALE_NS  (120ULL * 1000000000ULL) /* a slot older than this may be
@@ -301,7 +302,9 @@ struct iodump_inflight {
 };                                 /* 120 */
 
 struct iodump_slot {
-	__u64 key;                 /*   0  address of the owning request/bio; 0 = free */
+	__u64 key;                 /*   0  address of the owning request/bio; 0 = free;
+	                            *      address | IODUMP_SLOT_COMPLETING = its event is
+	                            *      being copied out (taken by no one else) */
 	struct iodump_inflight v;  /*   8 */
 };                                 /* 128 */
 
