@@ -104,6 +104,17 @@ struct {
 	__type(value, __u32);
 } batch_cfg SEC(".maps");
 
+/* [0]: 1 = skip path resolution for now (as if cfg_enable_paths were 0, events flagged
+ * IODUMP_IOF_PATH_LOST). Never set by iodump: bench/paths-ab.sh flips it with bpftool
+ * every second during one fio run, to measure what paths cost with both states under the
+ * same conditions. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} bench_ctl SEC(".maps");
+
 /* [0]: number of entries currently in the LRU fallback maps, so that completions of
  * untracked I/O (filtered out, other devices) skip the hash lookup while it is 0. */
 struct {
@@ -394,6 +405,14 @@ static __always_inline __u64 rb_flags(void)
 	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
+}
+
+/* bench_ctl[0]: path resolution paused by a benchmark. */
+static __always_inline int paths_paused(void)
+{
+	__u32 zero = 0, *p = bpf_map_lookup_elem(&bench_ctl, &zero);
+
+	return p && *p;
 }
 
 /* REQ_OP_* -> IODUMP_OP_*; the kernel's numbers come from its BTF (enum req_op). */
@@ -1133,7 +1152,8 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 					v->ev.ioflags |= IODUMP_IOF_DIRTIER;
 				}
 			}
-			int sent = cfg_enable_paths ? ensure_path(&fi, cs, lvl) : -1;
+			int sent = cfg_enable_paths && !paths_paused() ? ensure_path(&fi, cs, lvl)
+								       : -1;
 
 			if (sent > 0)
 				v->ev.file_id = sent;
