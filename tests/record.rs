@@ -26,21 +26,8 @@ struct Recorder {
 
 impl Recorder {
     fn start(args: &[&str]) -> Recorder {
-        use std::io::{BufRead, Read};
-        let mut child = bin()
-            .arg("record")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
-        assert!(
-            first.starts_with("iodump: recording"),
-            "recorder said: {first}"
-        );
+        use std::io::Read;
+        let (mut child, mut err, first) = spawn_recorder(args);
         let stderr = std::thread::spawn(move || {
             let mut rest = first;
             let _ = err.read_to_string(&mut rest);
@@ -69,6 +56,33 @@ impl Recorder {
         assert!(!err.contains("panicked"), "{err}");
         (st, self.stdout.join().unwrap(), err)
     }
+}
+
+/// Spawns `iodump record ARGS` with piped stdout and stderr and waits for its first line
+/// ("iodump: recording ..."): the child, the rest of its stderr, and that line.
+fn spawn_recorder(
+    args: &[&str],
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+) {
+    use std::io::BufRead;
+    let mut child = bin()
+        .arg("record")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(
+        first.starts_with("iodump: recording"),
+        "recorder said: {first}"
+    );
+    (child, err, first)
 }
 
 /// Completed (reads, writes) of a block device, from /sys/block/X/stat.
@@ -699,16 +713,7 @@ fn events_are_printed_while_recording_not_only_at_the_end() {
         return;
     }
     let z = Zram::new("64M");
-    let mut child = bin()
-        .args(["record", "-d", &z.name(), "--stats"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    assert!(first.starts_with("iodump: recording"), "{first}");
+    let (mut child, mut err, _) = spawn_recorder(&["-d", &z.name(), "--stats"]);
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let out = std::io::BufReader::new(child.stdout.take().unwrap());
     let reader = std::thread::spawn(move || {
