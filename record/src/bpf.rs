@@ -599,22 +599,18 @@ impl Program {
     }
 
     /// Sends every CPU's partial batch of events to the ring buffer now (a CPU on which
-    /// another of our programs is running is skipped: its batch goes next time). Returns
-    /// the CPUs skipped or failed.
-    pub fn flush_batches(&self) -> Vec<u32> {
-        let mut left = Vec::new();
+    /// another of our programs is running is skipped: its batch goes next time).
+    pub fn flush_batches(&self) {
         if !self.batching {
-            return left;
+            return;
         }
         let Some(fd) = self.flush_fd() else {
-            return left;
+            return;
         };
         for cpu in aya::util::online_cpus().unwrap_or_default() {
-            if run_on_cpu(fd, cpu).ok() != Some(0) {
-                left.push(cpu);
-            }
+            // busy or failed: the next tick, or drain_batches at the end, sends it
+            let _ = run_on_cpu(fd, cpu);
         }
-        left
     }
 
     fn flush_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
