@@ -10,7 +10,8 @@
 # paused phases around it, so slow drifts of the host cancel. The same is done with the CPU
 # time fio's threads spent per completed read in each phase (scheduler run time, which
 # leaves out time the hypervisor took the vCPU away, and the device's read counter): fio is
-# CPU-bound here, so its IOPS are the inverse of that, without the host's steal time.
+# CPU-bound here, so its IOPS are the inverse of that, without the host's steal time. The
+# analysis is bench/ab.py (shared with bench/record-ab.sh).
 #
 #   bash bench/paths-ab.sh                       # 120 s, phases of 1 s, fio log every 250 ms
 #   AA=1 bash bench/paths-ab.sh                  # A/A check: the same schedule, never paused
@@ -43,80 +44,14 @@ fio "${JOB[@]}" --write_iops_log="$WORK/f" --log_avg_msec="$LOG_MS" --log_unix_e
   > "$WORK/fio.json" 2>/dev/null &
 fpid=$!
 sleep 1 # fio's start-up
-PHASE_S=$(python3 -c "print($PHASE_MS / 1000)")
-paused=0
-: > "$WORK/phases"
-while kill -0 $fpid 2>/dev/null; do
-  t0=$(date +%s%3N)
-  if [ "$AA" = 1 ]; then set_paused 0; else set_paused $paused; fi
-  t1=$(date +%s%3N)
-  cpu=0
-  for p in $(pgrep -x fio); do
-    for st in /proc/$p/task/*/schedstat; do cpu=$((cpu + $(cut -d' ' -f1 "$st" 2>/dev/null || echo 0))); done
-  done
-  echo "$t0 $t1 $paused $cpu $(awk '{print $1}' "/sys/block/zram$ZRAM/stat")" >> "$WORK/phases"
-  sleep "$PHASE_S"
-  paused=$((1 - paused))
-done
+# shellcheck source=bench/ab-phases.sh
+. bench/ab-phases.sh
+ab_switch() { if [ "$AA" = 1 ]; then set_paused 0; else set_paused $((1 - $1)); fi; }
+ab_phases $fpid "zram$ZRAM" "$PHASE_MS" "$WORK/phases"
 wait $fpid || true
 kill -INT $rec; wait $rec || true
 with_path=$("$IODUMP" info --json "$WORK/t.iod" |
   python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events_with_file_path"], "of", d["events"])')
 
-python3 - "$WORK/phases" "$WORK"/f_iops.*.log "$LOG_MS" "$AA" "$with_path" <<'PY'
-import statistics as st, sys
-phases_file, log_file, log_ms, aa, with_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-# phase k: state from its update's end (t1) until the next update's start (t0)
-ph = [tuple(int(x) for x in l.split()) for l in open(phases_file)]
-bounds = [(ph[k][1], ph[k + 1][0], ph[k][2]) for k in range(len(ph) - 1)]
-sums = [[0.0, 0] for _ in bounds]
-for line in open(log_file):
-    f = [x.strip() for x in line.split(",")]
-    t_end, iops = int(f[0]), float(f[1])
-    t_start = t_end - log_ms
-    for k, (a, b, _) in enumerate(bounds):
-        if a <= t_start and t_end <= b:
-            sums[k][0] += iops
-            sums[k][1] += 1
-            break
-mean = [s / n if n else None for s, n in sums]
-ratios = []
-for k in range(1, len(bounds) - 1):
-    if bounds[k][2] != 0:
-        continue  # phases with paths, against the paused ones around them
-    lo, mid, hi = mean[k - 1], mean[k], mean[k + 1]
-    if None in (lo, mid, hi):
-        continue
-    ratios.append(mid / ((lo + hi) / 2))
-used = sum(n for _, n in sums)
-on = [m for m, (_, _, p) in zip(mean, bounds) if m is not None and p == 0]
-off = [m for m, (_, _, p) in zip(mean, bounds) if m is not None and p == 1]
-print("phases %d (%d with paths, %d paused), fio log intervals used %d" % (len(bounds), len(on), len(off), used))
-print("IOPS, mean of phases: with paths %.0f, paused %.0f" % (st.mean(on), st.mean(off)))
-if len(ratios) > 1:
-    m, sd = st.mean(ratios), st.stdev(ratios)
-    se = sd / len(ratios) ** 0.5
-    print("ratio with paths / paused around it: mean %.4f, per-phase sd %.4f, standard error %.4f, n %d"
-          % (m, sd, se, len(ratios)))
-    print("  95%% interval %.4f .. %.4f (target: >= 0.99)" % (m - 1.96 * se, m + 1.96 * se))
-# CPU per read, phase by phase: counters read at each switch
-cpu = []
-for k in range(len(ph) - 1):
-    reads = ph[k + 1][4] - ph[k][4]
-    cpu.append((ph[k + 1][3] - ph[k][3]) / reads if reads > 0 else None)
-cratios = []
-for k in range(1, len(cpu) - 1):
-    if ph[k][2] != 0 or None in (cpu[k - 1], cpu[k], cpu[k + 1]):
-        continue
-    cratios.append(((cpu[k - 1] + cpu[k + 1]) / 2) / cpu[k])
-if len(cratios) > 1:
-    m, sd = st.mean(cratios), st.stdev(cratios)
-    se = sd / len(cratios) ** 0.5
-    on_ns = st.mean(c for c, p in zip(cpu, ph) if c is not None and p[2] == 0)
-    off_ns = st.mean(c for c, p in zip(cpu, ph) if c is not None and p[2] == 1)
-    print("fio CPU ns per read: with paths %.0f, paused %.0f" % (on_ns, off_ns))
-    print("ratio paused / with paths of CPU per read (= IOPS ratio for CPU-bound fio): mean %.4f, "
-          "per-phase sd %.4f, standard error %.4f, n %d" % (m, sd, se, len(cratios)))
-    print("  95%% interval %.4f .. %.4f (target: >= 0.99)" % (m - 1.96 * se, m + 1.96 * se))
-print("events with a file path: %s%s" % (with_path, " (A/A: paths never paused)" if aa == "1" else ""))
-PY
+python3 bench/ab.py "$WORK/phases" "$WORK"/f_iops.*.log "$LOG_MS" "with paths" paused ">= 0.99"
+echo "events with a file path: $with_path$([ "$AA" = 1 ] && echo " (A/A: paths never paused)")"

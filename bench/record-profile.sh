@@ -7,7 +7,11 @@
 # traps to the hypervisor), and the recorder process's own CPU (user + system, while fio
 # runs) per recorded event, then the BPF-related symbols averaged over the rounds.
 # Several binaries can be compared in alternation: IODUMPS="old/iodump new/iodump"; the
-# word "none" in that list runs fio alone (the baseline).
+# word "none" in that list runs fio alone (the baseline); "floor-empty" attaches two empty BPF
+# programs to block_bio_queue and block_bio_complete (what the kernel's tracepoint dispatch
+# costs any recorder of both ends of a bio), "floor-clock" the same two programs each reading
+# the clock once (the least a recorder of latencies does): bench/floor/. The `ratio` column
+# is the round's baseline fio_ns over this run's (1 = free; needs "none" first in IODUMPS).
 #
 #   bash bench/record-profile.sh                     # 3 rounds of 8 s
 #   NO_BUILD=1 IODUMPS="a/iodump b/iodump" ROUNDS=3 bash bench/record-profile.sh
@@ -34,16 +38,26 @@ cleanup() {
 trap cleanup EXIT
 echo 1G > "/sys/block/zram$ZRAM/disksize"
 dd if=/dev/urandom of="/dev/zram$ZRAM" bs=1M count=1024 oflag=direct status=none
+for v in empty clock; do
+  case " $IODUMPS " in *" floor-$v "*)
+    def=""; [ $v = clock ] && def=-DWITH_CLOCK
+    clang-19 -target bpf -g -O2 $def -Iebpf -c bench/floor/floor.bpf.c -o "$WORK/floor-$v.o" ;;
+  esac
+done
 
 HZ=$(getconf CLK_TCK)
-printf '%-40s %5s %10s %12s %12s %12s %12s\n' binary round iops fio_ns bpf_ns wake_ns rec_ns
+printf '%-40s %5s %10s %12s %12s %12s %12s %7s\n' binary round iops fio_ns bpf_ns wake_ns rec_ns ratio
 n=0
 for r in $(seq 1 "$ROUNDS"); do
   for bin in $IODUMPS; do
     n=$((n + 1))
     pid=""
-    if [ "$bin" != none ]; then
+    if [ "${bin#floor-}" != "$bin" ]; then
+      python3 bench/floor/load.py "$WORK/$bin.o" 2> "$WORK/err" &
+    elif [ "$bin" != none ]; then
       "$bin" record -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
+    fi
+    if [ "$bin" != none ]; then
       pid=$!
       for _ in $(seq 1 100); do grep -q "recording" "$WORK/err" 2>/dev/null && break; sleep 0.05; done
       t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
@@ -83,7 +97,14 @@ for line in open(rep):
         wake += n
 ns = lambda s: s / freq * 1e9 / ios
 rec = ticks * 1e9 / hz / events if events else 0
-print("%-40s %5s %10d %12.0f %12.0f %12.0f %12.0f" % (b[-40:], r, d["iops"], ns(total), ns(bpf), ns(wake), rec))
+base_file = rep.rsplit("/", 1)[0] + "/base"
+if b == "none":
+    open(base_file, "w").write(str(ns(total)))
+try:
+    ratio = "%7.3f" % (float(open(base_file).read()) / ns(total))
+except (OSError, ValueError, ZeroDivisionError):
+    ratio = "%7s" % "-"
+print("%-40s %5s %10d %12.0f %12.0f %12.0f %12.0f %s" % (b[-40:], r, d["iops"], ns(total), ns(bpf), ns(wake), rec, ratio))
 with open(rep + ".ios", "w") as f:
     f.write("%s %d\n" % (b, ios))
 PY

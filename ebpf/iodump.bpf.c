@@ -104,10 +104,11 @@ struct {
 	__type(value, __u32);
 } batch_cfg SEC(".maps");
 
-/* [0]: 1 = skip path resolution for now (as if cfg_enable_paths were 0, events flagged
- * IODUMP_IOF_PATH_LOST). Never set by iodump: bench/paths-ab.sh flips it with bpftool
- * every second during one fio run, to measure what paths cost with both states under the
- * same conditions. */
+/* [0], bit 0: skip path resolution for now (as if cfg_enable_paths were 0, events flagged
+ * IODUMP_IOF_PATH_LOST); bit 1: every tracing program returns at once (the recorder is
+ * attached but does nothing). Never set by iodump: bench/paths-ab.sh and bench/record-ab.sh
+ * flip them with bpftool every second during one fio run, to measure what paths, or the
+ * whole recorder, cost with both states under the same conditions. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -407,13 +408,15 @@ static __always_inline __u64 rb_flags(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
-/* bench_ctl[0]: path resolution paused by a benchmark. */
-static __always_inline int paths_paused(void)
+/* bench_ctl[0] & what: paused by a benchmark (IODUMP_BENCH_*). */
+static __always_inline int bench_paused(__u32 what)
 {
 	__u32 zero = 0, *p = bpf_map_lookup_elem(&bench_ctl, &zero);
 
-	return p && *p;
+	return p && (*p & what);
 }
+#define IODUMP_BENCH_PATHS 1u
+#define IODUMP_BENCH_ALL   2u
 
 /* REQ_OP_* -> IODUMP_OP_*; the kernel's numbers come from its BTF (enum req_op). */
 static __always_inline __u8 norm_op(__u32 opf)
@@ -1152,8 +1155,8 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 					v->ev.ioflags |= IODUMP_IOF_DIRTIER;
 				}
 			}
-			int sent = cfg_enable_paths && !paths_paused() ? ensure_path(&fi, cs, lvl)
-								       : -1;
+			int sent = cfg_enable_paths && !bench_paused(IODUMP_BENCH_PATHS) ?
+					   ensure_path(&fi, cs, lvl) : -1;
 
 			if (sent > 0)
 				v->ev.file_id = sent;
@@ -1539,7 +1542,8 @@ static __always_inline int on_dirty_folio(struct iodump_cpu_state *cs, __u32 lvl
 #define RUN(handler, ...)                                                                  \
 	({                                                                                 \
 		__u32 __lvl = 0;                                                           \
-		struct iodump_cpu_state *__cs = cpu_enter(&__lvl);                          \
+		struct iodump_cpu_state *__cs =                                             \
+			bench_paused(IODUMP_BENCH_ALL) ? NULL : cpu_enter(&__lvl);         \
 		if (__cs) {                                                                \
 			handler(__cs, __lvl, __VA_ARGS__);                                 \
 			cpu_leave(__cs, __lvl);                                            \
