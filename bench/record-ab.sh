@@ -80,5 +80,7 @@ echo "TRACER=$TRACER$([ "$AA" = 1 ] && echo " (A/A: never traced)"), ${SECS} s, 
 if [ -n "${rec:-}" ]; then
   kill -INT "$rec"; wait "$rec" || true; rec=""
   grep -E "recorded|lost" "$WORK/err" | head -3
+  # an I/O started just before a pause and completed during it is never seen to complete
+  echo "losses by reason: $("$IODUMP" info "$WORK/t.iod" | sed -n 's/^losses *//p')"
 fi
 python3 bench/ab.py "$WORK/phases" "$WORK"/f_iops.*.log "$LOG_MS" traced untraced ">= 0.97 for iodump"
