@@ -33,7 +33,7 @@ IODUMP=${IODUMP:-$PWD/target/release/iodump}
 # shellcheck source=bench/zram-ext4-files.sh
 . bench/zram-ext4-files.sh
 
-"$IODUMP" record -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
+"$IODUMP" record --bench-ctl -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
 rec=$!
 for _ in $(seq 1 100); do grep -q "recording" "$WORK/err" 2>/dev/null && break; sleep 0.05; done
 grep -q "recording" "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }

@@ -49,7 +49,7 @@ trap cleanup EXIT
 echo 1G > "/sys/block/zram$ZRAM/disksize"
 dd if=/dev/urandom of="/dev/zram$ZRAM" bs=1M count=1024 oflag=direct status=none
 if [ "$TRACER" = iodump ]; then
-  "$IODUMP" record -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
+  "$IODUMP" record --bench-ctl -d "zram$ZRAM" -o "$WORK/t.iod" 2> "$WORK/err" &
   rec=$!
   for _ in $(seq 1 100); do grep -q "recording" "$WORK/err" 2>/dev/null && break; sleep 0.05; done
   grep -q "recording" "$WORK/err" || { cat "$WORK/err" >&2; exit 1; }

@@ -48,6 +48,9 @@ const volatile __u32 cfg_enable_dirtier = 1; /* track writeback dirtiers */
 const volatile __u32 cfg_enable_syscall = 1; /* read the submitter's syscall number */
 const volatile __u32 cfg_exclude_tgid = 0;   /* ignore I/O of this tgid (the recorder) and
                                               * writeback of pages it dirtied; 0 = none */
+/* 1: honour the map bench_ctl (benchmarks only, `iodump record --bench-ctl`); 0: the
+ * verifier removes its checks, so a normal recording pays nothing for it */
+const volatile __u32 cfg_bench_ctl = 0;
 const volatile __u64 cfg_wakeup_bytes = 65536; /* wake the consumer only when at least this
                                                 * much data is pending; 0 = kernel default
                                                 * (wake when the consumer has caught up) */
@@ -108,7 +111,8 @@ struct {
  * IODUMP_IOF_PATH_LOST); bit 1: every tracing program returns at once (the recorder is
  * attached but does nothing). Never set by iodump: bench/paths-ab.sh and bench/record-ab.sh
  * flip them with bpftool every second during one fio run, to measure what paths, or the
- * whole recorder, cost with both states under the same conditions. */
+ * whole recorder, cost with both states under the same conditions; only read when
+ * cfg_bench_ctl is set. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -411,8 +415,11 @@ static __always_inline __u64 rb_flags(void)
 /* bench_ctl[0] & what: paused by a benchmark (IODUMP_BENCH_*). */
 static __always_inline int bench_paused(__u32 what)
 {
-	__u32 zero = 0, *p = bpf_map_lookup_elem(&bench_ctl, &zero);
+	__u32 zero = 0, *p;
 
+	if (!cfg_bench_ctl)
+		return 0;
+	p = bpf_map_lookup_elem(&bench_ctl, &zero);
 	return p && (*p & what);
 }
 #define IODUMP_BENCH_PATHS 1u

@@ -303,6 +303,9 @@ pub struct RecordArgs {
     /// Do not resolve file paths (I/O is still recorded).
     #[arg(long)]
     pub no_paths: bool,
+    /// Benchmarks only: obey the BPF map `bench_ctl` (bench/paths-ab.sh, bench/record-ab.sh).
+    #[arg(long, hide = true)]
+    pub bench_ctl: bool,
     /// Metadata for the trace header, KEY=VALUE; repeatable.
     #[arg(long = "meta", value_name = "KEY=VALUE")]
     pub metadata: Vec<String>,

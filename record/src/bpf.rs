@@ -92,6 +92,9 @@ pub struct BpfSettings {
     pub ring_bytes: u32,
     /// Only I/O submitted by tasks in this cgroup (v2) directory or below it.
     pub cgroup: Option<std::path::PathBuf>,
+    /// Honour the BPF map `bench_ctl` (benchmarks pause paths or the whole recorder with
+    /// bpftool); off, the programs do not even read it.
+    pub bench_ctl: bool,
 }
 
 /// The wake-up threshold (`cfg_wakeup_bytes`) for a ring of `ring_bytes`: a quarter of it,
@@ -183,6 +186,7 @@ impl Default for BpfSettings {
             exclude_tgid: 0,
             ring_bytes: 8 << 20,
             cgroup: None,
+            bench_ctl: false,
         }
     }
 }
@@ -376,6 +380,7 @@ impl Program {
             ("cfg_sample_every", s.sample_every.max(1)),
             ("cfg_enable_paths", s.paths as u32),
             ("cfg_exclude_tgid", s.exclude_tgid),
+            ("cfg_bench_ctl", s.bench_ctl as u32),
         ];
         let mut loader = EbpfLoader::new();
         loader.btf(Some(&btf));
