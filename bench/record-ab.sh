@@ -28,7 +28,7 @@ LOG_MS=${LOG_MS:-250}
 TRACER=${TRACER:-iodump}
 AA=${AA:-0}
 if [ "$(id -u)" != 0 ]; then echo "bench/record-ab.sh: run as root" >&2; exit 1; fi
-case $TRACER in floor-empty) def="" ;; floor-clock) def=-DWITH_CLOCK ;; iodump) ;;
+case $TRACER in floor-empty | floor-clock | iodump) ;;
   *) echo "bench/record-ab.sh: TRACER is iodump, floor-empty or floor-clock, not '$TRACER'" >&2; exit 1 ;;
 esac
 if [ "$TRACER" = iodump ]; then
@@ -57,7 +57,7 @@ if [ "$TRACER" = iodump ]; then
     bpftool map update name bench_ctl key 0 0 0 0 value $(( AA == 1 || $1 == 1 ? 0 : 2 )) 0 0 0
   }
 else
-  clang-19 -target bpf -g -O2 $def -Iebpf -c bench/floor/floor.bpf.c -o "$WORK/floor.o"
+  bash bench/floor/build.sh "${TRACER#floor-}" "$WORK/floor.o"
   coproc LOADER { python3 bench/floor/load.py "$WORK/floor.o" --toggle; }
   lpid=$LOADER_PID
   ab_switch() {

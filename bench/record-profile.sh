@@ -39,10 +39,7 @@ trap cleanup EXIT
 echo 1G > "/sys/block/zram$ZRAM/disksize"
 dd if=/dev/urandom of="/dev/zram$ZRAM" bs=1M count=1024 oflag=direct status=none
 for v in empty clock; do
-  case " $IODUMPS " in *" floor-$v "*)
-    def=""; [ $v = clock ] && def=-DWITH_CLOCK
-    clang-19 -target bpf -g -O2 $def -Iebpf -c bench/floor/floor.bpf.c -o "$WORK/floor-$v.o" ;;
-  esac
+  case " $IODUMPS " in *" floor-$v "*) bash bench/floor/build.sh $v "$WORK/floor-$v.o" ;; esac
 done
 
 HZ=$(getconf CLK_TCK)

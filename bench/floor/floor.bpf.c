@@ -3,8 +3,8 @@
  * The least any recorder of bio start and completion costs: one program on each of
  * block_bio_queue and block_bio_complete (the hooks iodump uses for bio-based devices such as
  * zram), doing nothing, or (-DWITH_CLOCK) reading the clock once each, as a recorder of
- * latencies must. Benchmark only (bench/record-profile.sh, bench/record-ab.sh); built there
- * with clang-19 and loaded by bench/floor/load.py.
+ * latencies must. Benchmark only (bench/record-profile.sh, bench/record-ab.sh); built by
+ * bench/floor/build.sh and loaded by bench/floor/load.py.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

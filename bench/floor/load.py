@@ -44,8 +44,10 @@ def detach():
 
 if "--toggle" in sys.argv[2:]:
     for line in sys.stdin:
-        attach() if line.strip() == "1" and not links else None
-        detach() if line.strip() == "0" else None
+        if line.strip() == "1" and not links:
+            attach()
+        elif line.strip() == "0":
+            detach()
         print("ok", flush=True)
     detach()
 else:
