@@ -51,6 +51,9 @@ const volatile __u32 cfg_exclude_tgid = 0;   /* ignore I/O of this tgid (the rec
 /* 1: honour the map bench_ctl (benchmarks only, `iodump record --bench-ctl`); 0: the
  * verifier removes its checks, so a normal recording pays nothing for it */
 const volatile __u32 cfg_bench_ctl = 0;
+/* 1: requests start at block_getrq (kernels without block_io_start, before 6.5): tracked
+ * under their first bio's address until block_rq_insert or block_rq_issue re-keys them */
+const volatile __u32 cfg_start_at_getrq = 0;
 const volatile __u64 cfg_wakeup_bytes = 65536; /* wake the consumer only when at least this
                                                 * much data is pending; 0 = kernel default
                                                 * (wake when the consumer has caught up) */
@@ -66,6 +69,14 @@ const volatile __u64 ksym_btrfs_clone_write_end_io = 0;
 const volatile __u64 ksym_submit_bio_wait_endio = 0;
 const volatile __u64 ksym_xfs_buf_bio_end_io = 0;
 const volatile __u64 ksym_xlog_bio_end_io = 0;
+
+/* BTF ids of btrfs's structs in the running kernel's vmlinux BTF, for rdonly_cast() (0: not
+ * there, e.g. btrfs is a module: its types are in module BTF, which rdonly_cast does not
+ * take; the btrfs reads then go through bpf_probe_read_kernel). Set by user space, which
+ * finds them in vmlinux BTF: a bpf_core_type_id_kernel() relocation of a type the kernel
+ * lacks would fail the whole object in aya-obj 0.3. */
+const volatile __u32 cfg_btf_id_btrfs_bio = 0;
+const volatile __u32 cfg_btf_id_btrfs_inode = 0;
 
 /* ---------------------------------------------------------------------------------------
  * Maps
@@ -425,24 +436,40 @@ static __always_inline int bench_paused(__u32 what)
 #define IODUMP_BENCH_PATHS 1u
 #define IODUMP_BENCH_ALL   2u
 
-/* REQ_OP_* -> IODUMP_OP_*; the kernel's numbers come from its BTF (enum req_op). */
+/* REQ_OP_* -> IODUMP_OP_*; the kernel's numbers come from its BTF: enum req_op, or enum
+ * req_opf before 5.19 (the values the flavour below gives are never used: CO-RE relocates
+ * them; the flavour the kernel lacks is dead code). */
+enum req_opf___old {
+	REQ_OP_READ___old = 0,
+	REQ_OP_WRITE___old = 1,
+	REQ_OP_FLUSH___old = 2,
+	REQ_OP_DISCARD___old = 3,
+	REQ_OP_SECURE_ERASE___old = 5,
+	REQ_OP_WRITE_ZEROES___old = 9,
+	REQ_OP_ZONE_APPEND___old = 13,
+};
+
+#define REQ_OP_VAL(x)                                                                      \
+	(bpf_core_type_exists(enum req_op) ? bpf_core_enum_value(enum req_op, x) :          \
+					     bpf_core_enum_value(enum req_opf___old, x##___old))
+
 static __always_inline __u8 norm_op(__u32 opf)
 {
 	__u32 op = opf & 0xff; /* REQ_OP_MASK: REQ_OP_BITS = 8 */
 
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_READ))
+	if (op == REQ_OP_VAL(REQ_OP_READ))
 		return IODUMP_OP_READ;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE))
+	if (op == REQ_OP_VAL(REQ_OP_WRITE))
 		return IODUMP_OP_WRITE;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_FLUSH))
+	if (op == REQ_OP_VAL(REQ_OP_FLUSH))
 		return IODUMP_OP_FLUSH;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_DISCARD))
+	if (op == REQ_OP_VAL(REQ_OP_DISCARD))
 		return IODUMP_OP_DISCARD;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_SECURE_ERASE))
+	if (op == REQ_OP_VAL(REQ_OP_SECURE_ERASE))
 		return IODUMP_OP_SECURE_ERASE;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_WRITE_ZEROES))
+	if (op == REQ_OP_VAL(REQ_OP_WRITE_ZEROES))
 		return IODUMP_OP_WRITE_ZEROES;
-	if (op == bpf_core_enum_value(enum req_op, REQ_OP_ZONE_APPEND))
+	if (op == REQ_OP_VAL(REQ_OP_ZONE_APPEND))
 		return IODUMP_OP_WRITE;
 	return IODUMP_OP_OTHER;
 }
@@ -584,12 +611,29 @@ static __always_inline void *rdonly_cast(__u64 p, __u32 btf_id)
 #define IOD_CAST(bits, type, btf)                                                          \
 	((type *)((btf) ? rdonly_cast((bits), bpf_core_type_id_kernel(type)) : (void *)(bits)))
 
+/* page->flags: an unsigned long until 6.17, a memdesc_flags_t (a struct holding one) since;
+ * the relocation of the flavour the kernel does not have is dead code. */
+struct page___ulong_flags {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 page_flags(const void *page)
+{
+	__u64 f = 0;
+
+	if (bpf_core_field_exists(struct page___ulong_flags, flags))
+		bpf_core_read(&f, sizeof(f), &((struct page___ulong_flags *)page)->flags);
+	else
+		bpf_core_read(&f, sizeof(f), &((struct page *)page)->flags);
+	return f;
+}
+
 /* btrfs: metadata lives in the btree inode; each subvolume has its own inode numbers and
  * its own st_dev (root->anon_dev), while mountinfo shows the superblock's s_dev. */
 static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_dev,
 					struct iodump_cpu_state *cs, __u32 lvl, int btf)
 {
-	struct btrfs_inode *bi;
+	__u64 bi_bits;
 	__u32 anon;
 
 	if (fi->kind != IODUMP_PK_FILE && fi->kind != IODUMP_PK_DIO)
@@ -603,10 +647,15 @@ static __always_inline void btrfs_fixup(struct iodump_file_info *fi, __u32 bdev_
 		fi->dev = bdev_dev;
 		return;
 	}
-	bi = IOD_CAST(ptr_bits(cs, lvl, fi->inode, btf) -
-			      bpf_core_field_offset(struct btrfs_inode, vfs_inode),
-		      struct btrfs_inode, btf);
-	anon = RD(btf, bi, root, anon_dev);
+	bi_bits = ptr_bits(cs, lvl, fi->inode, btf) -
+		  bpf_core_field_offset(struct btrfs_inode, vfs_inode);
+	if (btf && cfg_btf_id_btrfs_inode) {
+		struct btrfs_inode *bi = rdonly_cast(bi_bits, cfg_btf_id_btrfs_inode);
+
+		anon = bi->root->anon_dev;
+	} else {
+		anon = BPF_CORE_READ((struct btrfs_inode *)bi_bits, root, anon_dev);
+	}
 	if (anon)
 		fi->dev = anon;
 }
@@ -718,15 +767,19 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 	__u64 bvi_bits = 0;
 
 	if (bbio_embedded) {
-		struct btrfs_bio *bbio =
-			IOD_CAST(ptr_bits(cs, lvl, b, btf) -
-					 bpf_core_field_offset(struct btrfs_bio, bio),
-				 struct btrfs_bio, btf);
-		struct btrfs_inode *bi = RD(btf, bbio, inode);
+		__u64 bbio_bits = ptr_bits(cs, lvl, b, btf) -
+				  bpf_core_field_offset(struct btrfs_bio, bio);
+		__u64 bi_bits;
 
-		if (bi) {
-			bvi_bits = ptr_bits(cs, lvl, bi, btf) +
-				   bpf_core_field_offset(struct btrfs_inode, vfs_inode);
+		if (btf && cfg_btf_id_btrfs_bio) {
+			struct btrfs_bio *bbio = rdonly_cast(bbio_bits, cfg_btf_id_btrfs_bio);
+
+			bi_bits = ptr_bits(cs, lvl, bbio->inode, btf);
+		} else {
+			bi_bits = (__u64)BPF_CORE_READ((struct btrfs_bio *)bbio_bits, inode);
+		}
+		if (bi_bits) {
+			bvi_bits = bi_bits + bpf_core_field_offset(struct btrfs_inode, vfs_inode);
 			bvi = IOD_CAST(bvi_bits, struct inode, btf);
 		}
 	}
@@ -747,7 +800,7 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 
 			mapping = ptr_bits(cs, lvl, m, btf);
 			if (!mapping)
-				bpf_core_read(&pgflags, sizeof(pgflags), &page->flags);
+				pgflags = page_flags(page);
 			if (m && !(mapping & MAPPING_FLAGS)) {
 				struct inode *host = RD(btf, m, host);
 
@@ -768,7 +821,7 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 
 			mapping = (__u64)BPF_CORE_READ(hp, mapping);
 			if (!mapping)
-				bpf_core_read(&pgflags, sizeof(pgflags), &hp->flags);
+				pgflags = page_flags(hp);
 			if (mapping && !(mapping & MAPPING_FLAGS)) {
 				struct inode *host =
 					BPF_CORE_READ((struct address_space *)mapping, host);
@@ -1194,8 +1247,9 @@ static __always_inline void fallback_add(__s64 d)
 		__sync_fetch_and_add(n, d);
 }
 
-/* Start tracking key with v: a free (or stale) slot, else the fallback map. */
-static __always_inline void track(void *map, __u64 key, struct iodump_inflight *v)
+/* Start tracking key with v: a free (or stale) slot, else the fallback map. count: count it
+ * as a new I/O (IODUMP_CNT_TRACKED); 0 when an entry only moves to another key. */
+static __always_inline void track(void *map, __u64 key, struct iodump_inflight *v, int count)
 {
 	struct iodump_slot *s = slot_of(key);
 	long err;
@@ -1217,7 +1271,8 @@ static __always_inline void track(void *map, __u64 key, struct iodump_inflight *
 		}
 		if (!old) {
 			__builtin_memcpy(&s->v, v, sizeof(*v));
-			cnt(IODUMP_CNT_TRACKED);
+			if (count)
+				cnt(IODUMP_CNT_TRACKED);
 			return;
 		}
 	}
@@ -1232,7 +1287,8 @@ static __always_inline void track(void *map, __u64 key, struct iodump_inflight *
 		cnt(IODUMP_CNT_LOST_INFLIGHT);
 		return;
 	}
-	cnt(IODUMP_CNT_TRACKED);
+	if (count)
+		cnt(IODUMP_CNT_TRACKED);
 }
 
 /* Find the in-flight entry of key; *slot is set when it lives in the slot table. */
@@ -1297,16 +1353,12 @@ static __always_inline int untrack(void *map, __u64 key, struct iodump_slot *s)
 }
 
 static __always_inline int on_rq_start(struct iodump_cpu_state *cs, __u32 lvl,
-				       struct request *rq, int from_insert, int btf)
+				       struct request *rq, int btf)
 {
 	struct iodump_inflight v = {};
-	__u64 key = key_of(cs, lvl, rq, btf);
-	struct iodump_slot *slot;
 	struct block_device *bdev;
 	struct bio *bio;
 
-	if (from_insert && find(&inflight_rq, key, &slot))
-		return 0; /* already tracked from block_io_start */
 	/* rq->part is not set yet when block_io_start fires: use the bio's bdev */
 	bio = RD(btf, rq, bio);
 	if (bio)
@@ -1316,11 +1368,75 @@ static __always_inline int on_rq_start(struct iodump_cpu_state *cs, __u32 lvl,
 	if (!bdev)
 		return 0;
 	if (start_io(&v, bdev, bio, RD(btf, rq, cmd_flags), RD(btf, rq, __sector),
-		     RD(btf, rq, __data_len), cs, lvl, btf))
+		     RD(btf, rq, __data_len), cs, lvl, btf)) {
+		cnt(IODUMP_CNT_RQ_UNTRACKED);
 		return 0;
-	if (from_insert)
-		v.ev.ioflags |= IODUMP_IOF_INSERT;
-	track(&inflight_rq, key, &v);
+	}
+	track(&inflight_rq, key_of(cs, lvl, rq, btf), &v, 1);
+	return 0;
+}
+
+/*
+ * Kernels without block_io_start: block_getrq fires in the submitter's context when a bio
+ * gets a new request, before the request holds it. The I/O is tracked under the bio's
+ * address; adopt() moves it to the request's once block_rq_insert (a scheduler) or
+ * block_rq_issue (every request, also those issued directly without an insert, as with
+ * the `none` scheduler) shows the request.
+ */
+static __always_inline int on_getrq(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
+				    int btf)
+{
+	struct iodump_inflight v = {};
+	struct block_device *bdev;
+
+	if (!bio)
+		return 0;
+	bdev = RD(btf, bio, bi_bdev);
+	if (!bdev)
+		return 0;
+	if (start_io(&v, bdev, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
+		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf)) {
+		cnt(IODUMP_CNT_RQ_UNTRACKED);
+		return 0;
+	}
+	v.ev.ioflags |= IODUMP_IOF_INSERT;
+	track(&inflight_rq, key_of(cs, lvl, bio, btf), &v, 1);
+	return 0;
+}
+
+/* The entry of request rq (key) started at block_getrq, moved from its first bio's key to
+ * the request's; NULL if there is none. */
+static __always_inline struct iodump_inflight *adopt(struct iodump_cpu_state *cs, __u32 lvl,
+						     struct request *rq, __u64 key,
+						     struct iodump_slot **slot, int btf)
+{
+	struct iodump_inflight v;
+	struct iodump_inflight *bv;
+	struct iodump_slot *bs;
+	struct bio *bio = RD(btf, rq, bio);
+	__u64 bkey;
+
+	if (!bio)
+		return NULL;
+	bkey = key_of(cs, lvl, bio, btf);
+	bv = find(&inflight_rq, bkey, &bs);
+	if (!bv)
+		return NULL;
+	__builtin_memcpy(&v, bv, sizeof(v));
+	if (!untrack(&inflight_rq, bkey, bs))
+		return NULL;
+	track(&inflight_rq, key, &v, 0);
+	return find(&inflight_rq, key, slot);
+}
+
+static __always_inline int on_rq_insert(struct iodump_cpu_state *cs, __u32 lvl,
+					struct request *rq, int btf)
+{
+	__u64 key = key_of(cs, lvl, rq, btf);
+	struct iodump_slot *slot;
+
+	if (!find(&inflight_rq, key, &slot))
+		adopt(cs, lvl, rq, key, &slot, btf);
 	return 0;
 }
 
@@ -1342,7 +1458,7 @@ static __always_inline int on_bio_queue(struct iodump_cpu_state *cs, __u32 lvl,
 		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf))
 		return 0;
 	v.ev.ioflags |= IODUMP_IOF_BIO_BASED;
-	track(&inflight_bio, key_of(cs, lvl, bio, btf), &v);
+	track(&inflight_bio, key_of(cs, lvl, bio, btf), &v, 1);
 	return 0;
 }
 
@@ -1352,9 +1468,12 @@ static __always_inline int on_bio_queue(struct iodump_cpu_state *cs, __u32 lvl,
 static __always_inline int on_rq_issue(struct iodump_cpu_state *cs, __u32 lvl,
 				       struct request *rq, int btf)
 {
+	__u64 key = key_of(cs, lvl, rq, btf);
 	struct iodump_slot *slot;
-	struct iodump_inflight *v = find(&inflight_rq, key_of(cs, lvl, rq, btf), &slot);
+	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
 
+	if (!v && cfg_start_at_getrq)
+		v = adopt(cs, lvl, rq, key, &slot, btf);
 	if (!v)
 		return 0;
 	v->ev.issue_ns = bpf_ktime_get_ns();
@@ -1484,7 +1603,10 @@ static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl
 	__u16 err;
 
 	if (!v) {
-		cnt(IODUMP_CNT_NO_START);
+		if (norm_op(RD(btf, rq, cmd_flags)) == IODUMP_OP_FLUSH && !RD(btf, rq, bio))
+			cnt(IODUMP_CNT_FLUSH_NO_START);
+		else
+			cnt(IODUMP_CNT_NO_START);
 		return 0;
 	}
 	err = status_errno(status);
@@ -1561,25 +1683,37 @@ static __always_inline int on_dirty_folio(struct iodump_cpu_state *cs, __u32 lvl
 SEC("tp_btf/block_io_start")
 int BPF_PROG(tp_io_start, struct request *rq)
 {
-	return RUN(on_rq_start, rq, 0, BTF);
+	return RUN(on_rq_start, rq, BTF);
 }
 
 SEC("raw_tp/block_io_start")
 int BPF_PROG(raw_io_start, struct request *rq)
 {
-	return RUN(on_rq_start, rq, 0, RAW);
+	return RUN(on_rq_start, rq, RAW);
 }
 
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(tp_rq_insert, struct request *rq)
 {
-	return RUN(on_rq_start, rq, 1, BTF);
+	return RUN(on_rq_insert, rq, BTF);
 }
 
 SEC("raw_tp/block_rq_insert")
 int BPF_PROG(raw_rq_insert, struct request *rq)
 {
-	return RUN(on_rq_start, rq, 1, RAW);
+	return RUN(on_rq_insert, rq, RAW);
+}
+
+SEC("tp_btf/block_getrq")
+int BPF_PROG(tp_getrq, struct bio *bio)
+{
+	return RUN(on_getrq, bio, BTF);
+}
+
+SEC("raw_tp/block_getrq")
+int BPF_PROG(raw_getrq, struct bio *bio)
+{
+	return RUN(on_getrq, bio, RAW);
 }
 
 SEC("tp_btf/block_rq_issue")
@@ -1650,6 +1784,19 @@ int BPF_PROG(tp_dirty_folio, struct folio *folio, struct address_space *mapping)
 
 SEC("raw_tp/writeback_dirty_folio")
 int BPF_PROG(raw_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	return RUN(on_dirty_folio, mapping, RAW);
+}
+
+/* Kernels before writeback_dirty_folio (5.19): the page flavour, same arguments' places. */
+SEC("tp_btf/writeback_dirty_page")
+int BPF_PROG(tp_dirty_page, struct page *page, struct address_space *mapping)
+{
+	return RUN(on_dirty_folio, mapping, BTF);
+}
+
+SEC("raw_tp/writeback_dirty_page")
+int BPF_PROG(raw_dirty_page, struct page *page, struct address_space *mapping)
 {
 	return RUN(on_dirty_folio, mapping, RAW);
 }

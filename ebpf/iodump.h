@@ -78,8 +78,8 @@
 #define IODUMP_IOF_PARTIAL   (1u << 5) /* the request completed in several parts
                                         * (block_rq_complete with nr_bytes < remaining);
                                         * one event is emitted at the last part */
-#define IODUMP_IOF_INSERT    (1u << 6) /* tracked from block_rq_insert (fallback hook for
-                                        * kernels without block_io_start) */
+#define IODUMP_IOF_INSERT    (1u << 6) /* started at block_getrq (kernels without
+                                        * block_io_start) */
 
 /* ---------------------------------------------------------------------------------------
  * Where the file behind an I/O came from (iodump_io_event.path_kind and
@@ -169,7 +169,13 @@
 #define IODUMP_CNT_SIZE_FILTERED  12 /* completed I/Os dropped by min/max size */
 #define IODUMP_CNT_PARTIAL        13 /* partial completions (not events) */
 #define IODUMP_CNT_BATCHES        14 /* batch records sent (IODUMP_EV_BATCH) */
-#define IODUMP_CNT_MAX            15
+#define IODUMP_CNT_FLUSH_NO_START 15 /* cache-flush request completions with no in-flight
+                                      * entry: the flush requests the block layer makes
+                                      * itself (blk_kick_flush), which no start hook sees */
+#define IODUMP_CNT_RQ_UNTRACKED   16 /* requests whose start was seen but not tracked
+                                      * (filtered, sampled out): their completions count
+                                      * as IODUMP_CNT_NO_START too */
+#define IODUMP_CNT_MAX            17
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_io_event: one block I/O, sent at completion. 104 bytes.

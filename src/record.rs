@@ -132,7 +132,34 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             }
         ));
     }
+    // Completions without a start, less those of requests filtered or sampled out at
+    // their start (which had a start, not tracked on purpose).
+    let counter = |name: &str| {
+        s.kernel_counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, v)| *v)
+    };
+    let unmatched = counter("no_start").saturating_sub(counter("rq_untracked"));
+    if unmatched > 0 {
+        line.push_str(&format!(
+            "; {unmatched} completions without a start seen (not recorded)"
+        ));
+    }
     eprintln!("{line}");
+    if unmatched > 0 && unmatched * 100 > s.events + unmatched {
+        eprintln!(
+            "iodump: warning: {unmatched} of {} completed I/Os had no start this recorder saw: \
+             more than I/O in flight when recording began; this kernel's start hooks miss I/O \
+             (hooks: {})",
+            s.events + unmatched,
+            s.hooks
+                .iter()
+                .map(|(tp, k)| format!("{tp}:{k}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
     if s.events > 0 {
         let [f, l, n] = s.attributed;
         eprintln!(

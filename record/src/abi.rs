@@ -98,8 +98,13 @@ pub mod cnt {
     pub const SIZE_FILTERED: u32 = 12;
     /// Batch records sent.
     pub const BATCHES: u32 = 14;
+    /// Completions of flush requests the block layer made itself (no start hook sees them).
+    pub const FLUSH_NO_START: u32 = 15;
+    /// Request starts seen but not tracked (filtered, sampled out): their completions
+    /// count as [`NO_START`] too.
+    pub const RQ_UNTRACKED: u32 = 16;
     /// Number of counters.
-    pub const MAX: u32 = 15;
+    pub const MAX: u32 = 17;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -117,6 +122,8 @@ pub mod cnt {
         "size_filtered",
         "partial_completions",
         "batches",
+        "flush_no_start",
+        "rq_untracked",
     ];
 }
 

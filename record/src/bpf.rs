@@ -13,6 +13,7 @@ use iodump_format::DevT;
 
 use crate::abi::{self, cnt};
 use crate::error::RecordError;
+use crate::kernel::KernelBtf;
 
 /// The compiled BPF object, built from `ebpf/` by `ebpf/build.sh` and committed.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump.bpf.o");
@@ -35,11 +36,11 @@ fn placeholder_call() -> [u8; 8] {
 /// function (kernels before 6.2) the placeholders stay: the tp_btf programs then fail to
 /// load and the raw_tp ones are used. Returns the object, 8-byte aligned like `OBJECT`,
 /// and how many calls were rewritten.
-fn object_for(btf: &Btf) -> (Vec<u64>, usize) {
+fn object_for(rdonly_cast: Option<u32>) -> (Vec<u64>, usize) {
     let mut words = vec![0u64; OBJECT.len().div_ceil(8)];
     let mut bytes = OBJECT.to_vec();
     let mut patched = 0;
-    if let Ok(id) = btf.id_by_type_name_kind("bpf_rdonly_cast", aya_obj::btf::BtfKind::Func) {
+    if let Some(id) = rdonly_cast {
         // Code sections sit at 8-byte offsets of the object.
         let placeholder = placeholder_call();
         for insn in bytes.chunks_exact_mut(8) {
@@ -95,6 +96,8 @@ pub struct BpfSettings {
     /// Honour the BPF map `bench_ctl` (benchmarks pause paths or the whole recorder with
     /// bpftool); off, the programs do not even read it.
     pub bench_ctl: bool,
+    /// The kernel's BTF from this file instead of `/sys/kernel/btf/vmlinux` (`--btf`).
+    pub btf_file: Option<std::path::PathBuf>,
 }
 
 /// The wake-up threshold (`cfg_wakeup_bytes`) for a ring of `ring_bytes`: a quarter of it,
@@ -187,6 +190,7 @@ impl Default for BpfSettings {
             ring_bytes: 8 << 20,
             cgroup: None,
             bench_ctl: false,
+            btf_file: None,
         }
     }
 }
@@ -198,6 +202,10 @@ pub struct Attached {
     pub hooks: Vec<(&'static str, &'static str)>,
     /// Hooks that could not be attached at all (optional ones only).
     pub missing: Vec<&'static str>,
+    /// What this kernel lacks and what it costs, one line each ("feature: reason").
+    pub off: Vec<String>,
+    /// The variant of the program that runs, in one phrase (trace header, `iodump info`).
+    pub variant: String,
 }
 
 /// A loaded and attached program with its ring buffer and counters.
@@ -250,17 +258,22 @@ fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
     s.contains("Operation not permitted") || s.contains("Permission denied")
 }
 
-/// The first 600 bytes of `m`: verifier logs are long, and their start says what failed.
-fn short(mut m: String) -> String {
-    if m.len() > 600 {
-        let mut end = 600;
-        while !m.is_char_boundary(end) {
-            end -= 1;
-        }
-        m.truncate(end);
-        m.push('…');
+/// `m` cut to about 600 bytes: a verifier log is long, its first line says what was being
+/// loaded and its end why the verifier refused, so both are kept.
+fn short(m: String) -> String {
+    const KEEP: usize = 600;
+    if m.len() <= KEEP + 200 {
+        return m;
     }
-    m
+    let mut head_end = m.find(|c| c == '\n' || c == ':').unwrap_or(0).min(200);
+    while !m.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail = m.len() - KEEP;
+    while !m.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{} … {}", &m[..head_end], &m[tail..])
 }
 
 fn bpf_error(what: &str, e: &(dyn std::error::Error + 'static)) -> RecordError {
@@ -312,33 +325,81 @@ pub fn read_ksyms() -> HashMap<String, u64> {
     out
 }
 
-/// Hooks: (tracepoint, tp_btf program, raw_tp program, required).
-const HOOKS: [(&str, &str, &str, bool); 7] = [
-    ("block_io_start", "tp_io_start", "raw_io_start", false),
-    ("block_rq_issue", "tp_rq_issue", "raw_rq_issue", true),
-    ("block_rq_merge", "tp_rq_merge", "raw_rq_merge", false),
-    ("block_rq_complete", "tp_rq_done", "raw_rq_done", true),
-    ("block_bio_queue", "tp_bio_queue", "raw_bio_queue", true),
-    ("block_bio_complete", "tp_bio_done", "raw_bio_done", true),
-    (
-        "writeback_dirty_folio",
-        "tp_dirty_folio",
-        "raw_dirty_folio",
-        false,
-    ),
-];
+/// A tracepoint and the two programs that can serve it: (tracepoint, tp_btf program,
+/// raw_tp program).
+type Hook = (&'static str, &'static str, &'static str);
+
+const IO_START: Hook = ("block_io_start", "tp_io_start", "raw_io_start");
+const GETRQ: Hook = ("block_getrq", "tp_getrq", "raw_getrq");
+const RQ_INSERT: Hook = ("block_rq_insert", "tp_rq_insert", "raw_rq_insert");
+const RQ_ISSUE: Hook = ("block_rq_issue", "tp_rq_issue", "raw_rq_issue");
+const RQ_MERGE: Hook = ("block_rq_merge", "tp_rq_merge", "raw_rq_merge");
+const RQ_DONE: Hook = ("block_rq_complete", "tp_rq_done", "raw_rq_done");
+const BIO_QUEUE: Hook = ("block_bio_queue", "tp_bio_queue", "raw_bio_queue");
+const BIO_DONE: Hook = ("block_bio_complete", "tp_bio_done", "raw_bio_done");
+const DIRTY_FOLIO: Hook = ("writeback_dirty_folio", "tp_dirty_folio", "raw_dirty_folio");
+const DIRTY_PAGE: Hook = ("writeback_dirty_page", "tp_dirty_page", "raw_dirty_page");
+
+/// Which hooks to attach on this kernel, decided from the tracepoints its BTF names.
+#[derive(Debug, PartialEq, Eq)]
+struct HookPlan {
+    /// (hook, required): a required hook that fails to attach fails the recording.
+    hooks: Vec<(Hook, bool)>,
+    /// Requests start at block_getrq (no block_io_start): `cfg_start_at_getrq`.
+    start_at_getrq: bool,
+    /// Features that stay off, one line each.
+    off: Vec<String>,
+}
+
+impl HookPlan {
+    /// The plan for a kernel that has the tracepoints for which `has` is true.
+    fn new(has: impl Fn(&str) -> bool) -> HookPlan {
+        let mut hooks = Vec::new();
+        let mut off = Vec::new();
+        // block_io_start (6.5+) fires in the submitter's context for every request. Before
+        // it, block_getrq does (a bio getting a new request), and the request is found at
+        // block_rq_insert (with a scheduler) or block_rq_issue (every request, also those
+        // issued directly, as with the `none` scheduler).
+        let start_at_getrq = !has(IO_START.0);
+        if start_at_getrq {
+            hooks.push((GETRQ, true));
+            hooks.push((RQ_INSERT, false));
+        } else {
+            hooks.push((IO_START, true));
+        }
+        hooks.push((RQ_ISSUE, true));
+        hooks.push((RQ_MERGE, false));
+        hooks.push((RQ_DONE, true));
+        hooks.push((BIO_QUEUE, true));
+        hooks.push((BIO_DONE, true));
+        if has(DIRTY_FOLIO.0) {
+            hooks.push((DIRTY_FOLIO, false));
+        } else if has(DIRTY_PAGE.0) {
+            hooks.push((DIRTY_PAGE, false));
+        } else {
+            off.push(
+                "writeback dirtier: neither writeback_dirty_folio nor writeback_dirty_page \
+                 exists"
+                    .to_string(),
+            );
+        }
+        HookPlan {
+            hooks,
+            start_at_getrq,
+            off,
+        }
+    }
+}
 
 fn attach_one(
     ebpf: &mut Ebpf,
     btf: &Btf,
-    tp: &'static str,
-    btf_prog: &'static str,
-    raw_prog: &'static str,
+    hook: Hook,
+    try_btf: bool,
 ) -> Result<(&'static str, (&'static str, LinkId)), String> {
+    let (tp, btf_prog, raw_prog) = hook;
     let mut errors = Vec::new();
-    // IODUMP_FORCE_RAW_TP=1 skips tp_btf, to exercise the fallback on kernels that have both.
-    let force_raw = std::env::var("IODUMP_FORCE_RAW_TP").as_deref() == Ok("1");
-    if let Some(p) = ebpf.program_mut(btf_prog).filter(|_| !force_raw) {
+    if let Some(p) = ebpf.program_mut(btf_prog).filter(|_| try_btf) {
         match <&mut BtfTracePoint>::try_from(p) {
             Ok(p) => match p.load(tp, btf).and_then(|()| p.attach()) {
                 Ok(id) => return Ok(("tp_btf", (btf_prog, LinkId::Btf(id)))),
@@ -362,13 +423,46 @@ fn attach_one(
 impl Program {
     /// Loads the object with `s`, fills the filter maps and attaches every hook.
     pub fn load(s: &BpfSettings) -> Result<Program, RecordError> {
-        let btf = Btf::from_sys_fs().map_err(|e| RecordError::NoBtf { message: chain(&e) })?;
-        let ksyms = read_ksyms();
+        let kbtf = KernelBtf::load(s.btf_file.as_deref())?;
+        if !crate::kernel::has_bpf_cmpxchg() {
+            return Err(RecordError::Bpf {
+                what: "probing the kernel".into(),
+                message: "it refuses BPF atomic compare-and-exchange (Linux 5.12 added it), \
+                          which the in-flight table needs"
+                    .into(),
+            });
+        }
+        // IODUMP_FORCE_GETRQ=1 plans as if block_io_start were missing, to test the start
+        // at block_getrq on any kernel.
+        let force_getrq = std::env::var("IODUMP_FORCE_GETRQ").as_deref() == Ok("1");
+        let plan =
+            HookPlan::new(|tp| kbtf.has_tracepoint(tp) && !(force_getrq && tp == IO_START.0));
+        let mut off = plan.off.clone();
+        let mut ksyms = read_ksyms();
+        // btrfs loaded without BTF of its own: its structs cannot be relocated, so the
+        // program must not reach the code that reads them (it keys on these addresses).
+        if kbtf.without_btf.iter().any(|m| m == "btrfs")
+            && kbtf.vmlinux_struct_id("btrfs_bio") == 0
+        {
+            let before = ksyms.len();
+            ksyms.retain(|k, _| !k.starts_with("btrfs_"));
+            if ksyms.len() != before {
+                off.push(
+                    "btrfs direct I/O paths and subvolume devices: module btrfs has no BTF \
+                     (kernel built without CONFIG_DEBUG_INFO_BTF_MODULES)"
+                        .into(),
+                );
+            }
+        }
         let ksym_names: Vec<String> = KSYMS.iter().map(|n| format!("ksym_{n}")).collect();
         let ksym_vals: Vec<u64> = KSYMS
             .iter()
             .map(|n| ksyms.get(*n).copied().unwrap_or(0))
             .collect();
+        let btf_ids = [
+            ("cfg_btf_id_btrfs_bio", kbtf.vmlinux_struct_id("btrfs_bio")),
+            ("cfg_btf_id_btrfs_inode", kbtf.vmlinux_struct_id("btrfs_inode")),
+        ];
         let flags = [
             ("cfg_filter_dev", !s.devices.is_empty() as u32),
             ("cfg_filter_pid", !s.pids.is_empty() as u32),
@@ -381,10 +475,11 @@ impl Program {
             ("cfg_enable_paths", s.paths as u32),
             ("cfg_exclude_tgid", s.exclude_tgid),
             ("cfg_bench_ctl", s.bench_ctl as u32),
+            ("cfg_start_at_getrq", plan.start_at_getrq as u32),
         ];
         let mut loader = EbpfLoader::new();
-        loader.btf(Some(&btf));
-        for (name, v) in &flags {
+        loader.btf(Some(&kbtf.btf));
+        for (name, v) in flags.iter().chain(&btf_ids) {
             loader.override_global(name, v, true);
         }
         let wakeup = wakeup_bytes(s.ring_bytes);
@@ -393,7 +488,8 @@ impl Program {
             loader.override_global(name, v, true);
         }
         loader.map_max_entries("events", s.ring_bytes);
-        let (object, _) = object_for(&btf);
+        let rdonly_cast = kbtf.func_id("bpf_rdonly_cast");
+        let (object, _) = object_for(rdonly_cast);
         let mut ebpf = loader
             .load(as_bytes(&object))
             .map_err(|e| bpf_error("loading the BPF object", &e))?;
@@ -457,44 +553,56 @@ impl Program {
 
         let batching = enable_batching(&mut ebpf, s.ring_bytes);
 
-        let mut attached = Attached::default();
+        // tp_btf programs need the kernel's own BTF and, for the pointers they hold as
+        // numbers, bpf_rdonly_cast (6.2+); without either, every hook is a raw tracepoint.
+        // IODUMP_FORCE_RAW_TP=1 picks them anyway, to test that flavour on any kernel.
+        let force_raw = std::env::var("IODUMP_FORCE_RAW_TP").as_deref() == Ok("1");
+        let try_btf = kbtf.kernel_has_btf && rdonly_cast.is_some() && !force_raw;
+        let variant = if try_btf {
+            "tp_btf (typed tracepoints, direct loads)".to_string()
+        } else if force_raw {
+            "raw_tp (IODUMP_FORCE_RAW_TP=1)".to_string()
+        } else if !kbtf.kernel_has_btf {
+            format!(
+                "raw_tp (no kernel BTF; types from {})",
+                kbtf.source.display()
+            )
+        } else {
+            "raw_tp (no bpf_rdonly_cast kfunc: bpf_probe_read_kernel for every read)"
+                .to_string()
+        };
+        let mut variant = variant;
+        if plan.start_at_getrq {
+            variant.push_str("; requests start at block_getrq (no block_io_start)");
+        }
+        if !kbtf.merged.is_empty() {
+            variant.push_str(&format!("; module BTF: {}", kbtf.merged.join(", ")));
+        }
+
+        let mut attached = Attached {
+            variant,
+            ..Attached::default()
+        };
         let mut attached_progs = Vec::new();
-        for (tp, bp, rp, required) in HOOKS {
-            match attach_one(&mut ebpf, &btf, tp, bp, rp) {
+        for (hook, required) in &plan.hooks {
+            match attach_one(&mut ebpf, &kbtf.btf, *hook, try_btf) {
                 Ok((kind, name)) => {
-                    attached.hooks.push((tp, kind));
+                    attached.hooks.push((hook.0, kind));
                     attached_progs.push(name);
                 }
-                Err(msg) if required => {
+                Err(msg) if *required => {
                     return Err(RecordError::Bpf {
-                        what: format!("attaching to tracepoint {tp}"),
+                        what: format!("attaching to tracepoint {}", hook.0),
                         message: msg,
                     })
-                }
-                Err(_) => attached.missing.push(tp),
-            }
-        }
-        // Kernels without block_io_start (before 6.5) start requests at block_rq_insert.
-        if attached.missing.contains(&"block_io_start") {
-            match attach_one(
-                &mut ebpf,
-                &btf,
-                "block_rq_insert",
-                "tp_rq_insert",
-                "raw_rq_insert",
-            ) {
-                Ok((kind, name)) => {
-                    attached.hooks.push(("block_rq_insert", kind));
-                    attached_progs.push(name);
                 }
                 Err(msg) => {
-                    return Err(RecordError::Bpf {
-                        what: "attaching to block_io_start or block_rq_insert".into(),
-                        message: msg,
-                    })
+                    attached.missing.push(hook.0);
+                    off.push(format!("tracepoint {}: {msg}", hook.0));
                 }
             }
         }
+        attached.off = off;
         let ring = RingBuf::try_from(ebpf.take_map("events").ok_or_else(|| missing("events"))?)
             .map_err(|e| bpf_error("events ring buffer", &e))?;
         Ok(Program {
@@ -790,7 +898,10 @@ mod tests {
             }
             Err(_) => return,
         };
-        let (words, patched) = object_for(&btf);
+        let id = btf
+            .id_by_type_name_kind("bpf_rdonly_cast", aya_obj::btf::BtfKind::Func)
+            .ok();
+        let (words, patched) = object_for(id);
         let bytes = as_bytes(&words);
         assert_eq!(bytes.len(), OBJECT.len());
         let differing = bytes

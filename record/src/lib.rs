@@ -8,6 +8,7 @@ pub mod bpf;
 pub mod convert;
 pub mod devices;
 pub mod error;
+pub mod kernel;
 pub mod mounts;
 pub mod print;
 pub mod session;

@@ -176,7 +176,24 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     };
 
     let mut prog = Program::load(&settings)?;
+    for o in &prog.attached.off {
+        eprintln!("iodump: warning: off on this kernel: {o}");
+    }
     let (wall, mono) = now_pair();
+    let mut metadata = cfg.metadata.clone();
+    metadata.push(("iodump.variant".into(), prog.attached.variant.clone()));
+    metadata.push((
+        "iodump.hooks".into(),
+        prog.attached
+            .hooks
+            .iter()
+            .map(|(tp, kind)| format!("{tp}:{kind}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+    ));
+    if !prog.attached.off.is_empty() {
+        metadata.push(("iodump.off".into(), prog.attached.off.join("; ")));
+    }
     let header = Header {
         wall_clock_ns: wall,
         monotonic_ns: mono,
@@ -185,7 +202,7 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         tool_version: format!("iodump {}", env!("CARGO_PKG_VERSION")),
         recorder_argv: cfg.recorder_argv.clone(),
         command_argv: (!cfg.command.is_empty()).then(|| cfg.command.clone()),
-        metadata: cfg.metadata.clone(),
+        metadata,
     };
     let mut sinks = Sinks {
         writer: match file {

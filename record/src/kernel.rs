@@ -1,0 +1,294 @@
+//! What the running kernel offers the BPF program, found by probing — its BTF (vmlinux and
+//! module BTF), the tracepoints and kfuncs that BTF names, and a BPF instruction the kernel
+//! accepts or refuses — never by kernel version numbers.
+//!
+//! CO-RE relocation needs the types of every struct the program reads. Distributions build
+//! btrfs as a module, so `struct btrfs_bio` and `struct btrfs_inode` are in
+//! `/sys/kernel/btf/btrfs` (split BTF on top of vmlinux), not in vmlinux BTF. aya-obj 0.3
+//! reads vmlinux BTF only; [`KernelBtf::load`] gives it the union instead. Split BTF continues
+//! its base: its first type id is one past the base's last, its string offsets start at the
+//! base's string-section length, so the union is the two type sections and the two string
+//! sections, each concatenated.
+
+use std::path::{Path, PathBuf};
+
+use aya::Btf;
+use aya_obj::btf::BtfKind;
+
+use crate::error::RecordError;
+
+/// Modules whose structs the program reads (CO-RE relocated), merged into the BTF when
+/// they are loaded and have BTF of their own.
+pub const MODULES_READ: [&str; 1] = ["btrfs"];
+
+/// Where the running kernel keeps its BTF.
+pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// The kernel's BTF as the loader uses it, and what it says about the kernel.
+pub struct KernelBtf {
+    /// vmlinux BTF with the BTF of the loaded [`MODULES_READ`] appended.
+    pub btf: Btf,
+    /// vmlinux BTF alone (ids of vmlinux types, tracepoint and kfunc look-ups).
+    pub vmlinux: Btf,
+    /// The file vmlinux BTF came from.
+    pub source: PathBuf,
+    /// The running kernel exposes its own BTF (`tp_btf` programs need it; with `--btf` on
+    /// a kernel without it, only raw tracepoints can attach).
+    pub kernel_has_btf: bool,
+    /// Modules whose BTF was merged.
+    pub merged: Vec<String>,
+    /// Modules of [`MODULES_READ`] that are loaded but have no BTF (kernels built without
+    /// CONFIG_DEBUG_INFO_BTF_MODULES): what the program reads of them stays off.
+    pub without_btf: Vec<String>,
+}
+
+/// The sections of a BTF blob: (type bytes, string bytes).
+fn sections(data: &[u8]) -> Result<(&[u8], &[u8]), String> {
+    let u32_at = |off: usize| -> Result<u32, String> {
+        data.get(off..off + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(|| "truncated BTF header".to_string())
+    };
+    if data.len() < 24 || data[0..2] != [0x9f, 0xeb] {
+        return Err("not little-endian BTF (bad magic)".into());
+    }
+    let hdr_len = u32_at(4)? as usize;
+    let (type_off, type_len) = (u32_at(8)? as usize, u32_at(12)? as usize);
+    let (str_off, str_len) = (u32_at(16)? as usize, u32_at(20)? as usize);
+    let body = data.get(hdr_len..).ok_or("BTF header longer than the file")?;
+    let types = body
+        .get(type_off..type_off + type_len)
+        .ok_or("BTF type section out of bounds")?;
+    let strings = body
+        .get(str_off..str_off + str_len)
+        .ok_or("BTF string section out of bounds")?;
+    Ok((types, strings))
+}
+
+/// One BTF blob holding `base` and the split BTF `split` built on it.
+pub fn merge_split(base: &[u8], split: &[u8]) -> Result<Vec<u8>, String> {
+    let (bt, bs) = sections(base)?;
+    let (st, ss) = sections(split)?;
+    let type_len = bt.len() + st.len();
+    let str_len = bs.len() + ss.len();
+    let mut out = Vec::with_capacity(24 + type_len + str_len);
+    out.extend_from_slice(&[0x9f, 0xeb, 1, 0]);
+    for v in [24u32, 0, type_len as u32, type_len as u32, str_len as u32] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(bt);
+    out.extend_from_slice(st);
+    out.extend_from_slice(bs);
+    out.extend_from_slice(ss);
+    Ok(out)
+}
+
+fn parse(data: &[u8], what: &Path) -> Result<Btf, RecordError> {
+    Btf::parse(data, aya::Endianness::Little).map_err(|e| RecordError::NoBtf {
+        message: format!("{}: {e}", what.display()),
+    })
+}
+
+impl KernelBtf {
+    /// The kernel's BTF from `btf_file` (`--btf`, e.g. from BTFHub, for a kernel without
+    /// `/sys/kernel/btf/vmlinux`) or from sysfs, with loaded modules' BTF merged in.
+    pub fn load(btf_file: Option<&Path>) -> Result<KernelBtf, RecordError> {
+        let kernel_has_btf = Path::new(VMLINUX_BTF).exists();
+        let source = match btf_file {
+            Some(p) => p.to_path_buf(),
+            None if kernel_has_btf => PathBuf::from(VMLINUX_BTF),
+            None => {
+                return Err(RecordError::NoBtf {
+                    message: format!(
+                        "{VMLINUX_BTF} does not exist (kernel built without \
+                         CONFIG_DEBUG_INFO_BTF): pass --btf FILE with this kernel's BTF \
+                         (BTFHub has files for many distribution kernels)"
+                    ),
+                })
+            }
+        };
+        let base = std::fs::read(&source).map_err(|e| RecordError::NoBtf {
+            message: format!("{}: {e}", source.display()),
+        })?;
+        let vmlinux = parse(&base, &source)?;
+        let mut merged = Vec::new();
+        let mut without_btf = Vec::new();
+        let mut btf = None;
+        for m in MODULES_READ {
+            if !Path::new("/sys/module").join(m).exists() {
+                continue;
+            }
+            let path = Path::new("/sys/kernel/btf").join(m);
+            // Module BTF only goes with the running kernel's own vmlinux BTF.
+            let split = match std::fs::read(&path) {
+                Ok(b) if btf_file.is_none() => b,
+                _ => {
+                    without_btf.push(m.to_string());
+                    continue;
+                }
+            };
+            match merge_split(&base, &split) {
+                Ok(all) => {
+                    btf = Some(parse(&all, &path)?);
+                    merged.push(m.to_string());
+                }
+                Err(_) => without_btf.push(m.to_string()),
+            }
+            // One split BTF at a time: two modules' ids would overlap.
+            break;
+        }
+        let btf = match btf {
+            Some(b) => b,
+            None => parse(&base, &source)?,
+        };
+        Ok(KernelBtf {
+            btf,
+            vmlinux,
+            source,
+            kernel_has_btf: kernel_has_btf && btf_file.is_none(),
+            merged,
+            without_btf,
+        })
+    }
+
+    /// The tracepoint exists (vmlinux BTF has its `btf_trace_NAME` typedef).
+    pub fn has_tracepoint(&self, name: &str) -> bool {
+        self.vmlinux
+            .id_by_type_name_kind(&format!("btf_trace_{name}"), BtfKind::Typedef)
+            .is_ok()
+    }
+
+    /// The id of a kernel function (kfunc) in vmlinux BTF.
+    pub fn func_id(&self, name: &str) -> Option<u32> {
+        self.vmlinux.id_by_type_name_kind(name, BtfKind::Func).ok()
+    }
+
+    /// The id of a struct in vmlinux BTF (0: not there, e.g. it lives in a module).
+    pub fn vmlinux_struct_id(&self, name: &str) -> u32 {
+        self.vmlinux
+            .id_by_type_name_kind(name, BtfKind::Struct)
+            .unwrap_or(0)
+    }
+}
+
+/// Whether the kernel accepts BPF atomic compare-and-exchange (Linux 5.12+): loads a
+/// five-instruction socket filter that does one on the stack.
+pub fn has_bpf_cmpxchg() -> bool {
+    // r1 = 0; *(u64 *)(r10 - 8) = r1; r0 = 0;
+    // r0 = cmpxchg((u64 *)(r10 - 8), r0, r1); r0 = 0; exit
+    let insns: [u64; 6] = [
+        insn(0xb7, 1, 0, 0, 0),                    // mov64 r1, 0
+        insn(0x7b, 10, 1, -8, 0),                  // stxdw [r10-8], r1
+        insn(0xb7, 0, 0, 0, 0),                    // mov64 r0, 0
+        insn(0xdb, 10, 1, -8, 0xf0 | 0x01),        // atomic64 cmpxchg [r10-8], r1
+        insn(0xb7, 0, 0, 0, 0),                    // mov64 r0, 0
+        insn(0x95, 0, 0, 0, 0),                    // exit
+    ];
+    prog_loads(&insns)
+}
+
+/// One BPF instruction as its 8 bytes (little-endian): opcode, dst, src, offset, imm.
+const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
+    (code as u64)
+        | ((dst as u64 & 0xf) << 8)
+        | ((src as u64 & 0xf) << 12)
+        | ((off as u16 as u64) << 16)
+        | ((imm as u32 as u64) << 32)
+}
+
+/// Whether a socket filter made of `insns` loads.
+fn prog_loads(insns: &[u64]) -> bool {
+    #[repr(C)]
+    #[derive(Default)]
+    struct LoadAttr {
+        prog_type: u32,
+        insn_cnt: u32,
+        insns: u64,
+        license: u64,
+        log_level: u32,
+        log_size: u32,
+        log_buf: u64,
+        kern_version: u32,
+        prog_flags: u32,
+    }
+    const BPF_PROG_TYPE_SOCKET_FILTER: u32 = 1;
+    let license = b"GPL\0";
+    let attr = LoadAttr {
+        prog_type: BPF_PROG_TYPE_SOCKET_FILTER,
+        insn_cnt: insns.len() as u32,
+        insns: insns.as_ptr() as u64,
+        license: license.as_ptr() as u64,
+        ..LoadAttr::default()
+    };
+    // SAFETY: BPF_PROG_LOAD reads `attr` and the instruction and license buffers it points
+    // to, which live until the call returns; no log buffer is passed. The kernel zero-extends
+    // the attribute union past the size we pass. A returned fd is ours and closed here.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            aya_obj::generated::bpf_cmd::BPF_PROG_LOAD as libc::c_long,
+            &attr as *const LoadAttr,
+            std::mem::size_of::<LoadAttr>() as libc::c_long,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: fd is a file descriptor the kernel just gave us and nothing else holds.
+        unsafe { libc::close(fd as libc::c_int) };
+        true
+    } else {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A BTF blob of `types` (raw type records) and `strings`.
+    fn blob(types: &[u8], strings: &[u8]) -> Vec<u8> {
+        let mut out = vec![0x9f, 0xeb, 1, 0];
+        for v in [24u32, 0, types.len() as u32, types.len() as u32, strings.len() as u32] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(types);
+        out.extend_from_slice(strings);
+        out
+    }
+
+    /// An INT type record: name offset, info (kind 1), size, encoding word.
+    fn int_type(name_off: u32, size: u32) -> Vec<u8> {
+        let mut t = Vec::new();
+        t.extend_from_slice(&name_off.to_le_bytes());
+        t.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        t.extend_from_slice(&size.to_le_bytes());
+        t.extend_from_slice(&(size * 8).to_le_bytes());
+        t
+    }
+
+    #[test]
+    fn a_split_btf_merged_with_its_base_names_both_types() {
+        // base: "\0int\0" with type 1 = int; split: strings continue at offset 5
+        let base = blob(&int_type(1, 4), b"\0int\0");
+        let split = blob(&int_type(5, 8), b"long\0");
+        let all = merge_split(&base, &split).unwrap();
+        let btf = Btf::parse(&all, aya::Endianness::Little).unwrap();
+        assert_eq!(btf.id_by_type_name_kind("int", BtfKind::Int).unwrap(), 1);
+        assert_eq!(btf.id_by_type_name_kind("long", BtfKind::Int).unwrap(), 2);
+    }
+
+    #[test]
+    fn damaged_btf_is_an_error_not_a_panic() {
+        assert!(merge_split(b"", b"").is_err());
+        let mut bad = blob(&int_type(1, 4), b"\0int\0");
+        bad[12] = 0xff; // type_len past the end
+        assert!(merge_split(&bad, &bad).is_err());
+    }
+
+    #[test]
+    fn instructions_encode_like_the_kernel_reads_them() {
+        // exit: opcode 0x95, nothing else
+        assert_eq!(insn(0x95, 0, 0, 0, 0), 0x95);
+        // stxdw [r10-8], r1: dst 10, src 1, off -8
+        assert_eq!(insn(0x7b, 10, 1, -8, 0).to_le_bytes(), [0x7b, 0x1a, 0xf8, 0xff, 0, 0, 0, 0]);
+    }
+}
