@@ -766,7 +766,8 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 	struct inode *bvi = NULL;
 	__u64 bvi_bits = 0;
 
-	if (bbio_embedded) {
+	/* (struct btrfs_bio names its inode since 6.3; before, only the pages do) */
+	if (bbio_embedded && bpf_core_field_exists(struct btrfs_bio, inode)) {
 		__u64 bbio_bits = ptr_bits(cs, lvl, b, btf) -
 				  bpf_core_field_offset(struct btrfs_bio, bio);
 		__u64 bi_bits;
