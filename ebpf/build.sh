@@ -1,10 +1,15 @@
 #!/bin/sh
-# Build ebpf/iodump.bpf.o reproducibly.
+# Build ebpf/iodump.bpf.o and ebpf/iodump-noatomics.bpf.o reproducibly.
 #
-#   ebpf/build.sh           rebuild ebpf/iodump.bpf.o in place
-#   ebpf/build.sh --check   rebuild into a temporary file; exit 1 if it differs from the
-#                           committed ebpf/iodump.bpf.o (what .ci/run uses)
-#   ebpf/build.sh --out F   write the object to F instead
+#   ebpf/build.sh           rebuild both objects in place
+#   ebpf/build.sh --check   rebuild into a temporary directory; exit 1 if either differs from
+#                           the committed one (what .ci/run uses)
+#   ebpf/build.sh --out F   write the main object to F (and the other to F's name with
+#                           -noatomics before .bpf.o) instead
+#
+# iodump-noatomics.bpf.o is the same source built with -DIODUMP_NO_ATOMICS, for kernels
+# that refuse BPF atomic compare-and-exchange (before 5.12); it must hold no such
+# instruction, which is checked here.
 #
 # The object must not depend on where the checkout lives: the compiler runs inside this
 # directory on relative file names, and -ffile-prefix-map rewrites any absolute path that
@@ -24,7 +29,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--check) mode=check ;;
 	--out) shift; out=$1 ;;
-	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
 	*) echo "build.sh: unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -40,48 +45,68 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # Compile in $here with relative names only. -fno-ident keeps the compiler's version
 # string out of the .comment section; -fdebug-prefix-map and -ffile-prefix-map cover
 # paths clang would otherwise record absolutely.
-(
-	cd "$here"
-	"$CLANG" -target bpf -g -O2 -D__TARGET_ARCH_x86 \
-		-Wall -Werror \
-		-fno-ident \
-		-ffile-prefix-map="$here"=. \
-		-fdebug-prefix-map="$here"=. \
-		-fdebug-compilation-dir=. \
-		-I . \
-		-c iodump.bpf.c -o "$tmp/iodump.bpf.o"
-)
-"$STRIP" --strip-debug "$tmp/iodump.bpf.o"
+compile() { # compile OUTPUT [DEFINES...]
+	o=$1
+	shift
+	(
+		cd "$here"
+		"$CLANG" -target bpf -g -O2 -D__TARGET_ARCH_x86 "$@" \
+			-Wall -Werror \
+			-fno-ident \
+			-ffile-prefix-map="$here"=. \
+			-fdebug-prefix-map="$here"=. \
+			-fdebug-compilation-dir=. \
+			-I . \
+			-c iodump.bpf.c -o "$o"
+	)
+	"$STRIP" --strip-debug "$o"
 
-# The stripped object must keep BTF (CO-RE relocations and func/line info live there).
-for sec in .BTF .BTF.ext; do
-	if ! llvm-objdump-19 -h "$tmp/iodump.bpf.o" 2>/dev/null | awk '{print $2}' | grep -qx -- "$sec"; then
-		echo "build.sh: $sec section missing after strip" >&2
+	# The stripped object must keep BTF (CO-RE relocations and func/line info live there).
+	for sec in .BTF .BTF.ext; do
+		if ! llvm-objdump-19 -h "$o" 2>/dev/null | awk '{print $2}' | grep -qx -- "$sec"; then
+			echo "build.sh: $sec section missing after strip" >&2
+			exit 1
+		fi
+	done
+	# ... and must not mention the directory it was built in.
+	if grep -q -F -- "$here" "$o"; then
+		echo "build.sh: object contains the build directory path $here" >&2
 		exit 1
 	fi
-done
-# ... and must not mention the directory it was built in.
-if grep -q -F -- "$here" "$tmp/iodump.bpf.o"; then
-	echo "build.sh: object contains the build directory path $here" >&2
+}
+compile "$tmp/iodump.bpf.o"
+compile "$tmp/iodump-noatomics.bpf.o" -DIODUMP_NO_ATOMICS
+# Kernels before 5.12 refuse any atomic but a plain add, even in code never run.
+bad=$(llvm-objdump-19 -d "$tmp/iodump-noatomics.bpf.o" | grep -E '^ *[0-9]+:' |
+	grep -E '[[:space:]]lock |atomic|cmpxchg|xchg' |
+	grep -vE 'lock \*\(u(32|64) \*\)\(r[0-9]+ \+ 0x[0-9a-f]+\) \+= [rw][0-9]+$' || true)
+if [ -n "$bad" ]; then
+	echo "build.sh: iodump-noatomics.bpf.o holds an atomic other than add:" >&2
+	echo "$bad" | head -n 3 >&2
 	exit 1
 fi
 
 case "$mode" in
 check)
-	if [ ! -f "$here/iodump.bpf.o" ]; then
-		echo "build.sh --check: ebpf/iodump.bpf.o is missing" >&2
-		exit 1
-	fi
-	if ! cmp -s "$tmp/iodump.bpf.o" "$here/iodump.bpf.o"; then
-		echo "build.sh --check: ebpf/iodump.bpf.o is out of date (rebuild with ebpf/build.sh and commit it;" >&2
-		echo "  built with $("$CLANG" --version | head -n1))" >&2
-		exit 1
-	fi
-	echo "ebpf/iodump.bpf.o is up to date"
+	for f in iodump.bpf.o iodump-noatomics.bpf.o; do
+		if [ ! -f "$here/$f" ]; then
+			echo "build.sh --check: ebpf/$f is missing" >&2
+			exit 1
+		fi
+		if ! cmp -s "$tmp/$f" "$here/$f"; then
+			echo "build.sh --check: ebpf/$f is out of date (rebuild with ebpf/build.sh and commit it;" >&2
+			echo "  built with $("$CLANG" --version | head -n1))" >&2
+			exit 1
+		fi
+	done
+	echo "ebpf/iodump.bpf.o and ebpf/iodump-noatomics.bpf.o are up to date"
 	;;
 build)
+	na="${out%.bpf.o}-noatomics.bpf.o"
 	cp "$tmp/iodump.bpf.o" "$out.tmp.$$"
 	mv "$out.tmp.$$" "$out"
-	echo "built $out ($(wc -c < "$out") bytes)"
+	cp "$tmp/iodump-noatomics.bpf.o" "$na.tmp.$$"
+	mv "$na.tmp.$$" "$na"
+	echo "built $out ($(wc -c < "$out") bytes) and $na ($(wc -c < "$na") bytes)"
 	;;
 esac

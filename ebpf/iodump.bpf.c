@@ -30,6 +30,19 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/*
+ * IODUMP_NO_ATOMICS (ebpf/build.sh builds iodump-noatomics.bpf.o with it): for kernels
+ * that refuse BPF atomic compare-and-exchange (before 5.12), anywhere in a program, even in
+ * code never run. Without it there is no lock-free slot table: every in-flight I/O lives in
+ * the hash maps inflight_rq / inflight_bio (plain hash maps, so that a full map refuses an
+ * entry, counted, instead of evicting a live one), and file ids are allocated per CPU.
+ */
+#ifdef IODUMP_NO_ATOMICS
+#define IODUMP_INFLIGHT_MAP_TYPE BPF_MAP_TYPE_HASH
+#else
+#define IODUMP_INFLIGHT_MAP_TYPE BPF_MAP_TYPE_LRU_HASH
+#endif
+
 /* ---------------------------------------------------------------------------------------
  * Settings, written by user space before load (read-only for the program, so the verifier
  * prunes disabled branches).
@@ -141,14 +154,14 @@ struct {
 } fallback_live SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, IODUMP_INFLIGHT_MAP_TYPE);
 	__uint(max_entries, 16384); /* fallback only: slot collisions */
 	__type(key, __u64); /* struct request * */
 	__type(value, struct iodump_inflight);
 } inflight_rq SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, IODUMP_INFLIGHT_MAP_TYPE);
 	__uint(max_entries, 16384); /* fallback only: slot collisions */
 	__type(key, __u64); /* struct bio * */
 	__type(value, struct iodump_inflight);
@@ -274,6 +287,8 @@ struct iodump_cpu_state {
 	/* last device dev_filter accepted (+1; 0: none yet): the map is filled before attach
 	 * and never changes, so its answer for a device can be kept */
 	__u64 dev_ok;
+	/* file ids taken on this CPU (IODUMP_NO_ATOMICS only, see next_file_id()) */
+	__u64 file_ctr;
 };
 
 struct {
@@ -878,6 +893,23 @@ found:
  * old value needs -mcpu=v3; a 64-bit cmpxchg does not). 0 if 16 attempts in a row lost a
  * race. Called before the dentry walk: after it, the loop's branches would be verified once
  * per state the walk can end in. */
+#ifdef IODUMP_NO_ATOMICS
+/* Per CPU, without atomics: the CPU's own counter (cpu_state) striped by CPU number, so
+ * ids stay unique; 0 (no id now: the path is sent at a later I/O) when run nested on top
+ * of another of our programs on this CPU, which may be in the middle of taking one. */
+const volatile __u32 cfg_nr_cpus = 1;
+static __always_inline __u64 next_file_id(void)
+{
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	struct iodump_cpu_state *cs = bpf_map_lookup_elem(&cpu_state, &zero);
+	__u32 n = cfg_nr_cpus ? cfg_nr_cpus : 1;
+
+	if (!cs || cs->nest != 1)
+		return 0;
+	cs->file_ctr++;
+	return (cs->file_ctr - 1) * n + (cpu % n) + 1;
+}
+#else
 static __always_inline __u64 next_file_id(void)
 {
 	__u32 zero = 0;
@@ -896,6 +928,7 @@ static __always_inline __u64 next_file_id(void)
 	}
 	return 0;
 }
+#endif
 
 /*
  * Walk the dentry chain and send a path record. Returns its file_id (> 0) if sent,
@@ -1078,23 +1111,129 @@ seen:
  * Start of an I/O (submitter context)
  * ------------------------------------------------------------------------------------- */
 
-/* What the submitter is doing: syscall number, fault, or kernel thread. The task and its
- * pt_regs come from helpers as BTF-typed pointers in both flavours: direct loads. */
+/* The device an I/O targets: dev_t of the partition (or whole disk), its first sector, and
+ * whether its queue is request-based (blk-mq). */
+struct iodump_target {
+	__u64 start_sect;
+	__u32 dev;
+	__u8 mq;
+};
+
+/* Before 5.12 a bio names its disk and partition number, not a block_device, and
+ * partitions are struct hd_struct (5.10's layout; relocated, never used on newer kernels). */
+struct hd_struct___old {
+	sector_t start_sect;
+	struct device __dev;
+} __attribute__((preserve_access_index));
+
+struct disk_part_tbl___old {
+	struct hd_struct___old *part[0];
+} __attribute__((preserve_access_index));
+
+struct gendisk___old {
+	int major;
+	int first_minor;
+	struct disk_part_tbl___old *part_tbl;
+	struct hd_struct___old part0;
+	struct request_queue *queue;
+} __attribute__((preserve_access_index));
+
+struct bio___old {
+	struct gendisk___old *bi_disk;
+	__u8 bi_partno;
+} __attribute__((preserve_access_index));
+
+static __always_inline int bdev_target(struct iodump_target *t, struct block_device *bdev,
+				       int btf)
+{
+	if (!bdev)
+		return -1;
+	t->dev = RD(btf, bdev, bd_dev);
+	t->start_sect = RD(btf, bdev, bd_start_sect);
+	t->mq = RD(btf, bdev, bd_queue, mq_ops) != NULL;
+	return 0;
+}
+
+/* The target of a bio; -1 if it has none. */
+static __always_inline int bio_target(struct iodump_target *t, struct bio *bio, int btf)
+{
+	if (bpf_core_field_exists(struct bio, bi_bdev))
+		return bdev_target(t, RD(btf, bio, bi_bdev), btf);
+
+	struct bio___old *b = (void *)bio;
+	struct gendisk___old *disk = BPF_CORE_READ(b, bi_disk);
+	__u32 partno = BPF_CORE_READ(b, bi_partno);
+	struct hd_struct___old *part = NULL;
+
+	if (!disk)
+		return -1;
+	t->mq = BPF_CORE_READ(disk, queue, mq_ops) != NULL;
+	if (!partno) {
+		t->dev = BPF_CORE_READ(disk, part0.__dev.devt);
+		t->start_sect = 0;
+		return 0;
+	}
+	struct disk_part_tbl___old *tbl = BPF_CORE_READ(disk, part_tbl);
+
+	if (!tbl)
+		return -1;
+	bpf_probe_read_kernel(&part, sizeof(part),
+			      (void *)tbl + bpf_core_field_offset(struct disk_part_tbl___old, part) +
+				      (partno & 0xff) * sizeof(part));
+	if (!part)
+		return -1;
+	t->dev = BPF_CORE_READ(part, __dev.devt);
+	t->start_sect = BPF_CORE_READ(part, start_sect);
+	return 0;
+}
+
+/* Helpers this kernel has, from its BTF (enum bpf_func_id): a call of one it lacks sits in
+ * a branch the verifier sees is never taken. bpf_get_current_task_btf: 5.11;
+ * bpf_task_pt_regs: 5.15. */
+#define HAVE_TASK_BTF bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)
+#define HAVE_TASK_PT_REGS bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)
+/* x86_64 without KASAN: pt_regs sit at the top of the 16 KiB kernel stack */
+#define IODUMP_THREAD_SIZE 16384
+
+/* What the submitter is doing: syscall number, fault, or kernel thread. task: the current
+ * task as a BTF-typed pointer (HAVE_TASK_BTF), else NULL and read through helpers. */
 static __always_inline __u16 current_syscall(struct task_struct *task, __u8 *ioflags)
 {
-	struct pt_regs *regs;
+	struct task_struct *t = NULL;
+	__u64 ax, orig_ax;
+	__u32 flags;
 
-	if (task->flags & PF_KTHREAD) {
+	if (HAVE_TASK_BTF) {
+		flags = task->flags;
+	} else {
+		t = (struct task_struct *)bpf_get_current_task();
+		flags = BPF_CORE_READ(t, flags);
+	}
+	if (flags & PF_KTHREAD) {
 		*ioflags |= IODUMP_IOF_KTHREAD;
 		return IODUMP_SC_NONE;
 	}
 	if (!cfg_enable_syscall)
 		return IODUMP_SC_NONE;
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (HAVE_TASK_PT_REGS && HAVE_TASK_BTF) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+		ax = regs->ax;
+		orig_ax = regs->orig_ax;
+	} else {
+		struct pt_regs *regs;
+
+		if (!t)
+			t = (struct task_struct *)bpf_get_current_task();
+		regs = (struct pt_regs *)((__u64)BPF_CORE_READ(t, stack) + IODUMP_THREAD_SIZE -
+					  sizeof(struct pt_regs));
+		ax = BPF_CORE_READ(regs, ax);
+		orig_ax = BPF_CORE_READ(regs, orig_ax);
+	}
 	/* The syscall entry stores -ENOSYS in pt_regs->ax until the syscall returns;
 	 * exceptions (page faults) keep the user's rax there. */
-	if ((long)regs->ax == -ENOSYS && regs->orig_ax < IODUMP_SC_FAULT)
-		return regs->orig_ax;
+	if ((long)ax == -ENOSYS && orig_ax < IODUMP_SC_FAULT)
+		return orig_ax;
 	return IODUMP_SC_FAULT;
 }
 
@@ -1112,9 +1251,9 @@ static __always_inline int dirtier_wanted(struct iodump_file_info *fi)
 
 /*
  * Fill v for an I/O entering the block layer; returns 0 to track it, -1 if filtered out.
- * bdev: the partition (or whole disk) the I/O targets; bio: its (first) bio.
+ * t: the partition (or whole disk) the I/O targets; bio: its (first) bio.
  */
-static __always_inline int start_io(struct iodump_inflight *v, struct block_device *bdev,
+static __always_inline int start_io(struct iodump_inflight *v, const struct iodump_target *t,
 				    struct bio *bio, __u64 opf, __u64 sector, __u32 bytes,
 				    struct iodump_cpu_state *cs, __u32 lvl, int btf)
 {
@@ -1122,7 +1261,7 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 	struct task_struct *task;
 	__u32 tgid, pid;
 	__u8 op;
-	v->ev.dev = RD(btf, bdev, bd_dev);
+	v->ev.dev = t->dev;
 	if (cfg_filter_dev && (lvl || cs->dev_ok != (__u64)v->ev.dev + 1)) {
 		if (!bpf_map_lookup_elem(&dev_filter, &v->ev.dev))
 			goto filtered;
@@ -1138,9 +1277,17 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 
 	/* the BTF-typed current task in both flavours: direct loads; its tgid and pid are what
 	 * bpf_get_current_pid_tgid() returns, without a second helper call (~11 ns here) */
-	task = bpf_get_current_task_btf();
-	tgid = task->tgid;
-	pid = task->pid;
+	if (HAVE_TASK_BTF) {
+		task = bpf_get_current_task_btf();
+		tgid = task->tgid;
+		pid = task->pid;
+	} else {
+		__u64 pt = bpf_get_current_pid_tgid();
+
+		task = NULL;
+		tgid = pt >> 32;
+		pid = (__u32)pt;
+	}
 	if (cfg_exclude_tgid && tgid == cfg_exclude_tgid)
 		goto filtered;
 	if (cfg_filter_pid && !bpf_map_lookup_elem(&pid_filter, &tgid)) {
@@ -1152,8 +1299,12 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 			goto filtered;
 	}
 	/* task->comm: two direct loads (bpf_get_current_comm costs ~50 ns here) */
-	*(__u64 *)&v->ev.comm[0] = *(__u64 *)&task->comm[0];
-	*(__u64 *)&v->ev.comm[8] = *(__u64 *)&task->comm[8];
+	if (HAVE_TASK_BTF) {
+		*(__u64 *)&v->ev.comm[0] = *(__u64 *)&task->comm[0];
+		*(__u64 *)&v->ev.comm[8] = *(__u64 *)&task->comm[8];
+	} else {
+		bpf_get_current_comm(v->ev.comm, sizeof(v->ev.comm));
+	}
 	if (cfg_filter_comm && !bpf_map_lookup_elem(&comm_filter, v->ev.comm))
 		goto filtered;
 	if (cfg_filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
@@ -1181,7 +1332,7 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 	v->ev.tid = pid;
 	v->ev.cpu = bpf_get_smp_processor_id();
 	v->ev.syscall = current_syscall(task, &v->ev.ioflags);
-	v->part_start = RD(btf, bdev, bd_start_sect);
+	v->part_start = t->start_sect;
 
 	if ((v->ev.ioflags & IODUMP_IOF_KTHREAD) && bio) {
 		/* cgroup writeback: the bio is charged to the dirtier's cgroup */
@@ -1193,8 +1344,8 @@ static __always_inline int start_io(struct iodump_inflight *v, struct block_devi
 	if (!v->ev.cgroup_id)
 		/* what bpf_get_current_cgroup_id() returns, as four loads from the BTF-typed
 		 * task (the helper cost ~50 ns per I/O here) */
-		v->ev.cgroup_id = btf ? task->cgroups->dfl_cgrp->kn->id :
-					bpf_get_current_cgroup_id();
+		v->ev.cgroup_id = btf && HAVE_TASK_BTF ? task->cgroups->dfl_cgrp->kn->id :
+							 bpf_get_current_cgroup_id();
 
 	if (op <= IODUMP_OP_WRITE) {
 		if (!fi.done)
@@ -1234,6 +1385,11 @@ filtered:
 
 static __always_inline struct iodump_slot *slot_of(__u64 key)
 {
+#ifdef IODUMP_NO_ATOMICS
+	/* no slot table: the compiler drops every slot branch (and its compare-and-swap);
+	 * ebpf/build.sh checks that the object has no atomic instruction left */
+	return NULL;
+#endif
 	__u32 idx = (key * 0x9E3779B97F4A7C15ULL) >> (64 - IODUMP_SLOT_BITS);
 
 	return bpf_map_lookup_elem(&inflight_slots, &idx);
@@ -1357,18 +1513,14 @@ static __always_inline int on_rq_start(struct iodump_cpu_state *cs, __u32 lvl,
 				       struct request *rq, int btf)
 {
 	struct iodump_inflight v = {};
-	struct block_device *bdev;
+	struct iodump_target t = {};
 	struct bio *bio;
 
-	/* rq->part is not set yet when block_io_start fires: use the bio's bdev */
+	/* rq->part is not set yet when block_io_start fires (6.5+): use the bio's bdev */
 	bio = RD(btf, rq, bio);
-	if (bio)
-		bdev = RD(btf, bio, bi_bdev);
-	else
-		bdev = RD(btf, rq, q, disk, part0);
-	if (!bdev)
+	if (bdev_target(&t, bio ? RD(btf, bio, bi_bdev) : RD(btf, rq, q, disk, part0), btf))
 		return 0;
-	if (start_io(&v, bdev, bio, RD(btf, rq, cmd_flags), RD(btf, rq, __sector),
+	if (start_io(&v, &t, bio, RD(btf, rq, cmd_flags), RD(btf, rq, __sector),
 		     RD(btf, rq, __data_len), cs, lvl, btf)) {
 		cnt(IODUMP_CNT_RQ_UNTRACKED);
 		return 0;
@@ -1388,14 +1540,11 @@ static __always_inline int on_getrq(struct iodump_cpu_state *cs, __u32 lvl, stru
 				    int btf)
 {
 	struct iodump_inflight v = {};
-	struct block_device *bdev;
+	struct iodump_target t = {};
 
-	if (!bio)
+	if (!bio || bio_target(&t, bio, btf))
 		return 0;
-	bdev = RD(btf, bio, bi_bdev);
-	if (!bdev)
-		return 0;
-	if (start_io(&v, bdev, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
+	if (start_io(&v, &t, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
 		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf)) {
 		cnt(IODUMP_CNT_RQ_UNTRACKED);
 		return 0;
@@ -1445,17 +1594,17 @@ static __always_inline int on_bio_queue(struct iodump_cpu_state *cs, __u32 lvl,
 					struct bio *bio, int btf)
 {
 	struct iodump_inflight v = {};
-	struct block_device *bdev = RD(btf, bio, bi_bdev);
+	struct iodump_target t = {};
 
-	if (!bdev)
+	if (bio_target(&t, bio, btf))
 		return 0;
 	/* Request-based (blk-mq) devices are tracked per request; their bios also pass
 	 * block_bio_queue and must not be counted twice. */
-	if (RD(btf, bdev, bd_queue, mq_ops))
+	if (t.mq)
 		return 0;
 	/* block_bio_queue runs after blk_partition_remap: bi_sector is whole-disk based
 	 * (checked on 6.18 with a loop partition); start_io stores bd_start_sect to subtract */
-	if (start_io(&v, bdev, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
+	if (start_io(&v, &t, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
 		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf))
 		return 0;
 	v.ev.ioflags |= IODUMP_IOF_BIO_BASED;
@@ -1715,6 +1864,19 @@ SEC("raw_tp/block_getrq")
 int BPF_PROG(raw_getrq, struct bio *bio)
 {
 	return RUN(on_getrq, bio, RAW);
+}
+
+/* Before 5.11 block_getrq and block_bio_queue also passed the request_queue first. */
+SEC("raw_tp/block_getrq")
+int BPF_PROG(raw_getrq_q, struct request_queue *q, struct bio *bio)
+{
+	return RUN(on_getrq, bio, RAW);
+}
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(raw_bio_queue_q, struct request_queue *q, struct bio *bio)
+{
+	return RUN(on_bio_queue, bio, RAW);
 }
 
 SEC("tp_btf/block_rq_issue")

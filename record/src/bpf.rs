@@ -18,6 +18,10 @@ use crate::kernel::KernelBtf;
 /// The compiled BPF object, built from `ebpf/` by `ebpf/build.sh` and committed.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump.bpf.o");
 
+/// The same source built without atomic compare-and-exchange (`IODUMP_NO_ATOMICS`), for
+/// kernels that refuse it (before 5.12): no lock-free slot table, per-CPU file ids.
+static OBJECT_NO_ATOMICS: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump-noatomics.bpf.o");
+
 /// The placeholder helper number the object calls in place of the kfunc `bpf_rdonly_cast`
 /// (ebpf/iodump.bpf.c, `IODUMP_KFUNC_RDONLY_CAST`).
 const KFUNC_RDONLY_CAST_PLACEHOLDER: u32 = 0x1d0d_ca57;
@@ -36,9 +40,9 @@ fn placeholder_call() -> [u8; 8] {
 /// function (kernels before 6.2) the placeholders stay: the tp_btf programs then fail to
 /// load and the raw_tp ones are used. Returns the object, 8-byte aligned like `OBJECT`,
 /// and how many calls were rewritten.
-fn object_for(rdonly_cast: Option<u32>) -> (Vec<u64>, usize) {
-    let mut words = vec![0u64; OBJECT.len().div_ceil(8)];
-    let mut bytes = OBJECT.to_vec();
+fn object_for(object: &[u8], rdonly_cast: Option<u32>) -> (Vec<u64>, usize) {
+    let mut words = vec![0u64; object.len().div_ceil(8)];
+    let mut bytes = object.to_vec();
     let mut patched = 0;
     if let Some(id) = rdonly_cast {
         // Code sections sit at 8-byte offsets of the object.
@@ -59,12 +63,12 @@ fn object_for(rdonly_cast: Option<u32>) -> (Vec<u64>, usize) {
     (words, patched)
 }
 
-/// The bytes of `object_for`'s words.
-fn as_bytes(words: &[u64]) -> &[u8] {
+/// The first `len` bytes of `object_for`'s words.
+fn as_bytes(words: &[u64], len: usize) -> &[u8] {
     // SAFETY: a u64 slice is valid to read as 8 bytes per element, u8 needs no alignment,
     // and the result borrows `words`.
     let all = unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 8) };
-    &all[..OBJECT.len()]
+    &all[..len.min(all.len())]
 }
 
 /// Settings passed to the BPF program before it is loaded.
@@ -331,6 +335,9 @@ type Hook = (&'static str, &'static str, &'static str);
 
 const IO_START: Hook = ("block_io_start", "tp_io_start", "raw_io_start");
 const GETRQ: Hook = ("block_getrq", "tp_getrq", "raw_getrq");
+/// block_getrq and block_bio_queue before 5.11: (request_queue, bio, ...), raw_tp only.
+const GETRQ_Q: Hook = ("block_getrq", "", "raw_getrq_q");
+const BIO_QUEUE_Q: Hook = ("block_bio_queue", "", "raw_bio_queue_q");
 const RQ_INSERT: Hook = ("block_rq_insert", "tp_rq_insert", "raw_rq_insert");
 const RQ_ISSUE: Hook = ("block_rq_issue", "tp_rq_issue", "raw_rq_issue");
 const RQ_MERGE: Hook = ("block_rq_merge", "tp_rq_merge", "raw_rq_merge");
@@ -352,8 +359,10 @@ struct HookPlan {
 }
 
 impl HookPlan {
-    /// The plan for a kernel that has the tracepoints for which `has` is true.
-    fn new(has: impl Fn(&str) -> bool) -> HookPlan {
+    /// The plan for a kernel that has the tracepoints for which `has` is true and whose
+    /// tracepoints pass `args(tp)` arguments (None: unknown, taken as today's).
+    fn new(has: impl Fn(&str) -> bool, args: impl Fn(&str) -> Option<usize>) -> HookPlan {
+        let with_queue = |tp: &str| args(tp).is_some_and(|n| n >= 2);
         let mut hooks = Vec::new();
         let mut off = Vec::new();
         // block_io_start (6.5+) fires in the submitter's context for every request. Before
@@ -362,7 +371,7 @@ impl HookPlan {
         // issued directly, as with the `none` scheduler).
         let start_at_getrq = !has(IO_START.0);
         if start_at_getrq {
-            hooks.push((GETRQ, true));
+            hooks.push((if with_queue(GETRQ.0) { GETRQ_Q } else { GETRQ }, true));
             hooks.push((RQ_INSERT, false));
         } else {
             hooks.push((IO_START, true));
@@ -370,7 +379,14 @@ impl HookPlan {
         hooks.push((RQ_ISSUE, true));
         hooks.push((RQ_MERGE, false));
         hooks.push((RQ_DONE, true));
-        hooks.push((BIO_QUEUE, true));
+        hooks.push((
+            if with_queue(BIO_QUEUE.0) {
+                BIO_QUEUE_Q
+            } else {
+                BIO_QUEUE
+            },
+            true,
+        ));
         hooks.push((BIO_DONE, true));
         if has(DIRTY_FOLIO.0) {
             hooks.push((DIRTY_FOLIO, false));
@@ -424,25 +440,22 @@ impl Program {
     /// Loads the object with `s`, fills the filter maps and attaches every hook.
     pub fn load(s: &BpfSettings) -> Result<Program, RecordError> {
         let kbtf = KernelBtf::load(s.btf_file.as_deref())?;
-        if !crate::kernel::has_bpf_cmpxchg() {
-            return Err(RecordError::Bpf {
-                what: "probing the kernel".into(),
-                message: "it refuses BPF atomic compare-and-exchange (Linux 5.12 added it), \
-                          which the in-flight table needs"
-                    .into(),
-            });
-        }
+        // Kernels before 5.12 refuse BPF atomic compare-and-exchange anywhere in a program.
+        let atomics = crate::kernel::has_bpf_cmpxchg()
+            && std::env::var("IODUMP_FORCE_NO_ATOMICS").as_deref() != Ok("1");
+        let object = if atomics { OBJECT } else { OBJECT_NO_ATOMICS };
         // IODUMP_FORCE_GETRQ=1 plans as if block_io_start were missing, to test the start
         // at block_getrq on any kernel.
         let force_getrq = std::env::var("IODUMP_FORCE_GETRQ").as_deref() == Ok("1");
-        let plan =
-            HookPlan::new(|tp| kbtf.has_tracepoint(tp) && !(force_getrq && tp == IO_START.0));
+        let plan = HookPlan::new(
+            |tp| kbtf.has_tracepoint(tp) && !(force_getrq && tp == IO_START.0),
+            |tp| kbtf.tracepoint_args(tp),
+        );
         let mut off = plan.off.clone();
         let mut ksyms = read_ksyms();
         // btrfs loaded without BTF of its own: its structs cannot be relocated, so the
         // program must not reach the code that reads them (it keys on these addresses).
-        if kbtf.without_btf.iter().any(|m| m == "btrfs")
-            && kbtf.vmlinux_struct_id("btrfs_bio") == 0
+        if kbtf.without_btf.iter().any(|m| m == "btrfs") && kbtf.vmlinux_struct_id("btrfs_bio") == 0
         {
             let before = ksyms.len();
             ksyms.retain(|k, _| !k.starts_with("btrfs_"));
@@ -461,7 +474,10 @@ impl Program {
             .collect();
         let btf_ids = [
             ("cfg_btf_id_btrfs_bio", kbtf.vmlinux_struct_id("btrfs_bio")),
-            ("cfg_btf_id_btrfs_inode", kbtf.vmlinux_struct_id("btrfs_inode")),
+            (
+                "cfg_btf_id_btrfs_inode",
+                kbtf.vmlinux_struct_id("btrfs_inode"),
+            ),
         ];
         let flags = [
             ("cfg_filter_dev", !s.devices.is_empty() as u32),
@@ -488,10 +504,14 @@ impl Program {
             loader.override_global(name, v, true);
         }
         loader.map_max_entries("events", s.ring_bytes);
+        let cpus = aya::util::nr_cpus().unwrap_or(1) as u32;
+        if !atomics {
+            loader.override_global("cfg_nr_cpus", &cpus, true);
+        }
         let rdonly_cast = kbtf.func_id("bpf_rdonly_cast");
-        let (object, _) = object_for(rdonly_cast);
+        let (words, _) = object_for(object, rdonly_cast);
         let mut ebpf = loader
-            .load(as_bytes(&object))
+            .load(as_bytes(&words, object.len()))
             .map_err(|e| bpf_error("loading the BPF object", &e))?;
 
         // Filters.
@@ -568,10 +588,14 @@ impl Program {
                 kbtf.source.display()
             )
         } else {
-            "raw_tp (no bpf_rdonly_cast kfunc: bpf_probe_read_kernel for every read)"
-                .to_string()
+            "raw_tp (no bpf_rdonly_cast kfunc: bpf_probe_read_kernel for every read)".to_string()
         };
         let mut variant = variant;
+        if !atomics {
+            variant.push_str(
+                "; no BPF compare-and-exchange: in-flight I/O in hash maps, per-CPU file ids",
+            );
+        }
         if plan.start_at_getrq {
             variant.push_str("; requests start at block_getrq (no block_io_start)");
         }
@@ -901,8 +925,8 @@ mod tests {
         let id = btf
             .id_by_type_name_kind("bpf_rdonly_cast", aya_obj::btf::BtfKind::Func)
             .ok();
-        let (words, patched) = object_for(id);
-        let bytes = as_bytes(&words);
+        let (words, patched) = object_for(OBJECT, id);
+        let bytes = as_bytes(&words, OBJECT.len());
         assert_eq!(bytes.len(), OBJECT.len());
         let differing = bytes
             .chunks_exact(8)

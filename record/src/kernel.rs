@@ -30,6 +30,8 @@ pub struct KernelBtf {
     pub btf: Btf,
     /// vmlinux BTF alone (ids of vmlinux types, tracepoint and kfunc look-ups).
     pub vmlinux: Btf,
+    /// Its bytes.
+    vmlinux_raw: Vec<u8>,
     /// The file vmlinux BTF came from.
     pub source: PathBuf,
     /// The running kernel exposes its own BTF (`tp_btf` programs need it; with `--btf` on
@@ -55,7 +57,9 @@ fn sections(data: &[u8]) -> Result<(&[u8], &[u8]), String> {
     let hdr_len = u32_at(4)? as usize;
     let (type_off, type_len) = (u32_at(8)? as usize, u32_at(12)? as usize);
     let (str_off, str_len) = (u32_at(16)? as usize, u32_at(20)? as usize);
-    let body = data.get(hdr_len..).ok_or("BTF header longer than the file")?;
+    let body = data
+        .get(hdr_len..)
+        .ok_or("BTF header longer than the file")?;
     let types = body
         .get(type_off..type_off + type_len)
         .ok_or("BTF type section out of bounds")?;
@@ -144,6 +148,7 @@ impl KernelBtf {
         Ok(KernelBtf {
             btf,
             vmlinux,
+            vmlinux_raw: base,
             source,
             kernel_has_btf: kernel_has_btf && btf_file.is_none(),
             merged,
@@ -156,6 +161,13 @@ impl KernelBtf {
         self.vmlinux
             .id_by_type_name_kind(&format!("btf_trace_{name}"), BtfKind::Typedef)
             .is_ok()
+    }
+
+    /// The number of arguments the tracepoint passes (its BTF prototype, less the context
+    /// pointer), if vmlinux BTF has it.
+    pub fn tracepoint_args(&self, name: &str) -> Option<usize> {
+        let (types, strings) = sections(&self.vmlinux_raw).ok()?;
+        tracepoint_args(types, strings, &format!("btf_trace_{name}"))
     }
 
     /// The id of a kernel function (kfunc) in vmlinux BTF.
@@ -171,20 +183,81 @@ impl KernelBtf {
     }
 }
 
+/// The parameter count, less one (the context), of the function prototype that the typedef
+/// `name` points to, walking the raw type records (aya-obj keeps those fields private).
+fn tracepoint_args(types: &[u8], strings: &[u8], name: &str) -> Option<usize> {
+    const INT: u32 = 1;
+    const PTR: u32 = 2;
+    const ARRAY: u32 = 3;
+    const STRUCT: u32 = 4;
+    const UNION: u32 = 5;
+    const ENUM: u32 = 6;
+    const TYPEDEF: u32 = 8;
+    const FUNC_PROTO: u32 = 13;
+    const VAR: u32 = 14;
+    const DATASEC: u32 = 15;
+    const DECL_TAG: u32 = 17;
+    const ENUM64: u32 = 19;
+    let u32_at = |off: usize| -> Option<u32> {
+        let b = types.get(off..off + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let name_at = |off: u32| -> &[u8] {
+        let rest = strings.get(off as usize..).unwrap_or(&[]);
+        &rest[..rest.iter().position(|&c| c == 0).unwrap_or(rest.len())]
+    };
+    // (kind, vlen, size_or_type) of each type by id (index 0 is void)
+    let mut recs: Vec<(u32, u32, u32)> = vec![(0, 0, 0)];
+    let mut wanted = None;
+    let mut off = 0;
+    while off + 12 <= types.len() {
+        let (name_off, info, st) = (u32_at(off)?, u32_at(off + 4)?, u32_at(off + 8)?);
+        let kind = (info >> 24) & 0x1f;
+        let vlen = (info & 0xffff) as usize;
+        if kind == TYPEDEF && name_at(name_off) == name.as_bytes() {
+            wanted = Some(recs.len());
+        }
+        recs.push((kind, vlen as u32, st));
+        off += 12
+            + match kind {
+                INT | VAR | DECL_TAG => 4,
+                ARRAY => 12,
+                STRUCT | UNION | DATASEC => 12 * vlen,
+                ENUM | FUNC_PROTO => 8 * vlen,
+                ENUM64 => 12 * vlen,
+                _ => 0,
+            };
+    }
+    let mut id = wanted?;
+    for _ in 0..4 {
+        let (kind, vlen, st) = *recs.get(id)?;
+        match kind {
+            TYPEDEF | PTR => id = st as usize,
+            FUNC_PROTO => return Some((vlen as usize).saturating_sub(1)),
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// Whether the kernel accepts BPF atomic compare-and-exchange (Linux 5.12+): loads a
-/// five-instruction socket filter that does one on the stack.
+/// five-instruction socket filter that does one on the stack. Without the privilege to
+/// load anything the answer is yes: the main object's load then says what is missing.
 pub fn has_bpf_cmpxchg() -> bool {
     // r1 = 0; *(u64 *)(r10 - 8) = r1; r0 = 0;
     // r0 = cmpxchg((u64 *)(r10 - 8), r0, r1); r0 = 0; exit
     let insns: [u64; 6] = [
-        insn(0xb7, 1, 0, 0, 0),                    // mov64 r1, 0
-        insn(0x7b, 10, 1, -8, 0),                  // stxdw [r10-8], r1
-        insn(0xb7, 0, 0, 0, 0),                    // mov64 r0, 0
-        insn(0xdb, 10, 1, -8, 0xf0 | 0x01),        // atomic64 cmpxchg [r10-8], r1
-        insn(0xb7, 0, 0, 0, 0),                    // mov64 r0, 0
-        insn(0x95, 0, 0, 0, 0),                    // exit
+        insn(0xb7, 1, 0, 0, 0),             // mov64 r1, 0
+        insn(0x7b, 10, 1, -8, 0),           // stxdw [r10-8], r1
+        insn(0xb7, 0, 0, 0, 0),             // mov64 r0, 0
+        insn(0xdb, 10, 1, -8, 0xf0 | 0x01), // atomic64 cmpxchg [r10-8], r1
+        insn(0xb7, 0, 0, 0, 0),             // mov64 r0, 0
+        insn(0x95, 0, 0, 0, 0),             // exit
     ];
-    prog_loads(&insns)
+    match prog_loads(&insns) {
+        Ok(()) => true,
+        Err(e) => matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)),
+    }
 }
 
 /// One BPF instruction as its 8 bytes (little-endian): opcode, dst, src, offset, imm.
@@ -196,8 +269,8 @@ const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> u64 {
         | ((imm as u32 as u64) << 32)
 }
 
-/// Whether a socket filter made of `insns` loads.
-fn prog_loads(insns: &[u64]) -> bool {
+/// Loads a socket filter made of `insns` (and closes it): the kernel's answer.
+fn prog_loads(insns: &[u64]) -> std::io::Result<()> {
     #[repr(C)]
     #[derive(Default)]
     struct LoadAttr {
@@ -231,13 +304,12 @@ fn prog_loads(insns: &[u64]) -> bool {
             std::mem::size_of::<LoadAttr>() as libc::c_long,
         )
     };
-    if fd >= 0 {
-        // SAFETY: fd is a file descriptor the kernel just gave us and nothing else holds.
-        unsafe { libc::close(fd as libc::c_int) };
-        true
-    } else {
-        false
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: fd is a file descriptor the kernel just gave us and nothing else holds.
+    unsafe { libc::close(fd as libc::c_int) };
+    Ok(())
 }
 
 #[cfg(test)]
@@ -247,7 +319,13 @@ mod tests {
     /// A BTF blob of `types` (raw type records) and `strings`.
     fn blob(types: &[u8], strings: &[u8]) -> Vec<u8> {
         let mut out = vec![0x9f, 0xeb, 1, 0];
-        for v in [24u32, 0, types.len() as u32, types.len() as u32, strings.len() as u32] {
+        for v in [
+            24u32,
+            0,
+            types.len() as u32,
+            types.len() as u32,
+            strings.len() as u32,
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(types);
@@ -289,6 +367,9 @@ mod tests {
         // exit: opcode 0x95, nothing else
         assert_eq!(insn(0x95, 0, 0, 0, 0), 0x95);
         // stxdw [r10-8], r1: dst 10, src 1, off -8
-        assert_eq!(insn(0x7b, 10, 1, -8, 0).to_le_bytes(), [0x7b, 0x1a, 0xf8, 0xff, 0, 0, 0, 0]);
+        assert_eq!(
+            insn(0x7b, 10, 1, -8, 0).to_le_bytes(),
+            [0x7b, 0x1a, 0xf8, 0xff, 0, 0, 0, 0]
+        );
     }
 }
