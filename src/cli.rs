@@ -303,6 +303,10 @@ pub struct RecordArgs {
     /// Do not resolve file paths (I/O is still recorded).
     #[arg(long)]
     pub no_paths: bool,
+    /// The kernel's BTF from FILE, for a kernel without /sys/kernel/btf/vmlinux (BTFHub has
+    /// such files for many distribution kernels); raw tracepoints only.
+    #[arg(long, value_name = "FILE")]
+    pub btf: Option<PathBuf>,
     /// Benchmarks only: obey the BPF map `bench_ctl` (bench/paths-ab.sh, bench/record-ab.sh).
     #[arg(long, hide = true)]
     pub bench_ctl: bool,

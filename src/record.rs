@@ -64,6 +64,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     bpf.cgroup = a.cgroup.clone();
     bpf.paths = !a.no_paths;
     bpf.bench_ctl = a.bench_ctl;
+    bpf.btf_file = a.btf.clone();
     if let Some(b) = a.buffer_size {
         if !(4096..=(1 << 30)).contains(&b) {
             bail!("--buffer-size {b}: must be between 4096 and 1073741824 bytes");

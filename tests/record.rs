@@ -248,6 +248,98 @@ fn fio_random_reads_count_sizes_and_process() {
     assert!(pread as f64 >= 0.99 * reads.len() as f64, "{pread} pread64");
 }
 
+/// The variants older kernels get, forced on this one: requests started at block_getrq
+/// (before 6.5 there is no block_io_start; with the `none` scheduler no request passes
+/// block_rq_insert), raw tracepoints (no bpf_rdonly_cast before 6.2) and the object without
+/// compare-and-exchange (before 5.12). Each must record every request the device
+/// completes, with its submitter and path, under both schedulers.
+#[test]
+fn older_kernel_variants_record_every_request() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("older_kernel_variants_record_every_request") {
+        return;
+    }
+    let d = TempDir::new("variants");
+    let lo = Loop::new(&d.0, 64);
+    let sched = format!("/sys/block/{}/queue/scheduler", lo.name());
+    let variants: [&[(&str, &str)]; 3] = [
+        &[("IODUMP_FORCE_GETRQ", "1")],
+        &[("IODUMP_FORCE_GETRQ", "1"), ("IODUMP_FORCE_RAW_TP", "1")],
+        &[
+            ("IODUMP_FORCE_GETRQ", "1"),
+            ("IODUMP_FORCE_RAW_TP", "1"),
+            ("IODUMP_FORCE_NO_ATOMICS", "1"),
+        ],
+    ];
+    // --btf FILE (a kernel without /sys/kernel/btf/vmlinux): types from the file, raw
+    // tracepoints only
+    let trace = d.join("btf.iod");
+    let out = run(bin()
+        .args([
+            "record",
+            "-d",
+            lo.name(),
+            "--btf",
+            "/sys/kernel/btf/vmlinux",
+            "-o",
+        ])
+        .arg(&trace)
+        .args(["--", "dd", "if=/dev/zero", &format!("of={}", lo.node)])
+        .args(["bs=4k", "count=100", "oflag=direct"]));
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("block_rq_issue:raw_tp") && !err.contains("tp_btf"),
+        "{err}"
+    );
+    let r = Reader::open(&trace).unwrap();
+    assert_eq!(events_on(&r, lo.name()).len(), 100);
+    for scheduler in ["none", "mq-deadline"] {
+        std::fs::write(&sched, scheduler).unwrap();
+        for env in variants {
+            let trace = d.join("v.iod");
+            let before = stat_ios(lo.name());
+            let mut cmd = bin();
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            let out = run(cmd
+                .args(["record", "-d", lo.name(), "--stats", "-o"])
+                .arg(&trace)
+                .args(["--", "dd", "if=/dev/zero", &format!("of={}", lo.node)])
+                .args(["bs=4k", "count=800", "oflag=direct"]));
+            ok(&out);
+            let after = stat_ios(lo.name());
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("block_getrq:"), "{scheduler} {env:?}: {err}");
+            assert!(!err.contains("warning"), "{scheduler} {env:?}: {err}");
+            let r = Reader::open(&trace).unwrap();
+            let ev = events_on(&r, lo.name());
+            let device = (after.0 - before.0) + (after.1 - before.1);
+            assert_eq!(ev.len() as u64, device, "{scheduler} {env:?}: {err}");
+            let writes: Vec<_> = ev.iter().filter(|e| e.op == Op::Write).collect();
+            let bytes: u64 = writes.iter().map(|e| e.bytes as u64).sum();
+            assert_eq!(bytes, 800 * 4096, "{scheduler} {env:?}");
+            for e in &writes {
+                assert_eq!(r.comm(e.pid, e.tid, 0), Some(&b"dd"[..]));
+                assert!(e.queue_ns.is_some_and(|q| q <= e.latency_ns));
+            }
+            assert_eq!(r.lost_events(), 0);
+            let variant = r
+                .header()
+                .metadata
+                .iter()
+                .find(|(k, _)| k == "iodump.variant")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            assert!(variant.contains("block_getrq"), "{variant}");
+            if env.len() == 3 {
+                assert!(variant.contains("no BPF compare-and-exchange"), "{variant}");
+            }
+        }
+    }
+}
+
 #[test]
 fn loop_device_is_request_based_with_queue_time() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -786,6 +878,12 @@ fn bad_arguments_give_one_line_errors() {
     one_line(&out);
     let out = run(bin().args(["record", "-t", "1", "--", "/nonexistent/program"]));
     assert!(one_line(&out).contains("/nonexistent/program"));
+    // --btf: a missing file, a file that is not BTF
+    let out = run(bin().args(["record", "-t", "1", "--btf", "/nonexistent/vmlinux"]));
+    assert!(one_line(&out).contains("/nonexistent/vmlinux"));
+    let out = run(bin().args(["record", "-t", "1", "--btf", "/proc/self/status"]));
+    let s = one_line(&out);
+    assert!(s.contains("/proc/self/status") && s.contains("BTF"), "{s}");
     // Without privilege: a clear line, no trace file left half-made by a panic.
     if Path::new("/usr/bin/setpriv").exists() {
         let d = TempDir::new("priv");

@@ -76,7 +76,7 @@ impl fmt::Display for RecordError {
             ),
             RecordError::NoBtf { message } => write!(
                 f,
-                "the kernel has no usable BTF (/sys/kernel/btf/vmlinux): {message}"
+                "no usable kernel BTF: {message}"
             ),
             RecordError::UnknownDevice { name, known } => write!(
                 f,
