@@ -406,7 +406,11 @@ mod tests {
         o.write_all(b"hello").unwrap();
         assert!(!p.exists());
         let temp = o.temp_path().unwrap().to_path_buf();
-        assert!(temp.file_name().unwrap().to_string_lossy().ends_with("-t.iod"));
+        assert!(temp
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .ends_with("-t.iod"));
         assert_eq!(mode(&temp), 0o600);
         o.commit().unwrap();
         assert!(o.is_committed() && o.temp_path().is_none());
@@ -465,9 +469,15 @@ mod tests {
         let e = o.commit().unwrap_err();
         assert!(matches!(e, OutputError::Symlink { .. }), "{e}");
         drop(o);
-        assert!(std::fs::symlink_metadata(&p).unwrap().file_type().is_symlink());
+        assert!(std::fs::symlink_metadata(&p)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
-        assert_eq!(d.names(), ["dangling.iod", "late.iod", "link.iod", "victim"]);
+        assert_eq!(
+            d.names(),
+            ["dangling.iod", "late.iod", "link.iod", "victim"]
+        );
         // Directories: a link is refused, a real one (or none) is fine.
         assert!(check_dir(&d.0).is_ok());
         assert!(check_dir(&d.0.join("new")).is_ok());
