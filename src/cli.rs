@@ -1,6 +1,5 @@
 //! Command-line definitions (clap) and the small commands that only glue flags to a library.
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -368,16 +367,15 @@ pub fn run_synth(a: &SynthArgs) -> anyhow::Result<ExitCode> {
         workload,
         seed: a.seed,
     };
-    let f =
-        File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    // Replaces what was there only once complete (and synced).
+    let mut out = iodump_output::OutputFile::create(&a.output)?;
     let opts = WriterOptions {
         segment_events: a.segment_events as usize,
         ..WriterOptions::default()
     };
-    let (summary, f) =
-        write_synth(&params, f, opts).with_context(|| format!("writing {}", a.output.display()))?;
-    f.sync_all()
+    let (summary, f) = write_synth(&params, out.try_clone_file()?, opts)
         .with_context(|| format!("writing {}", a.output.display()))?;
+    out.commit()?;
     let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
     eprintln!(
         "iodump: wrote {} ({} events, {} lost, {} bytes, {:.2} bytes/event)",
