@@ -259,7 +259,9 @@ pub struct RecordArgs {
         value_name = "DEV"
     )]
     pub devices: Vec<String>,
-    /// Write the trace to FILE (created mode 0600). Without it, print one line per I/O.
+    /// Write the trace to FILE: a new file, mode 0600, that replaces an existing FILE only once
+    /// recording has started (a link or another user's file is refused). Without it, print
+    /// one line per I/O.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Stop after SECS seconds.

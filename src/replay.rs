@@ -46,7 +46,9 @@ pub enum BeyondArg {
 /// Safety: reads only by default. Writes, discards and write-zeroes are skipped and counted
 /// unless --allow-writes. With --allow-writes, a target that is mounted, in use (swap,
 /// device-mapper, a loop device's backing file) or a block device holding a filesystem or
-/// partition-table signature is refused unless --force.
+/// partition-table signature is refused unless --force, whatever path names it (files are
+/// compared by device and inode, devices by number: a hard link, bind mount or symbolic link
+/// is refused like the original).
 ///
 /// I/O past the target's end is wrapped (offset modulo the target's size) by default, or
 /// skipped with --beyond skip; I/O larger than the whole target is always skipped. Nothing is
@@ -93,7 +95,7 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value = "wrap")]
     pub beyond: BeyondArg,
     /// Record the replay's own I/O on the targets into this trace (needs BPF), to compare with
-    /// `iodump analyze`.
+    /// `iodump analyze`. Same rule as `record -o`; never the trace replayed nor a target.
     #[arg(short = 'o', long, value_name = "REPLAY.iod")]
     pub output: Option<PathBuf>,
     /// Print the report as JSON on stdout.
