@@ -1,6 +1,5 @@
 //! Command-line definitions (clap) and the small commands that only glue flags to a library.
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -260,7 +259,9 @@ pub struct RecordArgs {
         value_name = "DEV"
     )]
     pub devices: Vec<String>,
-    /// Write the trace to FILE (created mode 0600). Without it, print one line per I/O.
+    /// Write the trace to FILE: a new file, mode 0600, that replaces an existing FILE only once
+    /// recording has started (a link or another user's file is refused). Without it, print
+    /// one line per I/O.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Stop after SECS seconds.
@@ -372,16 +373,15 @@ pub fn run_synth(a: &SynthArgs) -> anyhow::Result<ExitCode> {
         workload,
         seed: a.seed,
     };
-    let f =
-        File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    // Replaces what was there only once complete (and synced).
+    let mut out = iodump_output::OutputFile::create(&a.output)?;
     let opts = WriterOptions {
         segment_events: a.segment_events as usize,
         ..WriterOptions::default()
     };
-    let (summary, f) =
-        write_synth(&params, f, opts).with_context(|| format!("writing {}", a.output.display()))?;
-    f.sync_all()
+    let (summary, f) = write_synth(&params, out.try_clone_file()?, opts)
         .with_context(|| format!("writing {}", a.output.display()))?;
+    out.commit()?;
     let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
     eprintln!(
         "iodump: wrote {} ({} events, {} lost, {} bytes, {:.2} bytes/event)",

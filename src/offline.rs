@@ -2,10 +2,10 @@
 //! `report`, `plot`);
 //! left out of builds with `--no-default-features`.
 
-use std::fs::File;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use iodump_output::OutputFile;
 
 use crate::cli::{
     AnalyzeArgs, ByArg, ConvertArgs, EngineArg, ExportArgs, ExportFormatArg, LatByArg, PlotArgs,
@@ -21,15 +21,24 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         ExportFormatArg::Jsonl => ExportFormat::Jsonl,
         ExportFormatArg::FioIolog => ExportFormat::FioIolog,
     };
+    // A file output replaces what was there only once the export succeeded.
+    let mut file = None;
     let s = if a.output.as_os_str() == "-" {
         export(&r, fmt, &mut std::io::stdout().lock())?
     } else {
-        let mut f = File::create(&a.output)
-            .with_context(|| format!("cannot create {}", a.output.display()))?;
-        export(&r, fmt, &mut f)?
+        export(&r, fmt, file.insert(OutputFile::create(&a.output)?))?
     };
     let mut damaged = s.damaged;
     damaged.extend(r.damage().iter().cloned());
+    if let (Some(d), 0) = (damaged.first(), s.events) {
+        anyhow::bail!(
+            "{}: nothing could be read (first damage: {d})",
+            a.file.display()
+        );
+    }
+    if let Some(f) = &mut file {
+        f.commit()?;
+    }
     eprintln!(
         "iodump: exported {} events{}",
         s.events,
@@ -40,12 +49,6 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         }
     );
     if let Some(d) = damaged.first() {
-        if s.events == 0 {
-            anyhow::bail!(
-                "{}: nothing could be read (first damage: {d})",
-                a.file.display()
-            );
-        }
         eprintln!(
             "iodump: warning: {}: {} damaged chunk(s) skipped (first: {d})",
             a.file.display(),
@@ -139,10 +142,8 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
         s.files.len(),
         a.output.display()
     );
+    // (Nothing readable at all is the library's error: the directory is left as it was.)
     if let Some(d) = s.damaged.first() {
-        if s.events == 0 {
-            anyhow::bail!("nothing could be read (first damage: {d})");
-        }
         eprintln!(
             "iodump: warning: {} damaged chunk(s) skipped (first: {d})",
             s.damaged.len()
@@ -485,6 +486,8 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
             a.output.display()
         );
     }
+    // Refused before the work (plot() creates it once the aggregation is done).
+    iodump_output::check(&a.output)?;
     let r =
         iodump_format::Reader::open(&a.file).with_context(|| format!("{}", a.file.display()))?;
     let kind = match a.kind {

@@ -1,9 +1,9 @@
 //! `iodump replay`: flags → [`ReplayConfig`], an optional recorder child for `-o`, the report.
 
 use std::io::{BufRead, BufReader, IsTerminal};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -46,7 +46,9 @@ pub enum BeyondArg {
 /// Safety: reads only by default. Writes, discards and write-zeroes are skipped and counted
 /// unless --allow-writes. With --allow-writes, a target that is mounted, in use (swap,
 /// device-mapper, a loop device's backing file) or a block device holding a filesystem or
-/// partition-table signature is refused unless --force.
+/// partition-table signature is refused unless --force, whatever path names it (files are
+/// compared by device and inode, devices by number: a hard link, bind mount or symbolic link
+/// is refused like the original).
 ///
 /// I/O past the target's end is wrapped (offset modulo the target's size) by default, or
 /// skipped with --beyond skip; I/O larger than the whole target is always skipped. Nothing is
@@ -93,7 +95,7 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value = "wrap")]
     pub beyond: BeyondArg,
     /// Record the replay's own I/O on the targets into this trace (needs BPF), to compare with
-    /// `iodump analyze`.
+    /// `iodump analyze`. Same rule as `record -o`; never the trace replayed nor a target.
     #[arg(short = 'o', long, value_name = "REPLAY.iod")]
     pub output: Option<PathBuf>,
     /// Print the report as JSON on stdout.
@@ -235,13 +237,22 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     if a.target.is_none() && map.is_empty() {
         bail!("give a target: --target PATH (every device) or --map DEV=PATH");
     }
-    if let Some(o) = &a.output {
-        let meta = std::fs::metadata(o).ok();
-        if meta.is_some_and(|m| m.file_type().is_block_device()) {
-            bail!(
-                "-o {}: that is a device, give a trace file name",
-                o.display()
-            );
+    // -o follows the output rule (checked here so that nothing runs when it is refused; the
+    // recorder checks again as it creates the file): what is there is replaced, once the
+    // replay's recording has started, only when it is a regular file of this user.
+    let existing_output = match &a.output {
+        Some(o) => iodump_output::check(o)?.map(|m| (m.dev(), m.ino())),
+        None => None,
+    };
+    let output_is = |what: &str| {
+        anyhow::anyhow!(
+            "refusing to record the replay into {}: it is {what}",
+            a.output.as_deref().unwrap_or(Path::new("")).display()
+        )
+    };
+    if let (Some(id), Ok(m)) = (existing_output, std::fs::metadata(&a.file)) {
+        if id == (m.dev(), m.ino()) {
+            return Err(output_is("the trace being replayed"));
         }
     }
     let filter = match &a.filter {
@@ -272,6 +283,13 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         ..ReplayConfig::default()
     };
     let prepared = iodump_replay::prepare(&cfg)?;
+    if let Some(id) = existing_output {
+        for t in &prepared.targets {
+            if t.file.metadata().is_ok_and(|m| id == (m.dev(), m.ino())) {
+                return Err(output_is("a replay target"));
+            }
+        }
+    }
     for t in &prepared.targets {
         if !t.direct {
             eprintln!(

@@ -12,7 +12,7 @@ use iodump_format::{Event, Op, Reader};
 
 mod common;
 
-use common::devices::Zram;
+use common::devices::{Loop, Zram};
 use common::{bin, bpf_available, events_on, ok, run, TempDir};
 
 /// Tests create devices and compare what reached them: one at a time.
@@ -265,6 +265,119 @@ fn formatted_or_mounted_targets_are_refused() {
     // --force needs --allow-writes.
     let out = replay(&["--force"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Mount points made by a test, unmounted (last first) on drop, even when the test fails.
+struct Mounts(Vec<std::path::PathBuf>);
+
+impl Mounts {
+    fn mount(&mut self, args: &[&std::ffi::OsStr], at: &Path) {
+        let st = Command::new("mount")
+            .args(args)
+            .arg(at)
+            .status()
+            .expect("mount");
+        assert!(st.success(), "mount {args:?} {}", at.display());
+        self.0.push(at.to_path_buf());
+    }
+}
+
+impl Drop for Mounts {
+    fn drop(&mut self) {
+        for m in self.0.iter().rev() {
+            let ok = Command::new("umount")
+                .arg(m)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                let _ = Command::new("umount").arg("-l").arg(m).status();
+            }
+        }
+    }
+}
+
+fn mkfs_ext4(dev: &str) {
+    let st = Command::new("mkfs.ext4")
+        .args(["-q", "-F", dev])
+        .status()
+        .expect("mkfs.ext4");
+    assert!(st.success());
+}
+
+/// F10: a file backing a mounted loop device, and a mounted block device, are refused by
+/// identity whatever path reaches them: the backing file, a hard link to it, the same file
+/// through a bind mount or a symbolic link, a link to the device node (as in /dev/disk/by-id),
+/// and a partition of a disk mounted whole.
+#[test]
+fn mounted_targets_are_refused_by_any_path() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !common::root_available("mounted_targets_are_refused_by_any_path") {
+        return;
+    }
+    let d = TempDir::new("replay-identity");
+    let bind = TempDir::new("replay-identity-bind");
+    let t = d.join("w.iod");
+    ok(&run(bin()
+        .args(["synth", "--workload", "oltp", "--events", "500", "-o"])
+        .arg(&t)));
+    let second = d.join("second");
+    std::fs::create_dir(&second).unwrap();
+    // Dropped in reverse order: unmounted first, then the loop devices detached.
+    let lo = Loop::new(&d.0, 64);
+    let disk = Loop::partitioned(&second, 64);
+    let mut mounts = Mounts(Vec::new());
+    mkfs_ext4(&lo.node);
+    let mnt = d.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    mounts.mount(&[lo.node.as_ref()], &mnt);
+    std::fs::write(mnt.join("data"), "kept").unwrap();
+    let hard = d.join("hard.img");
+    std::fs::hard_link(&lo.file, &hard).unwrap();
+    mounts.mount(&["--bind".as_ref(), d.0.as_os_str()], &bind.0);
+    let via_bind = bind.join("hard.img");
+    let link = d.join("link.img");
+    std::os::unix::fs::symlink(&hard, &link).unwrap();
+    let by_id = d.join("by-id-link");
+    std::os::unix::fs::symlink(&lo.node, &by_id).unwrap();
+    mkfs_ext4(&disk.node);
+    let mnt2 = d.join("mnt2");
+    std::fs::create_dir(&mnt2).unwrap();
+    mounts.mount(&[disk.node.as_ref()], &mnt2);
+    let partition = std::path::PathBuf::from(format!("{}p1", disk.node));
+
+    let replay = |target: &Path| {
+        run(bin()
+            .arg("replay")
+            .arg(&t)
+            .arg("--target")
+            .arg(target)
+            .args(["--allow-writes", "--no-stall"]))
+    };
+    for target in [&lo.file, &hard, &via_bind, &link] {
+        let out = replay(target);
+        one_line_error(&out, "is mounted on");
+        one_line_error(
+            &out,
+            &format!("through {} (it is its backing file)", lo.node),
+        );
+    }
+    one_line_error(&replay(&by_id), "is mounted on");
+    one_line_error(&replay(&partition), "is mounted on");
+    assert_eq!(std::fs::read_to_string(mnt.join("data")).unwrap(), "kept");
+    // Reading is harmless: allowed through any path.
+    ok(&run(bin()
+        .arg("replay")
+        .arg(&t)
+        .arg("--target")
+        .arg(&hard)
+        .arg("--no-stall")));
+    drop(mounts);
+    // Unmounted, the file still backs a loop device: in use.
+    one_line_error(&replay(&hard), &format!("in use by {}", lo.node));
+    // Even once its first name is gone (sysfs then shows "loop.img (deleted)"): the kernel's
+    // own device and inode of the backing file are compared.
+    std::fs::remove_file(&lo.file).unwrap();
+    one_line_error(&replay(&hard), &format!("in use by {}", lo.node));
 }
 
 #[test]

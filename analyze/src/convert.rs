@@ -17,6 +17,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+use iodump_output::OutputFile;
+
 use crate::AnalyzeError;
 
 /// What a conversion wrote.
@@ -96,18 +98,18 @@ fn props() -> WriterProperties {
         .build()
 }
 
+/// A Parquet writer into a new output file `path`, added to `pending` (renamed over `path` once
+/// the whole conversion succeeded).
 fn writer(
-    dir: &Path,
-    name: &str,
+    path: &Path,
     schema: Arc<Schema>,
-) -> Result<(ArrowWriter<File>, PathBuf), AnalyzeError> {
-    let p = dir.join(format!("{name}.parquet"));
-    let f = File::create(&p).map_err(|source| AnalyzeError::Write {
-        what: p.display().to_string(),
-        source,
-    })?;
-    let w = ArrowWriter::try_new(f, schema, Some(props())).map_err(perr(name))?;
-    Ok((w, p))
+    pending: &mut Vec<OutputFile>,
+) -> Result<ArrowWriter<File>, AnalyzeError> {
+    let out = OutputFile::create(path)?;
+    let w =
+        ArrowWriter::try_new(out.try_clone_file()?, schema, Some(props())).map_err(perr("io"))?;
+    pending.push(out);
+    Ok(w)
 }
 
 /// One input: a name for the `trace` column and its reader.
@@ -297,6 +299,11 @@ fn create_dir(d: &Path) -> Result<(), AnalyzeError> {
 
 /// Converts `inputs` into Parquet files in `dir` (created if needed): `dir/TABLE.parquet`,
 /// or with partitioning `dir/TABLE/host=H[/date=D]/part-0.parquet`.
+///
+/// An existing `dir` must be a directory of this user (a link is refused). Each file is an
+/// [`OutputFile`]: the files already there are replaced only once every table is complete, so
+/// a conversion that fails, or that could read nothing at all (every segment damaged:
+/// [`AnalyzeError::NothingReadable`]), leaves them as they were.
 pub fn convert(
     inputs: &[Input<'_>],
     dir: &Path,
@@ -312,8 +319,14 @@ pub fn convert_with_progress(
     part: Partitioning,
     progress: &dyn Fn(u64),
 ) -> Result<ConvertSummary, AnalyzeError> {
+    // The directory: never through a link, never another user's.
+    iodump_output::check_dir(dir)?;
     create_dir(dir)?;
     let mut s = ConvertSummary::default();
+    // The new files, renamed over the old ones only once every table is complete.
+    let mut pending: Vec<OutputFile> = Vec::new();
+    // The name of the first input with damage (for the error when nothing could be read).
+    let mut first_damaged: Option<String> = None;
     // One writer per partition of the io table, created on first use.
     let mut writers: std::collections::BTreeMap<PathBuf, ArrowWriter<File>> = Default::default();
     for input in inputs {
@@ -358,12 +371,7 @@ pub fn convert_with_progress(
                             if let Some(parent) = path.parent() {
                                 create_dir(parent)?;
                             }
-                            let f = File::create(&path).map_err(|source| AnalyzeError::Write {
-                                what: path.display().to_string(),
-                                source,
-                            })?;
-                            let w = ArrowWriter::try_new(f, batch.schema(), Some(props()))
-                                .map_err(perr("io"))?;
+                            let w = writer(&path, batch.schema(), &mut pending)?;
                             writers.insert(path.clone(), w);
                         }
                         let w = writers.get_mut(&path).expect("writer just inserted");
@@ -376,11 +384,24 @@ pub fn convert_with_progress(
         });
         result?;
         s.damaged.extend(r.damage().iter().cloned());
+        if !s.damaged.is_empty() && first_damaged.is_none() {
+            first_damaged = Some(input.name.clone());
+        }
+    }
+    if s.events == 0 {
+        if let (Some(d), Some(trace)) = (s.damaged.first(), first_damaged) {
+            // Nothing could be read: an error, and what was there is kept.
+            return Err(AnalyzeError::NothingReadable {
+                trace,
+                damage: d.to_string(),
+            });
+        }
     }
     if writers.is_empty() && !part.any() {
         // No event at all: still write an empty io table with its schema.
-        let (w, _) = writer(dir, "io", io_schema())?;
-        writers.insert(dir.join("io.parquet"), w);
+        let p = dir.join("io.parquet");
+        let w = writer(&p, io_schema(), &mut pending)?;
+        writers.insert(p, w);
     }
     for (p, w) in writers {
         w.close().map_err(perr("io"))?;
@@ -418,18 +439,32 @@ pub fn convert_with_progress(
                 Ok(dir.join(format!("{table}.parquet")))
             }
         };
+        s.files.push(write_processes(
+            group,
+            &out("processes")?,
+            part,
+            &mut pending,
+        )?);
         s.files
-            .push(write_processes(group, &out("processes")?, part)?);
-        s.files.push(write_files(group, &out("files")?, part)?);
-        s.files.push(write_devices(group, &out("devices")?, part)?);
-        s.files.push(write_losses(group, &out("losses")?, part)?);
+            .push(write_files(group, &out("files")?, part, &mut pending)?);
+        s.files
+            .push(write_devices(group, &out("devices")?, part, &mut pending)?);
+        s.files
+            .push(write_losses(group, &out("losses")?, part, &mut pending)?);
+    }
+    // Every table is complete: now they replace what was there.
+    for o in &mut pending {
+        o.commit()?;
     }
     Ok(s)
 }
 
+/// Writes one small table into a new output file, added to `pending` (renamed over `path` once
+/// the whole conversion succeeded).
 fn small_table(
     path: &Path,
     part: Partitioning,
+    pending: &mut Vec<OutputFile>,
     fields: Vec<Field>,
     cols: Vec<ArrayRef>,
 ) -> Result<PathBuf, AnalyzeError> {
@@ -437,11 +472,10 @@ fn small_table(
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(schema, cols).map_err(aerr(&name))?;
     let batch = project(batch, part)?;
-    let f = File::create(path).map_err(|source| AnalyzeError::Write {
-        what: name.clone(),
-        source,
-    })?;
-    let mut w = ArrowWriter::try_new(f, batch.schema(), Some(props())).map_err(perr(&name))?;
+    let out = OutputFile::create(path)?;
+    let mut w = ArrowWriter::try_new(out.try_clone_file()?, batch.schema(), Some(props()))
+        .map_err(perr(&name))?;
+    pending.push(out);
     w.write(&batch).map_err(perr(&name))?;
     w.close().map_err(perr(&name))?;
     Ok(path.to_path_buf())
@@ -451,6 +485,7 @@ fn write_processes(
     inputs: &[&Input<'_>],
     path: &Path,
     part: Partitioning,
+    pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
     let (mut trace, mut host, mut comm) = (
         StringBuilder::new(),
@@ -478,6 +513,7 @@ fn write_processes(
     small_table(
         path,
         part,
+        pending,
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
@@ -501,6 +537,7 @@ fn write_files(
     inputs: &[&Input<'_>],
     path: &Path,
     part: Partitioning,
+    pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
     let (mut trace, mut host, mut kind, mut path_col, mut dev) = (
         StringBuilder::new(),
@@ -530,6 +567,7 @@ fn write_files(
     small_table(
         path,
         part,
+        pending,
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
@@ -559,6 +597,7 @@ fn write_devices(
     inputs: &[&Input<'_>],
     path: &Path,
     part: Partitioning,
+    pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
     let (mut trace, mut host, mut name, mut dev, mut parent) = (
         StringBuilder::new(),
@@ -591,6 +630,7 @@ fn write_devices(
     small_table(
         path,
         part,
+        pending,
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
@@ -618,6 +658,7 @@ fn write_losses(
     inputs: &[&Input<'_>],
     path: &Path,
     part: Partitioning,
+    pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
     let (mut trace, mut host, mut reason) = (
         StringBuilder::new(),
@@ -643,6 +684,7 @@ fn write_losses(
     small_table(
         path,
         part,
+        pending,
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),

@@ -39,6 +39,9 @@ pub enum AnalyzeError {
         /// What went wrong.
         message: String,
     },
+    /// The output could not be created, or was refused (a link, another user's file, not a
+    /// regular file or directory).
+    Output(iodump_output::OutputError),
     /// Writing the output failed.
     Write {
         /// What was being written.
@@ -57,9 +60,25 @@ impl fmt::Display for AnalyzeError {
                 write!(f, "{trace}: nothing could be read (first damage: {damage})")
             }
             AnalyzeError::Plot { message } => write!(f, "{message}"),
+            AnalyzeError::Output(e) => write!(f, "{e}"),
             AnalyzeError::Write { what, source } => write!(f, "writing {what}: {source}"),
         }
     }
 }
 
-impl std::error::Error for AnalyzeError {}
+impl std::error::Error for AnalyzeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Shown through Display, so its cause is the next in the chain (the others show
+            // their causes themselves).
+            AnalyzeError::Output(e) => e.source(),
+            _ => None,
+        }
+    }
+}
+
+impl From<iodump_output::OutputError> for AnalyzeError {
+    fn from(e: iodump_output::OutputError) -> Self {
+        AnalyzeError::Output(e)
+    }
+}

@@ -197,7 +197,9 @@ fn trim_label(s: String) -> String {
     }
 }
 
-/// Draws `kind` of `rep` into `path` (SVG or PNG, from its extension).
+/// Draws `kind` of `rep` into `path` (SVG or PNG, from its extension; an
+/// [`OutputFile`](iodump_output::OutputFile): a file already there is replaced only once the
+/// plot is drawn).
 pub fn plot(rep: &TraceReport, opts: &PlotOptions, path: &Path) -> Result<(), AnalyzeError> {
     let fmt = ImageFormat::from_path(path).ok_or_else(|| AnalyzeError::Plot {
         message: format!("{}: the output must end in .svg or .png", path.display()),
@@ -220,18 +222,27 @@ pub fn plot(rep: &TraceReport, opts: &PlotOptions, path: &Path) -> Result<(), An
     }
     register_font();
     let size = (opts.width_px, opts.height_px);
+    // Drawn into the output's temporary file (its name ends in the output's, so the PNG
+    // encoder sees the extension), renamed over `path` once complete.
+    let mut out = iodump_output::OutputFile::create(path)?;
+    let temp = out
+        .temp_path()
+        .expect("an output file is a temporary file until committed")
+        .to_path_buf();
     match fmt {
         ImageFormat::Svg => {
-            let root = SVGBackend::new(path, size).into_drawing_area();
+            let root = SVGBackend::new(&temp, size).into_drawing_area();
             draw(&root, rep, opts)?;
-            root.present().map_err(perr)
+            root.present().map_err(perr)?;
         }
         ImageFormat::Png => {
-            let root = BitMapBackend::new(path, size).into_drawing_area();
+            let root = BitMapBackend::new(&temp, size).into_drawing_area();
             draw(&root, rep, opts)?;
-            root.present().map_err(perr)
+            root.present().map_err(perr)?;
         }
     }
+    out.commit()?;
+    Ok(())
 }
 
 fn draw<DB: DrawingBackend>(

@@ -913,12 +913,16 @@ pub struct ReportSummary {
     pub damage: Vec<(String, String)>,
 }
 
-/// Opens each trace, aggregates it and writes the HTML report to `out`.
+/// Opens each trace, aggregates it and writes the HTML report to `out` (an
+/// [`OutputFile`](iodump_output::OutputFile): a file already there is replaced only once the
+/// report is complete).
 pub fn write_report(
     inputs: &[(String, &Reader)],
     out: &Path,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ReportSummary, AnalyzeError> {
+    // Before the work: a refused or impossible output fails at once.
+    let mut file = iodump_output::OutputFile::create(out)?;
     let reports: Vec<TraceReport> = inputs
         .iter()
         .map(|(name, r)| aggregate_with_progress(name, r, progress))
@@ -933,10 +937,13 @@ pub fn write_report(
         }
     }
     let html = render_html(&reports);
-    std::fs::write(out, &html).map_err(|source| AnalyzeError::Write {
-        what: out.display().to_string(),
-        source,
+    std::io::Write::write_all(&mut file, html.as_bytes()).map_err(|source| {
+        AnalyzeError::Write {
+            what: out.display().to_string(),
+            source,
+        }
     })?;
+    file.commit()?;
     Ok(ReportSummary {
         events,
         html_bytes: html.len() as u64,

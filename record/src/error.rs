@@ -39,13 +39,9 @@ pub enum RecordError {
     },
     /// Writing the trace failed (what was written before is intact).
     Write(iodump_format::WriteError),
-    /// The output file could not be created.
-    Output {
-        /// The path.
-        path: String,
-        /// The error.
-        message: String,
-    },
+    /// The output file could not be created or was refused (a link, another user's file,
+    /// not a regular file), or could not take its path once recording started.
+    Output(iodump_output::OutputError),
     /// The command to trace could not be started.
     Command {
         /// The program.
@@ -86,7 +82,7 @@ impl fmt::Display for RecordError {
             RecordError::Sysfs { path, message } => write!(f, "reading {path}: {message}"),
             RecordError::Bpf { what, message } => write!(f, "{what}: {message}"),
             RecordError::Write(e) => write!(f, "{e}"),
-            RecordError::Output { path, message } => write!(f, "cannot create {path}: {message}"),
+            RecordError::Output(e) => write!(f, "{e}"),
             RecordError::Command { program, message } => {
                 write!(f, "cannot run {program}: {message}")
             }
@@ -96,7 +92,22 @@ impl fmt::Display for RecordError {
     }
 }
 
-impl std::error::Error for RecordError {}
+impl std::error::Error for RecordError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Shown through Display, so its cause is the next in the chain (a WriteError
+            // shows its cause itself).
+            RecordError::Output(e) => e.source(),
+            _ => None,
+        }
+    }
+}
+
+impl From<iodump_output::OutputError> for RecordError {
+    fn from(e: iodump_output::OutputError) -> Self {
+        RecordError::Output(e)
+    }
+}
 
 impl From<iodump_format::WriteError> for RecordError {
     fn from(e: iodump_format::WriteError) -> Self {

@@ -1,9 +1,8 @@
 //! A recording session: load and attach, drain the ring buffer, convert, write or print,
 //! count losses, stop on a signal, a time limit or the end of the traced command.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +11,7 @@ use std::time::{Duration, Instant};
 use iodump_format::{Device, EndInfo, Event, Header, Loss, LossReason, Writer, WriterOptions};
 
 use iodump_format::expr::{Expr, ResolvedView};
+use iodump_output::OutputFile;
 
 use crate::abi::{self, cnt, IoEvent, PathEvent};
 use crate::bpf::{BpfSettings, Program};
@@ -158,20 +158,11 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     }
     settings.exclude_tgid = std::process::id();
 
-    // Create the output before loading, so a bad path fails fast.
-    let file = match &cfg.output {
-        Some(p) => Some(
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(p)
-                .map_err(|e| RecordError::Output {
-                    path: p.display().to_string(),
-                    message: e.to_string(),
-                })?,
-        ),
+    // Create the output before loading, so a bad path fails fast: a private temporary file
+    // beside it, renamed over it only once recording has really started (below), so that a
+    // failure before that leaves an existing trace as it was.
+    let mut output = match &cfg.output {
+        Some(p) => Some(OutputFile::create(p)?),
         None => None,
     };
 
@@ -205,10 +196,10 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         metadata,
     };
     let mut sinks = Sinks {
-        writer: match file {
-            Some(f) => Some(
+        writer: match &output {
+            Some(o) => Some(
                 Writer::new(
-                    f,
+                    o.try_clone_file()?,
                     &header,
                     WriterOptions {
                         memory_limit_bytes: cfg.memory_limit_bytes.max(4 << 20),
@@ -246,6 +237,17 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
                         message: e.to_string(),
                     })?,
             );
+    }
+    // Attached and the command running: recording has started, the trace takes its path.
+    if let Some(o) = &mut output {
+        if let Err(e) = commit_output(o, sinks.writer.as_mut()) {
+            if let Some(c) = &mut child {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+                let _ = c.wait();
+            }
+            return Err(e);
+        }
     }
 
     // Attached: say so (scripts and tests wait for this line before starting a workload).
@@ -441,6 +443,16 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         }
     }
     result.map(|()| summary)
+}
+
+/// Writes what the writer holds (the device table), then renames the output over its path: from
+/// here on the trace at the path is readable whenever the recorder stops, even killed.
+fn commit_output(o: &mut OutputFile, w: Option<&mut Writer<File>>) -> Result<(), RecordError> {
+    if let Some(w) = w {
+        w.flush().map_err(write_err)?;
+    }
+    o.commit()?;
+    Ok(())
 }
 
 /// `Loss::cpu` of a loss counted for the whole machine rather than one CPU.

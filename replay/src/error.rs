@@ -51,6 +51,12 @@ pub enum ReplayError {
         /// By what.
         by: String,
     },
+    /// The path named another file when it was opened than when it was checked (a link or
+    /// file replaced in between).
+    Changed {
+        /// The target.
+        path: PathBuf,
+    },
     /// Writes were allowed but the block device holds a filesystem or partition table.
     Signature {
         /// The target.
@@ -116,6 +122,11 @@ impl fmt::Display for ReplayError {
             ReplayError::Signature { path, what } => write!(
                 f,
                 "refusing to write to {}: it holds {what} (wipe it, or add --force to destroy it)",
+                path.display()
+            ),
+            ReplayError::Changed { path } => write!(
+                f,
+                "target {} changed while it was opened (another file is there now): not used",
                 path.display()
             ),
             ReplayError::UnknownDevice { spec, available } => write!(

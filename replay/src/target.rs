@@ -67,6 +67,55 @@ fn major_minor(rdev: u64) -> (u32, u32) {
     (libc::major(rdev), libc::minor(rdev))
 }
 
+/// A file's identity: the device holding it and its inode number. Two paths name the same
+/// file (a hard link, a bind mount, a symbolic link) exactly when their identities are equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    /// Major and minor of the device holding the file (`st_dev`).
+    pub dev: (u32, u32),
+    /// Inode number (`st_ino`).
+    pub ino: u64,
+}
+
+impl FileId {
+    /// The identity of the file `m` describes.
+    pub fn of(m: &std::fs::Metadata) -> FileId {
+        FileId {
+            dev: major_minor(m.dev()),
+            ino: m.ino(),
+        }
+    }
+}
+
+/// What a check compares: a block device by its device number (whatever node or link names
+/// it), any other file by its identity.
+fn identity(m: &std::fs::Metadata) -> (Option<(u32, u32)>, FileId) {
+    let rdev = m
+        .file_type()
+        .is_block_device()
+        .then(|| major_minor(m.rdev()));
+    (rdev, FileId::of(m))
+}
+
+/// Checks that `f`, just opened from `path`, is the file `checked` described: a link swapped
+/// between the checks and the open must not send the writes elsewhere.
+fn same_as_checked(path: &Path, f: &File, checked: &std::fs::Metadata) -> Result<(), ReplayError> {
+    let now = f.metadata().map_err(|e| open_err(path, e))?;
+    let (rdev, id) = identity(checked);
+    let (now_rdev, now_id) = identity(&now);
+    let same = match rdev {
+        Some(d) => now_rdev == Some(d),
+        None => now_rdev.is_none() && now_id == id,
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(ReplayError::Changed {
+            path: path.to_path_buf(),
+        })
+    }
+}
+
 impl Target {
     /// Opens `path`, checks it is safe for the requested access, reads size and alignment.
     pub fn open(path: &Path, o: OpenOptionsReplay) -> Result<Target, ReplayError> {
@@ -84,7 +133,7 @@ impl Target {
             });
         };
         if o.writes && !o.force {
-            check_safe(path, kind)?;
+            check_safe(path, kind, &meta)?;
         }
         let open = |direct: bool| {
             let mut oo = OpenOptions::new();
@@ -113,6 +162,7 @@ impl Target {
             }
             Err(e) => return Err(open_err(path, e)),
         };
+        same_as_checked(path, &file, &meta)?;
         let (size_bytes, align_bytes) = match kind {
             TargetKind::BlockDevice { .. } => {
                 let size = ioctl_u64(&file, BLKGETSIZE64).map_err(|e| open_err(path, e))?;
@@ -189,13 +239,31 @@ fn dio_align(path: &Path) -> Option<u32> {
 }
 
 /// Refuses targets whose data a write would destroy: mounted, in use, or (block devices)
-/// holding a filesystem or partition table signature.
-fn check_safe(path: &Path, kind: TargetKind) -> Result<(), ReplayError> {
-    let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+/// holding a filesystem or partition table signature. Files are compared by identity (device
+/// and inode) and block devices by device number, never by path: a hard link, a bind mount, a
+/// symbolic link or another device node reaches the same checks.
+fn check_safe(path: &Path, kind: TargetKind, meta: &std::fs::Metadata) -> Result<(), ReplayError> {
+    let loops = loop_devices();
+    let refuse_loop = |l: &LoopDevice, what: &str| -> ReplayError {
+        let mut devs = vec![l.dev];
+        devs.extend(partitions_of(l.dev.0, l.dev.1));
+        match mounted_on(&devs) {
+            Some(mp) => ReplayError::Mounted {
+                path: path.to_path_buf(),
+                mount_point: format!("{mp} through {} (it is its {what})", l.node),
+            },
+            None => ReplayError::InUse {
+                path: path.to_path_buf(),
+                by: format!("{} (it is its {what})", l.node),
+            },
+        }
+    };
     match kind {
         TargetKind::BlockDevice { major, minor } => {
             let mut devs = vec![(major, minor)];
             devs.extend(partitions_of(major, minor));
+            // A partition is inside its disk: a disk mounted (or held) whole holds it too.
+            devs.extend(whole_disk_of(major, minor));
             if let Some(mp) = mounted_on(&devs) {
                 return Err(ReplayError::Mounted {
                     path: path.to_path_buf(),
@@ -216,10 +284,16 @@ fn check_safe(path: &Path, kind: TargetKind) -> Result<(), ReplayError> {
                     by: format!("swap ({sw})"),
                 });
             }
+            if let Some(l) = loops
+                .iter()
+                .find(|l| l.backing_rdev.is_some_and(|d| devs.contains(&d)))
+            {
+                return Err(refuse_loop(l, "backing device"));
+            }
             let mut head = vec![0u8; SIGNATURE_PROBE_BYTES];
-            let n = File::open(path)
-                .and_then(|mut f| read_full(&mut f, &mut head))
-                .map_err(|e| open_err(path, e))?;
+            let mut f = File::open(path).map_err(|e| open_err(path, e))?;
+            same_as_checked(path, &f, meta)?;
+            let n = read_full(&mut f, &mut head).map_err(|e| open_err(path, e))?;
             head.truncate(n);
             if let Some(what) = signature(&head) {
                 return Err(ReplayError::Signature {
@@ -229,13 +303,11 @@ fn check_safe(path: &Path, kind: TargetKind) -> Result<(), ReplayError> {
             }
         }
         TargetKind::File { .. } => {
-            if let Some(loopdev) = loop_backing(&canon) {
-                return Err(ReplayError::InUse {
-                    path: path.to_path_buf(),
-                    by: format!("{loopdev} (it is its backing file)"),
-                });
+            let id = FileId::of(meta);
+            if let Some(l) = loops.iter().find(|l| l.backing == Some(id)) {
+                return Err(refuse_loop(l, "backing file"));
             }
-            if let Some(sw) = swap_file(&canon) {
+            if let Some(sw) = swap_file(id) {
                 return Err(ReplayError::InUse {
                     path: path.to_path_buf(),
                     by: format!("swap ({sw})"),
@@ -283,6 +355,15 @@ fn partitions_of(major: u32, minor: u32) -> Vec<(u32, u32)> {
         }
     }
     out
+}
+
+/// The whole disk a partition is part of, from sysfs (none for a whole disk).
+fn whole_disk_of(major: u32, minor: u32) -> Option<(u32, u32)> {
+    let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    if !dir.join("partition").exists() {
+        return None;
+    }
+    read_trim(dir.parent()?.join("dev")).and_then(|s| parse_majmin(&s))
 }
 
 /// Where one of `devs` is mounted, from /proc/self/mountinfo (its device number, or its
@@ -368,30 +449,125 @@ fn swap_on(devs: &[(u32, u32)]) -> Option<String> {
     })
 }
 
-fn swap_file(canon: &Path) -> Option<String> {
+/// The swap file that is the file `id`, if any.
+fn swap_file(id: FileId) -> Option<String> {
     swap_entries().into_iter().find(|p| {
-        std::fs::canonicalize(p)
-            .map(|c| c == canon)
+        std::fs::metadata(unescape_mount(p))
+            .map(|m| m.file_type().is_file() && FileId::of(&m) == id)
             .unwrap_or(false)
     })
 }
 
-/// The loop device whose backing file is `canon`, if any.
-fn loop_backing(canon: &Path) -> Option<String> {
-    let rd = std::fs::read_dir("/sys/block").ok()?;
+/// A bound loop device and what backs it.
+#[derive(Debug)]
+struct LoopDevice {
+    /// Its node (`/dev/loopN`).
+    node: String,
+    /// Its device number.
+    dev: (u32, u32),
+    /// The identity of its backing file.
+    backing: Option<FileId>,
+    /// The device number of its backing file, when that is a block device.
+    backing_rdev: Option<(u32, u32)>,
+}
+
+/// `LOOP_GET_STATUS64` from <linux/loop.h>.
+const LOOP_GET_STATUS64: libc::c_ulong = 0x4C05;
+
+/// `struct loop_info64` from <linux/loop.h>.
+#[repr(C)]
+struct LoopInfo64 {
+    lo_device: u64,
+    lo_inode: u64,
+    lo_rdevice: u64,
+    lo_offset: u64,
+    lo_sizelimit: u64,
+    lo_number: u32,
+    lo_encrypt_type: u32,
+    lo_encrypt_key_size: u32,
+    lo_flags: u32,
+    lo_file_name: [u8; 64],
+    lo_crypt_name: [u8; 64],
+    lo_encrypt_key: [u8; 32],
+    lo_init: [u64; 2],
+}
+
+/// Major and minor of a device number as the kernel's `huge_encode_dev` (`new_encode_dev`)
+/// stores it in `loop_info64`.
+fn decode_kernel_dev(d: u64) -> (u32, u32) {
+    let d = d as u32;
+    ((d & 0xfff00) >> 8, (d & 0xff) | ((d >> 12) & 0xfff00))
+}
+
+/// The backing file's device, inode and device number of the loop device at `node` (number
+/// `dev`), from `LOOP_GET_STATUS64`: what the kernel itself holds, whatever path the file has
+/// now.
+fn loop_status(node: &str, dev: (u32, u32)) -> Option<(FileId, Option<(u32, u32)>)> {
+    use std::os::fd::AsRawFd;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(node)
+        .ok()?;
+    let m = f.metadata().ok()?;
+    if !m.file_type().is_block_device() || major_minor(m.rdev()) != dev {
+        return None;
+    }
+    // SAFETY: loop_info64 is plain data (integers and byte arrays): all zeroes is valid.
+    let mut info: LoopInfo64 = unsafe { std::mem::zeroed() };
+    // SAFETY: LOOP_GET_STATUS64 writes one loop_info64 into `info`, which outlives the call;
+    // the fd is open.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), LOOP_GET_STATUS64 as _, &mut info) };
+    if r != 0 {
+        return None;
+    }
+    let rdev = (info.lo_rdevice != 0).then(|| decode_kernel_dev(info.lo_rdevice));
+    Some((
+        FileId {
+            dev: decode_kernel_dev(info.lo_device),
+            ino: info.lo_inode,
+        },
+        rdev,
+    ))
+}
+
+/// Every bound loop device with what backs it: from `LOOP_GET_STATUS64`, or where that cannot
+/// be asked (no node, no permission), from the backing file's path in sysfs.
+fn loop_devices() -> Vec<LoopDevice> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/sys/block") else {
+        return out;
+    };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if !name.starts_with("loop") {
             continue;
         }
-        if let Some(b) = read_trim(e.path().join("loop/backing_file")) {
-            let b = b.trim_end_matches(" (deleted)");
-            if Path::new(b) == canon {
-                return Some(format!("/dev/{name}"));
-            }
-        }
+        let Some(backing_path) = read_trim(e.path().join("loop/backing_file")) else {
+            continue;
+        };
+        let Some(dev) = read_trim(e.path().join("dev")).and_then(|s| parse_majmin(&s)) else {
+            continue;
+        };
+        let node = format!("/dev/{name}");
+        let (backing, backing_rdev) = match loop_status(&node, dev) {
+            Some((id, rdev)) => (Some(id), rdev),
+            None => match std::fs::metadata(backing_path.trim_end_matches(" (deleted)")) {
+                Ok(m) => {
+                    let (rdev, id) = identity(&m);
+                    (Some(id), rdev)
+                }
+                Err(_) => (None, None),
+            },
+        };
+        out.push(LoopDevice {
+            node,
+            dev,
+            backing,
+            backing_rdev,
+        });
     }
-    None
+    out
 }
 
 /// Bytes read from the start of a block device to look for signatures (btrfs's superblock
@@ -443,6 +619,14 @@ mod tests {
         assert_eq!(signature(&h), Some("a btrfs filesystem"));
         // A short device cannot hold the btrfs magic: no out-of-bounds read.
         assert_eq!(signature(&h[..4096]), None);
+    }
+
+    #[test]
+    fn kernel_device_numbers_decode() {
+        // new_encode_dev: minor's low byte, then 12 bits of major, then the rest of minor.
+        assert_eq!(decode_kernel_dev(0x0703), (7, 3));
+        assert_eq!(decode_kernel_dev(0x11_032c), (259, 300));
+        assert_eq!(decode_kernel_dev(0xfe00), (254, 0));
     }
 
     #[test]

@@ -78,3 +78,60 @@ pub fn bpf_available(test: &str) -> bool {
     eprintln!("skipped: {why}");
     false
 }
+
+/// True when the test runs as root (it makes files of another user, devices or mounts);
+/// panics when it does not but must (`IODUMP_REQUIRE_BPF=1`: CI runs as root), else says the
+/// test is skipped.
+pub fn root_available(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_BPF=1 but {test} needs root");
+    }
+    eprintln!("skipped: {test}: needs root");
+    false
+}
+
+/// The uid and gid tests use for "another user" (nobody).
+pub const OTHER_UID: u32 = 65534;
+
+/// A command run as [`OTHER_UID`] without capabilities (root only).
+pub fn as_other_user(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        &format!("--reuid={OTHER_UID}"),
+        &format!("--regid={OTHER_UID}"),
+        "--clear-groups",
+        "--inh-caps=-all",
+    ])
+    .arg(program);
+    c
+}
+
+/// Changes the owner of `p` (not following a link) to [`OTHER_UID`].
+pub fn give_to_other_user(p: &Path) {
+    std::os::unix::fs::lchown(p, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
+}
+
+/// A failure with exactly one line on stderr, `iodump: error: …` containing `what`, and exit
+/// status 1.
+pub fn one_line_error(out: &Output, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "expected exit 1: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("iodump: error: "), "{err}");
+    assert!(err.contains(what), "expected {what:?} in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// The names in a directory, sorted (to show that no temporary file was left behind).
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
