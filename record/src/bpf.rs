@@ -269,7 +269,7 @@ fn short(m: String) -> String {
     if m.len() <= KEEP + 200 {
         return m;
     }
-    let mut head_end = m.find(|c| c == '\n' || c == ':').unwrap_or(0).min(200);
+    let mut head_end = m.find(['\n', ':']).unwrap_or(0).min(200);
     while !m.is_char_boundary(head_end) {
         head_end -= 1;
     }
