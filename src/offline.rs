@@ -153,13 +153,11 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
 
 pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::query::{self, Dataset};
-    let filter = match &a.filter {
-        Some(f) => Some(
-            iodump_format::expr::Expr::parse(f)
-                .map_err(|e| anyhow::anyhow!("bad --filter expression {f:?}: {e}"))?,
-        ),
-        None => None,
-    };
+    let filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::cli::parse_filter("--filter", f))
+        .transpose()?;
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     let dirs = a.files.iter().filter(|p| p.is_dir()).count();
     if dirs > 0 && dirs < a.files.len() {
@@ -352,8 +350,14 @@ fn parse_interval(s: &str) -> anyhow::Result<i64> {
         .parse()
         .map_err(|_| anyhow::anyhow!("--interval {s}: give a duration such as 100ms, 1s, 1m"))?;
     let ns = (v * mult).round();
-    if !(ns >= 1e3 && ns.is_finite()) {
+    if ns.is_nan() {
+        anyhow::bail!("--interval {s}: give a duration such as 100ms, 1s, 1m");
+    }
+    if ns < 1e3 {
         anyhow::bail!("--interval {s}: at least 1us");
+    }
+    if ns > i64::MAX as f64 {
+        anyhow::bail!("--interval {s}: at most 292 years (2562047h)");
     }
     Ok(ns as i64)
 }
@@ -520,4 +524,35 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("250ms").unwrap(), 250_000_000);
+        assert_eq!(parse_interval("1us").unwrap(), 1_000);
+        assert_eq!(
+            parse_interval("2562047h").unwrap(),
+            9_223_369_200_000_000_000
+        );
+        for (bad, why) in [
+            ("0.5us", "at least 1us"),
+            ("-1s", "at least 1us"),
+            ("1e-300s", "at least 1us"),
+            ("1e300s", "at most 292 years"),
+            ("infs", "at most 292 years"),
+            ("1e12s", "at most 292 years"),
+            ("nans", "such as"),
+            ("5", "such as"),
+        ] {
+            let e = parse_interval(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("--interval {bad}: ")) && e.contains(why),
+                "{e}"
+            );
+        }
+    }
 }

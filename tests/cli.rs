@@ -228,3 +228,108 @@ fn several_files_one_json_line_each() {
     assert_eq!(lines[0]["events"], 10_000);
     assert_eq!(lines[1]["events"], 20_000);
 }
+
+/// Asserts a usage mistake gave exit 1 and one `iodump: error:` line containing `needle`.
+fn fails_with(out: &Output, needle: &str, what: &str) {
+    assert_eq!(out.status.code(), Some(1), "{what}: {out:?}");
+    let line = one_line_error(out);
+    assert!(line.contains(needle), "{what}: {line}");
+    assert!(line.len() < 400, "{what}: {} bytes", line.len());
+}
+
+/// `-t` takes -1 (no limit) or a positive number of seconds a Duration holds; nothing else
+/// panics or reaches the recorder (no BPF needed: every case fails before it starts).
+#[test]
+fn record_time_limits_are_checked() {
+    let d = TempDir::new("record-t");
+    let o = d.join("x.iod");
+    let o = o.to_str().unwrap();
+    for (t, needle) in [
+        (
+            "1e20",
+            "-t 1e20: at most 18446744073709551615 seconds, or -1 for no limit",
+        ),
+        ("inf", "-t inf: at most"),
+        (
+            "nan",
+            "-t NaN: give a positive number of seconds, or -1 for no limit",
+        ),
+        ("-inf", "-t -inf: give a positive"),
+        ("0", "-t 0: give a positive"),
+        ("-5", "-t -5: give a positive"),
+        ("-0.5", "-t -0.5: give a positive"),
+    ] {
+        fails_with(&run(bin().args(["record", "-t", t, "-o", o])), needle, t);
+    }
+    // -1 and a long limit are accepted: the next flag checked is the one that fails.
+    for t in ["-1", "1e19", "0.25"] {
+        let out = run(bin().args(["record", "-t", t, "--meta", "nokey", "-o", o]));
+        fails_with(&out, "--meta \"nokey\": expected KEY=VALUE", t);
+    }
+    assert!(!std::path::Path::new(o).exists());
+}
+
+/// Filters nested too deeply, too long, or breaking the types of
+/// schemas/filter-expressions.md are one short error line from every command that takes one.
+#[test]
+fn bad_filters_are_one_line_errors_everywhere() {
+    let d = TempDir::new("filters");
+    let t = d.join("t.iod");
+    synth(&t, 2000, "oltp", 1);
+    let (t, o, img) = (t.to_str().unwrap(), d.join("o.iod"), d.join("img"));
+    let (o, img) = (o.to_str().unwrap(), img.to_str().unwrap());
+    let cases = [
+        (
+            format!("{}true{}", "(".repeat(20_000), ")".repeat(20_000)),
+            "at column 65: nested too deeply",
+        ),
+        (format!("{}true", "!".repeat(40_000)), "nested too deeply"),
+        (vec!["lba>=0"; 10_000].join("&&"), "too many terms"),
+        (vec!["cpu==99"; 10_000].join("||"), "too many terms"),
+        ("comm != 5".into(), "comm is text, 5 is a number"),
+        ("path == 123".into(), "path is text, 123 is a number"),
+        ("dev > 5".into(), "dev is text, 5 is a number"),
+        ("rw != 1".into(), "rw is an op"),
+        ("rw < W".into(), "rw is an op: it takes ==, != or =~, not <"),
+        ("!latency".into(), "latency is a number, not a condition"),
+        ("iosize".into(), "iosize is a number, not a condition"),
+        ("comm".into(), "comm is text, not a condition"),
+    ];
+    for (f, needle) in &cases {
+        let what = &f[..f.len().min(20)];
+        let out = run(bin().args(["analyze", t, "--filter", f]));
+        fails_with(&out, "bad --filter expression", what);
+        fails_with(&out, needle, what);
+        let out = run(bin().args(["replay", t, "--target", img, "-f", f]));
+        fails_with(&out, needle, what);
+        let out = run(bin().args(["record", "-t", "0.001", "-o", o, "-f", f]));
+        fails_with(&out, needle, what);
+    }
+}
+
+/// `replay --speed` takes a positive factor whose stretched schedule fits the replay's clock.
+#[test]
+fn replay_speed_is_checked() {
+    let d = TempDir::new("speed");
+    let t = d.join("t.iod");
+    synth(&t, 500, "oltp", 1);
+    let img = d.join("img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let (t, img) = (t.to_str().unwrap(), img.to_str().unwrap());
+    for (s, needle) in [
+        ("-1", "--speed -1: give a positive, finite factor"),
+        ("0", "--speed 0: give a positive"),
+        ("inf", "--speed inf: give a positive"),
+        ("nan", "--speed NaN: give a positive"),
+        (
+            "1e-300",
+            "--speed 1e-300: the replay would last more than 584 years",
+        ),
+    ] {
+        let out = run(bin().args(["replay", t, "--target", img, "--speed", s]));
+        fails_with(&out, needle, s);
+    }
+}
