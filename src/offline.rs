@@ -30,6 +30,14 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     };
     let mut damaged = s.damaged;
     damaged.extend(r.damage().iter().cloned());
+    if let Some(d) = damaged.first() {
+        if s.events == 0 && s.skipped == 0 {
+            anyhow::bail!(
+                "{}: nothing could be read (first damage: {d})",
+                a.file.display()
+            );
+        }
+    }
     eprintln!(
         "iodump: exported {} events{}",
         s.events,
@@ -40,12 +48,6 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         }
     );
     if let Some(d) = damaged.first() {
-        if s.events == 0 {
-            anyhow::bail!(
-                "{}: nothing could be read (first damage: {d})",
-                a.file.display()
-            );
-        }
         eprintln!(
             "iodump: warning: {}: {} damaged chunk(s) skipped (first: {d})",
             a.file.display(),
@@ -87,16 +89,21 @@ fn with_progress<T>(total: u64, what: &str, f: impl FnOnce(&(dyn Fn(u64) + Sync)
     out
 }
 
-/// One warning line when damaged chunks were skipped; an error when nothing could be read.
-fn warn_damaged(damaged: &[(String, iodump_format::Damage)], rows_read: u64) -> anyhow::Result<()> {
+/// One warning line when damaged chunks were skipped, or, when nothing could be read (no row,
+/// and no filter that could explain it), one error line instead.
+fn warn_damaged(
+    damaged: &[(String, iodump_format::Damage)],
+    rows: u64,
+    filtered: bool,
+) -> anyhow::Result<()> {
     if let Some((trace, dmg)) = damaged.first() {
+        if rows == 0 && !filtered {
+            anyhow::bail!("{trace}: nothing could be read (first damage: {dmg})");
+        }
         eprintln!(
             "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
             damaged.len()
         );
-        if rows_read == 0 {
-            anyhow::bail!("nothing could be read");
-        }
     }
     Ok(())
 }
@@ -133,6 +140,11 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
     let s = with_progress(total, "converting", |tick| {
         iodump_analyze::convert::convert_with_progress(&inputs, &a.output, part, tick)
     })?;
+    if let Some(d) = s.damaged.first() {
+        if s.events == 0 {
+            anyhow::bail!("nothing could be read (first damage: {d})");
+        }
+    }
     eprintln!(
         "iodump: converted {} events into {} files under {}",
         s.events,
@@ -140,9 +152,6 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
         a.output.display()
     );
     if let Some(d) = s.damaged.first() {
-        if s.events == 0 {
-            anyhow::bail!("nothing could be read (first damage: {d})");
-        }
         eprintln!(
             "iodump: warning: {} damaged chunk(s) skipped (first: {d})",
             s.damaged.len()
@@ -205,8 +214,8 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         })?;
         if let Some(fr) = fr {
             let (names, rows) = query::rows(&fr.frame);
+            warn_damaged(&fr.damaged, fr.events, f.is_some())?;
             print_table(a.format, &names, &rows);
-            warn_damaged(&fr.damaged, fr.events)?;
             return Ok(ExitCode::SUCCESS);
         }
         eprintln!(
@@ -247,8 +256,8 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (names, rows) = query::rows(&df);
+    warn_damaged(&d.damaged, d.io.height() as u64, filter.is_some())?;
     print_table(a.format, &names, &rows);
-    warn_damaged(&d.damaged, d.io.height() as u64)?;
     Ok(ExitCode::SUCCESS)
 }
 
