@@ -264,8 +264,13 @@ pub struct RecordArgs {
     /// one line per I/O.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Stop after SECS seconds.
-    #[arg(short = 't', long = "time", value_name = "SECS")]
+    /// Stop after SECS seconds (-1: no limit, the default).
+    #[arg(
+        short = 't',
+        long = "time",
+        value_name = "SECS",
+        allow_hyphen_values = true
+    )]
     pub seconds: Option<f64>,
     /// Record a sample of the I/O: `10%` or `1/N` (per CPU, in the kernel).
     #[arg(long, value_name = "RATE")]
@@ -359,6 +364,40 @@ pub struct SynthArgs {
     #[arg(long, value_name = "N", default_value_t = 65_536,
           value_parser = clap::value_parser!(u32).range(1..=4_194_304))]
     pub segment_events: u32,
+}
+
+/// A number as the user would write it: `1.5`, `-1`, `1e20`, `1e-300` (not 21 digits).
+pub fn show_f64(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Parses the filter expression given with `flag` (`-f`, `--filter`). The error is one line:
+/// an expression longer than 80 bytes is quoted only around the column at fault.
+pub fn parse_filter(flag: &str, text: &str) -> anyhow::Result<iodump_format::expr::Expr> {
+    iodump_format::expr::Expr::parse(text).map_err(|e| {
+        if text.len() <= 80 {
+            return anyhow::anyhow!("bad {flag} expression {text:?}: {e}");
+        }
+        let floor = |mut i: usize| {
+            while !text.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let from = floor(e.at.saturating_sub(30));
+        let to = floor((e.at + 30).min(text.len()));
+        anyhow::anyhow!(
+            "bad {flag} expression ({} bytes) near {}{:?}{}: {e}",
+            text.len(),
+            if from > 0 { "…" } else { "" },
+            &text[from..to],
+            if to < text.len() { "…" } else { "" },
+        )
+    })
 }
 
 pub fn run_synth(a: &SynthArgs) -> anyhow::Result<ExitCode> {

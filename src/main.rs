@@ -35,9 +35,17 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            // One line: the error and its causes.
-            let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("iodump: error: {}", msg.join(": "));
+            // One line: the error and its causes (a cause its error already shows is left
+            // out: `opening x: No such file or directory` once, not twice).
+            let mut msg = String::new();
+            for c in e.chain().map(|c| c.to_string()) {
+                if msg.is_empty() {
+                    msg = c;
+                } else if !msg.ends_with(&c) {
+                    msg = format!("{msg}: {c}");
+                }
+            }
+            eprintln!("iodump: error: {}", msg.replace('\n', " "));
             ExitCode::from(1)
         }
     }

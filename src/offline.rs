@@ -30,11 +30,13 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     };
     let mut damaged = s.damaged;
     damaged.extend(r.damage().iter().cloned());
-    if let (Some(d), 0) = (damaged.first(), s.events) {
-        anyhow::bail!(
-            "{}: nothing could be read (first damage: {d})",
-            a.file.display()
-        );
+    if let Some(d) = damaged.first() {
+        if s.events == 0 && s.skipped == 0 {
+            anyhow::bail!(
+                "{}: nothing could be read (first damage: {d})",
+                a.file.display()
+            );
+        }
     }
     if let Some(f) = &mut file {
         f.commit()?;
@@ -90,16 +92,21 @@ fn with_progress<T>(total: u64, what: &str, f: impl FnOnce(&(dyn Fn(u64) + Sync)
     out
 }
 
-/// One warning line when damaged chunks were skipped; an error when nothing could be read.
-fn warn_damaged(damaged: &[(String, iodump_format::Damage)], rows_read: u64) -> anyhow::Result<()> {
+/// One warning line when damaged chunks were skipped, or, when nothing could be read (no row,
+/// and no filter that could explain it), one error line instead.
+fn warn_damaged(
+    damaged: &[(String, iodump_format::Damage)],
+    rows: u64,
+    filtered: bool,
+) -> anyhow::Result<()> {
     if let Some((trace, dmg)) = damaged.first() {
+        if rows == 0 && !filtered {
+            anyhow::bail!("{trace}: nothing could be read (first damage: {dmg})");
+        }
         eprintln!(
             "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
             damaged.len()
         );
-        if rows_read == 0 {
-            anyhow::bail!("nothing could be read");
-        }
     }
     Ok(())
 }
@@ -136,6 +143,11 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
     let s = with_progress(total, "converting", |tick| {
         iodump_analyze::convert::convert_with_progress(&inputs, &a.output, part, tick)
     })?;
+    if let Some(d) = s.damaged.first() {
+        if s.events == 0 {
+            anyhow::bail!("nothing could be read (first damage: {d})");
+        }
+    }
     eprintln!(
         "iodump: converted {} events into {} files under {}",
         s.events,
@@ -154,13 +166,11 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
 
 pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::query::{self, Dataset};
-    let filter = match &a.filter {
-        Some(f) => Some(
-            iodump_format::expr::Expr::parse(f)
-                .map_err(|e| anyhow::anyhow!("bad --filter expression {f:?}: {e}"))?,
-        ),
-        None => None,
-    };
+    let filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::cli::parse_filter("--filter", f))
+        .transpose()?;
     let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
     let dirs = a.files.iter().filter(|p| p.is_dir()).count();
     if dirs > 0 && dirs < a.files.len() {
@@ -208,8 +218,8 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         })?;
         if let Some(fr) = fr {
             let (names, rows) = query::rows(&fr.frame);
+            warn_damaged(&fr.damaged, fr.events, f.is_some())?;
             print_table(a.format, &names, &rows);
-            warn_damaged(&fr.damaged, fr.events)?;
             return Ok(ExitCode::SUCCESS);
         }
         eprintln!(
@@ -250,8 +260,8 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let (names, rows) = query::rows(&df);
+    warn_damaged(&d.damaged, d.io.height() as u64, filter.is_some())?;
     print_table(a.format, &names, &rows);
-    warn_damaged(&d.damaged, d.io.height() as u64)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -353,8 +363,14 @@ fn parse_interval(s: &str) -> anyhow::Result<i64> {
         .parse()
         .map_err(|_| anyhow::anyhow!("--interval {s}: give a duration such as 100ms, 1s, 1m"))?;
     let ns = (v * mult).round();
-    if !(ns >= 1e3 && ns.is_finite()) {
+    if ns.is_nan() {
+        anyhow::bail!("--interval {s}: give a duration such as 100ms, 1s, 1m");
+    }
+    if ns < 1e3 {
         anyhow::bail!("--interval {s}: at least 1us");
+    }
+    if ns > i64::MAX as f64 {
+        anyhow::bail!("--interval {s}: at most 292 years (2562047h)");
     }
     Ok(ns as i64)
 }
@@ -523,4 +539,35 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("250ms").unwrap(), 250_000_000);
+        assert_eq!(parse_interval("1us").unwrap(), 1_000);
+        assert_eq!(
+            parse_interval("2562047h").unwrap(),
+            9_223_369_200_000_000_000
+        );
+        for (bad, why) in [
+            ("0.5us", "at least 1us"),
+            ("-1s", "at least 1us"),
+            ("1e-300s", "at least 1us"),
+            ("1e300s", "at most 292 years"),
+            ("infs", "at most 292 years"),
+            ("1e12s", "at most 292 years"),
+            ("nans", "such as"),
+            ("5", "such as"),
+        ] {
+            let e = parse_interval(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("--interval {bad}: ")) && e.contains(why),
+                "{e}"
+            );
+        }
+    }
 }

@@ -37,6 +37,25 @@ pub fn parse_sample(s: &str) -> anyhow::Result<u32> {
     }
 }
 
+/// `-t SECS`: how long to record. `-1` means no limit (the original iodump's convention); any
+/// other value must be a positive number of seconds that a [`Duration`] holds.
+pub fn time_limit(secs: f64) -> anyhow::Result<Option<Duration>> {
+    if secs == -1.0 {
+        return Ok(None);
+    }
+    let shown = crate::cli::show_f64(secs);
+    if secs.is_nan() || secs <= 0.0 {
+        bail!("-t {shown}: give a positive number of seconds, or -1 for no limit");
+    }
+    match Duration::try_from_secs_f64(secs) {
+        Ok(d) => Ok(Some(d)),
+        Err(_) => bail!(
+            "-t {shown}: at most {} seconds, or -1 for no limit",
+            Duration::MAX.as_secs()
+        ),
+    }
+}
+
 fn op_mask(ops: &[String]) -> anyhow::Result<u32> {
     if ops.is_empty() {
         return Ok(0x7f);
@@ -72,9 +91,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         bpf.ring_bytes = (b as u32).next_power_of_two();
     }
     let duration = match a.seconds {
-        Some(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
-        Some(s) if s < 0.0 => None,
-        Some(s) => bail!("-t {s}: give a positive number of seconds (or -1 for no limit)"),
+        Some(s) => time_limit(s)?,
         None => None,
     };
     let mut metadata = Vec::new();
@@ -84,13 +101,11 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("--meta {m:?}: expected KEY=VALUE"))?;
         metadata.push((k.to_string(), v.to_string()));
     }
-    let filter = match &a.filter {
-        Some(f) => Some(
-            iodump_format::expr::Expr::parse(f)
-                .map_err(|e| anyhow::anyhow!("bad -f expression {f:?}: {e}"))?,
-        ),
-        None => None,
-    };
+    let filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::cli::parse_filter("-f", f))
+        .transpose()?;
     let cfg = RecordConfig {
         filter,
         devices: a.devices.clone(),
@@ -198,6 +213,32 @@ mod tests {
         assert!(parse_sample("0%").is_err());
         assert!(parse_sample("1/0").is_err());
         assert!(parse_sample("half").is_err());
+    }
+
+    #[test]
+    fn time_limits() {
+        assert_eq!(time_limit(-1.0).unwrap(), None);
+        assert_eq!(time_limit(1.5).unwrap(), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            time_limit(1e19).unwrap(),
+            Some(Duration::from_secs(10_000_000_000_000_000_000))
+        );
+        for bad in [
+            1e20,
+            f64::INFINITY,
+            f64::NAN,
+            f64::NEG_INFINITY,
+            0.0,
+            -0.0,
+            -0.5,
+            -2.0,
+        ] {
+            let e = time_limit(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with("-t ") && e.ends_with("or -1 for no limit"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "DEV=PATH")]
     pub map: Vec<String>,
     /// Time scale: 2 halves the gaps between I/Os, 0.5 doubles them.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub speed: f64,
     /// Ignore recorded times: issue as fast as order and depth allow.
     #[arg(long)]
@@ -220,8 +220,8 @@ fn device_name(p: &iodump_replay::Prepared, dev: iodump_format::DevT) -> String 
 pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     if !(a.speed > 0.0 && a.speed.is_finite()) {
         bail!(
-            "--speed {}: give a positive factor (2 = twice as fast)",
-            a.speed
+            "--speed {}: give a positive, finite factor (2 = twice as fast)",
+            crate::cli::show_f64(a.speed)
         );
     }
     if a.loops == 0 {
@@ -255,13 +255,11 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
             return Err(output_is("the trace being replayed"));
         }
     }
-    let filter = match &a.filter {
-        Some(f) => Some(
-            iodump_format::expr::Expr::parse(f)
-                .map_err(|e| anyhow::anyhow!("bad -f expression {f:?}: {e}"))?,
-        ),
-        None => None,
-    };
+    let filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::cli::parse_filter("-f", f))
+        .transpose()?;
     let cfg = ReplayConfig {
         trace: a.file.clone(),
         target: a.target.clone(),
@@ -288,6 +286,17 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
             if t.file.metadata().is_ok_and(|m| id == (m.dev(), m.ino())) {
                 return Err(output_is("a replay target"));
             }
+        }
+    }
+    if !a.no_stall {
+        // The scheduler's due times are u64 ns: a slower replay would overflow them.
+        let last_ns = prepared.plan.ios.iter().map(|io| io.sched_ns).max();
+        let stretched_ns = last_ns.unwrap_or(0) as f64 / a.speed;
+        if stretched_ns >= u64::MAX as f64 {
+            bail!(
+                "--speed {}: the replay would last more than 584 years (what its clock holds): give a larger factor",
+                crate::cli::show_f64(a.speed),
+            );
         }
     }
     for t in &prepared.targets {

@@ -548,8 +548,8 @@ fn several_traces_one_dataset() {
     }
 }
 
-/// A damaged Parquet file: the damaged row group is named in one warning line, and with
-/// nothing left to read the exit status says so; never a panic.
+/// A damaged Parquet file with nothing left to read: one error line names the damaged row
+/// group and the exit status says so; never a panic.
 #[test]
 fn damaged_parquet_is_reported_not_fatal() {
     let d = common::TempDir::new("analyze-badpq");
@@ -574,9 +574,9 @@ fn damaged_parquet_is_reported_not_fatal() {
         assert_eq!(out.status.code(), Some(1), "{q:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
         assert!(
-            err.contains("warning: pq: 1 damaged chunk(s) skipped")
-                && err.contains("row group 0 of")
-                && err.contains("nothing could be read"),
+            err.trim_end().lines().count() == 1
+                && err.starts_with("iodump: error: pq: nothing could be read (first damage: ")
+                && err.contains("row group 0 of"),
             "{err}"
         );
     }

@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{bin, run, TempDir};
+use common::{bin, ok, run, TempDir};
 
 fn synth(path: &Path, events: u64, workload: &str, seed: u64) {
     let out = run(bin().args([
@@ -227,4 +227,366 @@ fn several_files_one_json_line_each() {
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["events"], 10_000);
     assert_eq!(lines[1]["events"], 20_000);
+}
+
+/// Asserts a usage mistake gave exit 1 and one `iodump: error:` line containing `needle`.
+fn fails_with(out: &Output, needle: &str, what: &str) {
+    assert_eq!(out.status.code(), Some(1), "{what}: {out:?}");
+    let line = one_line_error(out);
+    assert!(line.contains(needle), "{what}: {line}");
+    assert!(line.len() < 400, "{what}: {} bytes", line.len());
+}
+
+/// `-t` takes -1 (no limit) or a positive number of seconds a Duration holds; nothing else
+/// panics or reaches the recorder (no BPF needed: every case fails before it starts).
+#[test]
+fn record_time_limits_are_checked() {
+    let d = TempDir::new("record-t");
+    let o = d.join("x.iod");
+    let o = o.to_str().unwrap();
+    for (t, needle) in [
+        (
+            "1e20",
+            "-t 1e20: at most 18446744073709551615 seconds, or -1 for no limit",
+        ),
+        ("inf", "-t inf: at most"),
+        (
+            "nan",
+            "-t NaN: give a positive number of seconds, or -1 for no limit",
+        ),
+        ("-inf", "-t -inf: give a positive"),
+        ("0", "-t 0: give a positive"),
+        ("-5", "-t -5: give a positive"),
+        ("-0.5", "-t -0.5: give a positive"),
+    ] {
+        fails_with(&run(bin().args(["record", "-t", t, "-o", o])), needle, t);
+    }
+    // -1 and a long limit are accepted: the next flag checked is the one that fails.
+    for t in ["-1", "1e19", "0.25"] {
+        let out = run(bin().args(["record", "-t", t, "--meta", "nokey", "-o", o]));
+        fails_with(&out, "--meta \"nokey\": expected KEY=VALUE", t);
+    }
+    assert!(!std::path::Path::new(o).exists());
+}
+
+/// Filters nested too deeply, too long, or breaking the types of
+/// schemas/filter-expressions.md are one short error line from every command that takes one.
+#[test]
+fn bad_filters_are_one_line_errors_everywhere() {
+    let d = TempDir::new("filters");
+    let t = d.join("t.iod");
+    synth(&t, 2000, "oltp", 1);
+    let (t, o, img) = (t.to_str().unwrap(), d.join("o.iod"), d.join("img"));
+    let (o, img) = (o.to_str().unwrap(), img.to_str().unwrap());
+    let cases = [
+        (
+            format!("{}true{}", "(".repeat(20_000), ")".repeat(20_000)),
+            "at column 65: nested too deeply",
+        ),
+        (format!("{}true", "!".repeat(40_000)), "nested too deeply"),
+        (vec!["lba>=0"; 10_000].join("&&"), "too many terms"),
+        (vec!["cpu==99"; 10_000].join("||"), "too many terms"),
+        ("comm != 5".into(), "comm is text, 5 is a number"),
+        ("path == 123".into(), "path is text, 123 is a number"),
+        ("dev > 5".into(), "dev is text, 5 is a number"),
+        ("rw != 1".into(), "rw is an op"),
+        ("rw < W".into(), "rw is an op: it takes ==, != or =~, not <"),
+        ("!latency".into(), "latency is a number, not a condition"),
+        ("iosize".into(), "iosize is a number, not a condition"),
+        ("comm".into(), "comm is text, not a condition"),
+    ];
+    for (f, needle) in &cases {
+        let what = &f[..f.len().min(20)];
+        let out = run(bin().args(["analyze", t, "--filter", f]));
+        fails_with(&out, "bad --filter expression", what);
+        fails_with(&out, needle, what);
+        let out = run(bin().args(["replay", t, "--target", img, "-f", f]));
+        fails_with(&out, needle, what);
+        let out = run(bin().args(["record", "-t", "0.001", "-o", o, "-f", f]));
+        fails_with(&out, needle, what);
+    }
+}
+
+/// `replay --speed` takes a positive factor whose stretched schedule fits the replay's clock.
+#[test]
+fn replay_speed_is_checked() {
+    let d = TempDir::new("speed");
+    let t = d.join("t.iod");
+    synth(&t, 500, "oltp", 1);
+    let img = d.join("img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let (t, img) = (t.to_str().unwrap(), img.to_str().unwrap());
+    for (s, needle) in [
+        ("-1", "--speed -1: give a positive, finite factor"),
+        ("0", "--speed 0: give a positive"),
+        ("inf", "--speed inf: give a positive"),
+        ("nan", "--speed NaN: give a positive"),
+        (
+            "1e-300",
+            "--speed 1e-300: the replay would last more than 584 years",
+        ),
+    ] {
+        let out = run(bin().args(["replay", t, "--target", img, "--speed", s]));
+        fails_with(&out, needle, s);
+    }
+}
+
+/// Offsets, lengths and types of the chunks of a trace (walked from its chunk headers).
+fn chunk_list(b: &[u8]) -> Vec<(usize, usize, u16)> {
+    let mut out = Vec::new();
+    let mut pos = 16;
+    while pos + 32 <= b.len() {
+        let typ = u16::from_le_bytes([b[pos + 4], b[pos + 5]]);
+        let len = 32 + u32::from_le_bytes(b[pos + 8..pos + 12].try_into().unwrap()) as usize;
+        out.push((pos, len, typ));
+        pos += len;
+    }
+    out
+}
+
+/// The trace with chunks `i` and `j` exchanged.
+fn swap_chunks(b: &[u8], i: usize, j: usize) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = chunk_list(b)
+        .iter()
+        .map(|&(o, l, _)| &b[o..o + l])
+        .collect();
+    parts.swap(i, j);
+    [&b[..16]]
+        .into_iter()
+        .chain(parts)
+        .collect::<Vec<_>>()
+        .concat()
+}
+
+/// Events a command says it read: from its JSON on stdout or its summary line on stderr.
+fn events_read(cmd: &str, out: &Output, d: &TempDir, name: &str) -> u64 {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The number after `prefix` in a stderr line (`wrote x (1200 events`).
+    let after = |prefix: &str| -> u64 {
+        stderr
+            .split(prefix)
+            .nth(1)
+            .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{cmd} {name}: no {prefix:?} in {stderr}"))
+    };
+    let json = || -> serde_json::Value {
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{cmd} {name}: {e}: {stdout}"))
+    };
+    match cmd {
+        "info" => json()["events"].as_u64().unwrap(),
+        "export" => {
+            let csv = std::fs::read_to_string(d.join(&format!("{name}.csv"))).unwrap();
+            csv.lines().count().saturating_sub(1) as u64
+        }
+        "convert" => after("converted "),
+        "analyze" => json()[0]["value"].as_u64().unwrap(),
+        "report" => after(".html ("),
+        "plot" => after("(iops of "),
+        "replay" => json()["ops"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|o| o["recorded"].as_u64().unwrap())
+            .sum(),
+        _ => unreachable!(),
+    }
+}
+
+/// Bad input to every command that reads traces (missing file, directory, empty file, random
+/// bytes, truncations, bit flips, swapped chunks, two traces concatenated): never a panic, a
+/// failure is exit 1 with one error line, and no command reads more events than the trace has.
+#[test]
+fn bad_traces_never_panic_nor_gain_events() {
+    let d = TempDir::new("probe");
+    let (good, other) = (d.join("good.iod"), d.join("other.iod"));
+    let out = run(bin()
+        .args([
+            "synth",
+            "--events",
+            "1200",
+            "--workload",
+            "mixed",
+            "--seed",
+            "3",
+        ])
+        .args(["--segment-events", "200", "-o"])
+        .arg(&good));
+    ok(&out);
+    synth(&other, 500, "oltp", 4);
+    let (g, o) = (
+        std::fs::read(&good).unwrap(),
+        std::fs::read(&other).unwrap(),
+    );
+    let img = d.join("target.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    std::fs::create_dir(d.join("adir")).unwrap();
+
+    let chunks = chunk_list(&g);
+    let events: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].2 == 5).collect();
+    let mut x = 7u64;
+    let mut random = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 56) as u8
+            })
+            .collect()
+    };
+    // (name, bytes; None: the path is not a file written here)
+    let mut inputs: Vec<(String, Option<Vec<u8>>)> = vec![
+        ("missing".into(), None),
+        ("adir".into(), None),
+        ("empty".into(), Some(Vec::new())),
+        ("random".into(), Some(random(20_000))),
+        (
+            "magic-random".into(),
+            Some([&g[..16], &random(20_000)].concat()),
+        ),
+        (
+            "swap-events".into(),
+            Some(swap_chunks(&g, events[0], events[events.len() - 1])),
+        ),
+        (
+            "swap-table-events".into(),
+            Some(swap_chunks(&g, 1, events[0])),
+        ),
+        (
+            "swap-header-footer".into(),
+            Some(swap_chunks(&g, 0, chunks.len() - 1)),
+        ),
+        ("concatenated".into(), Some([&g[..], &o[..]].concat())),
+        (
+            "zeros-after".into(),
+            Some([&g[..], &[0u8; 70_000][..]].concat()),
+        ),
+    ];
+    for cut in [
+        1,
+        15,
+        16,
+        17,
+        47,
+        48,
+        100,
+        g.len() / 3,
+        g.len() / 2,
+        g.len() - 1,
+    ] {
+        inputs.push((format!("cut-{cut}"), Some(g[..cut].to_vec())));
+    }
+    for k in 1..=5 {
+        let mut b = g.clone();
+        let at = b.len() * k / 6;
+        b[at] ^= 1 << k;
+        inputs.push((format!("flip-{at}"), Some(b)));
+    }
+    for (name, bytes) in &inputs {
+        let path = d.join(&if name == "adir" {
+            name.clone()
+        } else {
+            format!("{name}.iod")
+        });
+        if let Some(b) = bytes {
+            std::fs::write(&path, b).unwrap();
+        }
+        let p = path.to_str().unwrap();
+        let o = |ext: &str| {
+            d.join(&format!("{name}.{ext}"))
+                .to_str()
+                .unwrap()
+                .to_string()
+        };
+        let commands: [(&str, Vec<String>); 7] = [
+            ("info", vec!["info".into(), "--json".into(), p.into()]),
+            (
+                "export",
+                vec![
+                    "export".into(),
+                    p.into(),
+                    "--format".into(),
+                    "csv".into(),
+                    "-o".into(),
+                    o("csv"),
+                ],
+            ),
+            (
+                "convert",
+                vec!["convert".into(), p.into(), "-o".into(), o("pq")],
+            ),
+            (
+                "analyze",
+                vec!["analyze".into(), p.into(), "--format".into(), "json".into()],
+            ),
+            (
+                "report",
+                vec!["report".into(), p.into(), "-o".into(), o("html")],
+            ),
+            (
+                "plot",
+                vec![
+                    "plot".into(),
+                    p.into(),
+                    "--kind".into(),
+                    "iops".into(),
+                    "-o".into(),
+                    o("svg"),
+                ],
+            ),
+            (
+                "replay",
+                vec![
+                    "replay".into(),
+                    p.into(),
+                    "--target".into(),
+                    img.to_str().unwrap().into(),
+                    "--no-stall".into(),
+                    "--json".into(),
+                    "--engine".into(),
+                    "psync".into(),
+                ],
+            ),
+        ];
+        // The seven commands at once (they only read the input).
+        let children: Vec<_> = commands
+            .iter()
+            .map(|(cmd, args)| {
+                let child = bin()
+                    .args(args)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (*cmd, child)
+            })
+            .collect();
+        for (cmd, child) in children {
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let what = format!("{cmd} {name}: {:?}: {stderr}", out.status);
+            assert!(!stderr.contains("panicked"), "{what}");
+            let code = out.status.code();
+            assert!(code == Some(0) || code == Some(1), "{what}");
+            if code == Some(1) {
+                one_line_error(&out);
+            } else {
+                assert!(
+                    bytes.is_some() && !["empty", "random"].contains(&name.as_str()),
+                    "{what}"
+                );
+                let n = events_read(cmd, &out, &d, name);
+                // A concatenated file is read as its first trace.
+                assert!(n <= 1200, "{what}: {n} events");
+            }
+        }
+    }
 }

@@ -133,6 +133,12 @@ pub enum DamageKind {
     },
     /// The footer index does not agree with the chunks (it was ignored).
     BadFooter,
+    /// Another trace starts here (a second signature or `header` chunk: files concatenated);
+    /// the rest of the file is not read, so that the two recordings' tables never mix.
+    AnotherTrace {
+        /// Bytes from here to the end of the file.
+        skipped_bytes: u64,
+    },
 }
 
 impl fmt::Display for DamageKind {
@@ -156,6 +162,10 @@ impl fmt::Display for DamageKind {
             DamageKind::Undecodable(e) => write!(f, "does not decode: {e}"),
             DamageKind::Unreadable { message } => write!(f, "unreadable: {message}"),
             DamageKind::BadFooter => write!(f, "footer index inconsistent, ignored"),
+            DamageKind::AnotherTrace { skipped_bytes } => write!(
+                f,
+                "another trace starts here (files concatenated?), its {skipped_bytes} bytes were not read"
+            ),
         }
     }
 }

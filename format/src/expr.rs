@@ -1,11 +1,23 @@
-//! The filter expression language shared by `iodump record -f` and `iodump analyze --filter`
-//! (grammar in `schemas/filter-expressions.md`): parse once into an [`Expr`], evaluate per
-//! event against an [`EventView`], and extract the conjunctive constraints a recorder can push
-//! into the kernel ([`Expr::pushdown`]).
+//! The filter expression language shared by `iodump record -f`, `iodump analyze --filter` and
+//! `iodump replay -f` (grammar in `schemas/filter-expressions.md`): parse once into an
+//! [`Expr`], evaluate per event against an [`EventView`], and extract the conjunctive
+//! constraints a recorder can push into the kernel ([`Expr::pushdown`]).
+//!
+//! Parsing type-checks every comparison (a number against a text field is an error, an op has
+//! no order…) and bounds the expression: at most [`MAX_DEPTH`] nested parentheses and `!`, at
+//! most [`MAX_TERMS`] terms. Chains of `&&` and `||` are flattened into one n-ary node, so the
+//! tree is never deeper than the nesting and evaluating it costs one visit per term at most
+//! (it stops at the first false operand of `&&`, the first true one of `||`).
 
 use std::fmt;
 
-use crate::event::{Event, Flags, Op};
+use crate::event::{DevT, Event, Flags, Op};
+
+/// Most nested parentheses and `!` an expression may have: `!(a && (b || !c))` has 4.
+pub const MAX_DEPTH: usize = 64;
+
+/// Most terms an expression may have: comparisons, flags, `true` and `false`.
+pub const MAX_TERMS: usize = 1024;
 
 /// A parse error, with the byte offset in the expression.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +76,20 @@ pub enum Field {
     Flag(Flags),
 }
 
+/// The type of a field (schemas/filter-expressions.md, "Fields"), which decides the operators
+/// and values it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Compared with numbers: `==` `!=` `<` `<=` `>` `>=`.
+    Number,
+    /// Compared with text: every operator, `=~` and `!~` as globs.
+    Text,
+    /// `rw`: `==`, `!=` and `=~` with an op letter or name.
+    Op,
+    /// Stands alone (`sync`, `!fua`); takes no operator.
+    Flag,
+}
+
 impl Field {
     fn parse(name: &str) -> Option<Field> {
         Some(match name {
@@ -89,11 +115,40 @@ impl Field {
             }
         })
     }
-    fn is_text(self) -> bool {
-        matches!(
-            self,
-            Field::Comm | Field::Path | Field::Dev | Field::Op | Field::Syscall
-        )
+    fn kind(self) -> Kind {
+        match self {
+            Field::Comm | Field::Path | Field::Dev | Field::Syscall => Kind::Text,
+            Field::Op => Kind::Op,
+            Field::Flag(_) => Kind::Flag,
+            Field::Bytes
+            | Field::Sector
+            | Field::Pid
+            | Field::Tid
+            | Field::Latency
+            | Field::Queue
+            | Field::DeviceTime
+            | Field::Cpu
+            | Field::Error
+            | Field::Cgroup
+            | Field::Dirtier => Kind::Number,
+        }
+    }
+    /// The field's value on `e` when it is numeric.
+    fn number(self, e: &Event) -> Option<f64> {
+        Some(match self {
+            Field::Bytes => e.bytes as f64,
+            Field::Sector => e.sector as f64,
+            Field::Pid => e.pid as f64,
+            Field::Tid => e.tid as f64,
+            Field::Latency => e.latency_ns as f64,
+            Field::Queue => e.queue_ns.unwrap_or(0) as f64,
+            Field::DeviceTime => e.device_ns() as f64,
+            Field::Cpu => e.cpu as f64,
+            Field::Error => e.error as f64,
+            Field::Cgroup => e.cgroup_id as f64,
+            Field::Dirtier => e.dirtier_pid.unwrap_or(0) as f64,
+            _ => return None,
+        })
     }
 }
 
@@ -118,29 +173,62 @@ pub enum CmpOp {
     NotMatch,
 }
 
+impl CmpOp {
+    fn parse(s: &str) -> Option<CmpOp> {
+        Some(match s {
+            "==" => CmpOp::Eq,
+            "!=" => CmpOp::Ne,
+            "<" => CmpOp::Lt,
+            "<=" => CmpOp::Le,
+            ">" => CmpOp::Gt,
+            ">=" => CmpOp::Ge,
+            "=~" => CmpOp::Match,
+            "!~" => CmpOp::NotMatch,
+            _ => return None,
+        })
+    }
+    fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::Match => "=~",
+            CmpOp::NotMatch => "!~",
+        }
+    }
+}
+
 /// A literal.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
-    /// A number (sizes and durations already scaled to bytes and ns).
+    /// A number (sizes and durations already scaled to bytes and ns), for numeric fields.
     Num(f64),
-    /// A string or bare word.
+    /// A string or bare word, for text fields.
     Text(String),
+    /// An operation, for `rw`.
+    Op(Op),
+    /// A device number, for `dev ==` and `dev !=` with `MAJ:MIN` (compares numbers: the same
+    /// result as comparing the text, without formatting the event's device).
+    Dev(DevT),
 }
 
-/// A parsed expression.
+/// A parsed, type-checked expression.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
-    /// `a && b`
-    And(Box<Expr>, Box<Expr>),
-    /// `a || b`
-    Or(Box<Expr>, Box<Expr>),
+    /// `a && b && …`: two or more operands, none of them itself an `And`.
+    And(Vec<Expr>),
+    /// `a || b || …`: two or more operands, none of them itself an `Or`.
+    Or(Vec<Expr>),
     /// `!a`
     Not(Box<Expr>),
-    /// `field op value`
+    /// `field op value`, with a value of the field's type.
     Cmp(Field, CmpOp, Value),
-    /// A flag or `true`/`false` on its own.
-    Bool(Field),
-    /// `true`
+    /// A flag on its own: true when the request has it.
+    Flag(Flags),
+    /// `true` (`false` is `Not(True)`).
     True,
 }
 
@@ -199,111 +287,103 @@ impl EventView for ResolvedView<'_> {
 
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
-    Ident(String),
-    Num(f64),
+    /// A bare word: a field name, a number, or a text or op value.
+    Word(String),
+    /// A quoted string.
     Str(String),
     Op(&'static str),
     LParen,
     RParen,
 }
 
-fn lex(s: &str) -> Result<Vec<(usize, Tok)>, ExprError> {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_whitespace() {
-            i += 1;
-            continue;
+/// Operators, longest first; a lone `=` means `==`.
+const OPERATORS: [&str; 12] = [
+    "&&", "||", "==", "!=", "<=", ">=", "=~", "!~", "<", ">", "!", "=",
+];
+
+/// Bytes that end a bare word (besides white space).
+fn ends_word(c: u8) -> bool {
+    c.is_ascii_whitespace()
+        || matches!(
+            c,
+            b'(' | b')' | b'&' | b'|' | b'=' | b'!' | b'<' | b'>' | b'"' | b'\''
+        )
+}
+
+/// Splits an expression into tokens one at a time, so that a parse error or a limit stops it
+/// without tokenising the rest.
+struct Lexer<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl Lexer<'_> {
+    fn next_token(&mut self) -> Result<Option<(usize, Tok)>, ExprError> {
+        let b = self.s.as_bytes();
+        while self.i < b.len() && b[self.i].is_ascii_whitespace() {
+            self.i += 1;
         }
-        let start = i;
-        if c == b'(' {
-            out.push((i, Tok::LParen));
-            i += 1;
+        let start = self.i;
+        let Some(&c) = b.get(start) else {
+            return Ok(None);
+        };
+        let tok = if c == b'(' {
+            self.i += 1;
+            Tok::LParen
         } else if c == b')' {
-            out.push((i, Tok::RParen));
-            i += 1;
+            self.i += 1;
+            Tok::RParen
         } else if c == b'"' || c == b'\'' {
-            let q = c;
-            i += 1;
             let mut v = String::new();
-            let mut closed = false;
-            let mut chars = s[i..].char_indices();
-            while let Some((k, ch)) = chars.next() {
-                if ch as u32 == q as u32 {
-                    i += k + 1;
-                    closed = true;
-                    break;
-                }
-                if ch == '\\' {
-                    if let Some((_, n)) = chars.next() {
-                        v.push(n);
-                        continue;
+            let mut chars = self.s[start + 1..].char_indices();
+            loop {
+                match chars.next() {
+                    Some((k, ch)) if ch as u32 == c as u32 => {
+                        self.i = start + 1 + k + 1;
+                        break;
+                    }
+                    Some((_, '\\')) => match chars.next() {
+                        Some((_, n)) => v.push(n),
+                        None => v.push('\\'),
+                    },
+                    Some((_, ch)) => v.push(ch),
+                    None => {
+                        return Err(ExprError {
+                            at: start,
+                            message: "unterminated string".into(),
+                        })
                     }
                 }
-                v.push(ch);
             }
-            if !closed {
-                return Err(ExprError {
-                    at: start,
-                    message: "unterminated string".into(),
-                });
-            }
-            out.push((start, Tok::Str(v)));
-        } else if let Some(op) = [
-            "&&", "||", "==", "!=", "<=", ">=", "=~", "!~", "<", ">", "!", "=",
-        ]
-        .iter()
-        .find(|op| s[i..].starts_with(**op))
+            Tok::Str(v)
+        } else if let Some(op) = OPERATORS
+            .iter()
+            .find(|op| self.s[start..].starts_with(**op))
         {
-            // A lone `=` means `==`.
-            out.push((i, Tok::Op(if *op == "=" { "==" } else { op })));
-            i += op.len();
-        } else if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
-        {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.' || b[i] == b':') {
-                i += 1;
-            }
-            let word = &s[start..i];
-            if word.contains(':') {
-                // MAJ:MIN
-                out.push((start, Tok::Ident(word.to_string())));
-            } else {
-                out.push((
-                    start,
-                    Tok::Num(parse_number(word).ok_or_else(|| ExprError {
-                        at: start,
-                        message: format!("bad number {word:?}"),
-                    })?),
-                ));
-            }
-        } else if c.is_ascii_alphabetic() || c == b'_' || c == b'/' || c == b'*' || c == b'[' {
-            while i < b.len()
-                && !b[i].is_ascii_whitespace()
-                && !matches!(
-                    b[i],
-                    b'(' | b')' | b'&' | b'|' | b'=' | b'!' | b'<' | b'>' | b'"' | b'\''
-                )
-            {
-                i += 1;
-            }
-            out.push((start, Tok::Ident(s[start..i].to_string())));
-        } else {
+            self.i += op.len();
+            Tok::Op(if *op == "=" { "==" } else { op })
+        } else if ends_word(c) {
+            // A lone `&` or `|`.
             return Err(ExprError {
-                at: i,
+                at: start,
                 message: format!(
-                    "unexpected character {:?}",
-                    s[i..].chars().next().unwrap_or(' ')
+                    "unexpected character {:?} (&& and || are written doubled)",
+                    c as char
                 ),
             });
-        }
+        } else {
+            while self.i < b.len() && !ends_word(b[self.i]) {
+                self.i += 1;
+            }
+            Tok::Word(self.s[start..self.i].to_string())
+        };
+        Ok(Some((start, tok)))
     }
-    Ok(out)
 }
 
 /// Parses `4096`, `0x1000`, `64k`, `1M`, `1MiB`, `2G`, `500us`, `1.5ms`, `2s`: sizes in bytes
-/// (binary multiples), durations in nanoseconds.
+/// (binary multiples), durations in nanoseconds. `None` when `s` is not such a number or its
+/// value is not finite.
 pub fn parse_number(s: &str) -> Option<f64> {
     let s = s.trim();
     if let Some(h) = s.strip_prefix("0x") {
@@ -313,6 +393,9 @@ pub fn parse_number(s: &str) -> Option<f64> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
+    if !num.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
     let v: f64 = num.parse().ok()?;
     let mult = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
@@ -326,21 +409,30 @@ pub fn parse_number(s: &str) -> Option<f64> {
         "s" | "sec" => 1e9,
         _ => return None,
     };
-    Some(v * mult)
+    Some(v * mult).filter(|v| v.is_finite())
 }
 
-struct Parser {
-    toks: Vec<(usize, Tok)>,
-    pos: usize,
-    len: usize,
+/// Recursive descent over the grammar, one token of lookahead, counting nesting and terms.
+struct Parser<'a> {
+    lex: Lexer<'a>,
+    /// The current token and its byte offset; `None` at the end.
+    tok: Option<(usize, Tok)>,
+    /// Nested parentheses and `!` around the current position.
+    depth: usize,
+    /// Terms parsed so far.
+    terms: usize,
 }
 
-impl Parser {
+impl Parser<'_> {
+    fn bump(&mut self) -> Result<(), ExprError> {
+        self.tok = self.lex.next_token()?;
+        Ok(())
+    }
     fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.pos).map(|(_, t)| t)
+        self.tok.as_ref().map(|(_, t)| t)
     }
     fn at(&self) -> usize {
-        self.toks.get(self.pos).map_or(self.len, |(a, _)| *a)
+        self.tok.as_ref().map_or(self.lex.s.len(), |(a, _)| *a)
     }
     fn err<T>(&self, m: impl Into<String>) -> Result<T, ExprError> {
         Err(ExprError {
@@ -348,115 +440,232 @@ impl Parser {
             message: m.into(),
         })
     }
-    fn or(&mut self) -> Result<Expr, ExprError> {
-        let mut e = self.and()?;
-        while self.peek() == Some(&Tok::Op("||")) {
-            self.pos += 1;
-            e = Expr::Or(Box::new(e), Box::new(self.and()?));
+    fn is_op(&self, op: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Op(o)) if *o == op)
+    }
+    /// One more level of `(` or `!`.
+    fn enter(&mut self) -> Result<(), ExprError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err(format!(
+                "nested too deeply: at most {MAX_DEPTH} levels of parentheses and !"
+            ));
         }
-        Ok(e)
+        Ok(())
+    }
+    fn or(&mut self) -> Result<Expr, ExprError> {
+        let first = self.and()?;
+        if !self.is_op("||") {
+            return Ok(first);
+        }
+        let mut v = Vec::new();
+        push_flat(&mut v, first, false);
+        while self.is_op("||") {
+            self.bump()?;
+            let e = self.and()?;
+            push_flat(&mut v, e, false);
+        }
+        Ok(Expr::Or(v))
     }
     fn and(&mut self) -> Result<Expr, ExprError> {
-        let mut e = self.unary()?;
-        while self.peek() == Some(&Tok::Op("&&")) {
-            self.pos += 1;
-            e = Expr::And(Box::new(e), Box::new(self.unary()?));
+        let first = self.unary()?;
+        if !self.is_op("&&") {
+            return Ok(first);
         }
-        Ok(e)
+        let mut v = Vec::new();
+        push_flat(&mut v, first, true);
+        while self.is_op("&&") {
+            self.bump()?;
+            let e = self.unary()?;
+            push_flat(&mut v, e, true);
+        }
+        Ok(Expr::And(v))
     }
     fn unary(&mut self) -> Result<Expr, ExprError> {
-        match self.peek().cloned() {
+        match self.peek() {
             Some(Tok::Op("!")) => {
-                self.pos += 1;
-                Ok(Expr::Not(Box::new(self.unary()?)))
+                self.enter()?;
+                self.bump()?;
+                let e = self.unary()?;
+                self.depth -= 1;
+                Ok(Expr::Not(Box::new(e)))
             }
             Some(Tok::LParen) => {
-                self.pos += 1;
+                self.enter()?;
+                self.bump()?;
                 let e = self.or()?;
                 if self.peek() != Some(&Tok::RParen) {
                     return self.err("expected )");
                 }
-                self.pos += 1;
+                self.bump()?;
+                self.depth -= 1;
                 Ok(e)
             }
-            Some(Tok::Ident(name)) => {
-                let field_at = self.at();
-                self.pos += 1;
-                if name == "true" {
-                    return Ok(Expr::True);
-                }
-                if name == "false" {
-                    return Ok(Expr::Not(Box::new(Expr::True)));
-                }
-                let Some(field) = Field::parse(&name) else {
-                    return Err(ExprError {
-                        at: field_at,
-                        message: format!(
-                            "unknown field {name:?} (iosize, rw, lba, pid, tid, comm, path, dev, latency, queue_ns, device_ns, cpu, error, syscall, cgroup, dirtier, sync, meta, fua, preflush, readahead, background, nowait)"
-                        ),
-                    });
-                };
-                let op = match self.peek() {
-                    Some(Tok::Op(o)) => match *o {
-                        "==" => CmpOp::Eq,
-                        "!=" => CmpOp::Ne,
-                        "<" => CmpOp::Lt,
-                        "<=" => CmpOp::Le,
-                        ">" => CmpOp::Gt,
-                        ">=" => CmpOp::Ge,
-                        "=~" => CmpOp::Match,
-                        "!~" => CmpOp::NotMatch,
-                        _ => return Ok(Expr::Bool(field)),
-                    },
-                    _ => return Ok(Expr::Bool(field)),
-                };
-                if let Field::Flag(_) = field {
-                    return self.err(format!("{name} is a flag: use it alone, or !{name}"));
-                }
-                self.pos += 1;
-                let value = match self.peek().cloned() {
-                    Some(Tok::Num(n)) => Value::Num(n),
-                    Some(Tok::Str(s)) => Value::Text(s),
-                    Some(Tok::Ident(s)) => match parse_number(&s) {
-                        Some(n) if !field.is_text() => Value::Num(n),
-                        _ => Value::Text(s),
-                    },
-                    _ => return self.err("expected a value"),
-                };
-                let value_at = self.at();
-                self.pos += 1;
-                if matches!(op, CmpOp::Match | CmpOp::NotMatch) && !matches!(value, Value::Text(_))
-                {
-                    return Err(ExprError {
-                        at: value_at,
-                        message: "=~ takes a glob pattern in quotes".into(),
-                    });
-                }
-                if !field.is_text() {
-                    if let Value::Text(t) = &value {
-                        return Err(ExprError {
-                            at: value_at,
-                            message: format!("{name} is numeric, {t:?} is not a number"),
-                        });
-                    }
-                }
-                if field == Field::Op {
-                    if let Value::Text(t) = &value {
-                        if op_from_text(t).is_none() {
-                            return Err(ExprError {
-                                at: value_at,
-                                message: format!(
-                                    "unknown op {t:?} (R, W, F, D, E, Z, N or read, write…)"
-                                ),
-                            });
-                        }
-                    }
-                }
-                Ok(Expr::Cmp(field, op, value))
-            }
+            Some(Tok::Word(_)) => self.term(),
+            Some(Tok::Str(_)) => self.err("expected a field, ! or (, found a string"),
             Some(_) => self.err("expected a field, ! or ("),
             None => self.err("unexpected end of expression"),
         }
+    }
+    /// `true`, `false`, a flag, or `field op value`, type-checked.
+    fn term(&mut self) -> Result<Expr, ExprError> {
+        let field_at = self.at();
+        self.terms += 1;
+        if self.terms > MAX_TERMS {
+            return self.err(format!(
+                "too many terms: at most {MAX_TERMS} comparisons and flags"
+            ));
+        }
+        let Some((_, Tok::Word(name))) = self.tok.take() else {
+            unreachable!("term() is only called on a word");
+        };
+        self.bump()?;
+        match name.as_str() {
+            "true" => return Ok(Expr::True),
+            "false" => return Ok(Expr::Not(Box::new(Expr::True))),
+            _ => {}
+        }
+        let Some(field) = Field::parse(&name) else {
+            return Err(ExprError {
+                at: field_at,
+                message: format!(
+                    "unknown field {name:?} (iosize, rw, lba, pid, tid, comm, path, dev, latency, queue_ns, device_ns, cpu, error, syscall, cgroup, dirtier, sync, meta, fua, preflush, readahead, background, nowait)"
+                ),
+            });
+        };
+        let kind = field.kind();
+        let op = match self.peek() {
+            Some(Tok::Op(o)) => CmpOp::parse(o),
+            _ => None,
+        };
+        let Some(op) = op else {
+            if let Field::Flag(f) = field {
+                return Ok(Expr::Flag(f));
+            }
+            let example = match kind {
+                Kind::Number => format!("{name} > 0"),
+                Kind::Op => format!("{name} == W"),
+                _ => format!("{name} == \"…\""),
+            };
+            return Err(ExprError {
+                at: field_at,
+                message: format!(
+                    "{name} is {}, not a condition: compare it ({example}); only flags stand alone",
+                    kind_name(kind)
+                ),
+            });
+        };
+        let op_symbol = op.symbol();
+        match (kind, op) {
+            (Kind::Flag, _) => {
+                return self.err(format!("{name} is a flag: use it alone, or !{name}"));
+            }
+            (Kind::Number, CmpOp::Match | CmpOp::NotMatch) => {
+                return self.err(format!(
+                    "{name} is a number: {op_symbol} matches text (use ==, !=, <, <=, > or >=)"
+                ));
+            }
+            (Kind::Op, CmpOp::Eq | CmpOp::Ne | CmpOp::Match) | (Kind::Number | Kind::Text, _) => {}
+            (Kind::Op, _) => {
+                return self.err(format!(
+                    "{name} is an op: it takes ==, != or =~, not {op_symbol}"
+                ));
+            }
+        }
+        self.bump()?;
+        let value_at = self.at();
+        let value_err = |message: String| {
+            Err(ExprError {
+                at: value_at,
+                message,
+            })
+        };
+        let value = match self.tok.take() {
+            Some((_, Tok::Word(w))) => match kind {
+                Kind::Number => match parse_number(&w) {
+                    Some(n) => Value::Num(n),
+                    None => {
+                        return value_err(format!(
+                            "{name} is a number, {w:?} is not one (sizes: 4096, 64k, 1M; times: 500us, 10ms, 2s)"
+                        ))
+                    }
+                },
+                Kind::Text if parse_number(&w).is_some() => {
+                    return value_err(format!(
+                        "{name} is text, {w} is a number: quote it to compare text ({name} {op_symbol} \"{w}\")"
+                    ))
+                }
+                Kind::Op if parse_number(&w).is_some() => {
+                    return value_err(format!(
+                        "{name} is an op (R, W, F, D, E, Z, N or read, write…), {w} is a number"
+                    ))
+                }
+                _ => self.text_value(field, op, &name, w, value_at)?,
+            },
+            Some((_, Tok::Str(s))) => match kind {
+                Kind::Number => {
+                    return value_err(format!(
+                        "{name} is a number, {s:?} is text (write numbers without quotes)"
+                    ))
+                }
+                _ => self.text_value(field, op, &name, s, value_at)?,
+            },
+            other => {
+                self.tok = other;
+                return self.err("expected a value");
+            }
+        };
+        self.bump()?;
+        Ok(Expr::Cmp(field, op, value))
+    }
+    /// The value of a text or op comparison.
+    fn text_value(
+        &self,
+        field: Field,
+        op: CmpOp,
+        name: &str,
+        t: String,
+        at: usize,
+    ) -> Result<Value, ExprError> {
+        if field == Field::Dev && matches!(op, CmpOp::Eq | CmpOp::Ne) {
+            if let Some(d) = canonical_devt(&t) {
+                return Ok(Value::Dev(d));
+            }
+        }
+        if field != Field::Op {
+            return Ok(Value::Text(t));
+        }
+        op_from_text(&t).map(Value::Op).ok_or_else(|| ExprError {
+            at,
+            message: format!("unknown op {t:?} for {name} (R, W, F, D, E, Z, N or read, write…)"),
+        })
+    }
+}
+
+/// The device number `t` names when it is written exactly as [`DevT`] displays it (`8:1`, not
+/// `08:1`), so that comparing numbers gives what comparing the text would.
+fn canonical_devt(t: &str) -> Option<DevT> {
+    let (ma, mi) = t.split_once(':')?;
+    let d = DevT::new(ma.parse().ok()?, mi.parse().ok()?);
+    (d.to_string() == t).then_some(d)
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Number => "a number",
+        Kind::Text => "text",
+        Kind::Op => "an op",
+        Kind::Flag => "a flag",
+    }
+}
+
+/// Appends `e` to the operands of an `&&` (`and`) or `||`, inlining its operands when it is
+/// itself one (from parentheses: `a && (b && c)`).
+fn push_flat(v: &mut Vec<Expr>, e: Expr, and: bool) {
+    match e {
+        Expr::And(inner) if and => v.extend(inner),
+        Expr::Or(inner) if !and => v.extend(inner),
+        e => v.push(e),
     }
 }
 
@@ -467,6 +676,37 @@ fn op_from_text(t: &str) -> Option<Op> {
                 && o.letter()
                     .eq_ignore_ascii_case(&t.chars().next().unwrap_or(' ')))
     })
+}
+
+/// Text formatted on the stack (a device's `MAJ:MIN`, an unnamed syscall), so that evaluating
+/// a comparison never allocates.
+struct StackText {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl StackText {
+    fn new() -> StackText {
+        StackText {
+            buf: [0; 32],
+            len: 0,
+        }
+    }
+    fn format(&mut self, args: fmt::Arguments<'_>) -> &[u8] {
+        self.len = 0;
+        // Longer text is cut at 32 bytes (never happens: a u32 pair or `syscall#65535`).
+        let _ = fmt::Write::write_fmt(self, args);
+        &self.buf[..self.len]
+    }
+}
+
+impl fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
 }
 
 /// Shell-style glob: `*` any run, `?` one byte, `[abc]` a set; everything else literal.
@@ -522,22 +762,24 @@ pub fn glob(pattern: &[u8], text: &[u8]) -> bool {
 }
 
 impl Expr {
-    /// Parses an expression.
+    /// Parses and type-checks an expression. Fails on the first error (with its byte offset),
+    /// and on expressions nested deeper than [`MAX_DEPTH`] or longer than [`MAX_TERMS`] terms.
     pub fn parse(s: &str) -> Result<Expr, ExprError> {
-        let toks = lex(s)?;
-        if toks.is_empty() {
+        let mut p = Parser {
+            lex: Lexer { s, i: 0 },
+            tok: None,
+            depth: 0,
+            terms: 0,
+        };
+        p.bump()?;
+        if p.tok.is_none() {
             return Err(ExprError {
                 at: 0,
                 message: "empty expression".into(),
             });
         }
-        let mut p = Parser {
-            toks,
-            pos: 0,
-            len: s.len(),
-        };
         let e = p.or()?;
-        if p.pos != p.toks.len() {
+        if p.tok.is_some() {
             return p.err("unexpected text after the expression (missing && or ||?)");
         }
         Ok(e)
@@ -547,78 +789,67 @@ impl Expr {
     pub fn eval(&self, e: &Event, v: &dyn EventView) -> bool {
         match self {
             Expr::True => true,
-            Expr::And(a, b) => a.eval(e, v) && b.eval(e, v),
-            Expr::Or(a, b) => a.eval(e, v) || b.eval(e, v),
+            Expr::And(xs) => xs.iter().all(|x| x.eval(e, v)),
+            Expr::Or(xs) => xs.iter().any(|x| x.eval(e, v)),
             Expr::Not(a) => !a.eval(e, v),
-            Expr::Bool(Field::Flag(f)) => e.flags.contains(*f),
-            Expr::Bool(_) => true,
-            Expr::Cmp(f, op, val) => {
-                let num = |x: u64| -> Option<f64> { Some(x as f64) };
-                let n = match f {
-                    Field::Bytes => num(e.bytes as u64),
-                    Field::Sector => num(e.sector),
-                    Field::Pid => num(e.pid as u64),
-                    Field::Tid => num(e.tid as u64),
-                    Field::Latency => num(e.latency_ns),
-                    Field::Queue => num(e.queue_ns.unwrap_or(0)),
-                    Field::DeviceTime => num(e.device_ns()),
-                    Field::Cpu => num(e.cpu as u64),
-                    Field::Error => num(e.error as u64),
-                    Field::Cgroup => num(e.cgroup_id),
-                    Field::Dirtier => num(e.dirtier_pid.unwrap_or(0) as u64),
-                    _ => None,
-                };
-                if let (Some(x), Value::Num(y)) = (n, val) {
-                    return match op {
-                        CmpOp::Eq => x == *y,
-                        CmpOp::Ne => x != *y,
-                        CmpOp::Lt => x < *y,
-                        CmpOp::Le => x <= *y,
-                        CmpOp::Gt => x > *y,
-                        CmpOp::Ge => x >= *y,
-                        CmpOp::Match | CmpOp::NotMatch => false,
-                    };
-                }
-                let Value::Text(t) = val else {
-                    // A text field against a number: compare its decimal form.
+            Expr::Flag(f) => e.flags.contains(*f),
+            Expr::Cmp(f, op, Value::Num(y)) => {
+                let Some(x) = f.number(e) else {
                     return false;
                 };
-                let text: std::borrow::Cow<'_, [u8]> = match f {
-                    Field::Comm => v.comm().into(),
-                    Field::Path => v.path().into(),
-                    Field::Dev => {
-                        if t.contains(':') {
-                            e.dev.to_string().into_bytes().into()
-                        } else {
-                            v.dev_name().as_bytes().into()
-                        }
-                    }
-                    Field::Op => {
-                        let want = op_from_text(t);
-                        let eq = want == Some(e.op);
-                        return match op {
-                            CmpOp::Eq | CmpOp::Match => eq,
-                            CmpOp::Ne | CmpOp::NotMatch => !eq,
-                            _ => false,
-                        };
-                    }
-                    Field::Syscall => e
-                        .syscall
-                        .map_or_else(String::new, |s| s.to_string())
-                        .into_bytes()
-                        .into(),
+                match op {
+                    CmpOp::Eq => x == *y,
+                    CmpOp::Ne => x != *y,
+                    CmpOp::Lt => x < *y,
+                    CmpOp::Le => x <= *y,
+                    CmpOp::Gt => x > *y,
+                    CmpOp::Ge => x >= *y,
+                    CmpOp::Match | CmpOp::NotMatch => false,
+                }
+            }
+            Expr::Cmp(_, op, Value::Dev(d)) => {
+                let eq = e.dev == *d;
+                match op {
+                    CmpOp::Eq => eq,
+                    CmpOp::Ne => !eq,
+                    _ => false,
+                }
+            }
+            Expr::Cmp(_, op, Value::Op(o)) => {
+                let eq = e.op == *o;
+                match op {
+                    CmpOp::Eq | CmpOp::Match => eq,
+                    CmpOp::Ne | CmpOp::NotMatch => !eq,
+                    _ => false,
+                }
+            }
+            Expr::Cmp(f, op, Value::Text(t)) => {
+                let mut buf = StackText::new();
+                let text: &[u8] = match f {
+                    Field::Comm => v.comm(),
+                    Field::Path => v.path(),
+                    // `dev == 8:1` compares the device number, `dev == sda1` the name.
+                    Field::Dev if t.contains(':') => buf.format(format_args!("{}", e.dev)),
+                    Field::Dev => v.dev_name().as_bytes(),
+                    Field::Syscall => match e.syscall {
+                        None => b"",
+                        Some(s) => match s.name() {
+                            Some(n) => n.as_bytes(),
+                            None => buf.format(format_args!("{s}")),
+                        },
+                    },
                     _ => return false,
                 };
                 let t = t.as_bytes();
                 match op {
-                    CmpOp::Eq => text.as_ref() == t,
-                    CmpOp::Ne => text.as_ref() != t,
-                    CmpOp::Match => glob(t, &text),
-                    CmpOp::NotMatch => !glob(t, &text),
-                    CmpOp::Lt => text.as_ref() < t,
-                    CmpOp::Le => text.as_ref() <= t,
-                    CmpOp::Gt => text.as_ref() > t,
-                    CmpOp::Ge => text.as_ref() >= t,
+                    CmpOp::Eq => text == t,
+                    CmpOp::Ne => text != t,
+                    CmpOp::Match => glob(t, text),
+                    CmpOp::NotMatch => !glob(t, text),
+                    CmpOp::Lt => text < t,
+                    CmpOp::Le => text <= t,
+                    CmpOp::Gt => text > t,
+                    CmpOp::Ge => text >= t,
                 }
             }
         }
@@ -634,9 +865,10 @@ impl Expr {
 
     fn collect(&self, p: &mut Pushdown) {
         match self {
-            Expr::And(a, b) => {
-                a.collect(p);
-                b.collect(p);
+            Expr::And(xs) => {
+                for x in xs {
+                    x.collect(p);
+                }
             }
             Expr::Cmp(Field::Bytes, op, Value::Num(n)) => {
                 let n = *n;
@@ -667,15 +899,11 @@ impl Expr {
                     _ => {}
                 }
             }
-            Expr::Cmp(Field::Op, CmpOp::Eq, Value::Text(t)) => {
-                if let Some(o) = op_from_text(t) {
-                    p.op_mask &= 1 << o.code();
-                }
+            Expr::Cmp(Field::Op, CmpOp::Eq | CmpOp::Match, Value::Op(o)) => {
+                p.op_mask &= 1 << o.code();
             }
-            Expr::Cmp(Field::Op, CmpOp::Ne, Value::Text(t)) => {
-                if let Some(o) = op_from_text(t) {
-                    p.op_mask &= !(1 << o.code());
-                }
+            Expr::Cmp(Field::Op, CmpOp::Ne, Value::Op(o)) => {
+                p.op_mask &= !(1 << o.code());
             }
             Expr::Cmp(Field::Pid, CmpOp::Eq, Value::Num(n)) if *n >= 0.0 => {
                 p.pids.get_or_insert_with(Vec::new).push(*n as u32);
@@ -683,12 +911,18 @@ impl Expr {
             Expr::Cmp(Field::Comm, CmpOp::Eq, Value::Text(t)) => {
                 p.comms.get_or_insert_with(Vec::new).push(t.clone());
             }
-            Expr::Or(a, b) => {
-                // `rw == R || rw == W`: the union of two op sets.
-                let (pa, pb) = (a.pushdown(), b.pushdown());
-                if pa.only_ops() && pb.only_ops() {
-                    p.op_mask &= pa.op_mask | pb.op_mask;
+            Expr::Or(xs) => {
+                // `rw == R || rw == W`: the union of the op sets, when every operand only
+                // constrains ops.
+                let mut mask = 0;
+                for x in xs {
+                    let px = x.pushdown();
+                    if !px.only_ops() {
+                        return;
+                    }
+                    mask |= px.op_mask;
                 }
+                p.op_mask &= mask;
             }
             _ => {}
         }
@@ -836,6 +1070,168 @@ mod tests {
             let err = Expr::parse(s).unwrap_err();
             assert_eq!(err.at, at, "{s}: {err}");
         }
+    }
+
+    /// Each bad comparison is an error naming what is wrong, at the right column
+    /// (schemas/filter-expressions.md, "Types").
+    #[test]
+    fn type_errors_are_parse_errors() {
+        for (s, at, needle) in [
+            ("comm != 5", 8, "comm is text, 5 is a number"),
+            ("path == 123", 8, "quote it"),
+            ("dev > 5", 6, "dev is text"),
+            ("syscall == 3", 11, "syscall is text"),
+            ("rw != 1", 6, "rw is an op"),
+            ("rw < W", 3, "rw is an op: it takes ==, != or =~, not <"),
+            ("rw !~ W", 3, "not !~"),
+            ("!latency", 1, "latency is a number, not a condition"),
+            ("iosize", 0, "iosize is a number, not a condition"),
+            ("comm", 0, "comm is text, not a condition"),
+            ("rw && sync", 0, "rw is an op, not a condition"),
+            ("sync && path", 8, "path is text, not a condition"),
+            ("iosize =~ \"4*\"", 7, "=~ matches text"),
+            ("latency !~ 1ms", 8, "!~ matches text"),
+            ("iosize == \"4k\"", 10, "iosize is a number, \"4k\" is text"),
+            ("pid > x1", 6, "pid is a number, \"x1\" is not one"),
+            ("iosize > 4kk", 9, "is not one"),
+            ("iosize > 1e3", 9, "is not one"),
+            ("rw == write_zero", 6, "unknown op"),
+            ("\"x\" == comm", 0, "found a string"),
+            ("comm == a & pid == 1", 10, "doubled"),
+        ] {
+            let err = Expr::parse(s).unwrap_err();
+            assert_eq!(err.at, at, "{s}: {err}");
+            assert!(err.message.contains(needle), "{s}: {err}");
+        }
+        let huge = format!("iosize > {}", "9".repeat(400));
+        assert!(Expr::parse(&huge)
+            .unwrap_err()
+            .message
+            .contains("is not one"));
+        // What the types allow.
+        let v = V(b"5", b"1.log", "sda1");
+        let e = ev(4096, Op::Write);
+        for (s, want) in [
+            ("comm == \"5\"", true),
+            ("path == 1.log", true),
+            (
+                "dev == 8:1 && dev =~ '8:*' && dev != sda && dev != 8:2",
+                true,
+            ),
+            (
+                "dev == 08:1 || dev == 8:01 || dev == 4096:1 || dev < 8:0",
+                false,
+            ),
+            ("rw =~ W && rw != read && rw == 'write'", true),
+            ("comm < m || comm >= \"6\"", true),
+            ("syscall == ''", true),
+            ("iosize == 0x1000 && iosize == 4k && latency == 2ms", true),
+        ] {
+            let x = Expr::parse(s).unwrap_or_else(|err| panic!("{s}: {err}"));
+            assert_eq!(x.eval(&e, &v), want, "{s}");
+        }
+    }
+
+    /// Nesting and length are bounded, so no input overflows the stack (parsing, evaluating
+    /// or dropping) and evaluation costs at most one visit per term.
+    #[test]
+    fn nesting_and_size_limits() {
+        let parens = |n: usize| format!("{}true{}", "(".repeat(n), ")".repeat(n));
+        let nots = |n: usize| format!("{}true", "!".repeat(n));
+        let chain = |n: usize, sep: &str| vec!["iosize >= 0"; n].join(sep);
+        for (s, at, needle) in [
+            (parens(20_000), MAX_DEPTH, "nested too deeply"),
+            (parens(MAX_DEPTH + 1), MAX_DEPTH, "nested too deeply"),
+            (nots(40_000), MAX_DEPTH, "nested too deeply"),
+            (
+                format!("({}", nots(MAX_DEPTH)),
+                MAX_DEPTH,
+                "nested too deeply",
+            ),
+            (chain(10_000, " && "), 15 * MAX_TERMS, "too many terms"),
+            (
+                chain(MAX_TERMS + 1, " || "),
+                15 * MAX_TERMS,
+                "too many terms",
+            ),
+        ] {
+            let err = Expr::parse(&s).unwrap_err();
+            assert_eq!(err.at, at, "{}…: {err}", &s[..20]);
+            assert!(err.message.contains(needle), "{err}");
+        }
+        // At the limits: parsed, evaluated and dropped on a thread with a small stack.
+        std::thread::Builder::new()
+            .stack_size(512 << 10)
+            .spawn(move || {
+                let v = V(b"fio", b"/x", "sda1");
+                let e = ev(4096, Op::Read);
+                for (s, want) in [
+                    (parens(MAX_DEPTH), true),
+                    (nots(MAX_DEPTH), true),
+                    (nots(MAX_DEPTH - 1), false),
+                    (chain(MAX_TERMS, " && "), true),
+                    (chain(MAX_TERMS, " || "), true),
+                    (format!("{} || {}", "(!".repeat(32), ")".repeat(32)), false),
+                ] {
+                    let x = match Expr::parse(&s) {
+                        Ok(x) => x,
+                        // The last one is unbalanced on purpose: an error, not a crash.
+                        Err(_) if s.starts_with("(!") => continue,
+                        Err(err) => panic!("{}…: {err}", &s[..20]),
+                    };
+                    assert_eq!(x.eval(&e, &v), want, "{}…", &s[..20]);
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    /// `&&` and `||` chains become one n-ary node (parenthesised ones too), and evaluation
+    /// stops at the first operand that decides.
+    #[test]
+    fn chains_are_flat_and_short_circuit() {
+        let x = Expr::parse(
+            "pid == 1 && (pid == 2 && pid == 3) && !(pid == 4 || pid == 5 || (pid == 6 || sync))",
+        )
+        .unwrap();
+        let Expr::And(xs) = &x else { panic!("{x:?}") };
+        assert_eq!(xs.len(), 4);
+        let Expr::Not(inner) = &xs[3] else {
+            panic!("{x:?}")
+        };
+        assert!(matches!(&**inner, Expr::Or(ys) if ys.len() == 4), "{x:?}");
+
+        struct Counting(std::cell::Cell<usize>);
+        impl EventView for Counting {
+            fn comm(&self) -> &[u8] {
+                self.0.set(self.0.get() + 1);
+                b"fio"
+            }
+            fn path(&self) -> &[u8] {
+                b""
+            }
+            fn dev_name(&self) -> &str {
+                ""
+            }
+        }
+        let e = ev(4096, Op::Read);
+        for (s, want, reads) in [
+            (vec!["comm == fio"; MAX_TERMS].join(" || "), true, 1),
+            (vec!["comm == dd"; MAX_TERMS].join(" && "), false, 1),
+            (vec!["comm == fio"; MAX_TERMS].join(" && "), true, MAX_TERMS),
+        ] {
+            let v = Counting(std::cell::Cell::new(0));
+            assert_eq!(Expr::parse(&s).unwrap().eval(&e, &v), want);
+            assert_eq!(v.0.get(), reads);
+        }
+        assert_eq!(
+            Expr::parse("rw == R || rw =~ W || (rw == F || rw == D)")
+                .unwrap()
+                .pushdown()
+                .op_mask,
+            0b1111
+        );
     }
 
     #[test]

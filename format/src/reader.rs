@@ -44,6 +44,38 @@ impl Source {
         self.read_at(offset, &mut v)?;
         Ok(v)
     }
+    /// The first offset ≥ `offset` that may hold data: past a hole of a sparse file (which
+    /// reads as zeros), `None` when only a hole follows. Where holes are not known (memory,
+    /// file systems without `SEEK_DATA`, other systems) that is `offset` itself.
+    fn next_data(&self, offset: u64) -> Option<u64> {
+        match self {
+            Source::Memory(_) => Some(offset),
+            Source::File(f) => seek_data(f, offset),
+        }
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn seek_data(f: &File, offset: u64) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let Ok(off) = libc::off_t::try_from(offset) else {
+        return Some(offset);
+    };
+    // SAFETY: lseek only reads the descriptor, which `f` keeps open; it moves the file
+    // position, which the reader never uses (every read is a pread at an explicit offset).
+    let r = unsafe { libc::lseek(f.as_raw_fd(), off, libc::SEEK_DATA) };
+    if r >= 0 {
+        Some((r as u64).max(offset))
+    } else if io::Error::last_os_error().raw_os_error() == Some(libc::ENXIO) {
+        None
+    } else {
+        Some(offset)
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn seek_data(_: &File, offset: u64) -> Option<u64> {
+    Some(offset)
 }
 
 #[cfg(unix)]
@@ -306,10 +338,12 @@ impl Reader {
         Ok(r)
     }
 
-    /// Walks chunk headers from the signature to the end, resynchronising after damage.
+    /// Walks chunk headers from the signature to the end, resynchronising after damage, and
+    /// stops where another trace starts.
     fn walk(&mut self) -> Result<(), ReadError> {
         let mut pos = SIGNATURE_BYTES as u64;
         let mut hbuf = [0u8; CHUNK_HEADER_BYTES];
+        let mut seen_header = false;
         while pos < self.file_bytes {
             let left = self.file_bytes - pos;
             let parsed = if left >= CHUNK_HEADER_BYTES as u64 {
@@ -320,6 +354,17 @@ impl Reader {
             } else {
                 None
             };
+            if let Some(at) = self.another_trace(pos, parsed.as_ref(), seen_header) {
+                self.damage.push(Damage {
+                    offset: at,
+                    chunk: None,
+                    kind: DamageKind::AnotherTrace {
+                        skipped_bytes: self.file_bytes - at,
+                    },
+                });
+                break;
+            }
+            seen_header |= parsed.is_some_and(|h| h.kind == ChunkType::Header);
             match parsed {
                 Some(h) if pos + h.total_len() <= self.file_bytes => {
                     self.chunks.push(ChunkInfo {
@@ -370,11 +415,46 @@ impl Reader {
         Ok(())
     }
 
-    /// Finds the next offset ≥ `from` holding a valid chunk header.
+    /// Where another trace starts, when one starts at `pos`: a valid signature there, or a
+    /// second `header` chunk (`parsed`, the chunk header at `pos`) behind its signature
+    /// (when that is intact) or alone.
+    fn another_trace(
+        &self,
+        pos: u64,
+        parsed: Option<&ChunkHeader>,
+        seen_header: bool,
+    ) -> Option<u64> {
+        let signature_at = |at: u64| {
+            let mut sig = [0u8; SIGNATURE_BYTES];
+            at + SIGNATURE_BYTES as u64 <= self.file_bytes
+                && self.source.read_at(at, &mut sig).is_ok()
+                && chunk::parse_signature(&sig).is_some()
+        };
+        match parsed {
+            None if signature_at(pos) => Some(pos),
+            Some(h) if h.kind == ChunkType::Header && seen_header => {
+                let before = pos.checked_sub(SIGNATURE_BYTES as u64);
+                Some(before.filter(|&b| signature_at(b)).unwrap_or(pos))
+            }
+            _ => None,
+        }
+    }
+
+    /// Finds the next offset ≥ `from` holding a valid chunk header: reads 1 MiB at a time,
+    /// looks for the sync marker 8 bytes at a time (so runs of zeros pass at memory speed) and
+    /// jumps over the holes of a sparse file without reading them (no header starts in one).
     fn resync(&self, from: u64) -> Result<Option<u64>, ReadError> {
         const BLOCK: u64 = 1 << 20;
         let mut start = from;
         while start + CHUNK_HEADER_BYTES as u64 <= self.file_bytes {
+            match self.source.next_data(start) {
+                None => break,
+                Some(data) if data > start => {
+                    start = data;
+                    continue;
+                }
+                Some(_) => {}
+            }
             let len = (self.file_bytes - start).min(BLOCK + CHUNK_HEADER_BYTES as u64) as usize;
             let buf = self
                 .source
@@ -731,8 +811,44 @@ fn hbuf_is_prefix(src: &Source, pos: u64, len: usize) -> bool {
     src.read_at(pos, &mut b).is_ok() && b.iter().zip(CHUNK_SYNC.iter()).all(|(a, s)| a == s)
 }
 
+/// The first position of `needle` in `hay`.
 fn memfind(hay: &[u8], needle: &[u8; 4]) -> Option<usize> {
-    hay.windows(4).position(|w| w == needle)
+    let mut i = 0;
+    while let Some(j) = find_byte(&hay[i..], needle[0]) {
+        let at = i + j;
+        match hay.get(at..at + 4) {
+            Some(w) if w == needle => return Some(at),
+            Some(_) => i = at + 1,
+            None => return None,
+        }
+    }
+    None
+}
+
+/// The first position of byte `b` in `hay`, testing 8 bytes at a time: a word holds `b` when
+/// the word XOR `b` repeated has a zero byte.
+fn find_byte(hay: &[u8], b: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let pattern = LO * b as u64;
+    let mut words = hay.chunks_exact(8);
+    let mut base = 0;
+    for w in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(w);
+        let x = u64::from_le_bytes(bytes) ^ pattern;
+        if x.wrapping_sub(LO) & !x & HI != 0 {
+            if let Some(p) = w.iter().position(|&c| c == b) {
+                return Some(base + p);
+            }
+        }
+        base += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&c| c == b)
+        .map(|p| base + p)
 }
 
 /// Iterator over the events of a trace; see [`Reader::events`].
@@ -762,5 +878,29 @@ impl Iterator for Events<'_> {
         let e = self.batch.get(self.row);
         self.row += 1;
         Some(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memfind_agrees_with_a_naive_search() {
+        let mut x = 1u32;
+        for len in 0..200 {
+            for _ in 0..20 {
+                // Bytes from a small alphabet, so that partial and whole markers are common.
+                let hay: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                        [0, b'I', b'O', b'D', b'C', b'I'][(x >> 16) as usize % 6]
+                    })
+                    .collect();
+                let naive = hay.windows(4).position(|w| w == CHUNK_SYNC);
+                assert_eq!(memfind(&hay, &CHUNK_SYNC), naive, "{hay:?}");
+                assert_eq!(find_byte(&hay, b'D'), hay.iter().position(|&c| c == b'D'));
+            }
+        }
     }
 }

@@ -302,6 +302,77 @@ fn file_round_trip_and_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Bytes this thread has read through system calls so far (Linux), for checking that a hole
+/// is jumped over rather than read.
+fn thread_read_bytes() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+#[test]
+fn sparse_holes_are_skipped_without_reading_them() {
+    use std::io::{Seek, SeekFrom, Write};
+    const HOLE: u64 = 64 << 30;
+    let bytes = write_trace(&edge_events(), small_opts());
+    let original = segment_map(&bytes);
+    let cut = original[2].0 as usize;
+    let dir = std::env::temp_dir().join(format!("iodump-holes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("t.iod");
+    // The trace with a 64 GiB hole before its third segment and another after its end:
+    // 128 GiB long, a few KiB on disk.
+    let mut f = std::fs::File::create(&p).unwrap();
+    f.write_all(&bytes[..cut]).unwrap();
+    f.seek(SeekFrom::Current(HOLE as i64)).unwrap();
+    f.write_all(&bytes[cut..]).unwrap();
+    f.set_len(bytes.len() as u64 + 2 * HOLE).unwrap();
+    drop(f);
+    let before = thread_read_bytes();
+    let r = Reader::open(&p).unwrap();
+    let read = thread_read_bytes().zip(before).map(|(a, b)| a - b);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(r.file_bytes(), bytes.len() as u64 + 2 * HOLE);
+    assert_eq!(r.events().count(), 5000);
+    assert!(r.end().is_some());
+    let damage: Vec<(u64, &DamageKind)> = r.damage().iter().map(|d| (d.offset, &d.kind)).collect();
+    let hole = DamageKind::BadChunkHeader {
+        skipped_bytes: HOLE,
+    };
+    assert_eq!(damage.len(), 3, "{damage:?}");
+    assert_eq!(damage[0], (cut as u64, &hole));
+    assert_eq!(damage[1], (bytes.len() as u64 + HOLE, &hole));
+    // The footer's offsets do not count the first hole.
+    assert_eq!(damage[2].1, &DamageKind::BadFooter);
+    if let Some(read) = read {
+        assert!(read < 16 << 20, "read {read} bytes to open it");
+    }
+}
+
+#[test]
+fn concatenated_traces_stop_at_the_second() {
+    let a = write_trace(&edge_events()[..3000], small_opts());
+    let b = write_trace(&edge_events()[3000..], small_opts());
+    for damaged_signature in [false, true] {
+        let mut both = [&a[..], &b[..]].concat();
+        if damaged_signature {
+            both[a.len() + 1] ^= 1;
+        }
+        let r = Reader::from_bytes(both).unwrap();
+        assert_eq!(r.events().count(), 3000);
+        let d = r.damage().last().unwrap();
+        let at = a.len() as u64 + if damaged_signature { 16 } else { 0 };
+        assert_eq!(d.offset, at, "{d}");
+        assert_eq!(
+            d.kind,
+            DamageKind::AnotherTrace {
+                skipped_bytes: (a.len() + b.len()) as u64 - at
+            }
+        );
+    }
+}
+
 /// Byte ranges `[start, end)` of every event segment chunk, with its events.
 fn segment_map(bytes: &[u8]) -> Vec<(u64, u64, EventBatch)> {
     let r = Reader::from_bytes(bytes.to_vec()).unwrap();

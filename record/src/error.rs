@@ -70,10 +70,7 @@ impl fmt::Display for RecordError {
                 f,
                 "{what}: permission denied (recording needs root, or CAP_BPF and CAP_PERFMON)"
             ),
-            RecordError::NoBtf { message } => write!(
-                f,
-                "no usable kernel BTF: {message}"
-            ),
+            RecordError::NoBtf { message } => write!(f, "no usable kernel BTF: {message}"),
             RecordError::UnknownDevice { name, known } => write!(
                 f,
                 "unknown block device '{name}' (this machine has: {})",
