@@ -2,11 +2,14 @@
 # The kernel matrix's end-to-end suite: records fio and dd under `iodump record` on scratch
 # block devices and checks each trace against the device's /sys/block/DEV/stat (check.py).
 #
-#   bash tests/kernels/guest.sh OUTDIR
+#   bash tests/kernels/guest.sh OUTDIR           # record and check
+#   bash tests/kernels/guest.sh --check OUTDIR   # check what a guest recorded (run.sh)
 #
 # Writes OUTDIR/results.txt (one line per check: `PASS name detail`, `FAIL name detail`),
-# OUTDIR/guest.log, one directory per recording (trace, jsonl export, iodump's stderr, stats),
-# OUTDIR/started and OUTDIR/done (timings). Exit status 0 when every check passed.
+# OUTDIR/guest.log, one directory per recording (trace, its jsonl export, iodump's stderr, the
+# device's stat before and after, the test files' extents, checks.txt), OUTDIR/started and
+# OUTDIR/done (timings). Exit status 0 when every check passed. In a guest the checks are left
+# for `--check` on the host (python and a large iodump start slowly over 9p under TCG).
 #
 # Two modes:
 #  - in a virtme-ng guest (run.sh sets IODUMP_GUEST=1): the devices are the scratch image as
@@ -17,6 +20,7 @@
 #    create: vd*, sd*, nvme*, … are refused.
 # Env: IODUMP_BIN (default: the repo's target/debug/iodump), IODUMP_KT_DEVICES (a subset of
 # "req-none req-mq-deadline zram"), IODUMP_KT_FIO_IOS (direct 4k reads per fio run, 3000),
+# IODUMP_READ_BIN (the iodump that exports the traces for the checks, default IODUMP_BIN),
 # IODUMP_KMOD_DIR (guest: the kernel's lib/modules, bound on /lib/modules when needed).
 set -uo pipefail
 
@@ -36,14 +40,38 @@ if [ "${1:-}" = --write-workload ]; then
   exec sync -f "$d/writeback.dat"
 fi
 
-OUT=${1:?usage: guest.sh OUTDIR}
+# check_run RUNDIR: check.py on one recording, its lines into results.txt
+check_run() {
+  local run=$1 label
+  label=$(basename "$run")
+  python3 "$HERE/check.py" --bin "$BIN" --read-bin "$READ_BIN" "$run" > "$run/checks.txt" 2> "$run/check.log" ||
+    echo "FAIL $label.check check.py exited $?: $(tail -1 "$run/check.log")" >> "$run/checks.txt"
+  cat "$run/checks.txt" >> "$RES"
+  cat "$run/checks.txt"
+}
+
+CHECK_ONLY=0
+[ "${1:-}" = --check ] && { CHECK_ONLY=1; shift; }
+OUT=${1:?usage: guest.sh [--check] OUTDIR}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2
 BIN=${IODUMP_BIN:-$REPO/target/debug/iodump}
+READ_BIN=${IODUMP_READ_BIN:-$BIN}
+RES=$OUT/results.txt
+
+# `guest.sh --check OUTDIR` (run.sh, on the host after the guest powered off): the checks of
+# the recordings the guest made, appended to results.txt.
+if [ $CHECK_ONLY = 1 ]; then
+  [ -f "$OUT/runs.txt" ] || exit 0
+  while read -r label; do
+    check_run "$OUT/$label" > /dev/null
+  done < "$OUT/runs.txt"
+  grep -q '^FAIL' "$RES" && exit 1
+  exit 0
+fi
 FIO_IOS=${IODUMP_KT_FIO_IOS:-3000}
 DEVICES=${IODUMP_KT_DEVICES:-req-none req-mq-deadline zram}
-RES=$OUT/results.txt
 : > "$RES"
-rm -f "$OUT/done"
+rm -f "$OUT/done" "$OUT/runs.txt"
 exec > >(tee -a "$OUT/guest.log") 2>&1
 T0=$(date +%s.%N)
 echo "uptime $(cut -d' ' -f1 /proc/uptime) start $T0" > "$OUT/started"
@@ -72,6 +100,7 @@ say "mode $MODE, kernel $(uname -r), iodump $BIN"
 uname -a; cat /proc/cmdline; echo "memlock $(ulimit -l)"
 ls /sys/kernel/btf 2>&1 | head -5
 "$BIN" --version || { fail setup.binary "cannot run $BIN"; finish; }
+[ "$READ_BIN" = "$BIN" ] || echo "traces read with $READ_BIN"
 
 # --- modules
 need_mod() {
@@ -171,26 +200,40 @@ quiesce() { # DEV MNT: nothing dirty, nothing in flight
   echo "warning: $1 still has I/O in flight"
 }
 
-# record LABEL DEV KIND [check args...] -- CMD...: one recording and its checks
+# record LABEL DEV KIND MIN_IOS ROLE=FILE... -- CMD...: one recording, and what its checks need:
+# the device's stat before and after, the test files' paths, sizes and extents (ROLE.pid, the
+# writer's pid, is left by the workload). The checks run here on the host, and after power-off
+# (run.sh: guest.sh --check) in the guest, where python and iodump's export are slow over 9p.
 record() {
-  local label=$1 dev=$2 kind=$3; shift 3
-  local cargs=()
-  while [ "$1" != -- ]; do cargs+=("$1"); shift; done
+  local label=$1 dev=$2 kind=$3 min_ios=$4; shift 4
+  local files=() roles="" f role rc t
+  while [ "$1" != -- ]; do files+=("$1"); roles+="${roles:+,}\"${1%%=*}\""; shift; done
   shift
   local run=$OUT/$label
+  mkdir -p "$run"
   quiesce "$dev" "$MNT"
   cat "/sys/block/$dev/stat" > "$run/stat1"
-  local t=$(date +%s.%N) rc
+  t=$(date +%s.%N)
   "$BIN" record -d "$dev" -o "$run/trace.iod" --stats -- "$@" > "$run/workload.out" 2> "$run/record.stderr"
   rc=$?
   cat "/sys/block/$dev/stat" > "$run/stat2"
   say "$label: iodump record exited $rc after $(since "$t") s"
   sed 's/^/    /' "$run/record.stderr" | tail -8
-  python3 "$HERE/check.py" --bin "$BIN" --prefix "$label" --dev "$dev" --kind "$kind" \
-    --stat1 "$run/stat1" --stat2 "$run/stat2" --stderr "$run/record.stderr" --rc "$rc" \
-    --trace "$run/trace.iod" "${cargs[@]}" > "$run/checks.txt" 2>&1 ||
-    echo "FAIL $label.check check.py exited $?: $(tail -1 "$run/checks.txt")" >> "$run/checks.txt"
-  cat "$run/checks.txt" | tee -a "$RES"
+  for f in "${files[@]}"; do
+    role=${f%%=*} f=${f#*=}
+    readlink -f "$f" > "$run/$role.path"
+    stat -c %s "$f" > "$run/$role.size" 2>&1
+    filefrag -v -b512 "$f" > "$run/$role.frag" 2>&1
+  done
+  printf '{"label":"%s","dev":"%s","kind":"%s","rc":%d,"min_ios":%d,"roles":[%s]}\n' \
+    "$label" "$dev" "$kind" "$rc" "$min_ios" "$roles" > "$run/run.json"
+  echo "$label" >> "$OUT/runs.txt"
+  if [ "$MODE" = guest ] && [ "${IODUMP_KT_CHECK_IN_GUEST:-0}" != 1 ]; then
+    # Without a trace there is nothing to read later: say so now.
+    [ "$rc" = 0 ] || echo "FAIL $label.record iodump exited $rc: $(grep -v '^\s*$' "$run/record.stderr" | tail -1)"
+  else
+    check_run "$run"
+  fi
 }
 
 # device_suite LABEL DEV: mkfs, mount, the two recordings, umount
@@ -208,12 +251,11 @@ device_suite() {
   dd if=/dev/zero of="$MNT/fio.dat" bs=1M count=64 conv=fsync status=none
 
   mkdir -p "$OUT/$label.randread" "$OUT/$label.write"
-  record "$label.randread" "$dev" randread --file "direct=$MNT/fio.dat" --min-ios "$FIO_IOS" -- \
+  record "$label.randread" "$dev" randread "$FIO_IOS" "direct=$MNT/fio.dat" -- \
     fio --name=randread --filename="$MNT/fio.dat" --size=64M --rw=randread --bs=4k --direct=1 \
     --ioengine=psync --number_ios="$FIO_IOS" --randrepeat=1 --output="$OUT/$label.randread/fio.txt"
   local r=$OUT/$label.write
-  record "$label.write" "$dev" write --file "fsync=$MNT/fsync.dat:$r/fsync.pid" \
-    --file "writeback=$MNT/writeback.dat:$r/writeback.pid" -- \
+  record "$label.write" "$dev" write 1 "fsync=$MNT/fsync.dat" "writeback=$MNT/writeback.dat" -- \
     bash "$HERE/guest.sh" --write-workload "$MNT" "$r"
   umount "$MNT" && MOUNTED=("${MOUNTED[@]/$MNT}")
   rmdir "$MNT"
