@@ -162,7 +162,7 @@ boot() {
   left=$((BUDGET - (SECONDS - START)))
   tmo=$TIMEOUT
   [ "$left" -lt "$tmo" ] && tmo=$left
-  if [ "$tmo" -lt 90 ]; then
+  if [ "$left" -lt 90 ]; then
     hres "$series" FAIL budget "not run: ${left}s left of the ${BUDGET}s budget"; return
   fi
   # The scratch disk: sparse, with the signature guest.sh checks before it writes to vda.
@@ -178,6 +178,14 @@ boot() {
       < /dev/null > "$out/console.log" 2>&1)
   rc=$?
   WALL=$((SECONDS - t0))
+  # After a timeout, make sure this kernel's qemu (the one with our image) is gone.
+  local pids i
+  for i in $(seq 20); do
+    pids=$(pgrep -f -- "file=$img," || true)
+    [ -z "$pids" ] && break
+    [ "$i" = 10 ] && kill -9 $pids 2>/dev/null
+    sleep 1
+  done
   rm -f "$img"
   if [ ! -e "$out/started" ]; then
     cant "$series" boot "cannot boot $KVER (vng exited $rc after ${WALL}s; $(grep -v '^\s*$' "$out/console.log" | tail -2 | tr '\n' ' ' | cut -c1-300); see $out/console.log)"
@@ -191,7 +199,7 @@ boot() {
   IODUMP_BIN=$RUN_BIN IODUMP_READ_BIN=$RUN_READ_BIN bash "$HERE/guest.sh" --check "$out"
   hres "$series" PASS boot "$KVER reached the suite after $BOOT s (guest uptime $(awk '{printf "%.0f", $2}' "$out/started") s)"
   if [ -e "$out/done" ]; then
-    hres "$series" PASS suite "finished in $(awk '{printf "%.0f", $2}' "$out/done") s (vng exit $rc, ${WALL}s wall)"
+    hres "$series" PASS suite "finished in $(awk '{printf "%.0f", $2}' "$out/done") s (${WALL}s wall)"
   elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     hres "$series" FAIL suite "did not finish within ${tmo}s (timeout; last: $(grep -a -- '^---' "$out/guest.log" | tail -1); see $out/console.log)"
   else
