@@ -51,7 +51,16 @@ cant() { # SERIES NAME DETAIL: cannot fetch / cannot boot: a skip, or a failure 
 
 # --- tools
 missing=()
-for t in vng qemu-system-x86_64 depmod dpkg-deb apt-get apt-cache timeout fio mkfs.ext4 filefrag python3; do
+# vng: the console script, or virtme-ng's module when pip's script directory is not on PATH
+if command -v vng >/dev/null; then
+  VNG=(vng)
+elif python3 -c 'import virtme_ng.run' 2>/dev/null; then
+  VNG=(python3 -c 'import sys; from virtme_ng.run import main; sys.argv[0] = "vng"; sys.exit(main())')
+else
+  VNG=()
+  missing+=("vng (pip install virtme-ng)")
+fi
+for t in qemu-system-x86_64 depmod dpkg-deb apt-get apt-cache timeout fio mkfs.ext4 filefrag python3; do
   command -v "$t" >/dev/null || missing+=("$t")
 done
 
@@ -171,7 +180,7 @@ boot() {
   log "$series: booting $KVER (timeout ${tmo}s)"
   t0=$SECONDS
   LAUNCH=$(date +%s.%N)
-  (cd "$out" && timeout -k 20 "$tmo" vng --run "$KDIR/boot/vmlinuz-$KVER" --disable-kvm \
+  (cd "$out" && timeout -k 20 "$tmo" "${VNG[@]}" --run "$KDIR/boot/vmlinuz-$KVER" --disable-kvm \
       --cpus 2 --memory 4G --verbose --rwdir "$out" \
       --qemu-opts="-drive file=$img,format=raw,if=none,id=scratch,cache=unsafe -device virtio-blk-pci,drive=scratch" \
       --exec "env PATH='$PATH' HOME='${HOME:-/root}' IODUMP_GUEST=1 IODUMP_BIN='$RUN_BIN' IODUMP_READ_BIN='$RUN_READ_BIN' IODUMP_KMOD_DIR='$KDIR/lib/modules' bash '$HERE/guest.sh' '$out'" \
