@@ -51,16 +51,15 @@ cant() { # SERIES NAME DETAIL: cannot fetch / cannot boot: a skip, or a failure 
 
 # --- tools
 missing=()
-# vng: the console script, or virtme-ng's module when pip's script directory is not on PATH
-if command -v vng >/dev/null; then
-  VNG=(vng)
-elif python3 -c 'import virtme_ng.run' 2>/dev/null; then
-  VNG=(python3 -c 'import sys; from virtme_ng.run import main; sys.argv[0] = "vng"; sys.exit(main())')
-else
-  VNG=()
-  missing+=("vng (pip install virtme-ng)")
+# vng (and the virtme-run it calls): pip's script directory may not be on PATH (pyenv without
+# a rehash, pip --user)
+if ! command -v vng >/dev/null && command -v python3 >/dev/null; then
+  for d in "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null)" \
+           "$(python3 -c 'import site; print(site.getuserbase())' 2>/dev/null)/bin"; do
+    [ -x "$d/vng" ] && { PATH=$PATH:$d; break; }
+  done
 fi
-for t in qemu-system-x86_64 depmod dpkg-deb apt-get apt-cache timeout fio mkfs.ext4 filefrag python3; do
+for t in vng qemu-system-x86_64 depmod dpkg-deb apt-get apt-cache timeout fio mkfs.ext4 filefrag python3; do
   command -v "$t" >/dev/null || missing+=("$t")
 done
 
@@ -180,7 +179,7 @@ boot() {
   log "$series: booting $KVER (timeout ${tmo}s)"
   t0=$SECONDS
   LAUNCH=$(date +%s.%N)
-  (cd "$out" && timeout -k 20 "$tmo" "${VNG[@]}" --run "$KDIR/boot/vmlinuz-$KVER" --disable-kvm \
+  (cd "$out" && timeout -k 20 "$tmo" vng --run "$KDIR/boot/vmlinuz-$KVER" --disable-kvm \
       --cpus 2 --memory 4G --verbose --rwdir "$out" \
       --qemu-opts="-drive file=$img,format=raw,if=none,id=scratch,cache=unsafe -device virtio-blk-pci,drive=scratch" \
       --exec "env PATH='$PATH' HOME='${HOME:-/root}' IODUMP_GUEST=1 IODUMP_BIN='$RUN_BIN' IODUMP_READ_BIN='$RUN_READ_BIN' IODUMP_KMOD_DIR='$KDIR/lib/modules' bash '$HERE/guest.sh' '$out'" \
