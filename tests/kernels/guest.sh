@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# The kernel matrix's end-to-end suite: records fio and dd under `iodump record` on scratch
+# block devices and checks each trace against the device's /sys/block/DEV/stat (check.py).
+#
+#   bash tests/kernels/guest.sh OUTDIR           # record and check
+#   bash tests/kernels/guest.sh --check OUTDIR   # check what a guest recorded (run.sh)
+#
+# Writes OUTDIR/results.txt (one line per check: `PASS name detail`, `FAIL name detail`),
+# OUTDIR/guest.log, one directory per recording (trace, its jsonl export, iodump's stderr, the
+# device's stat before and after, the test files' extents, checks.txt), OUTDIR/started and
+# OUTDIR/done (timings). Exit status 0 when every check passed. In a guest the checks are left
+# for `--check` on the host (python and a large iodump start slowly over 9p under TCG).
+#
+# Two modes:
+#  - in a virtme-ng guest (run.sh sets IODUMP_GUEST=1): the devices are the scratch image as
+#    virtio-blk vda (checked for run.sh's signature; scheduler none, then mq-deadline) and a
+#    new zram device;
+#  - on the host (default; root): a new loop device on a sparse file in OUTDIR (request-based;
+#    none, then mq-deadline) and a new zram device (hot_add). It never touches a disk it did not
+#    create: vd*, sd*, nvme*, … are refused.
+# Env: IODUMP_BIN (default: the repo's target/debug/iodump), IODUMP_KT_DEVICES (a subset of
+# "req-none req-mq-deadline zram"), IODUMP_KT_FIO_IOS (direct 4k reads per fio run, 3000),
+# IODUMP_READ_BIN (the iodump that exports the traces for the checks, default IODUMP_BIN),
+# IODUMP_KMOD_DIR (guest: the kernel's lib/modules, bound on /lib/modules when needed).
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+MAGIC=IODUMP-KERNEL-MATRIX-SCRATCH
+
+# `guest.sh --write-workload DIR RUNDIR`: the buffered-write workload run under iodump record.
+if [ "${1:-}" = --write-workload ]; then
+  d=$2 r=$3
+  # dd's own fsync writes fsync.dat out (submitter dd)...
+  sh -c 'echo $$ > "$1"; exec dd if=/dev/zero of="$2" bs=1M count=16 conv=fsync status=none' \
+    sh "$r/fsync.pid" "$d/fsync.dat" || exit 1
+  # ...the flusher writes writeback.dat out for dd (the dirtier), woken by syncfs
+  sh -c 'echo $$ > "$1"; exec dd if=/dev/zero of="$2" bs=1M count=16 status=none' \
+    sh "$r/writeback.pid" "$d/writeback.dat" || exit 1
+  exec sync -f "$d/writeback.dat"
+fi
+
+# check_run RUNDIR: check.py on one recording, its lines into results.txt
+check_run() {
+  local run=$1 label
+  label=$(basename "$run")
+  python3 "$HERE/check.py" --bin "$BIN" --read-bin "$READ_BIN" "$run" > "$run/checks.txt" 2> "$run/check.log" ||
+    echo "FAIL $label.check check.py exited $?: $(tail -1 "$run/check.log")" >> "$run/checks.txt"
+  cat "$run/checks.txt" >> "$RES"
+  cat "$run/checks.txt"
+}
+
+CHECK_ONLY=0
+[ "${1:-}" = --check ] && { CHECK_ONLY=1; shift; }
+OUT=${1:?usage: guest.sh [--check] OUTDIR}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2
+BIN=${IODUMP_BIN:-$REPO/target/debug/iodump}
+READ_BIN=${IODUMP_READ_BIN:-$BIN}
+RES=$OUT/results.txt
+
+# `guest.sh --check OUTDIR` (run.sh, on the host after the guest powered off): the checks of
+# the recordings the guest made, appended to results.txt.
+if [ $CHECK_ONLY = 1 ]; then
+  [ -f "$OUT/runs.txt" ] || exit 0
+  while read -r label; do
+    check_run "$OUT/$label" > /dev/null
+  done < "$OUT/runs.txt"
+  grep -q '^FAIL' "$RES" && exit 1
+  exit 0
+fi
+FIO_IOS=${IODUMP_KT_FIO_IOS:-3000}
+DEVICES=${IODUMP_KT_DEVICES:-req-none req-mq-deadline zram}
+: > "$RES"
+rm -f "$OUT/done" "$OUT/runs.txt"
+exec > >(tee -a "$OUT/guest.log") 2>&1
+T0=$(date +%s.%N)
+echo "uptime $(cut -d' ' -f1 /proc/uptime) start $T0" > "$OUT/started"
+
+pass() { echo "PASS $*" >> "$RES"; echo "PASS $*"; }
+fail() { echo "FAIL $*" >> "$RES"; echo "FAIL $*"; }
+say() { echo "--- $* ($(cut -d' ' -f1 /proc/uptime) s up)"; }
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
+finish() {
+  local n f
+  n=$(grep -c '^PASS' "$RES"); f=$(grep -c '^FAIL' "$RES")
+  echo "suite_seconds $(since "$T0") passed $n failed $f" > "$OUT/done"
+  say "done: $n passed, $f failed in $(since "$T0") s"
+  [ "$f" = 0 ]
+  exit $?
+}
+
+if [ "${IODUMP_GUEST:-0}" = 1 ]; then
+  MODE=guest
+  grep -q virtme /proc/cmdline || { fail setup.mode "IODUMP_GUEST=1 but /proc/cmdline has no virtme"; finish; }
+else
+  MODE=host
+fi
+[ "$(id -u)" = 0 ] || { fail setup.root "must run as root"; finish; }
+say "mode $MODE, kernel $(uname -r), iodump $BIN"
+uname -a; cat /proc/cmdline; echo "memlock $(ulimit -l)"
+ls /sys/kernel/btf 2>&1 | head -5
+"$BIN" --version || { fail setup.binary "cannot run $BIN"; finish; }
+[ "$READ_BIN" = "$BIN" ] || echo "traces read with $READ_BIN"
+
+# --- modules
+need_mod() {
+  local m=$1
+  if modprobe "$m" 2>"$OUT/modprobe.err"; then return 0; fi
+  fail "setup.modprobe-$m" "$(tr '\n' ' ' < "$OUT/modprobe.err")"
+  return 1
+}
+if [ "$MODE" = guest ]; then
+  v=$(uname -r)
+  if [ ! -e "/lib/modules/$v/modules.dep" ] && [ -n "${IODUMP_KMOD_DIR:-}" ]; then
+    mount --bind "$IODUMP_KMOD_DIR" /lib/modules || fail setup.modules "cannot bind $IODUMP_KMOD_DIR on /lib/modules"
+  fi
+  ok=1
+  for m in virtio_blk zram ext4; do need_mod $m || ok=0; done
+  [ $ok = 1 ] && pass setup.modules "virtio_blk zram ext4 loaded from /lib/modules/$v"
+else
+  [ -e /sys/class/zram-control/hot_add ] || need_mod zram
+fi
+
+# --- devices: never one we did not make (host) or that lacks run.sh's signature (guest)
+CREATED_ZRAM=() CREATED_LOOP=() MOUNTED=()
+cleanup() {
+  local m z l
+  for m in "${MOUNTED[@]}"; do umount "$m" 2>/dev/null; done
+  for z in "${CREATED_ZRAM[@]}"; do
+    echo 1 > "/sys/block/zram$z/reset" 2>/dev/null
+    echo "$z" > /sys/class/zram-control/hot_remove 2>/dev/null
+  done
+  for l in "${CREATED_LOOP[@]}"; do losetup -d "$l" 2>/dev/null; done
+  rm -f "$OUT/scratch-loop.img"
+}
+trap cleanup EXIT
+
+VDA_SIGNED=0
+safe_dev() { # DEV: refuse anything but our scratch devices (the reason in $REFUSED)
+  local dev=$1 ours=0 z l root
+  REFUSED=
+  if grep -q "^/dev/$dev[ p0-9]" /proc/mounts /proc/swaps 2>/dev/null; then
+    REFUSED="refusing $dev: mounted or swap"; return 1
+  fi
+  if [ -n "$(ls /sys/block/"$dev"/holders 2>/dev/null)" ]; then
+    REFUSED="refusing $dev: it has holders"; return 1
+  fi
+  case "$MODE:$dev" in
+    guest:vda)
+      root=$(awk '$2 == "/" {print $1}' /proc/mounts | tail -1)
+      case $root in /dev/vda*) REFUSED="refusing vda: / is on it"; return 1 ;; esac
+      # run.sh writes the signature at the start of the image; mkfs overwrites it later
+      if [ $VDA_SIGNED = 0 ]; then
+        [ "$(head -c ${#MAGIC} /dev/vda 2>/dev/null)" = "$MAGIC" ] ||
+          { REFUSED="refusing vda: no $MAGIC signature at its start"; return 1; }
+        VDA_SIGNED=1
+      fi ;;
+    guest:zram*|host:zram*|host:loop*)
+      for z in "${CREATED_ZRAM[@]}"; do [ "$dev" = "zram$z" ] && ours=1; done
+      for l in "${CREATED_LOOP[@]}"; do [ "/dev/$dev" = "$l" ] && ours=1; done
+      [ $ours = 1 ] || { REFUSED="refusing $dev: not made by this script"; return 1; } ;;
+    *) REFUSED="refusing $dev in $MODE mode"; return 1 ;;
+  esac
+}
+
+req_dev() { # the request-based device: vda (guest) or a new loop device (host)
+  if [ "$MODE" = guest ]; then
+    for _ in $(seq 50); do [ -e /sys/block/vda ] && break; sleep 0.1; done
+    if [ ! -e /sys/block/vda ]; then fail setup.vda "no /sys/block/vda after modprobe virtio_blk ($(ls /sys/block | tr '\n' ' '))"; return 1; fi
+    [ -b /dev/vda ] || mknod /dev/vda b $(tr ':' ' ' < /sys/block/vda/dev)
+    REQ=vda
+  else
+    [ -n "${REQ:-}" ] && return 0
+    truncate -s 512M "$OUT/scratch-loop.img" || return 1
+    local l
+    l=$(losetup -f --show --direct-io=on "$OUT/scratch-loop.img") || { fail setup.loop "losetup failed"; return 1; }
+    CREATED_LOOP+=("$l")
+    REQ=${l#/dev/}
+  fi
+  safe_dev "$REQ" || { fail setup.device "$REFUSED"; return 1; }
+  [ "${REQ_OK:-}" = "$REQ" ] || { pass setup.device "$REQ: $(readlink -f /sys/block/$REQ/device/driver 2>/dev/null | xargs -r basename) $(( $(cat /sys/block/$REQ/size) / 2048 )) MiB, request-based"; REQ_OK=$REQ; }
+}
+
+zram_dev() {
+  local z
+  z=$(cat /sys/class/zram-control/hot_add 2>/dev/null) || { fail setup.zram "zram hot_add failed"; return 1; }
+  CREATED_ZRAM+=("$z")
+  echo 512M > "/sys/block/zram$z/disksize" || { fail setup.zram "zram$z disksize"; return 1; }
+  for _ in $(seq 50); do [ -b "/dev/zram$z" ] && break; sleep 0.1; done
+  [ -b "/dev/zram$z" ] || mknod "/dev/zram$z" b $(tr ':' ' ' < "/sys/block/zram$z/dev")
+  ZR=zram$z
+}
+
+quiesce() { # DEV MNT: nothing dirty, nothing in flight
+  sync -f "$2"
+  for _ in $(seq 100); do
+    [ "$(awk '{print $9}' "/sys/block/$1/stat")" = 0 ] && return 0
+    sleep 0.1
+  done
+  echo "warning: $1 still has I/O in flight"
+}
+
+# record LABEL DEV KIND MIN_IOS ROLE=FILE... -- CMD...: one recording, and what its checks need:
+# the device's stat before and after, the test files' paths, sizes and extents (ROLE.pid, the
+# writer's pid, is left by the workload). The checks run here on the host, and after power-off
+# (run.sh: guest.sh --check) in the guest, where python and iodump's export are slow over 9p.
+record() {
+  local label=$1 dev=$2 kind=$3 min_ios=$4; shift 4
+  local files=() roles="" f role rc t
+  while [ "$1" != -- ]; do files+=("$1"); roles+="${roles:+,}\"${1%%=*}\""; shift; done
+  shift
+  local run=$OUT/$label
+  mkdir -p "$run"
+  quiesce "$dev" "$MNT"
+  cat "/sys/block/$dev/stat" > "$run/stat1"
+  t=$(date +%s.%N)
+  "$BIN" record -d "$dev" -o "$run/trace.iod" --stats -- "$@" > "$run/workload.out" 2> "$run/record.stderr"
+  rc=$?
+  cat "/sys/block/$dev/stat" > "$run/stat2"
+  say "$label: iodump record exited $rc after $(since "$t") s"
+  sed 's/^/    /' "$run/record.stderr" | tail -8
+  for f in "${files[@]}"; do
+    role=${f%%=*} f=${f#*=}
+    readlink -f "$f" > "$run/$role.path"
+    stat -c %s "$f" > "$run/$role.size" 2>&1
+    filefrag -v -b512 "$f" > "$run/$role.frag" 2>&1
+  done
+  printf '{"label":"%s","dev":"%s","kind":"%s","rc":%d,"min_ios":%d,"roles":[%s]}\n' \
+    "$label" "$dev" "$kind" "$rc" "$min_ios" "$roles" > "$run/run.json"
+  echo "$label" >> "$OUT/runs.txt"
+  if [ "$MODE" = guest ] && [ "${IODUMP_KT_CHECK_IN_GUEST:-0}" != 1 ]; then
+    # Without a trace there is nothing to read later: say so now.
+    [ "$rc" = 0 ] || echo "FAIL $label.record iodump exited $rc: $(grep -v '^\s*$' "$run/record.stderr" | tail -1)"
+  else
+    check_run "$run"
+  fi
+}
+
+# device_suite LABEL DEV: mkfs, mount, the two recordings, umount
+device_suite() {
+  local label=$1 dev=$2
+  safe_dev "$dev" || { fail "$label.device" "$REFUSED"; return; }
+  MNT=$(mktemp -d /tmp/iodump-kt.XXXXXX)
+  if ! mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "/dev/$dev" > "$OUT/mkfs.log" 2>&1; then
+    fail "$label.mkfs" "mkfs.ext4 /dev/$dev: $(tail -1 "$OUT/mkfs.log")"; return
+  fi
+  if ! mount -t ext4 -o noatime,noinit_itable "/dev/$dev" "$MNT" 2> "$OUT/mount.err"; then
+    fail "$label.mount" "$(cat "$OUT/mount.err")"; return
+  fi
+  MOUNTED+=("$MNT")
+  dd if=/dev/zero of="$MNT/fio.dat" bs=1M count=64 conv=fsync status=none
+
+  mkdir -p "$OUT/$label.randread" "$OUT/$label.write"
+  record "$label.randread" "$dev" randread "$FIO_IOS" "direct=$MNT/fio.dat" -- \
+    fio --name=randread --filename="$MNT/fio.dat" --size=64M --rw=randread --bs=4k --direct=1 \
+    --ioengine=psync --number_ios="$FIO_IOS" --randrepeat=1 --output="$OUT/$label.randread/fio.txt"
+  local r=$OUT/$label.write
+  record "$label.write" "$dev" write 1 "fsync=$MNT/fsync.dat" "writeback=$MNT/writeback.dat" -- \
+    bash "$HERE/guest.sh" --write-workload "$MNT" "$r"
+  umount "$MNT" && MOUNTED=("${MOUNTED[@]/$MNT}")
+  rmdir "$MNT"
+}
+
+set_sched() { # LABEL DEV SCHED
+  local s=/sys/block/$2/queue/scheduler
+  grep -qw "$3" "$s" || modprobe "$3" 2>/dev/null || modprobe "${3/-/_}" 2>/dev/null
+  echo "$3" > "$s" 2>/dev/null
+  if grep -q "\[$3\]" "$s"; then pass "$1.scheduler" "$2: $(cat "$s")"; return 0; fi
+  fail "$1.scheduler" "cannot set $3 on $2: $(cat "$s")"
+  return 1
+}
+
+for d in $DEVICES; do
+  case $d in
+    req-none|req-mq-deadline)
+      req_dev || continue
+      sched=${d#req-}
+      label=$REQ-$sched
+      say "$label"
+      set_sched "$label" "$REQ" "$sched" && device_suite "$label" "$REQ" ;;
+    zram)
+      zram_dev || continue
+      say "$ZR (bio-based)"
+      device_suite "$ZR" "$ZR" ;;
+    *) fail "setup.devices" "unknown device kind $d" ;;
+  esac
+done
+finish
