@@ -1555,21 +1555,27 @@ static __always_inline int on_getrq(struct iodump_cpu_state *cs, __u32 lvl, stru
 }
 
 /* The entry of request rq (key) started at block_getrq, moved from its first bio's key to
- * the request's; NULL if there is none. */
+ * the request's; NULL if there is none. The bio that got the request is the first of the
+ * request's bios unless others were merged in front of it (a plugged request takes front
+ * merges before it is issued): the walk goes down the chain a few bios. */
+#define IODUMP_ADOPT_HOPS 8
 static __always_inline struct iodump_inflight *adopt(struct iodump_cpu_state *cs, __u32 lvl,
 						     struct request *rq, __u64 key,
 						     struct iodump_slot **slot, int btf)
 {
 	struct iodump_inflight v;
-	struct iodump_inflight *bv;
-	struct iodump_slot *bs;
-	struct bio *bio = RD(btf, rq, bio);
-	__u64 bkey;
+	struct iodump_inflight *bv = NULL;
+	struct iodump_slot *bs = NULL;
+	__u64 bio = (__u64)BPF_CORE_READ(rq, bio);
+	__u64 bkey = 0;
 
-	if (!bio)
-		return NULL;
-	bkey = key_of(cs, lvl, bio, btf);
-	bv = find(&inflight_rq, bkey, &bs);
+	for (int i = 0; i < IODUMP_ADOPT_HOPS && bio; i++) {
+		bkey = bio;
+		bv = find(&inflight_rq, bkey, &bs);
+		if (bv)
+			break;
+		bio = (__u64)BPF_CORE_READ((struct bio *)bio, bi_next);
+	}
 	if (!bv)
 		return NULL;
 	__builtin_memcpy(&v, bv, sizeof(v));
@@ -1639,8 +1645,11 @@ static __always_inline int on_rq_merge(struct iodump_cpu_state *cs, __u32 lvl,
 {
 	__u64 key = key_of(cs, lvl, next, btf);
 	struct iodump_slot *slot;
+	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
 
-	if (find(&inflight_rq, key, &slot) && untrack(&inflight_rq, key, slot))
+	if (!v && cfg_start_at_getrq)
+		v = adopt(cs, lvl, next, key, &slot, btf);
+	if (v && untrack(&inflight_rq, key, slot))
 		cnt(IODUMP_CNT_RQ_MERGED);
 	return 0;
 }
@@ -1752,6 +1761,10 @@ static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl
 	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
 	__u16 err;
 
+	/* started at block_getrq and completed without an insert or issue (an empty
+	 * REQ_PREFLUSH request the flush machinery completes itself) */
+	if (!v && cfg_start_at_getrq)
+		v = adopt(cs, lvl, rq, key, &slot, btf);
 	if (!v) {
 		if (norm_op(RD(btf, rq, cmd_flags)) == IODUMP_OP_FLUSH && !RD(btf, rq, bio))
 			cnt(IODUMP_CNT_FLUSH_NO_START);
