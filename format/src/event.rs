@@ -173,7 +173,9 @@ impl std::ops::BitOr for Flags {
 }
 
 /// What caused an I/O: the syscall (or kernel activity) it is attributed to. Stored as a `u16`
-/// code; codes this version does not know are kept and shown as `syscall#N`.
+/// code; codes from 0x8000 up are x86_64 system calls by number (named from
+/// [`crate::syscalls::X86_64`]); codes this version does not know are kept and shown as
+/// `syscall#N`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Syscall(pub u16);
 
@@ -232,19 +234,35 @@ impl Syscall {
     /// `getdents64(2)`.
     pub const GETDENTS64: Syscall = Syscall(23);
 
-    /// The name of a known code, else `None`.
+    /// First code of the x86_64 system calls without a code of their own: `X86_64_BASE + N`
+    /// is system call N.
+    pub const X86_64_BASE: u16 = 0x8000;
+
+    /// The name of a known code (an x86_64 system call's from `X86_64_BASE` up), else
+    /// `None`.
     pub fn name(self) -> Option<&'static str> {
+        if let Some(n) = self.0.checked_sub(Syscall::X86_64_BASE) {
+            return crate::syscalls::X86_64
+                .get(n as usize)
+                .copied()
+                .filter(|s| !s.is_empty());
+        }
         Syscall::NAMES
             .iter()
             .find(|(c, _)| *c == self.0)
             .map(|(_, n)| *n)
     }
-    /// Looks a name up; also reads back the `syscall#N` form of codes without a name.
+    /// Looks a name up (a code's own name first, then an x86_64 system call's); also reads
+    /// back the `syscall#N` form of codes without a name.
     pub fn from_name(name: &str) -> Option<Syscall> {
         Syscall::NAMES
             .iter()
             .find(|(_, n)| *n == name)
             .map(|(c, _)| Syscall(*c))
+            .or_else(|| {
+                let n = crate::syscalls::X86_64.iter().position(|s| *s == name)?;
+                Some(Syscall(Syscall::X86_64_BASE + n as u16))
+            })
             .or_else(|| name.strip_prefix("syscall#")?.parse().ok().map(Syscall))
     }
 }
@@ -500,4 +518,36 @@ pub struct EndInfo {
     pub lost_events: u64,
     /// Exit status of the traced command: its exit code, or `128 + signal` if killed.
     pub command_exit_status: Option<i32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_x86_64_system_call_has_a_name_and_reads_back() {
+        for n in (0u16..=334).chain(424..=469) {
+            let s = Syscall(Syscall::X86_64_BASE + n);
+            let name = s
+                .name()
+                .unwrap_or_else(|| panic!("syscall {n} has no name"));
+            assert_ne!(name, "");
+            // a name with a code of its own reads back as that code
+            let back = Syscall::from_name(name).unwrap();
+            assert!(
+                back == s || Syscall::NAMES.iter().any(|(c, _)| *c == back.0),
+                "{name}"
+            );
+        }
+        assert_eq!(Syscall(0x8000 + 21).to_string(), "access");
+        assert_eq!(Syscall::from_name("access"), Some(Syscall(0x8000 + 21)));
+        assert_eq!(Syscall::from_name("read"), Some(Syscall::READ));
+        // numbers no call has, and past the table, stay numbers
+        assert_eq!(Syscall(0x8000 + 400).to_string(), "syscall#33168");
+        assert_eq!(Syscall(0x8000 + 4000).name(), None);
+        assert_eq!(
+            Syscall::from_name("syscall#33168"),
+            Some(Syscall(0x8000 + 400))
+        );
+    }
 }

@@ -17,6 +17,7 @@ pub mod segment;
 pub mod summary;
 pub mod synth;
 pub mod synth_writer;
+pub mod syscalls;
 pub mod text;
 pub mod writer;
 
