@@ -340,6 +340,37 @@ fn older_kernel_variants_record_every_request() {
     }
 }
 
+/// A device added while the recorder runs (zram hot_add) is named in the trace's device
+/// table, not left as a bare number.
+#[test]
+fn devices_added_while_recording_are_named() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("devices_added_while_recording_are_named") {
+        return;
+    }
+    let d = TempDir::new("hotadd");
+    let trace = d.join("hot.iod");
+    let t = trace.to_str().unwrap().to_string();
+    let (mut child, _err, _) = spawn_recorder(&["-o", &t, "-t", "30"]);
+    let z = Zram::new("16M");
+    let out = run(Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", z.node()))
+        .args(["bs=4k", "count=100", "oflag=direct"]));
+    ok(&out);
+    // SAFETY: kill only signals the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert!(child.wait().unwrap().success());
+    let r = Reader::open(&trace).unwrap();
+    let ev = events_on(&r, &z.name());
+    assert_eq!(
+        ev.len(),
+        100,
+        "every write to the new device, under its name"
+    );
+    drop(z);
+}
+
 #[test]
 fn loop_device_is_request_based_with_queue_time() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -18,6 +18,9 @@ pub struct NewEntries {
     pub path: Option<PathEntry>,
     /// A new or changed process entry.
     pub process: Option<Process>,
+    /// A device that appeared since the recording began (hot-added zram, losetup, a
+    /// hot-plugged disk).
+    pub device: Option<Device>,
 }
 
 /// Conversion state: the tables built so far.
@@ -37,6 +40,10 @@ pub struct Converter {
     path_bytes: HashMap<u32, Vec<u8>>,
     /// tid → (pid, comm, cgroup).
     threads: IntMap<u32, (u32, [u8; 16], u64)>,
+    /// The device of the previous event (known to `devices`), to skip the look-up.
+    last_dev: Option<u32>,
+    /// Devices looked for in sysfs and not found there (gone already): not looked for again.
+    missing_devs: Vec<u32>,
     next_path_id: u32,
     /// Events with a file path, a label, neither.
     pub attributed: [u64; 3],
@@ -60,6 +67,8 @@ impl Converter {
             labels: IntMap::default(),
             path_bytes: HashMap::new(),
             threads: IntMap::default(),
+            last_dev: None,
+            missing_devs: Vec::new(),
             next_path_id: 1,
             attributed: [0; 3],
         }
@@ -171,10 +180,36 @@ impl Converter {
         id
     }
 
+    /// A device this converter has not seen: read sysfs again (once per device number).
+    fn learn_device(&mut self, dev: u32, out: &mut NewEntries) {
+        if self.missing_devs.contains(&dev) {
+            return;
+        }
+        let found = crate::devices::list()
+            .ok()
+            .and_then(|all| all.into_iter().find(|d| d.dev.0 == dev));
+        match found {
+            Some(d) => {
+                self.devices.insert(dev, d.clone());
+                out.device = Some(d);
+            }
+            None => self.missing_devs.push(dev),
+        }
+    }
+
     /// An I/O record: the event, plus any table entries it needs first.
     pub fn io_record(&mut self, r: &IoEvent, out: &mut NewEntries) -> Event {
         out.path = None;
         out.process = None;
+        out.device = None;
+        if self.last_dev != Some(r.dev) {
+            if !self.devices.contains_key(&r.dev) {
+                self.learn_device(r.dev, out);
+            }
+            if self.devices.contains_key(&r.dev) {
+                self.last_dev = Some(r.dev);
+            }
+        }
         // Process table: a thread seen for the first time, or with a new comm (exec).
         let comm = r.comm;
         match self.threads.get(&r.tid) {

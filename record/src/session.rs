@@ -534,6 +534,9 @@ fn handle(
             // Table entries are written even when the filter drops the event: the converter
             // will not announce them again.
             if let Some(w) = &mut sinks.writer {
+                if let Some(d) = entries.device.take() {
+                    w.add_device(d).map_err(write_err)?;
+                }
                 if let Some(p) = entries.process.take() {
                     w.add_process(p).map_err(write_err)?;
                 }
