@@ -174,11 +174,20 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* A file whose path record was sent: with which file_id, in which epoch (about a second,
+ * start_ns >> 30) its names were last checked, and their fingerprint then (see
+ * iodump_path_fp()): a rename changes the fingerprint, and the path is sent again. */
+struct iodump_seen_val {
+	__u32 id;
+	__u32 epoch;
+	__u64 fp;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct iodump_inode_key);
-	__type(value, __u32); /* the file_id its path record was sent with */
+	__type(value, struct iodump_seen_val);
 } seen_inodes SEC(".maps");
 
 /* The last file_id given to a path record (iodump_path_event.file_id). 64 bits: the BPF
@@ -271,7 +280,7 @@ struct iodump_cpu_state {
 	/* last (inode, tgid) written to dirtiers */
 	__u64 dirty_inode;
 	__u32 dirty_tgid;
-	__u32 seen_ok; /* seen_ino/seen_dev/seen_gen/seen_id are set */
+	__u32 seen_ok; /* seen_ino/seen_dev/seen_gen/seen_id are set, in epoch seen_epoch */
 	/* last direct-I/O inode: (address, i_ino, i_generation) -> the rest of its identity */
 	__u64 dio_inode;
 	__u64 dio_ino;
@@ -289,6 +298,8 @@ struct iodump_cpu_state {
 	__u64 dev_ok;
 	/* file ids taken on this CPU (IODUMP_NO_ATOMICS only, see next_file_id()) */
 	__u64 file_ctr;
+	__u32 seen_epoch;
+	__u32 _pad2;
 };
 
 struct {
@@ -1039,15 +1050,52 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 	return hdr->file_id;
 }
 
+/*
+ * The fingerprint of a file's names: every dentry from the inode's first alias up to its
+ * filesystem's root, each by address and name hash and length (d_name.hash_len). A rename,
+ * a rename over another file, a move to another directory or a renamed directory above it
+ * changes it (a short name is renamed in place, its hash changes; a moved dentry has another
+ * parent). Global, checked once by the verifier; reads with BPF_CORE_READ only.
+ */
+#define IODUMP_FP_DEPTH 64
+__noinline __u64 iodump_path_fp(__u64 inode_addr)
+{
+	struct inode *inode = (struct inode *)inode_addr;
+	struct hlist_node *first;
+	struct dentry *d, *parent;
+	__u64 fp = 0xcbf29ce484222325ULL;
+
+	if (!inode)
+		return 0;
+	first = BPF_CORE_READ(inode, i_dentry.first);
+	if (!first)
+		return 1;
+	d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	for (int i = 0; i < IODUMP_FP_DEPTH; i++) {
+		fp = (fp ^ (__u64)d) * 0x100000001b3ULL;
+		fp = (fp ^ BPF_CORE_READ(d, d_name.hash_len)) * 0x100000001b3ULL;
+		parent = BPF_CORE_READ(d, d_parent);
+		if (!parent || parent == d)
+			break;
+		d = parent;
+	}
+	/* deleted (unlinked, still open) is a name change too */
+	if (BPF_CORE_READ(inode, i_nlink) == 0)
+		fp = ~fp;
+	return fp | 2;
+}
+
 /* Make sure the path of fi was sent once. Returns the file_id it was sent with (> 0) when
  * that is at hand, 0 when it was sent before and only seen_cache knows (user space finds
  * the record by the inode), -1 if it could not be sent. */
 static __always_inline int ensure_path(struct iodump_file_info *fi,
-				       struct iodump_cpu_state *cs, __u32 lvl)
+				       struct iodump_cpu_state *cs, __u32 lvl, __u64 now_ns)
 {
 	struct iodump_inode_key k = { .ino = fi->ino, .dev = fi->dev, .gen = fi->gen };
 	struct iodump_seen_set *set = NULL;
-	__u32 sent_id, *known, tag = 0;
+	struct iodump_seen_val *known, sent = {};
+	__u32 epoch = now_ns >> 30, tag = 0;
+	__u64 inode_bits = ptr_bits(cs, lvl, fi->inode, BTF);
 	int id;
 
 	if (!lvl) {
@@ -1056,11 +1104,13 @@ static __always_inline int ensure_path(struct iodump_file_info *fi,
 		__u64 fp;
 
 		if (cs->seen_ok && cs->seen_ino == k.ino && cs->seen_dev == k.dev &&
-		    cs->seen_gen == k.gen)
+		    cs->seen_gen == k.gen && cs->seen_epoch == epoch)
 			return cs->seen_id;
 		fp = (k.ino * 0x9E3779B97F4A7C15ULL) ^
 		     (((__u64)k.dev << 32 | k.gen) * 0xC2B2AE3D27D4EB4FULL) ^ k.ino;
-		tag = (__u32)fp | 1; /* empty ways hold 0 */
+		/* the epoch is in the tag: last epoch's tags no longer match, so each file's
+		 * names are checked again about once a second */
+		tag = ((__u32)fp ^ (epoch * 0x9E3779B9u)) | 1; /* empty ways hold 0 */
 		sc = bpf_map_lookup_elem(&seen_cache, &zero);
 		if (sc) {
 			set = &sc->set[(fp >> (64 - IODUMP_SEEN_SET_BITS)) &
@@ -1074,21 +1124,29 @@ static __always_inline int ensure_path(struct iodump_file_info *fi,
 		}
 	}
 	known = bpf_map_lookup_elem(&seen_inodes, &k);
-	if (known) {
-		id = *known;
+	if (known && known->epoch == epoch) {
+		id = known->id;
 	} else {
-		/* the callee takes plain numbers: launder a typed inode pointer */
-		id = iodump_send_path(ptr_bits(cs, lvl, fi->inode, BTF),
-				      ptr_bits(cs, lvl, fi->file, BTF),
-				      fi->ino,
-				      fi->dev | (__u64)fi->sb_dev << 32,
-				      fi->gen | (__u64)fi->kind << 32);
-		if (id <= 0) {
-			cnt(IODUMP_CNT_LOST_PATH);
-			return -1;
+		__u64 names_fp = iodump_path_fp(inode_bits);
+
+		if (known && known->fp == names_fp) {
+			/* same names as when last checked */
+			known->epoch = epoch;
+			id = known->id;
+		} else {
+			/* new, or renamed: (re)send. The callee takes plain numbers. */
+			id = iodump_send_path(inode_bits, ptr_bits(cs, lvl, fi->file, BTF), fi->ino,
+					      fi->dev | (__u64)fi->sb_dev << 32,
+					      fi->gen | (__u64)fi->kind << 32);
+			if (id <= 0) {
+				cnt(IODUMP_CNT_LOST_PATH);
+				return -1;
+			}
+			sent.id = id;
+			sent.epoch = epoch;
+			sent.fp = names_fp;
+			bpf_map_update_elem(&seen_inodes, &k, &sent, BPF_ANY);
 		}
-		sent_id = id;
-		bpf_map_update_elem(&seen_inodes, &k, &sent_id, BPF_ANY);
 	}
 	if (set) {
 		/* most recent first: the oldest way is dropped */
@@ -1102,6 +1160,7 @@ seen:
 		cs->seen_dev = k.dev;
 		cs->seen_gen = k.gen;
 		cs->seen_id = id;
+		cs->seen_epoch = epoch;
 		cs->seen_ok = 1;
 	}
 	return id;
@@ -1368,7 +1427,7 @@ static __always_inline int start_io(struct iodump_inflight *v, const struct iodu
 				}
 			}
 			int sent = cfg_enable_paths && !bench_paused(IODUMP_BENCH_PATHS) ?
-					   ensure_path(&fi, cs, lvl) : -1;
+					   ensure_path(&fi, cs, lvl, v->ev.start_ns) : -1;
 
 			if (sent > 0)
 				v->ev.file_id = sent;

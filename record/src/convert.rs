@@ -96,13 +96,14 @@ impl Converter {
         }
     }
 
-    /// A path record: remember the file's path; returns the new entry.
+    /// A path record: remember the file's path; returns the new entry. The kernel sends a
+    /// file's path again when its names changed (a rename, see `iodump_path_fp` in
+    /// ebpf/iodump.bpf.c), or when it forgot it had sent it: a path that differs from the
+    /// file's latest is a new entry for the same file (same device and inode), and the events
+    /// after it carry that name.
     pub fn path_record(&mut self, p: &PathEvent<'_>) -> Option<PathEntry> {
         let key = (p.dev, p.ino, p.gen);
-        if let Some(&id) = self.files.get(&key) {
-            self.note_file_id(p.file_id, id);
-            return None;
-        }
+        let latest = self.files.get(&key).copied();
         let rel = p.relative_path();
         let sb = DevT(p.sb_dev);
         let mut path = match self.mounts.absolute(sb, p.mnt_id, &rel) {
@@ -126,9 +127,16 @@ impl Converter {
             v.extend_from_slice(&rel);
             path = v;
         }
+        let deleted = p.pflags & pf::DELETED != 0;
+        if let Some(id) = latest {
+            if self.path_bytes.get(&id).is_some_and(|b| *b == path) {
+                self.note_file_id(p.file_id, id);
+                return None;
+            }
+        }
         let mut e = self.new_path(DevT(p.dev), p.ino, PathKind::File, path);
         e.truncated = truncated;
-        e.deleted = p.pflags & pf::DELETED != 0;
+        e.deleted = deleted;
         self.files.insert(key, e.path_id);
         self.note_file_id(p.file_id, e.path_id);
         Some(e)
