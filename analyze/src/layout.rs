@@ -83,6 +83,8 @@ macro_rules! each {
     };
 }
 
+// One expression serves every width, so that some arms cast a type to itself.
+#[allow(clippy::unnecessary_cast)]
 impl<'a> IntColumn<'a> {
     /// Column `name` of `b`.
     pub fn of(b: &'a RecordBatch, name: &str) -> Result<IntColumn<'a>, AnalyzeError> {
