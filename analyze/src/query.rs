@@ -924,8 +924,9 @@ pub(crate) fn parquet_filter_mask(
     use iodump_format::text::text_unbytes;
     use iodump_format::{DevT, Event, Flags, Syscall};
     let s = |name| arrow_col::<StringArray>(b, name);
-    let u32c = |name| IntColumn::of(b, name);
-    let u64c = |name| IntColumn::of(b, name);
+    // Integers of any width and sign (layouts 1 and 2), read back as the trace's values.
+    let int = |name| IntColumn::of(b, name);
+    let (u32c, u64c) = (int, int);
     let (dev, dev_t, op, flags, comm, path, syscall) = (
         s("dev")?,
         s("dev_t")?,
