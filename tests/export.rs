@@ -244,7 +244,11 @@ fn parquet_opens_in_pandas() {
             "import pandas as pd, sys\n\
              df = pd.read_parquet(sys.argv[1] + '/io.parquet')\n\
              o = df[df['trace'] == 'oltp-5k.iod']\n\
-             assert str(df['timestamp'].dtype) == 'datetime64[ns, UTC]', df['timestamp'].dtype\n\
+             assert str(df['timestamp'].dtype) == 'datetime64[us, UTC]', df['timestamp'].dtype\n\
+             assert str(df['timestamp_ns'].dtype) == 'int64', df['timestamp_ns'].dtype\n\
+             us = df['timestamp'].astype('int64')\n\
+             assert (us == df['timestamp_ns'] // 1000).all()\n\
+             assert not [c for c in df.columns if str(df[c].dtype).startswith('uint')], df.dtypes\n\
              print(len(df), int((o['comm'] == 'mysqld').sum()))",
         )
         .arg(&d.0)

@@ -1,20 +1,26 @@
 //! `iodump convert`: traces → Parquet tables (`io`, `processes`, `files`, `devices`,
 //! `losses`), documented column by column in `schemas/parquet-tables.md`. Several traces form
 //! one dataset: every table has `trace` and `host` columns.
+//!
+//! The tables are of [`crate::layout::LAYOUT`]: only types that Spark, DuckDB, polars,
+//! pandas/pyarrow and DataFusion read with their default settings. Timestamps are
+//! `TIMESTAMP(MICROS, UTC)` (Spark refuses nanoseconds) with the exact nanoseconds beside them
+//! in an Int64 column (`timestamp_ns`, `start_ns`, `end_ns`); integers are signed (Spark reads
+//! uint64 as decimal(20,0)): the trace's u16 become Int32, its u32 and u64 Int64.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BooleanBuilder, StringBuilder, TimestampNanosecondBuilder, UInt16Builder, UInt32Builder,
-    UInt64Builder,
+    BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use iodump_format::{Damage, DevT, EventBatch, Flags, Op, Reader, Syscall};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 use iodump_output::OutputFile;
@@ -49,8 +55,40 @@ fn aerr(what: &str) -> impl Fn(arrow_schema::ArrowError) -> AnalyzeError + '_ {
     }
 }
 
+/// The type of the timestamp columns: microseconds, UTC (`TIMESTAMP(MICROS, true)` in
+/// Parquet), the finest that every engine reads.
 fn utc() -> DataType {
-    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+}
+
+/// Microseconds of a UTC instant in nanoseconds, rounded down (the instant's microsecond).
+fn us_of(ns: i64) -> i64 {
+    ns.div_euclid(1000)
+}
+
+/// A u64 of the trace as Int64: the same 64 bits (every time, size and sector is far below
+/// 2^63; an id of 2^63 or more would read negative).
+fn i64_of(v: u64) -> i64 {
+    v as i64
+}
+
+/// A column of the trace's u64 values as Int64.
+fn i64_col(v: &[u64]) -> ArrayRef {
+    Arc::new(Int64Array::from_iter_values(v.iter().map(|&x| i64_of(x))))
+}
+
+/// A column of the trace's u32 values as Int64 (Spark would widen uint32 to bigint anyway).
+fn i64_col_u32(v: &[u32]) -> ArrayRef {
+    Arc::new(Int64Array::from_iter_values(
+        v.iter().map(|&x| i64::from(x)),
+    ))
+}
+
+/// A column of the trace's u16 values as Int32.
+fn i32_col_u16(v: &[u16]) -> ArrayRef {
+    Arc::new(Int32Array::from_iter_values(
+        v.iter().map(|&x| i32::from(x)),
+    ))
 }
 
 /// The schema of the `io` table.
@@ -60,11 +98,12 @@ pub fn io_schema() -> Arc<Schema> {
         Field::new("trace", Utf8, false),
         Field::new("host", Utf8, false),
         Field::new("timestamp", utc(), false),
-        Field::new("monotonic_ns", UInt64, false),
+        Field::new("timestamp_ns", Int64, false),
+        Field::new("monotonic_ns", Int64, false),
         Field::new("dev", Utf8, false),
         Field::new("dev_t", Utf8, false),
-        Field::new("sector", UInt64, false),
-        Field::new("bytes", UInt32, false),
+        Field::new("sector", Int64, false),
+        Field::new("bytes", Int64, false),
         Field::new("op", Utf8, false),
         Field::new("rw", Utf8, false),
         Field::new("flags", Utf8, false),
@@ -73,19 +112,19 @@ pub fn io_schema() -> Arc<Schema> {
         Field::new("fua", Boolean, false),
         Field::new("preflush", Boolean, false),
         Field::new("readahead", Boolean, false),
-        Field::new("pid", UInt32, false),
-        Field::new("tid", UInt32, false),
+        Field::new("pid", Int64, false),
+        Field::new("tid", Int64, false),
         Field::new("comm", Utf8, false),
-        Field::new("path_id", UInt32, false),
+        Field::new("path_id", Int64, false),
         Field::new("path", Utf8, false),
-        Field::new("queue_ns", UInt64, true),
-        Field::new("device_ns", UInt64, false),
-        Field::new("latency_ns", UInt64, false),
-        Field::new("error", UInt16, false),
-        Field::new("cpu", UInt16, false),
+        Field::new("queue_ns", Int64, true),
+        Field::new("device_ns", Int64, false),
+        Field::new("latency_ns", Int64, false),
+        Field::new("error", Int32, false),
+        Field::new("cpu", Int32, false),
         Field::new("syscall", Utf8, true),
-        Field::new("dirtier_pid", UInt32, true),
-        Field::new("cgroup_id", UInt64, false),
+        Field::new("dirtier_pid", Int64, true),
+        Field::new("cgroup_id", Int64, false),
     ]))
 }
 
@@ -95,6 +134,10 @@ fn props() -> WriterProperties {
             ZstdLevel::try_new(3).expect("zstd level 3"),
         ))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_key_value_metadata(Some(vec![KeyValue::new(
+            crate::layout::LAYOUT_KEY.to_string(),
+            crate::layout::LAYOUT.to_string(),
+        )]))
         .build()
 }
 
@@ -132,7 +175,8 @@ fn io_batch(
     let n = rows.len();
     let mut trace = StringBuilder::with_capacity(n, n * input.name.len());
     let mut host = StringBuilder::with_capacity(n, n * h.hostname.len());
-    let mut ts = TimestampNanosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut ts = TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC");
+    let mut ts_ns = Int64Builder::with_capacity(n);
     let mut dev = StringBuilder::new();
     let mut dev_t = StringBuilder::new();
     let mut op = StringBuilder::new();
@@ -141,16 +185,18 @@ fn io_batch(
     let mut fl: [BooleanBuilder; 5] = std::array::from_fn(|_| BooleanBuilder::with_capacity(n));
     let mut comm = StringBuilder::new();
     let mut path = StringBuilder::new();
-    let mut queue = UInt64Builder::with_capacity(n);
-    let mut device = UInt64Builder::with_capacity(n);
+    let mut queue = Int64Builder::with_capacity(n);
+    let mut device = Int64Builder::with_capacity(n);
     let mut syscall = StringBuilder::new();
-    let mut dirtier = UInt32Builder::with_capacity(n);
+    let mut dirtier = Int64Builder::with_capacity(n);
     let mut last_path = (u32::MAX, String::new());
     let mut last_comm = ((u32::MAX, u32::MAX), String::new());
     for i in rows.clone() {
         trace.append_value(&input.name);
         host.append_value(&h.hostname);
-        ts.append_value(h.to_utc_ns(b.timestamp_ns[i]));
+        let utc_ns = h.to_utc_ns(b.timestamp_ns[i]);
+        ts.append_value(us_of(utc_ns));
+        ts_ns.append_value(utc_ns);
         let d = b.dev[i];
         dev.append_value(dev_names.get(&d).map_or("?", |s| s.as_str()));
         dev_t.append_value(DevT(d).to_string());
@@ -184,30 +230,25 @@ fn io_batch(
             last_path = (pid, iodump_format::text::text_string(p));
         }
         path.append_value(&last_path.1);
-        queue.append_option(b.queue_ns.get(i));
-        device.append_value(b.device_ns(i));
+        queue.append_option(b.queue_ns.get(i).map(i64_of));
+        device.append_value(i64_of(b.device_ns(i)));
         match b.syscall.get(i) {
             Some(s) => syscall.append_value(Syscall(s).to_string()),
             None => syscall.append_null(),
         }
-        dirtier.append_option(b.dirtier_pid.get(i));
+        dirtier.append_option(b.dirtier_pid.get(i).map(i64::from));
     }
     let [mut f_sync, mut f_meta, mut f_fua, mut f_pre, mut f_ra] = fl;
     let cols: Vec<ArrayRef> = vec![
         Arc::new(trace.finish()),
         Arc::new(host.finish()),
         Arc::new(ts.finish()),
-        Arc::new(arrow_array::UInt64Array::from(
-            b.timestamp_ns[rows.clone()].to_vec(),
-        )),
+        Arc::new(ts_ns.finish()),
+        i64_col(&b.timestamp_ns[rows.clone()]),
         Arc::new(dev.finish()),
         Arc::new(dev_t.finish()),
-        Arc::new(arrow_array::UInt64Array::from(
-            b.sector[rows.clone()].to_vec(),
-        )),
-        Arc::new(arrow_array::UInt32Array::from(
-            b.bytes[rows.clone()].to_vec(),
-        )),
+        i64_col(&b.sector[rows.clone()]),
+        i64_col_u32(&b.bytes[rows.clone()]),
         Arc::new(op.finish()),
         Arc::new(rw.finish()),
         Arc::new(flags.finish()),
@@ -216,27 +257,19 @@ fn io_batch(
         Arc::new(f_fua.finish()),
         Arc::new(f_pre.finish()),
         Arc::new(f_ra.finish()),
-        Arc::new(arrow_array::UInt32Array::from(b.pid[rows.clone()].to_vec())),
-        Arc::new(arrow_array::UInt32Array::from(b.tid[rows.clone()].to_vec())),
+        i64_col_u32(&b.pid[rows.clone()]),
+        i64_col_u32(&b.tid[rows.clone()]),
         Arc::new(comm.finish()),
-        Arc::new(arrow_array::UInt32Array::from(
-            b.path_id[rows.clone()].to_vec(),
-        )),
+        i64_col_u32(&b.path_id[rows.clone()]),
         Arc::new(path.finish()),
         Arc::new(queue.finish()),
         Arc::new(device.finish()),
-        Arc::new(arrow_array::UInt64Array::from(
-            b.latency_ns[rows.clone()].to_vec(),
-        )),
-        Arc::new(arrow_array::UInt16Array::from(
-            b.error[rows.clone()].to_vec(),
-        )),
-        Arc::new(arrow_array::UInt16Array::from(b.cpu[rows.clone()].to_vec())),
+        i64_col(&b.latency_ns[rows.clone()]),
+        i32_col_u16(&b.error[rows.clone()]),
+        i32_col_u16(&b.cpu[rows.clone()]),
         Arc::new(syscall.finish()),
         Arc::new(dirtier.finish()),
-        Arc::new(arrow_array::UInt64Array::from(
-            b.cgroup_id[rows.clone()].to_vec(),
-        )),
+        i64_col(&b.cgroup_id[rows.clone()]),
     ];
     RecordBatch::try_new(io_schema(), cols).map_err(aerr("io batch"))
 }
@@ -493,9 +526,9 @@ fn write_processes(
         StringBuilder::new(),
     );
     let (mut tid, mut pid, mut cg) = (
-        UInt32Builder::new(),
-        UInt32Builder::new(),
-        UInt64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
     );
     for input in inputs {
         let mut ps: Vec<_> = input.reader.tables().processes().collect();
@@ -503,10 +536,10 @@ fn write_processes(
         for p in ps {
             trace.append_value(&input.name);
             host.append_value(&input.reader.header().hostname);
-            tid.append_value(p.tid);
-            pid.append_value(p.pid);
+            tid.append_value(p.tid.into());
+            pid.append_value(p.pid.into());
             comm.append_value(iodump_format::text::text_string(&p.comm));
-            cg.append_value(p.cgroup_id);
+            cg.append_value(i64_of(p.cgroup_id));
         }
     }
     use DataType::*;
@@ -517,10 +550,10 @@ fn write_processes(
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
-            Field::new("tid", UInt32, false),
-            Field::new("pid", UInt32, false),
+            Field::new("tid", Int64, false),
+            Field::new("pid", Int64, false),
             Field::new("comm", Utf8, false),
-            Field::new("cgroup_id", UInt64, false),
+            Field::new("cgroup_id", Int64, false),
         ],
         vec![
             Arc::new(trace.finish()),
@@ -546,7 +579,7 @@ fn write_files(
         StringBuilder::new(),
         StringBuilder::new(),
     );
-    let (mut id, mut ino) = (UInt32Builder::new(), UInt64Builder::new());
+    let (mut id, mut ino) = (Int64Builder::new(), Int64Builder::new());
     let (mut trunc, mut del) = (BooleanBuilder::new(), BooleanBuilder::new());
     for input in inputs {
         let mut ps: Vec<_> = input.reader.tables().paths().collect();
@@ -554,9 +587,9 @@ fn write_files(
         for p in ps {
             trace.append_value(&input.name);
             host.append_value(&input.reader.header().hostname);
-            id.append_value(p.path_id);
+            id.append_value(p.path_id.into());
             dev.append_value(p.dev.to_string());
-            ino.append_value(p.inode);
+            ino.append_value(i64_of(p.inode));
             kind.append_value(p.kind.name());
             trunc.append_value(p.truncated);
             del.append_value(p.deleted);
@@ -571,9 +604,9 @@ fn write_files(
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
-            Field::new("path_id", UInt32, false),
+            Field::new("path_id", Int64, false),
             Field::new("dev_t", Utf8, false),
-            Field::new("inode", UInt64, false),
+            Field::new("inode", Int64, false),
             Field::new("kind", Utf8, false),
             Field::new("truncated", Boolean, false),
             Field::new("deleted", Boolean, false),
@@ -607,8 +640,8 @@ fn write_devices(
         StringBuilder::new(),
     );
     let (mut ss, mut start, mut bio) = (
-        UInt32Builder::new(),
-        UInt64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
         BooleanBuilder::new(),
     );
     for input in inputs {
@@ -621,8 +654,8 @@ fn write_devices(
                 Some(p) => parent.append_value(p.to_string()),
                 None => parent.append_null(),
             }
-            ss.append_value(d.sector_size);
-            start.append_value(d.start_sector);
+            ss.append_value(d.sector_size.into());
+            start.append_value(i64_of(d.start_sector));
             bio.append_value(d.bio_based);
         }
     }
@@ -637,8 +670,8 @@ fn write_devices(
             Field::new("name", Utf8, false),
             Field::new("dev_t", Utf8, false),
             Field::new("partition_of", Utf8, true),
-            Field::new("sector_size", UInt32, false),
-            Field::new("start_sector", UInt64, false),
+            Field::new("sector_size", Int64, false),
+            Field::new("start_sector", Int64, false),
             Field::new("bio_based", Boolean, false),
         ],
         vec![
@@ -665,19 +698,23 @@ fn write_losses(
         StringBuilder::new(),
         StringBuilder::new(),
     );
-    let (mut cpu, mut count) = (UInt16Builder::new(), UInt64Builder::new());
-    let mut start = TimestampNanosecondBuilder::new().with_timezone("UTC");
-    let mut end = TimestampNanosecondBuilder::new().with_timezone("UTC");
+    let (mut cpu, mut count) = (Int32Builder::new(), Int64Builder::new());
+    let mut start = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    let mut end = TimestampMicrosecondBuilder::new().with_timezone("UTC");
+    let (mut start_ns, mut end_ns) = (Int64Builder::new(), Int64Builder::new());
     for input in inputs {
         let h = input.reader.header();
         for l in input.reader.losses() {
             trace.append_value(&input.name);
             host.append_value(&h.hostname);
-            cpu.append_value(l.cpu);
+            cpu.append_value(l.cpu.into());
             reason.append_value(l.reason.name());
-            count.append_value(l.count);
-            start.append_value(h.to_utc_ns(l.start_ns));
-            end.append_value(h.to_utc_ns(l.end_ns));
+            count.append_value(i64_of(l.count));
+            let (a, z) = (h.to_utc_ns(l.start_ns), h.to_utc_ns(l.end_ns));
+            start.append_value(us_of(a));
+            end.append_value(us_of(z));
+            start_ns.append_value(a);
+            end_ns.append_value(z);
         }
     }
     use DataType::*;
@@ -688,11 +725,13 @@ fn write_losses(
         vec![
             Field::new("trace", Utf8, false),
             Field::new("host", Utf8, false),
-            Field::new("cpu", UInt16, false),
+            Field::new("cpu", Int32, false),
             Field::new("reason", Utf8, false),
-            Field::new("count", UInt64, false),
+            Field::new("count", Int64, false),
             Field::new("start", utc(), false),
             Field::new("end", utc(), false),
+            Field::new("start_ns", Int64, false),
+            Field::new("end_ns", Int64, false),
         ],
         vec![
             Arc::new(trace.finish()),
@@ -702,6 +741,8 @@ fn write_losses(
             Arc::new(count.finish()),
             Arc::new(start.finish()),
             Arc::new(end.finish()),
+            Arc::new(start_ns.finish()),
+            Arc::new(end_ns.finish()),
         ],
     )
 }

@@ -10,8 +10,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arrow_array::UInt64Array;
-use arrow_array::{Array, RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array};
+use arrow_array::{Array, RecordBatch, StringArray};
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
 use iodump_format::text::text_string;
@@ -19,6 +18,7 @@ use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, Se
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
+use crate::layout::{self, IntColumn};
 use crate::query::{
     arrow_col, parquet_files, parquet_filter_mask, parquet_lost_events, read_batches,
 };
@@ -192,9 +192,7 @@ fn small_table<K>(
         for b in read_batches(&p)? {
             let trace = arrow_col::<StringArray>(&b, "trace")?;
             let name = arrow_col::<StringArray>(&b, cols[1])?;
-            let bad = || AnalyzeError::Query {
-                message: format!("Parquet column {} is missing or has another type", cols[0]),
-            };
+            let bad = || layout::bad_column(cols[0]);
             let k = b.column_by_name(cols[0]).ok_or_else(bad)?;
             for i in 0..b.num_rows() {
                 let kv = key(k.as_ref(), i).ok_or_else(bad)?;
@@ -226,10 +224,10 @@ struct ParquetSet {
     lost: u64,
 }
 
-/// The `io` columns the one-pass queries read (all of them when a filter needs the rest).
-const IO_COLUMNS: [&str; 11] = [
+/// The `io` columns the one-pass queries read (all of them when a filter needs the rest),
+/// besides the time ([`layout::utc_ns_column`]).
+const IO_COLUMNS: [&str; 10] = [
     "trace",
-    "timestamp",
     "dev_t",
     "sector",
     "bytes",
@@ -258,16 +256,17 @@ impl ParquetSet {
             let file = File::open(&f).map_err(|e| err(&f, e.to_string()))?;
             let b = ParquetRecordBatchReaderBuilder::try_new(file)
                 .map_err(|e| err(&f, e.to_string()))?;
+            layout::check(&f, b.metadata().file_metadata())?;
             for (i, rg) in b.metadata().row_groups().iter().enumerate() {
                 rows += rg.num_rows() as u64;
                 units.push((f.clone(), i));
             }
         }
         let mut files = small_table(dir, "files", ["path_id", "path"], |c, i| {
-            c.as_any().downcast_ref::<UInt32Array>().map(|a| a.value(i))
+            IntColumn::from_array(c).map(|a| a.u32(i))
         })?;
         let procs = small_table(dir, "processes", ["tid", "comm"], |c, i| {
-            c.as_any().downcast_ref::<UInt32Array>().map(|a| a.value(i))
+            IntColumn::from_array(c).map(|a| a.u32(i))
         })?;
         let devices = small_table(dir, "devices", ["dev_t", "name"], |c, i| {
             c.as_any()
@@ -339,7 +338,9 @@ impl ParquetSet {
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(e.to_string()))?;
         let builder = if filter.is_none() {
-            let mask = ProjectionMask::columns(builder.parquet_schema(), IO_COLUMNS);
+            let ts = layout::utc_ns_column(builder.schema());
+            let cols = IO_COLUMNS.iter().copied().chain([ts]);
+            let mask = ProjectionMask::columns(builder.parquet_schema(), cols);
             builder.with_projection(mask)
         } else {
             builder
@@ -376,29 +377,24 @@ impl ParquetSet {
     ) -> Result<(), AnalyzeError> {
         let s = |n| arrow_col::<StringArray>(batch, n);
         let (trace, dev_t, op) = (s("trace")?, s("dev_t")?, s("op")?);
-        let ts = arrow_col::<TimestampNanosecondArray>(batch, "timestamp")?;
-        let sector = arrow_col::<UInt64Array>(batch, "sector")?;
-        let bytes = arrow_col::<UInt32Array>(batch, "bytes")?;
-        let (pid, tid, path_id) = (
-            arrow_col::<UInt32Array>(batch, "pid")?,
-            arrow_col::<UInt32Array>(batch, "tid")?,
-            arrow_col::<UInt32Array>(batch, "path_id")?,
-        );
-        let queue = arrow_col::<UInt64Array>(batch, "queue_ns")?;
-        let latency = arrow_col::<UInt64Array>(batch, "latency_ns")?;
+        let ts = layout::utc_ns(batch)?;
+        let int = |n| IntColumn::of(batch, n);
+        let (sector, bytes) = (int("sector")?, int("bytes")?);
+        let (pid, tid, path_id) = (int("pid")?, int("tid")?, int("path_id")?);
+        let (queue, latency) = (int("queue_ns")?, int("latency_ns")?);
         let n = batch.num_rows();
         let before = b.len();
-        b.timestamp_ns.extend(ts.values().iter().map(|&t| t as u64));
-        b.sector.extend_from_slice(sector.values());
-        b.bytes.extend_from_slice(bytes.values());
-        b.pid.extend_from_slice(pid.values());
-        b.latency_ns.extend_from_slice(latency.values());
+        b.timestamp_ns.extend(ts.iter().map(|&t| t as u64));
+        sector.extend_u64(&mut b.sector);
+        bytes.extend_u32(&mut b.bytes);
+        pid.extend_u32(&mut b.pid);
+        latency.extend_u64(&mut b.latency_ns);
         // Queue times: nullable (bio-based devices have none).
         if queue.null_count() > 0 || b.queue_ns.valid.is_some() {
             let valid = b.queue_ns.valid.get_or_insert_with(|| vec![true; before]);
             valid.extend((0..n).map(|i| !queue.is_null(i)));
         }
-        b.queue_ns.values.extend_from_slice(queue.values());
+        queue.extend_u64(&mut b.queue_ns.values);
         // Re-keyed ids; the text columns repeat, so each row compares with the previous one.
         let mut last_trace: (&str, u32) = ("\0", UNKNOWN);
         let mut last_dev: (&str, u32, u32) = ("\0", UNKNOWN, UNKNOWN);
@@ -431,13 +427,13 @@ impl ParquetSet {
             let k = u64::from(ti) << 32;
             b.path_id.push(
                 self.path_ids
-                    .get(&(k | u64::from(path_id.value(i))))
+                    .get(&(k | u64::from(path_id.u32(i))))
                     .copied()
                     .unwrap_or(UNKNOWN),
             );
             b.tid.push(
                 self.tids
-                    .get(&(k | u64::from(tid.value(i))))
+                    .get(&(k | u64::from(tid.u32(i))))
                     .copied()
                     .unwrap_or(UNKNOWN),
             );

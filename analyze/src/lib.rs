@@ -7,6 +7,7 @@ pub mod convert;
 pub mod export;
 pub mod fast;
 mod ingest;
+pub mod layout;
 pub mod plot;
 pub mod query;
 pub mod report;
@@ -42,6 +43,14 @@ pub enum AnalyzeError {
     /// The output could not be created, or was refused (a link, another user's file, not a
     /// regular file or directory).
     Output(iodump_output::OutputError),
+    /// A Parquet file of a layout this iodump does not read (written by a later iodump, or
+    /// not by `iodump convert`): the traces need converting again.
+    Layout {
+        /// The file.
+        file: std::path::PathBuf,
+        /// The layout it says it has.
+        layout: String,
+    },
     /// Writing the output failed.
     Write {
         /// What was being written.
@@ -61,6 +70,13 @@ impl fmt::Display for AnalyzeError {
             }
             AnalyzeError::Plot { message } => write!(f, "{message}"),
             AnalyzeError::Output(e) => write!(f, "{e}"),
+            AnalyzeError::Layout { file, layout } => write!(
+                f,
+                "{}: Parquet layout {layout:?} is not one this iodump reads (1 to {}): convert \
+                 the traces again with this iodump",
+                file.display(),
+                layout::LAYOUT
+            ),
             AnalyzeError::Write { what, source } => write!(f, "writing {what}: {source}"),
         }
     }

@@ -11,6 +11,7 @@ use iodump_format::expr::{Expr, ResolvedView};
 use iodump_format::{Damage, EventBatch, Op, Reader};
 use polars::prelude::*;
 
+use crate::layout::IntColumn;
 use crate::AnalyzeError;
 
 /// The frame type queries return.
@@ -884,10 +885,7 @@ pub(crate) fn parquet_lost_events(dir: &Path) -> Result<u64, AnalyzeError> {
     let mut lost = 0u64;
     for p in parquet_files(dir, "losses") {
         for b in read_batches(&p)? {
-            lost += arrow_col::<arrow_array::UInt64Array>(&b, "count")?
-                .values()
-                .iter()
-                .sum::<u64>();
+            lost += IntColumn::of(&b, "count")?.to_u64().iter().sum::<u64>();
         }
     }
     Ok(lost)
@@ -898,9 +896,10 @@ pub(crate) fn read_batches(p: &Path) -> Result<Vec<arrow_array::RecordBatch>, An
         message: format!("{}: {m}", p.display()),
     };
     let f = std::fs::File::open(p).map_err(|e| err(e.to_string()))?;
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
-        .and_then(|b| b.build())
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
         .map_err(|e| err(e.to_string()))?;
+    crate::layout::check(p, builder.metadata().file_metadata())?;
+    let reader = builder.build().map_err(|e| err(e.to_string()))?;
     reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| err(e.to_string()))
@@ -912,9 +911,7 @@ pub(crate) fn arrow_col<'a, T: 'static>(
 ) -> Result<&'a T, AnalyzeError> {
     b.column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| AnalyzeError::Query {
-            message: format!("Parquet column {name} is missing or has another type"),
-        })
+        .ok_or_else(|| crate::layout::bad_column(name))
 }
 
 /// Evaluates `f` on each row of an `io` batch, rebuilt as an [`iodump_format::Event`] with its
@@ -923,12 +920,13 @@ pub(crate) fn parquet_filter_mask(
     b: &arrow_array::RecordBatch,
     f: &Expr,
 ) -> Result<Vec<bool>, AnalyzeError> {
-    use arrow_array::{Array, StringArray, UInt16Array, UInt32Array, UInt64Array};
+    use arrow_array::{Array, StringArray};
     use iodump_format::text::text_unbytes;
     use iodump_format::{DevT, Event, Flags, Syscall};
     let s = |name| arrow_col::<StringArray>(b, name);
-    let u32c = |name| arrow_col::<UInt32Array>(b, name);
-    let u64c = |name| arrow_col::<UInt64Array>(b, name);
+    // Integers of any width and sign (layouts 1 and 2), read back as the trace's values.
+    let int = |name| IntColumn::of(b, name);
+    let (u32c, u64c) = (int, int);
     let (dev, dev_t, op, flags, comm, path, syscall) = (
         s("dev")?,
         s("dev_t")?,
@@ -952,34 +950,34 @@ pub(crate) fn parquet_filter_mask(
         u64c("cgroup_id")?,
     );
     let bytes = u32c("bytes")?;
-    let error = arrow_col::<UInt16Array>(b, "error")?;
-    let cpu = arrow_col::<UInt16Array>(b, "cpu")?;
+    let error = IntColumn::of(b, "error")?;
+    let cpu = IntColumn::of(b, "cpu")?;
     let mut mask = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
         let (ma, mi) = dev_t.value(i).split_once(':').unwrap_or(("0", "0"));
         let e = Event {
-            timestamp_ns: mono.value(i),
+            timestamp_ns: mono.u64(i),
             dev: DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)),
-            sector: sector.value(i),
-            bytes: bytes.value(i),
+            sector: sector.u64(i),
+            bytes: bytes.u32(i),
             op: Op::ALL
                 .iter()
                 .copied()
                 .find(|o| o.name() == op.value(i))
                 .unwrap_or(Op::Other),
             flags: Flags::from_letters(flags.value(i)),
-            pid: pid.value(i),
-            tid: tid.value(i),
-            path_id: path_id.value(i),
-            queue_ns: (!queue.is_null(i)).then(|| queue.value(i)),
-            latency_ns: latency.value(i),
-            error: error.value(i),
-            cpu: cpu.value(i),
+            pid: pid.u32(i),
+            tid: tid.u32(i),
+            path_id: path_id.u32(i),
+            queue_ns: (!queue.is_null(i)).then(|| queue.u64(i)),
+            latency_ns: latency.u64(i),
+            error: error.u16(i),
+            cpu: cpu.u16(i),
             syscall: (!syscall.is_null(i))
                 .then(|| Syscall::from_name(syscall.value(i)))
                 .flatten(),
-            dirtier_pid: (!dirtier.is_null(i)).then(|| dirtier.value(i)),
-            cgroup_id: cgroup.value(i),
+            dirtier_pid: (!dirtier.is_null(i)).then(|| dirtier.u32(i)),
+            cgroup_id: cgroup.u64(i),
         };
         let (c, p) = (text_unbytes(comm.value(i)), text_unbytes(path.value(i)));
         let v = ResolvedView {
@@ -996,9 +994,7 @@ impl Dataset {
     /// Loads the tables `iodump convert` wrote into `dir` (flat or partitioned), keeping the
     /// I/Os `filter` accepts (evaluated on each row rebuilt as an event, exactly as on a trace).
     pub fn load_parquet(dir: &Path, filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
-        use arrow_array::{
-            Array, StringArray, TimestampNanosecondArray, UInt16Array, UInt32Array, UInt64Array,
-        };
+        use arrow_array::StringArray;
         let io_files = parquet_files(dir, "io");
         if io_files.is_empty() {
             return Err(AnalyzeError::Query {
@@ -1031,25 +1027,19 @@ impl Dataset {
                         })
                     })
                     .collect::<Result<_, _>>()?;
-                let ts = arrow_col::<TimestampNanosecondArray>(&b, "timestamp")?
-                    .values()
-                    .to_vec();
-                let bytes = arrow_col::<UInt32Array>(&b, "bytes")?.values().to_vec();
-                let sector = arrow_col::<UInt64Array>(&b, "sector")?.values().to_vec();
+                let int = |name| IntColumn::of(&b, name);
+                let ts = crate::layout::utc_ns(&b)?.to_vec();
+                let bytes = int("bytes")?.to_u32();
+                let sector = int("sector")?.to_u64();
                 let end_sector: Vec<u64> = sector
                     .iter()
                     .zip(&bytes)
                     .map(|(s, b)| s.wrapping_add((*b as u64).div_ceil(512)))
                     .collect();
-                let q = arrow_col::<UInt64Array>(&b, "queue_ns")?;
-                let queue: Vec<Option<u64>> = (0..n)
-                    .map(|i| (!q.is_null(i)).then(|| q.value(i)))
-                    .collect();
-                let error: Vec<u32> = arrow_col::<UInt16Array>(&b, "error")?
-                    .values()
-                    .iter()
-                    .map(|&e| e as u32)
-                    .collect();
+                let q = int("queue_ns")?;
+                let queue: Vec<Option<u64>> =
+                    (0..n).map(|i| (!q.is_null(i)).then(|| q.u64(i))).collect();
+                let error: Vec<u32> = int("error")?.to_u32();
                 let df = DataFrame::new(
                     n,
                     vec![
@@ -1060,29 +1050,12 @@ impl Dataset {
                         Column::new("bytes".into(), bytes),
                         Column::new("sector".into(), sector),
                         Column::new("end_sector".into(), end_sector),
-                        Column::new(
-                            "pid".into(),
-                            arrow_col::<UInt32Array>(&b, "pid")?.values().to_vec(),
-                        ),
-                        Column::new(
-                            "tid".into(),
-                            arrow_col::<UInt32Array>(&b, "tid")?.values().to_vec(),
-                        ),
-                        Column::new(
-                            "path_id".into(),
-                            arrow_col::<UInt32Array>(&b, "path_id")?.values().to_vec(),
-                        ),
+                        Column::new("pid".into(), int("pid")?.to_u32()),
+                        Column::new("tid".into(), int("tid")?.to_u32()),
+                        Column::new("path_id".into(), int("path_id")?.to_u32()),
                         Column::new("queue_ns".into(), queue),
-                        Column::new(
-                            "device_ns".into(),
-                            arrow_col::<UInt64Array>(&b, "device_ns")?.values().to_vec(),
-                        ),
-                        Column::new(
-                            "latency_ns".into(),
-                            arrow_col::<UInt64Array>(&b, "latency_ns")?
-                                .values()
-                                .to_vec(),
-                        ),
+                        Column::new("device_ns".into(), int("device_ns")?.to_u64()),
+                        Column::new("latency_ns".into(), int("latency_ns")?.to_u64()),
                         Column::new("error".into(), error),
                         Column::new("dev".into(), dev),
                     ],
@@ -1111,8 +1084,8 @@ impl Dataset {
                     p_trace.push(t.value(i).to_string());
                     p_comm.push(c.value(i).to_string());
                 }
-                p_tid.extend_from_slice(arrow_col::<UInt32Array>(&b, "tid")?.values());
-                p_pid.extend_from_slice(arrow_col::<UInt32Array>(&b, "pid")?.values());
+                IntColumn::of(&b, "tid")?.extend_u32(&mut p_tid);
+                IntColumn::of(&b, "pid")?.extend_u32(&mut p_pid);
             }
         }
         let (mut f_trace, mut f_id, mut f_path) = (vec![], vec![], vec![]);
@@ -1124,7 +1097,7 @@ impl Dataset {
                     f_trace.push(t.value(i).to_string());
                     f_path.push(pa.value(i).to_string());
                 }
-                f_id.extend_from_slice(arrow_col::<UInt32Array>(&b, "path_id")?.values());
+                IntColumn::of(&b, "path_id")?.extend_u32(&mut f_id);
             }
         }
         let lost = parquet_lost_events(dir)?;

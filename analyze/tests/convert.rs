@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use arrow_array::{Array, StringArray, TimestampNanosecondArray, UInt32Array, UInt64Array};
+use arrow_array::{Array, Int64Array, StringArray, TimestampMicrosecondArray};
 use iodump_analyze::convert::Partitioning;
 use iodump_analyze::{convert, Input};
 use iodump_format::Reader;
@@ -54,15 +54,16 @@ fn tables_match_the_trace() {
     let (mut bytes, mut lat, mut mixed_rows) = (0u64, 0u64, 0usize);
     for batch in &io {
         let by = batch.column_by_name("bytes").unwrap();
-        let by = by.as_any().downcast_ref::<UInt32Array>().unwrap();
+        let by = by.as_any().downcast_ref::<Int64Array>().unwrap();
         bytes += by.values().iter().map(|&x| x as u64).sum::<u64>();
         let l = batch.column_by_name("latency_ns").unwrap();
         lat += l
             .as_any()
-            .downcast_ref::<UInt64Array>()
+            .downcast_ref::<Int64Array>()
             .unwrap()
             .values()
             .iter()
+            .map(|&x| x as u64)
             .sum::<u64>();
         let t = batch.column_by_name("trace").unwrap();
         let t = t.as_any().downcast_ref::<StringArray>().unwrap();
@@ -71,15 +72,54 @@ fn tables_match_the_trace() {
     assert_eq!(bytes, want_bytes);
     assert_eq!(lat, want_lat);
     assert_eq!(mixed_rows, 20_000);
-    // First row: UTC timestamp, comm and path resolved.
+    // First row: UTC timestamp in microseconds (rounded down) and exact in nanoseconds, the
+    // monotonic clock as recorded, comm and path resolved.
     let first = a.events().next().unwrap();
     let batch = &io[0];
+    let utc_ns = a.header().to_utc_ns(first.timestamp_ns);
     let ts = batch.column_by_name("timestamp").unwrap();
     let ts = ts
         .as_any()
-        .downcast_ref::<TimestampNanosecondArray>()
+        .downcast_ref::<TimestampMicrosecondArray>()
         .unwrap();
-    assert_eq!(ts.value(0), a.header().to_utc_ns(first.timestamp_ns));
+    assert_eq!(ts.timezone(), Some("UTC"));
+    assert_eq!(ts.value(0), utc_ns.div_euclid(1000));
+    let int = |name: &str| {
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .value(0)
+    };
+    assert_eq!(int("timestamp_ns"), utc_ns);
+    assert_eq!(int("monotonic_ns") as u64, first.timestamp_ns);
+    assert_eq!(int("sector") as u64, first.sector);
+    // No unsigned type and no nanosecond timestamp in any table: engines such as Spark refuse
+    // or widen them.
+    for table in ["io", "processes", "files", "devices", "losses"] {
+        let f = std::fs::File::open(dir.join(format!("{table}.parquet"))).unwrap();
+        let b = ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+        let kv = b.metadata().file_metadata().key_value_metadata().unwrap();
+        assert!(
+            kv.iter()
+                .any(|k| k.key == "iodump.layout" && k.value.as_deref() == Some("2")),
+            "{table}: {kv:?}"
+        );
+        for f in b.schema().fields() {
+            use arrow_schema::{DataType::*, TimeUnit};
+            assert!(
+                matches!(
+                    f.data_type(),
+                    Utf8 | Boolean | Int32 | Int64 | Timestamp(TimeUnit::Microsecond, Some(_))
+                ),
+                "{}: {}",
+                f.name(),
+                f.data_type()
+            );
+        }
+    }
     let comm = batch.column_by_name("comm").unwrap();
     let comm = comm.as_any().downcast_ref::<StringArray>().unwrap();
     assert_eq!(
