@@ -272,7 +272,8 @@ pub struct RecordArgs {
         allow_hyphen_values = true
     )]
     pub seconds: Option<f64>,
-    /// Record a sample of the I/O: `10%` or `1/N` (per CPU, in the kernel).
+    /// Record a sample of the I/O: a percentage (`10%`, or `10`) or one in N (`1/N`), per
+    /// CPU, in the kernel.
     #[arg(long, value_name = "RATE")]
     pub sample: Option<String>,
     /// Only I/O matching EXPR, e.g. 'iosize > 1M && rw == W' (see
