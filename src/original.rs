@@ -206,15 +206,17 @@ fn open_append(p: &Path) -> anyhow::Result<File> {
 
 /// The record configuration of an original command line (`argv` for the trace header).
 pub fn config(a: &OriginalArgs, argv: Vec<String>) -> anyhow::Result<RecordConfig> {
-    let mut bpf = BpfSettings::default();
-    bpf.sample_every = match (a.one_in, &a.sample) {
-        (Some(_), Some(_)) => bail!("-S N and --sample say the same: give one"),
-        (Some(n), None) => n,
-        (None, Some(s)) => crate::record::parse_sample(s)?,
-        (None, None) => 1,
+    let bpf = BpfSettings {
+        sample_every: match (a.one_in, &a.sample) {
+            (Some(_), Some(_)) => bail!("-S N and --sample say the same: give one"),
+            (Some(n), None) => n,
+            (None, Some(s)) => crate::record::parse_sample(s)?,
+            (None, None) => 1,
+        },
+        pids: a.pids.clone(),
+        comms: a.comms.iter().map(|c| c.as_bytes().to_vec()).collect(),
+        ..BpfSettings::default()
     };
-    bpf.pids = a.pids.clone();
-    bpf.comms = a.comms.iter().map(|c| c.as_bytes().to_vec()).collect();
     let mut terms = Vec::new();
     if let Some(f) = &a.filter {
         crate::cli::parse_filter("-f", f)?;
