@@ -11,7 +11,16 @@ use iodump_format::WriterOptions;
 
 /// Record every block I/O with eBPF, store it compactly, analyse and replay it offline.
 #[derive(Debug, Parser)]
-#[command(name = "iodump", version, about, propagate_version = true)]
+#[command(
+    name = "iodump",
+    version,
+    about,
+    propagate_version = true,
+    after_help = "The original iodump's command line works too, without a subcommand: \
+                  iodump -p DEV [-t SECS] [-s FILE] [-H] [-o FIELDS|csv|json] [-O FIELDS] \
+                  [-S N] [-c COMM] [-C TEXT] [-P PID] [-a ACTION] [--sample PCT] [-f EXPR]; \
+                  its help: iodump -p DEV --help."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -272,7 +281,8 @@ pub struct RecordArgs {
         allow_hyphen_values = true
     )]
     pub seconds: Option<f64>,
-    /// Record a sample of the I/O: `10%` or `1/N` (per CPU, in the kernel).
+    /// Record a sample of the I/O: a percentage (`10%`, or `10`) or one in N (`1/N`), per
+    /// CPU, in the kernel.
     #[arg(long, value_name = "RATE")]
     pub sample: Option<String>,
     /// Only I/O matching EXPR, e.g. 'iosize > 1M && rw == W' (see

@@ -6,6 +6,7 @@ mod cli;
 mod info;
 #[cfg(feature = "analyze")]
 mod offline;
+mod original;
 mod record;
 mod replay;
 mod signals;
@@ -15,6 +16,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The original iodump's command line (`iodump -p sda …`, no subcommand).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if original::is_original(&args) {
+        return report(original::run(&args));
+    }
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Info(args) => info::run(&args),
@@ -32,6 +38,11 @@ fn main() -> ExitCode {
         #[cfg(feature = "analyze")]
         cli::Command::Plot(args) => offline::run_plot(&args),
     };
+    report(result)
+}
+
+/// The exit code of a command's result; an error is one line on stderr.
+fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -1,5 +1,6 @@
 //! `iodump record`: flags → [`RecordConfig`], signals → a stop flag, summary on stderr.
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -11,19 +12,11 @@ use iodump_record::{record, RecordConfig};
 
 use crate::cli::{PrintArg, RecordArgs};
 
-/// Parses `10%` or `1/N` into "one in N".
+/// Parses `--sample`: `10%` or a bare `10` (a percentage, as the seed article writes it), or
+/// `1/N`, into "one in N".
 pub fn parse_sample(s: &str) -> anyhow::Result<u32> {
     let s = s.trim();
-    if let Some(p) = s.strip_suffix('%') {
-        let p: f64 = p
-            .trim()
-            .parse()
-            .with_context(|| format!("bad --sample {s:?}"))?;
-        if !(p > 0.0 && p <= 100.0) {
-            bail!("--sample {s}: the percentage must be in (0, 100]");
-        }
-        Ok((100.0 / p).round().max(1.0) as u32)
-    } else if let Some(n) = s.strip_prefix("1/") {
+    if let Some(n) = s.strip_prefix("1/") {
         let n: u32 = n
             .trim()
             .parse()
@@ -31,10 +24,16 @@ pub fn parse_sample(s: &str) -> anyhow::Result<u32> {
         if n == 0 {
             bail!("--sample 1/0: N must be at least 1");
         }
-        Ok(n)
-    } else {
-        bail!("--sample takes a percentage (10%) or 1/N, not {s:?}")
+        return Ok(n);
     }
+    let p = s.strip_suffix('%').unwrap_or(s).trim();
+    let Ok(p) = p.parse::<f64>() else {
+        bail!("--sample takes a percentage (10 or 10%) or 1/N, not {s:?}")
+    };
+    if !(p > 0.0 && p <= 100.0) {
+        bail!("--sample {s}: the percentage must be in (0, 100]");
+    }
+    Ok((100.0 / p).round().max(1.0) as u32)
 }
 
 /// `-t SECS`: how long to record. `-1` means no limit (the original iodump's convention); any
@@ -71,7 +70,25 @@ fn op_mask(ops: &[String]) -> anyhow::Result<u32> {
     Ok(m)
 }
 
+/// `-o csv`, `-o json`, `-o text`: a name that reads as a format, not a file.
+fn warn_format_name(p: &Path) {
+    let name = p.to_string_lossy();
+    let fmt = match name.to_ascii_lowercase().as_str() {
+        "csv" => "csv",
+        "json" | "jsonl" => "json",
+        "text" | "txt" => "text",
+        _ => return,
+    };
+    eprintln!(
+        "iodump: warning: -o {name} writes a binary trace to a file named {name:?}; \
+         for {fmt} lines use --print {fmt} (the original iodump's -o {fmt}: iodump -p DEV -o {fmt})"
+    );
+}
+
 pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
+    if let Some(p) = &a.output {
+        warn_format_name(p);
+    }
     let mut bpf = BpfSettings::default();
     if let Some(s) = &a.sample {
         bpf.sample_every = parse_sample(s)?;
@@ -121,9 +138,16 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         recorder_argv: std::env::args().collect(),
         memory_limit_bytes: 64 << 20,
         metadata,
+        print_to: None,
     };
+    execute(&cfg, a.stats)
+}
+
+/// Records as `cfg` says, then the summary on stderr (with the kernel's counters if `stats`);
+/// exits with the traced command's status.
+pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
     crate::signals::install();
-    let s = record(&cfg, &crate::signals::STOP)?;
+    let s = record(cfg, &crate::signals::STOP)?;
     let total = s.events + s.lost_events;
     let lost_pct = if total > 0 {
         s.lost_events as f64 * 100.0 / total as f64
@@ -136,7 +160,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         s.duration.as_secs_f64(),
         s.lost_events
     );
-    if let Some(p) = &a.output {
+    if let Some(p) = &cfg.output {
         line.push_str(&format!(
             "; wrote {} ({} bytes, {:.2} bytes/event)",
             p.display(),
@@ -187,7 +211,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             n as f64 * 100.0 / s.events as f64
         );
     }
-    if a.stats {
+    if stats {
         let parts: Vec<String> = s
             .kernel_counters
             .iter()
@@ -213,6 +237,13 @@ mod tests {
         assert!(parse_sample("0%").is_err());
         assert!(parse_sample("1/0").is_err());
         assert!(parse_sample("half").is_err());
+        // A bare number is a percentage (the seed article's `--sample 10`).
+        assert_eq!(parse_sample("10").unwrap(), 10);
+        assert_eq!(parse_sample("25").unwrap(), 4);
+        assert_eq!(parse_sample("0.1").unwrap(), 1000);
+        assert!(parse_sample("0").is_err());
+        assert!(parse_sample("101").is_err());
+        assert!(parse_sample("-5").is_err());
     }
 
     #[test]

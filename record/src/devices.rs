@@ -103,6 +103,35 @@ pub fn resolve(arg: &str, all: &[Device]) -> Result<Device, RecordError> {
         .ok_or_else(unknown)
 }
 
+/// Resolves a `-p` argument of the original iodump's command line: what [`resolve`] finds (a
+/// disk, which includes its partitions, or a partition), else every device whose name starts
+/// with `arg` (`nvme`: every NVMe namespace and partition; `sd`: every SCSI disk). A partition
+/// whose disk also matched is left out: the disk includes it.
+pub fn resolve_prefix(arg: &str, all: &[Device]) -> Result<Vec<Device>, RecordError> {
+    if let Ok(d) = resolve(arg, all) {
+        return Ok(vec![d]);
+    }
+    let prefix = arg.strip_prefix("/dev/").unwrap_or(arg);
+    let matched: Vec<&Device> = all
+        .iter()
+        .filter(|d| !prefix.is_empty() && d.name.starts_with(prefix))
+        .collect();
+    if matched.is_empty() {
+        return Err(RecordError::UnknownDevice {
+            name: arg.to_string(),
+            known: all.iter().map(|d| d.name.clone()).collect(),
+        });
+    }
+    Ok(matched
+        .iter()
+        .filter(|d| {
+            d.partition_of
+                .is_none_or(|p| !matched.iter().any(|m| m.dev == p))
+        })
+        .map(|d| (*d).clone())
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +156,36 @@ mod tests {
         let e = resolve("sdz", &all).unwrap_err().to_string();
         assert!(e.contains("sdz") && e.contains("sda1"), "{e}");
         assert!(resolve("9:9", &all).is_err());
+    }
+
+    #[test]
+    fn prefixes_match_every_such_device() {
+        let mut all = vec![
+            dev("nvme0n1", 259, 0),
+            dev("nvme0n1p1", 259, 1),
+            dev("nvme1n1", 259, 5),
+            dev("sda", 8, 0),
+            dev("sda1", 8, 1),
+            dev("sda10", 8, 10),
+        ];
+        all[1].partition_of = Some(DevT::new(259, 0));
+        all[4].partition_of = Some(DevT::new(8, 0));
+        all[5].partition_of = Some(DevT::new(8, 0));
+        let names = |a: &str| -> Vec<String> {
+            resolve_prefix(a, &all)
+                .unwrap()
+                .into_iter()
+                .map(|d| d.name)
+                .collect()
+        };
+        assert_eq!(names("nvme"), ["nvme0n1", "nvme1n1"]);
+        assert_eq!(names("nvme0n1p"), ["nvme0n1p1"]);
+        // An exact name is that device only (the original's substring match took sda10 too).
+        assert_eq!(names("sda1"), ["sda1"]);
+        assert_eq!(names("/dev/sda"), ["sda"]);
+        assert_eq!(names("sd"), ["sda"]);
+        assert!(resolve_prefix("hd", &all).is_err());
+        assert!(resolve_prefix("", &all).is_err());
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct RecordConfig {
     pub metadata: Vec<(String, String)>,
     /// `-f` expression: what it implies is applied in the kernel, the rest per event here.
     pub filter: Option<Expr>,
+    /// Where printed lines go (appended): stdout when `None`.
+    pub print_to: Option<std::sync::Arc<File>>,
 }
 
 /// What a session did.
@@ -211,8 +213,13 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
             None => None,
         },
         printer: match (cfg.print, &cfg.output) {
-            (Some(f), _) => Some(Printer::new(f, &header)),
-            (None, None) => Some(Printer::new(PrintFormat::Text, &header)),
+            (Some(f), _) => Some(Printer::new(f, &header, &all, cfg.print_to.clone())),
+            (None, None) => Some(Printer::new(
+                PrintFormat::Text,
+                &header,
+                &all,
+                cfg.print_to.clone(),
+            )),
             (None, Some(_)) => None,
         },
     };
@@ -558,7 +565,7 @@ fn handle(
                 w.push(&e).map_err(write_err)?;
             }
             if let Some(p) = &mut sinks.printer {
-                p.event(&e, r.comm(), conv.path(e.path_id));
+                p.event(&e, &r, conv.path(e.path_id));
             }
             *events += 1;
         }
