@@ -399,7 +399,8 @@ impl Printer {
             pad(
                 l,
                 |l| match e.syscall {
-                    Some(s) => match s.0.checked_sub(0x8000).and_then(x86_64_syscall) {
+                    // every x86_64 system call by its name (iodump_format::syscalls)
+                    Some(s) => match s.name() {
                         Some(name) => l.extend_from_slice(name.as_bytes()),
                         None => {
                             let _ = write!(l, "{s}");
@@ -462,57 +463,6 @@ impl Printer {
     pub fn flush(&mut self) {
         let _ = self.out.flush();
     }
-}
-
-/// The name of an x86_64 syscall number that has no code of its own in the format (stored as
-/// `0x8000 + number`), for the launcher column: the ones that commonly cause block I/O.
-fn x86_64_syscall(nr: u16) -> Option<&'static str> {
-    Some(match nr {
-        2 => "open",
-        3 => "close",
-        4 => "newstat",
-        5 => "newfstat",
-        6 => "newlstat",
-        8 => "lseek",
-        9 => "mmap",
-        11 => "munmap",
-        21 => "access",
-        28 => "madvise",
-        40 => "sendfile64",
-        56 => "clone",
-        57 => "fork",
-        60 => "exit",
-        61 => "wait4",
-        76 => "truncate",
-        77 => "ftruncate",
-        78 => "getdents",
-        82 => "rename",
-        83 => "mkdir",
-        84 => "rmdir",
-        85 => "creat",
-        86 => "link",
-        87 => "unlink",
-        88 => "symlink",
-        89 => "readlink",
-        90 => "chmod",
-        92 => "chown",
-        165 => "mount",
-        166 => "umount",
-        221 => "fadvise64",
-        231 => "exit_group",
-        258 => "mkdirat",
-        262 => "newfstatat",
-        263 => "unlinkat",
-        264 => "renameat",
-        265 => "linkat",
-        275 => "splice",
-        280 => "utimensat",
-        306 => "syncfs",
-        316 => "renameat2",
-        332 => "statx",
-        435 => "clone3",
-        _ => return None,
-    })
 }
 
 /// A path, not a label such as `[metadata]` or `[unknown]`.
