@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use iodump_format::{Event, Op, PathKind, Reader, Syscall};
+use iodump_format::{DevT, Event, Op, PathKind, Reader, Syscall};
 
 mod common;
 
@@ -422,36 +422,62 @@ fn renamed_and_unlinked_files() {
     }
     for kind in FILESYSTEMS {
         let fs = Fs::new(kind);
-        let a = fs.path("before.dat");
-        let b = fs.path("after.dat");
+        let a = fs.path("xlogtemp.123");
+        let b = fs.path("000000010000000000000001");
+        let c = fs.path("archive/moved.seg");
         let gone = fs.path("gone.dat");
-        for f in [&a, &gone] {
-            std::fs::write(f, vec![3u8; 2 << 20]).unwrap();
-        }
+        std::fs::write(&gone, vec![3u8; 2 << 20]).unwrap();
         drop_caches();
-        // Read half of `a`, rename it, read the rest; open `gone`, unlink it, then read it.
+        // As a database does with a WAL segment: write it under a temporary name from one
+        // open file, rename it, write on, later move it to another directory and write on;
+        // each batch 1.2 s after the rename (I/O carries the new name within about a
+        // second). Then open `gone`, unlink it, and read it.
         let script = format!(
             "python3 -c '
-import os,sys
-a,b,g=sys.argv[1:4]
-f=open(a,\"rb\"); f.read(1<<20); os.rename(a,b); f.read()
+import os,sys,mmap,time
+a,b,c,g=sys.argv[1:5]
+fd=os.open(a,os.O_CREAT|os.O_RDWR|os.O_DIRECT,0o644)
+buf=mmap.mmap(-1,4096)
+def batch(base):
+    for i in range(20): os.pwrite(fd,buf,(base+i)*4096)
+batch(0); os.rename(a,b); time.sleep(1.2)
+batch(20); os.mkdir(os.path.dirname(c)); os.rename(b,c); time.sleep(1.2)
+batch(40); os.close(fd)
 h=open(g,\"rb\"); os.unlink(g); h.read()
-' {} {} {}",
+' {} {} {} {}",
             a.display(),
             b.display(),
+            c.display(),
             gone.display()
         );
         let r = record(&fs, "rename", &script);
-        let paths: Vec<Vec<u8>> = r
-            .events()
-            .filter(|e| e.op == Op::Read)
-            .filter_map(|e| r.tables().path(e.path_id).map(|p| p.path.clone()))
+        let mut writes: Vec<Event> = by_comm(&r, b"python3")
+            .filter(|e| e.op == Op::Write && e.bytes == 4096)
             .collect();
-        assert!(paths.iter().any(|p| p == a.as_os_str().as_bytes()));
-        assert!(
-            !paths.iter().any(|p| p == b.as_os_str().as_bytes()),
-            "a renamed file keeps the path of its first I/O"
-        );
+        writes.sort_by_key(|e| e.timestamp_ns);
+        assert_eq!(writes.len(), 60, "{kind}: the three batches");
+        for (i, name) in [&a, &b, &c].iter().enumerate() {
+            for e in &writes[i * 20..i * 20 + 20] {
+                assert_eq!(
+                    path_of(&r, e),
+                    name.as_os_str().as_bytes(),
+                    "{kind}: batch {i} carries the name the file had then"
+                );
+            }
+        }
+        // one file, three names: the same device and inode in each path entry
+        let ids: Vec<(DevT, u64)> = [&a, &b, &c]
+            .iter()
+            .map(|n| {
+                let p = r
+                    .tables()
+                    .paths()
+                    .find(|p| p.path == n.as_os_str().as_bytes())
+                    .expect("a path entry for each name");
+                (p.dev, p.inode)
+            })
+            .collect();
+        assert!(ids.windows(2).all(|w| w[0] == w[1]), "{kind}: {ids:?}");
         let deleted = r
             .tables()
             .paths()
