@@ -212,6 +212,18 @@ pub struct Attached {
     pub variant: String,
 }
 
+impl Attached {
+    /// The hooks as `tracepoint:flavour` words, space-separated (the trace header's
+    /// `iodump.hooks`, the "recording" line).
+    pub fn hooks_line(&self) -> String {
+        self.hooks
+            .iter()
+            .map(|(tp, kind)| format!("{tp}:{kind}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 /// A loaded and attached program with its ring buffer and counters.
 pub struct Program {
     ebpf: Ebpf,

@@ -175,15 +175,7 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
     let (wall, mono) = now_pair();
     let mut metadata = cfg.metadata.clone();
     metadata.push(("iodump.variant".into(), prog.attached.variant.clone()));
-    metadata.push((
-        "iodump.hooks".into(),
-        prog.attached
-            .hooks
-            .iter()
-            .map(|(tp, kind)| format!("{tp}:{kind}"))
-            .collect::<Vec<_>>()
-            .join(" "),
-    ));
+    metadata.push(("iodump.hooks".into(), prog.attached.hooks_line()));
     if !prog.attached.off.is_empty() {
         metadata.push(("iodump.off".into(), prog.attached.off.join("; ")));
     }
@@ -265,12 +257,7 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         } else {
             cfg.devices.join(", ")
         },
-        prog.attached
-            .hooks
-            .iter()
-            .map(|(tp, kind)| format!("{tp}:{kind}"))
-            .collect::<Vec<_>>()
-            .join(" "),
+        prog.attached.hooks_line(),
         if cfg.command.is_empty() {
             "Ctrl-C to stop"
         } else {
