@@ -1,0 +1,317 @@
+//! End-to-end tests of `iodump top`: batch snapshots (text and JSON) of known workloads on
+//! ext4 on a zram device made by the test, cgroups with container runtimes' names, and the
+//! full-screen view driven in tmux. Root and BPF needed: they skip without, unless
+//! `IODUMP_REQUIRE_BPF=1` (CI).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod common;
+
+use common::devices::Zram;
+use common::{bin, bpf_available, one_line_error, run};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn sh(script: &str) {
+    let st = Command::new("sh").arg("-c").arg(script).status().unwrap();
+    assert!(st.success(), "failed: {script}");
+}
+
+/// ext4 on a zram device, mounted in a temporary directory; undone on drop.
+struct Fs {
+    zram: Zram,
+    dir: PathBuf,
+    mnt: PathBuf,
+}
+
+impl Fs {
+    fn new(name: &str) -> Fs {
+        let zram = Zram::new("512M");
+        let dir = std::env::temp_dir().join(format!(
+            "iodump-top-{name}-{}-{}",
+            std::process::id(),
+            zram.id
+        ));
+        let mnt = dir.join("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        sh(&format!("mkfs.ext4 -q -F {} >/dev/null", zram.node()));
+        sh(&format!("mount {} {}", zram.node(), mnt.display()));
+        Fs { zram, dir, mnt }
+    }
+}
+
+impl Drop for Fs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Background workloads, killed (with their process groups) on drop.
+struct Workload(Vec<Child>);
+
+impl Workload {
+    fn spawn(&mut self, script: &str) {
+        use std::os::unix::process::CommandExt;
+        let c = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .process_group(0)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.0.push(c);
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            // SAFETY: kill(2) on the process group of our own child.
+            unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
+            let _ = c.wait();
+        }
+    }
+}
+
+/// fio reading `reads` at 1000 IOPS (4 KiB, O_DIRECT) and one dd writing `writes` (64 KiB,
+/// O_DIRECT) what a loop feeds it, about 50 blocks a second (3 MB/s), for up to a minute.
+fn fio_and_dd(reads: &Path, writes: &Path) -> Workload {
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=32 status=none; sync",
+        reads.display()
+    ));
+    let mut w = Workload(Vec::new());
+    w.spawn(&format!(
+        "exec fio --name=topread --filename={} --rw=randread --bs=4k --direct=1 --size=32M \
+         --time_based --runtime=60 --rate_iops=1000",
+        reads.display()
+    ));
+    w.spawn(&format!(
+        "while :; do head -c 65536 /dev/zero; sleep 0.02; done | \
+         dd of={} bs=64k iflag=fullblock oflag=direct status=none",
+        writes.display()
+    ));
+    // Both running before top starts.
+    std::thread::sleep(Duration::from_millis(500));
+    w
+}
+
+/// `iodump top -b ARGS`: stdout, after checking that it succeeded.
+fn top(args: &[&str]) -> String {
+    let out = run(bin().arg("top").arg("-b").args(args));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "top {args:?}: {err}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json_lines(s: &str) -> Vec<Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn row<'a>(snap: &'a Value, key: &str, value: &str) -> Option<&'a Value> {
+    snap["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[key].as_str() == Some(value))
+}
+
+#[test]
+fn batch_snapshots_show_fio_and_dd_files_and_processes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("batch_snapshots_show_fio_and_dd_files_and_processes") {
+        return;
+    }
+    let fs = Fs::new("batch");
+    let reads = fs.mnt.join("data/reads.dat");
+    let writes = fs.mnt.join("logs/writes.dat");
+    std::fs::create_dir_all(reads.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(writes.parent().unwrap()).unwrap();
+    let _w = fio_and_dd(&reads, &writes);
+    let dev = fs.zram.name();
+    let (rp, wp) = (reads.to_str().unwrap(), writes.to_str().unwrap());
+
+    // Per file, JSON: three one-second snapshots, both files with their processes.
+    let started = Instant::now();
+    let snaps = json_lines(&top(&["-n", "3", "-i", "1s", "-d", &dev, "--json"]));
+    assert_eq!(snaps.len(), 3);
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    for s in &snaps {
+        assert_eq!(s["by"], "file");
+        let secs = s["interval_s"].as_f64().unwrap();
+        assert!((0.9..1.5).contains(&secs), "interval {secs}");
+    }
+    for s in &snaps[1..] {
+        let r = row(s, "path", rp).unwrap_or_else(|| panic!("no {rp} in {s}"));
+        assert_eq!(r["comm"], "fio", "{r}");
+        assert_eq!(r["device"].as_str(), Some(dev.as_str()));
+        let iops = r["read_iops"].as_f64().unwrap();
+        assert!((800.0..1200.0).contains(&iops), "fio at 1000 IOPS: {iops}");
+        assert_eq!(r["writes"], 0);
+        assert_eq!(
+            r["read_bytes"].as_u64().unwrap(),
+            r["reads"].as_u64().unwrap() * 4096
+        );
+        let (p50, p99) = (r["p50_us"].as_f64().unwrap(), r["p99_us"].as_f64().unwrap());
+        assert!(p50 > 0.0 && p50 <= p99 && p99 < 1e6, "p50 {p50} p99 {p99}");
+        assert!(r["queue_us"].is_null(), "zram is bio-based");
+        let w = row(s, "path", wp).unwrap_or_else(|| panic!("no {wp} in {s}"));
+        assert_eq!(w["comm"], "dd", "{w}");
+        assert!(w["write_iops"].as_f64().unwrap() > 20.0, "{w}");
+        assert_eq!(w["write_bytes"].as_u64().unwrap() % 65536, 0, "{w}");
+        let t = &s["total"];
+        assert!(t["reads"].as_u64() >= r["reads"].as_u64());
+        assert!(t["lost_events"].is_u64());
+    }
+    // Sorted by IOPS, busiest first.
+    let ios: Vec<u64> = snaps[2]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            ["reads", "writes", "other"]
+                .iter()
+                .map(|k| r[k].as_u64().unwrap())
+                .sum()
+        })
+        .collect();
+    assert!(ios.windows(2).all(|w| w[0] >= w[1]), "{ios:?}");
+
+    // Per process, text: fio and dd with their command lines.
+    let text = top(&["-n", "2", "-i", "1s", "-d", &dev, "--by", "proc"]);
+    let snaps: Vec<&str> = text.split("\n\n").collect();
+    assert_eq!(snaps.len(), 2, "{text}");
+    let last = snaps[1];
+    assert!(last.starts_with("iodump top - "), "{last}");
+    assert!(last.contains("by proc"), "{last}");
+    let lines: Vec<&str> = last.lines().collect();
+    assert!(lines[1].starts_with("Total: "), "{last}");
+    assert!(lines[2].contains("ARGV"), "{last}");
+    let fio = lines
+        .iter()
+        .find(|l| l.contains(" fio "))
+        .unwrap_or_else(|| panic!("{last}"));
+    assert!(fio.contains("--name=topread"), "{fio}");
+    let dd = lines
+        .iter()
+        .find(|l| l.contains(" dd "))
+        .unwrap_or_else(|| panic!("{last}"));
+    assert!(dd.contains(&format!("of={wp}")), "{dd}");
+
+    // Per device: the zram device carries it all.
+    let snaps = json_lines(&top(&[
+        "-n", "2", "-i", "1s", "-d", &dev, "--by", "dev", "--json",
+    ]));
+    let d = row(&snaps[1], "device", &dev).unwrap();
+    assert!(d["read_iops"].as_f64().unwrap() >= 800.0, "{d}");
+    assert!(d["write_iops"].as_f64().unwrap() > 20.0, "{d}");
+    assert_eq!(snaps[1]["rows"].as_array().unwrap().len(), 1);
+
+    // Per cgroup: the test's own cgroup (the workloads inherit it), resolved to its path.
+    let mine = std::fs::read_to_string("/proc/self/cgroup")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("0::").map(str::to_string))
+        .unwrap();
+    let snaps = json_lines(&top(&[
+        "-n", "2", "-i", "500ms", "-d", &dev, "--by", "cgroup", "--json",
+    ]));
+    assert!((0.4..0.8).contains(&snaps[1]["interval_s"].as_f64().unwrap()));
+    assert!(
+        row(&snaps[1], "cgroup", &mine).is_some(),
+        "{mine} not in {}",
+        snaps[1]
+    );
+
+    // A filter and a sort: only writes, sorted by throughput; -l 1 keeps one row.
+    let snaps = json_lines(&top(&[
+        "-n",
+        "2",
+        "-d",
+        &dev,
+        "-f",
+        "rw == W",
+        "--sort",
+        "throughput",
+        "--json",
+        "-l",
+        "1",
+    ]));
+    let rows = snaps[1]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["path"], wp);
+    assert_eq!(snaps[1]["total"]["reads"], 0);
+    assert_eq!(snaps[1]["sort"], "throughput");
+}
+
+#[test]
+fn top_writes_a_trace_with_o() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("top_writes_a_trace_with_o") {
+        return;
+    }
+    let fs = Fs::new("trace");
+    let reads = fs.mnt.join("reads.dat");
+    let writes = fs.mnt.join("writes.dat");
+    let _w = fio_and_dd(&reads, &writes);
+    let trace = fs.dir.join("top.iod");
+    let out = run(bin()
+        .args([
+            "top",
+            "-b",
+            "-n",
+            "2",
+            "--json",
+            "-d",
+            &fs.zram.name(),
+            "-o",
+        ])
+        .arg(&trace));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snaps = json_lines(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(snaps.len(), 2);
+    let shown: u64 = snaps
+        .iter()
+        .map(|s| s["total"]["reads"].as_u64().unwrap() + s["total"]["writes"].as_u64().unwrap())
+        .sum();
+    let r = iodump_format::Reader::open(&trace).unwrap();
+    assert!(r.validate().is_empty());
+    let recorded = r.events().count() as u64;
+    // The trace holds what the snapshots counted, and what completed after the last one.
+    assert!(
+        recorded >= shown && shown > 1000,
+        "recorded {recorded}, shown {shown}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("wrote"), "{err}");
+}
+
+#[test]
+fn top_usage_errors() {
+    // No BPF needed: these fail before loading anything.
+    let out = run(bin().args(["top", "-b", "-i", "0"]));
+    one_line_error(&out, "-i \"0\"");
+    let out = run(bin().args(["top", "--json"]));
+    one_line_error(&out, "--json is for batch mode");
+    let out = run(bin().args(["top", "-b", "-n", "0"]));
+    one_line_error(&out, "-n 0");
+    let out = run(bin()
+        .args(["top", "-n", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped()));
+    one_line_error(&out, "needs a terminal");
+    let out = run(bin().args(["top", "-b", "-f", "rw ==="]));
+    one_line_error(&out, "bad -f expression");
+}
