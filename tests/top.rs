@@ -315,3 +315,180 @@ fn top_usage_errors() {
     let out = run(bin().args(["top", "-b", "-f", "rw ==="]));
     one_line_error(&out, "bad -f expression");
 }
+
+/// A tmux server of its own (a private socket) running one command in a detached session;
+/// killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(cols: u16, rows: u16, command: &str) -> Tmux {
+        let t = Tmux {
+            socket: format!("iodump-test-{}", std::process::id()),
+        };
+        let st = t
+            .cmd()
+            .args(["new-session", "-d", "-s", "top", "-x", &cols.to_string()])
+            .args(["-y", &rows.to_string(), command])
+            .status()
+            .expect("tmux");
+        assert!(st.success(), "tmux new-session failed");
+        t
+    }
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket]);
+        c
+    }
+    /// The visible pane, one string per line.
+    fn capture(&self) -> Vec<String> {
+        let out = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "top"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+    fn keys(&self, keys: &str) {
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", "top", keys])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    /// Waits (up to `secs`) for the pane to satisfy `ok`; panics with the pane if it does not.
+    fn wait_for(&self, secs: u64, what: &str, ok: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let until = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let p = self.capture();
+            if ok(&p) {
+                return p;
+            }
+            if Instant::now() > until {
+                panic!("waited {secs} s for {what}; the pane:\n{}", p.join("\n"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").stderr(Stdio::null()).status();
+    }
+}
+
+fn tmux_available(test: &str) -> bool {
+    if Command::new("tmux")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        return true;
+    }
+    if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_BPF=1 but {test} needs tmux");
+    }
+    eprintln!("skipped: {test}: needs tmux");
+    false
+}
+
+fn has(p: &[String], s: &str) -> bool {
+    p.iter().any(|l| l.contains(s))
+}
+
+#[test]
+fn full_screen_view_in_tmux() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("full_screen_view_in_tmux") || !tmux_available("full_screen_view_in_tmux") {
+        return;
+    }
+    let fs = Fs::new("tmux");
+    let reads = fs.mnt.join("reads.dat");
+    let writes = fs.mnt.join("writes.dat");
+    let _w = fio_and_dd(&reads, &writes);
+    let (rp, wp) = (reads.to_str().unwrap(), writes.to_str().unwrap());
+    let t = Tmux::start(
+        160,
+        40,
+        &format!(
+            "{} top -d {} -i 1s; echo EXIT=$?; sleep 600",
+            env!("CARGO_BIN_EXE_iodump"),
+            fs.zram.name()
+        ),
+    );
+    // Per file: both files with their processes.
+    let p = t.wait_for(20, "both files", |p| {
+        has(p, "by file")
+            && p.iter().any(|l| l.ends_with(rp) && l.contains("fio["))
+            && p.iter().any(|l| l.ends_with(wp) && l.contains("dd["))
+    });
+    assert!(p[1].starts_with("Total: "), "{}", p.join("\n"));
+    assert!(
+        p[39].starts_with("v/tab view"),
+        "footer on the last line: {:?}",
+        p[39]
+    );
+    // It refreshes: the clock in the title moves on.
+    let title = p[0].clone();
+    t.wait_for(5, "a refresh", |p| p[0] != title);
+    // v and tab switch views, 1-4 pick one.
+    t.keys("v");
+    let p = t.wait_for(5, "the process view", |p| has(p, "by proc"));
+    assert!(has(&p, "ARGV"), "{}", p.join("\n"));
+    t.wait_for(5, "fio's command line", |p| has(p, "--name=topread"));
+    t.keys("Tab");
+    t.wait_for(5, "the device view", |p| {
+        has(p, "by dev")
+            && p.iter()
+                .any(|l| l.contains(&format!(" {} ", fs.zram.name())))
+    });
+    t.keys("v");
+    t.wait_for(5, "the cgroup view", |p| {
+        has(p, "by cgroup") && has(p, "CGROUP")
+    });
+    t.keys("1");
+    t.wait_for(5, "the file view again", |p| has(p, "by file"));
+    // s changes the order.
+    t.keys("s");
+    t.wait_for(5, "sort by throughput", |p| has(p, "sort throughput"));
+    t.keys("s");
+    t.wait_for(5, "sort by latency", |p| has(p, "sort latency"));
+    // p pauses: the screen stays as it was over two intervals; space resumes.
+    t.keys("p");
+    let p = t.wait_for(5, "paused", |p| has(p, "[paused]"));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(t.capture()[0], p[0], "paused, the title stays");
+    t.keys("Space");
+    let p = t.wait_for(5, "resumed", |p| !has(p, "[paused]"));
+    let title = p[0].clone();
+    t.wait_for(5, "a refresh after resuming", |p| p[0] != title);
+    // A smaller window: every line fits, the footer moves to the new last line.
+    let st = t
+        .cmd()
+        .args(["resize-window", "-t", "top", "-x", "80", "-y", "20"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let p = t.wait_for(5, "a redraw at 80x20", |p| {
+        p.len() == 20 && p[19].starts_with("v/tab view")
+    });
+    for l in &p {
+        assert!(l.chars().count() <= 80, "wider than 80: {l:?}");
+    }
+    // The path is cut at its start, so the file name stays in sight.
+    t.wait_for(5, "file names at 80 columns", |p| {
+        p.iter().any(|l| l.ends_with("/reads.dat")) && p.iter().any(|l| l.ends_with("/writes.dat"))
+    });
+    // q quits, with status 0, and leaves the alternate screen.
+    t.keys("q");
+    let p = t.wait_for(10, "exit", |p| has(p, "EXIT="));
+    assert!(has(&p, "EXIT=0"), "{}", p.join("\n"));
+    assert!(!has(&p, "v/tab view"), "{}", p.join("\n"));
+}
