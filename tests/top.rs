@@ -492,3 +492,200 @@ fn full_screen_view_in_tmux() {
     assert!(has(&p, "EXIT=0"), "{}", p.join("\n"));
     assert!(!has(&p, "v/tab view"), "{}", p.join("\n"));
 }
+
+/// The cgroup2 mount point (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on a hybrid
+/// hierarchy).
+fn cgroup2_mount() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split(' ').next() == Some("cgroup2"))
+            .then(|| PathBuf::from(left.split(' ').nth(4).unwrap()))
+    })
+}
+
+/// cgroups made by the test under one parent of its own; removed (deepest first) on drop,
+/// once the processes in them are gone.
+struct CgroupTree {
+    parent: PathBuf,
+    made: Vec<PathBuf>,
+}
+
+impl CgroupTree {
+    fn new(root: &Path) -> CgroupTree {
+        let parent = root.join(format!("iodump-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir(&parent);
+        std::fs::create_dir(&parent).expect("mkdir in the cgroup2 mount");
+        CgroupTree {
+            made: vec![parent.clone()],
+            parent,
+        }
+    }
+    /// Makes `rel` (and the cgroups on the way) below the parent; returns its directory.
+    fn make(&mut self, rel: &str) -> PathBuf {
+        let mut p = self.parent.clone();
+        for c in rel.split('/') {
+            p = p.join(c);
+            if !p.exists() {
+                std::fs::create_dir(&p).unwrap();
+                self.made.push(p.clone());
+            }
+        }
+        p
+    }
+    /// The path of `rel` as the kernel names it (from the cgroup2 mount's root).
+    fn path(&self, rel: &str) -> String {
+        format!(
+            "/{}/{rel}",
+            self.parent.file_name().unwrap().to_str().unwrap()
+        )
+    }
+}
+
+impl Drop for CgroupTree {
+    fn drop(&mut self) {
+        // Whatever still runs in them (fio's job processes…) is killed first.
+        let _ = std::fs::write(self.parent.join("cgroup.kill"), "1");
+        for d in self.made.iter().rev() {
+            if let Ok(procs) = std::fs::read_to_string(d.join("cgroup.procs")) {
+                for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                    // SAFETY: kill(2) of a process the test put in its own cgroup.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            for _ in 0..250 {
+                if std::fs::remove_dir(d).is_ok() || !d.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+#[test]
+fn containers_are_named_from_their_cgroups() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("containers_are_named_from_their_cgroups") {
+        return;
+    }
+    let Some(root) = cgroup2_mount() else {
+        panic!("no cgroup2 mount");
+    };
+    let docker_id = "a1b2c3d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeeff00";
+    let cri_id = "0f1e2d3c4b5a69788796a5b4c3d2e1f00123456789abcdef0123456789abcdef";
+    let podman_id = "5e5e5e5e5e5e00000000111111112222222233333333444444445555555566aa";
+    let uid = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+    let docker_rel = format!("system.slice/docker-{docker_id}.scope");
+    let cri_rel = format!(
+        "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{cri_id}.scope",
+        uid.replace('-', "_")
+    );
+    let podman_rel = format!("machine.slice/libpod-{podman_id}.scope");
+    let mut cg = CgroupTree::new(&root);
+    let docker_cg = cg.make(&docker_rel);
+    let cri_cg = cg.make(&cri_rel);
+    let podman_cg = cg.make(&podman_rel);
+    let fs = Fs::new("cgroups");
+    let (a, b, r) = (
+        fs.mnt.join("docker.dat"),
+        fs.mnt.join("pod.dat"),
+        fs.mnt.join("podman.dat"),
+    );
+    sh(&format!(
+        "dd if=/dev/urandom of={} bs=1M count=16 status=none; sync",
+        r.display()
+    ));
+    // Declared after the cgroups: its processes are killed before they are removed.
+    let mut w = Workload(Vec::new());
+    for (cgdir, file) in [(&docker_cg, &a), (&cri_cg, &b)] {
+        w.spawn(&format!(
+            "echo $$ > {}/cgroup.procs && while :; do head -c 65536 /dev/zero; sleep 0.02; done | \
+             dd of={} bs=64k iflag=fullblock oflag=direct status=none",
+            cgdir.display(),
+            file.display()
+        ));
+    }
+    w.spawn(&format!(
+        "echo $$ > {}/cgroup.procs && exec fio --name=podread --filename={} --rw=randread \
+         --bs=4k --direct=1 --size=16M --time_based --runtime=60 --rate_iops=500",
+        podman_cg.display(),
+        r.display()
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    let dev = fs.zram.name();
+
+    // Per cgroup: paths, runtimes, container ids, the pod and its QoS class.
+    let snaps = json_lines(&top(&["-n", "2", "-d", &dev, "--by", "cgroup", "--json"]));
+    let s = &snaps[1];
+    let docker = row(s, "cgroup", &cg.path(&docker_rel)).unwrap_or_else(|| panic!("{s}"));
+    assert_eq!(docker["runtime"], "docker");
+    assert_eq!(docker["container_id"], docker_id);
+    assert_eq!(docker["pod_uid"], Value::Null);
+    assert_eq!(docker["label"], "docker:a1b2c3d4e5f6");
+    assert!(docker["write_iops"].as_f64().unwrap() > 20.0, "{docker}");
+    let pod = row(s, "cgroup", &cg.path(&cri_rel)).unwrap_or_else(|| panic!("{s}"));
+    assert_eq!(pod["runtime"], "containerd");
+    assert_eq!(pod["container_id"], cri_id);
+    assert_eq!(pod["pod_uid"], uid);
+    assert_eq!(pod["qos"], "burstable");
+    assert_eq!(pod["label"], "containerd:0f1e2d3c4b5a pod:7c9e6679");
+    let podman = row(s, "cgroup", &cg.path(&podman_rel)).unwrap_or_else(|| panic!("{s}"));
+    assert_eq!(podman["runtime"], "podman");
+    let iops = podman["read_iops"].as_f64().unwrap();
+    assert!((400.0..600.0).contains(&iops), "fio at 500 IOPS: {iops}");
+    // The text view shows the labels.
+    let text = top(&["-n", "1", "-d", &dev, "--by", "cgroup"]);
+    assert!(text.contains("docker:a1b2c3d4e5f6"), "{text}");
+    assert!(
+        text.contains("containerd:0f1e2d3c4b5a pod:7c9e6679"),
+        "{text}"
+    );
+
+    // Per process: each process with its container.
+    let text = top(&["-n", "2", "-d", &dev, "--by", "proc"]);
+    let last = text.split("\n\n").last().unwrap();
+    let fio = last
+        .lines()
+        .find(|l| l.contains(" fio "))
+        .unwrap_or_else(|| panic!("{last}"));
+    assert!(fio.contains("podman:5e5e5e5e5e5e"), "{fio}");
+    assert!(fio.contains("--name=podread"), "{fio}");
+    let dds: Vec<&str> = last.lines().filter(|l| l.contains(" dd ")).collect();
+    assert_eq!(dds.len(), 2, "{last}");
+    assert!(
+        dds.iter().any(|l| l.contains("docker:a1b2c3d4e5f6")),
+        "{last}"
+    );
+    assert!(
+        dds.iter().any(|l| l.contains("containerd:0f1e2d3c4b5a")),
+        "{last}"
+    );
+
+    // --container: by id prefix, runtime:prefix, or the pod's UID.
+    let files = |args: &[&str]| -> Vec<String> {
+        let mut a = vec!["-n", "2", "-d", &dev, "--json", "-l", "0"];
+        a.extend_from_slice(args);
+        let snaps = json_lines(&top(&a));
+        snaps[1]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (a, b, r) = (
+        a.to_str().unwrap().to_string(),
+        b.to_str().unwrap().to_string(),
+        r.to_str().unwrap().to_string(),
+    );
+    assert_eq!(files(&["--container", "a1b2c3d4"]), vec![a.clone()]);
+    assert_eq!(
+        files(&["--container", "containerd:0f1e2d"]),
+        vec![b.clone()]
+    );
+    assert_eq!(files(&["--container", "pod:7c9e6679"]), vec![b]);
+    assert_eq!(files(&["--container", "5E5E5E5E"]), vec![r]);
+    assert!(files(&["--container", "docker:0f1e2d"]).is_empty());
+    drop(w);
+}
