@@ -220,10 +220,10 @@ fn keys(b: &[u8]) -> Vec<Key> {
             b'q' | b'Q' | 0x03 | 0x04 => out.push(Key::Quit),
             b'v' | b'\t' => out.push(Key::NextView),
             b'V' => out.push(Key::PrevView),
-            b'1' | b'f' => out.push(Key::View(View::File)),
-            b'2' | b'P' => out.push(Key::View(View::Proc)),
-            b'3' | b'd' => out.push(Key::View(View::Dev)),
-            b'4' | b'c' => out.push(Key::View(View::Cgroup)),
+            b'1' => out.push(Key::View(View::File)),
+            b'2' => out.push(Key::View(View::Proc)),
+            b'3' => out.push(Key::View(View::Dev)),
+            b'4' => out.push(Key::View(View::Cgroup)),
             b's' | b'S' => out.push(Key::NextSort),
             b'p' | b' ' => out.push(Key::Pause),
             0x0c => out.push(Key::Redraw), // Ctrl-L
@@ -249,6 +249,9 @@ fn keys(b: &[u8]) -> Vec<Key> {
     out
 }
 
+/// How often the full-screen view reads keys and the terminal's size.
+const POLL_EVERY: Duration = Duration::from_millis(50);
+
 /// The full-screen view: aggregates, redraws each interval, on a key and on a resize.
 struct Screenful {
     agg: Aggregator,
@@ -260,6 +263,7 @@ struct Screenful {
     paused: bool,
     next: Instant,
     last: Instant,
+    polled: Instant,
     shown: Option<Interval>,
     size: (u16, u16),
     entered: bool,
@@ -285,6 +289,7 @@ impl Screenful {
             paused: false,
             next: now + interval,
             last: now,
+            polled: now,
             shown: None,
             size: (0, 0),
             entered: false,
@@ -402,6 +407,13 @@ impl Screenful {
             self.size = crossterm::terminal::size()?;
             self.draw()?;
         }
+        let now = Instant::now();
+        // Keys and the terminal's size are looked at every 50 ms at most (the session loop
+        // ticks far more often under load).
+        if now < self.next && now.duration_since(self.polled) < POLL_EVERY {
+            return Ok(false);
+        }
+        self.polled = now;
         let mut redraw = false;
         for k in keys(&Self::read_input()) {
             match k {
@@ -425,7 +437,6 @@ impl Screenful {
             self.size = size;
             redraw = true;
         }
-        let now = Instant::now();
         let mut quit = false;
         if now >= self.next {
             while self.next <= now {

@@ -338,13 +338,14 @@ impl View {
         let i = View::ALL.iter().position(|v| *v == self).unwrap_or(0);
         View::ALL[(i + View::ALL.len() - 1) % View::ALL.len()]
     }
-    fn plural(self) -> &'static str {
-        match self {
-            View::File => "files",
-            View::Proc => "processes",
-            View::Dev => "devices",
-            View::Cgroup => "cgroups",
-        }
+    fn rows_text(self, n: usize) -> String {
+        let (one, many) = match self {
+            View::File => ("file", "files"),
+            View::Proc => ("process", "processes"),
+            View::Dev => ("device", "devices"),
+            View::Cgroup => ("cgroup", "cgroups"),
+        };
+        format!("{n} {}", if n == 1 { one } else { many })
     }
 }
 
@@ -447,7 +448,7 @@ fn key_text(k: &Key) -> &str {
 }
 
 /// Entries without I/O for this many intervals are dropped.
-pub const EVICT_AFTER: u16 = 60;
+pub const EVICT_AFTER: u16 = 10;
 
 /// Slots of a file's per-process counts (space-saving: the busiest processes survive).
 const OWNERS: usize = 4;
@@ -496,6 +497,7 @@ fn read_argv(pid: u32) -> String {
         .collect()
 }
 
+/// `/proc/PID/comm`, or `?` for a process gone already (a writeback's dirtier that exited).
 fn read_comm(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim_end().to_string())
@@ -874,13 +876,12 @@ pub fn render(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>) -> Vec<St
     let rows = iv.rows(view);
     let mut out = Vec::new();
     out.push(format!(
-        "iodump top - {}  every {}  by {} (v)  sort {} (s)  {} {}{}",
+        "iodump top - {}  every {}  by {} (v)  sort {} (s)  {}{}",
         local_hms(iv.wall_ns),
         show_duration(scr.interval),
         view.name(),
         sort.name(),
-        rows.len(),
-        view.plural(),
+        view.rows_text(rows.len()),
         scr.status,
     ));
     let t = &iv.total;

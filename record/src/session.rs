@@ -129,7 +129,7 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
 pub fn record_live(
     cfg: &RecordConfig,
     stop: &AtomicBool,
-    mut live: Option<&mut dyn LiveSink>,
+    live: Option<&mut dyn LiveSink>,
 ) -> Result<RecordSummary, RecordError> {
     let all = devices::list()?;
     let mut wanted: Vec<Device> = Vec::new();
@@ -221,7 +221,7 @@ pub fn record_live(
     };
     let live_only = live.is_some();
     let mut sinks = Sinks {
-        live: live.take(),
+        live,
         writer: match &output {
             Some(o) => Some(
                 Writer::new(
