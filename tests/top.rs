@@ -47,7 +47,17 @@ impl Fs {
 
 impl Drop for Fs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.mnt).status();
+        // The workloads' last processes may still be closing their files: try for a while.
+        for _ in 0..100 {
+            let st = Command::new("umount")
+                .arg(&self.mnt)
+                .stderr(Stdio::null())
+                .status();
+            if st.is_ok_and(|s| s.success()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -76,12 +86,23 @@ impl Drop for Workload {
             unsafe { libc::kill(-(c.id() as i32), libc::SIGKILL) };
             let _ = c.wait();
         }
+        // Then wait until every process of those groups is gone (a pipeline's dd, fio's job).
+        for c in &self.0 {
+            for _ in 0..100 {
+                // SAFETY: signal 0 only checks that the process group exists.
+                if unsafe { libc::kill(-(c.id() as i32), 0) } != 0 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
     }
 }
 
 /// fio reading `reads` at 1000 IOPS (4 KiB, O_DIRECT) and one dd writing `writes` (64 KiB,
 /// O_DIRECT) what a loop feeds it, up to about 50 blocks a second (fewer on a busy machine),
-/// for up to a minute.
+/// for up to a minute. fio runs its job as a thread (`--thread`): a forked job would leave
+/// the process group (its own session) and outlive the test, holding the filesystem.
 fn fio_and_dd(reads: &Path, writes: &Path) -> Workload {
     sh(&format!(
         "dd if=/dev/urandom of={} bs=1M count=32 status=none; sync",
@@ -89,7 +110,7 @@ fn fio_and_dd(reads: &Path, writes: &Path) -> Workload {
     ));
     let mut w = Workload(Vec::new());
     w.spawn(&format!(
-        "exec fio --name=topread --filename={} --rw=randread --bs=4k --direct=1 --size=32M \
+        "exec fio --thread --name=topread --filename={} --rw=randread --bs=4k --direct=1 --size=32M \
          --time_based --runtime=60 --rate_iops=1000",
         reads.display()
     ));
@@ -608,7 +629,7 @@ fn containers_are_named_from_their_cgroups() {
         ));
     }
     w.spawn(&format!(
-        "echo $$ > {}/cgroup.procs && exec fio --name=podread --filename={} --rw=randread \
+        "echo $$ > {}/cgroup.procs && exec fio --thread --name=podread --filename={} --rw=randread \
          --bs=4k --direct=1 --size=16M --time_based --runtime=60 --rate_iops=500",
         podman_cg.display(),
         r.display()
