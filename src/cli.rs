@@ -34,6 +34,9 @@ pub enum Command {
     Synth(SynthArgs),
     /// Record every block I/O with eBPF, to a trace file or as lines on stdout.
     Record(Box<RecordArgs>),
+    /// Live block I/O per file, process, device or cgroup (container, pod), with latency:
+    /// a full-screen view, or snapshots as text or JSON (-b).
+    Top(Box<crate::top::TopArgs>),
     /// Re-issue a recorded workload against a device or file with its timing, order and
     /// concurrency; reads only unless --allow-writes.
     Replay(Box<crate::replay::ReplayArgs>),

@@ -10,6 +10,7 @@ mod original;
 mod record;
 mod replay;
 mod signals;
+mod top;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         cli::Command::Info(args) => info::run(&args),
         cli::Command::Synth(args) => cli::run_synth(&args),
         cli::Command::Record(args) => record::run(&args),
+        cli::Command::Top(args) => top::run(&args),
         cli::Command::Replay(args) => replay::run(&args),
         #[cfg(feature = "analyze")]
         cli::Command::Export(args) => offline::run_export(&args),

@@ -5,13 +5,15 @@
 
 pub mod abi;
 pub mod bpf;
+pub mod cgroups;
 pub mod convert;
 pub mod devices;
 pub mod error;
 pub mod kernel;
+pub mod live;
 pub mod mounts;
 pub mod print;
 pub mod session;
 
 pub use error::RecordError;
-pub use session::{record, RecordConfig, RecordSummary};
+pub use session::{record, record_live, LiveSink, RecordConfig, RecordSummary};

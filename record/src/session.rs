@@ -97,10 +97,22 @@ fn read_trim(p: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Where events go: a trace file, a printer, or both.
-struct Sinks {
+/// Receives each recorded event as it is converted (after the `-f` filter), and the
+/// session loop's ticks: what `iodump top` aggregates live. See [`record_live`].
+pub trait LiveSink {
+    /// One event that passed the filter, with its kernel record (comm, inode) and the
+    /// converter (path bytes of `e.path_id`, device names).
+    fn event(&mut self, e: &Event, r: &IoEvent, conv: &Converter);
+    /// Called once per pass of the session loop (at least every ~100 ms), with the events
+    /// lost so far (updated once a second); returns true to stop recording.
+    fn tick(&mut self, lost_events: u64) -> bool;
+}
+
+/// Where events go: a trace file, a printer, a live sink, or several.
+struct Sinks<'a> {
     writer: Option<Writer<File>>,
     printer: Option<Printer>,
+    live: Option<&'a mut dyn LiveSink>,
 }
 
 fn write_err(e: iodump_format::WriteError) -> RecordError {
@@ -109,6 +121,16 @@ fn write_err(e: iodump_format::WriteError) -> RecordError {
 
 /// Records until `stop` is set, the duration passes or the command exits.
 pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, RecordError> {
+    record_live(cfg, stop, None)
+}
+
+/// [`record`], handing every event to `live` as well (and stopping when its tick says so).
+/// With a live sink and neither an output file nor `print`, nothing is printed.
+pub fn record_live(
+    cfg: &RecordConfig,
+    stop: &AtomicBool,
+    live: Option<&mut dyn LiveSink>,
+) -> Result<RecordSummary, RecordError> {
     let all = devices::list()?;
     let mut wanted: Vec<Device> = Vec::new();
     for d in &cfg.devices {
@@ -189,7 +211,9 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         command_argv: (!cfg.command.is_empty()).then(|| cfg.command.clone()),
         metadata,
     };
+    let live_only = live.is_some();
     let mut sinks = Sinks {
+        live,
         writer: match &output {
             Some(o) => Some(
                 Writer::new(
@@ -206,6 +230,7 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         },
         printer: match (cfg.print, &cfg.output) {
             (Some(f), _) => Some(Printer::new(f, &header, &all, cfg.print_to.clone())),
+            (None, None) if live_only => None,
             (None, None) => Some(Printer::new(
                 PrintFormat::Text,
                 &header,
@@ -325,6 +350,11 @@ pub fn record(cfg: &RecordConfig, stop: &AtomicBool) -> Result<RecordSummary, Re
         }
         if stopping {
             break;
+        }
+        if let Some(l) = &mut sinks.live {
+            if l.tick(losses.total) {
+                stopping = true;
+            }
         }
         if let Some(c) = &mut child {
             if let Ok(Some(st)) = c.try_wait() {
@@ -553,6 +583,9 @@ fn handle(
             }
             if let Some(p) = &mut sinks.printer {
                 p.event(&e, &r, conv.path(e.path_id));
+            }
+            if let Some(l) = &mut sinks.live {
+                l.event(&e, &r, conv);
             }
             *events += 1;
         }

@@ -1,0 +1,508 @@
+//! `iodump top`: flags → a recording with a live sink (the library's
+//! [`iodump_record::live`]): batch snapshots as text or JSON (`-b`), or the full-screen view
+//! (crossterm: raw mode, alternate screen; keys read from the terminal here).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use iodump_format::Event;
+use iodump_record::abi::IoEvent;
+use iodump_record::bpf::BpfSettings;
+use iodump_record::cgroups::Resolver;
+use iodump_record::convert::Converter;
+use iodump_record::live::{
+    parse_interval, render, Aggregator, BatchSink, Interval, Screen, Sort, View,
+};
+use iodump_record::{record_live, LiveSink, RecordConfig};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ViewArg {
+    /// Per file: path, main process.
+    File,
+    /// Per process: pid, comm, container, argv.
+    Proc,
+    /// Per device.
+    Dev,
+    /// Per cgroup: container, pod, systemd unit.
+    Cgroup,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SortArg {
+    /// I/Os per second.
+    Iops,
+    /// MB per second.
+    Throughput,
+    /// p99 latency.
+    Latency,
+    /// Mean queue time.
+    Queue,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Device to watch (sda, nvme0n1, zram0, /dev/X or MAJ:MIN); repeatable; a disk includes
+    /// its partitions. Default: every device.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub devices: Vec<String>,
+    /// Only I/O matching EXPR (the language of `record -f`).
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Refresh interval: 1s, 500ms, 2 (seconds)…
+    #[arg(short = 'i', long, default_value = "1s", value_name = "DURATION")]
+    pub interval: String,
+    /// What a row is.
+    #[arg(long, value_enum, default_value = "file")]
+    pub by: ViewArg,
+    /// Row order (descending).
+    #[arg(long, value_enum, default_value = "iops")]
+    pub sort: SortArg,
+    /// Batch mode: print snapshots on stdout (text, or --json) instead of a full-screen view.
+    #[arg(short = 'b', long)]
+    pub batch: bool,
+    /// Stop after N snapshots.
+    #[arg(short = 'n', long = "iterations", value_name = "N")]
+    pub iterations: Option<u64>,
+    /// Batch mode: one JSON object per snapshot and line.
+    #[arg(long)]
+    pub json: bool,
+    /// Batch mode: most rows per snapshot (0: all).
+    #[arg(short = 'l', long, default_value_t = 20)]
+    pub limit: usize,
+    /// Only I/O submitted by this process id; repeatable.
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Only I/O submitted by a thread with this command name; repeatable.
+    #[arg(long = "comm", value_name = "NAME")]
+    pub comms: Vec<String>,
+    /// Only I/O of tasks in this cgroup v2 (a directory, or a path under the cgroup2 mount
+    /// such as /system.slice/nginx.service) or below it (in the kernel).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    /// Only I/O of the container whose id starts with ID (docker, containerd, CRI-O,
+    /// podman; `RUNTIME:ID` names the runtime too), or of the Kubernetes pod whose UID starts
+    /// with it (`pod:UID`).
+    #[arg(long, value_name = "ID")]
+    pub container: Option<String>,
+    /// Also write the trace to FILE (as `iodump record -o`).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+fn view(v: ViewArg) -> View {
+    match v {
+        ViewArg::File => View::File,
+        ViewArg::Proc => View::Proc,
+        ViewArg::Dev => View::Dev,
+        ViewArg::Cgroup => View::Cgroup,
+    }
+}
+
+fn sort(s: SortArg) -> Sort {
+    match s {
+        SortArg::Iops => Sort::Iops,
+        SortArg::Throughput => Sort::Throughput,
+        SortArg::Latency => Sort::Latency,
+        SortArg::Queue => Sort::Queue,
+    }
+}
+
+pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
+    let interval = parse_interval(&a.interval).with_context(|| {
+        format!(
+            "-i {:?}: give a positive duration (500ms, 1s, 2.5s, 1m)",
+            a.interval
+        )
+    })?;
+    if a.iterations == Some(0) {
+        bail!("-n 0: give at least one snapshot");
+    }
+    if a.json && !a.batch {
+        bail!("--json is for batch mode: add -b");
+    }
+    let filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::cli::parse_filter("-f", f))
+        .transpose()?;
+    let bpf = BpfSettings {
+        pids: a.pids.clone(),
+        comms: a.comms.iter().map(|c| c.as_bytes().to_vec()).collect(),
+        cgroup: a.cgroup.clone(),
+        ..BpfSettings::default()
+    };
+    let cfg = RecordConfig {
+        filter,
+        devices: a.devices.clone(),
+        output: a.output.clone(),
+        bpf,
+        recorder_argv: std::env::args().collect(),
+        memory_limit_bytes: 64 << 20,
+        ..RecordConfig::default()
+    };
+    let container = a.container.clone().filter(|c| !c.trim().is_empty());
+    let agg = Aggregator::new(Resolver::new(), container);
+    let limit = (a.limit > 0).then_some(a.limit);
+    crate::signals::install();
+    if a.batch {
+        let stdout = std::io::stdout().lock();
+        let mut sink = BatchSink::new(
+            agg,
+            stdout,
+            interval,
+            a.iterations,
+            view(a.by),
+            sort(a.sort),
+            limit,
+            a.json,
+        );
+        let s = record_live(&cfg, &crate::signals::STOP, Some(&mut sink))?;
+        if let Some(e) = sink.error {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                return Err(e).context("writing to stdout");
+            }
+        }
+        finish(&cfg, &s);
+        return Ok(ExitCode::SUCCESS);
+    }
+    // SAFETY: isatty has no preconditions.
+    if unsafe { libc::isatty(0) == 0 || libc::isatty(1) == 0 } {
+        bail!("the full-screen view needs a terminal on stdin and stdout; use -b for batch mode");
+    }
+    let mut sink = Screenful::new(agg, interval, a.iterations, view(a.by), sort(a.sort));
+    let result = record_live(&cfg, &crate::signals::STOP, Some(&mut sink));
+    sink.restore();
+    let s = result?;
+    if let Some(e) = sink.error.take() {
+        return Err(e).context("drawing the screen");
+    }
+    finish(&cfg, &s);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line on stderr at the end when a trace was written too.
+fn finish(cfg: &RecordConfig, s: &iodump_record::RecordSummary) {
+    if let Some(p) = &cfg.output {
+        eprintln!(
+            "iodump: recorded {} events in {:.1} s, lost {}; wrote {} ({} bytes)",
+            s.events,
+            s.duration.as_secs_f64(),
+            s.lost_events,
+            p.display(),
+            s.bytes_written
+        );
+    }
+}
+
+/// A key read from the terminal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Key {
+    Quit,
+    NextView,
+    PrevView,
+    View(View),
+    NextSort,
+    Pause,
+    Redraw,
+}
+
+/// Keys in the bytes read from a terminal in raw mode (escape sequences other than
+/// shift-tab are skipped).
+fn keys(b: &[u8]) -> Vec<Key> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'q' | b'Q' | 0x03 | 0x04 => out.push(Key::Quit),
+            b'v' | b'\t' => out.push(Key::NextView),
+            b'V' => out.push(Key::PrevView),
+            b'1' => out.push(Key::View(View::File)),
+            b'2' => out.push(Key::View(View::Proc)),
+            b'3' => out.push(Key::View(View::Dev)),
+            b'4' => out.push(Key::View(View::Cgroup)),
+            b's' | b'S' => out.push(Key::NextSort),
+            b'p' | b' ' => out.push(Key::Pause),
+            0x0c => out.push(Key::Redraw), // Ctrl-L
+            0x1b => {
+                // ESC [ Z: shift-tab; any other CSI sequence is skipped to its final byte.
+                if b.get(i + 1) == Some(&b'[') {
+                    let mut j = i + 2;
+                    while j < b.len() && !(0x40..=0x7e).contains(&b[j]) {
+                        j += 1;
+                    }
+                    if b.get(j) == Some(&b'Z') {
+                        out.push(Key::PrevView);
+                    }
+                    i = j;
+                } else if i + 1 == b.len() {
+                    out.push(Key::Quit); // a lone Escape
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// How often the full-screen view reads keys and the terminal's size.
+const POLL_EVERY: Duration = Duration::from_millis(50);
+
+/// The full-screen view: aggregates, redraws each interval, on a key and on a resize.
+struct Screenful {
+    agg: Aggregator,
+    interval: Duration,
+    iterations: Option<u64>,
+    done: u64,
+    view: View,
+    sort: Sort,
+    paused: bool,
+    next: Instant,
+    last: Instant,
+    polled: Instant,
+    shown: Option<Interval>,
+    size: (u16, u16),
+    entered: bool,
+    error: Option<std::io::Error>,
+}
+
+impl Screenful {
+    fn new(
+        agg: Aggregator,
+        interval: Duration,
+        iterations: Option<u64>,
+        view: View,
+        sort: Sort,
+    ) -> Screenful {
+        let now = Instant::now();
+        Screenful {
+            agg,
+            interval,
+            iterations,
+            done: 0,
+            view,
+            sort,
+            paused: false,
+            next: now + interval,
+            last: now,
+            polled: now,
+            shown: None,
+            size: (0, 0),
+            entered: false,
+            error: None,
+        }
+    }
+
+    fn enter(&mut self) -> std::io::Result<()> {
+        use crossterm::{cursor, execute, terminal};
+        terminal::enable_raw_mode()?;
+        self.entered = true;
+        execute!(
+            std::io::stdout(),
+            terminal::EnterAlternateScreen,
+            cursor::Hide,
+            terminal::Clear(terminal::ClearType::All)
+        )
+    }
+
+    /// Leaves the alternate screen and raw mode (also after an error).
+    fn restore(&mut self) {
+        use crossterm::{cursor, execute, terminal};
+        if self.entered {
+            self.entered = false;
+            let _ = execute!(
+                std::io::stdout(),
+                cursor::Show,
+                terminal::LeaveAlternateScreen
+            );
+            let _ = terminal::disable_raw_mode();
+        }
+    }
+
+    /// Bytes waiting on stdin (none: empty).
+    fn read_input() -> Vec<u8> {
+        let mut buf = [0u8; 256];
+        let mut pfd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on our stack; read(2) into our stack buffer.
+        unsafe {
+            if libc::poll(&mut pfd, 1, 0) <= 0 || pfd.revents & libc::POLLIN == 0 {
+                return Vec::new();
+            }
+            let n = libc::read(0, buf.as_mut_ptr().cast(), buf.len());
+            if n <= 0 {
+                return Vec::new();
+            }
+            buf[..n as usize].to_vec()
+        }
+    }
+
+    fn draw(&mut self) -> std::io::Result<()> {
+        use crossterm::{cursor, queue, terminal};
+        let (cols, rows) = self.size;
+        let (w, h) = (cols.max(1) as usize, rows.max(1) as usize);
+        let status = if self.paused { "  [paused]" } else { "" };
+        let mut lines = match &self.shown {
+            Some(iv) => {
+                let scr = Screen {
+                    interval: self.interval,
+                    status,
+                    limit: Some(h.saturating_sub(4)),
+                    width: Some(w),
+                };
+                render(iv, self.view, self.sort, &scr)
+            }
+            None => vec![format!(
+                "iodump top - by {} (v)  sort {} (s){status}  collecting, first refresh in {}…",
+                self.view.name(),
+                self.sort.name(),
+                iodump_record::live::show_duration(self.interval)
+            )],
+        };
+        lines.truncate(h.saturating_sub(1));
+        let footer = "v/tab view  1-4 file/proc/dev/cgroup  s sort  p/space pause  q quit";
+        let mut out = std::io::stdout().lock();
+        for (i, l) in lines.iter().enumerate() {
+            let l: String = l.chars().take(w).collect();
+            queue!(
+                out,
+                cursor::MoveTo(0, i as u16),
+                crossterm::style::Print(l),
+                terminal::Clear(terminal::ClearType::UntilNewLine)
+            )?;
+        }
+        queue!(
+            out,
+            cursor::MoveTo(0, lines.len() as u16),
+            terminal::Clear(terminal::ClearType::FromCursorDown)
+        )?;
+        if h > 1 {
+            let f: String = footer.chars().take(w).collect();
+            queue!(
+                out,
+                cursor::MoveTo(0, (h - 1) as u16),
+                crossterm::style::SetAttribute(crossterm::style::Attribute::Reverse),
+                crossterm::style::Print(f),
+                crossterm::style::SetAttribute(crossterm::style::Attribute::Reset)
+            )?;
+        }
+        out.flush()
+    }
+
+    /// One tick: keys, resize, the interval's end. True: quit.
+    fn step(&mut self, lost_events: u64) -> std::io::Result<bool> {
+        if !self.entered {
+            // The first tick: recording has started, the first interval starts now.
+            self.agg.end_interval(0.0, lost_events);
+            self.last = Instant::now();
+            self.next = self.last + self.interval;
+            self.enter()?;
+            self.size = crossterm::terminal::size()?;
+            self.draw()?;
+        }
+        let now = Instant::now();
+        // Keys and the terminal's size are looked at every 50 ms at most (the session loop
+        // ticks far more often under load).
+        if now < self.next && now.duration_since(self.polled) < POLL_EVERY {
+            return Ok(false);
+        }
+        self.polled = now;
+        let mut redraw = false;
+        for k in keys(&Self::read_input()) {
+            match k {
+                Key::Quit => return Ok(true),
+                Key::NextView => self.view = self.view.next(),
+                Key::PrevView => self.view = self.view.prev(),
+                Key::View(v) => self.view = v,
+                Key::NextSort => {
+                    self.sort = self.sort.next();
+                    if let Some(iv) = &mut self.shown {
+                        iv.sort(self.sort);
+                    }
+                }
+                Key::Pause => self.paused = !self.paused,
+                Key::Redraw => {}
+            }
+            redraw = true;
+        }
+        let size = crossterm::terminal::size()?;
+        if size != self.size {
+            self.size = size;
+            redraw = true;
+        }
+        let mut quit = false;
+        if now >= self.next {
+            while self.next <= now {
+                self.next += self.interval;
+            }
+            let secs = now.duration_since(self.last).as_secs_f64();
+            self.last = now;
+            let mut iv = self.agg.end_interval(secs, lost_events);
+            if !self.paused {
+                iv.sort(self.sort);
+                self.shown = Some(iv);
+                redraw = true;
+                self.done += 1;
+                quit = self.iterations.is_some_and(|n| self.done >= n);
+            }
+        }
+        if redraw {
+            self.draw()?;
+        }
+        Ok(quit)
+    }
+}
+
+impl LiveSink for Screenful {
+    fn event(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
+        self.agg.add(e, r, conv);
+    }
+
+    fn tick(&mut self, lost_events: u64) -> bool {
+        match self.step(lost_events) {
+            Ok(quit) => quit,
+            Err(e) => {
+                self.error = Some(e);
+                true
+            }
+        }
+    }
+}
+
+impl Drop for Screenful {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_bytes() {
+        assert_eq!(keys(b"q"), vec![Key::Quit]);
+        assert_eq!(
+            keys(b"v\ts p"),
+            vec![
+                Key::NextView,
+                Key::NextView,
+                Key::NextSort,
+                Key::Pause,
+                Key::Pause
+            ]
+        );
+        assert_eq!(keys(b"\x1b[Z"), vec![Key::PrevView]);
+        // Arrow keys are skipped, not read as letters.
+        assert_eq!(keys(b"\x1b[A\x1b[1;5Cq"), vec![Key::Quit]);
+        assert_eq!(keys(b"\x1b"), vec![Key::Quit]);
+        assert_eq!(keys(b"3"), vec![Key::View(View::Dev)]);
+    }
+}
