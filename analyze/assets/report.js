@@ -570,7 +570,7 @@
         bars(b, tr.top_processes, function (r) { return r.comm + " [" + r.pid + "]"; }, tr.process_count, "processes");
       });
       section(sec, p + "top-files", "Top files by I/Os", "top-files", function (b) {
-        bars(b, tr.top_files, function (r) { return r.path; }, tr.file_count, "files and labels");
+        bars(b, tr.top_files, function (r) { return r.renamed_from ? r.path + " (renamed from " + r.renamed_from + ")" : r.path; }, tr.file_count, "files and labels");
       });
     });
     var t;

@@ -509,10 +509,11 @@ fn add_files(files: &mut IntMap<u32, FileAcc>, b: &EventBatch, keep: &[u32]) {
     }
 }
 
-/// One output row of `--top-files` before sorting.
+/// One output row of `--top-files` before sorting: one file (all its names) of one trace.
 struct FileRow {
     trace: usize,
-    path_id: u32,
+    /// The file's key (the path id of its latest name).
+    key: u32,
     path: Option<String>,
     ios: u64,
     bytes: u64,
@@ -521,9 +522,12 @@ struct FileRow {
     mean_latency_us: Option<f64>,
     p99_latency_us: Option<f64>,
     main_process: Option<String>,
+    names: u32,
+    renamed_from: Option<String>,
 }
 
 /// `--top-files` over `.iod` traces: the columns and order of [`crate::query::top_files`].
+/// A file renamed while recording is one row, under its latest name (see [`crate::files`]).
 pub fn top_files(
     paths: &[&Path],
     filter: Option<&Expr>,
@@ -540,7 +544,15 @@ pub fn top_files(
         |files, _, b, keep| add_files(files, b, keep),
         |a, b| merge_maps(a, b, FileAcc::merge),
         |t| {
+            // Path ids → files: the names of a renamed file are added together.
+            let mut by_file: IntMap<u32, FileAcc> = IntMap::default();
             for (path_id, f) in t.acc {
+                by_file
+                    .entry(t.input.file_key(path_id))
+                    .or_default()
+                    .merge(f);
+            }
+            for (key, f) in by_file {
                 let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
                 for (tid, n) in &f.by_tid {
                     *by_comm
@@ -554,10 +566,11 @@ pub fn top_files(
                     .and_then(|(c, _)| c.map(str::to_string));
                 // p99 only where it is shown or ranked on: the copy for selection costs.
                 let p99 = f.latencies_ns.quantiles(&[0.99])[0];
+                let renamed = t.input.renamed(key);
                 rows.push(FileRow {
                     trace: t.index,
-                    path_id,
-                    path: t.input.path(path_id),
+                    key,
+                    path: t.input.path(key),
                     ios: f.ios,
                     bytes: f.bytes,
                     read_bytes: f.read_bytes,
@@ -566,6 +579,8 @@ pub fn top_files(
                         .then(|| f.latency_sum_ns as f64 / f.ios as f64 / 1000.0),
                     p99_latency_us: p99.map(|v| v / 1000.0),
                     main_process,
+                    names: renamed.map_or(1, |r| r.names),
+                    renamed_from: renamed.map(|r| r.renamed_from.clone()),
                 });
             }
         },
@@ -579,14 +594,14 @@ pub fn top_files(
             RankBy::Latency => r.p99_latency_us.unwrap_or(f64::NEG_INFINITY),
         }
     };
-    // Descending by the rank, then path ascending (no path first), then trace name and path
-    // id (as `query::top_files` does).
+    // Descending by the rank, then path ascending (no path first), then trace name and file
+    // key (as `query::top_files` does).
     rows.sort_by(|a, b| {
         key(b)
             .total_cmp(&key(a))
             .then_with(|| a.path.cmp(&b.path))
             .then_with(|| names[a.trace].cmp(&names[b.trace]))
-            .then_with(|| a.path_id.cmp(&b.path_id))
+            .then_with(|| a.key.cmp(&b.key))
     });
     rows.truncate(limit);
     let frame = DataFrame::new(
@@ -600,6 +615,8 @@ pub fn top_files(
             col("mean_latency_us", &rows, |r| r.mean_latency_us),
             col("p99_latency_us", &rows, |r| r.p99_latency_us),
             col("main_process", &rows, |r| r.main_process.clone()),
+            col("names", &rows, |r| r.names),
+            col("renamed_from", &rows, |r| r.renamed_from.clone()),
         ],
     );
     info.answer(frame)
@@ -859,7 +876,7 @@ pub fn summary(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<FastRead, AnalyzeError> {
     let mut total = SummaryAcc::default();
-    // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, path id).
+    // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, file key).
     let mut files: Vec<(u64, Option<String>, usize, u32)> = Vec::new();
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
     let info = pass(
@@ -871,8 +888,12 @@ pub fn summary(
         SummaryAcc::merge,
         |t| {
             let mut acc = t.acc;
+            let mut by_file: IntMap<u32, u64> = IntMap::default();
             for (path_id, n) in std::mem::take(&mut acc.files) {
-                files.push((n, t.input.path(path_id), t.index, path_id));
+                *by_file.entry(t.input.file_key(path_id)).or_default() += n;
+            }
+            for (key, n) in by_file {
+                files.push((n, t.input.path(key), t.index, key));
             }
             for ((pid, tid), a) in std::mem::take(&mut acc.threads) {
                 procs

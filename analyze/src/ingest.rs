@@ -18,6 +18,7 @@ use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, Se
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
+use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
 use crate::query::{
     arrow_col, parquet_files, parquet_filter_mask, parquet_lost_events, read_batches,
@@ -32,6 +33,8 @@ pub(crate) struct Input {
     /// The trace's file name (the dataset's directory name).
     pub name: String,
     src: Src,
+    /// Its files by identity (device and inode), over its path ids.
+    files: FileIdentities,
 }
 
 enum Src {
@@ -65,9 +68,29 @@ impl Input {
                 .collect();
             Src::Trace { reader, devs, comm }
         };
+        let files = match &src {
+            Src::Trace { reader, .. } => {
+                let t = reader.tables();
+                FileIdentities::new(
+                    t.paths().map(|e| (e.path_id, u64::from(e.dev.0), e.inode)),
+                    |id| {
+                        t.path(id)
+                            .map_or_else(String::new, |e| text_string(&e.path))
+                    },
+                )
+            }
+            Src::Parquet(s) => FileIdentities::new(
+                s.file_ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(dev, ino))| (i as u32, dev, ino)),
+                |id| s.paths[id as usize].clone(),
+            ),
+        };
         Ok(Input {
             name: name_of(p),
             src,
+            files,
         })
     }
 
@@ -146,6 +169,17 @@ impl Input {
         }
     }
 
+    /// The file key of a path id: the same for every name of one file (see
+    /// [`FileIdentities::key`]); its [`Input::path`] is the file's latest name.
+    pub fn file_key(&self, path_id: u32) -> u32 {
+        self.files.key(path_id)
+    }
+
+    /// The other names of the file with this key, when it had any.
+    pub fn renamed(&self, key: u32) -> Option<&FileNames> {
+        self.files.renamed(key)
+    }
+
     /// The name of a device.
     pub fn device(&self, dev: u32) -> Option<String> {
         match &self.src {
@@ -203,6 +237,37 @@ fn small_table<K>(
     Ok(out)
 }
 
+/// The (trace, (path id, device, inode), path) rows of a dataset's `files` table.
+type FileRow = (String, (u32, u32, u64), String);
+
+fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, "files") {
+        for b in read_batches(&p)? {
+            let trace = arrow_col::<StringArray>(&b, "trace")?;
+            let path = arrow_col::<StringArray>(&b, "path")?;
+            let dev_t = arrow_col::<StringArray>(&b, "dev_t")?;
+            let id = IntColumn::of(&b, "path_id")?;
+            let inode = IntColumn::of(&b, "inode")?;
+            for i in 0..b.num_rows() {
+                let dev = parse_dev_t(dev_t.value(i));
+                out.push((
+                    trace.value(i).into(),
+                    (id.u32(i), dev, inode.u64(i)),
+                    path.value(i).into(),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `MAJ:MIN` as the trace's device number (0:0 when it is not one).
+pub(crate) fn parse_dev_t(s: &str) -> u32 {
+    let (ma, mi) = s.split_once(':').unwrap_or(("0", "0"));
+    DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)).0
+}
+
 /// A Parquet dataset of `iodump convert`: its `io` row groups and its small tables, re-keyed.
 struct ParquetSet {
     /// (io file, row group).
@@ -211,9 +276,11 @@ struct ParquetSet {
     /// Timestamps in batches are UTC already: a clock with both origins at zero.
     header: Header,
     traces: HashMap<String, u32>,
-    /// (trace << 32 | path id) → id; id → path.
+    /// (trace << 32 | path id) → id; id → path, and (trace << 32 | device, inode) (the
+    /// file's identity within the dataset).
     path_ids: IntMap<u64, u32>,
     paths: Vec<String>,
+    file_ids: Vec<(u64, u64)>,
     /// (trace << 32 | tid) → id; id → comm.
     tids: IntMap<u64, u32>,
     comms: Vec<String>,
@@ -262,9 +329,7 @@ impl ParquetSet {
                 units.push((f.clone(), i));
             }
         }
-        let mut files = small_table(dir, "files", ["path_id", "path"], |c, i| {
-            IntColumn::from_array(c).map(|a| a.u32(i))
-        })?;
+        let mut files = files_table(dir)?;
         let procs = small_table(dir, "processes", ["tid", "comm"], |c, i| {
             IntColumn::from_array(c).map(|a| a.u32(i))
         })?;
@@ -289,12 +354,14 @@ impl ParquetSet {
             .collect();
         let key = |t: &str, k: u32| u64::from(traces[t]) << 32 | u64::from(k);
         // Path ids in (trace name, path id) order, so that ties ranked by id keep that order.
-        files.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        files.sort_by(|a, b| (&a.0, a.1 .0).cmp(&(&b.0, b.1 .0)));
         let mut path_ids = IntMap::default();
         let mut paths = Vec::with_capacity(files.len());
-        for (t, id, path) in files {
+        let mut file_ids = Vec::with_capacity(files.len());
+        for (t, (id, dev, inode), path) in files {
             path_ids.insert(key(&t, id), paths.len() as u32);
             paths.push(path);
+            file_ids.push((u64::from(traces[&t]) << 32 | u64::from(dev), inode));
         }
         let mut tids = IntMap::default();
         let mut comms = Vec::with_capacity(procs.len());
@@ -313,6 +380,7 @@ impl ParquetSet {
             traces,
             path_ids,
             paths,
+            file_ids,
             tids,
             comms,
             devs,

@@ -271,7 +271,7 @@ where
             let rows: Vec<(String, u64)> = rep
                 .top_files
                 .iter()
-                .map(|(p, _, c)| (p.clone(), c.ios))
+                .map(|f| (f.label(), f.counters.ios))
                 .collect();
             bars(root, &format!("{}: top files by I/Os", rep.name), &rows)
         }

@@ -11,6 +11,7 @@ use iodump_format::expr::{Expr, ResolvedView};
 use iodump_format::{Damage, EventBatch, Op, Reader};
 use polars::prelude::*;
 
+use crate::files::FileIdentities;
 use crate::layout::IntColumn;
 use crate::AnalyzeError;
 
@@ -30,7 +31,9 @@ pub struct Dataset {
     pub io: DataFrame,
     /// trace, tid, pid → comm.
     pub processes: DataFrame,
-    /// trace, path_id → path.
+    /// trace, path_id → path (the name at the time of the I/O), and the file it names:
+    /// file_id (the path id of the file's latest name, the same for all its names),
+    /// latest_path, names (distinct names it had), renamed_from (its earliest other name).
     pub files: DataFrame,
     /// Lost events (sum of loss records).
     pub lost_events: u64,
@@ -131,7 +134,7 @@ impl Dataset {
     ) -> Result<Dataset, AnalyzeError> {
         let mut frames = Vec::new();
         let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
-        let (mut f_trace, mut f_id, mut f_path) = (vec![], vec![], vec![]);
+        let mut files = FilesCols::default();
         let (mut d_trace, mut d_dev, mut d_name) = (vec![], vec![], vec![]);
         let mut lost = 0;
         let mut damaged = Vec::new();
@@ -161,11 +164,16 @@ impl Dataset {
                 p_pid.push(pr.pid);
                 p_comm.push(iodump_format::text::text_string(&pr.comm));
             }
-            for pe in r.tables().paths() {
-                f_trace.push(trace.clone());
-                f_id.push(pe.path_id);
-                f_path.push(iodump_format::text::text_string(&pe.path));
-            }
+            let t = r.tables();
+            files.add(
+                &trace,
+                t.paths()
+                    .map(|pe| {
+                        let path = iodump_format::text::text_string(&pe.path);
+                        (pe.path_id, u64::from(pe.dev.0), pe.inode, path)
+                    })
+                    .collect(),
+            );
             for (d, name) in devs {
                 d_trace.push(trace.clone());
                 d_dev.push(d);
@@ -180,7 +188,7 @@ impl Dataset {
                 .map_err(perr)?
         };
         let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
-        let files = files_frame(f_trace, f_id, f_path)?;
+        let files = files.frame()?;
         let n = d_dev.len();
         let devices = DataFrame::new(
             n,
@@ -264,21 +272,58 @@ fn processes_frame(
     .map_err(perr)
 }
 
-/// The `files` table: trace, path_id, path.
-fn files_frame(
+/// The columns of the `files` table, trace by trace.
+#[derive(Default)]
+struct FilesCols {
     trace: Vec<String>,
-    id: Vec<u32>,
+    path_id: Vec<u32>,
     path: Vec<String>,
-) -> Result<DataFrame, AnalyzeError> {
-    DataFrame::new(
-        id.len(),
-        vec![
-            Column::new("trace".into(), trace),
-            Column::new("path_id".into(), id),
-            Column::new("path".into(), path),
-        ],
-    )
-    .map_err(perr)
+    file_id: Vec<u32>,
+    latest_path: Vec<String>,
+    names: Vec<u32>,
+    renamed_from: Vec<Option<String>>,
+}
+
+impl FilesCols {
+    /// Adds the path entries of one trace: (path id, device, inode, path).
+    fn add(&mut self, trace: &str, mut entries: Vec<(u32, u64, u64, String)>) {
+        entries.sort_by_key(|e| e.0);
+        let at = |id: u32| entries.binary_search_by_key(&id, |e| e.0).ok();
+        let ids = FileIdentities::new(entries.iter().map(|e| (e.0, e.1, e.2)), |id| {
+            at(id).map_or_else(String::new, |i| entries[i].3.clone())
+        });
+        for (id, _, _, path) in &entries {
+            let key = ids.key(*id);
+            self.trace.push(trace.to_string());
+            self.path_id.push(*id);
+            self.path.push(path.clone());
+            self.file_id.push(key);
+            self.latest_path.push(match at(key) {
+                Some(i) => entries[i].3.clone(),
+                None => path.clone(),
+            });
+            let renamed = ids.renamed(key);
+            self.names.push(renamed.map_or(1, |r| r.names));
+            self.renamed_from
+                .push(renamed.map(|r| r.renamed_from.clone()));
+        }
+    }
+
+    fn frame(self) -> Result<DataFrame, AnalyzeError> {
+        DataFrame::new(
+            self.path_id.len(),
+            vec![
+                Column::new("trace".into(), self.trace),
+                Column::new("path_id".into(), self.path_id),
+                Column::new("path".into(), self.path),
+                Column::new("file_id".into(), self.file_id),
+                Column::new("latest_path".into(), self.latest_path),
+                Column::new("names".into(), self.names),
+                Column::new("renamed_from".into(), self.renamed_from),
+            ],
+        )
+        .map_err(perr)
+    }
 }
 
 /// Sum of the bytes of the I/Os of one op.
@@ -304,29 +349,36 @@ pub enum RankBy {
     Latency,
 }
 
-/// `--top-files`: per file (path): I/Os, IOPS, bytes read and written, mean and p99 latency,
-/// main process.
+/// `--top-files`: per file (device and inode: a file renamed while recording is one row,
+/// under its latest name, with the number of names it had and its earliest other one): I/Os,
+/// IOPS, bytes read and written, mean and p99 latency, main process.
 pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, AnalyzeError> {
     let dur = d.duration_s();
-    let io = d.with_path(d.io.clone().lazy());
+    // Path ids the table does not know are their own file.
+    let io = d
+        .with_path(d.io.clone().lazy())
+        .with_column(col("file_id").fill_null(col("path_id")));
     // The main process of each file: the comm with most I/Os on it.
     let main = d
-        .with_comm(d.io.clone().lazy())
-        .group_by([col("trace"), col("path_id"), col("comm")])
+        .with_comm(io.clone())
+        .group_by([col("trace"), col("file_id"), col("comm")])
         .agg([len().alias("n")])
         .sort_by_exprs(
             [col("n"), col("comm")],
             SortMultipleOptions::default().with_order_descending_multi([true, false]),
         )
-        .group_by([col("trace"), col("path_id")])
+        .group_by([col("trace"), col("file_id")])
         .agg([col("comm").first().alias("main_process")]);
     let sort_col = match by {
         RankBy::Ios => "ios",
         RankBy::Bytes => "bytes",
         RankBy::Latency => "p99_latency_us",
     };
-    io.group_by([col("trace"), col("path_id"), col("path")])
+    io.group_by([col("trace"), col("file_id")])
         .agg([
+            col("latest_path").first().alias("path"),
+            col("names").first().fill_null(lit(1u32)).alias("names"),
+            col("renamed_from").first().alias("renamed_from"),
             len().alias("ios"),
             col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
             op_bytes("read").alias("read_bytes"),
@@ -336,15 +388,15 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
         ])
         .join(
             main,
-            [col("trace"), col("path_id")],
-            [col("trace"), col("path_id")],
+            [col("trace"), col("file_id")],
+            [col("trace"), col("file_id")],
             JoinArgs::new(JoinType::Left),
         )
         .with_column((col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"))
         // Full ties (labels such as [metadata] exist once per device) are broken by trace and
-        // path id, so that the order is the same on every run and in `fast::top_files`.
+        // file id, so that the order is the same on every run and in `fast::top_files`.
         .sort_by_exprs(
-            [col(sort_col), col("path"), col("trace"), col("path_id")],
+            [col(sort_col), col("path"), col("trace"), col("file_id")],
             SortMultipleOptions::default().with_order_descending_multi([true, false, false, false]),
         )
         .limit(limit as IdxSize)
@@ -357,6 +409,8 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
             col("mean_latency_us"),
             col("p99_latency_us"),
             col("main_process"),
+            col("names"),
+            col("renamed_from"),
         ])
         .collect()
         .map_err(perr)
@@ -1088,21 +1142,32 @@ impl Dataset {
                 IntColumn::of(&b, "pid")?.extend_u32(&mut p_pid);
             }
         }
-        let (mut f_trace, mut f_id, mut f_path) = (vec![], vec![], vec![]);
+        // Path entries by trace: (path id, device, inode, path).
+        type Entries = Vec<(u32, u64, u64, String)>;
+        let mut by_trace: std::collections::BTreeMap<String, Entries> = Default::default();
         for p in parquet_files(dir, "files") {
             for b in read_batches(&p)? {
                 let t = arrow_col::<StringArray>(&b, "trace")?;
                 let pa = arrow_col::<StringArray>(&b, "path")?;
+                let dev = arrow_col::<StringArray>(&b, "dev_t")?;
+                let (id, ino) = (IntColumn::of(&b, "path_id")?, IntColumn::of(&b, "inode")?);
                 for i in 0..b.num_rows() {
-                    f_trace.push(t.value(i).to_string());
-                    f_path.push(pa.value(i).to_string());
+                    by_trace.entry(t.value(i).to_string()).or_default().push((
+                        id.u32(i),
+                        u64::from(crate::ingest::parse_dev_t(dev.value(i))),
+                        ino.u64(i),
+                        pa.value(i).to_string(),
+                    ));
                 }
-                IntColumn::of(&b, "path_id")?.extend_u32(&mut f_id);
             }
+        }
+        let mut files = FilesCols::default();
+        for (trace, entries) in by_trace {
+            files.add(&trace, entries);
         }
         let lost = parquet_lost_events(dir)?;
         let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
-        let files = files_frame(f_trace, f_id, f_path)?;
+        let files = files.frame()?;
         Ok(Dataset {
             io,
             processes,
