@@ -738,12 +738,17 @@ fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
         bio_based: false,
     })
     .unwrap();
-    for (tid, comm) in [(pid, &b"postgres"[..]), (pid + 1, b"reader")] {
+    // The writer's command line is known, the reader's is not (shown as its comm).
+    for (tid, comm, args) in [
+        (pid, &b"postgres"[..], Some(&b"postgres: checkpointer"[..])),
+        (pid + 1, b"reader", None),
+    ] {
         w.add_process(Process {
             tid,
             pid: tid,
             comm: comm.to_vec(),
             cgroup_id: 1,
+            args: args.map(<[u8]>::to_vec),
         })
         .unwrap();
     }
@@ -997,4 +1002,88 @@ fn recorded_rename_is_one_file_under_its_new_name() {
             .count()
     };
     assert_eq!((writes(&a_s), writes(&b_s)), (20, 30), "{text}");
+}
+
+/// `--top-procs` shows each process's command line last (its comm when the trace does not
+/// know it): both engines, on the trace and on its Parquet dataset; the report and the
+/// exports too.
+#[test]
+fn command_lines_in_top_procs_report_and_exports() {
+    let d = common::TempDir::new("analyze-args");
+    let trace = d.join("args.iod");
+    renamed_trace(&trace, "db1", 500);
+    let pq = d.join("pq");
+    common::ok(&run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq)));
+    let mut answers = Vec::new();
+    for (input, engine) in [
+        (&trace, "one-pass"),
+        (&trace, "polars"),
+        (&pq, "one-pass"),
+        (&pq, "polars"),
+    ] {
+        let out = run(bin().arg("analyze").arg(input).args([
+            "--top-procs",
+            "--format",
+            "json",
+            "--engine",
+            engine,
+        ]));
+        common::ok(&out);
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let what = format!("{} {engine}", input.display());
+        let csv = run(bin().arg("analyze").arg(input).args([
+            "--top-procs",
+            "--format",
+            "csv",
+            "--engine",
+            engine,
+        ]));
+        let header = String::from_utf8_lossy(&csv.stdout);
+        let header = header.lines().next().unwrap_or_default();
+        assert_eq!(
+            header, "pid,comm,ios,iops,read_bytes,write_bytes,mb_per_s,args",
+            "{what}"
+        );
+        assert_eq!(rows[0]["comm"], "postgres", "{what}");
+        assert_eq!(rows[0]["args"], "postgres: checkpointer", "{what}");
+        assert_eq!(rows[1]["args"], "reader", "{what}");
+        answers.push(out.stdout);
+    }
+    for a in &answers[1..] {
+        same_rows(&answers[0], a, "command lines");
+    }
+    let out = run(bin().arg("analyze").arg(&pq).args([
+        "--sql",
+        "SELECT tid, comm, args FROM processes ORDER BY tid",
+        "--format",
+        "csv",
+    ]));
+    common::ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "tid,comm,args\n500,postgres,postgres: checkpointer\n501,reader,reader\n"
+    );
+    // Exports: `args` last.
+    let csv = d.join("io.csv");
+    common::ok(&run(bin()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "csv", "-o"])
+        .arg(&csv)));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("timestamp,pid,comm,iosize,rw,lba,path,"));
+    assert!(text.lines().next().unwrap().ends_with(",dirtier_pid,args"));
+    assert_eq!(text.matches(",postgres: checkpointer\n").count(), 8);
+    assert_eq!(text.matches(",reader\n").count(), 6);
+    // The report's top processes.
+    let html = d.join("r.html");
+    common::ok(&run(bin().arg("report").arg(&trace).arg("-o").arg(&html)));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let open = r#"<script id="iodump-data" type="application/json">"#;
+    let at = page.find(open).unwrap() + open.len();
+    let end = at + page[at..].find("</script>").unwrap();
+    let data: serde_json::Value = serde_json::from_str(&page[at..end]).unwrap();
+    let procs = data["traces"][0]["top_processes"].as_array().unwrap();
+    assert_eq!(procs[0]["args"], "postgres: checkpointer");
+    assert_eq!(procs[1]["args"], "reader");
 }

@@ -520,7 +520,8 @@ fn write_processes(
     part: Partitioning,
     pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
-    let (mut trace, mut host, mut comm) = (
+    let (mut trace, mut host, mut comm, mut args) = (
+        StringBuilder::new(),
         StringBuilder::new(),
         StringBuilder::new(),
         StringBuilder::new(),
@@ -540,6 +541,7 @@ fn write_processes(
             pid.append_value(p.pid.into());
             comm.append_value(iodump_format::text::text_string(&p.comm));
             cg.append_value(i64_of(p.cgroup_id));
+            args.append_value(iodump_format::text::text_string(p.args_or_comm()));
         }
     }
     use DataType::*;
@@ -554,6 +556,7 @@ fn write_processes(
             Field::new("pid", Int64, false),
             Field::new("comm", Utf8, false),
             Field::new("cgroup_id", Int64, false),
+            Field::new("args", Utf8, false),
         ],
         vec![
             Arc::new(trace.finish()),
@@ -562,6 +565,7 @@ fn write_processes(
             Arc::new(pid.finish()),
             Arc::new(comm.finish()),
             Arc::new(cg.finish()),
+            Arc::new(args.finish()),
         ],
     )
 }

@@ -657,11 +657,17 @@ fn add_threads(m: &mut IntMap<(u32, u32), ProcAcc>, b: &EventBatch, keep: &[u32]
     }
 }
 
-/// (pid, comm) of a trace's threads, the comm being the thread's latest name.
-type ProcKey = (u32, Option<String>);
+/// (pid, comm, command line) of a trace's threads, the comm being the thread's latest name
+/// and the command line its process's (the comm when the trace does not know it).
+type ProcKey = (u32, Option<String>, Option<String>);
 
-/// Processes sorted as `query::top_procs` sorts them: most I/Os first, then pid, then name
-/// (no name first).
+/// The [`ProcKey`] of thread `tid` of process `pid`.
+fn proc_key(input: &Input, pid: u32, tid: u32) -> ProcKey {
+    (pid, input.comm(tid).cloned(), input.args(tid).cloned())
+}
+
+/// Processes sorted as `query::top_procs` sorts them: most I/Os first, then pid, then name,
+/// then command line (none first).
 fn ranked_procs(procs: HashMap<ProcKey, ProcAcc>) -> Vec<(ProcKey, ProcAcc)> {
     let mut rows: Vec<(ProcKey, ProcAcc)> = procs.into_iter().collect();
     rows.sort_by(|(ka, a), (kb, b)| b.ios.cmp(&a.ios).then_with(|| ka.cmp(kb)));
@@ -686,7 +692,7 @@ pub fn top_procs(
         |t| {
             for ((pid, tid), a) in t.acc {
                 procs
-                    .entry((pid, t.input.comm(tid).cloned()))
+                    .entry(proc_key(t.input, pid, tid))
                     .or_default()
                     .merge(a);
             }
@@ -705,6 +711,7 @@ pub fn top_procs(
             col("read_bytes", &rows, |(_, a)| a.read_bytes),
             col("write_bytes", &rows, |(_, a)| a.write_bytes),
             col("mb_per_s", &rows, |(_, a)| a.bytes as f64 / (dur_s * 1e6)),
+            col("args", &rows, |(k, _)| k.2.clone()),
         ],
     );
     info.answer(frame)
@@ -897,7 +904,7 @@ pub fn summary(
             }
             for ((pid, tid), a) in std::mem::take(&mut acc.threads) {
                 procs
-                    .entry((pid, t.input.comm(tid).cloned()))
+                    .entry(proc_key(t.input, pid, tid))
                     .or_default()
                     .merge(a);
             }

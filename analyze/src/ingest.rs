@@ -41,7 +41,8 @@ enum Src {
     Trace {
         reader: Reader,
         devs: HashMap<u32, String>,
-        comm: HashMap<u32, String>,
+        /// tid → (comm, command line or comm).
+        comm: HashMap<u32, (String, String)>,
     },
     Parquet(ParquetSet),
 }
@@ -64,7 +65,10 @@ impl Input {
             let comm = reader
                 .tables()
                 .processes()
-                .map(|pr| (pr.tid, text_string(&pr.comm)))
+                .map(|pr| {
+                    let args = text_string(pr.args_or_comm());
+                    (pr.tid, (text_string(&pr.comm), args))
+                })
                 .collect();
             Src::Trace { reader, devs, comm }
         };
@@ -190,6 +194,16 @@ impl Input {
 
     /// The latest command name of a thread.
     pub fn comm(&self, tid: u32) -> Option<&String> {
+        self.names(tid).map(|n| &n.0)
+    }
+
+    /// The command line of a thread's process as of its latest entry (its comm when the
+    /// trace does not know it).
+    pub fn args(&self, tid: u32) -> Option<&String> {
+        self.names(tid).map(|n| &n.1)
+    }
+
+    fn names(&self, tid: u32) -> Option<&(String, String)> {
         match &self.src {
             Src::Trace { comm, .. } => comm.get(&tid),
             Src::Parquet(s) => s.comms.get(tid as usize),
@@ -231,6 +245,31 @@ fn small_table<K>(
             for i in 0..b.num_rows() {
                 let kv = key(k.as_ref(), i).ok_or_else(bad)?;
                 out.push((trace.value(i).into(), kv, name.value(i).into()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The (trace, tid, (comm, args)) rows of a dataset's `processes` table; a table without
+/// `args` (written before iodump recorded command lines) gives the comm.
+fn processes_table(dir: &Path) -> Result<Vec<(String, u32, (String, String))>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, "processes") {
+        for b in read_batches(&p)? {
+            let trace = arrow_col::<StringArray>(&b, "trace")?;
+            let comm = arrow_col::<StringArray>(&b, "comm")?;
+            let args = b
+                .column_by_name("args")
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>());
+            let tid = IntColumn::of(&b, "tid")?;
+            for i in 0..b.num_rows() {
+                let c = comm.value(i).to_string();
+                let a = match args {
+                    Some(a) if !a.is_null(i) => a.value(i).to_string(),
+                    _ => c.clone(),
+                };
+                out.push((trace.value(i).into(), tid.u32(i), (c, a)));
             }
         }
     }
@@ -281,9 +320,9 @@ struct ParquetSet {
     path_ids: IntMap<u64, u32>,
     paths: Vec<String>,
     file_ids: Vec<(u64, u64)>,
-    /// (trace << 32 | tid) → id; id → comm.
+    /// (trace << 32 | tid) → id; id → (comm, command line or comm).
     tids: IntMap<u64, u32>,
-    comms: Vec<String>,
+    comms: Vec<(String, String)>,
     /// (trace, dev_t text); the index is the id. Devices are few: searched, not hashed, so a
     /// lookup borrows the row's text.
     devs: Vec<(u32, String)>,
@@ -330,9 +369,7 @@ impl ParquetSet {
             }
         }
         let mut files = files_table(dir)?;
-        let procs = small_table(dir, "processes", ["tid", "comm"], |c, i| {
-            IntColumn::from_array(c).map(|a| a.u32(i))
-        })?;
+        let procs = processes_table(dir)?;
         let devices = small_table(dir, "devices", ["dev_t", "name"], |c, i| {
             c.as_any()
                 .downcast_ref::<StringArray>()

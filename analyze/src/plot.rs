@@ -263,7 +263,7 @@ where
             let rows: Vec<(String, u64)> = rep
                 .top_procs
                 .iter()
-                .map(|(pid, comm, c)| (format!("{comm} [{pid}]"), c.ios))
+                .map(|p| (p.label(), p.counters.ios))
                 .collect();
             bars(root, &format!("{}: top processes by I/Os", rep.name), &rows)
         }

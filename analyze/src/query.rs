@@ -29,7 +29,8 @@ pub struct Dataset {
     /// One row per I/O: trace, ts_ns (UTC ns), dev, op, bytes, sector, pid, tid, path_id,
     /// queue_ns, device_ns, latency_ns, error, cgroup_id.
     pub io: DataFrame,
-    /// trace, tid, pid → comm.
+    /// trace, tid, ppid (the process id) → comm, args (the process's command line, the comm
+    /// when the trace does not know it).
     pub processes: DataFrame,
     /// trace, path_id → path (the name at the time of the I/O), and the file it names:
     /// file_id (the path id of the file's latest name, the same for all its names),
@@ -134,6 +135,7 @@ impl Dataset {
     ) -> Result<Dataset, AnalyzeError> {
         let mut frames = Vec::new();
         let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
+        let mut p_args = vec![];
         let mut files = FilesCols::default();
         let (mut d_trace, mut d_dev, mut d_name) = (vec![], vec![], vec![]);
         let mut lost = 0;
@@ -163,6 +165,7 @@ impl Dataset {
                 p_tid.push(pr.tid);
                 p_pid.push(pr.pid);
                 p_comm.push(iodump_format::text::text_string(&pr.comm));
+                p_args.push(iodump_format::text::text_string(pr.args_or_comm()));
             }
             let t = r.tables();
             files.add(
@@ -187,7 +190,7 @@ impl Dataset {
                 .and_then(|lf| lf.collect())
                 .map_err(perr)?
         };
-        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
+        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm, p_args)?;
         let files = files.frame()?;
         let n = d_dev.len();
         let devices = DataFrame::new(
@@ -253,12 +256,13 @@ impl Dataset {
     }
 }
 
-/// The `processes` table: trace, tid, ppid (the process id), comm.
+/// The `processes` table: trace, tid, ppid (the process id), comm, args.
 fn processes_frame(
     trace: Vec<String>,
     tid: Vec<u32>,
     pid: Vec<u32>,
     comm: Vec<String>,
+    args: Vec<String>,
 ) -> Result<DataFrame, AnalyzeError> {
     DataFrame::new(
         tid.len(),
@@ -267,6 +271,7 @@ fn processes_frame(
             Column::new("tid".into(), tid),
             Column::new("ppid".into(), pid),
             Column::new("comm".into(), comm),
+            Column::new("args".into(), args),
         ],
     )
     .map_err(perr)
@@ -416,11 +421,12 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
         .map_err(perr)
 }
 
-/// `--top-procs`: per process (pid, comm): I/Os, IOPS, bytes read and written, MB/s.
+/// `--top-procs`: per process (pid, comm, command line): I/Os, IOPS, bytes read and written,
+/// MB/s, and the command line (`args`) last.
 pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
     let dur = d.duration_s();
     d.with_comm(d.io.clone().lazy())
-        .group_by([col("pid"), col("comm")])
+        .group_by([col("pid"), col("comm"), col("args")])
         .agg([
             len().alias("ios"),
             op_bytes("read").alias("read_bytes"),
@@ -434,8 +440,8 @@ pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
         // A pid whose threads carry several names has one row per name: ties broken by name
         // so that the order is the same on every run and in `fast::top_procs`.
         .sort_by_exprs(
-            [col("ios"), col("pid"), col("comm")],
-            SortMultipleOptions::default().with_order_descending_multi([true, false, false]),
+            [col("ios"), col("pid"), col("comm"), col("args")],
+            SortMultipleOptions::default().with_order_descending_multi([true, false, false, false]),
         )
         .limit(limit as IdxSize)
         .select([
@@ -446,6 +452,7 @@ pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
             col("read_bytes"),
             col("write_bytes"),
             col("mb_per_s"),
+            col("args"),
         ])
         .collect()
         .map_err(perr)
@@ -1048,7 +1055,7 @@ impl Dataset {
     /// Loads the tables `iodump convert` wrote into `dir` (flat or partitioned), keeping the
     /// I/Os `filter` accepts (evaluated on each row rebuilt as an event, exactly as on a trace).
     pub fn load_parquet(dir: &Path, filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
-        use arrow_array::StringArray;
+        use arrow_array::{Array, StringArray};
         let io_files = parquet_files(dir, "io");
         if io_files.is_empty() {
             return Err(AnalyzeError::Query {
@@ -1130,13 +1137,22 @@ impl Dataset {
             .and_then(|lf| lf.collect())
             .map_err(perr)?;
         let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
+        let mut p_args = vec![];
         for p in parquet_files(dir, "processes") {
             for b in read_batches(&p)? {
                 let t = arrow_col::<StringArray>(&b, "trace")?;
                 let c = arrow_col::<StringArray>(&b, "comm")?;
+                // Absent from tables written before iodump recorded command lines.
+                let a = b
+                    .column_by_name("args")
+                    .and_then(|a| a.as_any().downcast_ref::<StringArray>());
                 for i in 0..b.num_rows() {
                     p_trace.push(t.value(i).to_string());
                     p_comm.push(c.value(i).to_string());
+                    p_args.push(match a {
+                        Some(a) if !a.is_null(i) => a.value(i).to_string(),
+                        _ => c.value(i).to_string(),
+                    });
                 }
                 IntColumn::of(&b, "tid")?.extend_u32(&mut p_tid);
                 IntColumn::of(&b, "pid")?.extend_u32(&mut p_pid);
@@ -1166,7 +1182,7 @@ impl Dataset {
             files.add(&trace, entries);
         }
         let lost = parquet_lost_events(dir)?;
-        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
+        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm, p_args)?;
         let files = files.frame()?;
         Ok(Dataset {
             io,

@@ -393,8 +393,8 @@ pub struct TraceReport {
     pub losses: Vec<(i64, i64, u64, &'static str, u16)>,
     /// Lost events (sum of the loss records).
     pub lost_events: u64,
-    /// Top processes: pid, comm, counters (sorted by I/Os).
-    pub top_procs: Vec<(u32, String, KeyCounters)>,
+    /// Top processes, sorted by I/Os.
+    pub top_procs: Vec<TopProc>,
     /// Distinct processes that did I/O.
     pub process_count: usize,
     /// Top files (a file renamed while recording is one, under its latest name), sorted by
@@ -404,6 +404,19 @@ pub struct TraceReport {
     pub file_count: usize,
     /// Damage found while opening plus damaged segments, as one-line messages.
     pub damage: Vec<String>,
+}
+
+/// One row of the report's top processes.
+#[derive(Clone, Debug)]
+pub struct TopProc {
+    /// Process id.
+    pub pid: u32,
+    /// Command name (of the thread the process was last seen on).
+    pub comm: String,
+    /// Its command line, or the comm when the trace does not know it.
+    pub args: String,
+    /// Its counters.
+    pub counters: KeyCounters,
 }
 
 /// One row of the report's top files.
@@ -419,6 +432,13 @@ pub struct TopFile {
     pub renamed_from: Option<String>,
     /// Its counters over all its names.
     pub counters: KeyCounters,
+}
+
+impl TopProc {
+    /// The command line (or comm) and pid: `postgres: checkpointer [1510]`.
+    pub fn label(&self) -> String {
+        format!("{} [{}]", self.args, self.pid)
+    }
 }
 
 impl TopFile {
@@ -526,18 +546,24 @@ fn finish(
         )
     });
 
-    let mut procs: Vec<(u32, String, KeyCounters)> = agg
+    let mut procs: Vec<TopProc> = agg
         .procs
         .iter()
         .map(|(&pid, (c, tid, seg))| {
-            let comm = r
-                .comm(pid, *tid, *seg)
-                .map(iodump_format::text::text_string)
-                .unwrap_or_else(|| "?".to_string());
-            (pid, comm, *c)
+            let p = r.process_of(pid, *tid, *seg);
+            let text = |b: Option<&[u8]>| {
+                b.map(iodump_format::text::text_string)
+                    .unwrap_or_else(|| "?".to_string())
+            };
+            TopProc {
+                pid,
+                comm: text(p.map(|p| p.comm.as_slice())),
+                args: text(p.map(|p| p.args_or_comm())),
+                counters: *c,
+            }
         })
         .collect();
-    procs.sort_by(|a, b| b.2.ios.cmp(&a.2.ios).then(a.0.cmp(&b.0)));
+    procs.sort_by(|a, b| b.counters.ios.cmp(&a.counters.ios).then(a.pid.cmp(&b.pid)));
     let process_count = procs.len();
     procs.truncate(TOP_ROWS);
 
@@ -819,10 +845,12 @@ impl TraceReport {
         let top_procs: Vec<Value> = self
             .top_procs
             .iter()
-            .map(|(pid, comm, c)| {
+            .map(|p| {
+                let c = &p.counters;
                 json!({
-                    "pid": pid, "comm": comm, "ios": c.ios, "read_bytes": c.read_bytes,
+                    "pid": p.pid, "comm": p.comm, "ios": c.ios, "read_bytes": c.read_bytes,
                     "write_bytes": c.write_bytes, "latency_mean_ns": c.latency_mean_ns(),
+                    "args": p.args,
                 })
             })
             .collect();

@@ -351,6 +351,24 @@ pub struct Process {
     pub comm: Vec<u8>,
     /// cgroup v2 id; 0 = unknown.
     pub cgroup_id: u64,
+    /// The process's command line as the recorder read it from `/proc/PID/cmdline` when it
+    /// first saw the process (or saw it exec): arguments separated by single spaces, at most
+    /// [`ARGS_MAX_BYTES`] bytes, not necessarily UTF-8. `None` when unknown: kernel threads,
+    /// a process gone before it could be read, traces of format 1.0. Show `comm` then.
+    pub args: Option<Vec<u8>>,
+}
+
+/// The most bytes of a command line kept in [`Process::args`].
+pub const ARGS_MAX_BYTES: usize = 256;
+
+impl Process {
+    /// The command line, or the command name when it is not known.
+    pub fn args_or_comm(&self) -> &[u8] {
+        match &self.args {
+            Some(a) if !a.is_empty() => a,
+            _ => &self.comm,
+        }
+    }
 }
 
 /// What a path table entry names.

@@ -103,6 +103,7 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
         pid: 1000,
         comm: b"mysqld".to_vec(),
         cgroup_id: 42,
+        args: Some(b"/usr/sbin/mysqld --datadir=/var/lib/a b,\"c\"\n\xff".to_vec()),
     })
     .unwrap();
     w.add_path(PathEntry {
@@ -132,6 +133,7 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
                 pid: 1001,
                 comm: b"fio".to_vec(),
                 cgroup_id: 43,
+                args: None,
             })
             .unwrap();
         }
@@ -195,6 +197,13 @@ fn round_trip_every_field() {
     assert_eq!(p.path, b"/var/lib/a b,\"c\"\n\xff.ibd");
     assert_eq!(r.comm(1000, 1001, 0), Some(&b"mysqld"[..]));
     assert_eq!(r.comm(1000, 1001, 4), Some(&b"fio"[..]));
+    // The command line, kept as bytes; unknown (the 1.0 entry form): the comm.
+    assert_eq!(
+        r.args(1000, 1001, 0),
+        Some(&b"/usr/sbin/mysqld --datadir=/var/lib/a b,\"c\"\n\xff"[..])
+    );
+    assert_eq!(r.args(1000, 1001, 4), Some(&b"fio"[..]));
+    assert_eq!(r.version(), (1, 1));
     for s in r.segments() {
         let (a, b) = s.time_range_ns.unwrap();
         assert!(a <= b);

@@ -565,7 +565,7 @@ fn handle(
                 w.push(&e).map_err(write_err)?;
             }
             if let Some(p) = &mut sinks.printer {
-                p.event(&e, &r, conv.path(e.path_id));
+                p.event(&e, &r, conv.path(e.path_id), conv.args(e.pid));
             }
             *events += 1;
         }
