@@ -388,6 +388,8 @@ pub enum PathKind {
     Swap = 4,
     /// I/O on the raw block device (the path is the device node, `/dev/vdb`).
     RawDevice = 5,
+    /// A cache flush (an empty flush request, `[flush]`): no data, so no file (since 1.1).
+    Flush = 6,
 }
 
 impl PathKind {
@@ -399,6 +401,7 @@ impl PathKind {
             3 => PathKind::Journal,
             4 => PathKind::Swap,
             5 => PathKind::RawDevice,
+            6 => PathKind::Flush,
             _ => PathKind::Unknown,
         }
     }
@@ -411,6 +414,7 @@ impl PathKind {
             PathKind::Journal => "journal",
             PathKind::Swap => "swap",
             PathKind::RawDevice => "raw_device",
+            PathKind::Flush => "flush",
         }
     }
 }

@@ -61,6 +61,7 @@ const L_JOURNAL: u8 = 2;
 const L_SWAP: u8 = 3;
 const L_RAW: u8 = 4;
 const L_UNKNOWN: u8 = 5;
+const L_FLUSH: u8 = 6;
 
 impl Converter {
     /// A converter for these devices and mounts.
@@ -205,6 +206,7 @@ impl Converter {
                 PathKind::RawDevice,
                 format!("/dev/{}", self.dev_name(DevT(dev))).into_bytes(),
             ),
+            L_FLUSH => (PathKind::Flush, b"[flush]".to_vec()),
             _ => (PathKind::Unknown, b"[unknown]".to_vec()),
         };
         let e = self.new_path(DevT(dev), 0, pk, text);
@@ -272,7 +274,11 @@ impl Converter {
             },
             _ => None,
         };
+        // A cache flush carries no data, so no file: its own label (whatever the kernel side
+        // found, usually nothing).
+        let flush = r.op == Op::Flush.code() && r.bytes == 0;
         let path_id = match r.path_kind {
+            _ if flush => self.label(r.dev, L_FLUSH, out),
             pk::FILE | pk::DIO => match file_id {
                 Some(id) => id,
                 None => self.label(r.dev, L_UNKNOWN, out),
@@ -294,6 +300,7 @@ impl Converter {
             _ => self.label(r.dev, L_UNKNOWN, out),
         };
         let slot = match r.path_kind {
+            _ if flush => 1,
             pk::FILE | pk::DIO if file_id.is_some() => 0,
             pk::UNKNOWN | pk::USERMEM | pk::FILE | pk::DIO => 2,
             _ => 1,
@@ -532,6 +539,32 @@ mod tests {
         r.tid = u32::MAX - 1;
         c.io_record(&r, &mut ne);
         assert_eq!(ne.process.as_ref().unwrap().args, None);
+    }
+
+    #[test]
+    fn flushes_have_their_own_label_and_keep_their_queue_time() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        let mut f = io(pk::UNKNOWN, 74);
+        f.op = Op::Flush.code();
+        f.bytes = 0;
+        let e = c.io_record(&f, &mut ne);
+        let entry = ne.path.take().unwrap();
+        assert_eq!(
+            (entry.kind, entry.path.as_slice()),
+            (PathKind::Flush, &b"[flush]"[..])
+        );
+        assert_eq!(e.path_id, entry.path_id);
+        assert_eq!(e.queue_ns, Some(50));
+        assert_eq!(e.syscall, Some(Syscall::FSYNC));
+        // One label per device, counted as a label; a write is not a flush.
+        f.path_kind = pk::FILE;
+        assert_eq!(c.io_record(&f, &mut ne).path_id, entry.path_id);
+        assert!(ne.path.is_none());
+        assert_eq!(c.attributed, [0, 2, 0]);
+        let w = c.io_record(&io(pk::UNKNOWN, 1), &mut ne);
+        assert_ne!(w.path_id, entry.path_id);
+        assert_eq!(c.attributed, [0, 2, 1]);
     }
 
     #[test]
