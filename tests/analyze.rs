@@ -1087,3 +1087,62 @@ fn command_lines_in_top_procs_report_and_exports() {
     assert_eq!(procs[0]["args"], "postgres: checkpointer");
     assert_eq!(procs[1]["args"], "reader");
 }
+
+/// Listings of several traces say which trace each row is from: a `trace` column first (and
+/// the same pid in two traces is two rows); one trace has no such column. Both engines, on
+/// the traces and on one Parquet dataset of both.
+#[test]
+fn listings_of_several_traces_name_the_trace() {
+    let d = common::TempDir::new("analyze-traces");
+    let (a, b) = (d.join("db1.iod"), d.join("db2.iod"));
+    renamed_trace(&a, "db1", 500);
+    renamed_trace(&b, "db2", 500);
+    let pq = d.join("pq");
+    common::ok(&run(bin()
+        .arg("convert")
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&pq)));
+    let csv = |inputs: &[&std::path::PathBuf], q: &str, engine: &str| -> String {
+        let out = run(bin()
+            .arg("analyze")
+            .args(inputs)
+            .args([q, "--format", "csv", "--engine", engine]));
+        common::ok(&out);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for engine in ["one-pass", "polars"] {
+        for inputs in [&[&a, &b][..], &[&pq][..]] {
+            let what = format!("{inputs:?} {engine}");
+            let files = csv(inputs, "--top-files", engine);
+            let lines: Vec<&str> = files.lines().collect();
+            assert!(lines[0].starts_with("trace,path,ios,"), "{what}: {files}");
+            assert!(
+                lines[1].starts_with("db1.iod,/db/wal,8,"),
+                "{what}: {files}"
+            );
+            assert!(
+                lines[2].starts_with("db2.iod,/db/wal,8,"),
+                "{what}: {files}"
+            );
+            assert_eq!(lines.len(), 7, "{what}: {files}");
+            let procs = csv(inputs, "--top-procs", engine);
+            let lines: Vec<&str> = procs.lines().collect();
+            assert!(lines[0].starts_with("trace,pid,comm,"), "{what}: {procs}");
+            assert!(
+                lines[1].starts_with("db1.iod,500,postgres,8,"),
+                "{what}: {procs}"
+            );
+            assert!(
+                lines[2].starts_with("db2.iod,500,postgres,8,"),
+                "{what}: {procs}"
+            );
+            assert_eq!(lines.len(), 5, "{what}: {procs}");
+        }
+        let one = csv(&[&a], "--top-files", engine);
+        assert!(one.starts_with("path,ios,"), "{engine}: {one}");
+        let one = csv(&[&a], "--top-procs", engine);
+        assert!(one.starts_with("pid,comm,"), "{engine}: {one}");
+    }
+}

@@ -173,6 +173,31 @@ impl Input {
         }
     }
 
+    /// The names of the traces this input holds: its own file name, or the traces of a
+    /// Parquet dataset.
+    pub fn trace_names(&self) -> Vec<&str> {
+        match &self.src {
+            Src::Trace { .. } => vec![self.name.as_str()],
+            Src::Parquet(s) => s.trace_names.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// The trace a path id is from (a dataset's name for an id its tables do not know).
+    pub fn trace_of_path(&self, id: u32) -> &str {
+        match &self.src {
+            Src::Parquet(s) => s.trace_name(s.path_trace.get(id as usize), &self.name),
+            Src::Trace { .. } => &self.name,
+        }
+    }
+
+    /// The trace a thread is from (a dataset's name for a thread its tables do not know).
+    pub fn trace_of_tid(&self, tid: u32) -> &str {
+        match &self.src {
+            Src::Parquet(s) => s.trace_name(s.tid_trace.get(tid as usize), &self.name),
+            Src::Trace { .. } => &self.name,
+        }
+    }
+
     /// The file key of a path id: the same for every name of one file (see
     /// [`FileIdentities::key`]); its [`Input::path`] is the file's latest name.
     pub fn file_key(&self, path_id: u32) -> u32 {
@@ -315,6 +340,11 @@ struct ParquetSet {
     /// Timestamps in batches are UTC already: a clock with both origins at zero.
     header: Header,
     traces: HashMap<String, u32>,
+    /// The traces' names, by index (sorted).
+    trace_names: Vec<String>,
+    /// Re-keyed path id → index of its trace; re-keyed tid → index of its trace.
+    path_trace: Vec<u32>,
+    tid_trace: Vec<u32>,
     /// (trace << 32 | path id) → id; id → path, and (trace << 32 | device, inode) (the
     /// file's identity within the dataset).
     path_ids: IntMap<u64, u32>,
@@ -384,8 +414,9 @@ impl ParquetSet {
             .collect();
         names.sort();
         names.dedup();
-        let traces: HashMap<String, u32> = names
-            .into_iter()
+        let trace_names: Vec<String> = names.into_iter().cloned().collect();
+        let traces: HashMap<String, u32> = trace_names
+            .iter()
             .enumerate()
             .map(|(i, n)| (n.clone(), i as u32))
             .collect();
@@ -395,16 +426,20 @@ impl ParquetSet {
         let mut path_ids = IntMap::default();
         let mut paths = Vec::with_capacity(files.len());
         let mut file_ids = Vec::with_capacity(files.len());
+        let mut path_trace = Vec::with_capacity(files.len());
         for (t, (id, dev, inode), path) in files {
             path_ids.insert(key(&t, id), paths.len() as u32);
             paths.push(path);
             file_ids.push((u64::from(traces[&t]) << 32 | u64::from(dev), inode));
+            path_trace.push(traces[&t]);
         }
         let mut tids = IntMap::default();
         let mut comms = Vec::with_capacity(procs.len());
+        let mut tid_trace = Vec::with_capacity(procs.len());
         for (t, tid, comm) in procs {
             tids.insert(key(&t, tid), comms.len() as u32);
             comms.push(comm);
+            tid_trace.push(traces[&t]);
         }
         let (devs, dev_names) = devices
             .into_iter()
@@ -415,15 +450,24 @@ impl ParquetSet {
             rows,
             header: Header::default(),
             traces,
+            trace_names,
             path_ids,
             paths,
             file_ids,
+            path_trace,
             tids,
             comms,
+            tid_trace,
             devs,
             dev_names,
             lost,
         })
+    }
+
+    /// The name of trace `i`, or `or` when there is none.
+    fn trace_name<'a>(&'a self, i: Option<&u32>, or: &'a str) -> &'a str {
+        i.and_then(|&i| self.trace_names.get(i as usize))
+            .map_or(or, String::as_str)
     }
 
     /// Reads row group `i` into `b`, re-keyed; `keep` gets the rows `filter` accepts.

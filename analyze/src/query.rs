@@ -237,6 +237,26 @@ impl Dataset {
         }
     }
 
+    /// Listings of several traces say which trace each row is from (a `trace` column first).
+    fn several_traces(&self) -> bool {
+        let mut names = std::collections::BTreeSet::new();
+        for df in [&self.io, &self.processes, &self.files] {
+            let unique = df.column("trace").and_then(|c| c.unique());
+            if let Ok(u) = unique {
+                if let Ok(s) = u.str() {
+                    names.extend(s.iter().flatten().map(str::to_string));
+                }
+            }
+        }
+        names.len() > 1
+    }
+
+    /// The columns of a listing: `trace` first when it holds several traces.
+    fn listing(&self, cols: &[&str]) -> Vec<polars::prelude::Expr> {
+        let trace = self.several_traces().then_some("trace");
+        trace.iter().chain(cols).map(|c| col(*c)).collect()
+    }
+
     fn with_comm(&self, lf: LazyFrame) -> LazyFrame {
         lf.join(
             self.processes.clone().lazy(),
@@ -405,18 +425,18 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
             SortMultipleOptions::default().with_order_descending_multi([true, false, false, false]),
         )
         .limit(limit as IdxSize)
-        .select([
-            col("path"),
-            col("ios"),
-            col("iops"),
-            col("read_bytes"),
-            col("write_bytes"),
-            col("mean_latency_us"),
-            col("p99_latency_us"),
-            col("main_process"),
-            col("names"),
-            col("renamed_from"),
-        ])
+        .select(d.listing(&[
+            "path",
+            "ios",
+            "iops",
+            "read_bytes",
+            "write_bytes",
+            "mean_latency_us",
+            "p99_latency_us",
+            "main_process",
+            "names",
+            "renamed_from",
+        ]))
         .collect()
         .map_err(perr)
 }
@@ -426,7 +446,7 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
 pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
     let dur = d.duration_s();
     d.with_comm(d.io.clone().lazy())
-        .group_by([col("pid"), col("comm"), col("args")])
+        .group_by([col("trace"), col("pid"), col("comm"), col("args")])
         .agg([
             len().alias("ios"),
             op_bytes("read").alias("read_bytes"),
@@ -440,20 +460,27 @@ pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
         // A pid whose threads carry several names has one row per name: ties broken by name
         // so that the order is the same on every run and in `fast::top_procs`.
         .sort_by_exprs(
-            [col("ios"), col("pid"), col("comm"), col("args")],
-            SortMultipleOptions::default().with_order_descending_multi([true, false, false, false]),
+            [
+                col("ios"),
+                col("pid"),
+                col("comm"),
+                col("args"),
+                col("trace"),
+            ],
+            SortMultipleOptions::default()
+                .with_order_descending_multi([true, false, false, false, false]),
         )
         .limit(limit as IdxSize)
-        .select([
-            col("pid"),
-            col("comm"),
-            col("ios"),
-            col("iops"),
-            col("read_bytes"),
-            col("write_bytes"),
-            col("mb_per_s"),
-            col("args"),
-        ])
+        .select(d.listing(&[
+            "pid",
+            "comm",
+            "ios",
+            "iops",
+            "read_bytes",
+            "write_bytes",
+            "mb_per_s",
+            "args",
+        ]))
         .collect()
         .map_err(perr)
 }
