@@ -717,7 +717,8 @@ fn same_rows(a: &[u8], b: &[u8], what: &str) {
 /// A small trace with one file under two names (one device and inode, two path entries, as
 /// the recorder writes them after a rename), a file with one name and a label:
 /// `/db/wal.tmp` (5 writes) renamed to `/db/wal` (3 writes), `/db/other` (4 reads),
-/// `[metadata]` (2 reads). `host` names the recording host; `pid` the writer.
+/// `[metadata]` (2 reads), and `/db/new` (1 read), a new file with the first one's inode
+/// number (another generation). `host` names the recording host; `pid` the writer.
 fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
     use iodump_format::*;
     let header = Header {
@@ -760,6 +761,7 @@ fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
         truncated: false,
         deleted: false,
         path: path.as_bytes().to_vec(),
+        generation: (inode != 0).then_some(7),
     };
     w.add_path(entry(1, 100, PathKind::File, "/db/wal.tmp"))
         .unwrap();
@@ -804,6 +806,11 @@ fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
     for _ in 0..3 {
         io(&mut w, 4, Op::Write, pid);
     }
+    // The old name's inode number given to a new file (another generation): another file.
+    let mut reused = entry(5, 100, PathKind::File, "/db/new");
+    reused.generation = Some(8);
+    w.add_path(reused).unwrap();
+    io(&mut w, 5, Op::Read, pid + 1);
     w.finish(EndInfo::default()).unwrap();
 }
 
@@ -834,7 +841,7 @@ fn renamed_file_is_one_row_under_its_latest_name() {
         let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let rows = rows.as_array().unwrap().clone();
         let what = format!("{} {engine}", input.display());
-        assert_eq!(rows.len(), 3, "{what}: {rows:?}");
+        assert_eq!(rows.len(), 4, "{what}: {rows:?}");
         assert_eq!(rows[0]["path"], "/db/wal", "{what}");
         assert_eq!(rows[0]["ios"], 8, "{what}");
         assert_eq!(rows[0]["write_bytes"], 8 * 8192, "{what}");
@@ -845,6 +852,8 @@ fn renamed_file_is_one_row_under_its_latest_name() {
         assert_eq!(rows[1]["names"], 1, "{what}");
         assert!(rows[1]["renamed_from"].is_null(), "{what}");
         assert_eq!(rows[2]["path"], "[metadata]", "{what}");
+        assert_eq!(rows[3]["path"], "/db/new", "{what}");
+        assert_eq!(rows[3]["names"], 1, "{what}");
         answers.push(out.stdout);
     }
     for a in &answers[1..] {
@@ -901,7 +910,7 @@ fn renamed_file_is_one_row_under_its_latest_name() {
     assert_eq!(files[0]["ios"], 8);
     assert_eq!(files[0]["names"], 2);
     assert_eq!(files[0]["renamed_from"], "/db/wal.tmp");
-    assert_eq!(data["traces"][0]["file_count"], 3);
+    assert_eq!(data["traces"][0]["file_count"], 4);
 }
 
 /// A file renamed while recording, on ext4 on zram: O_DIRECT writes from one held file
@@ -1074,7 +1083,7 @@ fn command_lines_in_top_procs_report_and_exports() {
     assert!(text.starts_with("timestamp,pid,comm,iosize,rw,lba,path,"));
     assert!(text.lines().next().unwrap().ends_with(",dirtier_pid,args"));
     assert_eq!(text.matches(",postgres: checkpointer\n").count(), 8);
-    assert_eq!(text.matches(",reader\n").count(), 6);
+    assert_eq!(text.matches(",reader\n").count(), 7);
     // The report's top processes.
     let html = d.join("r.html");
     common::ok(&run(bin().arg("report").arg(&trace).arg("-o").arg(&html)));
@@ -1126,7 +1135,7 @@ fn listings_of_several_traces_name_the_trace() {
                 lines[2].starts_with("db2.iod,/db/wal,8,"),
                 "{what}: {files}"
             );
-            assert_eq!(lines.len(), 7, "{what}: {files}");
+            assert_eq!(lines.len(), 9, "{what}: {files}");
             let procs = csv(inputs, "--top-procs", engine);
             let lines: Vec<&str> = procs.lines().collect();
             assert!(lines[0].starts_with("trace,pid,comm,"), "{what}: {procs}");

@@ -583,7 +583,11 @@ fn write_files(
         StringBuilder::new(),
         StringBuilder::new(),
     );
-    let (mut id, mut ino) = (Int64Builder::new(), Int64Builder::new());
+    let (mut id, mut ino, mut generation) = (
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    );
     let (mut trunc, mut del) = (BooleanBuilder::new(), BooleanBuilder::new());
     for input in inputs {
         let mut ps: Vec<_> = input.reader.tables().paths().collect();
@@ -598,6 +602,7 @@ fn write_files(
             trunc.append_value(p.truncated);
             del.append_value(p.deleted);
             path_col.append_value(iodump_format::text::text_string(&p.path));
+            generation.append_option(p.generation.map(i64::from));
         }
     }
     use DataType::*;
@@ -615,6 +620,7 @@ fn write_files(
             Field::new("truncated", Boolean, false),
             Field::new("deleted", Boolean, false),
             Field::new("path", Utf8, false),
+            Field::new("generation", Int64, true),
         ],
         vec![
             Arc::new(trace.finish()),
@@ -626,6 +632,7 @@ fn write_files(
             Arc::new(trunc.finish()),
             Arc::new(del.finish()),
             Arc::new(path_col.finish()),
+            Arc::new(generation.finish()),
         ],
     )
 }

@@ -5,9 +5,10 @@
 //! count such a file once, under its latest name, and say which other names it had; the
 //! per-I/O outputs (exports, Parquet `io`) keep the name each I/O had when it happened.
 //!
-//! Entries without an inode (labels such as `[metadata]`, a raw device) are their own file,
-//! as before. The path entry holds no inode generation, so a file deleted during the
-//! recording whose inode number is given to a new file reads as one file.
+//! A file is its device, inode and inode generation (filesystems such as ext4 give a deleted
+//! file's inode number to the next new file, with another generation; traces of format 1.0
+//! have no generation, and there such files read as one). Entries without an inode (labels
+//! such as `[metadata]`, a raw device) are their own file, as before.
 
 use iodump_format::inthash::IntMap;
 
@@ -33,30 +34,30 @@ pub struct FileIdentities {
 }
 
 impl FileIdentities {
-    /// Groups `entries` — (path id, device key, inode) — by (device key, inode); entries with
-    /// inode 0 stay alone. `name` gives an entry's path (only asked for files with several
-    /// entries).
+    /// Groups `entries` — (path id, device key, inode, generation) — by (device key, inode,
+    /// generation); entries with inode 0 stay alone. `name` gives an entry's path (only asked
+    /// for files with several entries).
     pub fn new(
-        entries: impl IntoIterator<Item = (u32, u64, u64)>,
+        entries: impl IntoIterator<Item = (u32, u64, u64, Option<u32>)>,
         name: impl Fn(u32) -> String,
     ) -> FileIdentities {
-        let mut v: Vec<(u64, u64, u32)> = entries
+        let mut v: Vec<((u64, u64, Option<u32>), u32)> = entries
             .into_iter()
             .filter(|e| e.2 != 0)
-            .map(|(id, dev, ino)| (dev, ino, id))
+            .map(|(id, dev, ino, generation)| ((dev, ino, generation), id))
             .collect();
         v.sort_unstable();
         let mut out = FileIdentities::default();
-        for run in v.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        for run in v.chunk_by(|a, b| a.0 == b.0) {
             if run.len() < 2 {
                 continue;
             }
             // Sorted by path id within the run: the last is the latest.
-            let latest_id = run[run.len() - 1].2;
+            let latest_id = run[run.len() - 1].1;
             let latest = name(latest_id);
             let mut seen: Vec<String> = vec![latest.clone()];
             let mut renamed_from = None;
-            for &(_, _, id) in run {
+            for &(_, id) in run {
                 out.key.insert(id, latest_id);
                 let n = name(id);
                 if !seen.contains(&n) {
@@ -108,18 +109,22 @@ mod tests {
             "/d/a",
             "/d/c",
             "[metadata]",
+            "/d/new",
         ];
         let f = FileIdentities::new(
             [
-                (1, 7, 12),
-                (2, 7, 0),
-                (3, 7, 12),
-                (4, 7, 12),
-                (5, 7, 13),
-                (6, 8, 0),
+                (1, 7, 12, Some(1)),
+                (2, 7, 0, None),
+                (3, 7, 12, Some(1)),
+                (4, 7, 12, Some(1)),
+                (5, 7, 13, Some(1)),
+                (6, 8, 0, None),
+                // Inode 12 given to a new file (another generation): another file.
+                (7, 7, 12, Some(2)),
             ],
             |id| names[id as usize].to_string(),
         );
+        assert_eq!(f.key(7), 7);
         // a → b → a: one file, key 4 (its latest entry), two names, renamed from b.
         assert_eq!([f.key(1), f.key(3), f.key(4)], [4, 4, 4]);
         assert_eq!(

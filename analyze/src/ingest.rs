@@ -76,7 +76,8 @@ impl Input {
             Src::Trace { reader, .. } => {
                 let t = reader.tables();
                 FileIdentities::new(
-                    t.paths().map(|e| (e.path_id, u64::from(e.dev.0), e.inode)),
+                    t.paths()
+                        .map(|e| (e.path_id, u64::from(e.dev.0), e.inode, e.generation)),
                     |id| {
                         t.path(id)
                             .map_or_else(String::new, |e| text_string(&e.path))
@@ -87,7 +88,7 @@ impl Input {
                 s.file_ids
                     .iter()
                     .enumerate()
-                    .map(|(i, &(dev, ino))| (i as u32, dev, ino)),
+                    .map(|(i, &(dev, ino, generation))| (i as u32, dev, ino, generation)),
                 |id| s.paths[id as usize].clone(),
             ),
         };
@@ -301,8 +302,9 @@ fn processes_table(dir: &Path) -> Result<Vec<(String, u32, (String, String))>, A
     Ok(out)
 }
 
-/// The (trace, (path id, device, inode), path) rows of a dataset's `files` table.
-type FileRow = (String, (u32, u32, u64), String);
+/// The (trace, (path id, device, inode, generation), path) rows of a dataset's `files` table
+/// (no generation in tables written before iodump recorded it).
+type FileRow = (String, (u32, u32, u64, Option<u32>), String);
 
 fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
     let mut out = Vec::new();
@@ -313,11 +315,16 @@ fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
             let dev_t = arrow_col::<StringArray>(&b, "dev_t")?;
             let id = IntColumn::of(&b, "path_id")?;
             let inode = IntColumn::of(&b, "inode")?;
+            let generation = IntColumn::of(&b, "generation").ok();
             for i in 0..b.num_rows() {
                 let dev = parse_dev_t(dev_t.value(i));
+                let g = generation
+                    .as_ref()
+                    .filter(|g| !g.is_null(i))
+                    .map(|g| g.u32(i));
                 out.push((
                     trace.value(i).into(),
-                    (id.u32(i), dev, inode.u64(i)),
+                    (id.u32(i), dev, inode.u64(i), g),
                     path.value(i).into(),
                 ));
             }
@@ -349,7 +356,7 @@ struct ParquetSet {
     /// file's identity within the dataset).
     path_ids: IntMap<u64, u32>,
     paths: Vec<String>,
-    file_ids: Vec<(u64, u64)>,
+    file_ids: Vec<(u64, u64, Option<u32>)>,
     /// (trace << 32 | tid) → id; id → (comm, command line or comm).
     tids: IntMap<u64, u32>,
     comms: Vec<(String, String)>,
@@ -427,10 +434,14 @@ impl ParquetSet {
         let mut paths = Vec::with_capacity(files.len());
         let mut file_ids = Vec::with_capacity(files.len());
         let mut path_trace = Vec::with_capacity(files.len());
-        for (t, (id, dev, inode), path) in files {
+        for (t, (id, dev, inode, generation), path) in files {
             path_ids.insert(key(&t, id), paths.len() as u32);
             paths.push(path);
-            file_ids.push((u64::from(traces[&t]) << 32 | u64::from(dev), inode));
+            file_ids.push((
+                u64::from(traces[&t]) << 32 | u64::from(dev),
+                inode,
+                generation,
+            ));
             path_trace.push(traces[&t]);
         }
         let mut tids = IntMap::default();

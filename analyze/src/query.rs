@@ -173,7 +173,13 @@ impl Dataset {
                 t.paths()
                     .map(|pe| {
                         let path = iodump_format::text::text_string(&pe.path);
-                        (pe.path_id, u64::from(pe.dev.0), pe.inode, path)
+                        (
+                            pe.path_id,
+                            u64::from(pe.dev.0),
+                            pe.inode,
+                            pe.generation,
+                            path,
+                        )
                     })
                     .collect(),
             );
@@ -297,6 +303,9 @@ fn processes_frame(
     .map_err(perr)
 }
 
+/// A path entry as the `files` table needs it: (path id, device, inode, generation, path).
+type FileEntry = (u32, u64, u64, Option<u32>, String);
+
 /// The columns of the `files` table, trace by trace.
 #[derive(Default)]
 struct FilesCols {
@@ -310,21 +319,21 @@ struct FilesCols {
 }
 
 impl FilesCols {
-    /// Adds the path entries of one trace: (path id, device, inode, path).
-    fn add(&mut self, trace: &str, mut entries: Vec<(u32, u64, u64, String)>) {
+    /// Adds the path entries of one trace.
+    fn add(&mut self, trace: &str, mut entries: Vec<FileEntry>) {
         entries.sort_by_key(|e| e.0);
         let at = |id: u32| entries.binary_search_by_key(&id, |e| e.0).ok();
-        let ids = FileIdentities::new(entries.iter().map(|e| (e.0, e.1, e.2)), |id| {
-            at(id).map_or_else(String::new, |i| entries[i].3.clone())
+        let ids = FileIdentities::new(entries.iter().map(|e| (e.0, e.1, e.2, e.3)), |id| {
+            at(id).map_or_else(String::new, |i| entries[i].4.clone())
         });
-        for (id, _, _, path) in &entries {
+        for (id, _, _, _, path) in &entries {
             let key = ids.key(*id);
             self.trace.push(trace.to_string());
             self.path_id.push(*id);
             self.path.push(path.clone());
             self.file_id.push(key);
             self.latest_path.push(match at(key) {
-                Some(i) => entries[i].3.clone(),
+                Some(i) => entries[i].4.clone(),
                 None => path.clone(),
             });
             let renamed = ids.renamed(key);
@@ -1185,20 +1194,26 @@ impl Dataset {
                 IntColumn::of(&b, "pid")?.extend_u32(&mut p_pid);
             }
         }
-        // Path entries by trace: (path id, device, inode, path).
-        type Entries = Vec<(u32, u64, u64, String)>;
-        let mut by_trace: std::collections::BTreeMap<String, Entries> = Default::default();
+        // Path entries by trace.
+        let mut by_trace: std::collections::BTreeMap<String, Vec<FileEntry>> = Default::default();
         for p in parquet_files(dir, "files") {
             for b in read_batches(&p)? {
                 let t = arrow_col::<StringArray>(&b, "trace")?;
                 let pa = arrow_col::<StringArray>(&b, "path")?;
                 let dev = arrow_col::<StringArray>(&b, "dev_t")?;
                 let (id, ino) = (IntColumn::of(&b, "path_id")?, IntColumn::of(&b, "inode")?);
+                // Absent from tables written before iodump recorded generations.
+                let generation = IntColumn::of(&b, "generation").ok();
                 for i in 0..b.num_rows() {
+                    let g = generation
+                        .as_ref()
+                        .filter(|g| !g.is_null(i))
+                        .map(|g| g.u32(i));
                     by_trace.entry(t.value(i).to_string()).or_default().push((
                         id.u32(i),
                         u64::from(crate::ingest::parse_dev_t(dev.value(i))),
                         ino.u64(i),
+                        g,
                         pa.value(i).to_string(),
                     ));
                 }

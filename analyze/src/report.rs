@@ -571,7 +571,7 @@ fn finish(
     let ids = crate::files::FileIdentities::new(
         tables
             .paths()
-            .map(|p| (p.path_id, u64::from(p.dev.0), p.inode)),
+            .map(|p| (p.path_id, u64::from(p.dev.0), p.inode, p.generation)),
         |id| {
             tables
                 .path(id)

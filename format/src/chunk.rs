@@ -491,6 +491,10 @@ pub fn encode_paths(ps: &[PathEntry], out: &mut Vec<u8>) {
             b.push(p.kind as u8);
             b.push(p.truncated as u8 | ((p.deleted as u8) << 1));
             put_bytes(b, &p.path);
+            // Since 1.1; absent = unknown.
+            if let Some(g) = p.generation {
+                put_varint(b, g.into());
+            }
         });
     }
 }
@@ -511,6 +515,12 @@ pub fn decode_paths(p: &[u8], records: u32) -> Result<Vec<PathEntry>, DecodeErro
             truncated: flags & 1 != 0,
             deleted: flags & 2 != 0,
             path: c.bytes()?.to_vec(),
+            // A 1.0 entry ends here.
+            generation: if c.is_empty() {
+                None
+            } else {
+                Some(c.varint_u32("generation")?)
+            },
         })
     })
 }
@@ -739,6 +749,33 @@ mod tests {
         assert!(got
             .iter()
             .all(|p| p.args.is_none() && p.args_or_comm() == b"dd"));
+    }
+
+    /// Path entries of 1.1 (with the inode generation) read back, and a 1.0 reader's fields
+    /// are where they were; a 1.0 entry has no generation.
+    #[test]
+    fn path_generations_are_compatible_both_ways() {
+        let e = |generation| PathEntry {
+            path_id: 3,
+            dev: DevT::new(8, 1),
+            inode: 12,
+            kind: PathKind::File,
+            truncated: false,
+            deleted: true,
+            path: b"/db/wal".to_vec(),
+            generation,
+        };
+        let ps = vec![e(Some(0)), e(None), e(Some(u32::MAX))];
+        let mut p = Vec::new();
+        encode_paths(&ps, &mut p);
+        assert_eq!(decode_paths(&p, 3).unwrap(), ps);
+        let old = entries(&p, 3, |c| {
+            let id = c.varint_u32("path_id")?;
+            let (_, _, _, _) = (c.varint()?, c.varint()?, c.u8()?, c.u8()?);
+            Ok((id, c.bytes()?.to_vec()))
+        })
+        .unwrap();
+        assert!(old.iter().all(|o| *o == (3, b"/db/wal".to_vec())));
     }
 
     #[test]

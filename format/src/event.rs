@@ -436,6 +436,10 @@ pub struct PathEntry {
     pub deleted: bool,
     /// Absolute path bytes (not necessarily UTF-8), or a label such as `[metadata]`.
     pub path: Vec<u8>,
+    /// The inode's generation (`i_generation`): with `dev` and `inode`, which file this is
+    /// even when a deleted file's inode number is given to a new one. `None` for labels and
+    /// in traces of format 1.0.
+    pub generation: Option<u32>,
 }
 
 /// Why events were lost.

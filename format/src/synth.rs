@@ -882,6 +882,8 @@ impl Builder {
             truncated: false,
             deleted: false,
             path,
+            // Files have a generation (any fixed value: synth reuses no inode).
+            generation: (inode != 0).then(|| (inode as u32).wrapping_mul(0x9E37_79B9)),
         });
         id
     }

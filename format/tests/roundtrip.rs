@@ -114,6 +114,7 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
         truncated: false,
         deleted: true,
         path: b"/var/lib/a b,\"c\"\n\xff.ibd".to_vec(),
+        generation: Some(u32::MAX),
     })
     .unwrap();
     for (i, e) in events.iter().enumerate() {
@@ -195,6 +196,7 @@ fn round_trip_every_field() {
     let p = t.path(1).unwrap();
     assert!(p.deleted && !p.truncated);
     assert_eq!(p.path, b"/var/lib/a b,\"c\"\n\xff.ibd");
+    assert_eq!(p.generation, Some(u32::MAX));
     assert_eq!(r.comm(1000, 1001, 0), Some(&b"mysqld"[..]));
     assert_eq!(r.comm(1000, 1001, 4), Some(&b"fio"[..]));
     // The command line, kept as bytes; unknown (the 1.0 entry form): the comm.

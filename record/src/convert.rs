@@ -101,6 +101,7 @@ impl Converter {
             truncated: false,
             deleted: false,
             path,
+            generation: None,
         }
     }
 
@@ -145,6 +146,7 @@ impl Converter {
         let mut e = self.new_path(DevT(p.dev), p.ino, PathKind::File, path);
         e.truncated = truncated;
         e.deleted = deleted;
+        e.generation = Some(p.gen);
         self.files.insert(key, e.path_id);
         self.note_file_id(p.file_id, e.path_id);
         Some(e)
