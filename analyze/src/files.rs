@@ -41,7 +41,9 @@ impl FileIdentities {
         entries: impl IntoIterator<Item = (u32, u64, u64, Option<u32>)>,
         name: impl Fn(u32) -> String,
     ) -> FileIdentities {
-        let mut v: Vec<((u64, u64, Option<u32>), u32)> = entries
+        // ((device key, inode, generation), path id)
+        type Keyed = ((u64, u64, Option<u32>), u32);
+        let mut v: Vec<Keyed> = entries
             .into_iter()
             .filter(|e| e.2 != 0)
             .map(|(id, dev, ino, generation)| ((dev, ino, generation), id))

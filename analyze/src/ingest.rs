@@ -277,9 +277,12 @@ fn small_table<K>(
     Ok(out)
 }
 
-/// The (trace, tid, (comm, args)) rows of a dataset's `processes` table; a table without
-/// `args` (written before iodump recorded command lines) gives the comm.
-fn processes_table(dir: &Path) -> Result<Vec<(String, u32, (String, String))>, AnalyzeError> {
+/// A row of a dataset's `processes` table: (trace, tid, (comm, args)).
+type ProcRow = (String, u32, (String, String));
+
+/// The rows of a dataset's `processes` table; a table without `args` (written before iodump
+/// recorded command lines) gives the comm.
+fn processes_table(dir: &Path) -> Result<Vec<ProcRow>, AnalyzeError> {
     let mut out = Vec::new();
     for p in parquet_files(dir, "processes") {
         for b in read_batches(&p)? {

@@ -584,7 +584,7 @@ fn command_line(pid: u32) -> Option<String> {
         1511 => pg("background writer"),
         1512 => pg("walwriter"),
         1513 => pg("autovacuum launcher"),
-        2101..=2300 if (pid - 2101) % 17 == 0 => pg("app shop [local] idle"),
+        2101..=2300 if (pid - 2101).is_multiple_of(17) => pg("app shop [local] idle"),
         2287 => Some("java -Xmx4g -jar /opt/app/app.jar --server.port=8080".into()),
         25_100 => Some("/usr/lib/firefox/firefox -contentproc -isForBrowser".into()),
         26_001 => Some("/usr/share/code/code --unity-launch".into()),
