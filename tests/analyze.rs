@@ -713,3 +713,445 @@ fn same_rows(a: &[u8], b: &[u8], what: &str) {
         }
     }
 }
+
+/// A small trace with one file under two names (one device and inode, two path entries, as
+/// the recorder writes them after a rename), a file with one name and a label:
+/// `/db/wal.tmp` (5 writes) renamed to `/db/wal` (3 writes), `/db/other` (4 reads),
+/// `[metadata]` (2 reads), and `/db/new` (1 read), a new file with the first one's inode
+/// number (another generation). `host` names the recording host; `pid` the writer.
+fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
+    use iodump_format::*;
+    let header = Header {
+        wall_clock_ns: 1_767_225_600_000_000_000,
+        monotonic_ns: 1_000_000_000,
+        hostname: host.into(),
+        ..Header::default()
+    };
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = Writer::new(f, &header, WriterOptions::default()).unwrap();
+    let dev = DevT::new(8, 1);
+    w.add_device(Device {
+        dev,
+        name: "sda1".into(),
+        partition_of: None,
+        sector_size: 512,
+        start_sector: 0,
+        bio_based: false,
+    })
+    .unwrap();
+    // The writer's command line is known, the reader's is not (shown as its comm).
+    for (tid, comm, args) in [
+        (pid, &b"postgres"[..], Some(&b"postgres: checkpointer"[..])),
+        (pid + 1, b"reader", None),
+    ] {
+        w.add_process(Process {
+            tid,
+            pid: tid,
+            comm: comm.to_vec(),
+            cgroup_id: 1,
+            args: args.map(<[u8]>::to_vec),
+        })
+        .unwrap();
+    }
+    let entry = |path_id, inode, kind, path: &str| PathEntry {
+        path_id,
+        dev,
+        inode,
+        kind,
+        truncated: false,
+        deleted: false,
+        path: path.as_bytes().to_vec(),
+        generation: (inode != 0).then_some(7),
+    };
+    w.add_path(entry(1, 100, PathKind::File, "/db/wal.tmp"))
+        .unwrap();
+    w.add_path(entry(2, 0, PathKind::Metadata, "[metadata]"))
+        .unwrap();
+    w.add_path(entry(3, 101, PathKind::File, "/db/other"))
+        .unwrap();
+    let mut t = 1_000_000_000;
+    let mut io = |w: &mut Writer<std::fs::File>, path_id, op, tid| {
+        t += 1_000_000;
+        w.push(&Event {
+            timestamp_ns: t,
+            dev,
+            sector: t / 1000,
+            bytes: 8192,
+            op,
+            flags: Flags(0),
+            pid: tid,
+            tid,
+            path_id,
+            queue_ns: Some(1000),
+            latency_ns: 50_000 + t % 7_000,
+            error: 0,
+            cpu: 0,
+            syscall: None,
+            dirtier_pid: None,
+            cgroup_id: 1,
+        })
+        .unwrap();
+    };
+    for _ in 0..5 {
+        io(&mut w, 1, Op::Write, pid);
+    }
+    for _ in 0..4 {
+        io(&mut w, 3, Op::Read, pid + 1);
+    }
+    for _ in 0..2 {
+        io(&mut w, 2, Op::Read, pid + 1);
+    }
+    w.add_path(entry(4, 100, PathKind::File, "/db/wal"))
+        .unwrap();
+    for _ in 0..3 {
+        io(&mut w, 4, Op::Write, pid);
+    }
+    // The old name's inode number given to a new file (another generation): another file.
+    let mut reused = entry(5, 100, PathKind::File, "/db/new");
+    reused.generation = Some(8);
+    w.add_path(reused).unwrap();
+    io(&mut w, 5, Op::Read, pid + 1);
+    w.finish(EndInfo::default()).unwrap();
+}
+
+/// `--top-files` counts a renamed file once, under its latest name, and says it had another:
+/// both engines, on the trace and on its Parquet dataset; the report too. The per-I/O outputs
+/// keep the name each I/O had.
+#[test]
+fn renamed_file_is_one_row_under_its_latest_name() {
+    let d = common::TempDir::new("analyze-renamed");
+    let trace = d.join("renamed.iod");
+    renamed_trace(&trace, "db1", 500);
+    let pq = d.join("pq");
+    common::ok(&run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq)));
+    let q = ["--top-files", "--format", "json"];
+    let mut answers = Vec::new();
+    for (input, engine) in [
+        (&trace, "one-pass"),
+        (&trace, "polars"),
+        (&pq, "one-pass"),
+        (&pq, "polars"),
+    ] {
+        let out = run(bin()
+            .arg("analyze")
+            .arg(input)
+            .args(q)
+            .args(["--engine", engine]));
+        common::ok(&out);
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = rows.as_array().unwrap().clone();
+        let what = format!("{} {engine}", input.display());
+        assert_eq!(rows.len(), 4, "{what}: {rows:?}");
+        assert_eq!(rows[0]["path"], "/db/wal", "{what}");
+        assert_eq!(rows[0]["ios"], 8, "{what}");
+        assert_eq!(rows[0]["write_bytes"], 8 * 8192, "{what}");
+        assert_eq!(rows[0]["names"], 2, "{what}");
+        assert_eq!(rows[0]["renamed_from"], "/db/wal.tmp", "{what}");
+        assert_eq!(rows[0]["main_process"], "postgres", "{what}");
+        assert_eq!(rows[1]["path"], "/db/other", "{what}");
+        assert_eq!(rows[1]["names"], 1, "{what}");
+        assert!(rows[1]["renamed_from"].is_null(), "{what}");
+        assert_eq!(rows[2]["path"], "[metadata]", "{what}");
+        assert_eq!(rows[3]["path"], "/db/new", "{what}");
+        assert_eq!(rows[3]["names"], 1, "{what}");
+        answers.push(out.stdout);
+    }
+    for a in &answers[1..] {
+        same_rows(&answers[0], a, "renamed file");
+    }
+    // The summary's top file is the file, not one of its names.
+    let out = run(bin()
+        .arg("analyze")
+        .arg(&trace)
+        .args(["--summary", "--format", "json"]));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let top = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "top_file")
+        .unwrap()
+        .clone();
+    assert_eq!(top["value"], "/db/wal");
+    // Exports keep the name at the time of each I/O.
+    let csv = d.join("io.csv");
+    common::ok(&run(bin()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "csv", "-o"])
+        .arg(&csv)));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.matches(",/db/wal.tmp,").count(), 5, "{text}");
+    assert_eq!(text.matches(",/db/wal,").count(), 3, "{text}");
+    for input in [&trace, &pq] {
+        let out = run(bin().arg("analyze").arg(input).args([
+            "--sql",
+            "SELECT f.path, f.latest_path, count(*) AS n FROM io JOIN files f USING (trace, path_id) \
+             WHERE f.file_id = 4 GROUP BY f.path, f.latest_path ORDER BY f.path",
+            "--format",
+            "csv",
+        ]));
+        common::ok(&out);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "path,latest_path,n\n/db/wal,/db/wal,3\n/db/wal.tmp,/db/wal,5\n"
+        );
+    }
+    // The report: one top file entry for both names.
+    let html = d.join("r.html");
+    common::ok(&run(bin().arg("report").arg(&trace).arg("-o").arg(&html)));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let open = r#"<script id="iodump-data" type="application/json">"#;
+    let at = page.find(open).unwrap() + open.len();
+    let end = at + page[at..].find("</script>").unwrap();
+    let data: serde_json::Value = serde_json::from_str(&page[at..end]).unwrap();
+    let files = data["traces"][0]["top_files"].as_array().unwrap();
+    assert_eq!(files[0]["path"], "/db/wal");
+    assert_eq!(files[0]["ios"], 8);
+    assert_eq!(files[0]["names"], 2);
+    assert_eq!(files[0]["renamed_from"], "/db/wal.tmp");
+    assert_eq!(data["traces"][0]["file_count"], 4);
+}
+
+/// A file renamed while recording, on ext4 on zram: O_DIRECT writes from one held file
+/// descriptor before and after the rename. The I/O after it carries the new name (the kernel
+/// side re-checks names about once a second, hence the pause), `--top-files` shows one file
+/// under its new name that was renamed from the old one, and the export keeps both names.
+#[test]
+fn recorded_rename_is_one_file_under_its_new_name() {
+    if !common::bpf_available("recorded_rename_is_one_file_under_its_new_name") {
+        return;
+    }
+    let zram = common::devices::Zram::new("128M");
+    let d = common::TempDir::new("analyze-rename");
+    let mnt = d.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let sh = |c: &str| {
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(c)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{c}");
+    };
+    sh(&format!(
+        "mkfs.ext4 -q -F {} && mount {} {}",
+        zram.node(),
+        zram.node(),
+        mnt.display()
+    ));
+    struct Umount(std::path::PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _umount = Umount(mnt.clone());
+    let (a, b) = (mnt.join("segment.tmp"), mnt.join("segment"));
+    sh(&format!(
+        "dd if=/dev/zero of={} bs=1M count=1 status=none conv=fsync",
+        a.display()
+    ));
+    let trace = d.join("rename.iod");
+    let script = "import mmap, os, sys, time\n\
+        a, b = sys.argv[1:3]\n\
+        fd = os.open(a, os.O_WRONLY | os.O_DIRECT)\n\
+        buf = mmap.mmap(-1, 4096)\n\
+        buf.write(b'x' * 4096)\n\
+        for i in range(20): os.pwrite(fd, buf, 4096 * i)\n\
+        os.rename(a, b)\n\
+        time.sleep(2.5)\n\
+        for i in range(30): os.pwrite(fd, buf, 4096 * (100 + i))\n\
+        os.close(fd)\n";
+    let out = run(bin()
+        .args(["record", "-d", &zram.name(), "-o"])
+        .arg(&trace)
+        .args(["--", "python3", "-c", script])
+        .arg(&a)
+        .arg(&b));
+    common::ok(&out);
+    let (a_s, b_s) = (a.display().to_string(), b.display().to_string());
+    for engine in ["one-pass", "polars"] {
+        let out = run(bin().arg("analyze").arg(&trace).args([
+            "--top-files",
+            "--format",
+            "json",
+            "--engine",
+            engine,
+        ]));
+        common::ok(&out);
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["main_process"] == "python3")
+            .unwrap_or_else(|| panic!("{engine}: no file of python3: {rows}"))
+            .clone();
+        assert_eq!(row["path"], b_s, "{engine}: {row}");
+        assert_eq!(row["names"], 2, "{engine}: {row}");
+        assert_eq!(row["renamed_from"], a_s, "{engine}: {row}");
+        assert_eq!(row["ios"], 50, "{engine}: {row}");
+        assert!(
+            !rows.as_array().unwrap().iter().any(|r| r["path"] == a_s),
+            "{engine}: the old name is not a row of its own: {rows}"
+        );
+    }
+    let csv = d.join("io.csv");
+    common::ok(&run(bin()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "csv", "-o"])
+        .arg(&csv)));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let writes = |name: &str| {
+        text.lines()
+            .filter(|l| l.contains(",python3,") && l.contains(",W,"))
+            .filter(|l| l.split(',').nth(6) == Some(name))
+            .count()
+    };
+    assert_eq!((writes(&a_s), writes(&b_s)), (20, 30), "{text}");
+}
+
+/// `--top-procs` shows each process's command line last (its comm when the trace does not
+/// know it): both engines, on the trace and on its Parquet dataset; the report and the
+/// exports too.
+#[test]
+fn command_lines_in_top_procs_report_and_exports() {
+    let d = common::TempDir::new("analyze-args");
+    let trace = d.join("args.iod");
+    renamed_trace(&trace, "db1", 500);
+    let pq = d.join("pq");
+    common::ok(&run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq)));
+    let mut answers = Vec::new();
+    for (input, engine) in [
+        (&trace, "one-pass"),
+        (&trace, "polars"),
+        (&pq, "one-pass"),
+        (&pq, "polars"),
+    ] {
+        let out = run(bin().arg("analyze").arg(input).args([
+            "--top-procs",
+            "--format",
+            "json",
+            "--engine",
+            engine,
+        ]));
+        common::ok(&out);
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let what = format!("{} {engine}", input.display());
+        let csv = run(bin().arg("analyze").arg(input).args([
+            "--top-procs",
+            "--format",
+            "csv",
+            "--engine",
+            engine,
+        ]));
+        let header = String::from_utf8_lossy(&csv.stdout);
+        let header = header.lines().next().unwrap_or_default();
+        assert_eq!(
+            header, "pid,comm,ios,iops,read_bytes,write_bytes,mb_per_s,args",
+            "{what}"
+        );
+        assert_eq!(rows[0]["comm"], "postgres", "{what}");
+        assert_eq!(rows[0]["args"], "postgres: checkpointer", "{what}");
+        assert_eq!(rows[1]["args"], "reader", "{what}");
+        answers.push(out.stdout);
+    }
+    for a in &answers[1..] {
+        same_rows(&answers[0], a, "command lines");
+    }
+    let out = run(bin().arg("analyze").arg(&pq).args([
+        "--sql",
+        "SELECT tid, comm, args FROM processes ORDER BY tid",
+        "--format",
+        "csv",
+    ]));
+    common::ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "tid,comm,args\n500,postgres,postgres: checkpointer\n501,reader,reader\n"
+    );
+    // Exports: `args` last.
+    let csv = d.join("io.csv");
+    common::ok(&run(bin()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "csv", "-o"])
+        .arg(&csv)));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("timestamp,pid,comm,iosize,rw,lba,path,"));
+    assert!(text.lines().next().unwrap().ends_with(",dirtier_pid,args"));
+    assert_eq!(text.matches(",postgres: checkpointer\n").count(), 8);
+    assert_eq!(text.matches(",reader\n").count(), 7);
+    // The report's top processes.
+    let html = d.join("r.html");
+    common::ok(&run(bin().arg("report").arg(&trace).arg("-o").arg(&html)));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let open = r#"<script id="iodump-data" type="application/json">"#;
+    let at = page.find(open).unwrap() + open.len();
+    let end = at + page[at..].find("</script>").unwrap();
+    let data: serde_json::Value = serde_json::from_str(&page[at..end]).unwrap();
+    let procs = data["traces"][0]["top_processes"].as_array().unwrap();
+    assert_eq!(procs[0]["args"], "postgres: checkpointer");
+    assert_eq!(procs[1]["args"], "reader");
+}
+
+/// Listings of several traces say which trace each row is from: a `trace` column first (and
+/// the same pid in two traces is two rows); one trace has no such column. Both engines, on
+/// the traces and on one Parquet dataset of both.
+#[test]
+fn listings_of_several_traces_name_the_trace() {
+    let d = common::TempDir::new("analyze-traces");
+    let (a, b) = (d.join("db1.iod"), d.join("db2.iod"));
+    renamed_trace(&a, "db1", 500);
+    renamed_trace(&b, "db2", 500);
+    let pq = d.join("pq");
+    common::ok(&run(bin()
+        .arg("convert")
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&pq)));
+    let csv = |inputs: &[&std::path::PathBuf], q: &str, engine: &str| -> String {
+        let out = run(bin()
+            .arg("analyze")
+            .args(inputs)
+            .args([q, "--format", "csv", "--engine", engine]));
+        common::ok(&out);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for engine in ["one-pass", "polars"] {
+        for inputs in [&[&a, &b][..], &[&pq][..]] {
+            let what = format!("{inputs:?} {engine}");
+            let files = csv(inputs, "--top-files", engine);
+            let lines: Vec<&str> = files.lines().collect();
+            assert!(lines[0].starts_with("trace,path,ios,"), "{what}: {files}");
+            assert!(
+                lines[1].starts_with("db1.iod,/db/wal,8,"),
+                "{what}: {files}"
+            );
+            assert!(
+                lines[2].starts_with("db2.iod,/db/wal,8,"),
+                "{what}: {files}"
+            );
+            assert_eq!(lines.len(), 9, "{what}: {files}");
+            let procs = csv(inputs, "--top-procs", engine);
+            let lines: Vec<&str> = procs.lines().collect();
+            assert!(lines[0].starts_with("trace,pid,comm,"), "{what}: {procs}");
+            assert!(
+                lines[1].starts_with("db1.iod,500,postgres,8,"),
+                "{what}: {procs}"
+            );
+            assert!(
+                lines[2].starts_with("db2.iod,500,postgres,8,"),
+                "{what}: {procs}"
+            );
+            assert_eq!(lines.len(), 5, "{what}: {procs}");
+        }
+        let one = csv(&[&a], "--top-files", engine);
+        assert!(one.starts_with("path,ios,"), "{engine}: {one}");
+        let one = csv(&[&a], "--top-procs", engine);
+        assert!(one.starts_with("pid,comm,"), "{engine}: {one}");
+    }
+}

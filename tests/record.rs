@@ -936,3 +936,143 @@ fn bad_arguments_give_one_line_errors() {
         assert!(s.contains("permission denied") || s.contains("BTF"), "{s}");
     }
 }
+
+/// Each process's command line is stored with its process entry (read from /proc when the
+/// recorder first sees it), again after an exec that changes its comm, and printed as the
+/// last CSV column; `analyze --top-procs` and `export` show it.
+#[test]
+fn command_lines_are_recorded_and_read_again_after_exec() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("command_lines_are_recorded_and_read_again_after_exec") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("argv");
+    // python3 writes, then execs itself under another name (a link: the comm is the name
+    // exec'd) with other arguments and writes again; each waits a moment so that the
+    // recorder reads its command line while it runs.
+    // Both names link to the interpreter itself (not a wrapper such as pyenv's shim, which
+    // would exec once more).
+    let python = String::from_utf8(
+        Command::new("python3")
+            .args([
+                "-c",
+                "import os, sys; print(os.path.realpath(sys.executable))",
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let (start, again) = (d.join("iodump-argv"), d.join("iodump-exec"));
+    for l in [&start, &again] {
+        std::os::unix::fs::symlink(python.trim(), l).unwrap();
+    }
+    // The first waits past the recorder's flush (once a second), so that its I/O is in a
+    // segment before the second program's process entry (a process entry applies from the
+    // next segment on).
+    let io = |first: u32, sleep_s: f64| {
+        format!(
+            "import mmap, os, sys, time\n\
+             fd = os.open('{}', os.O_WRONLY | os.O_DIRECT)\n\
+             b = mmap.mmap(-1, 4096)\n\
+             for i in range(10): os.pwrite(fd, b, 4096 * ({first} + i))\n\
+             time.sleep({sleep_s})\n",
+            z.node()
+        )
+    };
+    let second = io(100, 0.7);
+    let first = format!(
+        "{}os.execv('{}', ['{}', '-c', sys.argv[1], 'second', 'run'])\n",
+        io(0, 1.6),
+        again.display(),
+        again.display()
+    );
+    let trace = d.join("argv.iod");
+    let csv = d.join("live.csv");
+    let rec = Recorder::start(&["-d", &z.name(), "--print", "csv"]);
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} record -d {} -o {} -- {} -c \"$1\" \"$2\" first",
+            env!("CARGO_BIN_EXE_iodump"),
+            z.name(),
+            trace.display(),
+            start.display()
+        ))
+        .args(["sh", &first, &second])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (st, text, err) = rec.finish(true);
+    assert!(st.success(), "{err}");
+    std::fs::write(&csv, &text).unwrap();
+    let want_first = format!("{} -c {first} {second} first", start.display());
+    let want_second = format!("{} -c {second} second run", again.display());
+    // Command lines are kept to 256 bytes.
+    let cut = |s: &str| -> String {
+        let b = &s.as_bytes()[..s.len().min(256)];
+        String::from_utf8_lossy(b).trim_end().to_string()
+    };
+    let r = Reader::open(&trace).unwrap();
+    let ev = events_on(&r, &z.name());
+    assert_eq!(ev.len(), 20, "events recorded");
+    // The latest entry of the thread: after the exec.
+    let entries: Vec<_> = r
+        .tables()
+        .processes()
+        .filter(|p| p.comm == b"iodump-exec")
+        .collect();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(entries[0].args.as_deref().unwrap()),
+        cut(&want_second)
+    );
+    // Both command lines, each on the I/O of its program.
+    let out = run(bin()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "jsonl", "-o"])
+        .arg(d.join("io.jsonl")));
+    ok(&out);
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(d.join("io.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["dev"] == z_dev(&z))
+        .collect();
+    let args: Vec<&str> = rows.iter().map(|r| r["args"].as_str().unwrap()).collect();
+    let (a, b) = (cut(&want_first), cut(&want_second));
+    assert_eq!(args.iter().filter(|x| **x == a).count(), 10, "{args:?}");
+    assert_eq!(args.iter().filter(|x| **x == b).count(), 10, "{args:?}");
+    // The live CSV: args is the last column, quoted as CSV (the script has newlines).
+    let header = text.lines().next().unwrap();
+    assert!(header.ends_with(",dirtier_pid,args"), "{header}");
+    let quoted = |s: &str| format!(",\"{}\"\n", s.replace('"', "\"\""));
+    assert_eq!(text.matches(&quoted(&a)).count(), 10, "{text}");
+    assert_eq!(text.matches(&quoted(&b)).count(), 10, "{text}");
+    // --top-procs: its command line last. A thread is named by its latest entry there (as
+    // its comm always was), so the I/O before the exec counts under the program it became.
+    let out = run(bin()
+        .arg("analyze")
+        .arg(&trace)
+        .args(["--top-procs", "--format", "json"]));
+    ok(&out);
+    let procs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = procs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["comm"] == "iodump-exec")
+        .unwrap_or_else(|| panic!("{procs}"));
+    assert_eq!(row["args"], b);
+    assert_eq!(row["ios"], 20);
+}
+
+/// The `MAJ:MIN` of a zram device, as exports write `dev`.
+fn z_dev(z: &Zram) -> String {
+    std::fs::read_to_string(format!("/sys/block/{}/dev", z.name()))
+        .unwrap()
+        .trim()
+        .to_string()
+}

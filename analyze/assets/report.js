@@ -567,10 +567,10 @@
       section(sec, p + "offset", "Offset over time (seekwatcher's view; opacity: number of I/Os)", "offset", function (b) { offsetPlot(b, tr, zoom); });
       section(sec, p + "latency-histogram", "Latency histogram", "latency-histogram", function (b) { histogram(b, tr); });
       section(sec, p + "top-procs", "Top processes by I/Os", "top-procs", function (b) {
-        bars(b, tr.top_processes, function (r) { return r.comm + " [" + r.pid + "]"; }, tr.process_count, "processes");
+        bars(b, tr.top_processes, function (r) { return (r.args || r.comm) + " [" + r.pid + "]"; }, tr.process_count, "processes");
       });
       section(sec, p + "top-files", "Top files by I/Os", "top-files", function (b) {
-        bars(b, tr.top_files, function (r) { return r.path; }, tr.file_count, "files and labels");
+        bars(b, tr.top_files, function (r) { return r.renamed_from ? r.path + " (renamed from " + r.renamed_from + ")" : r.path; }, tr.file_count, "files and labels");
       });
     });
     var t;

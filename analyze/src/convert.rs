@@ -520,7 +520,8 @@ fn write_processes(
     part: Partitioning,
     pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
-    let (mut trace, mut host, mut comm) = (
+    let (mut trace, mut host, mut comm, mut args) = (
+        StringBuilder::new(),
         StringBuilder::new(),
         StringBuilder::new(),
         StringBuilder::new(),
@@ -540,6 +541,7 @@ fn write_processes(
             pid.append_value(p.pid.into());
             comm.append_value(iodump_format::text::text_string(&p.comm));
             cg.append_value(i64_of(p.cgroup_id));
+            args.append_value(iodump_format::text::text_string(p.args_or_comm()));
         }
     }
     use DataType::*;
@@ -554,6 +556,7 @@ fn write_processes(
             Field::new("pid", Int64, false),
             Field::new("comm", Utf8, false),
             Field::new("cgroup_id", Int64, false),
+            Field::new("args", Utf8, false),
         ],
         vec![
             Arc::new(trace.finish()),
@@ -562,6 +565,7 @@ fn write_processes(
             Arc::new(pid.finish()),
             Arc::new(comm.finish()),
             Arc::new(cg.finish()),
+            Arc::new(args.finish()),
         ],
     )
 }
@@ -579,7 +583,11 @@ fn write_files(
         StringBuilder::new(),
         StringBuilder::new(),
     );
-    let (mut id, mut ino) = (Int64Builder::new(), Int64Builder::new());
+    let (mut id, mut ino, mut generation) = (
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    );
     let (mut trunc, mut del) = (BooleanBuilder::new(), BooleanBuilder::new());
     for input in inputs {
         let mut ps: Vec<_> = input.reader.tables().paths().collect();
@@ -594,6 +602,7 @@ fn write_files(
             trunc.append_value(p.truncated);
             del.append_value(p.deleted);
             path_col.append_value(iodump_format::text::text_string(&p.path));
+            generation.append_option(p.generation.map(i64::from));
         }
     }
     use DataType::*;
@@ -611,6 +620,7 @@ fn write_files(
             Field::new("truncated", Boolean, false),
             Field::new("deleted", Boolean, false),
             Field::new("path", Utf8, false),
+            Field::new("generation", Int64, true),
         ],
         vec![
             Arc::new(trace.finish()),
@@ -622,6 +632,7 @@ fn write_files(
             Arc::new(trunc.finish()),
             Arc::new(del.finish()),
             Arc::new(path_col.finish()),
+            Arc::new(generation.finish()),
         ],
     )
 }

@@ -1,5 +1,6 @@
 //! Exports of a trace's events: CSV (the original iodump's columns
-//! `timestamp,pid,comm,iosize,rw,lba,path` first, then the rest; RFC 4180), JSON lines, and
+//! `timestamp,pid,comm,iosize,rw,lba,path` first, then the rest, the process's command line
+//! `args` last; RFC 4180), JSON lines, and
 //! fio's iolog version 3 for `fio --read_iolog`.
 
 use std::io::Write;
@@ -71,10 +72,12 @@ fn lines(r: &Reader, fmt: LineFormat, out: &mut dyn Write) -> Result<ExportSumma
         };
         for row in 0..b.len() {
             let e = b.get(row);
-            let comm = r.comm(e.pid, e.tid, i).unwrap_or(b"?");
+            let p = r.process_of(e.pid, e.tid, i);
+            let comm = p.map_or(&b"?"[..], |p| &p.comm);
+            let args = p.map_or(&b"?"[..], |p| p.args_or_comm());
             let path = r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path);
             line.clear();
-            format_event(fmt, &mut line, r.header(), &e, comm, path);
+            format_event(fmt, &mut line, r.header(), &e, comm, path, args);
             buf.extend_from_slice(&line);
             if buf.len() >= 1 << 20 {
                 if let Err(e) = out.write_all(&buf) {

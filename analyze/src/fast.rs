@@ -125,8 +125,6 @@ pub struct FastRead {
 
 /// What the driver hands over for each trace, once its segments are aggregated.
 struct TraceDone<'a, A> {
-    /// Index of the trace among the inputs.
-    index: usize,
     /// The trace.
     input: &'a Input,
     /// The aggregate of its intact segments.
@@ -137,6 +135,8 @@ struct TraceDone<'a, A> {
 #[derive(Default)]
 struct PassInfo {
     names: Vec<String>,
+    /// The traces the inputs hold (a Parquet dataset can hold several).
+    traces: std::collections::BTreeSet<String>,
     damaged: Vec<(String, Damage)>,
     ts_range: Option<(i64, i64)>,
     lost_events: u64,
@@ -154,6 +154,11 @@ impl PassInfo {
 
     fn add_range(&mut self, r: Option<(i64, i64)>) {
         self.ts_range = union(self.ts_range, r);
+    }
+
+    /// Listings of several traces say which trace each row is from.
+    fn several_traces(&self) -> bool {
+        self.traces.len() > 1
     }
 
     /// The query's answer: its frame, with what the pass counted.
@@ -209,7 +214,7 @@ fn pass<A: Send>(
     mut done: impl FnMut(TraceDone<'_, A>),
 ) -> Result<PassInfo, AnalyzeError> {
     let mut info = PassInfo::default();
-    for (ti, inp) in open_all(paths)?.iter().enumerate() {
+    for inp in open_all(paths)?.iter() {
         let h = inp.header();
         let fresh = || Part {
             acc: init(),
@@ -259,8 +264,9 @@ fn pass<A: Send>(
         info.kept += part.kept;
         info.lost_events += inp.lost_events();
         info.names.push(inp.name.clone());
+        info.traces
+            .extend(inp.trace_names().into_iter().map(str::to_string));
         done(TraceDone {
-            index: ti,
             input: inp,
             acc: part.acc,
         });
@@ -509,10 +515,11 @@ fn add_files(files: &mut IntMap<u32, FileAcc>, b: &EventBatch, keep: &[u32]) {
     }
 }
 
-/// One output row of `--top-files` before sorting.
+/// One output row of `--top-files` before sorting: one file (all its names) of one trace.
 struct FileRow {
-    trace: usize,
-    path_id: u32,
+    trace: String,
+    /// The file's key (the path id of its latest name).
+    key: u32,
     path: Option<String>,
     ios: u64,
     bytes: u64,
@@ -521,9 +528,12 @@ struct FileRow {
     mean_latency_us: Option<f64>,
     p99_latency_us: Option<f64>,
     main_process: Option<String>,
+    names: u32,
+    renamed_from: Option<String>,
 }
 
 /// `--top-files` over `.iod` traces: the columns and order of [`crate::query::top_files`].
+/// A file renamed while recording is one row, under its latest name (see [`crate::files`]).
 pub fn top_files(
     paths: &[&Path],
     filter: Option<&Expr>,
@@ -540,7 +550,15 @@ pub fn top_files(
         |files, _, b, keep| add_files(files, b, keep),
         |a, b| merge_maps(a, b, FileAcc::merge),
         |t| {
+            // Path ids → files: the names of a renamed file are added together.
+            let mut by_file: IntMap<u32, FileAcc> = IntMap::default();
             for (path_id, f) in t.acc {
+                by_file
+                    .entry(t.input.file_key(path_id))
+                    .or_default()
+                    .merge(f);
+            }
+            for (key, f) in by_file {
                 let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
                 for (tid, n) in &f.by_tid {
                     *by_comm
@@ -554,10 +572,11 @@ pub fn top_files(
                     .and_then(|(c, _)| c.map(str::to_string));
                 // p99 only where it is shown or ranked on: the copy for selection costs.
                 let p99 = f.latencies_ns.quantiles(&[0.99])[0];
+                let renamed = t.input.renamed(key);
                 rows.push(FileRow {
-                    trace: t.index,
-                    path_id,
-                    path: t.input.path(path_id),
+                    trace: t.input.trace_of_path(key).to_string(),
+                    key,
+                    path: t.input.path(key),
                     ios: f.ios,
                     bytes: f.bytes,
                     read_bytes: f.read_bytes,
@@ -566,12 +585,13 @@ pub fn top_files(
                         .then(|| f.latency_sum_ns as f64 / f.ios as f64 / 1000.0),
                     p99_latency_us: p99.map(|v| v / 1000.0),
                     main_process,
+                    names: renamed.map_or(1, |r| r.names),
+                    renamed_from: renamed.map(|r| r.renamed_from.clone()),
                 });
             }
         },
     )?;
     let dur_s = info.duration_s();
-    let names = &info.names;
     let key = |r: &FileRow| -> f64 {
         match by {
             RankBy::Ios => r.ios as f64,
@@ -579,29 +599,33 @@ pub fn top_files(
             RankBy::Latency => r.p99_latency_us.unwrap_or(f64::NEG_INFINITY),
         }
     };
-    // Descending by the rank, then path ascending (no path first), then trace name and path
-    // id (as `query::top_files` does).
+    // Descending by the rank, then path ascending (no path first), then trace name and file
+    // key (as `query::top_files` does).
     rows.sort_by(|a, b| {
         key(b)
             .total_cmp(&key(a))
             .then_with(|| a.path.cmp(&b.path))
-            .then_with(|| names[a.trace].cmp(&names[b.trace]))
-            .then_with(|| a.path_id.cmp(&b.path_id))
+            .then_with(|| a.trace.cmp(&b.trace))
+            .then_with(|| a.key.cmp(&b.key))
     });
     rows.truncate(limit);
-    let frame = DataFrame::new(
-        rows.len(),
-        vec![
-            col("path", &rows, |r| r.path.clone()),
-            col("ios", &rows, |r| idx(r.ios)),
-            col("iops", &rows, |r| r.ios as f64 / dur_s),
-            col("read_bytes", &rows, |r| r.read_bytes),
-            col("write_bytes", &rows, |r| r.write_bytes),
-            col("mean_latency_us", &rows, |r| r.mean_latency_us),
-            col("p99_latency_us", &rows, |r| r.p99_latency_us),
-            col("main_process", &rows, |r| r.main_process.clone()),
-        ],
-    );
+    let mut cols = Vec::new();
+    if info.several_traces() {
+        cols.push(col("trace", &rows, |r| r.trace.clone()));
+    }
+    cols.extend([
+        col("path", &rows, |r| r.path.clone()),
+        col("ios", &rows, |r| idx(r.ios)),
+        col("iops", &rows, |r| r.ios as f64 / dur_s),
+        col("read_bytes", &rows, |r| r.read_bytes),
+        col("write_bytes", &rows, |r| r.write_bytes),
+        col("mean_latency_us", &rows, |r| r.mean_latency_us),
+        col("p99_latency_us", &rows, |r| r.p99_latency_us),
+        col("main_process", &rows, |r| r.main_process.clone()),
+        col("names", &rows, |r| r.names),
+        col("renamed_from", &rows, |r| r.renamed_from.clone()),
+    ]);
+    let frame = DataFrame::new(rows.len(), cols);
     info.answer(frame)
 }
 
@@ -640,11 +664,22 @@ fn add_threads(m: &mut IntMap<(u32, u32), ProcAcc>, b: &EventBatch, keep: &[u32]
     }
 }
 
-/// (pid, comm) of a trace's threads, the comm being the thread's latest name.
-type ProcKey = (u32, Option<String>);
+/// (pid, comm, command line, trace) of a trace's threads, the comm being the thread's latest
+/// name and the command line its process's (the comm when the trace does not know it).
+type ProcKey = (u32, Option<String>, Option<String>, String);
 
-/// Processes sorted as `query::top_procs` sorts them: most I/Os first, then pid, then name
-/// (no name first).
+/// The [`ProcKey`] of thread `tid` of process `pid`.
+fn proc_key(input: &Input, pid: u32, tid: u32) -> ProcKey {
+    (
+        pid,
+        input.comm(tid).cloned(),
+        input.args(tid).cloned(),
+        input.trace_of_tid(tid).to_string(),
+    )
+}
+
+/// Processes sorted as `query::top_procs` sorts them: most I/Os first, then pid, then name,
+/// then command line (none first), then trace.
 fn ranked_procs(procs: HashMap<ProcKey, ProcAcc>) -> Vec<(ProcKey, ProcAcc)> {
     let mut rows: Vec<(ProcKey, ProcAcc)> = procs.into_iter().collect();
     rows.sort_by(|(ka, a), (kb, b)| b.ios.cmp(&a.ios).then_with(|| ka.cmp(kb)));
@@ -669,7 +704,7 @@ pub fn top_procs(
         |t| {
             for ((pid, tid), a) in t.acc {
                 procs
-                    .entry((pid, t.input.comm(tid).cloned()))
+                    .entry(proc_key(t.input, pid, tid))
                     .or_default()
                     .merge(a);
             }
@@ -678,18 +713,21 @@ pub fn top_procs(
     let dur_s = info.duration_s();
     let mut rows = ranked_procs(procs);
     rows.truncate(limit);
-    let frame = DataFrame::new(
-        rows.len(),
-        vec![
-            col("pid", &rows, |(k, _)| k.0),
-            col("comm", &rows, |(k, _)| k.1.clone()),
-            col("ios", &rows, |(_, a)| idx(a.ios)),
-            col("iops", &rows, |(_, a)| a.ios as f64 / dur_s),
-            col("read_bytes", &rows, |(_, a)| a.read_bytes),
-            col("write_bytes", &rows, |(_, a)| a.write_bytes),
-            col("mb_per_s", &rows, |(_, a)| a.bytes as f64 / (dur_s * 1e6)),
-        ],
-    );
+    let mut cols = Vec::new();
+    if info.several_traces() {
+        cols.push(col("trace", &rows, |(k, _)| k.3.clone()));
+    }
+    cols.extend([
+        col("pid", &rows, |(k, _)| k.0),
+        col("comm", &rows, |(k, _)| k.1.clone()),
+        col("ios", &rows, |(_, a)| idx(a.ios)),
+        col("iops", &rows, |(_, a)| a.ios as f64 / dur_s),
+        col("read_bytes", &rows, |(_, a)| a.read_bytes),
+        col("write_bytes", &rows, |(_, a)| a.write_bytes),
+        col("mb_per_s", &rows, |(_, a)| a.bytes as f64 / (dur_s * 1e6)),
+        col("args", &rows, |(k, _)| k.2.clone()),
+    ]);
+    let frame = DataFrame::new(rows.len(), cols);
     info.answer(frame)
 }
 
@@ -859,8 +897,8 @@ pub fn summary(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<FastRead, AnalyzeError> {
     let mut total = SummaryAcc::default();
-    // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, path id).
-    let mut files: Vec<(u64, Option<String>, usize, u32)> = Vec::new();
+    // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, file key).
+    let mut files: Vec<(u64, Option<String>, String, u32)> = Vec::new();
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
     let info = pass(
         paths,
@@ -871,25 +909,29 @@ pub fn summary(
         SummaryAcc::merge,
         |t| {
             let mut acc = t.acc;
+            let mut by_file: IntMap<u32, u64> = IntMap::default();
             for (path_id, n) in std::mem::take(&mut acc.files) {
-                files.push((n, t.input.path(path_id), t.index, path_id));
+                *by_file.entry(t.input.file_key(path_id)).or_default() += n;
+            }
+            for (key, n) in by_file {
+                let trace = t.input.trace_of_path(key).to_string();
+                files.push((n, t.input.path(key), trace, key));
             }
             for ((pid, tid), a) in std::mem::take(&mut acc.threads) {
                 procs
-                    .entry((pid, t.input.comm(tid).cloned()))
+                    .entry(proc_key(t.input, pid, tid))
                     .or_default()
                     .merge(a);
             }
             total.merge(acc);
         },
     )?;
-    let names = &info.names;
     let top_file = files
         .iter()
         .min_by(|a, b| {
             b.0.cmp(&a.0)
                 .then_with(|| a.1.cmp(&b.1))
-                .then_with(|| names[a.2].cmp(&names[b.2]))
+                .then_with(|| a.2.cmp(&b.2))
                 .then_with(|| a.3.cmp(&b.3))
         })
         .and_then(|f| f.1.clone())

@@ -18,6 +18,7 @@ use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, Se
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
+use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
 use crate::query::{
     arrow_col, parquet_files, parquet_filter_mask, parquet_lost_events, read_batches,
@@ -32,13 +33,16 @@ pub(crate) struct Input {
     /// The trace's file name (the dataset's directory name).
     pub name: String,
     src: Src,
+    /// Its files by identity (device and inode), over its path ids.
+    files: FileIdentities,
 }
 
 enum Src {
     Trace {
         reader: Reader,
         devs: HashMap<u32, String>,
-        comm: HashMap<u32, String>,
+        /// tid → (comm, command line or comm).
+        comm: HashMap<u32, (String, String)>,
     },
     Parquet(ParquetSet),
 }
@@ -61,13 +65,37 @@ impl Input {
             let comm = reader
                 .tables()
                 .processes()
-                .map(|pr| (pr.tid, text_string(&pr.comm)))
+                .map(|pr| {
+                    let args = text_string(pr.args_or_comm());
+                    (pr.tid, (text_string(&pr.comm), args))
+                })
                 .collect();
             Src::Trace { reader, devs, comm }
+        };
+        let files = match &src {
+            Src::Trace { reader, .. } => {
+                let t = reader.tables();
+                FileIdentities::new(
+                    t.paths()
+                        .map(|e| (e.path_id, u64::from(e.dev.0), e.inode, e.generation)),
+                    |id| {
+                        t.path(id)
+                            .map_or_else(String::new, |e| text_string(&e.path))
+                    },
+                )
+            }
+            Src::Parquet(s) => FileIdentities::new(
+                s.file_ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(dev, ino, generation))| (i as u32, dev, ino, generation)),
+                |id| s.paths[id as usize].clone(),
+            ),
         };
         Ok(Input {
             name: name_of(p),
             src,
+            files,
         })
     }
 
@@ -146,6 +174,42 @@ impl Input {
         }
     }
 
+    /// The names of the traces this input holds: its own file name, or the traces of a
+    /// Parquet dataset.
+    pub fn trace_names(&self) -> Vec<&str> {
+        match &self.src {
+            Src::Trace { .. } => vec![self.name.as_str()],
+            Src::Parquet(s) => s.trace_names.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// The trace a path id is from (a dataset's name for an id its tables do not know).
+    pub fn trace_of_path(&self, id: u32) -> &str {
+        match &self.src {
+            Src::Parquet(s) => s.trace_name(s.path_trace.get(id as usize), &self.name),
+            Src::Trace { .. } => &self.name,
+        }
+    }
+
+    /// The trace a thread is from (a dataset's name for a thread its tables do not know).
+    pub fn trace_of_tid(&self, tid: u32) -> &str {
+        match &self.src {
+            Src::Parquet(s) => s.trace_name(s.tid_trace.get(tid as usize), &self.name),
+            Src::Trace { .. } => &self.name,
+        }
+    }
+
+    /// The file key of a path id: the same for every name of one file (see
+    /// [`FileIdentities::key`]); its [`Input::path`] is the file's latest name.
+    pub fn file_key(&self, path_id: u32) -> u32 {
+        self.files.key(path_id)
+    }
+
+    /// The other names of the file with this key, when it had any.
+    pub fn renamed(&self, key: u32) -> Option<&FileNames> {
+        self.files.renamed(key)
+    }
+
     /// The name of a device.
     pub fn device(&self, dev: u32) -> Option<String> {
         match &self.src {
@@ -156,6 +220,16 @@ impl Input {
 
     /// The latest command name of a thread.
     pub fn comm(&self, tid: u32) -> Option<&String> {
+        self.names(tid).map(|n| &n.0)
+    }
+
+    /// The command line of a thread's process as of its latest entry (its comm when the
+    /// trace does not know it).
+    pub fn args(&self, tid: u32) -> Option<&String> {
+        self.names(tid).map(|n| &n.1)
+    }
+
+    fn names(&self, tid: u32) -> Option<&(String, String)> {
         match &self.src {
             Src::Trace { comm, .. } => comm.get(&tid),
             Src::Parquet(s) => s.comms.get(tid as usize),
@@ -203,6 +277,71 @@ fn small_table<K>(
     Ok(out)
 }
 
+/// A row of a dataset's `processes` table: (trace, tid, (comm, args)).
+type ProcRow = (String, u32, (String, String));
+
+/// The rows of a dataset's `processes` table; a table without `args` (written before iodump
+/// recorded command lines) gives the comm.
+fn processes_table(dir: &Path) -> Result<Vec<ProcRow>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, "processes") {
+        for b in read_batches(&p)? {
+            let trace = arrow_col::<StringArray>(&b, "trace")?;
+            let comm = arrow_col::<StringArray>(&b, "comm")?;
+            let args = b
+                .column_by_name("args")
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>());
+            let tid = IntColumn::of(&b, "tid")?;
+            for i in 0..b.num_rows() {
+                let c = comm.value(i).to_string();
+                let a = match args {
+                    Some(a) if !a.is_null(i) => a.value(i).to_string(),
+                    _ => c.clone(),
+                };
+                out.push((trace.value(i).into(), tid.u32(i), (c, a)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The (trace, (path id, device, inode, generation), path) rows of a dataset's `files` table
+/// (no generation in tables written before iodump recorded it).
+type FileRow = (String, (u32, u32, u64, Option<u32>), String);
+
+fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, "files") {
+        for b in read_batches(&p)? {
+            let trace = arrow_col::<StringArray>(&b, "trace")?;
+            let path = arrow_col::<StringArray>(&b, "path")?;
+            let dev_t = arrow_col::<StringArray>(&b, "dev_t")?;
+            let id = IntColumn::of(&b, "path_id")?;
+            let inode = IntColumn::of(&b, "inode")?;
+            let generation = IntColumn::of(&b, "generation").ok();
+            for i in 0..b.num_rows() {
+                let dev = parse_dev_t(dev_t.value(i));
+                let g = generation
+                    .as_ref()
+                    .filter(|g| !g.is_null(i))
+                    .map(|g| g.u32(i));
+                out.push((
+                    trace.value(i).into(),
+                    (id.u32(i), dev, inode.u64(i), g),
+                    path.value(i).into(),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `MAJ:MIN` as the trace's device number (0:0 when it is not one).
+pub(crate) fn parse_dev_t(s: &str) -> u32 {
+    let (ma, mi) = s.split_once(':').unwrap_or(("0", "0"));
+    DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)).0
+}
+
 /// A Parquet dataset of `iodump convert`: its `io` row groups and its small tables, re-keyed.
 struct ParquetSet {
     /// (io file, row group).
@@ -211,12 +350,19 @@ struct ParquetSet {
     /// Timestamps in batches are UTC already: a clock with both origins at zero.
     header: Header,
     traces: HashMap<String, u32>,
-    /// (trace << 32 | path id) → id; id → path.
+    /// The traces' names, by index (sorted).
+    trace_names: Vec<String>,
+    /// Re-keyed path id → index of its trace; re-keyed tid → index of its trace.
+    path_trace: Vec<u32>,
+    tid_trace: Vec<u32>,
+    /// (trace << 32 | path id) → id; id → path, and (trace << 32 | device, inode) (the
+    /// file's identity within the dataset).
     path_ids: IntMap<u64, u32>,
     paths: Vec<String>,
-    /// (trace << 32 | tid) → id; id → comm.
+    file_ids: Vec<(u64, u64, Option<u32>)>,
+    /// (trace << 32 | tid) → id; id → (comm, command line or comm).
     tids: IntMap<u64, u32>,
-    comms: Vec<String>,
+    comms: Vec<(String, String)>,
     /// (trace, dev_t text); the index is the id. Devices are few: searched, not hashed, so a
     /// lookup borrows the row's text.
     devs: Vec<(u32, String)>,
@@ -262,12 +408,8 @@ impl ParquetSet {
                 units.push((f.clone(), i));
             }
         }
-        let mut files = small_table(dir, "files", ["path_id", "path"], |c, i| {
-            IntColumn::from_array(c).map(|a| a.u32(i))
-        })?;
-        let procs = small_table(dir, "processes", ["tid", "comm"], |c, i| {
-            IntColumn::from_array(c).map(|a| a.u32(i))
-        })?;
+        let mut files = files_table(dir)?;
+        let procs = processes_table(dir)?;
         let devices = small_table(dir, "devices", ["dev_t", "name"], |c, i| {
             c.as_any()
                 .downcast_ref::<StringArray>()
@@ -282,25 +424,36 @@ impl ParquetSet {
             .collect();
         names.sort();
         names.dedup();
-        let traces: HashMap<String, u32> = names
-            .into_iter()
+        let trace_names: Vec<String> = names.into_iter().cloned().collect();
+        let traces: HashMap<String, u32> = trace_names
+            .iter()
             .enumerate()
             .map(|(i, n)| (n.clone(), i as u32))
             .collect();
         let key = |t: &str, k: u32| u64::from(traces[t]) << 32 | u64::from(k);
         // Path ids in (trace name, path id) order, so that ties ranked by id keep that order.
-        files.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        files.sort_by(|a, b| (&a.0, a.1 .0).cmp(&(&b.0, b.1 .0)));
         let mut path_ids = IntMap::default();
         let mut paths = Vec::with_capacity(files.len());
-        for (t, id, path) in files {
+        let mut file_ids = Vec::with_capacity(files.len());
+        let mut path_trace = Vec::with_capacity(files.len());
+        for (t, (id, dev, inode, generation), path) in files {
             path_ids.insert(key(&t, id), paths.len() as u32);
             paths.push(path);
+            file_ids.push((
+                u64::from(traces[&t]) << 32 | u64::from(dev),
+                inode,
+                generation,
+            ));
+            path_trace.push(traces[&t]);
         }
         let mut tids = IntMap::default();
         let mut comms = Vec::with_capacity(procs.len());
+        let mut tid_trace = Vec::with_capacity(procs.len());
         for (t, tid, comm) in procs {
             tids.insert(key(&t, tid), comms.len() as u32);
             comms.push(comm);
+            tid_trace.push(traces[&t]);
         }
         let (devs, dev_names) = devices
             .into_iter()
@@ -311,14 +464,24 @@ impl ParquetSet {
             rows,
             header: Header::default(),
             traces,
+            trace_names,
             path_ids,
             paths,
+            file_ids,
+            path_trace,
             tids,
             comms,
+            tid_trace,
             devs,
             dev_names,
             lost,
         })
+    }
+
+    /// The name of trace `i`, or `or` when there is none.
+    fn trace_name<'a>(&'a self, i: Option<&u32>, or: &'a str) -> &'a str {
+        i.and_then(|&i| self.trace_names.get(i as usize))
+            .map_or(or, String::as_str)
     }
 
     /// Reads row group `i` into `b`, re-keyed; `keep` gets the rows `filter` accepts.

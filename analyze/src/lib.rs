@@ -6,6 +6,7 @@
 pub mod convert;
 pub mod export;
 pub mod fast;
+pub mod files;
 mod ingest;
 pub mod layout;
 pub mod plot;

@@ -263,7 +263,7 @@ where
             let rows: Vec<(String, u64)> = rep
                 .top_procs
                 .iter()
-                .map(|(pid, comm, c)| (format!("{comm} [{pid}]"), c.ios))
+                .map(|p| (p.label(), p.counters.ios))
                 .collect();
             bars(root, &format!("{}: top processes by I/Os", rep.name), &rows)
         }
@@ -271,7 +271,7 @@ where
             let rows: Vec<(String, u64)> = rep
                 .top_files
                 .iter()
-                .map(|(p, _, c)| (p.clone(), c.ios))
+                .map(|f| (f.label(), f.counters.ios))
                 .collect();
             bars(root, &format!("{}: top files by I/Os", rep.name), &rows)
         }

@@ -11,6 +11,7 @@ use iodump_format::expr::{Expr, ResolvedView};
 use iodump_format::{Damage, EventBatch, Op, Reader};
 use polars::prelude::*;
 
+use crate::files::FileIdentities;
 use crate::layout::IntColumn;
 use crate::AnalyzeError;
 
@@ -28,9 +29,12 @@ pub struct Dataset {
     /// One row per I/O: trace, ts_ns (UTC ns), dev, op, bytes, sector, pid, tid, path_id,
     /// queue_ns, device_ns, latency_ns, error, cgroup_id.
     pub io: DataFrame,
-    /// trace, tid, pid → comm.
+    /// trace, tid, ppid (the process id) → comm, args (the process's command line, the comm
+    /// when the trace does not know it).
     pub processes: DataFrame,
-    /// trace, path_id → path.
+    /// trace, path_id → path (the name at the time of the I/O), and the file it names:
+    /// file_id (the path id of the file's latest name, the same for all its names),
+    /// latest_path, names (distinct names it had), renamed_from (its earliest other name).
     pub files: DataFrame,
     /// Lost events (sum of loss records).
     pub lost_events: u64,
@@ -131,7 +135,8 @@ impl Dataset {
     ) -> Result<Dataset, AnalyzeError> {
         let mut frames = Vec::new();
         let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
-        let (mut f_trace, mut f_id, mut f_path) = (vec![], vec![], vec![]);
+        let mut p_args = vec![];
+        let mut files = FilesCols::default();
         let (mut d_trace, mut d_dev, mut d_name) = (vec![], vec![], vec![]);
         let mut lost = 0;
         let mut damaged = Vec::new();
@@ -160,12 +165,24 @@ impl Dataset {
                 p_tid.push(pr.tid);
                 p_pid.push(pr.pid);
                 p_comm.push(iodump_format::text::text_string(&pr.comm));
+                p_args.push(iodump_format::text::text_string(pr.args_or_comm()));
             }
-            for pe in r.tables().paths() {
-                f_trace.push(trace.clone());
-                f_id.push(pe.path_id);
-                f_path.push(iodump_format::text::text_string(&pe.path));
-            }
+            let t = r.tables();
+            files.add(
+                &trace,
+                t.paths()
+                    .map(|pe| {
+                        let path = iodump_format::text::text_string(&pe.path);
+                        (
+                            pe.path_id,
+                            u64::from(pe.dev.0),
+                            pe.inode,
+                            pe.generation,
+                            path,
+                        )
+                    })
+                    .collect(),
+            );
             for (d, name) in devs {
                 d_trace.push(trace.clone());
                 d_dev.push(d);
@@ -179,8 +196,8 @@ impl Dataset {
                 .and_then(|lf| lf.collect())
                 .map_err(perr)?
         };
-        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
-        let files = files_frame(f_trace, f_id, f_path)?;
+        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm, p_args)?;
+        let files = files.frame()?;
         let n = d_dev.len();
         let devices = DataFrame::new(
             n,
@@ -226,6 +243,26 @@ impl Dataset {
         }
     }
 
+    /// Listings of several traces say which trace each row is from (a `trace` column first).
+    fn several_traces(&self) -> bool {
+        let mut names = std::collections::BTreeSet::new();
+        for df in [&self.io, &self.processes, &self.files] {
+            let unique = df.column("trace").and_then(|c| c.unique());
+            if let Ok(u) = unique {
+                if let Ok(s) = u.str() {
+                    names.extend(s.iter().flatten().map(str::to_string));
+                }
+            }
+        }
+        names.len() > 1
+    }
+
+    /// The columns of a listing: `trace` first when it holds several traces.
+    fn listing(&self, cols: &[&str]) -> Vec<polars::prelude::Expr> {
+        let trace = self.several_traces().then_some("trace");
+        trace.iter().chain(cols).map(|c| col(*c)).collect()
+    }
+
     fn with_comm(&self, lf: LazyFrame) -> LazyFrame {
         lf.join(
             self.processes.clone().lazy(),
@@ -245,12 +282,13 @@ impl Dataset {
     }
 }
 
-/// The `processes` table: trace, tid, ppid (the process id), comm.
+/// The `processes` table: trace, tid, ppid (the process id), comm, args.
 fn processes_frame(
     trace: Vec<String>,
     tid: Vec<u32>,
     pid: Vec<u32>,
     comm: Vec<String>,
+    args: Vec<String>,
 ) -> Result<DataFrame, AnalyzeError> {
     DataFrame::new(
         tid.len(),
@@ -259,26 +297,67 @@ fn processes_frame(
             Column::new("tid".into(), tid),
             Column::new("ppid".into(), pid),
             Column::new("comm".into(), comm),
+            Column::new("args".into(), args),
         ],
     )
     .map_err(perr)
 }
 
-/// The `files` table: trace, path_id, path.
-fn files_frame(
+/// A path entry as the `files` table needs it: (path id, device, inode, generation, path).
+type FileEntry = (u32, u64, u64, Option<u32>, String);
+
+/// The columns of the `files` table, trace by trace.
+#[derive(Default)]
+struct FilesCols {
     trace: Vec<String>,
-    id: Vec<u32>,
+    path_id: Vec<u32>,
     path: Vec<String>,
-) -> Result<DataFrame, AnalyzeError> {
-    DataFrame::new(
-        id.len(),
-        vec![
-            Column::new("trace".into(), trace),
-            Column::new("path_id".into(), id),
-            Column::new("path".into(), path),
-        ],
-    )
-    .map_err(perr)
+    file_id: Vec<u32>,
+    latest_path: Vec<String>,
+    names: Vec<u32>,
+    renamed_from: Vec<Option<String>>,
+}
+
+impl FilesCols {
+    /// Adds the path entries of one trace.
+    fn add(&mut self, trace: &str, mut entries: Vec<FileEntry>) {
+        entries.sort_by_key(|e| e.0);
+        let at = |id: u32| entries.binary_search_by_key(&id, |e| e.0).ok();
+        let ids = FileIdentities::new(entries.iter().map(|e| (e.0, e.1, e.2, e.3)), |id| {
+            at(id).map_or_else(String::new, |i| entries[i].4.clone())
+        });
+        for (id, _, _, _, path) in &entries {
+            let key = ids.key(*id);
+            self.trace.push(trace.to_string());
+            self.path_id.push(*id);
+            self.path.push(path.clone());
+            self.file_id.push(key);
+            self.latest_path.push(match at(key) {
+                Some(i) => entries[i].4.clone(),
+                None => path.clone(),
+            });
+            let renamed = ids.renamed(key);
+            self.names.push(renamed.map_or(1, |r| r.names));
+            self.renamed_from
+                .push(renamed.map(|r| r.renamed_from.clone()));
+        }
+    }
+
+    fn frame(self) -> Result<DataFrame, AnalyzeError> {
+        DataFrame::new(
+            self.path_id.len(),
+            vec![
+                Column::new("trace".into(), self.trace),
+                Column::new("path_id".into(), self.path_id),
+                Column::new("path".into(), self.path),
+                Column::new("file_id".into(), self.file_id),
+                Column::new("latest_path".into(), self.latest_path),
+                Column::new("names".into(), self.names),
+                Column::new("renamed_from".into(), self.renamed_from),
+            ],
+        )
+        .map_err(perr)
+    }
 }
 
 /// Sum of the bytes of the I/Os of one op.
@@ -304,29 +383,36 @@ pub enum RankBy {
     Latency,
 }
 
-/// `--top-files`: per file (path): I/Os, IOPS, bytes read and written, mean and p99 latency,
-/// main process.
+/// `--top-files`: per file (device and inode: a file renamed while recording is one row,
+/// under its latest name, with the number of names it had and its earliest other one): I/Os,
+/// IOPS, bytes read and written, mean and p99 latency, main process.
 pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, AnalyzeError> {
     let dur = d.duration_s();
-    let io = d.with_path(d.io.clone().lazy());
+    // Path ids the table does not know are their own file.
+    let io = d
+        .with_path(d.io.clone().lazy())
+        .with_column(col("file_id").fill_null(col("path_id")));
     // The main process of each file: the comm with most I/Os on it.
     let main = d
-        .with_comm(d.io.clone().lazy())
-        .group_by([col("trace"), col("path_id"), col("comm")])
+        .with_comm(io.clone())
+        .group_by([col("trace"), col("file_id"), col("comm")])
         .agg([len().alias("n")])
         .sort_by_exprs(
             [col("n"), col("comm")],
             SortMultipleOptions::default().with_order_descending_multi([true, false]),
         )
-        .group_by([col("trace"), col("path_id")])
+        .group_by([col("trace"), col("file_id")])
         .agg([col("comm").first().alias("main_process")]);
     let sort_col = match by {
         RankBy::Ios => "ios",
         RankBy::Bytes => "bytes",
         RankBy::Latency => "p99_latency_us",
     };
-    io.group_by([col("trace"), col("path_id"), col("path")])
+    io.group_by([col("trace"), col("file_id")])
         .agg([
+            col("latest_path").first().alias("path"),
+            col("names").first().fill_null(lit(1u32)).alias("names"),
+            col("renamed_from").first().alias("renamed_from"),
             len().alias("ios"),
             col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
             op_bytes("read").alias("read_bytes"),
@@ -336,37 +422,40 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
         ])
         .join(
             main,
-            [col("trace"), col("path_id")],
-            [col("trace"), col("path_id")],
+            [col("trace"), col("file_id")],
+            [col("trace"), col("file_id")],
             JoinArgs::new(JoinType::Left),
         )
         .with_column((col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"))
         // Full ties (labels such as [metadata] exist once per device) are broken by trace and
-        // path id, so that the order is the same on every run and in `fast::top_files`.
+        // file id, so that the order is the same on every run and in `fast::top_files`.
         .sort_by_exprs(
-            [col(sort_col), col("path"), col("trace"), col("path_id")],
+            [col(sort_col), col("path"), col("trace"), col("file_id")],
             SortMultipleOptions::default().with_order_descending_multi([true, false, false, false]),
         )
         .limit(limit as IdxSize)
-        .select([
-            col("path"),
-            col("ios"),
-            col("iops"),
-            col("read_bytes"),
-            col("write_bytes"),
-            col("mean_latency_us"),
-            col("p99_latency_us"),
-            col("main_process"),
-        ])
+        .select(d.listing(&[
+            "path",
+            "ios",
+            "iops",
+            "read_bytes",
+            "write_bytes",
+            "mean_latency_us",
+            "p99_latency_us",
+            "main_process",
+            "names",
+            "renamed_from",
+        ]))
         .collect()
         .map_err(perr)
 }
 
-/// `--top-procs`: per process (pid, comm): I/Os, IOPS, bytes read and written, MB/s.
+/// `--top-procs`: per process (pid, comm, command line): I/Os, IOPS, bytes read and written,
+/// MB/s, and the command line (`args`) last.
 pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
     let dur = d.duration_s();
     d.with_comm(d.io.clone().lazy())
-        .group_by([col("pid"), col("comm")])
+        .group_by([col("trace"), col("pid"), col("comm"), col("args")])
         .agg([
             len().alias("ios"),
             op_bytes("read").alias("read_bytes"),
@@ -380,19 +469,27 @@ pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
         // A pid whose threads carry several names has one row per name: ties broken by name
         // so that the order is the same on every run and in `fast::top_procs`.
         .sort_by_exprs(
-            [col("ios"), col("pid"), col("comm")],
-            SortMultipleOptions::default().with_order_descending_multi([true, false, false]),
+            [
+                col("ios"),
+                col("pid"),
+                col("comm"),
+                col("args"),
+                col("trace"),
+            ],
+            SortMultipleOptions::default()
+                .with_order_descending_multi([true, false, false, false, false]),
         )
         .limit(limit as IdxSize)
-        .select([
-            col("pid"),
-            col("comm"),
-            col("ios"),
-            col("iops"),
-            col("read_bytes"),
-            col("write_bytes"),
-            col("mb_per_s"),
-        ])
+        .select(d.listing(&[
+            "pid",
+            "comm",
+            "ios",
+            "iops",
+            "read_bytes",
+            "write_bytes",
+            "mb_per_s",
+            "args",
+        ]))
         .collect()
         .map_err(perr)
 }
@@ -994,7 +1091,7 @@ impl Dataset {
     /// Loads the tables `iodump convert` wrote into `dir` (flat or partitioned), keeping the
     /// I/Os `filter` accepts (evaluated on each row rebuilt as an event, exactly as on a trace).
     pub fn load_parquet(dir: &Path, filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
-        use arrow_array::StringArray;
+        use arrow_array::{Array, StringArray};
         let io_files = parquet_files(dir, "io");
         if io_files.is_empty() {
             return Err(AnalyzeError::Query {
@@ -1076,33 +1173,59 @@ impl Dataset {
             .and_then(|lf| lf.collect())
             .map_err(perr)?;
         let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
+        let mut p_args = vec![];
         for p in parquet_files(dir, "processes") {
             for b in read_batches(&p)? {
                 let t = arrow_col::<StringArray>(&b, "trace")?;
                 let c = arrow_col::<StringArray>(&b, "comm")?;
+                // Absent from tables written before iodump recorded command lines.
+                let a = b
+                    .column_by_name("args")
+                    .and_then(|a| a.as_any().downcast_ref::<StringArray>());
                 for i in 0..b.num_rows() {
                     p_trace.push(t.value(i).to_string());
                     p_comm.push(c.value(i).to_string());
+                    p_args.push(match a {
+                        Some(a) if !a.is_null(i) => a.value(i).to_string(),
+                        _ => c.value(i).to_string(),
+                    });
                 }
                 IntColumn::of(&b, "tid")?.extend_u32(&mut p_tid);
                 IntColumn::of(&b, "pid")?.extend_u32(&mut p_pid);
             }
         }
-        let (mut f_trace, mut f_id, mut f_path) = (vec![], vec![], vec![]);
+        // Path entries by trace.
+        let mut by_trace: std::collections::BTreeMap<String, Vec<FileEntry>> = Default::default();
         for p in parquet_files(dir, "files") {
             for b in read_batches(&p)? {
                 let t = arrow_col::<StringArray>(&b, "trace")?;
                 let pa = arrow_col::<StringArray>(&b, "path")?;
+                let dev = arrow_col::<StringArray>(&b, "dev_t")?;
+                let (id, ino) = (IntColumn::of(&b, "path_id")?, IntColumn::of(&b, "inode")?);
+                // Absent from tables written before iodump recorded generations.
+                let generation = IntColumn::of(&b, "generation").ok();
                 for i in 0..b.num_rows() {
-                    f_trace.push(t.value(i).to_string());
-                    f_path.push(pa.value(i).to_string());
+                    let g = generation
+                        .as_ref()
+                        .filter(|g| !g.is_null(i))
+                        .map(|g| g.u32(i));
+                    by_trace.entry(t.value(i).to_string()).or_default().push((
+                        id.u32(i),
+                        u64::from(crate::ingest::parse_dev_t(dev.value(i))),
+                        ino.u64(i),
+                        g,
+                        pa.value(i).to_string(),
+                    ));
                 }
-                IntColumn::of(&b, "path_id")?.extend_u32(&mut f_id);
             }
         }
+        let mut files = FilesCols::default();
+        for (trace, entries) in by_trace {
+            files.add(&trace, entries);
+        }
         let lost = parquet_lost_events(dir)?;
-        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm)?;
-        let files = files_frame(f_trace, f_id, f_path)?;
+        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm, p_args)?;
+        let files = files.frame()?;
         Ok(Dataset {
             io,
             processes,

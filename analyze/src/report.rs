@@ -393,16 +393,62 @@ pub struct TraceReport {
     pub losses: Vec<(i64, i64, u64, &'static str, u16)>,
     /// Lost events (sum of the loss records).
     pub lost_events: u64,
-    /// Top processes: pid, comm, counters (sorted by I/Os).
-    pub top_procs: Vec<(u32, String, KeyCounters)>,
+    /// Top processes, sorted by I/Os.
+    pub top_procs: Vec<TopProc>,
     /// Distinct processes that did I/O.
     pub process_count: usize,
-    /// Top files: path, kind, counters (sorted by I/Os).
-    pub top_files: Vec<(String, &'static str, KeyCounters)>,
-    /// Distinct path ids with I/O.
+    /// Top files (a file renamed while recording is one, under its latest name), sorted by
+    /// I/Os.
+    pub top_files: Vec<TopFile>,
+    /// Distinct files (and labels) with I/O.
     pub file_count: usize,
     /// Damage found while opening plus damaged segments, as one-line messages.
     pub damage: Vec<String>,
+}
+
+/// One row of the report's top processes.
+#[derive(Clone, Debug)]
+pub struct TopProc {
+    /// Process id.
+    pub pid: u32,
+    /// Command name (of the thread the process was last seen on).
+    pub comm: String,
+    /// Its command line, or the comm when the trace does not know it.
+    pub args: String,
+    /// Its counters.
+    pub counters: KeyCounters,
+}
+
+/// One row of the report's top files.
+#[derive(Clone, Debug)]
+pub struct TopFile {
+    /// The file's latest name, or a label (`[journal]`).
+    pub path: String,
+    /// What the path entry names (`file`, `metadata`…).
+    pub kind: &'static str,
+    /// Distinct names the file had in the trace (1 for most).
+    pub names: u32,
+    /// Its earliest name other than the latest, when it had several.
+    pub renamed_from: Option<String>,
+    /// Its counters over all its names.
+    pub counters: KeyCounters,
+}
+
+impl TopProc {
+    /// The command line (or comm) and pid: `postgres: checkpointer [1510]`.
+    pub fn label(&self) -> String {
+        format!("{} [{}]", self.args, self.pid)
+    }
+}
+
+impl TopFile {
+    /// The path, with `(renamed from X)` when the file had other names.
+    pub fn label(&self) -> String {
+        match &self.renamed_from {
+            Some(from) => format!("{} (renamed from {from})", self.path),
+            None => self.path.clone(),
+        }
+    }
 }
 
 /// Smallest and largest event timestamps: from the footer index when every segment has
@@ -500,30 +546,61 @@ fn finish(
         )
     });
 
-    let mut procs: Vec<(u32, String, KeyCounters)> = agg
+    let mut procs: Vec<TopProc> = agg
         .procs
         .iter()
         .map(|(&pid, (c, tid, seg))| {
-            let comm = r
-                .comm(pid, *tid, *seg)
-                .map(iodump_format::text::text_string)
-                .unwrap_or_else(|| "?".to_string());
-            (pid, comm, *c)
+            let p = r.process_of(pid, *tid, *seg);
+            let text = |b: Option<&[u8]>| {
+                b.map(iodump_format::text::text_string)
+                    .unwrap_or_else(|| "?".to_string())
+            };
+            TopProc {
+                pid,
+                comm: text(p.map(|p| p.comm.as_slice())),
+                args: text(p.map(|p| p.args_or_comm())),
+                counters: *c,
+            }
         })
         .collect();
-    procs.sort_by(|a, b| b.2.ios.cmp(&a.2.ios).then(a.0.cmp(&b.0)));
+    procs.sort_by(|a, b| b.counters.ios.cmp(&a.counters.ios).then(a.pid.cmp(&b.pid)));
     let process_count = procs.len();
     procs.truncate(TOP_ROWS);
 
-    let mut files: Vec<(u32, KeyCounters)> = agg.files.iter().map(|(&k, &c)| (k, c)).collect();
+    // Path ids → files (device and inode): the names of a renamed file are added together.
+    let ids = crate::files::FileIdentities::new(
+        tables
+            .paths()
+            .map(|p| (p.path_id, u64::from(p.dev.0), p.inode, p.generation)),
+        |id| {
+            tables
+                .path(id)
+                .map_or_else(String::new, |p| iodump_format::text::text_string(&p.path))
+        },
+    );
+    let mut by_file: HashMap<u32, KeyCounters> = HashMap::new();
+    for (&id, c) in &agg.files {
+        by_file.entry(ids.key(id)).or_default().add(c);
+    }
+    let mut files: Vec<(u32, KeyCounters)> = by_file.into_iter().collect();
     files.sort_by(|a, b| b.1.ios.cmp(&a.1.ios).then(a.0.cmp(&b.0)));
     let file_count = files.len();
     files.truncate(TOP_ROWS);
     let top_files = files
         .into_iter()
-        .map(|(id, c)| match tables.path(id) {
-            Some(p) => (iodump_format::text::text_string(&p.path), p.kind.name(), c),
-            None => (format!("[path id {id}]"), PathKind::Unknown.name(), c),
+        .map(|(id, counters)| {
+            let (path, kind) = match tables.path(id) {
+                Some(p) => (iodump_format::text::text_string(&p.path), p.kind.name()),
+                None => (format!("[path id {id}]"), PathKind::Unknown.name()),
+            };
+            let renamed = ids.renamed(id);
+            TopFile {
+                path,
+                kind,
+                names: renamed.map_or(1, |r| r.names),
+                renamed_from: renamed.map(|r| r.renamed_from.clone()),
+                counters,
+            }
         })
         .collect();
 
@@ -768,20 +845,24 @@ impl TraceReport {
         let top_procs: Vec<Value> = self
             .top_procs
             .iter()
-            .map(|(pid, comm, c)| {
+            .map(|p| {
+                let c = &p.counters;
                 json!({
-                    "pid": pid, "comm": comm, "ios": c.ios, "read_bytes": c.read_bytes,
+                    "pid": p.pid, "comm": p.comm, "ios": c.ios, "read_bytes": c.read_bytes,
                     "write_bytes": c.write_bytes, "latency_mean_ns": c.latency_mean_ns(),
+                    "args": p.args,
                 })
             })
             .collect();
         let top_files: Vec<Value> = self
             .top_files
             .iter()
-            .map(|(path, kind, c)| {
+            .map(|f| {
+                let c = &f.counters;
                 json!({
-                    "path": path, "kind": kind, "ios": c.ios, "read_bytes": c.read_bytes,
+                    "path": f.path, "kind": f.kind, "ios": c.ios, "read_bytes": c.read_bytes,
                     "write_bytes": c.write_bytes, "latency_mean_ns": c.latency_mean_ns(),
+                    "names": f.names, "renamed_from": f.renamed_from,
                 })
             })
             .collect();

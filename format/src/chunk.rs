@@ -10,7 +10,7 @@ pub const MAGIC: [u8; 8] = [0x89, b'I', b'O', b'D', b'\r', b'\n', 0x1a, b'\n'];
 /// Major version written; readers refuse files with a larger major version.
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor version written; readers accept any minor version of their major version.
-pub const VERSION_MINOR: u16 = 0;
+pub const VERSION_MINOR: u16 = 1;
 /// Size of the file signature (magic, major, minor, CRC-32 of the first 12 bytes).
 pub const SIGNATURE_BYTES: usize = 16;
 /// Sync marker that starts every chunk header.
@@ -454,6 +454,10 @@ pub fn encode_processes(ps: &[Process], out: &mut Vec<u8>) {
             put_varint(b, p.pid as u64);
             put_bytes(b, &p.comm);
             put_varint(b, p.cgroup_id);
+            // Since 1.1; absent (or empty) = unknown.
+            if let Some(a) = &p.args {
+                put_bytes(b, a);
+            }
         });
     }
 }
@@ -466,6 +470,12 @@ pub fn decode_processes(p: &[u8], records: u32) -> Result<Vec<Process>, DecodeEr
             pid: c.varint_u32("pid")?,
             comm: c.bytes()?.to_vec(),
             cgroup_id: c.varint()?,
+            // A 1.0 entry ends here.
+            args: if c.is_empty() {
+                None
+            } else {
+                Some(c.bytes()?.to_vec()).filter(|a| !a.is_empty())
+            },
         })
     })
 }
@@ -481,6 +491,10 @@ pub fn encode_paths(ps: &[PathEntry], out: &mut Vec<u8>) {
             b.push(p.kind as u8);
             b.push(p.truncated as u8 | ((p.deleted as u8) << 1));
             put_bytes(b, &p.path);
+            // Since 1.1; absent = unknown.
+            if let Some(g) = p.generation {
+                put_varint(b, g.into());
+            }
         });
     }
 }
@@ -501,6 +515,12 @@ pub fn decode_paths(p: &[u8], records: u32) -> Result<Vec<PathEntry>, DecodeErro
             truncated: flags & 1 != 0,
             deleted: flags & 2 != 0,
             path: c.bytes()?.to_vec(),
+            // A 1.0 entry ends here.
+            generation: if c.is_empty() {
+                None
+            } else {
+                Some(c.varint_u32("generation")?)
+            },
         })
     })
 }
@@ -673,6 +693,89 @@ mod tests {
             c[bit / 8] ^= 1 << (bit % 8);
             assert_eq!(ChunkHeader::parse(&c), None, "bit {bit}");
         }
+    }
+
+    /// Process entries of 1.1 (with `args`) and of 1.0 (without) read back; a 1.0 reader,
+    /// which reads tid, pid, comm and cgroup_id and ignores the rest of each entry, reads 1.1
+    /// entries too.
+    #[test]
+    fn process_args_are_compatible_both_ways() {
+        let ps = vec![
+            Process {
+                tid: 7,
+                pid: 7,
+                comm: b"postgres".to_vec(),
+                cgroup_id: 3,
+                args: Some(b"postgres: checkpointer".to_vec()),
+            },
+            Process {
+                tid: 8,
+                pid: 7,
+                comm: b"kworker/0:1".to_vec(),
+                cgroup_id: 0,
+                args: None,
+            },
+        ];
+        let mut p = Vec::new();
+        encode_processes(&ps, &mut p);
+        assert_eq!(decode_processes(&p, 2).unwrap(), ps);
+        // As 1.0 read them (`entries` ignores what follows the fields it knows).
+        let old = entries(&p, 2, |c| {
+            Ok((
+                c.varint_u32("tid")?,
+                c.varint_u32("pid")?,
+                c.bytes()?.to_vec(),
+                c.varint()?,
+            ))
+        })
+        .unwrap();
+        assert_eq!(old[0], (7, 7, b"postgres".to_vec(), 3));
+        assert_eq!(old[1], (8, 7, b"kworker/0:1".to_vec(), 0));
+        // A 1.0 entry (no args) and an empty args field: unknown.
+        let mut e10 = Vec::new();
+        let mut s = Vec::new();
+        for empty_args in [false, true] {
+            put_entry(&mut e10, &mut s, |b| {
+                put_varint(b, 9);
+                put_varint(b, 9);
+                put_bytes(b, b"dd");
+                put_varint(b, 0);
+                if empty_args {
+                    put_bytes(b, b"");
+                }
+            });
+        }
+        let got = decode_processes(&e10, 2).unwrap();
+        assert!(got
+            .iter()
+            .all(|p| p.args.is_none() && p.args_or_comm() == b"dd"));
+    }
+
+    /// Path entries of 1.1 (with the inode generation) read back, and a 1.0 reader's fields
+    /// are where they were; a 1.0 entry has no generation.
+    #[test]
+    fn path_generations_are_compatible_both_ways() {
+        let e = |generation| PathEntry {
+            path_id: 3,
+            dev: DevT::new(8, 1),
+            inode: 12,
+            kind: PathKind::File,
+            truncated: false,
+            deleted: true,
+            path: b"/db/wal".to_vec(),
+            generation,
+        };
+        let ps = vec![e(Some(0)), e(None), e(Some(u32::MAX))];
+        let mut p = Vec::new();
+        encode_paths(&ps, &mut p);
+        assert_eq!(decode_paths(&p, 3).unwrap(), ps);
+        let old = entries(&p, 3, |c| {
+            let id = c.varint_u32("path_id")?;
+            let (_, _, _, _) = (c.varint()?, c.varint()?, c.u8()?, c.u8()?);
+            Ok((id, c.bytes()?.to_vec()))
+        })
+        .unwrap();
+        assert!(old.iter().all(|o| *o == (3, b"/db/wal".to_vec())));
     }
 
     #[test]

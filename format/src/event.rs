@@ -351,6 +351,24 @@ pub struct Process {
     pub comm: Vec<u8>,
     /// cgroup v2 id; 0 = unknown.
     pub cgroup_id: u64,
+    /// The process's command line as the recorder read it from `/proc/PID/cmdline` when it
+    /// first saw the process (or saw it exec): arguments separated by single spaces, at most
+    /// [`ARGS_MAX_BYTES`] bytes, not necessarily UTF-8. `None` when unknown: kernel threads,
+    /// a process gone before it could be read, traces of format 1.0. Show `comm` then.
+    pub args: Option<Vec<u8>>,
+}
+
+/// The most bytes of a command line kept in [`Process::args`].
+pub const ARGS_MAX_BYTES: usize = 256;
+
+impl Process {
+    /// The command line, or the command name when it is not known.
+    pub fn args_or_comm(&self) -> &[u8] {
+        match &self.args {
+            Some(a) if !a.is_empty() => a,
+            _ => &self.comm,
+        }
+    }
 }
 
 /// What a path table entry names.
@@ -370,6 +388,8 @@ pub enum PathKind {
     Swap = 4,
     /// I/O on the raw block device (the path is the device node, `/dev/vdb`).
     RawDevice = 5,
+    /// A cache flush (an empty flush request, `[flush]`): no data, so no file (since 1.1).
+    Flush = 6,
 }
 
 impl PathKind {
@@ -381,6 +401,7 @@ impl PathKind {
             3 => PathKind::Journal,
             4 => PathKind::Swap,
             5 => PathKind::RawDevice,
+            6 => PathKind::Flush,
             _ => PathKind::Unknown,
         }
     }
@@ -393,6 +414,7 @@ impl PathKind {
             PathKind::Journal => "journal",
             PathKind::Swap => "swap",
             PathKind::RawDevice => "raw_device",
+            PathKind::Flush => "flush",
         }
     }
 }
@@ -414,6 +436,10 @@ pub struct PathEntry {
     pub deleted: bool,
     /// Absolute path bytes (not necessarily UTF-8), or a label such as `[metadata]`.
     pub path: Vec<u8>,
+    /// The inode's generation (`i_generation`): with `dev` and `inode`, which file this is
+    /// even when a deleted file's inode number is given to a new one. `None` for labels and
+    /// in traces of format 1.0.
+    pub generation: Option<u32>,
 }
 
 /// Why events were lost.

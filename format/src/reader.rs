@@ -799,10 +799,23 @@ impl Reader {
 
     /// The comm of thread `tid` (falling back to the process `pid`) as of segment `segment`.
     pub fn comm(&self, pid: u32, tid: u32, segment: usize) -> Option<&[u8]> {
+        self.process_of(pid, tid, segment)
+            .map(|p| p.comm.as_slice())
+    }
+
+    /// The process entry of thread `tid` (falling back to the process `pid`) as of segment
+    /// `segment`.
+    pub fn process_of(&self, pid: u32, tid: u32, segment: usize) -> Option<&Process> {
         self.tables
             .process(tid, segment)
             .or_else(|| self.tables.process(pid, segment))
-            .map(|p| p.comm.as_slice())
+    }
+
+    /// The command line of the process of thread `tid` (falling back to the process `pid`) as
+    /// of segment `segment`, or its comm when the trace does not know it
+    /// ([`Process::args_or_comm`]).
+    pub fn args(&self, pid: u32, tid: u32, segment: usize) -> Option<&[u8]> {
+        self.process_of(pid, tid, segment).map(|p| p.args_or_comm())
     }
 }
 

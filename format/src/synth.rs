@@ -565,6 +565,50 @@ struct Ids {
     blkid: u16,
 }
 
+/// The command line of a synthetic process, as `/proc/PID/cmdline` would show it (arguments
+/// joined by spaces); `None` for kernel threads.
+fn command_line(pid: u32) -> Option<String> {
+    let pg = |role: &str| Some(format!("postgres: 16/main: {role}"));
+    match pid {
+        389 => Some("/usr/lib/systemd/systemd-journald".into()),
+        812 => Some("/usr/sbin/rsyslogd -n -iNONE".into()),
+        901 => Some("/usr/libexec/udisks2/udisksd".into()),
+        1204 => Some("nginx: worker process".into()),
+        1423 => Some("/usr/sbin/mysqld".into()),
+        1502 => Some(
+            "/usr/lib/postgresql/16/bin/postgres -D /var/lib/postgresql/16/main -c \
+             config_file=/etc/postgresql/16/main/postgresql.conf"
+                .into(),
+        ),
+        1510 => pg("checkpointer"),
+        1511 => pg("background writer"),
+        1512 => pg("walwriter"),
+        1513 => pg("autovacuum launcher"),
+        2101..=2300 if (pid - 2101).is_multiple_of(17) => pg("app shop [local] idle"),
+        2287 => Some("java -Xmx4g -jar /opt/app/app.jar --server.port=8080".into()),
+        25_100 => Some("/usr/lib/firefox/firefox -contentproc -isForBrowser".into()),
+        26_001 => Some("/usr/share/code/code --unity-launch".into()),
+        27_001 => Some("-bash".into()),
+        28_110 => Some("vim notes.md".into()),
+        30_211..=30_232 => Some(format!("fio --name=job{} jobs.fio", pid - 30_211)),
+        30_301 => Some("dd if=/dev/zero of=/data/zero bs=1M count=4096 oflag=direct".into()),
+        30_330 => Some("tar -cf - /var/lib/postgresql".into()),
+        30_331 => Some("zstd -T0 -o /backup/pg.tar.zst".into()),
+        30_402 => Some("pg_basebackup -D /backup/base -X stream".into()),
+        30_510 => Some("rsync -a /srv/ backup:/srv/".into()),
+        30_511 => Some("rsync --server -logDtpre.iLsfxCIvu . /srv/".into()),
+        30_620 => Some("cp -r /srv/media /data/media".into()),
+        30_701 => Some("cat /var/log/syslog".into()),
+        30_780 => Some("git status".into()),
+        30_820 => Some("python3 etl.py --day 2026-01-01".into()),
+        30_850 => Some("grep -r TODO /home/dev/src".into()),
+        30_870 => Some("find / -xdev -name *.conf".into()),
+        30_901 => Some("/sbin/fstrim --listed-in /etc/fstab --verbose".into()),
+        30_950 => Some("blkid -o udev -p /dev/sdb1".into()),
+        _ => None,
+    }
+}
+
 fn threads() -> (Vec<Process>, Ids) {
     let mut v: Vec<Process> = Vec::new();
     let mut add = |pid: u32, tid: u32, comm: &str, cg: u64| -> u16 {
@@ -573,6 +617,7 @@ fn threads() -> (Vec<Process>, Ids) {
             pid,
             comm: comm.as_bytes().to_vec(),
             cgroup_id: cg,
+            args: command_line(pid).map(|a| a.into_bytes()),
         });
         (v.len() - 1) as u16
     };
@@ -837,6 +882,8 @@ impl Builder {
             truncated: false,
             deleted: false,
             path,
+            // Files have a generation (any fixed value: synth reuses no inode).
+            generation: (inode != 0).then(|| (inode as u32).wrapping_mul(0x9E37_79B9)),
         });
         id
     }

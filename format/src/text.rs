@@ -12,7 +12,7 @@ use crate::summary::rfc3339_utc;
 pub enum LineFormat {
     /// Aligned text.
     Text,
-    /// CSV: `timestamp,pid,comm,iosize,rw,lba,path` then the other fields.
+    /// CSV: `timestamp,pid,comm,iosize,rw,lba,path` then the other fields, `args` last.
     Csv,
     /// One JSON object per line.
     Json,
@@ -22,7 +22,7 @@ pub enum LineFormat {
 pub fn header_line(fmt: LineFormat) -> &'static [u8] {
     match fmt {
         LineFormat::Text => b"TIME(UTC)       COMM             PID     TID     DEV      SECTOR        BYTES RW FLAGS   LAT(us) QUE(us) PATH\n",
-        LineFormat::Csv => b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid\n",
+        LineFormat::Csv => b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid,args\n",
         LineFormat::Json => b"",
     }
 }
@@ -168,8 +168,9 @@ pub fn escape_json(out: &mut Vec<u8>, b: &[u8]) {
     out.push(b'"');
 }
 
-/// Appends one event as a line (with its newline) to `l`. `comm` and `path` are the
-/// resolved command name and path bytes; `header` maps timestamps to UTC.
+/// Appends one event as a line (with its newline) to `l`. `comm`, `path` and `args` are the
+/// resolved command name, path bytes and command line (the comm when it is not known; CSV
+/// and JSON only); `header` maps timestamps to UTC.
 pub fn format_event(
     fmt: LineFormat,
     l: &mut Vec<u8>,
@@ -177,6 +178,7 @@ pub fn format_event(
     e: &Event,
     comm: &[u8],
     path: &[u8],
+    args: &[u8],
 ) {
     let utc = header.to_utc_ns(e.timestamp_ns);
     match fmt {
@@ -240,6 +242,8 @@ pub fn format_event(
             if let Some(d) = e.dirtier_pid {
                 let _ = write!(l, "{d}");
             }
+            l.push(b',');
+            escape_csv(l, args);
             l.push(b'\n');
         }
         LineFormat::Json => {
@@ -269,6 +273,8 @@ pub fn format_event(
                 e.cgroup_id,
             );
             escape_json(l, path);
+            l.extend_from_slice(b",\"args\":");
+            escape_json(l, args);
             l.extend_from_slice(b"}\n");
         }
     }

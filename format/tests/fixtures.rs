@@ -75,6 +75,12 @@ fn intact_fixtures_decode_to_the_synth_events() {
             assert!(r.comm(e.pid, e.tid, 0).is_some());
         }
         assert_eq!(r.header().hostname, format!("synth-{}", w.name()));
+        // Written by format 1.0: no command lines; readers fall back to the comm.
+        assert_eq!(r.version(), (1, 0));
+        assert!(r.tables().processes().all(|p| p.args.is_none()));
+        assert!(r.tables().paths().all(|p| p.generation.is_none()));
+        let e = &got[0];
+        assert_eq!(r.args(e.pid, e.tid, 0), r.comm(e.pid, e.tid, 0));
     }
 }
 

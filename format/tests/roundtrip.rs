@@ -103,6 +103,7 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
         pid: 1000,
         comm: b"mysqld".to_vec(),
         cgroup_id: 42,
+        args: Some(b"/usr/sbin/mysqld --datadir=/var/lib/a b,\"c\"\n\xff".to_vec()),
     })
     .unwrap();
     w.add_path(PathEntry {
@@ -113,6 +114,7 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
         truncated: false,
         deleted: true,
         path: b"/var/lib/a b,\"c\"\n\xff.ibd".to_vec(),
+        generation: Some(u32::MAX),
     })
     .unwrap();
     for (i, e) in events.iter().enumerate() {
@@ -132,6 +134,7 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
                 pid: 1001,
                 comm: b"fio".to_vec(),
                 cgroup_id: 43,
+                args: None,
             })
             .unwrap();
         }
@@ -193,8 +196,16 @@ fn round_trip_every_field() {
     let p = t.path(1).unwrap();
     assert!(p.deleted && !p.truncated);
     assert_eq!(p.path, b"/var/lib/a b,\"c\"\n\xff.ibd");
+    assert_eq!(p.generation, Some(u32::MAX));
     assert_eq!(r.comm(1000, 1001, 0), Some(&b"mysqld"[..]));
     assert_eq!(r.comm(1000, 1001, 4), Some(&b"fio"[..]));
+    // The command line, kept as bytes; unknown (the 1.0 entry form): the comm.
+    assert_eq!(
+        r.args(1000, 1001, 0),
+        Some(&b"/usr/sbin/mysqld --datadir=/var/lib/a b,\"c\"\n\xff"[..])
+    );
+    assert_eq!(r.args(1000, 1001, 4), Some(&b"fio"[..]));
+    assert_eq!(r.version(), (1, 1));
     for s in r.segments() {
         let (a, b) = s.time_range_ns.unwrap();
         assert!(a <= b);

@@ -1,12 +1,15 @@
 //! Turns kernel records into trace events and table entries: assigns path ids (files by
-//! (dev, inode, generation), labels per device), keeps the process table, maps syscall
-//! numbers to the format's codes. This is the ingest layer shared by live printing and by
+//! (dev, inode, generation), labels per device), keeps the process table (with each
+//! process's command line, read from `/proc/PID/cmdline` when it is first seen or execs),
+//! maps syscall numbers to the format's codes. This is the ingest layer shared by live printing and by
 //! the file writer: it produces [`Ingested`] items and knows nothing of where they go.
 
 use std::collections::HashMap;
 
 use iodump_format::inthash::IntMap;
-use iodump_format::{DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall};
+use iodump_format::{
+    DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall, ARGS_MAX_BYTES,
+};
 
 use crate::abi::{self, iof, pf, pk, IoEvent, PathEvent};
 use crate::mounts::MountTable;
@@ -40,6 +43,9 @@ pub struct Converter {
     path_bytes: HashMap<u32, Vec<u8>>,
     /// tid → (pid, comm, cgroup).
     threads: IntMap<u32, (u32, [u8; 16], u64)>,
+    /// pid (tgid) → its command line (`None`: could not be read), read once per process and
+    /// again when it execs.
+    args: IntMap<u32, Option<Vec<u8>>>,
     /// The device of the previous event (known to `devices`), to skip the look-up.
     last_dev: Option<u32>,
     /// Devices looked for in sysfs and not found there (gone already): not looked for again.
@@ -55,6 +61,7 @@ const L_JOURNAL: u8 = 2;
 const L_SWAP: u8 = 3;
 const L_RAW: u8 = 4;
 const L_UNKNOWN: u8 = 5;
+const L_FLUSH: u8 = 6;
 
 impl Converter {
     /// A converter for these devices and mounts.
@@ -67,6 +74,7 @@ impl Converter {
             labels: IntMap::default(),
             path_bytes: HashMap::new(),
             threads: IntMap::default(),
+            args: IntMap::default(),
             last_dev: None,
             missing_devs: Vec::new(),
             next_path_id: 1,
@@ -93,6 +101,7 @@ impl Converter {
             truncated: false,
             deleted: false,
             path,
+            generation: None,
         }
     }
 
@@ -137,6 +146,7 @@ impl Converter {
         let mut e = self.new_path(DevT(p.dev), p.ino, PathKind::File, path);
         e.truncated = truncated;
         e.deleted = deleted;
+        e.generation = Some(p.gen);
         self.files.insert(key, e.path_id);
         self.note_file_id(p.file_id, e.path_id);
         Some(e)
@@ -154,6 +164,25 @@ impl Converter {
             self.by_file_id.resize(i + 1, 0);
         }
         self.by_file_id[i] = path_id;
+    }
+
+    /// The command line of process `pid` as recorded (read when the process was first seen),
+    /// `None` when it could not be read (for printing: show the comm then).
+    pub fn args(&self, pid: u32) -> Option<&[u8]> {
+        self.args.get(&pid).and_then(|a| a.as_deref())
+    }
+
+    /// The command line of process `pid`: read from `/proc` the first time the process is
+    /// seen, or again when `reread` (it exec'd); remembered for its other threads.
+    fn args_of(&mut self, pid: u32, reread: bool) -> Option<Vec<u8>> {
+        if !reread {
+            if let Some(a) = self.args.get(&pid) {
+                return a.clone();
+            }
+        }
+        let a = read_cmdline(pid);
+        self.args.insert(pid, a.clone());
+        a
     }
 
     /// The kernel name of a device (`sda1`), or `?`.
@@ -179,6 +208,7 @@ impl Converter {
                 PathKind::RawDevice,
                 format!("/dev/{}", self.dev_name(DevT(dev))).into_bytes(),
             ),
+            L_FLUSH => (PathKind::Flush, b"[flush]".to_vec()),
             _ => (PathKind::Unknown, b"[unknown]".to_vec()),
         };
         let e = self.new_path(DevT(dev), 0, pk, text);
@@ -220,17 +250,22 @@ impl Converter {
         }
         // Process table: a thread seen for the first time, or with a new comm (exec).
         let comm = r.comm;
-        match self.threads.get(&r.tid) {
-            Some((pid, c, _)) if *pid == r.pid && *c == comm => {}
-            _ => {
-                self.threads.insert(r.tid, (r.pid, comm, r.cgroup_id));
-                out.process = Some(Process {
-                    tid: r.tid,
-                    pid: r.pid,
-                    comm: r.comm().to_vec(),
-                    cgroup_id: r.cgroup_id,
-                });
-            }
+        let exec = match self.threads.get(&r.tid) {
+            Some((pid, c, _)) if *pid == r.pid && *c == comm => None,
+            // The thread-group leader with a new name: it exec'd (or renamed itself), so its
+            // command line is read again.
+            Some((pid, _, _)) => Some(*pid == r.pid && r.tid == r.pid),
+            None => Some(false),
+        };
+        if let Some(exec) = exec {
+            self.threads.insert(r.tid, (r.pid, comm, r.cgroup_id));
+            out.process = Some(Process {
+                tid: r.tid,
+                pid: r.pid,
+                comm: r.comm().to_vec(),
+                cgroup_id: r.cgroup_id,
+                args: self.args_of(r.pid, exec),
+            });
         }
         let meta = r.flags & (Flags::META.0) != 0;
         let file_id = match r.path_kind {
@@ -241,7 +276,11 @@ impl Converter {
             },
             _ => None,
         };
+        // A cache flush carries no data, so no file: its own label (whatever the kernel side
+        // found, usually nothing).
+        let flush = r.op == Op::Flush.code() && r.bytes == 0;
         let path_id = match r.path_kind {
+            _ if flush => self.label(r.dev, L_FLUSH, out),
             pk::FILE | pk::DIO => match file_id {
                 Some(id) => id,
                 None => self.label(r.dev, L_UNKNOWN, out),
@@ -263,6 +302,7 @@ impl Converter {
             _ => self.label(r.dev, L_UNKNOWN, out),
         };
         let slot = match r.path_kind {
+            _ if flush => 1,
             pk::FILE | pk::DIO if file_id.is_some() => 0,
             pk::UNKNOWN | pk::USERMEM | pk::FILE | pk::DIO => 2,
             _ => 1,
@@ -290,6 +330,30 @@ impl Converter {
             cgroup_id: r.cgroup_id,
         }
     }
+}
+
+/// The command line of process `pid` from `/proc/PID/cmdline`: at most [`ARGS_MAX_BYTES`]
+/// bytes, the NULs between arguments as spaces, trailing NULs and spaces dropped. `None` when
+/// the process is gone (its I/O is converted a little after it happened), for kernel threads
+/// (whose command line is empty) and when `/proc` cannot be read.
+pub fn read_cmdline(pid: u32) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut v = Vec::with_capacity(ARGS_MAX_BYTES);
+    f.take(ARGS_MAX_BYTES as u64).read_to_end(&mut v).ok()?;
+    cmdline_text(v)
+}
+
+/// [`read_cmdline`]'s rendering of the bytes of `/proc/PID/cmdline`.
+fn cmdline_text(mut v: Vec<u8>) -> Option<Vec<u8>> {
+    for b in &mut v {
+        if *b == 0 {
+            *b = b' ';
+        }
+    }
+    let keep = v.trim_ascii_end().len();
+    v.truncate(keep);
+    (!v.is_empty()).then_some(v)
 }
 
 /// Maps the kernel side's syscall field (an x86_64 syscall number, or a marker) and the
@@ -428,6 +492,81 @@ mod tests {
         let je = c.io_record(&j, &mut ne);
         assert_eq!(c.path(je.path_id), b"[journal]");
         assert_eq!(je.syscall, Some(Syscall::JOURNAL));
+    }
+
+    #[test]
+    fn command_lines_are_read_once_per_process_and_again_after_exec() {
+        assert_eq!(
+            cmdline_text(b"postgres: checkpointer \0\0\0".to_vec()).as_deref(),
+            Some(&b"postgres: checkpointer"[..])
+        );
+        assert_eq!(
+            cmdline_text(b"dd\0if=/dev/zero\0of=x\0".to_vec()).as_deref(),
+            Some(&b"dd if=/dev/zero of=x"[..])
+        );
+        assert_eq!(cmdline_text(Vec::new()), None);
+        // This test's own process: its command line starts with the test binary.
+        let me = std::process::id();
+        let own = read_cmdline(me).expect("own cmdline");
+        let exe = std::env::args().next().unwrap();
+        assert!(
+            own.starts_with(exe.as_bytes()),
+            "{}",
+            String::from_utf8_lossy(&own)
+        );
+        assert!(own.len() <= ARGS_MAX_BYTES);
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        let mut r = io(pk::FILE, 17);
+        r.pid = me;
+        r.tid = me;
+        c.io_record(&r, &mut ne);
+        assert_eq!(ne.process.as_ref().unwrap().args.as_deref(), Some(&own[..]));
+        assert_eq!(c.args(me), Some(&own[..]));
+        // Another thread of it: the command line remembered, not read again.
+        c.args.insert(me, Some(b"cached".to_vec()));
+        r.tid = me + 1_000_000;
+        c.io_record(&r, &mut ne);
+        assert_eq!(
+            ne.process.as_ref().unwrap().args.as_deref(),
+            Some(&b"cached"[..])
+        );
+        // The leader with a new comm (exec): read again.
+        r.tid = me;
+        r.comm[..3].copy_from_slice(b"sh\0");
+        c.io_record(&r, &mut ne);
+        assert_eq!(ne.process.as_ref().unwrap().args.as_deref(), Some(&own[..]));
+        // A process that is gone: unknown.
+        r.pid = u32::MAX - 1;
+        r.tid = u32::MAX - 1;
+        c.io_record(&r, &mut ne);
+        assert_eq!(ne.process.as_ref().unwrap().args, None);
+    }
+
+    #[test]
+    fn flushes_have_their_own_label_and_keep_their_queue_time() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        let mut f = io(pk::UNKNOWN, 74);
+        f.op = Op::Flush.code();
+        f.bytes = 0;
+        let e = c.io_record(&f, &mut ne);
+        let entry = ne.path.take().unwrap();
+        assert_eq!(
+            (entry.kind, entry.path.as_slice()),
+            (PathKind::Flush, &b"[flush]"[..])
+        );
+        assert_eq!(e.path_id, entry.path_id);
+        assert_eq!(e.queue_ns, Some(50));
+        assert_eq!(e.syscall, Some(Syscall::FSYNC));
+        // One label per device, counted as a label; a write is not a flush.
+        f.path_kind = pk::FILE;
+        assert_eq!(c.io_record(&f, &mut ne).path_id, entry.path_id);
+        assert!(ne.path.is_none());
+        assert_eq!(c.attributed, [0, 2, 0]);
+        let w = c.io_record(&io(pk::UNKNOWN, 1), &mut ne);
+        assert_ne!(w.path_id, entry.path_id);
+        assert_eq!(c.attributed, [0, 2, 1]);
     }
 
     #[test]

@@ -21,7 +21,8 @@ use crate::abi::{pk, IoEvent};
 pub enum PrintFormat {
     /// Aligned text, devices by name.
     Text,
-    /// CSV: `timestamp,pid,comm,iosize,rw,lba,path` then the other fields (as `iodump export`).
+    /// CSV: `timestamp,pid,comm,iosize,rw,lba,path` then the other fields, `args` last (as
+    /// `iodump export`).
     Csv,
     /// One JSON object per line (as `iodump export --format jsonl`).
     Json,
@@ -245,8 +246,9 @@ impl Printer {
         let _ = self.out.write_all(&self.line);
     }
 
-    /// Prints one event; `r` is the kernel's record of it (its comm and inode).
-    pub fn event(&mut self, e: &Event, r: &IoEvent, path: &[u8]) {
+    /// Prints one event; `r` is the kernel's record of it (its comm and inode); `args` the
+    /// process's command line when it is known (else the comm is shown).
+    pub fn event(&mut self, e: &Event, r: &IoEvent, path: &[u8], args: Option<&[u8]>) {
         let ino = if matches!(r.path_kind, pk::FILE | pk::DIO) {
             r.ino
         } else {
@@ -254,13 +256,22 @@ impl Printer {
         };
         self.line.clear();
         let mut line = std::mem::take(&mut self.line);
-        self.format(&mut line, e, r.comm(), path, ino);
+        self.format(&mut line, e, r.comm(), path, args.unwrap_or(r.comm()), ino);
         let _ = self.out.write_all(&line);
         self.line = line;
     }
 
-    /// Formats one event as a line (with its newline) into `l`.
-    pub fn format(&mut self, l: &mut Vec<u8>, e: &Event, comm: &[u8], path: &[u8], ino: u64) {
+    /// Formats one event as a line (with its newline) into `l`; `args` (the command line)
+    /// is shown by CSV and JSON.
+    pub fn format(
+        &mut self,
+        l: &mut Vec<u8>,
+        e: &Event,
+        comm: &[u8],
+        path: &[u8],
+        args: &[u8],
+        ino: u64,
+    ) {
         let utc = self.header.to_utc_ns(e.timestamp_ns);
         match self.fmt {
             PrintFormat::Text => self.text(l, utc, e, comm, path),
@@ -268,12 +279,12 @@ impl Printer {
             | PrintFormat::Original(OriginalFormat {
                 style: OriginalStyle::Csv,
                 ..
-            }) => csv(l, utc, e, comm, path),
-            PrintFormat::Json => json(l, utc, e, comm, path),
+            }) => csv(l, utc, e, comm, path, args),
+            PrintFormat::Json => json(l, utc, e, comm, path, args),
             PrintFormat::Original(OriginalFormat {
                 style: OriginalStyle::Json,
                 ..
-            }) => rows_json(l, utc, e, comm, path),
+            }) => rows_json(l, utc, e, comm, path, args),
             PrintFormat::Original(OriginalFormat {
                 style: OriginalStyle::Columns(c),
                 ..
@@ -546,10 +557,10 @@ fn header_into(fmt: PrintFormat, l: &mut Vec<u8>) {
     }
 }
 
-const CSV_HEADER: &[u8] = b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid\n";
+const CSV_HEADER: &[u8] = b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid,args\n";
 
 /// The CSV line of `iodump_format::text::format_event` (the same bytes).
-fn csv(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8]) {
+fn csv(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], args: &[u8]) {
     let _ = write!(
         l,
         "{}.{:06},{},",
@@ -574,6 +585,8 @@ fn csv(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8]) {
     if let Some(d) = e.dirtier_pid {
         let _ = write!(l, "{d}");
     }
+    l.push(b',');
+    escape_csv(l, args);
     l.push(b'\n');
 }
 
@@ -663,7 +676,7 @@ fn local_datetime(secs: i64) -> [u8; 19] {
 }
 
 /// The JSON line of `iodump_format::text::format_event` (the same bytes).
-fn json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8]) {
+fn json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], args: &[u8]) {
     l.extend_from_slice(b"{\"timestamp\":\"");
     rfc3339(l, utc);
     let _ = write!(
@@ -694,6 +707,8 @@ fn json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8]) {
     opt_num(l, e.dirtier_pid.map(u64::from));
     let _ = write!(l, ",\"cgroup_id\":{},\"path\":", e.cgroup_id);
     json_str(l, path);
+    l.extend_from_slice(b",\"args\":");
+    json_str(l, args);
     l.extend_from_slice(b"}\n");
 }
 
@@ -708,7 +723,7 @@ fn opt_num(l: &mut Vec<u8>, v: Option<u64>) {
 
 /// The CSV's columns as one JSON object: the article's first, `timestamp` a number of seconds
 /// with microseconds as in the CSV.
-fn rows_json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8]) {
+fn rows_json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], args: &[u8]) {
     let _ = write!(
         l,
         "{{\"timestamp\":{}.{:06},\"pid\":{},\"comm\":",
@@ -742,6 +757,8 @@ fn rows_json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8]) {
         e.error, e.cpu, e.cgroup_id
     );
     opt_num(l, e.dirtier_pid.map(u64::from));
+    l.extend_from_slice(b",\"args\":");
+    json_str(l, args);
     l.extend_from_slice(b"}\n");
 }
 
@@ -815,11 +832,17 @@ mod tests {
             (PrintFormat::Json, LineFormat::Json),
         ] {
             let mut p = printer(pf);
-            for (e, comm, path) in events() {
+            for (i, (e, comm, path)) in events().into_iter().enumerate() {
+                // A command line that needs quoting, and one not known (the comm shown).
+                let args: &[u8] = match i {
+                    0 => b"/usr/sbin/mysqld --datadir=/var/lib/mysql",
+                    1 => b"sh -c \"a,b\"\n\xff\\",
+                    _ => comm,
+                };
                 let mut want = Vec::new();
-                format_event(lf, &mut want, &header(), &e, comm, path);
+                format_event(lf, &mut want, &header(), &e, comm, path, args);
                 let mut got = Vec::new();
-                p.format(&mut got, &e, comm, path, 0);
+                p.format(&mut got, &e, comm, path, args, 0);
                 assert_eq!(
                     String::from_utf8_lossy(&got),
                     String::from_utf8_lossy(&want)
@@ -842,7 +865,7 @@ mod tests {
         let names: Vec<&str> = std::str::from_utf8(&h).unwrap().trim().split(',').collect();
         for (e, comm, path) in events() {
             let mut l = Vec::new();
-            p.format(&mut l, &e, comm, path, 0);
+            p.format(&mut l, &e, comm, path, comm, 0);
             let s = std::str::from_utf8(&l).unwrap();
             let mut at = 0;
             for n in &names {
@@ -853,7 +876,7 @@ mod tests {
         }
         let mut l = Vec::new();
         let (e, comm, path) = events()[0];
-        p.format(&mut l, &e, comm, path, 0);
+        p.format(&mut l, &e, comm, path, comm, 0);
         assert!(
             l.starts_with(b"{\"timestamp\":1630456789.312345,\"pid\":3141,\"comm\":\"mysql\",\"iosize\":16384,\"rw\":\"R\",\"lba\":3723776,\"path\":\"/var/lib/mysql/ibdata1\","),
             "{}",
@@ -866,7 +889,7 @@ mod tests {
         let mut p = printer(PrintFormat::Text);
         let (e, comm, path) = events()[0];
         let mut l = Vec::new();
-        p.format(&mut l, &e, comm, path, 0);
+        p.format(&mut l, &e, comm, path, comm, 0);
         let s = String::from_utf8(l).unwrap();
         assert_eq!(
             s,
@@ -875,7 +898,7 @@ mod tests {
         let mut e2 = e;
         e2.dev = DevT::new(254, 0);
         let mut l = Vec::new();
-        p.format(&mut l, &e2, comm, path, 0);
+        p.format(&mut l, &e2, comm, path, comm, 0);
         assert!(String::from_utf8(l).unwrap().contains(" 254:0 "));
     }
 
@@ -894,7 +917,7 @@ mod tests {
         );
         let (e, comm, path) = events()[0];
         let mut l = Vec::new();
-        p.format(&mut l, &e, comm, path, 12);
+        p.format(&mut l, &e, comm, path, comm, 12);
         let s = String::from_utf8(l).unwrap();
         let local = std::str::from_utf8(&local_datetime(1_630_456_789))
             .unwrap()
@@ -910,7 +933,7 @@ mod tests {
         }));
         let (e, comm, path) = events()[2];
         let mut l = Vec::new();
-        p.format(&mut l, &e, comm, path, 0);
+        p.format(&mut l, &e, comm, path, comm, 0);
         let s = String::from_utf8(l).unwrap();
         assert!(
             s.ends_with("   3725824  N  FASM -              -\n"),
@@ -921,11 +944,11 @@ mod tests {
         let (mut e, comm, path) = events()[0];
         e.syscall = Some(Syscall(0x8000 + 263));
         let mut l = Vec::new();
-        p.format(&mut l, &e, comm, path, 0);
+        p.format(&mut l, &e, comm, path, comm, 0);
         assert!(String::from_utf8(l).unwrap().contains(" unlinkat      "));
         e.syscall = Some(Syscall(0x8000 + 999));
         let mut l = Vec::new();
-        p.format(&mut l, &e, comm, path, 0);
+        p.format(&mut l, &e, comm, path, comm, 0);
         assert!(String::from_utf8(l).unwrap().contains(" syscall#33767 "));
     }
 

@@ -582,7 +582,7 @@ fn handle(
                 w.push(&e).map_err(write_err)?;
             }
             if let Some(p) = &mut sinks.printer {
-                p.event(&e, &r, conv.path(e.path_id));
+                p.event(&e, &r, conv.path(e.path_id), conv.args(e.pid));
             }
             if let Some(l) = &mut sinks.live {
                 l.event(&e, &r, conv);
