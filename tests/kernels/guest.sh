@@ -18,22 +18,29 @@
 #  - on the host (default; root): a new loop device on a sparse file in OUTDIR (request-based;
 #    none, then mq-deadline) and a new zram device (hot_add). It never touches a disk it did not
 #    create: vd*, sd*, nvme*, … are refused.
+# ext4 on each of them (req-none, req-mq-deadline, zram: fio randread and the two-file write
+# workload); then xfs and btrfs on the request-based device with mq-deadline (xfs, btrfs: a
+# shorter fio randread and the fsync'ed file only).
 # Env: IODUMP_BIN (default: the repo's target/debug/iodump), IODUMP_KT_DEVICES (a subset of
-# "req-none req-mq-deadline zram"), IODUMP_KT_FIO_IOS (direct 4k reads per fio run, 3000),
-# IODUMP_READ_BIN (the iodump that exports the traces for the checks, default IODUMP_BIN),
-# IODUMP_KMOD_DIR (guest: the kernel's lib/modules, bound on /lib/modules when needed).
+# "req-none req-mq-deadline zram xfs btrfs"), IODUMP_KT_FIO_IOS (direct 4k reads per fio run on
+# ext4, 3000), IODUMP_KT_FS_FIO_IOS (on xfs and btrfs, 1000), IODUMP_KT_FS_SCHED (the scheduler
+# for xfs and btrfs, mq-deadline), IODUMP_READ_BIN (the iodump that exports the traces for the
+# checks, default IODUMP_BIN), IODUMP_KMOD_DIR (guest: the kernel's lib/modules, bound on
+# /lib/modules when needed).
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 MAGIC=IODUMP-KERNEL-MATRIX-SCRATCH
 
-# `guest.sh --write-workload DIR RUNDIR`: the buffered-write workload run under iodump record.
+# `guest.sh --write-workload DIR RUNDIR [fsync]`: the buffered-write workload run under iodump
+# record (with `fsync`: the fsync'ed file only).
 if [ "${1:-}" = --write-workload ]; then
   d=$2 r=$3
   # dd's own fsync writes fsync.dat out (submitter dd)...
   sh -c 'echo $$ > "$1"; exec dd if=/dev/zero of="$2" bs=1M count=16 conv=fsync status=none' \
     sh "$r/fsync.pid" "$d/fsync.dat" || exit 1
+  [ "${4:-}" = fsync ] && exit 0
   # ...the flusher writes writeback.dat out for dd (the dirtier), woken by syncfs
   sh -c 'echo $$ > "$1"; exec dd if=/dev/zero of="$2" bs=1M count=16 status=none' \
     sh "$r/writeback.pid" "$d/writeback.dat" || exit 1
@@ -69,7 +76,9 @@ if [ $CHECK_ONLY = 1 ]; then
   exit 0
 fi
 FIO_IOS=${IODUMP_KT_FIO_IOS:-3000}
-DEVICES=${IODUMP_KT_DEVICES:-req-none req-mq-deadline zram}
+FS_FIO_IOS=${IODUMP_KT_FS_FIO_IOS:-1000}
+FS_SCHED=${IODUMP_KT_FS_SCHED:-mq-deadline}
+DEVICES=${IODUMP_KT_DEVICES:-req-none req-mq-deadline zram xfs btrfs}
 : > "$RES"
 rm -f "$OUT/done" "$OUT/runs.txt"
 exec > >(tee -a "$OUT/guest.log") 2>&1
@@ -114,11 +123,15 @@ if [ "$MODE" = guest ]; then
   if [ ! -e "/lib/modules/$v/modules.dep" ] && [ -n "${IODUMP_KMOD_DIR:-}" ]; then
     mount --bind "$IODUMP_KMOD_DIR" /lib/modules || fail setup.modules "cannot bind $IODUMP_KMOD_DIR on /lib/modules"
   fi
-  ok=1
-  for m in virtio_blk zram ext4; do need_mod $m || ok=0; done
-  [ $ok = 1 ] && pass setup.modules "virtio_blk zram ext4 loaded from /lib/modules/$v"
+  ok=1 mods="virtio_blk zram ext4"
+  for m in xfs btrfs; do case " $DEVICES " in *" $m "*) mods+=" $m" ;; esac; done
+  for m in $mods; do need_mod $m || ok=0; done
+  [ $ok = 1 ] && pass setup.modules "$mods loaded from /lib/modules/$v"
 else
   [ -e /sys/class/zram-control/hot_add ] || need_mod zram
+  for m in xfs btrfs; do
+    case " $DEVICES " in *" $m "*) grep -qw "$m" /proc/filesystems || need_mod $m ;; esac
+  done
 fi
 
 # --- devices: never one we did not make (host) or that lacks run.sh's signature (guest)
@@ -193,6 +206,10 @@ zram_dev() {
 
 quiesce() { # DEV MNT: nothing dirty, nothing in flight
   sync -f "$2"
+  # xfs and btrfs leave work for later after a sync (xfs covers its log from a worker, btrfs
+  # commits from its transaction thread): a freeze does it now, so that no background I/O
+  # starts between the stat and iodump's start
+  case $FS in xfs|btrfs) fsfreeze -f "$2" && fsfreeze -u "$2" ;; esac
   for _ in $(seq 100); do
     [ "$(awk '{print $9}' "/sys/block/$1/stat")" = 0 ] && return 0
     sleep 0.1
@@ -202,8 +219,10 @@ quiesce() { # DEV MNT: nothing dirty, nothing in flight
 
 # record LABEL DEV KIND MIN_IOS ROLE=FILE... -- CMD...: one recording, and what its checks need:
 # the device's stat before and after, the test files' paths, sizes and extents (ROLE.pid, the
-# writer's pid, is left by the workload). The checks run here on the host, and after power-off
-# (run.sh: guest.sh --check) in the guest, where python and iodump's export are slow over 9p.
+# writer's pid, is left by the workload). The checks run at the end of device_suite on the
+# host, and after power-off (run.sh: guest.sh --check) in the guest, where python and iodump's
+# export are slow over 9p.
+PENDING=()
 record() {
   local label=$1 dev=$2 kind=$3 min_ios=$4; shift 4
   local files=() roles="" f role rc t
@@ -225,40 +244,105 @@ record() {
     stat -c %s "$f" > "$run/$role.size" 2>&1
     filefrag -v -b512 "$f" > "$run/$role.frag" 2>&1
   done
-  printf '{"label":"%s","dev":"%s","kind":"%s","rc":%d,"min_ios":%d,"roles":[%s]}\n' \
-    "$label" "$dev" "$kind" "$rc" "$min_ios" "$roles" > "$run/run.json"
+  printf '{"label":"%s","dev":"%s","fs":"%s","kind":"%s","rc":%d,"min_ios":%d,"roles":[%s]}\n' \
+    "$label" "$dev" "$FS" "$kind" "$rc" "$min_ios" "$roles" > "$run/run.json"
   echo "$label" >> "$OUT/runs.txt"
   if [ "$MODE" = guest ] && [ "${IODUMP_KT_CHECK_IN_GUEST:-0}" != 1 ]; then
     # Without a trace there is nothing to read later: say so now.
     [ "$rc" = 0 ] || echo "FAIL $label.record iodump exited $rc: $(grep -v '^\s*$' "$run/record.stderr" | tail -1)"
   else
-    check_run "$run"
+    PENDING+=("$run")
   fi
 }
 
-# device_suite LABEL DEV: mkfs, mount, the two recordings, umount
+# btrfs_probe FILE: what iodump's paths of btrfs direct I/O need from this kernel, for
+# check.py's expectation (README: before 6.3 struct btrfs_bio names no inode; 5.10 has no
+# module BTF and completes btrfs direct I/O on its own path): the completion functions the
+# recorder keys on (/proc/kallsyms) and whether struct btrfs_bio has an `inode` member (BTF).
+btrfs_probe() {
+  local s f=/sys/kernel/btf/btrfs base=(-B /sys/kernel/btf/vmlinux)
+  {
+    echo "kernel $(uname -r)"
+    for s in btrfs_simple_end_io btrfs_orig_write_end_io; do
+      if grep -qw "$s" /proc/kallsyms; then echo "ksym $s 1"; else echo "ksym $s 0"; fi
+    done
+    # btrfs as a module: its types are in module BTF (none before 5.11); built in: vmlinux's
+    [ -e "$f" ] || { echo "btf_module_file 0"; f=/sys/kernel/btf/vmlinux base=(); }
+    if [ ! -e "$f" ]; then
+      echo "btrfs_bio.inode unknown (no $f)"
+    elif ! command -v bpftool > /dev/null; then
+      echo "btrfs_bio.inode unknown (no bpftool)"
+    else
+      bpftool btf dump "${base[@]}" file "$f" format raw 2>&1 | awk -v q="'" '
+        /^\[/ { s = ($2 == "STRUCT" && $3 == q "btrfs_bio" q); if (s) found = 1 }
+        s && $1 == q "inode" q { inode = 1 }
+        END { print "btrfs_bio.inode " (found ? (inode ? 1 : 0) : "none") }'
+    fi
+  } > "$1" 2>&1
+}
+
+# device_suite LABEL DEV [FS]: mkfs, mount, the two recordings, umount, the checks (host).
+# ext4 (default): 3000 reads, then the fsync'ed and the written-back file; xfs, btrfs: fewer
+# reads and the fsync'ed file only (the matrix's time).
 device_suite() {
-  local label=$1 dev=$2
+  local label=$1 dev=$2 ios=$FIO_IOS mopt=noatime wl= r mkfs xc files mnote=
+  FS=${3:-ext4}
+  case $FS in
+    ext4) mkfs=(mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0)
+          mopt=noatime,noinit_itable ;;
+    xfs) # this host's xfsprogs may default to features an older kernel lacks: its config for
+         # that LTS kernel, when it has one (and can read it: see below)
+         xc=/usr/share/xfsprogs/mkfs/lts_$(uname -r | cut -d. -f1,2).conf
+         mkfs=(mkfs.xfs -q -f -K); [ -f "$xc" ] && mkfs+=(-c "options=$xc") ;;
+    btrfs) # nodiscard: btrfs 6.2+ mounts with discard=async where the device takes discards,
+           # which discards freed metadata blocks minutes later, in whichever recording runs
+           mkfs=(mkfs.btrfs -q -f -K) mopt=noatime,nodiscard ;;
+  esac
+  [ "$FS" = ext4 ] || { ios=$FS_FIO_IOS wl=fsync; }
   safe_dev "$dev" || { fail "$label.device" "$REFUSED"; return; }
+  command -v "${mkfs[0]}" > /dev/null || { fail "$label.mkfs" "no ${mkfs[0]} on this system"; return; }
   MNT=$(mktemp -d /tmp/iodump-kt.XXXXXX)
-  if ! mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "/dev/$dev" > "$OUT/mkfs.log" 2>&1; then
-    fail "$label.mkfs" "mkfs.ext4 /dev/$dev: $(tail -1 "$OUT/mkfs.log")"; return
+  if ! "${mkfs[@]}" "/dev/$dev" > "$OUT/mkfs.log" 2>&1; then
+    # bookworm's xfsprogs 6.1 rejects its own lts_5.10.conf and lts_6.1.conf ("Unrecognised
+    # input on line 5": nrext64): its defaults then (5.10 and later mount them)
+    if [ "$FS" = xfs ] && [ "${#mkfs[@]}" -gt 4 ]; then
+      mnote=" ($(basename "$xc") refused: $(tail -1 "$OUT/mkfs.log" | sed 's/^[^:]*: //'))"
+      mkfs=(mkfs.xfs -q -f -K)
+      "${mkfs[@]}" "/dev/$dev" > "$OUT/mkfs.log" 2>&1
+    else false; fi || { fail "$label.mkfs" "${mkfs[*]} /dev/$dev: $(tail -1 "$OUT/mkfs.log")"; return; }
   fi
-  if ! mount -t ext4 -o noatime,noinit_itable "/dev/$dev" "$MNT" 2> "$OUT/mount.err"; then
-    fail "$label.mount" "$(cat "$OUT/mount.err")"; return
+  if ! mount -t "$FS" -o "$mopt" "/dev/$dev" "$MNT" 2> "$OUT/mount.err"; then
+    fail "$label.mount" "$FS: $(cat "$OUT/mount.err") ($(dmesg | tail -2 | tr '\n' ' '))"; return
   fi
   MOUNTED+=("$MNT")
+  [ "$FS" = ext4 ] || pass "$label.mount" "${mkfs[*]} /dev/$dev$mnote; mount -t $FS -o $mopt: $(awk -v m="$MNT" '$2 == m {print $4}' /proc/mounts)"
   dd if=/dev/zero of="$MNT/fio.dat" bs=1M count=64 conv=fsync status=none
+  files=("fsync=$MNT/fsync.dat")
+  [ -z "$wl" ] && files+=("writeback=$MNT/writeback.dat")
 
   mkdir -p "$OUT/$label.randread" "$OUT/$label.write"
-  record "$label.randread" "$dev" randread "$FIO_IOS" "direct=$MNT/fio.dat" -- \
+  record "$label.randread" "$dev" randread "$ios" "direct=$MNT/fio.dat" -- \
     fio --name=randread --filename="$MNT/fio.dat" --size=64M --rw=randread --bs=4k --direct=1 \
-    --ioengine=psync --number_ios="$FIO_IOS" --randrepeat=1 --output="$OUT/$label.randread/fio.txt"
-  local r=$OUT/$label.write
-  record "$label.write" "$dev" write 1 "fsync=$MNT/fsync.dat" "writeback=$MNT/writeback.dat" -- \
-    bash "$HERE/guest.sh" --write-workload "$MNT" "$r"
+    --ioengine=psync --number_ios="$ios" --randrepeat=1 --output="$OUT/$label.randread/fio.txt"
+  r=$OUT/$label.write
+  record "$label.write" "$dev" write 1 "${files[@]}" -- \
+    bash "$HERE/guest.sh" --write-workload "$MNT" "$r" $wl
   umount "$MNT" && MOUNTED=("${MOUNTED[@]/$MNT}")
   rmdir "$MNT"
+  if [ "$FS" = btrfs ]; then
+    # filefrag shows btrfs's logical addresses: check.py maps them to the device's sectors
+    # with the chunk tree, read after umount (everything committed; --flushbufs: no stale
+    # page cache of the device)
+    blockdev --flushbufs "/dev/$dev"
+    btrfs inspect-internal dump-tree -t chunk "/dev/$dev" > "$OUT/$label.chunks" 2>&1
+    btrfs_probe "$OUT/$label.btrfs-probe"
+    for r in randread write; do
+      cp "$OUT/$label.chunks" "$OUT/$label.$r/chunks.txt"
+      cp "$OUT/$label.btrfs-probe" "$OUT/$label.$r/btrfs-probe.txt"
+    done
+  fi
+  for r in "${PENDING[@]}"; do check_run "$r"; done
+  PENDING=()
 }
 
 set_sched() { # LABEL DEV SCHED
@@ -278,6 +362,11 @@ for d in $DEVICES; do
       label=$REQ-$sched
       say "$label"
       set_sched "$label" "$REQ" "$sched" && device_suite "$label" "$REQ" ;;
+    xfs|btrfs)
+      req_dev || continue
+      label=$REQ-$d
+      say "$label ($FS_SCHED)"
+      set_sched "$label" "$REQ" "$FS_SCHED" && device_suite "$label" "$REQ" "$d" ;;
     zram)
       zram_dev || continue
       say "$ZR (bio-based)"

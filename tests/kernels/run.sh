@@ -14,8 +14,10 @@
 #   IODUMP_REQUIRE_KERNELS=1 a kernel that cannot be fetched or booted fails (default: skipped)
 #   IODUMP_KERNEL_CACHE      fetched and unpacked kernels (default: the repo's target/kernels)
 #   IODUMP_KT_OUT            results, logs, scratch images (default: the repo's target/kernel-matrix)
-#   IODUMP_KERNEL_TIMEOUT    seconds per kernel, boot to power-off (default 480)
+#   IODUMP_KERNEL_TIMEOUT    seconds per kernel, boot to power-off (default 600)
 #   IODUMP_MATRIX_BUDGET     seconds for the whole run, fetching included (default 1500)
+#   IODUMP_KT_DEVICES, IODUMP_KT_FIO_IOS, IODUMP_KT_FS_FIO_IOS, IODUMP_KT_FS_SCHED
+#                            passed to guest.sh in the guest when set (a part of the suite)
 # Prints a table per kernel, every FAIL line, and closes with `N passed, M failed`; exits 1
 # when anything failed.
 set -uo pipefail
@@ -30,7 +32,7 @@ KERNELS=${IODUMP_KERNELS:-5.10 6.1 6.12}
 REQUIRE=${IODUMP_REQUIRE_KERNELS:-0}
 CACHE=${IODUMP_KERNEL_CACHE:-$REPO/target/kernels}
 KT_OUT=${IODUMP_KT_OUT:-$REPO/target/kernel-matrix}
-TIMEOUT=${IODUMP_KERNEL_TIMEOUT:-480}
+TIMEOUT=${IODUMP_KERNEL_TIMEOUT:-600}
 BUDGET=${IODUMP_MATRIX_BUDGET:-1500}
 MAGIC=IODUMP-KERNEL-MATRIX-SCRATCH
 START=$SECONDS
@@ -177,12 +179,16 @@ boot() {
   rm -f "$img"; truncate -s 512M "$img" &&
     printf '%s' "$MAGIC" | dd of="$img" conv=notrunc status=none || { hres "$series" FAIL image "cannot create $img"; return; }
   log "$series: booting $KVER (timeout ${tmo}s)"
+  local v kt_env=""
+  for v in IODUMP_KT_DEVICES IODUMP_KT_FIO_IOS IODUMP_KT_FS_FIO_IOS IODUMP_KT_FS_SCHED; do
+    [ -n "${!v:-}" ] && kt_env+=" $v='${!v}'"
+  done
   t0=$SECONDS
   LAUNCH=$(date +%s.%N)
   (cd "$out" && timeout -k 20 "$tmo" vng --run "$KDIR/boot/vmlinuz-$KVER" --disable-kvm \
       --cpus 2 --memory 4G --verbose --rwdir "$out" \
       --qemu-opts="-drive file=$img,format=raw,if=none,id=scratch,cache=unsafe -device virtio-blk-pci,drive=scratch" \
-      --exec "env PATH='$PATH' HOME='${HOME:-/root}' IODUMP_GUEST=1 IODUMP_BIN='$RUN_BIN' IODUMP_READ_BIN='$RUN_READ_BIN' IODUMP_KMOD_DIR='$KDIR/lib/modules' bash '$HERE/guest.sh' '$out'" \
+      --exec "env PATH='$PATH' HOME='${HOME:-/root}' IODUMP_GUEST=1 IODUMP_BIN='$RUN_BIN' IODUMP_READ_BIN='$RUN_READ_BIN' IODUMP_KMOD_DIR='$KDIR/lib/modules'$kt_env bash '$HERE/guest.sh' '$out'" \
       < /dev/null > "$out/console.log" 2>&1)
   rc=$?
   WALL=$((SECONDS - t0))
