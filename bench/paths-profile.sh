@@ -18,8 +18,8 @@ FILES=${FILES:-2000}
 FREQ=${FREQ:-4999}
 if [ "$(id -u)" != 0 ]; then echo "bench/paths-profile.sh: run as root" >&2; exit 1; fi
 command -v perf >/dev/null || { echo "bench/paths-profile.sh: perf not found" >&2; exit 1; }
-[ "${NO_BUILD:-0}" = 1 ] || cargo build --release --quiet --no-default-features
-IODUMP=${IODUMP:-$PWD/target/release/iodump}
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --profile profiling --quiet --no-default-features
+IODUMP=${IODUMP:-$PWD/target/profiling/iodump}
 WORK=$(mktemp -d /tmp/iodump-bench-prof.XXXXXX)
 
 # shellcheck source=bench/zram-ext4-files.sh

@@ -24,8 +24,8 @@ SECS=${SECS:-8}
 FREQ=${FREQ:-4999}
 if [ "$(id -u)" != 0 ]; then echo "bench/record-profile.sh: run as root" >&2; exit 1; fi
 command -v perf >/dev/null || { echo "bench/record-profile.sh: perf not found" >&2; exit 1; }
-[ "${NO_BUILD:-0}" = 1 ] || cargo build --release --quiet --no-default-features
-IODUMPS=${IODUMPS:-$PWD/target/release/iodump}
+[ "${NO_BUILD:-0}" = 1 ] || cargo build --profile profiling --quiet --no-default-features
+IODUMPS=${IODUMPS:-$PWD/target/profiling/iodump}
 WORK=$(mktemp -d /tmp/iodump-bench-rprof.XXXXXX)
 
 ZRAM=$(cat /sys/class/zram-control/hot_add)

@@ -7,6 +7,12 @@
 #   ebpf/build.sh --out F   write the main object to F (and the other to F's name with
 #                           -noatomics before .bpf.o) instead
 #
+# The source is iodump.bpf.c (the programs), the *.bpf.h headers it includes (one per
+# concern; every one of them must be included, which is checked here), iodump.h (shared
+# with user space) and vmlinux.h. To check that a change of the source left the code as it
+# was, compare the objects with ebpf/same-code.py (README.md, "Changing the source without
+# changing the code").
+#
 # iodump-noatomics.bpf.o is the same source built with -DIODUMP_NO_ATOMICS, for kernels
 # that refuse BPF atomic compare-and-exchange (before 5.12); it must hold no such
 # instruction, which is checked here.
@@ -29,7 +35,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--check) mode=check ;;
 	--out) shift; out=$1 ;;
-	-h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 	*) echo "build.sh: unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -57,8 +63,16 @@ compile() { # compile OUTPUT [DEFINES...]
 			-fdebug-prefix-map="$here"=. \
 			-fdebug-compilation-dir=. \
 			-I . \
+			-MD -MF "$o.d" \
 			-c iodump.bpf.c -o "$o"
 	)
+	# Every header of this directory is part of the program: one left out is a mistake.
+	for h in "$here"/*.bpf.h; do
+		if ! grep -q -w -F -- "$(basename "$h")" "$o.d"; then
+			echo "build.sh: $(basename "$h") is not included by iodump.bpf.c" >&2
+			exit 1
+		fi
+	done
 	"$STRIP" --strip-debug "$o"
 
 	# The stripped object must keep BTF (CO-RE relocations and func/line info live there).

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * iodump.h — the one header shared by the BPF program (iodump.bpf.c) and user space.
+ * iodump.h — the one header shared by the BPF program (iodump.bpf.c and its *.bpf.h) and
+ * user space.
  *
- * Everything that crosses the ring buffer or a map is defined here with fixed-size integer
- * fields only, explicit padding, and sizes that are multiples of 8. The Rust side mirrors
- * these structs with #[repr(C)] and checks size and offsets at compile time; the offsets are
- * pinned below with _Static_assert so a change here breaks the build on both sides.
+ * Everything that crosses the ring buffer or a map is defined here with fixed-size fields
+ * only (integers, char arrays), explicit padding, and sizes that are multiples of 8. The
+ * offsets are pinned below with _Static_assert, so moving a field breaks the BPF build. The
+ * Rust side (record/src/abi.rs) does not mirror the structs: it parses each record field by
+ * field from its bytes, at these offsets, and repeats the constants it needs; its unit test
+ * tests::offsets_match_the_header reads this file and fails (`cargo test -p iodump-record`)
+ * when the pinned offsets, the record sizes or those constants differ from abi.rs.
  *
  * Compiles two ways:
  *   - BPF:     #include "vmlinux.h" first (it defines __VMLINUX_H__ and the __u64... types);
@@ -36,7 +40,8 @@
 
 /* ---------------------------------------------------------------------------------------
  * Normalised operation codes (iodump_io_event.op). Kernel REQ_OP_* values are looked up
- * with CO-RE (enum req_op), so they are stable here whatever the kernel numbers them.
+ * with CO-RE (enum req_op; enum req_opf before 5.19), so they are stable here whatever the
+ * kernel numbers them.
  * ------------------------------------------------------------------------------------- */
 #define IODUMP_OP_READ         0
 #define IODUMP_OP_WRITE        1 /* also REQ_OP_ZONE_APPEND (a data write) */
@@ -89,7 +94,7 @@
 #define IODUMP_PK_FILE     1 /* page-cache page of a file: buffered read, readahead,
                               * writeback, fsync, mmap fault. ino/ino_dev/ino_gen valid */
 #define IODUMP_PK_META     2 /* filesystem metadata recognised by the kernel side; ino_dev = dev
-                              * (xfs_buf_bio_end_io) */
+                              * (xfs_buf_bio_end_io; btrfs's btree inode) */
 #define IODUMP_PK_JOURNAL  3 /* filesystem journal recognised by the kernel side; ino_dev = dev
                               * (xlog_bio_end_io) */
 #define IODUMP_PK_SWAP     4 /* swap: writes carry REQ_SWAP; reads are recognised by a
@@ -152,8 +157,9 @@
                                       * completion was seen: its request/bio address started
                                       * a new I/O, or its slot was older than
                                       * IODUMP_STALE_NS and reclaimed */
-#define IODUMP_CNT_LOST_PATH      3  /* path record not sent (ring buffer full); the I/O
-                                      * event has IODUMP_IOF_PATH_LOST, retried next I/O */
+#define IODUMP_CNT_LOST_PATH      3  /* path record not sent (ring buffer full, or no
+                                      * file_id could be taken); the I/O event has
+                                      * IODUMP_IOF_PATH_LOST, retried next I/O */
 #define IODUMP_CNT_TRACKED        4  /* I/Os entered into the in-flight slots or maps */
 #define IODUMP_CNT_EMITTED        5  /* I/O events submitted to the ring buffer */
 #define IODUMP_CNT_NO_START       6  /* request completions with no in-flight entry: I/O
@@ -178,7 +184,7 @@
 #define IODUMP_CNT_MAX            17
 
 /* ---------------------------------------------------------------------------------------
- * struct iodump_io_event: one block I/O, sent at completion. 104 bytes.
+ * struct iodump_io_event: one block I/O, sent at completion. 112 bytes.
  * ------------------------------------------------------------------------------------- */
 struct iodump_io_event {
 	__u16 kind;        /*   0  IODUMP_EV_IO */
@@ -188,7 +194,8 @@ struct iodump_io_event {
 	__u8  ioflags;     /*   5  IODUMP_IOF_* bit set */
 	__u16 error;       /*   6  completion status as a positive errno; 0 = success */
 	__u64 start_ns;    /*   8  ns, CLOCK_MONOTONIC: entered the block layer
-	                    *      (block_io_start / block_bio_queue), submitter context */
+	                    *      (block_io_start / block_bio_queue; block_getrq on
+	                    *      kernels without block_io_start), submitter context */
 	__u64 issue_ns;    /*  16  ns: handed to the driver (last block_rq_issue); 0 if none */
 	__u64 complete_ns; /*  24  ns: completion (block_rq_complete / block_bio_complete) */
 	__u64 sector;      /*  32  first sector, 512-byte units, relative to dev (the
@@ -248,7 +255,8 @@ struct iodump_path_event {
 	__u32 sb_dev;    /* 28  superblock dev (sb->s_dev) as in /proc/self/mountinfo: match the
 	                  *     mount with this; equals dev except on btrfs */
 	__u32 file_id;   /* 32  a number > 0 naming this record: I/O events of the inode carry it
-	                  *     (iodump_io_event.file_id). Taken from one counter, never reused
+	                  *     (iodump_io_event.file_id). Taken from one counter (one per
+	                  *     CPU, striped, in iodump-noatomics.bpf.o), never reused
 	                  *     within a recording; an inode whose record is sent again (its
 	                  *     seen_inodes entry was evicted, or two CPUs raced to send it)
 	                  *     gets a new one, for the same (dev, ino, gen) */
@@ -259,11 +267,11 @@ struct iodump_path_event {
 /* ---------------------------------------------------------------------------------------
  * Batches of I/O events.
  *
- * A completion at nesting level 0 (see iodump.bpf.c) does not reserve ring-buffer space
- * for its event: it appends the event to its CPU's batch (map `batch`, PERCPU_ARRAY), and
- * the batch goes into the ring buffer as one IODUMP_EV_BATCH record when it holds
- * batch_cfg[0] events, or when user space runs the program `flush_batch` on that CPU
- * (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU: on a timer, and after detaching at the
+ * A completion at nesting level 0 (struct iodump_cpu_state in maps.bpf.h) does not reserve
+ * ring-buffer space for its event: it appends the event to its CPU's batch (map `batch`,
+ * PERCPU_ARRAY), and the batch goes into the ring buffer as one IODUMP_EV_BATCH record when
+ * it holds batch_cfg[0] events, or when user space runs the program `flush_batch` on that
+ * CPU (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU: on a timer, and after detaching at the
  * end). One reservation and commit per batch instead of per event; the per-CPU batch
  * stays in the CPU's cache while the ring's lines are written 3.5 KiB at a time.
  * batch_cfg[0] = 0 (the initial value) sends every event on its own (IODUMP_EV_IO), as do
@@ -292,7 +300,9 @@ struct iodump_batch {
  * Maps: inflight_slots (ARRAY of struct iodump_slot, IODUMP_SLOTS entries, slot chosen by
  * a hash of the request/bio address, claimed with compare-and-swap; key == 0 = free) and
  * the fallbacks inflight_rq / inflight_bio (LRU_HASH, key __u64 address, value struct
- * iodump_inflight) for addresses whose slot is taken.
+ * iodump_inflight) for addresses whose slot is taken. iodump-noatomics.bpf.o (kernels
+ * without BPF compare-and-exchange) uses no slot: every in-flight I/O is in those two maps,
+ * plain HASH maps there.
  * ------------------------------------------------------------------------------------- */
 #define IODUMP_SLOT_COMPLETING 1ULL /* bit of iodump_slot.key (addresses are aligned) */
 #define IODUMP_SLOT_BITS 16
@@ -324,6 +334,13 @@ struct iodump_inode_key {
 _Static_assert(sizeof(struct iodump_io_event) == 112, "iodump_io_event size");
 _Static_assert(sizeof(struct iodump_batch) == IODUMP_BATCH_HDR + IODUMP_BATCH_MAX * 112,
 	       "iodump_batch size");
+_Static_assert(__builtin_offsetof(struct iodump_batch, count) == 2, "batch count");
+_Static_assert(__builtin_offsetof(struct iodump_batch, ev) == 8, "batch ev");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, op) == 2, "op");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, flags) == 3, "flags");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, path_kind) == 4, "path_kind");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, ioflags) == 5, "ioflags");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, error) == 6, "error");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, start_ns) == 8, "start_ns");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, issue_ns) == 16, "issue_ns");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, complete_ns) == 24, "complete_ns");
@@ -342,8 +359,13 @@ _Static_assert(__builtin_offsetof(struct iodump_io_event, syscall) == 86, "sysca
 _Static_assert(__builtin_offsetof(struct iodump_io_event, comm) == 88, "comm");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, file_id) == 104, "file_id");
 _Static_assert(sizeof(struct iodump_path_event) == 40, "iodump_path_event size");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, path_kind) == 2, "path path_kind");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, pflags) == 3, "path pflags");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, depth) == 4, "path depth");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, names_len) == 6, "path names_len");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, ino) == 8, "path ino");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, dev) == 16, "path dev");
+_Static_assert(__builtin_offsetof(struct iodump_path_event, gen) == 20, "path gen");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, mnt_id) == 24, "path mnt_id");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, sb_dev) == 28, "path sb_dev");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, file_id) == 32, "path file_id");

@@ -5,9 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use iodump_format::synth::{SynthParams, Workload};
-use iodump_format::synth_writer::write_synth;
 use iodump_format::WriterOptions;
+use iodump_synth::{write_synth, SynthParams, Workload};
 
 /// Record every block I/O with eBPF, store it compactly, analyse and replay it offline.
 #[derive(Debug, Parser)]
@@ -44,7 +43,8 @@ pub enum Command {
     /// Write a trace's events as CSV (the original iodump's columns first), JSON lines, or
     /// a fio iolog (version 3) that `fio --read_iolog` replays.
     Export(ExportArgs),
-    /// Query traces: summary, top files, top processes, latency percentiles.
+    /// Query traces or Parquet datasets: summary, top files and processes, latency, timeline,
+    /// seeks, sequential writes, SQL.
     #[cfg(feature = "analyze")]
     Analyze(AnalyzeArgs),
     /// Convert traces to Parquet tables (io, processes, files, devices, losses) in a
@@ -141,6 +141,14 @@ pub struct AnalyzeArgs {
     /// Only I/O matching EXPR (same language as `record -f`).
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Only I/O of tasks of this container or pod, from the trace's cgroups table: a prefix
+    /// of the container id or pod UID, `RUNTIME:ID` or `pod:UID` (as `record --container`).
+    #[arg(long, value_name = "ID")]
+    pub container: Option<String>,
+    /// Only I/O of tasks in this cgroup or below it, from the trace's cgroups table: a path
+    /// under the cgroup2 mount (/system.slice/nginx.service) or under /sys/fs/cgroup.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: TableFormat,
@@ -301,8 +309,14 @@ pub struct RecordArgs {
     pub comms: Vec<String>,
     /// Only I/O submitted by tasks in this cgroup v2 (a directory, or a path under the
     /// cgroup2 mount such as /system.slice/nginx.service) or below it.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "container")]
     pub cgroup: Option<PathBuf>,
+    /// Only I/O submitted by tasks of this container or pod: a prefix of its id (docker,
+    /// containerd, CRI-O, podman; an LXC container's name), `RUNTIME:ID` (docker:0123ab),
+    /// or `pod:UID` (a Kubernetes pod). Its cgroup must exist when recording starts; like
+    /// --cgroup, writeback that kernel threads submit for it is not included.
+    #[arg(long, value_name = "ID")]
+    pub container: Option<String>,
     /// Only these operations: read, write, flush, discard, secure_erase, write_zeroes, other
     /// (comma-separated).
     #[arg(long, value_name = "OPS", value_delimiter = ',')]

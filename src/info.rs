@@ -105,7 +105,29 @@ fn shell_join(argv: &[String]) -> String {
         .join(" ")
 }
 
+/// The distinct labels of the cgroups of containers and pods in the trace's cgroups table.
+fn container_labels(r: &Reader) -> Vec<String> {
+    let mut v: Vec<String> = r
+        .tables()
+        .cgroups()
+        .filter(|c| c.identity.container_id.is_some() || c.identity.pod_uid.is_some())
+        .map(|c| c.identity.label())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
 fn print_text(name: &str, r: &Reader, s: &Summary) {
+    print_origin(name, r, s);
+    print_events(r, s);
+    print_devices(s);
+    print_tables(r, s);
+    print_integrity(r, s);
+}
+
+/// The file, the recording host and command, the time span.
+fn print_origin(name: &str, r: &Reader, s: &Summary) {
     let h = r.header();
     let (maj, min) = r.version();
     println!(
@@ -137,6 +159,10 @@ fn print_text(name: &str, r: &Reader, s: &Summary) {
         ),
         _ => println!("time          no events"),
     }
+}
+
+/// Events, losses by reason, segments, bytes per event.
+fn print_events(r: &Reader, s: &Summary) {
     let total = s.events + s.lost_events;
     println!(
         "events        {} (lost {} = {} of all I/O seen)",
@@ -172,6 +198,10 @@ fn print_text(name: &str, r: &Reader, s: &Summary) {
         Some(b) => println!("bytes/event   {b:.2}"),
         None => println!("bytes/event   -"),
     }
+}
+
+/// Devices, those with I/O one per line.
+fn print_devices(s: &Summary) {
     let idle = s.devices.iter().filter(|d| d.events == 0).count();
     if idle > 0 {
         println!(
@@ -190,11 +220,27 @@ fn print_text(name: &str, r: &Reader, s: &Summary) {
             human_bytes(d.bytes)
         );
     }
+}
+
+/// Processes, cgroups, paths, how I/O is attributed, errors.
+fn print_tables(r: &Reader, s: &Summary) {
     println!(
         "processes     {} ({} threads)",
         thousands(s.processes),
         thousands(s.threads)
     );
+    if r.tables().has_cgroup_table() {
+        let labels = container_labels(r);
+        println!(
+            "cgroups       {}{}",
+            thousands(r.tables().cgroups().count() as u64),
+            if labels.is_empty() {
+                String::new()
+            } else {
+                format!(" (containers and pods: {})", labels.join(", "))
+            }
+        );
+    }
     println!("paths         {}", thousands(s.paths));
     println!(
         "attribution   file path {}, label {}, neither {}",
@@ -208,6 +254,11 @@ fn print_text(name: &str, r: &Reader, s: &Summary) {
             thousands(s.events_with_error)
         );
     }
+}
+
+/// The header's metadata, then damage (or that there is none).
+fn print_integrity(r: &Reader, s: &Summary) {
+    let h = r.header();
     for (k, v) in &h.metadata {
         let v = v.replace('\n', "\\n");
         println!("meta          {k} = {v}");
@@ -273,6 +324,17 @@ fn to_json(name: String, r: &Reader, s: &Summary) -> serde_json::Value {
         "processes": s.processes,
         "threads": s.threads,
         "paths": s.paths,
+        "cgroups": r.tables().has_cgroup_table().then(|| r.tables().cgroups().map(|c| json!({
+            "cgroup_id": c.id,
+            "path": c.path,
+            "label": c.identity.label(),
+            "runtime": c.identity.runtime.map(|x| x.name()),
+            "container_id": c.identity.container_id,
+            "monitor": c.identity.monitor,
+            "pod_uid": c.identity.pod_uid,
+            "qos": c.identity.qos,
+            "unit": c.identity.unit,
+        })).collect::<Vec<_>>()),
         "events_with_file_path": s.events_with_file,
         "events_with_label": s.events_with_label,
         "events_without_path": s.events_without_path,

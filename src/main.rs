@@ -15,6 +15,7 @@ mod top;
 use std::process::ExitCode;
 
 use clap::Parser;
+use iodump_record::error::shorten;
 
 fn main() -> ExitCode {
     // The original iodump's command line (`iodump -p sda …`, no subcommand).
@@ -50,16 +51,47 @@ fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
         Err(e) => {
             // One line: the error and its causes (a cause its error already shows is left
             // out: `opening x: No such file or directory` once, not twice).
-            let mut msg = String::new();
-            for c in e.chain().map(|c| c.to_string()) {
-                if msg.is_empty() {
-                    msg = c;
-                } else if !msg.ends_with(&c) {
-                    msg = format!("{msg}: {c}");
-                }
-            }
-            eprintln!("iodump: error: {}", msg.replace('\n', " "));
+            eprintln!("iodump: error: {}", one_line(&e));
             ExitCode::from(1)
         }
+    }
+}
+
+/// An error and its causes on one line: a cause its error already shows is left out
+/// (`opening x: No such file or directory` once, not twice), and a long cause (a verifier
+/// log) is cut to its first words and its last 600 bytes, where the verifier says why.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for c in e.chain().map(|c| shorten(c.to_string().replace('\n', " "))) {
+        if msg.is_empty() {
+            msg = c;
+        } else if !msg.ends_with(&c) {
+            msg = format!("{msg}: {c}");
+        }
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_one_line_with_long_causes_cut() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory");
+        let e = anyhow::Error::new(io).context("opening x: No such file or directory");
+        assert_eq!(one_line(&e), "opening x: No such file or directory");
+        let log = format!(
+            "verifier log: {}R1 invalid mem access",
+            "0: r1 = 0\n".repeat(500)
+        );
+        let e = anyhow::anyhow!(log).context("loading the BPF object");
+        let line = one_line(&e);
+        assert!(
+            line.starts_with("loading the BPF object: verifier log … "),
+            "{line}"
+        );
+        assert!(line.ends_with("R1 invalid mem access"), "{line}");
+        assert!(line.len() < 700 && !line.contains('\n'), "{line}");
     }
 }

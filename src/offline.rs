@@ -92,27 +92,8 @@ fn with_progress<T>(total: u64, what: &str, f: impl FnOnce(&(dyn Fn(u64) + Sync)
     out
 }
 
-/// One warning line when damaged chunks were skipped, or, when nothing could be read (no row,
-/// and no filter that could explain it), one error line instead.
-fn warn_damaged(
-    damaged: &[(String, iodump_format::Damage)],
-    rows: u64,
-    filtered: bool,
-) -> anyhow::Result<()> {
-    if let Some((trace, dmg)) = damaged.first() {
-        if rows == 0 && !filtered {
-            anyhow::bail!("{trace}: nothing could be read (first damage: {dmg})");
-        }
-        eprintln!(
-            "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
-            damaged.len()
-        );
-    }
-    Ok(())
-}
-
 pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
-    use iodump_analyze::convert::Partitioning;
+    use iodump_analyze::to_parquet::Partitioning;
     use iodump_analyze::Input;
     let mut part = Partitioning::default();
     for k in &a.partition_by {
@@ -141,7 +122,7 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
     let s = with_progress(total, "converting", |tick| {
-        iodump_analyze::convert::convert_with_progress(&inputs, &a.output, part, tick)
+        iodump_analyze::to_parquet::convert_with_progress(&inputs, &a.output, part, tick)
     })?;
     if let Some(d) = s.damaged.first() {
         if s.events == 0 {
@@ -164,163 +145,121 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    use iodump_analyze::query::{self, Dataset};
-    let filter = a
-        .filter
-        .as_deref()
-        .map(|f| crate::cli::parse_filter("--filter", f))
-        .transpose()?;
-    let paths: Vec<&std::path::Path> = a.files.iter().map(|p| p.as_path()).collect();
-    let dirs = a.files.iter().filter(|p| p.is_dir()).count();
-    if dirs > 0 && dirs < a.files.len() {
-        anyhow::bail!(
-            "give either .iod traces or directories written by `iodump convert`, not both"
-        );
+/// `--filter`, `--container` and `--cgroup` as one expression.
+fn analyze_filter(a: &AnalyzeArgs) -> anyhow::Result<Option<iodump_format::expr::Expr>> {
+    use iodump_format::expr::Expr;
+    let mut parts: Vec<Expr> = Vec::new();
+    if let Some(f) = a.filter.as_deref() {
+        parts.push(crate::cli::parse_filter("--filter", f)?);
     }
-    if a.sql.is_none() && a.engine == EngineArg::OnePass {
-        // Answered in one pass over the traces or Parquet row groups, without the polars
-        // table.
-        let by = match a.by {
-            ByArg::Ios => query::RankBy::Ios,
-            ByArg::Bytes => query::RankBy::Bytes,
-            ByArg::Latency => query::RankBy::Latency,
-        };
-        let interval_ns = if a.timeline {
-            parse_interval(&a.interval)?
-        } else {
-            0
-        };
-        let min_bytes = if a.seq_writes {
-            parse_min_bytes(&a.min_bytes)?
-        } else {
-            0
-        };
-        let f = filter.as_ref();
-        let total = iodump_analyze::fast::announced_rows(&paths);
-        let fr = with_progress(total, "decoding", |tick| {
-            use iodump_analyze::fast;
-            if a.top_files {
-                fast::top_files(&paths, f, by, a.limit, tick).map(Some)
-            } else if a.top_procs {
-                fast::top_procs(&paths, f, a.limit, tick).map(Some)
-            } else if a.timeline {
-                fast::timeline(&paths, f, interval_ns, tick).map(Some)
-            } else if a.seek {
-                fast::seek(&paths, f, tick)
-            } else if a.seq_writes {
-                fast::seq_writes(&paths, f, min_bytes, a.limit, tick)
-            } else if a.latency {
-                fast::latency(&paths, f, lat_by(a.group_by), tick).map(Some)
-            } else {
-                fast::summary(&paths, f, tick).map(Some)
-            }
-        })?;
-        if let Some(fr) = fr {
-            let (names, rows) = query::rows(&fr.frame);
-            warn_damaged(&fr.damaged, fr.events, f.is_some())?;
-            print_table(a.format, &names, &rows);
-            return Ok(ExitCode::SUCCESS);
-        }
-        eprintln!(
-            "iodump: note: I/Os are too far out of time order in the trace to follow them in \
-             one pass; sorting the whole table instead (slower, more memory)"
-        );
+    if let Some(c) = &a.container {
+        parts.push(Expr::for_container(c));
     }
-    if dirs == 0 && filter.is_none() {
-        check_table_fits(iodump_analyze::fast::announced_rows(&paths))?;
+    if let Some(c) = &a.cgroup {
+        parts.push(Expr::for_cgroup(c));
     }
-    let d = if dirs == 0 {
-        with_progress(
-            iodump_analyze::fast::announced_rows(&paths),
-            "decoding",
-            |tick| Dataset::load_with_progress(&paths, filter.as_ref(), tick),
-        )?
-    } else {
-        let mut d = Dataset::load_parquet(&a.files[0], filter.as_ref())?;
-        for p in &a.files[1..] {
-            d.append(Dataset::load_parquet(p, filter.as_ref())?)?;
-        }
-        d
-    };
-    // The query engine reports some problems by panicking: turn that into one error line.
-    let previous_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_query(a, &d)));
-    std::panic::set_hook(previous_hook);
-    let df = match result {
-        Ok(r) => r?,
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            anyhow::bail!("the query engine failed: {msg}");
-        }
-    };
-    let (names, rows) = query::rows(&df);
-    warn_damaged(&d.damaged, d.io.height() as u64, filter.is_some())?;
-    print_table(a.format, &names, &rows);
-    Ok(ExitCode::SUCCESS)
+    Ok(parts.into_iter().reduce(Expr::and))
 }
 
-fn run_query(
-    a: &AnalyzeArgs,
-    d: &iodump_analyze::query::Dataset,
-) -> anyhow::Result<iodump_analyze::query::DataFrame> {
-    use iodump_analyze::query::{self, RankBy};
-    Ok(if a.top_files {
+/// The flags of `iodump analyze` as a typed query.
+fn analyze_query(a: &AnalyzeArgs) -> anyhow::Result<iodump_analyze::Query> {
+    use iodump_analyze::query::RankBy;
+    use iodump_analyze::{Engine, Question};
+    let filter = analyze_filter(a)?;
+    // The flags of the questions are exclusive (clap group "query").
+    let question = if a.top_files {
         let by = match a.by {
             ByArg::Ios => RankBy::Ios,
             ByArg::Bytes => RankBy::Bytes,
             ByArg::Latency => RankBy::Latency,
         };
-        query::top_files(d, by, a.limit)?
+        Question::TopFiles { by, limit: a.limit }
     } else if a.top_procs {
-        query::top_procs(d, a.limit)?
+        Question::TopProcs { limit: a.limit }
     } else if a.timeline {
-        let ns = parse_interval(&a.interval)?;
-        query::timeline(d, ns)?
+        Question::Timeline {
+            interval_ns: parse_interval(&a.interval)?,
+        }
     } else if a.seek {
-        query::seek(d)?
+        Question::Seek
     } else if a.seq_writes {
-        query::seq_writes(d, parse_min_bytes(&a.min_bytes)?, a.limit)?
+        Question::SeqWrites {
+            min_bytes: parse_min_bytes(&a.min_bytes)?,
+            limit: a.limit,
+        }
     } else if let Some(q) = &a.sql {
-        query::sql(d, q)?
+        Question::Sql(q.clone())
     } else if a.latency {
-        query::latency(d, lat_by(a.group_by))?
+        Question::Latency {
+            by: lat_by(a.group_by),
+        }
     } else {
-        query::summary(d)?
+        Question::Summary
+    };
+    let engine = match a.engine {
+        EngineArg::OnePass => Engine::OnePass,
+        EngineArg::Polars => Engine::Polars,
+    };
+    Ok(iodump_analyze::Query {
+        question,
+        engine,
+        filter,
     })
 }
 
-/// Bytes of memory the polars `io` table takes per event (measured: 4.5 GB for 10M events).
-const TABLE_BYTES_PER_EVENT: u64 = 460;
+/// The progress of `iodump analyze`: a bar on stderr per decoding step (when stderr is a
+/// terminal), notes as `iodump: note:` lines.
+#[derive(Default)]
+struct AnalyzeProgress {
+    bar: std::sync::Mutex<Option<indicatif::ProgressBar>>,
+}
 
-/// Refuses, in one line, to build a polars table that cannot fit in the memory available
-/// (the process would be killed part-way instead).
-fn check_table_fits(events: u64) -> anyhow::Result<()> {
-    let need = events.saturating_mul(TABLE_BYTES_PER_EVENT);
-    let avail = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        m.lines()
-            .find(|l| l.starts_with("MemAvailable:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb * 1024)
-    });
-    if let Some(avail) = avail {
-        if need > avail {
-            anyhow::bail!(
-                "the in-memory table of {events} events needs about {:.1} GB and {:.1} GB are \
-                 available: narrow it with --filter, or `iodump convert` the trace and query \
-                 the Parquet with DuckDB",
-                need as f64 / 1e9,
-                avail as f64 / 1e9
-            );
+impl AnalyzeProgress {
+    fn bar(&self) -> std::sync::MutexGuard<'_, Option<indicatif::ProgressBar>> {
+        self.bar.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl iodump_analyze::Progress for AnalyzeProgress {
+    fn begin(&self, what: &'static str, total_events: u64) {
+        *self.bar() = progress_bar(total_events, what);
+    }
+    fn advance(&self, events: u64) {
+        if let Some(pb) = &*self.bar() {
+            pb.inc(events);
         }
     }
-    Ok(())
+    fn end(&self) {
+        if let Some(pb) = self.bar().take() {
+            pb.finish_and_clear();
+        }
+    }
+    fn note(&self, note: iodump_analyze::Note) {
+        eprintln!("iodump: note: {note}");
+    }
+}
+
+/// A failed SQL query is shown by its first line only (the engine's message goes on with its
+/// plan); other errors keep their chain of causes.
+fn one_line_sql_error(e: iodump_analyze::AnalyzeError) -> anyhow::Error {
+    match e {
+        e @ iodump_analyze::AnalyzeError::Sql { .. } => anyhow::anyhow!("{e}"),
+        e => e.into(),
+    }
+}
+
+pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    let query = analyze_query(a)?;
+    let answer = iodump_analyze::run(&query, &a.files, &AnalyzeProgress::default())
+        .map_err(one_line_sql_error)?;
+    if let Some((trace, dmg)) = answer.damaged.first() {
+        eprintln!(
+            "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
+            answer.damaged.len()
+        );
+    }
+    print_table(a.format, &answer.columns, &answer.rows);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--min-bytes`: 1M, 64k, 4096…
@@ -375,87 +314,95 @@ fn parse_interval(s: &str) -> anyhow::Result<i64> {
     Ok(ns as i64)
 }
 
+/// Prints the answer's rows on stdout in `fmt`.
 fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option<String>>]) {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match fmt {
-        TableFormat::Table => {
-            let mut w: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
-            for r in rows {
-                for (i, c) in r.iter().enumerate() {
-                    w[i] = w[i].max(c.as_deref().unwrap_or("-").chars().count());
-                }
-            }
-            let line = |cells: Vec<&str>| -> String {
-                cells
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| format!("{c:<width$}", width = w[i]))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-                    .trim_end()
-                    .to_string()
-            };
-            let _ = writeln!(out, "{}", line(names.iter().map(|s| s.as_str()).collect()));
-            for r in rows {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    line(r.iter().map(|c| c.as_deref().unwrap_or("-")).collect())
-                );
-            }
-        }
-        TableFormat::Csv => {
-            let esc = |s: &str| {
-                let mut v = Vec::new();
-                iodump_format::text::escape_csv(&mut v, s.as_bytes());
-                String::from_utf8_lossy(&v).into_owned()
-            };
-            let _ = writeln!(
-                out,
-                "{}",
-                names.iter().map(|n| esc(n)).collect::<Vec<_>>().join(",")
-            );
-            for r in rows {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    r.iter()
-                        .map(|c| esc(c.as_deref().unwrap_or("")))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                );
-            }
-        }
-        TableFormat::Json => {
-            let arr: Vec<serde_json::Value> = rows
-                .iter()
-                .map(|r| {
-                    let mut m = serde_json::Map::new();
-                    for (n, c) in names.iter().zip(r) {
-                        let v = match c {
-                            None => serde_json::Value::Null,
-                            Some(s) => {
-                                if let Ok(i) = s.parse::<u64>() {
-                                    serde_json::Value::from(i)
-                                } else {
-                                    s.parse::<f64>()
-                                        .ok()
-                                        .filter(|f| f.is_finite())
-                                        .and_then(serde_json::Number::from_f64)
-                                        .map(serde_json::Value::Number)
-                                        .unwrap_or_else(|| serde_json::Value::String(s.clone()))
-                                }
-                            }
-                        };
-                        m.insert(n.clone(), v);
-                    }
-                    serde_json::Value::Object(m)
-                })
-                .collect();
-            let _ = writeln!(out, "{}", serde_json::Value::Array(arr));
+    let text = match fmt {
+        TableFormat::Table => aligned_table(names, rows),
+        TableFormat::Csv => csv_table(names, rows),
+        TableFormat::Json => format!("{}\n", json_table(names, rows)),
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Columns padded to their widest cell, two spaces apart, nulls as `-`.
+fn aligned_table(names: &[String], rows: &[Vec<Option<String>>]) -> String {
+    let mut w: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.as_deref().unwrap_or("-").chars().count());
         }
     }
+    let line = |cells: Vec<&str>| -> String {
+        let mut l = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<width$}", width = w[i]))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string();
+        l.push('\n');
+        l
+    };
+    let mut out = line(names.iter().map(|s| s.as_str()).collect());
+    for r in rows {
+        out.push_str(&line(
+            r.iter().map(|c| c.as_deref().unwrap_or("-")).collect(),
+        ));
+    }
+    out
+}
+
+/// CSV with a header line, nulls empty.
+fn csv_table(names: &[String], rows: &[Vec<Option<String>>]) -> String {
+    let esc = |s: &str| {
+        let mut v = Vec::new();
+        iodump_format::text::escape_csv(&mut v, s.as_bytes());
+        String::from_utf8_lossy(&v).into_owned()
+    };
+    let mut out = names.iter().map(|n| esc(n)).collect::<Vec<_>>().join(",");
+    out.push('\n');
+    for r in rows {
+        let cells: Vec<String> = r.iter().map(|c| esc(c.as_deref().unwrap_or(""))).collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// An array of one object per row; cells that read as numbers are numbers.
+fn json_table(names: &[String], rows: &[Vec<Option<String>>]) -> serde_json::Value {
+    let arr = rows
+        .iter()
+        .map(|r| {
+            let m = names
+                .iter()
+                .zip(r)
+                .map(|(n, c)| {
+                    (
+                        n.clone(),
+                        c.as_deref().map_or(serde_json::Value::Null, json_cell),
+                    )
+                })
+                .collect();
+            serde_json::Value::Object(m)
+        })
+        .collect();
+    serde_json::Value::Array(arr)
+}
+
+/// A cell as JSON: an integer, else a finite float, else a string.
+fn json_cell(s: &str) -> serde_json::Value {
+    if let Ok(i) = s.parse::<u64>() {
+        return serde_json::Value::from(i);
+    }
+    s.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .and_then(serde_json::Number::from_f64)
+        .map(serde_json::Value::Number)
+        .unwrap_or_else(|| serde_json::Value::String(s.to_string()))
 }
 
 fn trace_name(p: &std::path::Path) -> String {
@@ -544,6 +491,33 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_in_each_format() {
+        let names = vec!["dev".to_string(), "ios".to_string(), "p99_us".to_string()];
+        let rows = vec![
+            vec![Some("sda".to_string()), Some("12".to_string()), None],
+            vec![
+                Some("a,b".to_string()),
+                Some("3".to_string()),
+                Some("1.5".to_string()),
+            ],
+        ];
+        assert_eq!(
+            aligned_table(&names, &rows),
+            "dev  ios  p99_us\nsda  12   -\na,b  3    1.5\n"
+        );
+        assert_eq!(
+            csv_table(&names, &rows),
+            "dev,ios,p99_us\nsda,12,\n\"a,b\",3,1.5\n"
+        );
+        assert_eq!(
+            json_table(&names, &rows).to_string(),
+            r#"[{"dev":"sda","ios":12,"p99_us":null},{"dev":"a,b","ios":3,"p99_us":1.5}]"#
+        );
+        assert_eq!(json_cell("inf"), serde_json::Value::String("inf".into()));
+        assert_eq!(json_cell("-2"), serde_json::json!(-2.0));
+    }
 
     #[test]
     fn intervals() {

@@ -207,16 +207,45 @@ fn open_append(p: &Path) -> anyhow::Result<File> {
 /// The record configuration of an original command line (`argv` for the trace header).
 pub fn config(a: &OriginalArgs, argv: Vec<String>) -> anyhow::Result<RecordConfig> {
     let bpf = BpfSettings {
-        sample_every: match (a.one_in, &a.sample) {
-            (Some(_), Some(_)) => bail!("-S N and --sample say the same: give one"),
-            (Some(n), None) => n,
-            (None, Some(s)) => crate::record::parse_sample(s)?,
-            (None, None) => 1,
-        },
+        sample_every: sample_every(a)?,
         pids: a.pids.clone(),
         comms: a.comms.iter().map(|c| c.as_bytes().to_vec()).collect(),
         ..BpfSettings::default()
     };
+    let filter = filter(a)?;
+    if let Some(act) = &a.action {
+        check_action(act)?;
+    }
+    let duration = crate::record::time_limit(a.seconds)?;
+    let (output, print, print_to) = outputs(a)?;
+    Ok(RecordConfig {
+        devices: device_names(&a.devices)?,
+        output,
+        duration,
+        print,
+        bpf,
+        command: a.command.clone(),
+        recorder_argv: argv,
+        memory_limit_bytes: 64 << 20,
+        metadata: Vec::new(),
+        filter,
+        print_to,
+        container: None,
+    })
+}
+
+/// `-S N` or `--sample`: record one I/O in N.
+fn sample_every(a: &OriginalArgs) -> anyhow::Result<u32> {
+    Ok(match (a.one_in, &a.sample) {
+        (Some(_), Some(_)) => bail!("-S N and --sample say the same: give one"),
+        (Some(n), None) => n,
+        (None, Some(s)) => crate::record::parse_sample(s)?,
+        (None, None) => 1,
+    })
+}
+
+/// `-f EXPR` and `-c TEXT` (command names containing TEXT) as one expression.
+fn filter(a: &OriginalArgs) -> anyhow::Result<Option<iodump_format::expr::Expr>> {
     let mut terms = Vec::new();
     if let Some(f) = &a.filter {
         crate::cli::parse_filter("-f", f)?;
@@ -230,45 +259,63 @@ pub fn config(a: &OriginalArgs, argv: Vec<String>) -> anyhow::Result<RecordConfi
             .collect();
         terms.push(format!("({})", any.join(" || ")));
     }
-    let filter = if terms.is_empty() {
-        None
-    } else {
-        Some(crate::cli::parse_filter("-f", &terms.join(" && "))?)
-    };
-    if let Some(act) = &a.action {
-        let known = ACTIONS
-            .iter()
-            .any(|(l, n)| (act.len() == 1 && act.starts_with(*l)) || act == n);
-        if !known {
-            bail!(
-                "-a {act}: not one of the original's actions ({})",
-                ACTIONS
-                    .iter()
-                    .map(|(l, _)| l.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
-        }
-        eprintln!(
-            "iodump: -a {act} accepted: iodump records each I/O once over its whole life \
-             (entry into the block layer to completion, with its queue and latency fields), \
-             not the events of one tracepoint"
+    if terms.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(crate::cli::parse_filter("-f", &terms.join(" && "))?))
+}
+
+/// `-a ACTION`: one of the original's tracepoint actions is accepted (with a note: iodump
+/// records each I/O over its whole life); anything else is an error.
+fn check_action(act: &str) -> anyhow::Result<()> {
+    let known = ACTIONS
+        .iter()
+        .any(|(l, n)| (act.len() == 1 && act.starts_with(*l)) || act == *n);
+    if !known {
+        bail!(
+            "-a {act}: not one of the original's actions ({})",
+            ACTIONS
+                .iter()
+                .map(|(l, _)| l.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
         );
     }
-    let duration = crate::record::time_limit(a.seconds)?;
+    eprintln!(
+        "iodump: -a {act} accepted: iodump records each I/O once over its whole life \
+         (entry into the block layer to completion, with its queue and latency fields), \
+         not the events of one tracepoint"
+    );
+    Ok(())
+}
+
+/// `-p` prefixes: the device names they match, each once.
+fn device_names(prefixes: &[String]) -> anyhow::Result<Vec<String>> {
     let all = devices::list()?;
     let mut names: Vec<String> = Vec::new();
-    for p in &a.devices {
+    for p in prefixes {
         for d in devices::resolve_prefix(p, &all)? {
             if !names.contains(&d.name) {
                 names.push(d.name);
             }
         }
     }
+    Ok(names)
+}
+
+type Outputs = (
+    Option<std::path::PathBuf>,
+    Option<PrintFormat>,
+    Option<Arc<File>>,
+);
+
+/// Where the events go: `-s FILE.iod` a trace (and the lines -o asks for on stdout), `-s
+/// FILE` lines appended to FILE (CSV by default), else lines on stdout.
+fn outputs(a: &OriginalArgs) -> anyhow::Result<Outputs> {
     let choice = choice(a)?;
     let header = !a.no_header;
     let fmt = |style, header| PrintFormat::Original(OriginalFormat { style, header });
-    let (output, print, print_to) = match &a.save {
+    Ok(match &a.save {
         Some(p) if p.extension().is_some_and(|e| e == "iod") => {
             let print = match choice {
                 Choice::Default => None,
@@ -294,19 +341,6 @@ pub fn config(a: &OriginalArgs, argv: Vec<String>) -> anyhow::Result<RecordConfi
             };
             (None, Some(fmt(style, header)), None)
         }
-    };
-    Ok(RecordConfig {
-        devices: names,
-        output,
-        duration,
-        print,
-        bpf,
-        command: a.command.clone(),
-        recorder_argv: argv,
-        memory_limit_bytes: 64 << 20,
-        metadata: Vec::new(),
-        filter,
-        print_to,
     })
 }
 

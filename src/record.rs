@@ -139,6 +139,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         memory_limit_bytes: 64 << 20,
         metadata,
         print_to: None,
+        container: a.container.clone(),
     };
     execute(&cfg, a.stats)
 }

@@ -8,13 +8,7 @@ use iodump_format::{Op, Reader};
 
 mod common;
 
-use common::{bin, run};
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
+use common::{bin, fixture, ok, run};
 
 fn analyze_json(args: &[&str]) -> Vec<serde_json::Value> {
     let out = run(bin()
@@ -22,11 +16,7 @@ fn analyze_json(args: &[&str]) -> Vec<serde_json::Value> {
         .arg(fixture("mixed-20k.iod"))
         .args(args)
         .args(["--format", "json"]));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     serde_json::from_slice::<serde_json::Value>(&out.stdout)
         .unwrap()
         .as_array()
@@ -320,22 +310,14 @@ fn recorded_fio_job_is_the_top_process_and_file() {
     sh(&format!("umount {}", mnt.display()));
     let _ = std::fs::write(format!("/sys/block/zram{id}/reset"), "1");
     let _ = std::fs::write("/sys/class/zram-control/hot_remove", id.to_string());
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let json = |args: &[&str]| -> Vec<serde_json::Value> {
         let out = run(bin()
             .arg("analyze")
             .arg(&trace)
             .args(args)
             .args(["--format", "json"]));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out);
         serde_json::from_slice::<serde_json::Value>(&out.stdout)
             .unwrap()
             .as_array()
@@ -386,11 +368,7 @@ fn parquet_inputs_give_the_same_answers() {
             .arg(input)
             .args(["--sql", "SELECT count(*) AS n FROM io", "--format", "json"])
             .args(["--filter", f]));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ok(&out);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         v[0]["n"].as_u64().unwrap()
     };
@@ -526,11 +504,7 @@ fn several_traces_one_dataset() {
             .args(q)
             .args(json)
             .args(["--engine", "polars"]));
-        assert!(
-            traces.status.success(),
-            "{}",
-            String::from_utf8_lossy(&traces.stderr)
-        );
+        ok(&traces);
         same_rows(&traces.stdout, &polars.stdout, &format!("{q:?} traces"));
         let traces_polars = run(bin()
             .arg("analyze")
@@ -661,7 +635,7 @@ fn seek_and_runs_on_traces_out_of_time_order() {
                 .arg(&pq)
                 .args(q)
                 .args(["--format", "json", "--engine", "polars"]));
-            assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+            ok(&a);
             let note = String::from_utf8_lossy(&a.stderr).contains("out of time order");
             assert_eq!(note, !sorted_on_the_fly, "{name} {q:?}: note on stderr");
             same_rows(&a.stdout, &b.stdout, &format!("{name} {q:?}"));

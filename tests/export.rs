@@ -2,20 +2,13 @@
 //! iolog that real fio replays with the recorded number of I/Os.
 #![cfg(feature = "analyze")]
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use iodump_format::{Op, Reader};
 
 mod common;
 
-use common::{bin, bpf_available, run, TempDir};
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
+use common::{bin, bpf_available, fixture, ok, run, TempDir};
 
 fn have_pandas() -> bool {
     let ok = Command::new("python3")
@@ -38,11 +31,7 @@ fn csv_runs_the_original_pandas_recipe() {
         .arg(fixture("mixed-20k.iod"))
         .args(["--format", "csv", "-o"])
         .arg(&csv));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     // Independent expectations from the reader.
     let r = Reader::open(fixture("mixed-20k.iod")).unwrap();
     let big_writes = r
@@ -66,11 +55,7 @@ fn csv_runs_the_original_pandas_recipe() {
         .arg(&csv)
         .output()
         .unwrap();
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
+    ok(&py);
     assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "20000");
     if !have_pandas() {
         eprintln!("skipped the pandas part: no pandas");
@@ -89,11 +74,7 @@ fn csv_runs_the_original_pandas_recipe() {
         .arg(&csv)
         .output()
         .unwrap();
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
+    ok(&py);
     assert_eq!(
         String::from_utf8_lossy(&py.stdout).trim(),
         format!("{big_writes} {mysqld}")
@@ -173,11 +154,7 @@ fn fio_replays_the_exported_iolog() {
             "dd if=/dev/zero of=/dev/zram{a} bs=8k count=300 oflag=direct 2>/dev/null && \
              dd if=/dev/zram{a} of=/dev/null bs=4k count=200 iflag=direct 2>/dev/null"
         )));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let log = d.join("replay.iolog");
     let out = run(bin()
         .args(["export"])
@@ -200,11 +177,7 @@ fn fio_replays_the_exported_iolog() {
         let _ = std::fs::write(format!("/sys/block/zram{id}/reset"), "1");
         let _ = std::fs::write("/sys/class/zram-control/hot_remove", id.to_string());
     }
-    assert!(
-        fio.status.success(),
-        "{}",
-        String::from_utf8_lossy(&fio.stderr)
-    );
+    ok(&fio);
     let v: serde_json::Value = serde_json::from_slice(&fio.stdout).unwrap();
     let job = &v["jobs"][0];
     assert_eq!(job["write"]["total_ios"], 300, "{}", job["write"]);
@@ -228,11 +201,7 @@ fn parquet_opens_in_pandas() {
         .arg(fixture("mixed-20k.iod"))
         .arg("-o")
         .arg(&d.0));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let r = Reader::open(fixture("oltp-5k.iod")).unwrap();
     let mysqld = r
         .events()
@@ -254,11 +223,7 @@ fn parquet_opens_in_pandas() {
         .arg(&d.0)
         .output()
         .unwrap();
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
+    ok(&py);
     assert_eq!(
         String::from_utf8_lossy(&py.stdout).trim(),
         format!("25000 {mysqld}")
@@ -271,11 +236,7 @@ fn parquet_opens_in_pandas() {
         .arg(fixture("mixed-20k.iod"))
         .args(["--partition-by", "host,date", "-o"])
         .arg(&h));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let py = Command::new("python3")
         .arg("-c")
         .arg(
@@ -286,11 +247,7 @@ fn parquet_opens_in_pandas() {
         .arg(&h)
         .output()
         .unwrap();
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
+    ok(&py);
     assert_eq!(
         String::from_utf8_lossy(&py.stdout).trim(),
         "25000 ['synth-mixed', 'synth-oltp']"

@@ -10,6 +10,8 @@ use iodump_format::{DevT, Event, Op, PathKind, Reader, Syscall};
 
 mod common;
 
+use common::ok;
+
 use common::bpf_available;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -335,11 +337,7 @@ fn nested_mounts_and_awkward_names() {
         .arg(format!("cat '{}'/* > /dev/null", nested.display()))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let r = Reader::open(&t).unwrap();
     for f in &files {
         let want = f.as_os_str().as_bytes();

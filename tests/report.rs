@@ -14,7 +14,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{bin, bpf_available, run, TempDir};
+use common::{bin, bpf_available, ok, run, TempDir};
 
 const PLOTS: [&str; 8] = [
     "summary",
@@ -34,11 +34,7 @@ fn synth(dir: &TempDir, name: &str, events: u64, workload: &str, seed: u64) -> P
         .arg(&p)
         .args(["--events", &events.to_string(), "--workload", workload])
         .args(["--seed", &seed.to_string(), "--segment-events", "4096"]));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     p
 }
 
@@ -244,7 +240,7 @@ fn report_data_matches_the_trace() {
     let b = synth(&d, "oltp.iod", 30_000, "oltp", 4);
     let out = d.join("r.html");
     let o = report(&[&a, &b], &out);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&o);
     let html = std::fs::read_to_string(&out).unwrap();
     assert_self_contained(&html);
     let data = embedded(&html);
@@ -267,7 +263,7 @@ fn report_of_a_large_trace_stays_small() {
     let a = synth(&d, "big.iod", 400_000, "randread", 5);
     let out = d.join("r.html");
     let o = report(&[&a], &out);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&o);
     let size = std::fs::metadata(&out).unwrap().len();
     // Binned: the page does not grow with the I/Os (400k I/Os would be tens of MB as points).
     assert!(size < 3_000_000, "report is {size} bytes");
@@ -361,7 +357,7 @@ fn damaged_traces_report_what_can_be_decoded() {
     let missing = damaged_copy(&a, &bad);
     let out = d.join("r.html");
     let o = report(&[&bad], &out);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("warning") && err.contains("damaged"), "{err}");
     let data = embedded(&std::fs::read_to_string(&out).unwrap());
@@ -382,7 +378,7 @@ fn damaged_traces_report_what_can_be_decoded() {
         .arg(&bad)
         .arg("-o")
         .arg(d.join("bad.svg")));
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&o);
     assert!(String::from_utf8_lossy(&o.stderr).contains("damaged"));
 
     // Nothing decodable: an error, not an empty report.
@@ -535,7 +531,7 @@ fn chromium_draws_every_plot_without_errors() {
     damaged_copy(&b, &bad);
     let page = d.join("report.html");
     let o = report(&[&a, &bad], &page);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&o);
     // This trace has losses: the page marks them.
     let data = embedded(&std::fs::read_to_string(&page).unwrap());
     assert!(!data["traces"][0]["losses"].as_array().unwrap().is_empty());
@@ -616,10 +612,10 @@ fn report_of_a_real_recording() {
             "dd if=/dev/zero of={node} bs=64k count=300 oflag=direct 2>/dev/null && \
              dd if={node} of=/dev/null bs=4k count=3000 iflag=direct 2>/dev/null"
         )));
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&o);
     let page = d.join("r.html");
     let o = report(&[&trace], &page);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    ok(&o);
     let data = embedded(&std::fs::read_to_string(&page).unwrap());
     let tr = &data["traces"][0];
     check_trace(tr, &trace);
@@ -638,6 +634,6 @@ fn report_of_a_real_recording() {
             .arg(&trace)
             .arg("-o")
             .arg(d.join(&format!("{k}.png"))));
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ok(&o);
     }
 }

@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use iodump_format::synth::{self, SynthParams, SynthSink, Workload};
 use iodump_format::{Device, EndInfo, Event, Loss, PathEntry, Process, WriteError, Writer};
+use iodump_synth::{self as synth, SynthParams, SynthSink, Workload};
 use serde_json::Value;
 
 mod common;
 
-use common::{bin, run, TempDir};
+use common::{bin, ok, run, TempDir};
 
 /// 2026-01-16T00:00:00Z in ns: the midnight between the two days.
 const MIDNIGHT_NS: i64 = 1_768_521_600 * 1_000_000_000;
@@ -227,11 +227,7 @@ fn spark_and_duckdb_answer_like_analyze_on_a_two_host_two_day_dataset() {
         .args(&traces)
         .args(["--partition-by", "host,date", "-o"])
         .arg(&ds));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     for part in [
         "io/host=web-01/date=2026-01-15",
         "io/host=web-01/date=2026-01-16",
@@ -300,11 +296,7 @@ fn spark_and_duckdb_answer_like_analyze_on_a_two_host_two_day_dataset() {
         .output()
         .unwrap();
     let took = t.elapsed();
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
+    ok(&py);
     let got: Value = serde_json::from_slice(&py.stdout).unwrap_or_else(|e| {
         panic!(
             "{e}: {}\n{}",

@@ -13,7 +13,7 @@ use serde_json::Value;
 mod common;
 
 use common::devices::Zram;
-use common::{bin, bpf_available, one_line_error, run};
+use common::{bin, bpf_available, ok, one_line_error, run};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -297,11 +297,7 @@ fn top_writes_a_trace_with_o() {
             "-o",
         ])
         .arg(&trace));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let snaps = json_lines(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(snaps.len(), 2);
     let shown: u64 = snaps
@@ -710,4 +706,188 @@ fn containers_are_named_from_their_cgroups() {
     assert_eq!(files(&["--container", "5E5E5E5E"]), vec![r]);
     assert!(files(&["--container", "docker:0f1e2d"]).is_empty());
     drop(w);
+}
+
+/// Sum of the bytes written by I/O of `analyze ARGS` (`--sql` over the io table).
+fn written_bytes(trace: &Path, args: &[&str]) -> u64 {
+    let mut cmd = bin();
+    cmd.args([
+        "analyze",
+        "--sql",
+        "SELECT coalesce(sum(io.bytes), 0) AS b FROM io JOIN files ON io.path_id = files.path_id \
+         AND io.trace = files.trace WHERE io.op = 'write' AND files.path LIKE '%.dat'",
+        "--format",
+        "csv",
+    ]);
+    let out = run(cmd.args(args).arg(trace));
+    assert!(
+        out.status.success(),
+        "analyze {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{text}"))
+}
+
+#[test]
+fn containers_are_stored_in_traces_and_filtered_in_record_and_analyze() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("containers_are_stored_in_traces_and_filtered_in_record_and_analyze") {
+        return;
+    }
+    let root = cgroup2_mount().expect("no cgroup2 mount");
+    let docker_id = "d0c4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeeff001122";
+    let cri_id = "c1e2d3c4b5a69788796a5b4c3d2e1f00123456789abcdef0123456789abcdef0";
+    let uid = "8d9e6679-7425-40de-944b-e07fc1f90ae8";
+    let docker_rel = format!("system.slice/docker-{docker_id}.scope");
+    let pod_rel = format!(
+        "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice",
+        uid.replace('-', "_")
+    );
+    let cri_rel = format!("{pod_rel}/cri-containerd-{cri_id}.scope");
+    let mut cg = CgroupTree::new(&root);
+    let dirs = [
+        cg.make(&docker_rel),
+        cg.make(&cri_rel),
+        cg.make("other.service"),
+    ];
+    let fs = Fs::new("containers");
+    let dev = fs.zram.name();
+    // Three writers, one after the other, each in its cgroup: 4, 2 and 1 MiB of O_DIRECT
+    // writes in 64 KiB blocks.
+    let script: Vec<String> = dirs
+        .iter()
+        .zip([("docker", 64), ("pod", 32), ("other", 16)])
+        .map(|(d, (name, blocks))| {
+            format!(
+                "sh -c 'echo $$ > {}/cgroup.procs && exec dd if=/dev/zero of={}/{name}.dat \
+                 bs=64k count={blocks} oflag=direct status=none'",
+                d.display(),
+                fs.mnt.display()
+            )
+        })
+        .collect();
+    let script = script.join(" && ");
+    let all = fs.dir.join("all.iod");
+    let out = run(bin()
+        .args(["record", "-d", &dev, "-o"])
+        .arg(&all)
+        .args(["--", "sh", "-c", &script]));
+    ok(&out);
+
+    // The trace's cgroups table: paths and identities of the writers' cgroups.
+    let out = run(bin().args(["info", "--json"]).arg(&all));
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cgroups = info["cgroups"].as_array().expect("a cgroups table");
+    let find = |rel: &str| {
+        let p = cg.path(rel);
+        cgroups
+            .iter()
+            .find(|c| c["path"] == p.as_str())
+            .unwrap_or_else(|| panic!("no cgroup {p} in {cgroups:?}"))
+            .clone()
+    };
+    let d = find(&docker_rel);
+    assert_eq!(d["runtime"], "docker");
+    assert_eq!(d["container_id"], docker_id);
+    let c = find(&cri_rel);
+    assert_eq!(c["runtime"], "containerd");
+    assert_eq!(c["container_id"], cri_id);
+    assert_eq!(c["pod_uid"], uid);
+    assert_eq!(c["qos"], "besteffort");
+    assert_eq!(find("other.service")["unit"], "other.service");
+    assert!(cgroups.iter().any(|c| c["path"] == "/"), "{cgroups:?}");
+    let text = String::from_utf8_lossy(&run(bin().arg("info").arg(&all)).stdout).into_owned();
+    assert!(
+        text.contains("docker:d0c4e5f60718")
+            && text.contains("containerd:c1e2d3c4b5a6 pod:8d9e6679"),
+        "{text}"
+    );
+
+    // analyze: by container id, runtime:id, pod, cgroup path (from the mount or under it).
+    const MIB: u64 = 1 << 20;
+    assert_eq!(written_bytes(&all, &[]), 7 * MIB);
+    assert_eq!(written_bytes(&all, &["--container", "d0c4e5"]), 4 * MIB);
+    assert_eq!(written_bytes(&all, &["--container", "D0C4E5F607"]), 4 * MIB);
+    assert_eq!(
+        written_bytes(&all, &["--container", "docker:d0c4"]),
+        4 * MIB
+    );
+    assert_eq!(written_bytes(&all, &["--container", "crio:c1e2"]), 0);
+    assert_eq!(
+        written_bytes(&all, &["--container", &format!("pod:{}", &uid[..8])]),
+        2 * MIB
+    );
+    assert_eq!(written_bytes(&all, &["--container", "c1e2d3"]), 2 * MIB);
+    assert_eq!(
+        written_bytes(&all, &["--cgroup", &cg.path("kubepods.slice")]),
+        2 * MIB
+    );
+    let other = root.join(cg.path("other.service").trim_start_matches('/'));
+    assert_eq!(
+        written_bytes(&all, &["--cgroup", other.to_str().unwrap()]),
+        MIB
+    );
+    assert_eq!(written_bytes(&all, &["--cgroup", &cg.path("")]), 7 * MIB);
+    assert_eq!(written_bytes(&all, &["--cgroup", &cg.path("system")]), 0);
+    assert_eq!(
+        written_bytes(
+            &all,
+            &[
+                "--filter",
+                &format!("pod == '{uid}' || container =~ 'd0c4*'")
+            ]
+        ),
+        6 * MIB
+    );
+
+    // record --container: only the docker container's I/O is recorded.
+    let only = fs.dir.join("docker.iod");
+    let out = run(bin()
+        .args(["record", "-d", &dev, "--container", &docker_id[..10], "-o"])
+        .arg(&only)
+        .args(["--", "sh", "-c", &script]));
+    ok(&out);
+    assert_eq!(written_bytes(&only, &[]), 4 * MIB);
+    let r = iodump_format::Reader::open(&only).unwrap();
+    let docker_cgroup = d["cgroup_id"].as_u64().unwrap();
+    let events = common::events_on(&r, &dev);
+    assert!(!events.is_empty());
+    assert!(
+        events.iter().all(|e| e.cgroup_id == docker_cgroup),
+        "events of other cgroups"
+    );
+
+    // Errors: no such container, ambiguous, with --cgroup, a trace without the table.
+    let missing = fs.dir.join("missing.iod");
+    let out = run(bin()
+        .args(["record", "-d", &dev, "--container", "fffff0", "-o"])
+        .arg(&missing)
+        .args(["--", "true"]));
+    one_line_error(&out, "--container fffff0: no container or pod");
+    assert!(!missing.exists());
+    // Any container: the docker one and the pod's (and any other this host runs).
+    let out = run(bin()
+        .args(["record", "--container", "", "-o"])
+        .arg(&missing)
+        .args(["--", "true"]));
+    one_line_error(&out, "cgroups (");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("docker:d0c4e5f60718"));
+    let out = run(bin()
+        .args(["record", "--container", "d0c4", "--cgroup", "/", "-o"])
+        .arg(&missing)
+        .args(["--", "true"]));
+    assert!(!out.status.success());
+    assert!(!missing.exists());
+    let synth = fs.dir.join("synth.iod");
+    assert!(run(bin()
+        .args(["synth", "--events", "100", "--workload", "oltp", "-o"])
+        .arg(&synth))
+    .status
+    .success());
+    let out = run(bin().args(["analyze", "--container", "d0c4"]).arg(&synth));
+    one_line_error(&out, "no cgroups table");
 }

@@ -1,20 +1,24 @@
 //! `iodump-analyze` owns offline analysis of traces: the Parquet tables of `iodump convert`
-//! and the exports (CSV with the original iodump's columns first, JSON lines, fio's version 3
-//! iolog for replay); the polars queries of `iodump analyze`; the HTML report and single plots
-//! of `iodump report` and `iodump plot` (binned in one parallel pass, no polars).
+//! ([`to_parquet`]) and the exports (`export`: CSV with the original iodump's columns first,
+//! JSON lines, fio's version 3 iolog for replay); the queries of `iodump analyze` behind
+//! [`run`] ([`engine`]), answered in one pass ([`onepass`], reading traces and Parquet through
+//! `onepass_source`) or on the polars table ([`query`]); the report and plots of `iodump
+//! report` and `iodump plot` ([`report`], [`plot`]: binned in one parallel pass, no polars).
 
-pub mod convert;
+pub mod engine;
 pub mod export;
-pub mod fast;
 pub mod files;
-mod ingest;
 pub mod layout;
+pub mod onepass;
+mod onepass_source;
 pub mod plot;
 pub mod query;
 pub mod report;
+pub mod to_parquet;
 
-pub use convert::{convert, ConvertSummary, Input};
+pub use engine::{run, Answer, Engine, NoProgress, Note, Progress, Query, Question};
 pub use export::{export, ExportFormat, ExportSummary};
+pub use to_parquet::{convert, ConvertSummary, Input};
 
 use std::fmt;
 
@@ -24,9 +28,10 @@ use std::fmt;
 pub enum AnalyzeError {
     /// The trace could not be read at all.
     Read(iodump_format::ReadError),
-    /// A query failed in the engine.
+    /// A query cannot be answered on this input (no `io` table, a column missing or of
+    /// another type); errors of the engine itself are [`AnalyzeError::Polars`].
     Query {
-        /// The engine's message.
+        /// What is wrong.
         message: String,
     },
     /// No event of the input could be decoded (every segment damaged).
@@ -51,6 +56,62 @@ pub enum AnalyzeError {
         file: std::path::PathBuf,
         /// The layout it says it has.
         layout: String,
+    },
+    /// Traces and Parquet directories given together.
+    MixedInputs,
+    /// A container or cgroup filter over a Parquet directory (the cgroups table is joined in
+    /// Spark or DuckDB, not here).
+    CgroupsFromParquet {
+        /// The directory.
+        dir: std::path::PathBuf,
+    },
+    /// A container or cgroup filter over a trace without a cgroups table.
+    NoCgroupTable {
+        /// The trace.
+        trace: std::path::PathBuf,
+    },
+    /// An input could not be opened.
+    Open {
+        /// The input.
+        path: std::path::PathBuf,
+        /// Why.
+        source: iodump_format::ReadError,
+    },
+    /// The polars table would not fit in the memory available.
+    TableTooLarge {
+        /// I/Os of the table.
+        events: u64,
+        /// Memory it would take (estimate).
+        need_bytes: u64,
+        /// Memory available (`MemAvailable`).
+        available_bytes: u64,
+    },
+    /// The query engine panicked.
+    EnginePanicked {
+        /// The panic's message.
+        message: String,
+    },
+    /// The polars engine failed.
+    Polars {
+        /// Its error.
+        source: polars::prelude::PolarsError,
+    },
+    /// A polars SQL query failed (shown by the first line of the engine's message).
+    Sql {
+        /// The engine's error.
+        source: polars::prelude::PolarsError,
+    },
+    /// A Parquet file could not be read.
+    ReadParquet {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: ParquetReadError,
+    },
+    /// A plot could not be drawn by the plotting library.
+    Draw {
+        /// The library's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Writing the output failed.
     Write {
@@ -78,6 +139,47 @@ impl fmt::Display for AnalyzeError {
                 file.display(),
                 layout::LAYOUT
             ),
+            AnalyzeError::MixedInputs => f.write_str(
+                "give either .iod traces or directories written by `iodump convert`, not both",
+            ),
+            AnalyzeError::CgroupsFromParquet { dir } => write!(
+                f,
+                "{CGROUP_FIELDS} are read from .iod traces, not from Parquet ({}): give the \
+                 trace, or join io with the Parquet cgroups table in Spark or DuckDB",
+                dir.display()
+            ),
+            AnalyzeError::NoCgroupTable { trace } => write!(
+                f,
+                "{}: no cgroups table (traces of iodump before format 1.2 and synthetic ones \
+                 have none), so {CGROUP_FIELDS} cannot be matched",
+                trace.display()
+            ),
+            AnalyzeError::Open { path, .. } => write!(f, "cannot read {}", path.display()),
+            AnalyzeError::TableTooLarge {
+                events,
+                need_bytes,
+                available_bytes,
+            } => write!(
+                f,
+                "the in-memory table of {events} events needs about {:.1} GB and {:.1} GB are \
+                 available: narrow it with --filter, or `iodump convert` the trace and query \
+                 the Parquet with DuckDB",
+                *need_bytes as f64 / 1e9,
+                *available_bytes as f64 / 1e9
+            ),
+            AnalyzeError::EnginePanicked { message } => {
+                write!(f, "the query engine failed: {message}")
+            }
+            AnalyzeError::Polars { source } => write!(f, "query failed: {source}"),
+            AnalyzeError::Sql { source } => {
+                let message = source.to_string();
+                let first = message.lines().next().unwrap_or("");
+                write!(f, "query failed: {first}")
+            }
+            AnalyzeError::ReadParquet { path, source } => {
+                write!(f, "{}: {source}", path.display())
+            }
+            AnalyzeError::Draw { source } => write!(f, "drawing failed: {source}"),
             AnalyzeError::Write { what, source } => write!(f, "writing {what}: {source}"),
         }
     }
@@ -86,16 +188,125 @@ impl fmt::Display for AnalyzeError {
 impl std::error::Error for AnalyzeError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            // Shown through Display, so its cause is the next in the chain (the others show
-            // their causes themselves).
+            // Shown through Display, so their causes are the next in the chain.
+            AnalyzeError::Read(e) => e.source(),
             AnalyzeError::Output(e) => e.source(),
+            // The causes (their text is in Display too: a printer of the chain such as the
+            // binary's leaves out a cause its error already ends with).
+            AnalyzeError::Open { source, .. } => Some(source),
+            AnalyzeError::Polars { source } | AnalyzeError::Sql { source } => Some(source),
+            AnalyzeError::ReadParquet { source, .. } => Some(source),
+            AnalyzeError::Draw { source } => Some(source.as_ref()),
+            AnalyzeError::Write { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// What the cgroups table of a trace is needed for.
+const CGROUP_FIELDS: &str =
+    "--container, --cgroup and the fields cgroup_path, container, pod and runtime";
+
+/// Why a Parquet file could not be read: opening it, its metadata, or decoding its rows.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ParquetReadError {
+    /// Opening the file.
+    Io(std::io::Error),
+    /// Reading its metadata or row groups.
+    Parquet(parquet::errors::ParquetError),
+    /// Decoding its rows into Arrow.
+    Arrow(arrow_schema::ArrowError),
+}
+
+impl fmt::Display for ParquetReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParquetReadError::Io(e) => write!(f, "{e}"),
+            ParquetReadError::Parquet(e) => write!(f, "{e}"),
+            ParquetReadError::Arrow(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ParquetReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        // Shown through Display, so the cause is the next in the chain.
+        match self {
+            ParquetReadError::Io(e) => e.source(),
+            ParquetReadError::Parquet(e) => e.source(),
+            ParquetReadError::Arrow(e) => e.source(),
+        }
+    }
+}
+
+impl From<std::io::Error> for ParquetReadError {
+    fn from(e: std::io::Error) -> Self {
+        ParquetReadError::Io(e)
+    }
+}
+
+impl From<parquet::errors::ParquetError> for ParquetReadError {
+    fn from(e: parquet::errors::ParquetError) -> Self {
+        ParquetReadError::Parquet(e)
+    }
+}
+
+impl From<arrow_schema::ArrowError> for ParquetReadError {
+    fn from(e: arrow_schema::ArrowError) -> Self {
+        ParquetReadError::Arrow(e)
+    }
+}
+
+/// The error of reading the Parquet file `path`.
+pub(crate) fn parquet_read_error<E: Into<ParquetReadError>>(
+    path: &std::path::Path,
+) -> impl Fn(E) -> AnalyzeError + '_ {
+    move |e| AnalyzeError::ReadParquet {
+        path: path.to_path_buf(),
+        source: e.into(),
     }
 }
 
 impl From<iodump_output::OutputError> for AnalyzeError {
     fn from(e: iodump_output::OutputError) -> Self {
         AnalyzeError::Output(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    #[test]
+    fn causes_are_kept_as_sources() {
+        let dir = std::env::temp_dir().join(format!("iodump-errors-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("io.parquet");
+        std::fs::write(&bad, b"not parquet").unwrap();
+        let e = query::read_batches(&bad).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.to_string().starts_with(&format!("{}: ", bad.display())),
+            "{e}"
+        );
+        let cause = e.source().expect("the Parquet error is kept");
+        assert!(matches!(
+            cause.downcast_ref::<ParquetReadError>(),
+            Some(ParquetReadError::Parquet(_))
+        ));
+        assert!(e.to_string().ends_with(&cause.to_string()));
+
+        let missing = query::read_batches(&dir.join("none.parquet")).unwrap_err();
+        let io = missing.source().unwrap().downcast_ref::<ParquetReadError>();
+        assert!(
+            matches!(io, Some(ParquetReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound)
+        );
+
+        let polars = polars::prelude::PolarsError::ComputeError("line one\nline two".into());
+        let e = AnalyzeError::Sql { source: polars };
+        assert_eq!(e.to_string(), "query failed: line one");
+        assert!(e.source().unwrap().to_string().contains("line two"));
     }
 }

@@ -102,9 +102,9 @@ fn register_font() {
     });
 }
 
-fn perr(e: impl std::fmt::Display) -> AnalyzeError {
-    AnalyzeError::Plot {
-        message: format!("drawing failed: {e}"),
+fn perr(e: impl std::error::Error + Send + Sync + 'static) -> AnalyzeError {
+    AnalyzeError::Draw {
+        source: Box::new(e),
     }
 }
 

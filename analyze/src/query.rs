@@ -1,8 +1,8 @@
 //! `iodump analyze` on polars: traces (decoded in parallel with rayon) or Parquet datasets
 //! become a polars `io` table plus small `processes` and `files` tables; queries are lazy
-//! polars plans over them. Used for Parquet inputs and `--sql` (traces are otherwise answered
-//! by [`crate::fast`] with the same rows). Each query
-//! returns a [`Table`] that the binary prints as aligned text, CSV or JSON.
+//! polars plans over them. Used for `--sql` and `--engine polars` (every other query is
+//! answered by [`crate::onepass`], on traces and datasets alike, with the same rows). Each query
+//! returns a [`DataFrame`] that the binary prints as aligned text, CSV or JSON.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,21 +13,19 @@ use polars::prelude::*;
 
 use crate::files::FileIdentities;
 use crate::layout::IntColumn;
-use crate::AnalyzeError;
+use crate::{parquet_read_error, AnalyzeError};
 
 /// The frame type queries return.
 pub use polars::prelude::DataFrame;
 
 fn perr(e: PolarsError) -> AnalyzeError {
-    AnalyzeError::Query {
-        message: e.to_string(),
-    }
+    AnalyzeError::Polars { source: e }
 }
 
 /// A loaded dataset.
 pub struct Dataset {
-    /// One row per I/O: trace, ts_ns (UTC ns), dev, op, bytes, sector, pid, tid, path_id,
-    /// queue_ns, device_ns, latency_ns, error, cgroup_id.
+    /// One row per I/O: trace, ts_ns (UTC ns), dev, dev_t, op, bytes, sector, end_sector, pid,
+    /// tid, path_id, queue_ns, device_ns, latency_ns, error.
     pub io: DataFrame,
     /// trace, tid, ppid (the process id) → comm, args (the process's command line, the comm
     /// when the trace does not know it).
@@ -428,7 +426,7 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
         )
         .with_column((col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"))
         // Full ties (labels such as [metadata] exist once per device) are broken by trace and
-        // file id, so that the order is the same on every run and in `fast::top_files`.
+        // file id, so that the order is the same on every run and in `onepass::top_files`.
         .sort_by_exprs(
             [col(sort_col), col("path"), col("trace"), col("file_id")],
             SortMultipleOptions::default().with_order_descending_multi([true, false, false, false]),
@@ -467,7 +465,7 @@ pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
             (col("bytes").cast(DataType::Float64) / lit(dur * 1e6)).alias("mb_per_s"),
         ])
         // A pid whose threads carry several names has one row per name: ties broken by name
-        // so that the order is the same on every run and in `fast::top_procs`.
+        // so that the order is the same on every run and in `onepass::top_procs`.
         .sort_by_exprs(
             [
                 col("ios"),
@@ -553,7 +551,7 @@ pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
             us(col("device_ns").mean()).alias("mean_device_us"),
             us(q("device_ns", 0.99)).alias("p99_device_us"),
         ])
-        // Ties broken by the group's name: the same order on every run and in `fast::latency`.
+        // Ties broken by the group's name: the same order on every run and in `onepass::latency`.
         .sort_by_exprs(
             [col("ios"), col(key_name)],
             SortMultipleOptions::default().with_order_descending_multi([true, false]),
@@ -619,7 +617,7 @@ pub fn summary(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
 }
 
 /// The figures of `--summary`, however they were computed (here, or in one pass by
-/// [`crate::fast`]); a latency the input has none of is 0.
+/// [`crate::onepass`]); a latency the input has none of is 0.
 pub(crate) struct SummaryFigures {
     pub events: u64,
     pub lost_events: u64,
@@ -811,7 +809,7 @@ pub fn seek(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
                 / col("ios").cast(DataType::Float64))
             .alias("sequential_pct"),
         )
-        // Ties broken by the device's name: the same order on every run and in `fast::seek`.
+        // Ties broken by the device's name: the same order on every run and in `onepass::seek`.
         .sort_by_exprs(
             [col("ios"), col("dev")],
             SortMultipleOptions::default().with_order_descending_multi([true, false]),
@@ -884,7 +882,7 @@ pub fn seq_writes(d: &Dataset, min_bytes: u64, limit: usize) -> Result<DataFrame
             .alias("mb_per_s"),
         )
         // Ties broken by path, device and trace names, then first sector: the same order on
-        // every run and in `fast::seq_writes`.
+        // every run and in `onepass::seq_writes`.
         .sort_by_exprs(
             [
                 col("length_bytes"),
@@ -934,9 +932,7 @@ pub fn sql(d: &Dataset, query: &str) -> Result<DataFrame, AnalyzeError> {
     ctx.register("files", d.files.clone().lazy());
     ctx.execute(query)
         .and_then(|lf| lf.collect())
-        .map_err(|e| AnalyzeError::Query {
-            message: e.to_string().lines().next().unwrap_or("").to_string(),
-        })
+        .map_err(|source| AnalyzeError::Sql { source })
 }
 
 impl Dataset {
@@ -989,17 +985,14 @@ pub(crate) fn parquet_lost_events(dir: &Path) -> Result<u64, AnalyzeError> {
 }
 
 pub(crate) fn read_batches(p: &Path) -> Result<Vec<arrow_array::RecordBatch>, AnalyzeError> {
-    let err = |m: String| AnalyzeError::Query {
-        message: format!("{}: {m}", p.display()),
-    };
-    let f = std::fs::File::open(p).map_err(|e| err(e.to_string()))?;
+    let f = std::fs::File::open(p).map_err(parquet_read_error(p))?;
     let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
-        .map_err(|e| err(e.to_string()))?;
+        .map_err(parquet_read_error(p))?;
     crate::layout::check(p, builder.metadata().file_metadata())?;
-    let reader = builder.build().map_err(|e| err(e.to_string()))?;
+    let reader = builder.build().map_err(parquet_read_error(p))?;
     reader
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| err(e.to_string()))
+        .map_err(parquet_read_error(p))
 }
 
 pub(crate) fn arrow_col<'a, T: 'static>(
@@ -1081,6 +1074,8 @@ pub(crate) fn parquet_filter_mask(
             comm: &c,
             path: &p,
             dev: dev.value(i),
+            // Parquet carries no cgroups table: `iodump analyze` refuses cgroup fields on it.
+            cgroup: None,
         };
         mask.push(f.eval(&e, &v));
     }
@@ -1091,7 +1086,6 @@ impl Dataset {
     /// Loads the tables `iodump convert` wrote into `dir` (flat or partitioned), keeping the
     /// I/Os `filter` accepts (evaluated on each row rebuilt as an event, exactly as on a trace).
     pub fn load_parquet(dir: &Path, filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
-        use arrow_array::{Array, StringArray};
         let io_files = parquet_files(dir, "io");
         if io_files.is_empty() {
             return Err(AnalyzeError::Query {
@@ -1101,131 +1095,15 @@ impl Dataset {
         let mut frames = Vec::new();
         for p in &io_files {
             for b in read_batches(p)? {
-                let n = b.num_rows();
-                let s = |name| arrow_col::<StringArray>(&b, name);
-                let trace: Vec<&str> = (0..n)
-                    .map(|i| s("trace").map(|a| a.value(i)))
-                    .collect::<Result<_, _>>()?;
-                let dev: Vec<&str> = (0..n)
-                    .map(|i| s("dev").map(|a| a.value(i)))
-                    .collect::<Result<_, _>>()?;
-                let op: Vec<&str> = (0..n)
-                    .map(|i| s("op").map(|a| a.value(i)))
-                    .collect::<Result<_, _>>()?;
-                let dev_t: Vec<u32> = (0..n)
-                    .map(|i| {
-                        s("dev_t").map(|a| {
-                            let (ma, mi) = a.value(i).split_once(':').unwrap_or(("0", "0"));
-                            iodump_format::DevT::new(
-                                ma.parse().unwrap_or(0),
-                                mi.parse().unwrap_or(0),
-                            )
-                            .0
-                        })
-                    })
-                    .collect::<Result<_, _>>()?;
-                let int = |name| IntColumn::of(&b, name);
-                let ts = crate::layout::utc_ns(&b)?.to_vec();
-                let bytes = int("bytes")?.to_u32();
-                let sector = int("sector")?.to_u64();
-                let end_sector: Vec<u64> = sector
-                    .iter()
-                    .zip(&bytes)
-                    .map(|(s, b)| s.wrapping_add((*b as u64).div_ceil(512)))
-                    .collect();
-                let q = int("queue_ns")?;
-                let queue: Vec<Option<u64>> =
-                    (0..n).map(|i| (!q.is_null(i)).then(|| q.u64(i))).collect();
-                let error: Vec<u32> = int("error")?.to_u32();
-                let df = DataFrame::new(
-                    n,
-                    vec![
-                        Column::new("trace".into(), trace),
-                        Column::new("ts_ns".into(), ts),
-                        Column::new("dev_t".into(), dev_t),
-                        Column::new("op".into(), op),
-                        Column::new("bytes".into(), bytes),
-                        Column::new("sector".into(), sector),
-                        Column::new("end_sector".into(), end_sector),
-                        Column::new("pid".into(), int("pid")?.to_u32()),
-                        Column::new("tid".into(), int("tid")?.to_u32()),
-                        Column::new("path_id".into(), int("path_id")?.to_u32()),
-                        Column::new("queue_ns".into(), queue),
-                        Column::new("device_ns".into(), int("device_ns")?.to_u64()),
-                        Column::new("latency_ns".into(), int("latency_ns")?.to_u64()),
-                        Column::new("error".into(), error),
-                        Column::new("dev".into(), dev),
-                    ],
-                )
-                .map_err(perr)?;
-                let df = match filter {
-                    Some(f) => {
-                        let mask = parquet_filter_mask(&b, f)?;
-                        df.filter(&BooleanChunked::from_slice("mask".into(), &mask))
-                            .map_err(perr)?
-                    }
-                    None => df,
-                };
-                frames.push(df.lazy());
+                frames.push(parquet_io_frame(&b, filter)?.lazy());
             }
         }
         let io = concat(frames, UnionArgs::default())
             .and_then(|lf| lf.collect())
             .map_err(perr)?;
-        let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
-        let mut p_args = vec![];
-        for p in parquet_files(dir, "processes") {
-            for b in read_batches(&p)? {
-                let t = arrow_col::<StringArray>(&b, "trace")?;
-                let c = arrow_col::<StringArray>(&b, "comm")?;
-                // Absent from tables written before iodump recorded command lines.
-                let a = b
-                    .column_by_name("args")
-                    .and_then(|a| a.as_any().downcast_ref::<StringArray>());
-                for i in 0..b.num_rows() {
-                    p_trace.push(t.value(i).to_string());
-                    p_comm.push(c.value(i).to_string());
-                    p_args.push(match a {
-                        Some(a) if !a.is_null(i) => a.value(i).to_string(),
-                        _ => c.value(i).to_string(),
-                    });
-                }
-                IntColumn::of(&b, "tid")?.extend_u32(&mut p_tid);
-                IntColumn::of(&b, "pid")?.extend_u32(&mut p_pid);
-            }
-        }
-        // Path entries by trace.
-        let mut by_trace: std::collections::BTreeMap<String, Vec<FileEntry>> = Default::default();
-        for p in parquet_files(dir, "files") {
-            for b in read_batches(&p)? {
-                let t = arrow_col::<StringArray>(&b, "trace")?;
-                let pa = arrow_col::<StringArray>(&b, "path")?;
-                let dev = arrow_col::<StringArray>(&b, "dev_t")?;
-                let (id, ino) = (IntColumn::of(&b, "path_id")?, IntColumn::of(&b, "inode")?);
-                // Absent from tables written before iodump recorded generations.
-                let generation = IntColumn::of(&b, "generation").ok();
-                for i in 0..b.num_rows() {
-                    let g = generation
-                        .as_ref()
-                        .filter(|g| !g.is_null(i))
-                        .map(|g| g.u32(i));
-                    by_trace.entry(t.value(i).to_string()).or_default().push((
-                        id.u32(i),
-                        u64::from(crate::ingest::parse_dev_t(dev.value(i))),
-                        ino.u64(i),
-                        g,
-                        pa.value(i).to_string(),
-                    ));
-                }
-            }
-        }
-        let mut files = FilesCols::default();
-        for (trace, entries) in by_trace {
-            files.add(&trace, entries);
-        }
+        let processes = parquet_processes(dir)?;
+        let files = parquet_files_table(dir)?;
         let lost = parquet_lost_events(dir)?;
-        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm, p_args)?;
-        let files = files.frame()?;
         Ok(Dataset {
             io,
             processes,
@@ -1234,4 +1112,137 @@ impl Dataset {
             damaged: Vec::new(),
         })
     }
+}
+
+/// One record batch of a Parquet `io` table as the rows of the polars `io` table, keeping
+/// those `filter` accepts.
+fn parquet_io_frame(
+    b: &arrow_array::RecordBatch,
+    filter: Option<&Expr>,
+) -> Result<DataFrame, AnalyzeError> {
+    use arrow_array::StringArray;
+    let n = b.num_rows();
+    let s = |name| arrow_col::<StringArray>(b, name);
+    let trace: Vec<&str> = (0..n)
+        .map(|i| s("trace").map(|a| a.value(i)))
+        .collect::<Result<_, _>>()?;
+    let dev: Vec<&str> = (0..n)
+        .map(|i| s("dev").map(|a| a.value(i)))
+        .collect::<Result<_, _>>()?;
+    let op: Vec<&str> = (0..n)
+        .map(|i| s("op").map(|a| a.value(i)))
+        .collect::<Result<_, _>>()?;
+    let dev_t: Vec<u32> = (0..n)
+        .map(|i| {
+            s("dev_t").map(|a| {
+                let (ma, mi) = a.value(i).split_once(':').unwrap_or(("0", "0"));
+                iodump_format::DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)).0
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let int = |name| IntColumn::of(b, name);
+    let ts = crate::layout::utc_ns(b)?.to_vec();
+    let bytes = int("bytes")?.to_u32();
+    let sector = int("sector")?.to_u64();
+    let end_sector: Vec<u64> = sector
+        .iter()
+        .zip(&bytes)
+        .map(|(s, b)| s.wrapping_add((*b as u64).div_ceil(512)))
+        .collect();
+    let q = int("queue_ns")?;
+    let queue: Vec<Option<u64>> = (0..n).map(|i| (!q.is_null(i)).then(|| q.u64(i))).collect();
+    let error: Vec<u32> = int("error")?.to_u32();
+    let df = DataFrame::new(
+        n,
+        vec![
+            Column::new("trace".into(), trace),
+            Column::new("ts_ns".into(), ts),
+            Column::new("dev_t".into(), dev_t),
+            Column::new("op".into(), op),
+            Column::new("bytes".into(), bytes),
+            Column::new("sector".into(), sector),
+            Column::new("end_sector".into(), end_sector),
+            Column::new("pid".into(), int("pid")?.to_u32()),
+            Column::new("tid".into(), int("tid")?.to_u32()),
+            Column::new("path_id".into(), int("path_id")?.to_u32()),
+            Column::new("queue_ns".into(), queue),
+            Column::new("device_ns".into(), int("device_ns")?.to_u64()),
+            Column::new("latency_ns".into(), int("latency_ns")?.to_u64()),
+            Column::new("error".into(), error),
+            Column::new("dev".into(), dev),
+        ],
+    )
+    .map_err(perr)?;
+    Ok(match filter {
+        Some(f) => {
+            let mask = parquet_filter_mask(b, f)?;
+            df.filter(&BooleanChunked::from_slice("mask".into(), &mask))
+                .map_err(perr)?
+        }
+        None => df,
+    })
+}
+
+/// The `processes` tables under `dir` as the polars `processes` table.
+fn parquet_processes(dir: &Path) -> Result<DataFrame, AnalyzeError> {
+    use arrow_array::{Array, StringArray};
+    let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
+    let mut p_args = vec![];
+    for p in parquet_files(dir, "processes") {
+        for b in read_batches(&p)? {
+            let t = arrow_col::<StringArray>(&b, "trace")?;
+            let c = arrow_col::<StringArray>(&b, "comm")?;
+            // Absent from tables written before iodump recorded command lines.
+            let a = b
+                .column_by_name("args")
+                .and_then(|a| a.as_any().downcast_ref::<StringArray>());
+            for i in 0..b.num_rows() {
+                p_trace.push(t.value(i).to_string());
+                p_comm.push(c.value(i).to_string());
+                p_args.push(match a {
+                    Some(a) if !a.is_null(i) => a.value(i).to_string(),
+                    _ => c.value(i).to_string(),
+                });
+            }
+            IntColumn::of(&b, "tid")?.extend_u32(&mut p_tid);
+            IntColumn::of(&b, "pid")?.extend_u32(&mut p_pid);
+        }
+    }
+    processes_frame(p_trace, p_tid, p_pid, p_comm, p_args)
+}
+
+/// The `files` tables under `dir` as the polars `files` table (path entries grouped by
+/// trace, each trace's files identified by device and inode).
+fn parquet_files_table(dir: &Path) -> Result<DataFrame, AnalyzeError> {
+    use arrow_array::StringArray;
+    // Path entries by trace.
+    let mut by_trace: std::collections::BTreeMap<String, Vec<FileEntry>> = Default::default();
+    for p in parquet_files(dir, "files") {
+        for b in read_batches(&p)? {
+            let t = arrow_col::<StringArray>(&b, "trace")?;
+            let pa = arrow_col::<StringArray>(&b, "path")?;
+            let dev = arrow_col::<StringArray>(&b, "dev_t")?;
+            let (id, ino) = (IntColumn::of(&b, "path_id")?, IntColumn::of(&b, "inode")?);
+            // Absent from tables written before iodump recorded generations.
+            let generation = IntColumn::of(&b, "generation").ok();
+            for i in 0..b.num_rows() {
+                let g = generation
+                    .as_ref()
+                    .filter(|g| !g.is_null(i))
+                    .map(|g| g.u32(i));
+                by_trace.entry(t.value(i).to_string()).or_default().push((
+                    id.u32(i),
+                    u64::from(crate::onepass_source::parse_dev_t(dev.value(i))),
+                    ino.u64(i),
+                    g,
+                    pa.value(i).to_string(),
+                ));
+            }
+        }
+    }
+    let mut files = FilesCols::default();
+    for (trace, entries) in by_trace {
+        files.add(&trace, entries);
+    }
+    files.frame()
 }

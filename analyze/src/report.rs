@@ -10,9 +10,9 @@
 //! number of I/Os: time, latency and offset are binned, tables are cut to the top entries.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 
+use iodump_format::inthash::IntMap;
 use iodump_format::{Damage, EventBatch, Op, PathKind, Reader, SegmentDecoder};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -83,30 +83,6 @@ fn class_of(op: u8) -> usize {
     }
 }
 
-/// FxHash-style hasher for the u32 keys of the per-process and per-file tables (the standard
-/// SipHash costs more than the rest of the per-event work).
-#[derive(Default)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-
 /// Per-key counters of the top tables.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KeyCounters {
@@ -121,6 +97,7 @@ pub struct KeyCounters {
 }
 
 impl KeyCounters {
+    #[inline]
     fn add(&mut self, o: &KeyCounters) {
         self.ios += o.ios;
         self.read_bytes += o.read_bytes;
@@ -190,6 +167,28 @@ impl DeviceAgg {
         bits.saturating_sub(grid_bits)
     }
 
+    /// One I/O of op `op` (class `class`) in time bin `t`: its counts, and its offset when it
+    /// carries data.
+    #[inline]
+    fn add(&mut self, op: usize, class: usize, t: usize, bytes: u64, sector: u64) {
+        self.events += 1;
+        self.total_bytes += bytes;
+        let k = op * TIME_BINS + t;
+        self.ios[k] = self.ios[k].saturating_add(1);
+        self.bytes[k] += bytes;
+        if bytes > 0 {
+            let end = sector.saturating_add(bytes.div_ceil(512));
+            self.max_end_sector = self.max_end_sector.max(end);
+            let need = DeviceAgg::shift_for(sector);
+            if need > self.offset_shift {
+                self.grow_offsets(need);
+            }
+            let o = ((sector >> self.offset_shift) as usize).min(OFFSET_BINS - 1);
+            let c = class * OFFSET_CELLS + (t / 6) * OFFSET_BINS + o;
+            self.offset_cells[c] = self.offset_cells[c].saturating_add(1);
+        }
+    }
+
     fn merge(&mut self, mut o: DeviceAgg) {
         let shift = self.offset_shift.max(o.offset_shift);
         self.grow_offsets(shift);
@@ -221,9 +220,9 @@ pub struct Aggregate {
     /// Per op: I/Os, bytes, latency sum, latency max.
     pub per_op: [[u64; 4]; OPS],
     /// Per process id.
-    pub(crate) procs: FxMap<u32, (KeyCounters, u32, usize)>,
+    pub(crate) procs: IntMap<u32, (KeyCounters, u32, usize)>,
     /// Per path id.
-    pub(crate) files: FxMap<u32, KeyCounters>,
+    pub(crate) files: IntMap<u32, KeyCounters>,
     /// I/Os with an error.
     pub errors: u64,
     /// Events seen.
@@ -241,8 +240,8 @@ impl Aggregate {
             heat: vec![0; CLASSES.len() * HEAT_CELLS],
             histogram: vec![0; CLASSES.len() * LATENCY_BINS],
             per_op: [[0; 4]; OPS],
-            procs: FxMap::default(),
-            files: FxMap::default(),
+            procs: IntMap::default(),
+            files: IntMap::default(),
             errors: 0,
             events: 0,
             damaged: Vec::new(),
@@ -285,86 +284,89 @@ impl Aggregate {
         self
     }
 
-    /// Adds one decoded segment.
+    /// Adds one decoded segment (`seg` is its index: where a process's name is looked up).
     fn add_batch(&mut self, seg: usize, b: &EventBatch, t0_ns: u64, bin_ns: u64) {
         let n = b.len();
         self.events += n as u64;
         let mut dev_idx = usize::MAX;
         let mut last_dev = u32::MAX;
         for i in 0..n {
-            let ts = b.timestamp_ns[i];
-            let dev = b.dev[i];
             let op = (b.op[i] as usize).min(OPS - 1);
             let bytes = b.bytes[i] as u64;
             let lat = b.latency_ns[i];
-            let sector = b.sector[i];
-            let pid = b.pid[i];
-            let t = ((ts.saturating_sub(t0_ns) / bin_ns) as usize).min(TIME_BINS - 1);
+            let t =
+                ((b.timestamp_ns[i].saturating_sub(t0_ns) / bin_ns) as usize).min(TIME_BINS - 1);
             let class = class_of(op as u8);
 
+            let dev = b.dev[i];
             if dev != last_dev || dev_idx >= self.devices.len() {
-                dev_idx = match self.devices.iter().position(|d| d.dev == dev) {
-                    Some(p) => p,
-                    None => {
-                        self.devices.push(DeviceAgg::new(dev));
-                        self.devices.len() - 1
-                    }
-                };
+                dev_idx = self.device_index(dev);
                 last_dev = dev;
             }
-            let d = &mut self.devices[dev_idx];
-            d.events += 1;
-            d.total_bytes += bytes;
-            let k = op * TIME_BINS + t;
-            d.ios[k] = d.ios[k].saturating_add(1);
-            d.bytes[k] += bytes;
-            if bytes > 0 {
-                let end = sector.saturating_add(bytes.div_ceil(512));
-                d.max_end_sector = d.max_end_sector.max(end);
-                let need = DeviceAgg::shift_for(sector);
-                if need > d.offset_shift {
-                    d.grow_offsets(need);
-                }
-                let o = ((sector >> d.offset_shift) as usize).min(OFFSET_BINS - 1);
-                let c = class * OFFSET_CELLS + (t / 6) * OFFSET_BINS + o;
-                d.offset_cells[c] = d.offset_cells[c].saturating_add(1);
-            }
-
-            let lb = latency_bin(lat);
-            self.histogram[class * LATENCY_BINS + lb] += 1;
-            let h = class * HEAT_CELLS + (t / 4) * HEAT_LATENCY_BINS + lb / HEAT_LATENCY_MERGE;
-            self.heat[h] = self.heat[h].saturating_add(1);
-
-            let po = &mut self.per_op[op];
-            po[0] += 1;
-            po[1] += bytes;
-            po[2] = po[2].saturating_add(lat);
-            po[3] = po[3].max(lat);
-            if b.error[i] != 0 {
-                self.errors += 1;
-            }
-
-            let (rb, wb) = match op {
+            self.devices[dev_idx].add(op, class, t, bytes, b.sector[i]);
+            self.add_latency(op, class, t, bytes, lat, b.error[i] != 0);
+            let (read_bytes, write_bytes) = match op {
                 0 => (bytes, 0),
                 1 => (0, bytes),
                 _ => (0, 0),
             };
-            let p = self
-                .procs
-                .entry(pid)
-                .or_insert_with(|| (KeyCounters::default(), b.tid[i], seg));
-            p.0.ios += 1;
-            p.0.read_bytes += rb;
-            p.0.write_bytes += wb;
-            p.0.latency_sum_ns = p.0.latency_sum_ns.saturating_add(lat);
-            let path_id = b.path_id[i];
-            if path_id != 0 {
-                let f = self.files.entry(path_id).or_default();
-                f.ios += 1;
-                f.read_bytes += rb;
-                f.write_bytes += wb;
-                f.latency_sum_ns = f.latency_sum_ns.saturating_add(lat);
+            let io = KeyCounters {
+                ios: 1,
+                read_bytes,
+                write_bytes,
+                latency_sum_ns: lat,
+            };
+            self.add_keys(seg, b.pid[i], b.tid[i], b.path_id[i], &io);
+        }
+    }
+
+    /// The index of device `dev` in [`Aggregate::devices`], added when first seen.
+    fn device_index(&mut self, dev: u32) -> usize {
+        match self.devices.iter().position(|d| d.dev == dev) {
+            Some(p) => p,
+            None => {
+                self.devices.push(DeviceAgg::new(dev));
+                self.devices.len() - 1
             }
+        }
+    }
+
+    /// One I/O into the latency histogram, the heatmap (time bin `t`) and the per-op totals.
+    #[inline]
+    fn add_latency(
+        &mut self,
+        op: usize,
+        class: usize,
+        t: usize,
+        bytes: u64,
+        lat_ns: u64,
+        error: bool,
+    ) {
+        let lb = latency_bin(lat_ns);
+        self.histogram[class * LATENCY_BINS + lb] += 1;
+        let h = class * HEAT_CELLS + (t / 4) * HEAT_LATENCY_BINS + lb / HEAT_LATENCY_MERGE;
+        self.heat[h] = self.heat[h].saturating_add(1);
+        let po = &mut self.per_op[op];
+        po[0] += 1;
+        po[1] += bytes;
+        po[2] = po[2].saturating_add(lat_ns);
+        po[3] = po[3].max(lat_ns);
+        if error {
+            self.errors += 1;
+        }
+    }
+
+    /// One I/O (`io`, counters of that single I/O) into the per-process and per-file tables;
+    /// path id 0 (no file) is left out of the files.
+    #[inline]
+    fn add_keys(&mut self, seg: usize, pid: u32, tid: u32, path_id: u32, io: &KeyCounters) {
+        self.procs
+            .entry(pid)
+            .or_insert_with(|| (KeyCounters::default(), tid, seg))
+            .0
+            .add(io);
+        if path_id != 0 {
+            self.files.entry(path_id).or_default().add(io);
         }
     }
 }
@@ -522,6 +524,7 @@ pub fn aggregate_with_progress(
     finish(name, r, agg, t0_ns, span_ns, bin_ns)
 }
 
+/// The steps after the pass: names, order and top tables from the trace's tables.
 fn finish(
     name: &str,
     r: &Reader,
@@ -530,14 +533,41 @@ fn finish(
     span_ns: u64,
     bin_ns: u64,
 ) -> TraceReport {
+    let device_names = device_names(r, &mut agg);
+    let (top_procs, process_count) = top_procs(r, &agg);
+    let (top_files, file_count) = top_files(r, &agg);
+    let mut damage: Vec<Damage> = r.damage().to_vec();
+    damage.extend(agg.damaged.iter().cloned());
+    damage.sort_by_key(|d| d.offset);
+    TraceReport {
+        name: name.to_string(),
+        file_bytes: r.file_bytes(),
+        header: r.header().clone(),
+        t0_ns,
+        span_ns,
+        bin_ns,
+        device_names,
+        lost_events: r.lost_events(),
+        losses: losses(r, t0_ns),
+        top_procs,
+        process_count,
+        top_files,
+        file_count,
+        damage: damage.iter().map(|d| d.to_string()).collect(),
+        agg,
+    }
+}
+
+/// Device names by number (the trace's, else the number), and the devices of `agg` put in
+/// table order, then the others by number.
+fn device_names(r: &Reader, agg: &mut Aggregate) -> HashMap<u32, String> {
     let tables = r.tables();
-    let mut device_names: HashMap<u32, String> = tables.device_names();
+    let mut names: HashMap<u32, String> = tables.device_names();
     for d in &agg.devices {
-        device_names
+        names
             .entry(d.dev)
             .or_insert_with(|| iodump_format::DevT(d.dev).to_string());
     }
-    // Devices in table order, then the others.
     let order: Vec<u32> = tables.devices().map(|d| d.dev.0).collect();
     agg.devices.sort_by_key(|d| {
         (
@@ -545,7 +575,11 @@ fn finish(
             d.dev,
         )
     });
+    names
+}
 
+/// The [`TOP_ROWS`] busiest processes (by I/Os, then pid), and how many did I/O.
+fn top_procs(r: &Reader, agg: &Aggregate) -> (Vec<TopProc>, usize) {
     let mut procs: Vec<TopProc> = agg
         .procs
         .iter()
@@ -564,10 +598,15 @@ fn finish(
         })
         .collect();
     procs.sort_by(|a, b| b.counters.ios.cmp(&a.counters.ios).then(a.pid.cmp(&b.pid)));
-    let process_count = procs.len();
+    let count = procs.len();
     procs.truncate(TOP_ROWS);
+    (procs, count)
+}
 
-    // Path ids → files (device and inode): the names of a renamed file are added together.
+/// The [`TOP_ROWS`] busiest files (by I/Os, then path id), and how many had I/O. Path ids
+/// name files by device and inode: the names of a renamed file are added together.
+fn top_files(r: &Reader, agg: &Aggregate) -> (Vec<TopFile>, usize) {
+    let tables = r.tables();
     let ids = crate::files::FileIdentities::new(
         tables
             .paths()
@@ -578,15 +617,15 @@ fn finish(
                 .map_or_else(String::new, |p| iodump_format::text::text_string(&p.path))
         },
     );
-    let mut by_file: HashMap<u32, KeyCounters> = HashMap::new();
+    let mut by_file: IntMap<u32, KeyCounters> = IntMap::default();
     for (&id, c) in &agg.files {
         by_file.entry(ids.key(id)).or_default().add(c);
     }
     let mut files: Vec<(u32, KeyCounters)> = by_file.into_iter().collect();
     files.sort_by(|a, b| b.1.ios.cmp(&a.1.ios).then(a.0.cmp(&b.0)));
-    let file_count = files.len();
+    let count = files.len();
     files.truncate(TOP_ROWS);
-    let top_files = files
+    let top = files
         .into_iter()
         .map(|(id, counters)| {
             let (path, kind) = match tables.path(id) {
@@ -603,9 +642,12 @@ fn finish(
             }
         })
         .collect();
+    (top, count)
+}
 
-    let losses = r
-        .losses()
+/// The loss records, their times made relative to `t0_ns`.
+fn losses(r: &Reader, t0_ns: u64) -> Vec<(i64, i64, u64, &'static str, u16)> {
+    r.losses()
         .iter()
         .map(|l| {
             (
@@ -616,31 +658,14 @@ fn finish(
                 l.cpu,
             )
         })
-        .collect();
-    let mut damage: Vec<Damage> = r.damage().to_vec();
-    damage.extend(agg.damaged.iter().cloned());
-    damage.sort_by_key(|d| d.offset);
-    TraceReport {
-        name: name.to_string(),
-        file_bytes: r.file_bytes(),
-        header: r.header().clone(),
-        t0_ns,
-        span_ns,
-        bin_ns,
-        device_names,
-        lost_events: r.lost_events(),
-        losses,
-        top_procs: procs,
-        process_count,
-        top_files,
-        file_count,
-        damage: damage.iter().map(|d| d.to_string()).collect(),
-        agg,
-    }
+        .collect()
 }
 
-/// Latency quantile `q` (0..=1) from a histogram: the upper edge of the bin holding it,
-/// clamped to the exact maximum. `None` without events.
+/// Latency quantile `q` (0..=1) estimated from a histogram: the upper edge of the bin
+/// holding the nearest-rank sample, clamped to the exact maximum (at most one bin, 12.5 %,
+/// above the exact quantile). `None` without events. Not the exact quantile of the samples
+/// (`iodump analyze`'s, [`iodump_format::stats::quantile_linear`]): the report keeps no
+/// samples.
 pub fn histogram_quantile_ns(hist: &[u64], q: f64, max_ns: u64) -> Option<u64> {
     let total: u64 = hist.iter().sum();
     if total == 0 {
@@ -701,8 +726,54 @@ impl TraceReport {
         v
     }
 
-    /// The JSON object of this trace (schemas/report-data.md).
+    /// The JSON object of this trace (schemas/report-data.md), one section per step.
     pub fn to_json(&self) -> Value {
+        let a = &self.agg;
+        let total_bytes: u64 = a.per_op.iter().map(|p| p[1]).sum();
+        json!({
+            "name": self.name,
+            "file_bytes": self.file_bytes,
+            "header": self.header_json(),
+            "start_utc_ns": self.start_utc_ns(),
+            "first_timestamp_ns": self.t0_ns,
+            "span_ns": self.span_ns,
+            "events": a.events,
+            "bytes": total_bytes,
+            "errors": a.errors,
+            "lost_events": self.lost_events,
+            "damaged_events": a.damaged_events,
+            "damage": self.damage,
+            "latency": self.latency_json(),
+            "devices": self.devices_json(),
+            "ops": self.ops_json(),
+            "time": {"bins": TIME_BINS, "bin_ns": self.bin_ns},
+            "series": self.series_json(),
+            "heatmap": self.heatmap_json(),
+            "latency_histogram": self.histogram_json(),
+            "offsets": self.offsets_json(),
+            "top_processes": self.top_procs_json(),
+            "process_count": self.process_count,
+            "top_files": self.top_files_json(),
+            "file_count": self.file_count,
+            "losses": self.losses_json(),
+        })
+    }
+
+    /// `header`: host, kernel, tool, command and metadata of the recording.
+    fn header_json(&self) -> Value {
+        let h = &self.header;
+        json!({
+            "hostname": h.hostname,
+            "kernel_release": h.kernel_release,
+            "tool_version": h.tool_version,
+            "command": h.command_argv,
+            "metadata": h.metadata.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+        })
+    }
+
+    /// `latency`: the exact mean and maximum, and quantiles estimated from the histogram
+    /// ([`histogram_quantile_ns`]).
+    fn latency_json(&self) -> Value {
         let a = &self.agg;
         let max_ns = self.latency_max_ns();
         let hist_all = self.latency_histogram();
@@ -712,9 +783,16 @@ impl TraceReport {
             .iter()
             .map(|p| p[2])
             .fold(0u64, |x, y| x.saturating_add(y));
-        let total_bytes: u64 = a.per_op.iter().map(|p| p[1]).sum();
+        json!({
+            "mean_ns": lat_sum.checked_div(a.events).unwrap_or(0),
+            "p50_ns": q(0.5), "p90_ns": q(0.9), "p99_ns": q(0.99), "p999_ns": q(0.999),
+            "max_ns": max_ns,
+        })
+    }
 
-        let devices: Vec<Value> = a
+    /// `devices`: number, name, I/Os and bytes of each device.
+    fn devices_json(&self) -> Vec<Value> {
+        self.agg
             .devices
             .iter()
             .map(|d| {
@@ -725,8 +803,13 @@ impl TraceReport {
                     "bytes": d.total_bytes,
                 })
             })
-            .collect();
-        let ops: Vec<Value> = Op::ALL
+            .collect()
+    }
+
+    /// `ops`: the totals of each op that occurred.
+    fn ops_json(&self) -> Vec<Value> {
+        let a = &self.agg;
+        Op::ALL
             .iter()
             .filter(|o| a.per_op[o.code() as usize][0] > 0)
             .map(|o| {
@@ -739,10 +822,13 @@ impl TraceReport {
                     "latency_max_ns": p[3],
                 })
             })
-            .collect();
+            .collect()
+    }
 
+    /// `series`: I/Os and bytes per time bin of each device and op that has any.
+    fn series_json(&self) -> Vec<Value> {
         let mut series = Vec::new();
-        for d in &a.devices {
+        for d in &self.agg.devices {
             for o in Op::ALL {
                 let k = o.code() as usize * TIME_BINS;
                 let ios = &d.ios[k..k + TIME_BINS];
@@ -757,63 +843,57 @@ impl TraceReport {
                 }));
             }
         }
+        series
+    }
 
-        // Heatmap: keep the latency rows between the first and last non-empty ones.
-        let mut lo = HEAT_LATENCY_BINS;
-        let mut hi = 0;
-        for c in 0..CLASSES.len() {
-            for t in 0..HEAT_TIME_BINS {
-                let row = &a.heat[c * HEAT_CELLS + t * HEAT_LATENCY_BINS..][..HEAT_LATENCY_BINS];
-                if let Some(f) = row.iter().position(|&x| x > 0) {
-                    lo = lo.min(f);
-                }
-                if let Some(l) = row.iter().rposition(|&x| x > 0) {
-                    hi = hi.max(l + 1);
-                }
-            }
-        }
-        if lo >= hi {
-            lo = 0;
-            hi = 0;
-        }
-        let heat_edges: Vec<u64> = (lo..=hi)
+    /// `heatmap`: per class, time bin by latency bin, the latency rows kept between the first
+    /// and last non-empty ones.
+    fn heatmap_json(&self) -> Value {
+        let heat = &self.agg.heat;
+        let rows = heat.chunks_exact(HEAT_LATENCY_BINS);
+        let (lo, hi) = occupied_bins(rows);
+        let edges: Vec<u64> = (lo..=hi)
             .map(|j| latency_bin_lower_ns(j * HEAT_LATENCY_MERGE))
             .collect();
-        let heat_counts: Vec<Value> = (0..CLASSES.len())
+        let counts: Vec<Value> = (0..CLASSES.len())
             .map(|c| {
                 let mut v = Vec::with_capacity(HEAT_TIME_BINS * (hi - lo));
                 for t in 0..HEAT_TIME_BINS {
                     let base = c * HEAT_CELLS + t * HEAT_LATENCY_BINS;
-                    v.extend_from_slice(&a.heat[base + lo..base + hi]);
+                    v.extend_from_slice(&heat[base + lo..base + hi]);
                 }
                 json!(v)
             })
             .collect();
+        json!({
+            "time_bins": HEAT_TIME_BINS,
+            "bin_ns": self.bin_ns * 4,
+            "latency_edges_ns": edges,
+            "classes": CLASSES,
+            "counts": counts,
+        })
+    }
 
-        // Histogram: trimmed the same way.
-        let mut hlo = LATENCY_BINS;
-        let mut hhi = 0;
-        for (i, &v) in hist_all.iter().enumerate() {
-            if v > 0 {
-                hlo = hlo.min(i);
-                hhi = i + 1;
-            }
-        }
-        if hlo >= hhi {
-            hlo = 0;
-            hhi = 0;
-        }
-        let hist_edges: Vec<u64> = (hlo..=hhi).map(latency_bin_lower_ns).collect();
-        let mut hist_counts = serde_json::Map::new();
+    /// `latency_histogram`: per class, trimmed to the bins the all-ops histogram occupies.
+    fn histogram_json(&self) -> Value {
+        let hist_all = self.latency_histogram();
+        let (lo, hi) = occupied_bins(std::iter::once(hist_all.as_slice()));
+        let edges: Vec<u64> = (lo..=hi).map(latency_bin_lower_ns).collect();
+        let mut counts = serde_json::Map::new();
         for (c, name) in CLASSES.iter().enumerate() {
-            hist_counts.insert(
+            let base = c * LATENCY_BINS;
+            counts.insert(
                 name.to_string(),
-                json!(&a.histogram[c * LATENCY_BINS + hlo..c * LATENCY_BINS + hhi]),
+                json!(&self.agg.histogram[base + lo..base + hi]),
             );
         }
+        json!({"edges_ns": edges, "counts": counts})
+    }
 
-        let offsets: Vec<Value> = self
-            .offset_devices()
+    /// `offsets`: the offset density of the [`offset_devices`](Self::offset_devices), as
+    /// `[time bin, offset bin, count]` triples of the non-empty cells per class.
+    fn offsets_json(&self) -> Vec<Value> {
+        self.offset_devices()
             .into_iter()
             .map(|d| {
                 let mut cells = serde_json::Map::new();
@@ -840,10 +920,12 @@ impl TraceReport {
                     "cells": cells,
                 })
             })
-            .collect();
+            .collect()
+    }
 
-        let top_procs: Vec<Value> = self
-            .top_procs
+    /// `top_processes`.
+    fn top_procs_json(&self) -> Vec<Value> {
+        self.top_procs
             .iter()
             .map(|p| {
                 let c = &p.counters;
@@ -853,9 +935,12 @@ impl TraceReport {
                     "args": p.args,
                 })
             })
-            .collect();
-        let top_files: Vec<Value> = self
-            .top_files
+            .collect()
+    }
+
+    /// `top_files`.
+    fn top_files_json(&self) -> Vec<Value> {
+        self.top_files
             .iter()
             .map(|f| {
                 let c = &f.counters;
@@ -865,58 +950,39 @@ impl TraceReport {
                     "names": f.names, "renamed_from": f.renamed_from,
                 })
             })
-            .collect();
-        let losses: Vec<Value> = self
-            .losses
+            .collect()
+    }
+
+    /// `losses`.
+    fn losses_json(&self) -> Vec<Value> {
+        self.losses
             .iter()
             .map(|(s, e, n, reason, cpu)| {
                 json!({"start_ns": s, "end_ns": e, "count": n, "reason": reason, "cpu": cpu})
             })
-            .collect();
-        let h = &self.header;
-        json!({
-            "name": self.name,
-            "file_bytes": self.file_bytes,
-            "header": {
-                "hostname": h.hostname,
-                "kernel_release": h.kernel_release,
-                "tool_version": h.tool_version,
-                "command": h.command_argv,
-                "metadata": h.metadata.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-            },
-            "start_utc_ns": self.start_utc_ns(),
-            "first_timestamp_ns": self.t0_ns,
-            "span_ns": self.span_ns,
-            "events": a.events,
-            "bytes": total_bytes,
-            "errors": a.errors,
-            "lost_events": self.lost_events,
-            "damaged_events": a.damaged_events,
-            "damage": self.damage,
-            "latency": {
-                "mean_ns": lat_sum.checked_div(a.events).unwrap_or(0),
-                "p50_ns": q(0.5), "p90_ns": q(0.9), "p99_ns": q(0.99), "p999_ns": q(0.999),
-                "max_ns": max_ns,
-            },
-            "devices": devices,
-            "ops": ops,
-            "time": {"bins": TIME_BINS, "bin_ns": self.bin_ns},
-            "series": series,
-            "heatmap": {
-                "time_bins": HEAT_TIME_BINS,
-                "bin_ns": self.bin_ns * 4,
-                "latency_edges_ns": heat_edges,
-                "classes": CLASSES,
-                "counts": heat_counts,
-            },
-            "latency_histogram": {"edges_ns": hist_edges, "counts": hist_counts},
-            "offsets": offsets,
-            "top_processes": top_procs,
-            "process_count": self.process_count,
-            "top_files": top_files,
-            "file_count": self.file_count,
-            "losses": losses,
-        })
+            .collect()
+    }
+}
+
+/// The bins `lo..hi` that hold every non-zero count of `rows` (all of one width): from the
+/// first non-empty column of any row to the last; `(0, 0)` when every count is zero.
+fn occupied_bins<'a, T: Copy + Default + PartialEq + 'a>(
+    rows: impl Iterator<Item = &'a [T]>,
+) -> (usize, usize) {
+    let zero = T::default();
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    for row in rows {
+        if let Some(f) = row.iter().position(|&x| x != zero) {
+            lo = lo.min(f);
+        }
+        if let Some(l) = row.iter().rposition(|&x| x != zero) {
+            hi = hi.max(l + 1);
+        }
+    }
+    if lo >= hi {
+        (0, 0)
+    } else {
+        (lo, hi)
     }
 }
 
@@ -1081,6 +1147,70 @@ mod tests {
         assert_eq!(d.offset_cells[(OFFSET_BINS - 1) / 4], 2);
         assert_eq!(DeviceAgg::shift_for(OFFSET_BINS as u64 - 1), 0);
         assert_eq!(DeviceAgg::shift_for(OFFSET_BINS as u64), 1);
+    }
+
+    #[test]
+    fn occupied_bins_span_every_row() {
+        let rows: [&[u32]; 3] = [&[0, 0, 3, 0, 0], &[0, 1, 0, 0, 0], &[0, 0, 0, 2, 0]];
+        assert_eq!(occupied_bins(rows.into_iter()), (1, 4));
+        assert_eq!(occupied_bins(std::iter::once(&[5u64, 0, 0][..])), (0, 1));
+        assert_eq!(occupied_bins(std::iter::once(&[0u64, 0, 9][..])), (2, 3));
+        assert_eq!(occupied_bins(std::iter::once(&[0u64; 4][..])), (0, 0));
+        assert_eq!(occupied_bins(std::iter::empty::<&[u64]>()), (0, 0));
+    }
+
+    #[test]
+    fn one_io_lands_in_every_table() {
+        let mut a = Aggregate::new();
+        let io = |lat_ns| KeyCounters {
+            ios: 1,
+            read_bytes: 4096,
+            write_bytes: 0,
+            latency_sum_ns: lat_ns,
+        };
+        a.add_keys(3, 10, 11, 7, &io(100));
+        a.add_keys(5, 10, 12, 0, &io(300));
+        assert_eq!(
+            a.procs[&10].0,
+            KeyCounters {
+                ios: 2,
+                read_bytes: 8192,
+                write_bytes: 0,
+                latency_sum_ns: 400
+            }
+        );
+        // The first segment and thread the process was seen on are kept.
+        assert_eq!((a.procs[&10].1, a.procs[&10].2), (11, 3));
+        assert_eq!(a.files.len(), 1, "path id 0 is no file");
+        assert_eq!(a.files[&7].ios, 1);
+
+        a.add_latency(1, 1, TIME_BINS - 1, 512, 2_000, true);
+        assert_eq!(a.per_op[1], [1, 512, 2_000, 2_000]);
+        assert_eq!(a.errors, 1);
+        assert_eq!(a.histogram[LATENCY_BINS + latency_bin(2_000)], 1);
+        let h = HEAT_CELLS
+            + (HEAT_TIME_BINS - 1) * HEAT_LATENCY_BINS
+            + latency_bin(2_000) / HEAT_LATENCY_MERGE;
+        assert_eq!(a.heat[h], 1);
+
+        let mut d = DeviceAgg::new(1);
+        d.add(0, 0, 6, 1024, 100);
+        d.add(2, 2, 6, 0, 5);
+        assert_eq!((d.events, d.total_bytes, d.max_end_sector), (2, 1024, 102));
+        assert_eq!(
+            (d.ios[6], d.bytes[6], d.ios[2 * TIME_BINS + 6]),
+            (1, 1024, 1)
+        );
+        assert_eq!(
+            d.offset_cells[OFFSET_BINS + 100],
+            1,
+            "time bin 6 is offset time bin 1"
+        );
+        assert_eq!(
+            d.offset_cells.iter().sum::<u32>(),
+            1,
+            "no offset without data"
+        );
     }
 
     #[test]

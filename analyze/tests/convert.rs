@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use arrow_array::{Array, Int64Array, StringArray, TimestampMicrosecondArray};
-use iodump_analyze::convert::Partitioning;
+use iodump_analyze::to_parquet::Partitioning;
 use iodump_analyze::{convert, Input};
 use iodump_format::Reader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -98,7 +98,7 @@ fn tables_match_the_trace() {
     assert_eq!(int("sector") as u64, first.sector);
     // No unsigned type and no nanosecond timestamp in any table: engines such as Spark refuse
     // or widen them.
-    for table in ["io", "processes", "files", "devices", "losses"] {
+    for table in ["io", "processes", "files", "devices", "losses", "cgroups"] {
         let f = std::fs::File::open(dir.join(format!("{table}.parquet"))).unwrap();
         let b = ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
         let kv = b.metadata().file_metadata().key_value_metadata().unwrap();

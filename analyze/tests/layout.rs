@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use iodump_analyze::convert::Partitioning;
 use iodump_analyze::query::Dataset;
-use iodump_analyze::{convert, fast, AnalyzeError, Input};
+use iodump_analyze::to_parquet::Partitioning;
+use iodump_analyze::{convert, onepass, AnalyzeError, Input};
 use iodump_format::Reader;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -60,8 +60,8 @@ fn layout_1_datasets_load_like_the_trace() {
             );
         }
         let (a, b) = (
-            fast::summary(&[&dir], None, &|_| {}).unwrap().frame,
-            fast::summary(&[&trace], None, &|_| {}).unwrap().frame,
+            onepass::summary(&[&dir], None, &|_| {}).unwrap().frame,
+            onepass::summary(&[&trace], None, &|_| {}).unwrap().frame,
         );
         assert!(a.equals(&b), "{a}\n{b}");
     }
@@ -101,7 +101,7 @@ fn a_later_layout_is_one_error_line_asking_to_convert_again() {
         assert!(msg.contains("io.parquet: Parquet layout \"3\""), "{msg}");
         assert!(msg.contains("convert the traces again"), "{msg}");
     };
-    check(fast::summary(&[&dir], None, &|_| {}).err().unwrap());
+    check(onepass::summary(&[&dir], None, &|_| {}).err().unwrap());
     check(Dataset::load_parquet(&dir, None).err().unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }

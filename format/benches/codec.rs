@@ -8,8 +8,8 @@
 use std::io::Write;
 use std::time::Instant;
 
-use iodump_format::synth::{self, SynthParams, SynthSink, Workload};
 use iodump_format::*;
+use iodump_synth::{self as synth, SynthParams, SynthSink, Workload};
 
 #[derive(Default)]
 struct Collect {

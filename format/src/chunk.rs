@@ -2,6 +2,7 @@
 //! type except event segments (see `segment.rs`).
 
 use crate::bytes::{put_bytes, put_varint, unzigzag, zigzag, Cursor};
+use crate::cgroup::{Cgroup, Identity, Runtime};
 use crate::error::DecodeError;
 use crate::event::{DevT, Device, EndInfo, Header, Loss, LossReason, PathEntry, PathKind, Process};
 
@@ -10,7 +11,7 @@ pub const MAGIC: [u8; 8] = [0x89, b'I', b'O', b'D', b'\r', b'\n', 0x1a, b'\n'];
 /// Major version written; readers refuse files with a larger major version.
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor version written; readers accept any minor version of their major version.
-pub const VERSION_MINOR: u16 = 1;
+pub const VERSION_MINOR: u16 = 2;
 /// Size of the file signature (magic, major, minor, CRC-32 of the first 12 bytes).
 pub const SIGNATURE_BYTES: usize = 16;
 /// Sync marker that starts every chunk header.
@@ -46,6 +47,8 @@ pub enum ChunkType {
     End,
     /// The footer index; always the last chunk.
     Footer,
+    /// New cgroup table entries (since 1.2).
+    Cgroups,
     /// A type this version does not know (skipped).
     Unknown(u16),
 }
@@ -62,6 +65,7 @@ impl ChunkType {
             6 => ChunkType::Losses,
             7 => ChunkType::End,
             8 => ChunkType::Footer,
+            9 => ChunkType::Cgroups,
             other => ChunkType::Unknown(other),
         }
     }
@@ -76,6 +80,7 @@ impl ChunkType {
             ChunkType::Losses => 6,
             ChunkType::End => 7,
             ChunkType::Footer => 8,
+            ChunkType::Cgroups => 9,
             ChunkType::Unknown(c) => c,
         }
     }
@@ -90,6 +95,7 @@ impl ChunkType {
             ChunkType::Losses => "losses",
             ChunkType::End => "end",
             ChunkType::Footer => "footer",
+            ChunkType::Cgroups => "cgroups",
             ChunkType::Unknown(_) => "unknown",
         }
     }
@@ -525,6 +531,48 @@ pub fn decode_paths(p: &[u8], records: u32) -> Result<Vec<PathEntry>, DecodeErro
     })
 }
 
+/// Encodes cgroup entries (since 1.2).
+pub fn encode_cgroups(cs: &[Cgroup], out: &mut Vec<u8>) {
+    let mut s = Vec::new();
+    for c in cs {
+        put_entry(out, &mut s, |b| {
+            let i = &c.identity;
+            put_varint(b, c.id);
+            put_bytes(b, c.path.as_bytes());
+            b.push(i.runtime.map_or(0, Runtime::code));
+            b.push(i.monitor as u8);
+            for f in [&i.container_id, &i.pod_uid, &i.qos, &i.unit] {
+                put_bytes(b, f.as_deref().unwrap_or("").as_bytes());
+            }
+        });
+    }
+}
+
+/// Decodes cgroup entries.
+pub fn decode_cgroups(p: &[u8], records: u32) -> Result<Vec<Cgroup>, DecodeError> {
+    entries(p, records, |c| {
+        let id = c.varint()?;
+        let path = c.string()?;
+        let runtime = Runtime::from_code(c.u8()?);
+        let monitor = c.u8()? & 1 != 0;
+        let mut text = || -> Result<Option<String>, DecodeError> {
+            Ok(Some(c.string()?).filter(|s| !s.is_empty()))
+        };
+        Ok(Cgroup {
+            id,
+            path,
+            identity: Identity {
+                runtime,
+                monitor,
+                container_id: text()?,
+                pod_uid: text()?,
+                qos: text()?,
+                unit: text()?,
+            },
+        })
+    })
+}
+
 /// Encodes loss records.
 pub fn encode_losses(ls: &[Loss], out: &mut Vec<u8>) {
     let mut s = Vec::new();
@@ -749,6 +797,62 @@ mod tests {
         assert!(got
             .iter()
             .all(|p| p.args.is_none() && p.args_or_comm() == b"dd"));
+    }
+
+    /// Cgroup entries read back; unknown runtime codes read as none, and fields a later
+    /// version appends are skipped.
+    #[test]
+    fn cgroup_entries_round_trip() {
+        let cs = vec![
+            Cgroup {
+                id: 4242,
+                path: "/system.slice/docker-0123456789abcdef.scope".into(),
+                identity: Identity {
+                    runtime: Some(Runtime::Docker),
+                    container_id: Some("0123456789abcdef".into()),
+                    ..Identity::default()
+                },
+            },
+            Cgroup {
+                id: 1,
+                path: "/".into(),
+                identity: Identity::default(),
+            },
+            Cgroup {
+                id: 9,
+                path: "/kubepods.slice/kubepods-burstable-pod1a2b.slice/crio-conmon-ab.scope"
+                    .into(),
+                identity: Identity {
+                    runtime: Some(Runtime::CriO),
+                    container_id: Some("ab".into()),
+                    monitor: true,
+                    pod_uid: Some("1a2b".into()),
+                    qos: Some("burstable".into()),
+                    unit: Some("x.service".into()),
+                },
+            },
+        ];
+        let mut p = Vec::new();
+        encode_cgroups(&cs, &mut p);
+        assert_eq!(decode_cgroups(&p, 3).unwrap(), cs);
+        // A runtime code from a later version, and a field appended after `unit`.
+        let mut later = Vec::new();
+        let mut s = Vec::new();
+        put_entry(&mut later, &mut s, |b| {
+            put_varint(b, 5);
+            put_bytes(b, b"/lxc.payload.web");
+            b.push(200);
+            b.push(0);
+            for f in ["web", "", "", ""] {
+                put_bytes(b, f.as_bytes());
+            }
+            put_varint(b, 77);
+        });
+        let got = decode_cgroups(&later, 1).unwrap();
+        assert_eq!(got[0].identity.runtime, None);
+        assert_eq!(got[0].identity.container_id.as_deref(), Some("web"));
+        assert_eq!(got[0].identity.unit, None);
+        assert!(decode_cgroups(&later[..later.len() - 3], 1).is_err());
     }
 
     /// Path entries of 1.1 (with the inode generation) read back, and a 1.0 reader's fields

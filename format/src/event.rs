@@ -152,15 +152,21 @@ impl Flags {
 
     /// Letters of the set bits (`SMF`…), or `V` (the original's "none") when empty.
     pub fn letters(self) -> String {
-        let s: String = Flags::NAMES
-            .iter()
-            .filter(|(f, _, _)| self.contains(*f))
-            .map(|(_, _, c)| *c)
-            .collect();
-        if s.is_empty() {
-            "V".to_string()
-        } else {
-            s
+        let mut v = Vec::with_capacity(8);
+        self.write_letters(&mut v);
+        String::from_utf8(v).unwrap_or_default()
+    }
+
+    /// Appends [`Flags::letters`] to `out`, without a `String` (for per-event output).
+    pub fn write_letters(self, out: &mut Vec<u8>) {
+        let start = out.len();
+        for (f, _, c) in Flags::NAMES {
+            if self.contains(f) {
+                out.push(c as u8);
+            }
+        }
+        if out.len() == start {
+            out.push(b'V');
         }
     }
 }

@@ -11,6 +11,7 @@
 
 use std::fmt;
 
+use crate::cgroup::Cgroup;
 use crate::event::{DevT, Event, Flags, Op};
 
 /// Most nested parentheses and `!` an expression may have: `!(a && (b || !c))` has 4.
@@ -71,6 +72,14 @@ pub enum Field {
     Cgroup,
     /// `dirtier`, `dirtier_pid` (0 when absent).
     Dirtier,
+    /// `cgroup_path`: the submitter's cgroup path under the cgroup2 mount (cgroups table).
+    CgroupPath,
+    /// `container`: the container id of the submitter's cgroup (cgroups table).
+    Container,
+    /// `pod`: the Kubernetes pod UID of the submitter's cgroup (cgroups table).
+    Pod,
+    /// `runtime`: the container runtime of the submitter's cgroup (cgroups table).
+    Runtime,
     /// A flag used as a boolean: `sync`, `meta`, `fua`, `preflush`, `readahead`,
     /// `background`, `nowait`.
     Flag(Flags),
@@ -109,6 +118,10 @@ impl Field {
             "syscall" => Field::Syscall,
             "cgroup" | "cgroup_id" => Field::Cgroup,
             "dirtier" | "dirtier_pid" => Field::Dirtier,
+            "cgroup_path" => Field::CgroupPath,
+            "container" | "container_id" => Field::Container,
+            "pod" | "pod_uid" => Field::Pod,
+            "runtime" => Field::Runtime,
             other => {
                 let f = Flags::NAMES.iter().find(|(_, n, _)| *n == other)?.0;
                 Field::Flag(f)
@@ -117,7 +130,14 @@ impl Field {
     }
     fn kind(self) -> Kind {
         match self {
-            Field::Comm | Field::Path | Field::Dev | Field::Syscall => Kind::Text,
+            Field::Comm
+            | Field::Path
+            | Field::Dev
+            | Field::Syscall
+            | Field::CgroupPath
+            | Field::Container
+            | Field::Pod
+            | Field::Runtime => Kind::Text,
             Field::Op => Kind::Op,
             Field::Flag(_) => Kind::Flag,
             Field::Bytes
@@ -240,6 +260,8 @@ pub trait EventView {
     fn path(&self) -> &[u8];
     /// The device's name (`sda1`).
     fn dev_name(&self) -> &str;
+    /// The cgroups table entry of the event's `cgroup_id`, if known.
+    fn cgroup(&self) -> Option<&Cgroup>;
 }
 
 /// An [`EventView`] over names already resolved by the caller.
@@ -251,6 +273,8 @@ pub struct ResolvedView<'a> {
     pub path: &'a [u8],
     /// The device's name.
     pub dev: &'a str,
+    /// The cgroups table entry of the event's cgroup.
+    pub cgroup: Option<&'a Cgroup>,
 }
 
 impl Expr {
@@ -268,6 +292,7 @@ impl Expr {
             comm: r.comm(e.pid, e.tid, segment).unwrap_or(b""),
             path: r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path),
             dev: dev_names.get(&e.dev.0).map_or("?", |s| s.as_str()),
+            cgroup: r.tables().cgroup(e.cgroup_id),
         };
         self.eval(e, &v)
     }
@@ -282,6 +307,9 @@ impl EventView for ResolvedView<'_> {
     }
     fn dev_name(&self) -> &str {
         self.dev
+    }
+    fn cgroup(&self) -> Option<&Cgroup> {
+        self.cgroup
     }
 }
 
@@ -831,6 +859,19 @@ impl Expr {
                     // `dev == 8:1` compares the device number, `dev == sda1` the name.
                     Field::Dev if t.contains(':') => buf.format(format_args!("{}", e.dev)),
                     Field::Dev => v.dev_name().as_bytes(),
+                    Field::CgroupPath => v.cgroup().map_or(&b""[..], |c| c.path.as_bytes()),
+                    Field::Container => v
+                        .cgroup()
+                        .and_then(|c| c.identity.container())
+                        .map_or(&b""[..], str::as_bytes),
+                    Field::Pod => v
+                        .cgroup()
+                        .and_then(|c| c.identity.pod_uid.as_deref())
+                        .map_or(&b""[..], str::as_bytes),
+                    Field::Runtime => v
+                        .cgroup()
+                        .and_then(|c| c.identity.runtime)
+                        .map_or(&b""[..], |r| r.name().as_bytes()),
                     Field::Syscall => match e.syscall {
                         None => b"",
                         Some(s) => match s.name() {
@@ -852,6 +893,71 @@ impl Expr {
                     CmpOp::Ge => text >= t,
                 }
             }
+        }
+    }
+
+    /// What `--container ID` means: the I/O of a container or pod whose id starts with `id`
+    /// (a bare prefix: the container id or the pod UID; `pod:UID`; `RUNTIME:ID`, as
+    /// `docker:0123ab`), case-insensitive, as the recorder's `--container` and `iodump top`
+    /// read it. Runtime monitors (conmon) are not in their container.
+    pub fn for_container(id: &str) -> Expr {
+        let id = id.trim().to_ascii_lowercase();
+        let prefix = |f: Field, p: &str| Expr::Cmp(f, CmpOp::Match, Value::Text(format!("{p}*")));
+        if let Some(uid) = id.strip_prefix("pod:") {
+            return prefix(Field::Pod, uid);
+        }
+        if let Some((rt, p)) = id.split_once(':') {
+            return Expr::And(vec![
+                Expr::Cmp(Field::Runtime, CmpOp::Eq, Value::Text(rt.to_string())),
+                prefix(Field::Container, p),
+            ]);
+        }
+        if id.is_empty() {
+            return Expr::Cmp(Field::Container, CmpOp::Ne, Value::Text(String::new()));
+        }
+        Expr::Or(vec![prefix(Field::Container, &id), prefix(Field::Pod, &id)])
+    }
+
+    /// What `--cgroup PATH` means: the I/O of tasks in the cgroup at `path` (from the
+    /// cgroup2 mount, or under `/sys/fs/cgroup`) or below it.
+    pub fn for_cgroup(path: &str) -> Expr {
+        let p = crate::cgroup::cgroup_path_arg(path);
+        if p == "/" {
+            return Expr::Cmp(Field::CgroupPath, CmpOp::Ne, Value::Text(String::new()));
+        }
+        Expr::Or(vec![
+            Expr::Cmp(Field::CgroupPath, CmpOp::Eq, Value::Text(p.to_string())),
+            Expr::Cmp(
+                Field::CgroupPath,
+                CmpOp::Match,
+                Value::Text(format!("{p}/*")),
+            ),
+        ])
+    }
+
+    /// `self && other`.
+    pub fn and(self, other: Expr) -> Expr {
+        let mut v = Vec::new();
+        for e in [self, other] {
+            match e {
+                Expr::And(inner) => v.extend(inner),
+                e => v.push(e),
+            }
+        }
+        Expr::And(v)
+    }
+
+    /// True when the expression reads the cgroups table (`cgroup_path`, `container`, `pod`):
+    /// on input without one (traces before format 1.2) those fields are always empty.
+    pub fn uses_cgroup_table(&self) -> bool {
+        match self {
+            Expr::And(v) | Expr::Or(v) => v.iter().any(Expr::uses_cgroup_table),
+            Expr::Not(a) => a.uses_cgroup_table(),
+            Expr::Cmp(f, _, _) => matches!(
+                f,
+                Field::CgroupPath | Field::Container | Field::Pod | Field::Runtime
+            ),
+            Expr::Flag(_) | Expr::True => false,
         }
     }
 
@@ -981,6 +1087,9 @@ mod tests {
         fn dev_name(&self) -> &str {
             self.2
         }
+        fn cgroup(&self) -> Option<&Cgroup> {
+            None
+        }
     }
 
     fn ev(bytes: u32, op: Op) -> Event {
@@ -993,6 +1102,88 @@ mod tests {
             flags: Flags::SYNC,
             ..Event::default()
         }
+    }
+
+    #[test]
+    fn cgroup_fields_read_the_cgroups_table() {
+        use crate::cgroup::{Identity, Runtime};
+        let cg = Cgroup {
+            id: 77,
+            path: "/system.slice/docker-0123456789abcdef.scope".into(),
+            identity: Identity {
+                runtime: Some(Runtime::Docker),
+                container_id: Some("0123456789abcdef".into()),
+                pod_uid: Some("1a2b3c4d-0000-1111-2222-333344445555".into()),
+                ..Identity::default()
+            },
+        };
+        let with = ResolvedView {
+            comm: b"dd",
+            path: b"",
+            dev: "sda",
+            cgroup: Some(&cg),
+        };
+        let without = ResolvedView {
+            cgroup: None,
+            ..with
+        };
+        let e = ev(4096, Op::Read);
+        for (s, want) in [
+            ("container =~ '0123*'", true),
+            ("container_id == '0123456789abcdef'", true),
+            ("container == '0123'", false),
+            ("pod =~ '1a2b*'", true),
+            ("pod_uid != ''", true),
+            ("cgroup_path =~ '/system.slice/*'", true),
+            ("cgroup_path == '/system.slice'", false),
+        ] {
+            let x = Expr::parse(s).unwrap();
+            assert!(x.uses_cgroup_table(), "{s}");
+            assert_eq!(x.eval(&e, &with), want, "{s}");
+            // No table entry: the fields are empty text.
+            assert!(!x.eval(&e, &without), "{s}");
+        }
+        assert!(Expr::parse("container == ''").unwrap().eval(&e, &without));
+        assert!(!Expr::parse("cgroup == 77 && comm == dd")
+            .unwrap()
+            .uses_cgroup_table());
+        assert!(Expr::parse("container > 5").is_err());
+        assert!(Expr::parse("runtime == docker").unwrap().eval(&e, &with));
+        for (id, want) in [
+            ("0123", true),
+            ("0123456789ABCDEF", true),
+            ("docker:0123", true),
+            ("podman:0123", false),
+            ("pod:1a2b", true),
+            ("1a2b3c4d", true),
+            ("pod:0123", false),
+            ("ff", false),
+            ("", true),
+        ] {
+            let x = Expr::for_container(id);
+            assert!(x.uses_cgroup_table());
+            assert_eq!(x.eval(&e, &with), want, "--container {id}");
+            assert!(!x.eval(&e, &without), "--container {id}");
+            // The recorder's and `top`'s reading of the same id.
+            assert_eq!(cg.identity.matches_container(id), want, "{id}");
+        }
+        for (p, want) in [
+            ("/system.slice", true),
+            ("/sys/fs/cgroup/system.slice/", true),
+            ("/system.slice/docker-0123456789abcdef.scope", true),
+            ("/system", false),
+            ("/user.slice", false),
+            ("/", true),
+        ] {
+            let x = Expr::for_cgroup(p);
+            assert_eq!(x.eval(&e, &with), want, "--cgroup {p}");
+            assert!(!x.eval(&e, &without), "--cgroup {p}");
+        }
+        let both = Expr::parse("comm == dd")
+            .unwrap()
+            .and(Expr::for_cgroup("/system.slice"));
+        assert!(matches!(&both, Expr::And(v) if v.len() == 2));
+        assert!(both.eval(&e, &with));
     }
 
     #[test]
@@ -1213,6 +1404,9 @@ mod tests {
             }
             fn dev_name(&self) -> &str {
                 ""
+            }
+            fn cgroup(&self) -> Option<&Cgroup> {
+                None
             }
         }
         let e = ev(4096, Op::Read);

@@ -1,12 +1,15 @@
 //! A fast hasher for maps keyed by small integers from the trace or the kernel (path ids,
 //! thread ids, inode identities), looked up once or more per event by the recorder and the
 //! analyzer. SipHash's resistance to chosen collisions buys nothing for such keys and costs a
-//! good part of a per-event pass.
+//! good part of a per-event pass. The one hasher of iodump's integer-keyed maps (recorder,
+//! one-pass queries, report).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Multiply-rotate hashing of each integer written.
+/// Multiply-rotate hashing of each integer written (FxHash, as rustc's): one rotate, xor and
+/// multiply per integer; the multiply spreads consecutive keys over the high bits hashbrown
+/// uses to pick a group.
 #[derive(Default, Clone, Copy)]
 pub struct IntHasher(u64);
 

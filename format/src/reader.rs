@@ -160,6 +160,9 @@ pub struct Tables {
     processes: HashMap<u32, Vec<(usize, Process)>>,
     process_entries: usize,
     paths: HashMap<u32, PathEntry>,
+    cgroups: HashMap<u64, crate::cgroup::Cgroup>,
+    /// True when the trace has a cgroups table chunk (format 1.2 recorders write one).
+    has_cgroup_table: bool,
 }
 
 impl Tables {
@@ -182,6 +185,21 @@ impl Tables {
     /// Device number (`DevT.0`) → name, for filters ([`crate::expr::Expr::eval_in`]) and labels.
     pub fn device_names(&self) -> std::collections::HashMap<u32, String> {
         self.devices().map(|d| (d.dev.0, d.name.clone())).collect()
+    }
+    /// The cgroups table entry of a cgroup v2 id (format 1.2).
+    pub fn cgroup(&self, id: u64) -> Option<&crate::cgroup::Cgroup> {
+        self.cgroups.get(&id)
+    }
+    /// All cgroup entries, by id.
+    pub fn cgroups(&self) -> impl Iterator<Item = &crate::cgroup::Cgroup> {
+        let mut v: Vec<_> = self.cgroups.values().collect();
+        v.sort_by_key(|c| c.id);
+        v.into_iter()
+    }
+    /// True when the trace holds a cgroups table (written by recorders of format 1.2 on),
+    /// even an empty one: without it, nothing is known of the cgroups behind `cgroup_id`.
+    pub fn has_cgroup_table(&self) -> bool {
+        self.has_cgroup_table
     }
     /// Number of path entries.
     pub fn path_count(&self) -> usize {
@@ -571,6 +589,12 @@ impl Reader {
                     ChunkType::Paths => {
                         for pe in chunk::decode_paths(&p, n)? {
                             self.tables.paths.insert(pe.path_id, pe);
+                        }
+                    }
+                    ChunkType::Cgroups => {
+                        self.tables.has_cgroup_table = true;
+                        for c in chunk::decode_cgroups(&p, n)? {
+                            self.tables.cgroups.insert(c.id, c);
                         }
                     }
                     ChunkType::Losses => self.losses.extend(chunk::decode_losses(&p, n)?),

@@ -199,11 +199,30 @@ pub fn summarize(r: &Reader) -> Summary {
 /// Formats nanoseconds since the Unix epoch as RFC 3339 UTC with nanoseconds
 /// (`2026-01-15T10:00:00.000000123Z`).
 pub fn rfc3339_utc(ns: i64) -> String {
+    let mut v = Vec::with_capacity(30);
+    write_rfc3339_utc(&mut v, ns);
+    String::from_utf8(v).unwrap_or_default()
+}
+
+/// Appends [`rfc3339_utc`] to `out`, without a `String` (for per-event output).
+pub fn write_rfc3339_utc(out: &mut Vec<u8>, ns: i64) {
+    use std::io::Write;
     let secs = ns.div_euclid(1_000_000_000);
     let frac = ns.rem_euclid(1_000_000_000);
-    let days = secs.div_euclid(86_400);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
+    let _ = write!(
+        out,
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    );
+}
+
+/// Year, month (1–12) and day (1–31) of a count of days since 1970-01-01 in the proleptic
+/// Gregorian calendar (Howard Hinnant's `civil_from_days`).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -213,18 +232,23 @@ pub fn rfc3339_utc(ns: i64) -> String {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:09}Z",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60
-    )
+    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_of_known_instants() {
+        assert_eq!(
+            rfc3339_utc(1_630_456_789_312_345_678),
+            "2021-09-01T00:39:49.312345678Z"
+        );
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(rfc3339_utc(-1), "1969-12-31T23:59:59.999999999Z");
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    }
 
     #[test]
     fn rfc3339_known_values() {

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::event::{Event, Header};
-use crate::summary::rfc3339_utc;
+use crate::summary::{rfc3339_utc, write_rfc3339_utc};
 
 /// A line format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,29 +143,114 @@ pub fn escape_csv(out: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
-/// Appends `b` as a JSON string holding the text of [`text_bytes`] (lossless, valid UTF-8).
+/// Appends `b` as a JSON string holding the text of [`text_bytes`] (lossless, valid UTF-8),
+/// without a temporary buffer (it runs per event in `iodump record --print json`).
 pub fn escape_json(out: &mut Vec<u8>, b: &[u8]) {
-    let mut t = Vec::with_capacity(b.len());
-    text_bytes(&mut t, b);
     out.push(b'"');
-    // `t` is valid UTF-8 by construction.
-    for c in String::from_utf8_lossy(&t).chars() {
-        match c {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            c if (c as u32) < 0x20 => {
-                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.extend_from_slice(b"\\\""),
+                // text_bytes doubles a backslash, JSON doubles each again.
+                '\\' => out.extend_from_slice(b"\\\\\\\\"),
+                '\n' => out.extend_from_slice(b"\\n"),
+                '\r' => out.extend_from_slice(b"\\r"),
+                '\t' => out.extend_from_slice(b"\\t"),
+                c if (c as u32) < 0x20 => {
+                    let _ = write!(out, "\\u{:04x}", c as u32);
+                }
+                c => {
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
             }
-            c => {
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
+        }
+        // text_bytes writes `\xNN`; JSON escapes its backslash.
+        for &x in chunk.invalid() {
+            let _ = write!(out, "\\\\x{x:02x}");
         }
     }
     out.push(b'"');
+}
+
+/// Appends a number, or `null` (JSON).
+pub fn json_opt(out: &mut Vec<u8>, v: Option<u64>) {
+    match v {
+        Some(v) => {
+            let _ = write!(out, "{v}");
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// The CSV line of an event whose timestamp is `utc_ns` (see [`format_event`]); allocates
+/// nothing beyond `l`.
+pub fn csv_line(l: &mut Vec<u8>, utc_ns: i64, e: &Event, comm: &[u8], path: &[u8], args: &[u8]) {
+    let _ = write!(
+        l,
+        "{}.{:06},{},",
+        utc_ns.div_euclid(1_000_000_000),
+        utc_ns.rem_euclid(1_000_000_000) / 1000,
+        e.pid
+    );
+    escape_csv(l, comm);
+    let _ = write!(l, ",{},{},{},", e.bytes, e.op.letter(), e.sector);
+    escape_csv(l, path);
+    let _ = write!(l, ",{},{},", e.tid, e.dev);
+    e.flags.write_letters(l);
+    let _ = write!(l, ",{},", e.latency_ns);
+    if let Some(q) = e.queue_ns {
+        let _ = write!(l, "{q}");
+    }
+    l.push(b',');
+    if let Some(s) = e.syscall {
+        let _ = write!(l, "{s}");
+    }
+    let _ = write!(l, ",{},{},{},", e.error, e.cpu, e.cgroup_id);
+    if let Some(d) = e.dirtier_pid {
+        let _ = write!(l, "{d}");
+    }
+    l.push(b',');
+    escape_csv(l, args);
+    l.push(b'\n');
+}
+
+/// The JSON line of an event whose timestamp is `utc_ns` (see [`format_event`]); allocates
+/// nothing beyond `l`.
+pub fn json_line(l: &mut Vec<u8>, utc_ns: i64, e: &Event, comm: &[u8], path: &[u8], args: &[u8]) {
+    l.extend_from_slice(b"{\"timestamp\":\"");
+    write_rfc3339_utc(l, utc_ns);
+    let _ = write!(
+        l,
+        "\",\"timestamp_ns\":{},\"pid\":{},\"tid\":{},\"comm\":",
+        e.timestamp_ns, e.pid, e.tid
+    );
+    escape_json(l, comm);
+    let _ = write!(
+        l,
+        ",\"dev\":\"{}\",\"sector\":{},\"bytes\":{},\"op\":\"{}\",\"flags\":\"",
+        e.dev,
+        e.sector,
+        e.bytes,
+        e.op.name()
+    );
+    e.flags.write_letters(l);
+    let _ = write!(l, "\",\"latency_ns\":{},\"queue_ns\":", e.latency_ns);
+    json_opt(l, e.queue_ns);
+    let _ = write!(l, ",\"error\":{},\"cpu\":{},\"syscall\":", e.error, e.cpu);
+    match e.syscall {
+        Some(s) => {
+            let _ = write!(l, "\"{s}\"");
+        }
+        None => l.extend_from_slice(b"null"),
+    }
+    l.extend_from_slice(b",\"dirtier_pid\":");
+    json_opt(l, e.dirtier_pid.map(u64::from));
+    let _ = write!(l, ",\"cgroup_id\":{},\"path\":", e.cgroup_id);
+    escape_json(l, path);
+    l.extend_from_slice(b",\"args\":");
+    escape_json(l, args);
+    l.extend_from_slice(b"}\n");
 }
 
 /// Appends one event as a line (with its newline) to `l`. `comm`, `path` and `args` are the
@@ -212,77 +297,55 @@ pub fn format_event(
             escape_text(l, path);
             l.push(b'\n');
         }
-        LineFormat::Csv => {
-            let _ = write!(
-                l,
-                "{}.{:06},{},",
-                utc.div_euclid(1_000_000_000),
-                utc.rem_euclid(1_000_000_000) / 1000,
-                e.pid
-            );
-            escape_csv(l, comm);
-            let _ = write!(l, ",{},{},{},", e.bytes, e.op.letter(), e.sector);
-            escape_csv(l, path);
-            let _ = write!(
-                l,
-                ",{},{},{},{},",
-                e.tid,
-                e.dev,
-                e.flags.letters(),
-                e.latency_ns
-            );
-            if let Some(q) = e.queue_ns {
-                let _ = write!(l, "{q}");
-            }
-            l.push(b',');
-            if let Some(s) = e.syscall {
-                let _ = write!(l, "{s}");
-            }
-            let _ = write!(l, ",{},{},{},", e.error, e.cpu, e.cgroup_id);
-            if let Some(d) = e.dirtier_pid {
-                let _ = write!(l, "{d}");
-            }
-            l.push(b',');
-            escape_csv(l, args);
-            l.push(b'\n');
-        }
-        LineFormat::Json => {
-            let _ = write!(
-                l,
-                "{{\"timestamp\":\"{}\",\"timestamp_ns\":{},\"pid\":{},\"tid\":{},\"comm\":",
-                rfc3339_utc(utc),
-                e.timestamp_ns,
-                e.pid,
-                e.tid
-            );
-            escape_json(l, comm);
-            let _ = write!(
-                l,
-                ",\"dev\":\"{}\",\"sector\":{},\"bytes\":{},\"op\":\"{}\",\"flags\":\"{}\",\"latency_ns\":{},\"queue_ns\":{},\"error\":{},\"cpu\":{},\"syscall\":{},\"dirtier_pid\":{},\"cgroup_id\":{},\"path\":",
-                e.dev,
-                e.sector,
-                e.bytes,
-                e.op.name(),
-                e.flags.letters(),
-                e.latency_ns,
-                e.queue_ns.map_or("null".to_string(), |q| q.to_string()),
-                e.error,
-                e.cpu,
-                e.syscall.map_or("null".to_string(), |s| format!("\"{s}\"")),
-                e.dirtier_pid.map_or("null".to_string(), |d| d.to_string()),
-                e.cgroup_id,
-            );
-            escape_json(l, path);
-            l.extend_from_slice(b",\"args\":");
-            escape_json(l, args);
-            l.extend_from_slice(b"}\n");
-        }
+        LineFormat::Csv => csv_line(l, utc, e, comm, path, args),
+        LineFormat::Json => json_line(l, utc, e, comm, path, args),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// escape_json writes what JSON-escaping the text of text_bytes gives (its definition),
+    /// in one pass.
+    #[test]
+    fn json_strings_are_the_json_of_text_bytes() {
+        let reference = |b: &[u8]| {
+            let mut t = Vec::new();
+            text_bytes(&mut t, b);
+            serde_json_like(std::str::from_utf8(&t).unwrap())
+        };
+        for raw in [
+            &b"/var/lib/db"[..],
+            b"a\\b \"q\" \n\r\t \x01\x1f",
+            b"\xff is text \xc3\x28",
+            b"bad \xff\xfe utf8 \\x41",
+            "caf\u{e9} \u{1f600}".as_bytes(),
+            b"",
+        ] {
+            let mut got = Vec::new();
+            escape_json(&mut got, raw);
+            assert_eq!(String::from_utf8(got).unwrap(), reference(raw), "{raw:?}");
+        }
+    }
+
+    /// JSON string escaping as RFC 8259 asks: quote, backslash, control characters.
+    fn serde_json_like(t: &str) -> String {
+        let mut s = String::from("\"");
+        for c in t.chars() {
+            match c {
+                '"' => s.push_str("\\\""),
+                '\\' => s.push_str("\\\\"),
+                '\n' => s.push_str("\\n"),
+                '\r' => s.push_str("\\r"),
+                '\t' => s.push_str("\\t"),
+                c if (c as u32) < 0x20 => s.push_str(&format!("\\u{:04x}", c as u32)),
+                c => s.push(c),
+            }
+        }
+        s.push('"');
+        s
+    }
 
     #[test]
     fn text_bytes_round_trip() {

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use crate::cgroup::Cgroup;
 use crate::chunk::{
     self, signature, ChunkHeader, ChunkType, IndexEntry, CHUNK_HEADER_BYTES, FLAG_ZSTD,
 };
@@ -68,6 +69,7 @@ pub struct Writer<W: Write> {
     devices: Vec<Device>,
     processes: Vec<Process>,
     paths: Vec<PathEntry>,
+    cgroups: Vec<Cgroup>,
     losses: Vec<Loss>,
     pending_table_bytes: usize,
     index: Vec<IndexEntry>,
@@ -113,6 +115,7 @@ impl<W: Write> Writer<W> {
             devices: Vec::new(),
             processes: Vec::new(),
             paths: Vec::new(),
+            cgroups: Vec::new(),
             losses: Vec::new(),
             pending_table_bytes: 0,
             index: Vec::new(),
@@ -164,6 +167,13 @@ impl<W: Write> Writer<W> {
         }
         self.pending_table_bytes += 48 + p.path.len();
         self.paths.push(p);
+        self.maybe_flush_tables()
+    }
+
+    /// Adds a cgroup table entry (a later entry for the same id replaces the earlier one).
+    pub fn add_cgroup(&mut self, c: Cgroup) -> Result<(), WriteError> {
+        self.pending_table_bytes += 64 + c.path.len();
+        self.cgroups.push(c);
         self.maybe_flush_tables()
     }
 
@@ -267,6 +277,7 @@ impl<W: Write> Writer<W> {
         table!(devices, chunk::encode_devices, ChunkType::Devices);
         table!(processes, chunk::encode_processes, ChunkType::Processes);
         table!(paths, chunk::encode_paths, ChunkType::Paths);
+        table!(cgroups, chunk::encode_cgroups, ChunkType::Cgroups);
         table!(losses, chunk::encode_losses, ChunkType::Losses);
         self.raw = raw;
         if r.is_ok() {

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use iodump_format::synth::{self, SynthParams, SynthSink, Workload};
 use iodump_format::*;
+use iodump_synth::{self as synth, SynthParams, SynthSink, Workload};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -117,6 +117,16 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
         generation: Some(u32::MAX),
     })
     .unwrap();
+    w.add_cgroup(iodump_format::cgroup::Cgroup {
+        id: 42,
+        path: "/system.slice/docker-0123456789abcdef.scope".into(),
+        identity: iodump_format::cgroup::Identity {
+            runtime: Some(iodump_format::cgroup::Runtime::Docker),
+            container_id: Some("0123456789abcdef".into()),
+            ..Default::default()
+        },
+    })
+    .unwrap();
     for (i, e) in events.iter().enumerate() {
         w.push(e).unwrap();
         if i == events.len() / 2 {
@@ -205,7 +215,12 @@ fn round_trip_every_field() {
         Some(&b"/usr/sbin/mysqld --datadir=/var/lib/a b,\"c\"\n\xff"[..])
     );
     assert_eq!(r.args(1000, 1001, 4), Some(&b"fio"[..]));
-    assert_eq!(r.version(), (1, 1));
+    assert_eq!(r.version(), (1, 2));
+    assert!(t.has_cgroup_table());
+    let c = t.cgroup(42).unwrap();
+    assert_eq!(c.path, "/system.slice/docker-0123456789abcdef.scope");
+    assert_eq!(c.identity.label(), "docker:0123456789ab");
+    assert!(t.cgroup(43).is_none());
     for s in r.segments() {
         let (a, b) = s.time_range_ns.unwrap();
         assert!(a <= b);

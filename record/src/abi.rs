@@ -1,7 +1,8 @@
 //! The kernel/user ABI of `ebpf/iodump.h`, mirrored: ring-buffer records and constants.
-//! Records are parsed field by field from their bytes (no `unsafe`); the offsets below are
-//! the ones `iodump.h` pins with `_Static_assert`, and `tests::offsets_match_the_header`
-//! checks them against the header text.
+//! Records are parsed field by field from their bytes (no `unsafe`, no `#[repr(C)]` mirror);
+//! the offsets below are the ones `iodump.h` pins with `_Static_assert`, and
+//! `tests::offsets_match_the_header` checks them, the record sizes and every constant here
+//! against the header text.
 
 /// Record kinds (first u16 of every ring-buffer record).
 pub const EV_IO: u16 = 1;
@@ -17,8 +18,8 @@ pub const BATCH_MAX: usize = 32;
 /// `flush_batch` answered that another program was running on the CPU.
 pub const FLUSH_BUSY: u32 = 1;
 
-/// `ioflags` bits.
-pub mod iof {
+/// `IoEvent::ioflags` bits (`IODUMP_IOF_*`).
+pub mod io_flag {
     /// Bio-based device: no issue time.
     pub const BIO_BASED: u8 = 1 << 0;
     /// `issue_ns` is valid.
@@ -31,8 +32,9 @@ pub mod iof {
     pub const KTHREAD: u8 = 1 << 4;
 }
 
-/// Path kinds the kernel side reports.
-pub mod pk {
+/// Path kinds the kernel side reports (`IODUMP_PK_*`), in `IoEvent::path_kind` and
+/// `PathEvent::path_kind`.
+pub mod path_kind {
     /// Nothing recognised.
     pub const UNKNOWN: u8 = 0;
     /// Page-cache page of a file.
@@ -53,8 +55,8 @@ pub mod pk {
     pub const USERMEM: u8 = 8;
 }
 
-/// `pflags` bits of a path record.
-pub mod pf {
+/// `PathEvent::pflags` bits (`IODUMP_PF_*`).
+pub mod path_flag {
     /// Cut from the root side.
     pub const TRUNCATED: u8 = 1 << 0;
     /// Unlinked while open.
@@ -70,8 +72,8 @@ pub const SC_NONE: u16 = 0xffff;
 /// A page fault (or another exception) rather than a syscall.
 pub const SC_FAULT: u16 = 0xfffe;
 
-/// Per-CPU counter indexes of the `counters` map.
-pub mod cnt {
+/// Per-CPU counter indexes of the `counters` map (`IODUMP_CNT_*`).
+pub mod counter {
     /// Ring buffer full: I/O event dropped.
     pub const LOST_RINGBUF: u32 = 0;
     /// In-flight map full: I/O not tracked.
@@ -139,9 +141,9 @@ pub struct IoEvent {
     pub op: u8,
     /// Normalised flags.
     pub flags: u8,
-    /// [`pk`] code.
+    /// A [`path_kind`] code.
     pub path_kind: u8,
-    /// [`iof`] bits.
+    /// [`io_flag`] bits.
     pub ioflags: u8,
     /// Positive errno.
     pub error: u16,
@@ -178,7 +180,7 @@ pub struct IoEvent {
     /// comm, NUL-padded.
     pub comm: [u8; 16],
     /// `file_id` of the inode's path record; 0 when the kernel did not have it at hand (the
-    /// record is found by `(ino_dev, ino, ino_gen)`) or there is none (`iof::PATH_LOST`).
+    /// record is found by `(ino_dev, ino, ino_gen)`) or there is none (`io_flag::PATH_LOST`).
     pub file_id: u32,
 }
 
@@ -257,7 +259,7 @@ impl IoEvent {
 pub struct PathEvent<'a> {
     /// How the inode was found.
     pub path_kind: u8,
-    /// [`pf`] bits.
+    /// [`path_flag`] bits.
     pub pflags: u8,
     /// Number of components.
     pub depth: u16,
@@ -323,10 +325,35 @@ impl<'a> PathEvent<'a> {
 mod tests {
     use super::*;
 
+    /// The value of `#define NAME VALUE` in `h`: a number (decimal or 0x hex) or `(1u << N)`.
+    fn define(h: &str, name: &str) -> u32 {
+        let line = h
+            .lines()
+            .find(|l| l.starts_with(&format!("#define {name} ")))
+            .unwrap_or_else(|| panic!("{name} not in iodump.h"));
+        let v = line[format!("#define {name} ").len()..]
+            .split("/*")
+            .next()
+            .unwrap()
+            .trim();
+        if let Some(bit) = v.strip_prefix("(1u << ").and_then(|b| b.strip_suffix(')')) {
+            1 << bit.parse::<u32>().unwrap()
+        } else if let Some(hex) = v.strip_prefix("0x") {
+            u32::from_str_radix(hex, 16).unwrap()
+        } else {
+            v.parse().unwrap_or_else(|_| panic!("{name}: {v}"))
+        }
+    }
+
     #[test]
     fn offsets_match_the_header() {
         let h = include_str!("../../ebpf/iodump.h");
         for (field, off) in [
+            ("op", 2),
+            ("flags", 3),
+            ("path_kind", 4),
+            ("ioflags", 5),
+            ("error", 6),
             ("start_ns", 8),
             ("issue_ns", 16),
             ("complete_ns", 24),
@@ -348,6 +375,25 @@ mod tests {
             let needle = format!("offsetof(struct iodump_io_event, {field}) == {off},");
             assert!(h.contains(&needle), "iodump.h does not pin {needle}");
         }
+        // the offsets PathEvent::parse and batch_events read at
+        for (st, field, off) in [
+            ("iodump_path_event", "path_kind", 2),
+            ("iodump_path_event", "pflags", 3),
+            ("iodump_path_event", "depth", 4),
+            ("iodump_path_event", "names_len", 6),
+            ("iodump_path_event", "ino", 8),
+            ("iodump_path_event", "dev", 16),
+            ("iodump_path_event", "gen", 20),
+            ("iodump_path_event", "mnt_id", 24),
+            ("iodump_path_event", "sb_dev", 28),
+            ("iodump_path_event", "file_id", 32),
+            ("iodump_path_event", "names", PATH_EVENT_BYTES),
+            ("iodump_batch", "count", 2),
+            ("iodump_batch", "ev", BATCH_HDR_BYTES),
+        ] {
+            let needle = format!("offsetof(struct {st}, {field}) == {off},");
+            assert!(h.contains(&needle), "iodump.h does not pin {needle}");
+        }
         assert!(h.contains(&format!(
             "sizeof(struct iodump_io_event) == {IO_EVENT_BYTES},"
         )));
@@ -361,21 +407,49 @@ mod tests {
             ("IODUMP_BATCH_MAX", BATCH_MAX as u32),
             ("IODUMP_BATCH_HDR", BATCH_HDR_BYTES as u32),
             ("IODUMP_FLUSH_BUSY", FLUSH_BUSY),
-            ("IODUMP_CNT_LOST_RINGBUF", cnt::LOST_RINGBUF),
-            ("IODUMP_CNT_LOST_INFLIGHT", cnt::LOST_INFLIGHT),
-            ("IODUMP_CNT_LOST_STALE", cnt::LOST_STALE),
-            ("IODUMP_CNT_EMITTED", cnt::EMITTED),
-            ("IODUMP_CNT_BATCHES", cnt::BATCHES),
-            ("IODUMP_CNT_MAX", cnt::MAX),
-            ("IODUMP_PK_BDEV", pk::BDEV as u32),
-            ("IODUMP_PK_DIO", pk::DIO as u32),
+            ("IODUMP_CNT_LOST_RINGBUF", counter::LOST_RINGBUF),
+            ("IODUMP_CNT_LOST_INFLIGHT", counter::LOST_INFLIGHT),
+            ("IODUMP_CNT_LOST_STALE", counter::LOST_STALE),
+            ("IODUMP_CNT_EMITTED", counter::EMITTED),
+            ("IODUMP_CNT_BATCHES", counter::BATCHES),
+            ("IODUMP_CNT_MAX", counter::MAX),
+            ("IODUMP_PK_BDEV", path_kind::BDEV as u32),
+            ("IODUMP_PK_DIO", path_kind::DIO as u32),
         ] {
-            let line = h
-                .lines()
-                .find(|l| l.starts_with(&format!("#define {name} ")))
-                .unwrap_or_else(|| panic!("{name} not in iodump.h"));
-            let val: u32 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
-            assert_eq!(val, v, "{name}");
+            assert_eq!(define(h, name), v, "{name}");
+        }
+        // every other constant abi.rs repeats
+        for (name, v) in [
+            ("IODUMP_IOF_BIO_BASED", io_flag::BIO_BASED as u32),
+            ("IODUMP_IOF_ISSUED", io_flag::ISSUED as u32),
+            ("IODUMP_IOF_DIRTIER", io_flag::DIRTIER as u32),
+            ("IODUMP_IOF_PATH_LOST", io_flag::PATH_LOST as u32),
+            ("IODUMP_IOF_KTHREAD", io_flag::KTHREAD as u32),
+            ("IODUMP_PK_UNKNOWN", path_kind::UNKNOWN as u32),
+            ("IODUMP_PK_FILE", path_kind::FILE as u32),
+            ("IODUMP_PK_META", path_kind::META as u32),
+            ("IODUMP_PK_JOURNAL", path_kind::JOURNAL as u32),
+            ("IODUMP_PK_SWAP", path_kind::SWAP as u32),
+            ("IODUMP_PK_RAWDEV", path_kind::RAWDEV as u32),
+            ("IODUMP_PK_USERMEM", path_kind::USERMEM as u32),
+            ("IODUMP_PF_TRUNCATED", path_flag::TRUNCATED as u32),
+            ("IODUMP_PF_DELETED", path_flag::DELETED as u32),
+            ("IODUMP_PF_DISCONNECTED", path_flag::DISCONNECTED as u32),
+            ("IODUMP_PF_NO_DENTRY", path_flag::NO_DENTRY as u32),
+            ("IODUMP_SC_NONE", SC_NONE as u32),
+            ("IODUMP_SC_FAULT", SC_FAULT as u32),
+            ("IODUMP_CNT_LOST_PATH", counter::LOST_PATH),
+            ("IODUMP_CNT_TRACKED", counter::TRACKED),
+            ("IODUMP_CNT_NO_START", counter::NO_START),
+            ("IODUMP_CNT_RQ_MERGED", counter::RQ_MERGED),
+            ("IODUMP_CNT_PATHS", counter::PATHS),
+            ("IODUMP_CNT_FILTERED", counter::FILTERED),
+            ("IODUMP_CNT_SAMPLED_OUT", counter::SAMPLED_OUT),
+            ("IODUMP_CNT_SIZE_FILTERED", counter::SIZE_FILTERED),
+            ("IODUMP_CNT_FLUSH_NO_START", counter::FLUSH_NO_START),
+            ("IODUMP_CNT_RQ_UNTRACKED", counter::RQ_UNTRACKED),
+        ] {
+            assert_eq!(define(h, name), v, "{name}");
         }
     }
 

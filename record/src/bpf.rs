@@ -11,8 +11,8 @@ use aya::programs::{BtfTracePoint, RawTracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 use iodump_format::DevT;
 
-use crate::abi::{self, cnt};
-use crate::error::RecordError;
+use crate::abi::{self, counter};
+use crate::error::{shorten, Message, RecordError};
 use crate::kernel::KernelBtf;
 
 /// The compiled BPF object, built from `ebpf/` by `ebpf/build.sh` and committed.
@@ -23,7 +23,7 @@ static OBJECT: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump.bpf.o");
 static OBJECT_NO_ATOMICS: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump-noatomics.bpf.o");
 
 /// The placeholder helper number the object calls in place of the kfunc `bpf_rdonly_cast`
-/// (ebpf/iodump.bpf.c, `IODUMP_KFUNC_RDONLY_CAST`).
+/// (ebpf/read.bpf.h, `IODUMP_KFUNC_RDONLY_CAST`).
 const KFUNC_RDONLY_CAST_PLACEHOLDER: u32 = 0x1d0d_ca57;
 
 /// The call instruction of the placeholder: opcode 0x85 (BPF_JMP | BPF_CALL), registers
@@ -274,33 +274,15 @@ fn is_eperm(e: &(dyn std::error::Error + 'static)) -> bool {
     s.contains("Operation not permitted") || s.contains("Permission denied")
 }
 
-/// `m` cut to about 600 bytes: a verifier log is long, its first line says what was being
-/// loaded and its end why the verifier refused, so both are kept.
-fn short(m: String) -> String {
-    const KEEP: usize = 600;
-    if m.len() <= KEEP + 200 {
-        return m;
-    }
-    let mut head_end = m.find(['\n', ':']).unwrap_or(0).min(200);
-    while !m.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    let mut tail = m.len() - KEEP;
-    while !m.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!("{} … {}", &m[..head_end], &m[tail..])
-}
-
-fn bpf_error(what: &str, e: &(dyn std::error::Error + 'static)) -> RecordError {
-    if is_eperm(e) {
+fn bpf_error<E: std::error::Error + Send + Sync + 'static>(what: &str, e: E) -> RecordError {
+    if is_eperm(&e) {
         RecordError::NoPrivilege {
             what: what.to_string(),
         }
     } else {
         RecordError::Bpf {
             what: what.to_string(),
-            message: short(chain(e)),
+            source: Box::new(e),
         }
     }
 }
@@ -431,18 +413,18 @@ fn attach_one(
         match <&mut BtfTracePoint>::try_from(p) {
             Ok(p) => match p.load(tp, btf).and_then(|()| p.attach()) {
                 Ok(id) => return Ok(("tp_btf", (btf_prog, LinkId::Btf(id)))),
-                Err(e) => errors.push(format!("tp_btf: {}", short(chain(&e)))),
+                Err(e) => errors.push(format!("tp_btf: {}", shorten(chain(&e)))),
             },
-            Err(e) => errors.push(format!("tp_btf: {}", short(chain(&e)))),
+            Err(e) => errors.push(format!("tp_btf: {}", shorten(chain(&e)))),
         }
     }
     if let Some(p) = ebpf.program_mut(raw_prog) {
         match <&mut RawTracePoint>::try_from(p) {
             Ok(p) => match p.load().and_then(|()| p.attach(tp)) {
                 Ok(id) => return Ok(("raw_tp", (raw_prog, LinkId::Raw(id)))),
-                Err(e) => errors.push(format!("raw_tp: {}", short(chain(&e)))),
+                Err(e) => errors.push(format!("raw_tp: {}", shorten(chain(&e)))),
             },
-            Err(e) => errors.push(format!("raw_tp: {}", short(chain(&e)))),
+            Err(e) => errors.push(format!("raw_tp: {}", shorten(chain(&e)))),
         }
     }
     Err(errors.join("; "))
@@ -455,7 +437,6 @@ impl Program {
         // Kernels before 5.12 refuse BPF atomic compare-and-exchange anywhere in a program.
         let atomics = crate::kernel::has_bpf_cmpxchg()
             && std::env::var("IODUMP_FORCE_NO_ATOMICS").as_deref() != Ok("1");
-        let object = if atomics { OBJECT } else { OBJECT_NO_ATOMICS };
         // IODUMP_FORCE_GETRQ=1 plans as if block_io_start were missing, to test the start
         // at block_getrq on any kernel.
         let force_getrq = std::env::var("IODUMP_FORCE_GETRQ").as_deref() == Ok("1");
@@ -464,183 +445,24 @@ impl Program {
             |tp| kbtf.tracepoint_args(tp),
         );
         let mut off = plan.off.clone();
-        let mut ksyms = read_ksyms();
-        // btrfs loaded without BTF of its own: its structs cannot be relocated, so the
-        // program must not reach the code that reads them (it keys on these addresses).
-        if kbtf.without_btf.iter().any(|m| m == "btrfs") && kbtf.vmlinux_struct_id("btrfs_bio") == 0
-        {
-            let before = ksyms.len();
-            ksyms.retain(|k, _| !k.starts_with("btrfs_"));
-            if ksyms.len() != before {
-                off.push(
-                    "btrfs direct I/O paths and subvolume devices: module btrfs has no BTF \
-                     (kernel built without CONFIG_DEBUG_INFO_BTF_MODULES)"
-                        .into(),
-                );
-            }
-        }
-        let ksym_names: Vec<String> = KSYMS.iter().map(|n| format!("ksym_{n}")).collect();
-        let ksym_vals: Vec<u64> = KSYMS
-            .iter()
-            .map(|n| ksyms.get(*n).copied().unwrap_or(0))
-            .collect();
-        let btf_ids = [
-            ("cfg_btf_id_btrfs_bio", kbtf.vmlinux_struct_id("btrfs_bio")),
-            (
-                "cfg_btf_id_btrfs_inode",
-                kbtf.vmlinux_struct_id("btrfs_inode"),
-            ),
-        ];
-        let flags = [
-            ("cfg_filter_dev", !s.devices.is_empty() as u32),
-            ("cfg_filter_pid", !s.pids.is_empty() as u32),
-            ("cfg_filter_comm", !s.comms.is_empty() as u32),
-            ("cfg_filter_cgroup", s.cgroup.is_some() as u32),
-            ("cfg_op_mask", s.op_mask),
-            ("cfg_min_bytes", s.min_bytes),
-            ("cfg_max_bytes", s.max_bytes),
-            ("cfg_sample_every", s.sample_every.max(1)),
-            ("cfg_enable_paths", s.paths as u32),
-            ("cfg_exclude_tgid", s.exclude_tgid),
-            ("cfg_bench_ctl", s.bench_ctl as u32),
-            ("cfg_start_at_getrq", plan.start_at_getrq as u32),
-        ];
-        let mut loader = EbpfLoader::new();
-        loader.btf(Some(&kbtf.btf));
-        for (name, v) in flags.iter().chain(&btf_ids) {
-            loader.override_global(name, v, true);
-        }
-        let wakeup = wakeup_bytes(s.ring_bytes);
-        loader.override_global("cfg_wakeup_bytes", &wakeup, true);
-        for (name, v) in ksym_names.iter().zip(&ksym_vals) {
-            loader.override_global(name, v, true);
-        }
-        loader.map_max_entries("events", s.ring_bytes);
-        let cpus = aya::util::nr_cpus().unwrap_or(1) as u32;
-        if !atomics {
-            loader.override_global("cfg_nr_cpus", &cpus, true);
-        }
-        let rdonly_cast = kbtf.func_id("bpf_rdonly_cast");
-        let (words, _) = object_for(object, rdonly_cast);
-        let mut ebpf = loader
-            .load(as_bytes(&words, object.len()))
-            .map_err(|e| bpf_error("loading the BPF object", &e))?;
-
-        // Filters.
-        if !s.devices.is_empty() {
-            let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
-                ebpf.map_mut("dev_filter")
-                    .ok_or_else(|| missing("dev_filter"))?,
-            )
-            .map_err(|e| bpf_error("dev_filter map", &e))?;
-            for d in &s.devices {
-                m.insert(d.0, 1, 0)
-                    .map_err(|e| bpf_error("filling dev_filter", &e))?;
-            }
-        }
-        if !s.pids.is_empty() {
-            let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
-                ebpf.map_mut("pid_filter")
-                    .ok_or_else(|| missing("pid_filter"))?,
-            )
-            .map_err(|e| bpf_error("pid_filter map", &e))?;
-            for p in &s.pids {
-                m.insert(*p, 1, 0)
-                    .map_err(|e| bpf_error("filling pid_filter", &e))?;
-            }
-        }
-        if !s.comms.is_empty() {
-            let mut m: BpfHashMap<_, [u8; 16], u8> = BpfHashMap::try_from(
-                ebpf.map_mut("comm_filter")
-                    .ok_or_else(|| missing("comm_filter"))?,
-            )
-            .map_err(|e| bpf_error("comm_filter map", &e))?;
-            for c in &s.comms {
-                let mut k = [0u8; 16];
-                let n = c.len().min(15);
-                k[..n].copy_from_slice(&c[..n]);
-                m.insert(k, 1, 0)
-                    .map_err(|e| bpf_error("filling comm_filter", &e))?;
-            }
-        }
-
-        if let Some(path) = &s.cgroup {
-            let dir = resolve_cgroup(path)?;
-            let f = std::fs::File::open(&dir).map_err(|e| RecordError::BadOption {
-                what: format!("--cgroup {}: {e}", dir.display()),
-            })?;
-            let mut m = CgroupArray::try_from(
-                ebpf.map_mut("cgroup_filter")
-                    .ok_or_else(|| missing("cgroup_filter"))?,
-            )
-            .map_err(|e| bpf_error("cgroup_filter map", &e))?;
-            m.set(0, f, 0).map_err(|e| RecordError::BadOption {
-                what: format!(
-                    "--cgroup {}: not a cgroup v2 directory ({})",
-                    dir.display(),
-                    chain(&e)
-                ),
-            })?;
-        }
-
+        let ksyms = kernel_symbols(&kbtf, &mut off);
+        let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics)?;
+        fill_filters(&mut ebpf, s)?;
         let batching = enable_batching(&mut ebpf, s.ring_bytes);
-
         // tp_btf programs need the kernel's own BTF and, for the pointers they hold as
         // numbers, bpf_rdonly_cast (6.2+); without either, every hook is a raw tracepoint.
         // IODUMP_FORCE_RAW_TP=1 picks them anyway, to test that flavour on any kernel.
         let force_raw = std::env::var("IODUMP_FORCE_RAW_TP").as_deref() == Ok("1");
-        let try_btf = kbtf.kernel_has_btf && rdonly_cast.is_some() && !force_raw;
-        let variant = if try_btf {
-            "tp_btf (typed tracepoints, direct loads)".to_string()
-        } else if force_raw {
-            "raw_tp (IODUMP_FORCE_RAW_TP=1)".to_string()
-        } else if !kbtf.kernel_has_btf {
-            format!(
-                "raw_tp (no kernel BTF; types from {})",
-                kbtf.source.display()
-            )
-        } else {
-            "raw_tp (no bpf_rdonly_cast kfunc: bpf_probe_read_kernel for every read)".to_string()
-        };
-        let mut variant = variant;
-        if !atomics {
-            variant.push_str(
-                "; no BPF compare-and-exchange: in-flight I/O in hash maps, per-CPU file ids",
-            );
-        }
-        if plan.start_at_getrq {
-            variant.push_str("; requests start at block_getrq (no block_io_start)");
-        }
-        if !kbtf.merged.is_empty() {
-            variant.push_str(&format!("; module BTF: {}", kbtf.merged.join(", ")));
-        }
-
+        let try_btf =
+            kbtf.kernel_has_btf && kbtf.func_id("bpf_rdonly_cast").is_some() && !force_raw;
         let mut attached = Attached {
-            variant,
+            variant: variant_line(&kbtf, &plan, try_btf, force_raw, atomics),
             ..Attached::default()
         };
-        let mut attached_progs = Vec::new();
-        for (hook, required) in &plan.hooks {
-            match attach_one(&mut ebpf, &kbtf.btf, *hook, try_btf) {
-                Ok((kind, name)) => {
-                    attached.hooks.push((hook.0, kind));
-                    attached_progs.push(name);
-                }
-                Err(msg) if *required => {
-                    return Err(RecordError::Bpf {
-                        what: format!("attaching to tracepoint {}", hook.0),
-                        message: msg,
-                    })
-                }
-                Err(msg) => {
-                    attached.missing.push(hook.0);
-                    off.push(format!("tracepoint {}: {msg}", hook.0));
-                }
-            }
-        }
+        let attached_progs = attach_all(&mut ebpf, &kbtf, &plan, try_btf, &mut attached, &mut off)?;
         attached.off = off;
         let ring = RingBuf::try_from(ebpf.take_map("events").ok_or_else(|| missing("events"))?)
-            .map_err(|e| bpf_error("events ring buffer", &e))?;
+            .map_err(|e| bpf_error("events ring buffer", e))?;
         Ok(Program {
             ebpf,
             attached_progs,
@@ -658,12 +480,12 @@ impl Program {
                 .map("counters")
                 .ok_or_else(|| missing("counters"))?,
         )
-        .map_err(|e| bpf_error("counters map", &e))?;
-        (0..cnt::MAX)
+        .map_err(|e| bpf_error("counters map", e))?;
+        (0..counter::MAX)
             .map(|i| {
                 m.get(&i, 0)
                     .map(|v| v.iter().copied().collect())
-                    .map_err(|e| bpf_error("reading counters", &e))
+                    .map_err(|e| bpf_error("reading counters", e))
             })
             .collect()
     }
@@ -702,14 +524,215 @@ fn enable_batching(ebpf: &mut Ebpf, ring_bytes: u32) -> bool {
     a.set(0, batch_events(ring_bytes), 0).is_ok()
 }
 
+/// The kernel symbols the program keys on (`ksym_*`). Without btrfs's BTF (a module built
+/// without it) its structs cannot be relocated, so the btrfs symbols are left out and the
+/// program does not reach the code that reads them (said in `off`).
+fn kernel_symbols(kbtf: &KernelBtf, off: &mut Vec<String>) -> HashMap<String, u64> {
+    let mut ksyms = read_ksyms();
+    if kbtf.without_btf.iter().any(|m| m == "btrfs") && kbtf.vmlinux_struct_id("btrfs_bio") == 0 {
+        let before = ksyms.len();
+        ksyms.retain(|k, _| !k.starts_with("btrfs_"));
+        if ksyms.len() != before {
+            off.push(
+                "btrfs direct I/O paths and subvolume devices: module btrfs has no BTF \
+                 (kernel built without CONFIG_DEBUG_INFO_BTF_MODULES)"
+                    .into(),
+            );
+        }
+    }
+    ksyms
+}
+
+/// Loads the object (with or without atomics) with its settings written: filters, sizes,
+/// kernel symbols and BTF ids, the ring buffer's size.
+fn load_object(
+    s: &BpfSettings,
+    kbtf: &KernelBtf,
+    plan: &HookPlan,
+    ksyms: &HashMap<String, u64>,
+    atomics: bool,
+) -> Result<Ebpf, RecordError> {
+    let object = if atomics { OBJECT } else { OBJECT_NO_ATOMICS };
+    let ksym_names: Vec<String> = KSYMS.iter().map(|n| format!("ksym_{n}")).collect();
+    let ksym_vals: Vec<u64> = KSYMS
+        .iter()
+        .map(|n| ksyms.get(*n).copied().unwrap_or(0))
+        .collect();
+    let btf_ids = [
+        ("cfg_btf_id_btrfs_bio", kbtf.vmlinux_struct_id("btrfs_bio")),
+        (
+            "cfg_btf_id_btrfs_inode",
+            kbtf.vmlinux_struct_id("btrfs_inode"),
+        ),
+    ];
+    let flags = [
+        ("cfg_filter_dev", !s.devices.is_empty() as u32),
+        ("cfg_filter_pid", !s.pids.is_empty() as u32),
+        ("cfg_filter_comm", !s.comms.is_empty() as u32),
+        ("cfg_filter_cgroup", s.cgroup.is_some() as u32),
+        ("cfg_op_mask", s.op_mask),
+        ("cfg_min_bytes", s.min_bytes),
+        ("cfg_max_bytes", s.max_bytes),
+        ("cfg_sample_every", s.sample_every.max(1)),
+        ("cfg_enable_paths", s.paths as u32),
+        ("cfg_exclude_tgid", s.exclude_tgid),
+        ("cfg_bench_ctl", s.bench_ctl as u32),
+        ("cfg_start_at_getrq", plan.start_at_getrq as u32),
+    ];
+    let mut loader = EbpfLoader::new();
+    loader.btf(Some(&kbtf.btf));
+    for (name, v) in flags.iter().chain(&btf_ids) {
+        loader.override_global(name, v, true);
+    }
+    let wakeup = wakeup_bytes(s.ring_bytes);
+    loader.override_global("cfg_wakeup_bytes", &wakeup, true);
+    for (name, v) in ksym_names.iter().zip(&ksym_vals) {
+        loader.override_global(name, v, true);
+    }
+    loader.map_max_entries("events", s.ring_bytes);
+    let cpus = aya::util::nr_cpus().unwrap_or(1) as u32;
+    if !atomics {
+        loader.override_global("cfg_nr_cpus", &cpus, true);
+    }
+    let (words, _) = object_for(object, kbtf.func_id("bpf_rdonly_cast"));
+    loader
+        .load(as_bytes(&words, object.len()))
+        .map_err(|e| bpf_error("loading the BPF object", e))
+}
+
+/// Fills the filter maps: devices, pids, command names, the cgroup.
+fn fill_filters(ebpf: &mut Ebpf, s: &BpfSettings) -> Result<(), RecordError> {
+    if !s.devices.is_empty() {
+        let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
+            ebpf.map_mut("dev_filter")
+                .ok_or_else(|| missing("dev_filter"))?,
+        )
+        .map_err(|e| bpf_error("dev_filter map", e))?;
+        for d in &s.devices {
+            m.insert(d.0, 1, 0)
+                .map_err(|e| bpf_error("filling dev_filter", e))?;
+        }
+    }
+    if !s.pids.is_empty() {
+        let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
+            ebpf.map_mut("pid_filter")
+                .ok_or_else(|| missing("pid_filter"))?,
+        )
+        .map_err(|e| bpf_error("pid_filter map", e))?;
+        for p in &s.pids {
+            m.insert(*p, 1, 0)
+                .map_err(|e| bpf_error("filling pid_filter", e))?;
+        }
+    }
+    if !s.comms.is_empty() {
+        let mut m: BpfHashMap<_, [u8; 16], u8> = BpfHashMap::try_from(
+            ebpf.map_mut("comm_filter")
+                .ok_or_else(|| missing("comm_filter"))?,
+        )
+        .map_err(|e| bpf_error("comm_filter map", e))?;
+        for c in &s.comms {
+            let mut k = [0u8; 16];
+            let n = c.len().min(15);
+            k[..n].copy_from_slice(&c[..n]);
+            m.insert(k, 1, 0)
+                .map_err(|e| bpf_error("filling comm_filter", e))?;
+        }
+    }
+
+    if let Some(path) = &s.cgroup {
+        let dir = resolve_cgroup(path)?;
+        let f = std::fs::File::open(&dir).map_err(|e| RecordError::BadOption {
+            what: format!("--cgroup {}: {e}", dir.display()),
+        })?;
+        let mut m = CgroupArray::try_from(
+            ebpf.map_mut("cgroup_filter")
+                .ok_or_else(|| missing("cgroup_filter"))?,
+        )
+        .map_err(|e| bpf_error("cgroup_filter map", e))?;
+        m.set(0, f, 0).map_err(|e| RecordError::BadOption {
+            what: format!(
+                "--cgroup {}: not a cgroup v2 directory ({})",
+                dir.display(),
+                chain(&e)
+            ),
+        })?;
+    }
+    Ok(())
+}
+
+/// How the program was built and attached, as `iodump info` shows it (`iodump.variant`).
+fn variant_line(
+    kbtf: &KernelBtf,
+    plan: &HookPlan,
+    try_btf: bool,
+    force_raw: bool,
+    atomics: bool,
+) -> String {
+    let mut variant = if try_btf {
+        "tp_btf (typed tracepoints, direct loads)".to_string()
+    } else if force_raw {
+        "raw_tp (IODUMP_FORCE_RAW_TP=1)".to_string()
+    } else if !kbtf.kernel_has_btf {
+        format!(
+            "raw_tp (no kernel BTF; types from {})",
+            kbtf.source.display()
+        )
+    } else {
+        "raw_tp (no bpf_rdonly_cast kfunc: bpf_probe_read_kernel for every read)".to_string()
+    };
+    if !atomics {
+        variant.push_str(
+            "; no BPF compare-and-exchange: in-flight I/O in hash maps, per-CPU file ids",
+        );
+    }
+    if plan.start_at_getrq {
+        variant.push_str("; requests start at block_getrq (no block_io_start)");
+    }
+    if !kbtf.merged.is_empty() {
+        variant.push_str(&format!("; module BTF: {}", kbtf.merged.join(", ")));
+    }
+    variant
+}
+
+/// Attaches every hook of the plan: a required one that fails is an error, an optional one
+/// is said in `off` and counted missing. Returns the attached programs' names.
+fn attach_all(
+    ebpf: &mut Ebpf,
+    kbtf: &KernelBtf,
+    plan: &HookPlan,
+    try_btf: bool,
+    attached: &mut Attached,
+    off: &mut Vec<String>,
+) -> Result<Vec<(&'static str, LinkId)>, RecordError> {
+    let mut attached_progs = Vec::new();
+    for (hook, required) in &plan.hooks {
+        match attach_one(ebpf, &kbtf.btf, *hook, try_btf) {
+            Ok((kind, name)) => {
+                attached.hooks.push((hook.0, kind));
+                attached_progs.push(name);
+            }
+            Err(msg) if *required => {
+                return Err(RecordError::Bpf {
+                    what: format!("attaching to tracepoint {}", hook.0),
+                    source: Box::new(Message(msg)),
+                })
+            }
+            Err(msg) => {
+                attached.missing.push(hook.0);
+                off.push(format!("tracepoint {}: {msg}", hook.0));
+            }
+        }
+    }
+    Ok(attached_progs)
+}
+
 /// A cgroup directory: the path itself when it is one, else the path under the cgroup v2
 /// mount (`/system.slice/x.service` → `/sys/fs/cgroup/system.slice/x.service`).
 fn resolve_cgroup(path: &std::path::Path) -> Result<std::path::PathBuf, RecordError> {
     if path.is_dir() {
         return Ok(path.to_path_buf());
     }
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    for m in crate::mounts::parse(&info) {
+    for m in iodump_host::mounts::read() {
         if m.fstype == "cgroup2" {
             let root =
                 std::path::PathBuf::from(String::from_utf8_lossy(&m.mount_point).into_owned());
@@ -904,7 +927,7 @@ impl Program {
 fn missing(name: &str) -> RecordError {
     RecordError::Bpf {
         what: format!("the BPF object has no map {name}"),
-        message: "rebuild it with ebpf/build.sh".into(),
+        source: Box::new(Message("rebuild it with ebpf/build.sh".into())),
     }
 }
 

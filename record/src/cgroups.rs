@@ -23,110 +23,7 @@ use std::time::{Duration, Instant};
 
 use iodump_format::inthash::IntMap;
 
-/// The container runtime a cgroup name belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Runtime {
-    /// Docker (moby).
-    Docker,
-    /// containerd: its CRI plugin (Kubernetes) or nerdctl.
-    Containerd,
-    /// CRI-O.
-    CriO,
-    /// Podman (libpod).
-    Podman,
-    /// LXC / Incus / LXD.
-    Lxc,
-    /// A Kubernetes container whose runtime the cgroupfs driver's name does not tell.
-    Cri,
-}
-
-impl Runtime {
-    /// A short lower-case name: docker, containerd, crio, podman, lxc, cri.
-    pub fn name(self) -> &'static str {
-        match self {
-            Runtime::Docker => "docker",
-            Runtime::Containerd => "containerd",
-            Runtime::CriO => "crio",
-            Runtime::Podman => "podman",
-            Runtime::Lxc => "lxc",
-            Runtime::Cri => "cri",
-        }
-    }
-}
-
-/// What a cgroup path says about who runs in it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Identity {
-    /// The container runtime, when a component is a container's cgroup.
-    pub runtime: Option<Runtime>,
-    /// The container id (hex, as the runtime prints it; the LXC container's name).
-    pub container_id: Option<String>,
-    /// True for a runtime's monitor process (conmon) beside the container, not in it.
-    pub monitor: bool,
-    /// The Kubernetes pod UID (with dashes, as `kubectl get pod -o jsonpath={.metadata.uid}`).
-    pub pod_uid: Option<String>,
-    /// The Kubernetes QoS class of the pod: guaranteed, burstable or besteffort.
-    pub qos: Option<String>,
-    /// The innermost systemd unit that is not a container scope (`nginx.service`).
-    pub unit: Option<String>,
-}
-
-impl Identity {
-    /// A short label: `docker:0123456789ab`, `containerd:0123456789ab pod:1a2b3c4d`, the
-    /// unit, or `-`.
-    pub fn label(&self) -> String {
-        let mut s = String::new();
-        if let (Some(rt), Some(id)) = (self.runtime, &self.container_id) {
-            let short: String = id.chars().take(12).collect();
-            s = format!("{}:{short}", rt.name());
-            if self.monitor {
-                s.push_str("(conmon)");
-            }
-        }
-        if let Some(uid) = &self.pod_uid {
-            if !s.is_empty() {
-                s.push(' ');
-            }
-            s.push_str("pod:");
-            s.extend(uid.chars().take(8));
-        }
-        if s.is_empty() {
-            if let Some(u) = &self.unit {
-                s = u.clone();
-            }
-        }
-        if s.is_empty() {
-            s.push('-');
-        }
-        s
-    }
-
-    /// True when the container id or the pod UID starts with `prefix` (case-insensitive;
-    /// `runtime:prefix` also checks the runtime, `pod:prefix` only the pod UID).
-    pub fn matches_container(&self, prefix: &str) -> bool {
-        let prefix = prefix.trim().to_ascii_lowercase();
-        if let Some(p) = prefix.strip_prefix("pod:") {
-            return self.pod_uid.as_deref().is_some_and(|u| u.starts_with(p));
-        }
-        if let Some((rt, p)) = prefix.split_once(':') {
-            return self.runtime.is_some_and(|r| r.name() == rt)
-                && self
-                    .container_id
-                    .as_deref()
-                    .is_some_and(|c| c.to_ascii_lowercase().starts_with(p));
-        }
-        if prefix.is_empty() {
-            return self.container_id.is_some();
-        }
-        self.container_id
-            .as_deref()
-            .is_some_and(|c| !self.monitor && c.to_ascii_lowercase().starts_with(&prefix))
-            || self
-                .pod_uid
-                .as_deref()
-                .is_some_and(|u| u.starts_with(&prefix))
-    }
-}
+pub use iodump_format::cgroup::{Cgroup as CgroupInfo, Identity, Runtime};
 
 fn is_hex_id(s: &str) -> bool {
     s.len() >= 12 && s.bytes().all(|b| b.is_ascii_hexdigit())
@@ -231,22 +128,10 @@ pub fn identify(path: &str) -> Identity {
     id
 }
 
-/// A resolved cgroup.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CgroupInfo {
-    /// The cgroup v2 id.
-    pub id: u64,
-    /// Its path under the cgroup2 mount, from `/` (the root cgroup is `/`).
-    pub path: String,
-    /// Who runs in it.
-    pub identity: Identity,
-}
-
 /// The cgroup2 mount point from /proc/self/mountinfo (`/sys/fs/cgroup`, or
 /// `/sys/fs/cgroup/unified` on a hybrid hierarchy).
 pub fn cgroup2_mount() -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    crate::mounts::parse(&info)
+    iodump_host::mounts::read()
         .into_iter()
         .find(|m| m.fstype == "cgroup2")
         .map(|m| PathBuf::from(String::from_utf8_lossy(&m.mount_point).into_owned()))
@@ -331,6 +216,29 @@ impl Resolver {
                 stack.push((ent.path(), path));
             }
         }
+    }
+
+    /// The outermost known cgroups of the container or pod `prefix` names (see
+    /// [`Identity::matches_container`]): a container's scope (not the cgroups its payload
+    /// made inside it), a pod's slice. Sorted by path.
+    pub fn outermost_matching(&self, prefix: &str) -> Vec<&CgroupInfo> {
+        let matched: Vec<&CgroupInfo> = self
+            .by_id
+            .values()
+            .filter(|c| c.identity.matches_container(prefix))
+            .collect();
+        let mut out: Vec<&CgroupInfo> = matched
+            .iter()
+            .copied()
+            .filter(|c| {
+                !matched
+                    .iter()
+                    .any(|o| o.id != c.id && o.path != "/" && c.is_under(&o.path))
+            })
+            .collect();
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out.dedup_by(|a, b| a.path == b.path);
+        out
     }
 
     fn add(&mut self, id: u64, path: String) {
@@ -488,6 +396,15 @@ mod tests {
         assert_eq!(r.scans, 1);
         r.last_scan = Some(Instant::now() - RESCAN_AFTER);
         assert_eq!(r.get(ino2).unwrap().path, "/later.service");
+        // Container lookup: the scope, not what the container made inside it.
+        let inner = leaf.join("init.scope");
+        std::fs::create_dir(&inner).unwrap();
+        r.scan();
+        let m = r.outermost_matching("4f1e9c");
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].path, format!("/system.slice/docker-{ID}.scope"));
+        assert!(r.outermost_matching("5f").is_empty());
+        std::fs::remove_dir(&inner).unwrap();
         // Removed cgroups stay known.
         std::fs::remove_dir_all(&dir).unwrap();
         r.scan();

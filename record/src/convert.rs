@@ -1,8 +1,9 @@
 //! Turns kernel records into trace events and table entries: assigns path ids (files by
 //! (dev, inode, generation), labels per device), keeps the process table (with each
 //! process's command line, read from `/proc/PID/cmdline` when it is first seen or execs),
-//! maps syscall numbers to the format's codes. This is the ingest layer shared by live printing and by
-//! the file writer: it produces [`Ingested`] items and knows nothing of where they go.
+//! maps syscall numbers to the format's codes. This is the ingest layer shared by live
+//! printing and by the file writer: it produces [`Event`]s and the table entries they need
+//! ([`NewEntries`], [`PathEntry`]) and knows nothing of where they go.
 
 use std::collections::HashMap;
 
@@ -10,9 +11,9 @@ use iodump_format::inthash::IntMap;
 use iodump_format::{
     DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall, ARGS_MAX_BYTES,
 };
+use iodump_host::mounts::MountTable;
 
-use crate::abi::{self, iof, pf, pk, IoEvent, PathEvent};
-use crate::mounts::MountTable;
+use crate::abi::{self, io_flag, path_flag, path_kind, IoEvent, PathEvent};
 
 /// New table entries produced while converting one record, to be written before its event.
 #[derive(Debug, Default)]
@@ -107,7 +108,7 @@ impl Converter {
 
     /// A path record: remember the file's path; returns the new entry. The kernel sends a
     /// file's path again when its names changed (a rename, see `iodump_path_fp` in
-    /// ebpf/iodump.bpf.c), or when it forgot it had sent it: a path that differs from the
+    /// ebpf/paths.bpf.h), or when it forgot it had sent it: a path that differs from the
     /// file's latest is a new entry for the same file (same device and inode), and the events
     /// after it carry that name.
     pub fn path_record(&mut self, p: &PathEvent<'_>) -> Option<PathEntry> {
@@ -129,14 +130,14 @@ impl Converter {
                 })
             }
         };
-        let truncated = p.pflags & pf::TRUNCATED != 0;
+        let truncated = p.pflags & path_flag::TRUNCATED != 0;
         if truncated {
             // The spec's marker for a path cut from the root side: "…/" then the rest.
             let mut v = "…".as_bytes().to_vec();
             v.extend_from_slice(&rel);
             path = v;
         }
-        let deleted = p.pflags & pf::DELETED != 0;
+        let deleted = p.pflags & path_flag::DELETED != 0;
         if let Some(id) = latest {
             if self.path_bytes.get(&id).is_some_and(|b| *b == path) {
                 self.note_file_id(p.file_id, id);
@@ -240,6 +241,35 @@ impl Converter {
         out.path = None;
         out.process = None;
         out.device = None;
+        self.note_device(r, out);
+        self.note_process(r, out);
+        let path_id = self.path_of(r, out);
+        let bio_based = r.ioflags & io_flag::BIO_BASED != 0;
+        let queue_ns = (!bio_based && r.ioflags & io_flag::ISSUED != 0 && r.issue_ns >= r.start_ns)
+            .then(|| r.issue_ns - r.start_ns);
+        Event {
+            timestamp_ns: r.start_ns,
+            dev: DevT(r.dev),
+            sector: r.sector,
+            bytes: r.bytes,
+            op: Op::from_code(r.op),
+            flags: Flags(r.flags),
+            pid: r.pid,
+            tid: r.tid,
+            path_id,
+            queue_ns,
+            latency_ns: r.complete_ns.saturating_sub(r.start_ns),
+            error: r.error,
+            cpu: r.cpu,
+            syscall: syscall(r),
+            dirtier_pid: (r.ioflags & io_flag::DIRTIER != 0).then_some(r.dirtier_pid),
+            cgroup_id: r.cgroup_id,
+        }
+    }
+
+    /// A device not seen before (hot-added) gets its table entry.
+    #[inline]
+    fn note_device(&mut self, r: &IoEvent, out: &mut NewEntries) {
         if self.last_dev != Some(r.dev) {
             if !self.devices.contains_key(&r.dev) {
                 self.learn_device(r.dev, out);
@@ -248,7 +278,11 @@ impl Converter {
                 self.last_dev = Some(r.dev);
             }
         }
-        // Process table: a thread seen for the first time, or with a new comm (exec).
+    }
+
+    /// The process table: a thread seen for the first time, or with a new comm (exec).
+    #[inline]
+    fn note_process(&mut self, r: &IoEvent, out: &mut NewEntries) {
         let comm = r.comm;
         let exec = match self.threads.get(&r.tid) {
             Some((pid, c, _)) if *pid == r.pid && *c == comm => None,
@@ -267,10 +301,15 @@ impl Converter {
                 args: self.args_of(r.pid, exec),
             });
         }
+    }
+
+    /// The path id of the I/O's file or label, counting how it was attributed.
+    #[inline]
+    fn path_of(&mut self, r: &IoEvent, out: &mut NewEntries) -> u32 {
         let meta = r.flags & (Flags::META.0) != 0;
         let file_id = match r.path_kind {
             // The kernel's file_id when it had it at hand (an index), else the inode.
-            pk::FILE | pk::DIO => match self.by_file_id.get(r.file_id as usize) {
+            path_kind::FILE | path_kind::DIO => match self.by_file_id.get(r.file_id as usize) {
                 Some(&id) if id != 0 => Some(id),
                 _ => self.files.get(&(r.ino_dev, r.ino, r.ino_gen)).copied(),
             },
@@ -281,15 +320,15 @@ impl Converter {
         let flush = r.op == Op::Flush.code() && r.bytes == 0;
         let path_id = match r.path_kind {
             _ if flush => self.label(r.dev, L_FLUSH, out),
-            pk::FILE | pk::DIO => match file_id {
+            path_kind::FILE | path_kind::DIO => match file_id {
                 Some(id) => id,
                 None => self.label(r.dev, L_UNKNOWN, out),
             },
-            pk::META => self.label(r.dev, L_META, out),
-            pk::JOURNAL => self.label(r.dev, L_JOURNAL, out),
-            pk::SWAP => self.label(r.dev, L_SWAP, out),
-            pk::RAWDEV => self.label(r.dev, L_RAW, out),
-            pk::BDEV => {
+            path_kind::META => self.label(r.dev, L_META, out),
+            path_kind::JOURNAL => self.label(r.dev, L_JOURNAL, out),
+            path_kind::SWAP => self.label(r.dev, L_SWAP, out),
+            path_kind::RAWDEV => self.label(r.dev, L_RAW, out),
+            path_kind::BDEV => {
                 let kind = if r.comm().starts_with(b"jbd2/") {
                     L_JOURNAL
                 } else if meta || self.mounts.is_mounted(DevT(r.dev)) {
@@ -303,32 +342,12 @@ impl Converter {
         };
         let slot = match r.path_kind {
             _ if flush => 1,
-            pk::FILE | pk::DIO if file_id.is_some() => 0,
-            pk::UNKNOWN | pk::USERMEM | pk::FILE | pk::DIO => 2,
+            path_kind::FILE | path_kind::DIO if file_id.is_some() => 0,
+            path_kind::UNKNOWN | path_kind::USERMEM | path_kind::FILE | path_kind::DIO => 2,
             _ => 1,
         };
         self.attributed[slot] += 1;
-        let bio_based = r.ioflags & iof::BIO_BASED != 0;
-        let queue_ns = (!bio_based && r.ioflags & iof::ISSUED != 0 && r.issue_ns >= r.start_ns)
-            .then(|| r.issue_ns - r.start_ns);
-        Event {
-            timestamp_ns: r.start_ns,
-            dev: DevT(r.dev),
-            sector: r.sector,
-            bytes: r.bytes,
-            op: Op::from_code(r.op),
-            flags: Flags(r.flags),
-            pid: r.pid,
-            tid: r.tid,
-            path_id,
-            queue_ns,
-            latency_ns: r.complete_ns.saturating_sub(r.start_ns),
-            error: r.error,
-            cpu: r.cpu,
-            syscall: syscall(r),
-            dirtier_pid: (r.ioflags & iof::DIRTIER != 0).then_some(r.dirtier_pid),
-            cgroup_id: r.cgroup_id,
-        }
+        path_id
     }
 }
 
@@ -368,7 +387,7 @@ pub fn syscall(r: &IoEvent) -> Option<Syscall> {
                 Syscall::JOURNAL.0
             } else if c.starts_with(b"iou-wrk") || c.starts_with(b"iou-sqp") {
                 Syscall::IO_URING_ENTER.0
-            } else if r.ioflags & iof::KTHREAD != 0 && r.op == Op::Write.code() {
+            } else if r.ioflags & io_flag::KTHREAD != 0 && r.op == Op::Write.code() {
                 Syscall::WRITEBACK.0
             } else if r.flags & Flags::READAHEAD.0 != 0 {
                 Syscall::READAHEAD.0
@@ -413,7 +432,7 @@ mod tests {
             op: 0,
             flags: 0,
             path_kind,
-            ioflags: iof::ISSUED,
+            ioflags: io_flag::ISSUED,
             error: 0,
             start_ns: 100,
             issue_ns: 150,
@@ -440,14 +459,14 @@ mod tests {
         let mut c = Converter::new(&[], MountTable::default());
         let mut ne = NewEntries::default();
         // Unknown inode: labelled, process entry emitted once.
-        let e = c.io_record(&io(pk::FILE, 17), &mut ne);
+        let e = c.io_record(&io(path_kind::FILE, 17), &mut ne);
         assert_eq!(e.queue_ns, Some(50));
         assert_eq!(e.latency_ns, 1000);
         assert_eq!(e.syscall, Some(Syscall(3)));
         assert_eq!(ne.process.as_ref().unwrap().comm, b"fio");
         assert_eq!(ne.path.as_ref().unwrap().path, b"[unknown]");
         let unknown_id = e.path_id;
-        let e2 = c.io_record(&io(pk::FILE, 17), &mut ne);
+        let e2 = c.io_record(&io(path_kind::FILE, 17), &mut ne);
         assert!(ne.process.is_none() && ne.path.is_none());
         assert_eq!(e2.path_id, unknown_id);
         // Path record arrives: the next I/O of that inode gets its own id.
@@ -465,13 +484,13 @@ mod tests {
         let pe = PathEvent::parse(&rec).unwrap();
         let entry = c.path_record(&pe).unwrap();
         assert_eq!(entry.path, b"[252:0]/dir/f");
-        let e3 = c.io_record(&io(pk::FILE, 17), &mut ne);
+        let e3 = c.io_record(&io(path_kind::FILE, 17), &mut ne);
         assert_eq!(e3.path_id, entry.path_id);
         // The same inode sent again under a new file_id (its seen_inodes entry was evicted):
         // no new path entry, and events with either id name the same path.
         rec[32..36].copy_from_slice(&9u32.to_le_bytes());
         assert!(c.path_record(&PathEvent::parse(&rec).unwrap()).is_none());
-        let mut r9 = io(pk::FILE, 17);
+        let mut r9 = io(path_kind::FILE, 17);
         r9.file_id = 9;
         assert_eq!(c.io_record(&r9, &mut ne).path_id, entry.path_id);
         // file_id 0: the kernel knew the path was sent but not its id; found by the inode.
@@ -485,9 +504,9 @@ mod tests {
         assert_eq!(c.io_record(&r9, &mut ne).path_id, unknown_id);
         assert_eq!(c.attributed, [3, 0, 4]);
         // Labels.
-        let m = c.io_record(&io(pk::META, abi::SC_NONE), &mut ne);
+        let m = c.io_record(&io(path_kind::META, abi::SC_NONE), &mut ne);
         assert_eq!(c.path(m.path_id), b"[metadata]");
-        let mut j = io(pk::BDEV, abi::SC_NONE);
+        let mut j = io(path_kind::BDEV, abi::SC_NONE);
         j.comm[..8].copy_from_slice(b"jbd2/zra");
         let je = c.io_record(&j, &mut ne);
         assert_eq!(c.path(je.path_id), b"[journal]");
@@ -517,7 +536,7 @@ mod tests {
         assert!(own.len() <= ARGS_MAX_BYTES);
         let mut c = Converter::new(&[], MountTable::default());
         let mut ne = NewEntries::default();
-        let mut r = io(pk::FILE, 17);
+        let mut r = io(path_kind::FILE, 17);
         r.pid = me;
         r.tid = me;
         c.io_record(&r, &mut ne);
@@ -547,7 +566,7 @@ mod tests {
     fn flushes_have_their_own_label_and_keep_their_queue_time() {
         let mut c = Converter::new(&[], MountTable::default());
         let mut ne = NewEntries::default();
-        let mut f = io(pk::UNKNOWN, 74);
+        let mut f = io(path_kind::UNKNOWN, 74);
         f.op = Op::Flush.code();
         f.bytes = 0;
         let e = c.io_record(&f, &mut ne);
@@ -560,11 +579,11 @@ mod tests {
         assert_eq!(e.queue_ns, Some(50));
         assert_eq!(e.syscall, Some(Syscall::FSYNC));
         // One label per device, counted as a label; a write is not a flush.
-        f.path_kind = pk::FILE;
+        f.path_kind = path_kind::FILE;
         assert_eq!(c.io_record(&f, &mut ne).path_id, entry.path_id);
         assert!(ne.path.is_none());
         assert_eq!(c.attributed, [0, 2, 0]);
-        let w = c.io_record(&io(pk::UNKNOWN, 1), &mut ne);
+        let w = c.io_record(&io(path_kind::UNKNOWN, 1), &mut ne);
         assert_ne!(w.path_id, entry.path_id);
         assert_eq!(c.attributed, [0, 2, 1]);
     }
@@ -572,8 +591,8 @@ mod tests {
     #[test]
     fn bio_based_devices_have_no_queue_time() {
         let mut c = Converter::new(&[], MountTable::default());
-        let mut r = io(pk::UNKNOWN, 0);
-        r.ioflags = iof::BIO_BASED;
+        let mut r = io(path_kind::UNKNOWN, 0);
+        r.ioflags = io_flag::BIO_BASED;
         r.issue_ns = 0;
         let e = c.io_record(&r, &mut NewEntries::default());
         assert_eq!(e.queue_ns, None);
@@ -582,7 +601,7 @@ mod tests {
 
     #[test]
     fn syscall_codes() {
-        let mut r = io(pk::FILE, 426);
+        let mut r = io(path_kind::FILE, 426);
         assert_eq!(syscall(&r), Some(Syscall::IO_URING_ENTER));
         r.syscall = 999;
         assert_eq!(syscall(&r), Some(Syscall(0x8000 + 999)));
@@ -590,7 +609,7 @@ mod tests {
         assert_eq!(syscall(&r), Some(Syscall::PAGE_FAULT));
         r.syscall = abi::SC_NONE;
         assert_eq!(syscall(&r), None);
-        r.ioflags |= iof::KTHREAD;
+        r.ioflags |= io_flag::KTHREAD;
         r.op = 1;
         assert_eq!(syscall(&r), Some(Syscall::WRITEBACK));
     }

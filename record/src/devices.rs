@@ -1,78 +1,30 @@
-//! Block devices of this machine, from `/sys/class/block`: names, numbers, partitions,
-//! logical block sizes, and whether a device is bio-based (no request queue).
+//! The block devices a recording can name: the host's disks and partitions (as
+//! `iodump-host` reads them from sysfs) as trace [`Device`] entries, and the resolution of
+//! `-d` and `-p` arguments against them.
 
 use std::fs;
-use std::path::Path;
 
-use iodump_format::{DevT, Device};
+use iodump_format::Device;
+use iodump_host::sysfs::{parse_dev, BlockDevice, Sysfs};
 
 use crate::error::RecordError;
 
 /// Every block device (disks and partitions) listed in `/sys/class/block`, sorted by name.
 pub fn list() -> Result<Vec<Device>, RecordError> {
-    list_in(Path::new("/sys/class/block"))
+    let all = Sysfs::new().block_devices().map_err(RecordError::Sysfs)?;
+    Ok(all.into_iter().map(device).collect())
 }
 
-fn read_trim(p: &Path) -> Option<String> {
-    fs::read_to_string(p).ok().map(|s| s.trim().to_string())
-}
-
-fn parse_majmin(s: &str) -> Option<DevT> {
-    let (a, b) = s.trim().split_once(':')?;
-    Some(DevT::new(a.parse().ok()?, b.parse().ok()?))
-}
-
-/// Same as [`list`], from another sysfs directory (tests).
-pub fn list_in(dir: &Path) -> Result<Vec<Device>, RecordError> {
-    let entries = fs::read_dir(dir).map_err(|e| RecordError::Sysfs {
-        path: dir.display().to_string(),
-        message: e.to_string(),
-    })?;
-    let mut out = Vec::new();
-    for ent in entries.flatten() {
-        let name = ent.file_name().to_string_lossy().into_owned();
-        // /sys/class/block/X is a symlink into /sys/devices/.../X (partitions sit inside
-        // their disk's directory).
-        let path = fs::canonicalize(ent.path()).unwrap_or_else(|_| ent.path());
-        let Some(dev) = read_trim(&path.join("dev")).and_then(|s| parse_majmin(&s)) else {
-            continue;
-        };
-        let is_partition = path.join("partition").exists();
-        let disk_dir = if is_partition {
-            path.parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| path.clone())
-        } else {
-            path.clone()
-        };
-        let partition_of = if is_partition {
-            read_trim(&disk_dir.join("dev")).and_then(|s| parse_majmin(&s))
-        } else {
-            None
-        };
-        let sector_size = read_trim(&disk_dir.join("queue/logical_block_size"))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(512);
-        let start_sector = if is_partition {
-            read_trim(&path.join("start"))
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        // blk-mq devices have an `mq` directory; bio-based ones (zram, dm, md, brd) do not.
-        let bio_based = !disk_dir.join("mq").exists();
-        out.push(Device {
-            dev,
-            name,
-            partition_of,
-            sector_size,
-            start_sector,
-            bio_based,
-        });
+/// The trace's entry for a host block device.
+fn device(d: BlockDevice) -> Device {
+    Device {
+        dev: d.dev,
+        name: d.name,
+        partition_of: d.partition_of,
+        sector_size: d.logical_block_size_bytes,
+        start_sector: d.start_sector,
+        bio_based: d.bio_based,
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
 }
 
 /// Resolves a `-d` argument: a kernel name (`sda`, `sda1`, `nvme0n1`, `dm-0`, `zram0`), a
@@ -82,7 +34,7 @@ pub fn resolve(arg: &str, all: &[Device]) -> Result<Device, RecordError> {
         name: arg.to_string(),
         known: all.iter().map(|d| d.name.clone()).collect(),
     };
-    if let Some(dev) = parse_majmin(arg) {
+    if let Some(dev) = parse_dev(arg) {
         return all
             .iter()
             .find(|d| d.dev == dev)
@@ -135,6 +87,7 @@ pub fn resolve_prefix(arg: &str, all: &[Device]) -> Result<Vec<Device>, RecordEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iodump_format::DevT;
 
     fn dev(name: &str, major: u32, minor: u32) -> Device {
         Device {
@@ -186,6 +139,29 @@ mod tests {
         assert_eq!(names("sd"), ["sda"]);
         assert!(resolve_prefix("hd", &all).is_err());
         assert!(resolve_prefix("", &all).is_err());
+    }
+
+    #[test]
+    fn host_devices_become_trace_entries() {
+        let d = device(BlockDevice {
+            name: "sda2".into(),
+            dev: DevT::new(8, 2),
+            partition_of: Some(DevT::new(8, 0)),
+            logical_block_size_bytes: 4096,
+            start_sector: 2048,
+            bio_based: false,
+        });
+        assert_eq!(
+            d,
+            Device {
+                dev: DevT::new(8, 2),
+                name: "sda2".into(),
+                partition_of: Some(DevT::new(8, 0)),
+                sector_size: 4096,
+                start_sector: 2048,
+                bio_based: false,
+            }
+        );
     }
 
     #[test]

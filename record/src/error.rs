@@ -2,7 +2,12 @@
 
 use std::fmt;
 
-/// Why recording could not start or go on.
+/// A cause kept as it came (an aya, BTF or I/O error), for [`std::error::Error::source`].
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why recording could not start or go on. Each variant's message says what was being done;
+/// the error that made it fail is its [`source`](std::error::Error::source) (a verifier log
+/// can be long: callers that print one line cut it).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum RecordError {
@@ -11,10 +16,12 @@ pub enum RecordError {
         /// What failed.
         what: String,
     },
-    /// The kernel has no BTF at /sys/kernel/btf/vmlinux.
+    /// No usable kernel BTF.
     NoBtf {
-        /// The loader's message.
-        message: String,
+        /// What was read, or what is missing and what to do.
+        what: String,
+        /// Why it could not be used (none when it does not exist).
+        source: Option<Cause>,
     },
     /// A `-d` argument names no block device.
     UnknownDevice {
@@ -24,18 +31,13 @@ pub enum RecordError {
         known: Vec<String>,
     },
     /// sysfs could not be read.
-    Sysfs {
-        /// The path.
-        path: String,
-        /// The error.
-        message: String,
-    },
+    Sysfs(iodump_host::sysfs::SysfsError),
     /// The BPF object failed to load or attach.
     Bpf {
         /// What was being done.
         what: String,
-        /// The loader's message.
-        message: String,
+        /// The loader's error.
+        source: Cause,
     },
     /// Writing the trace failed (what was written before is intact).
     Write(iodump_format::WriteError),
@@ -46,22 +48,45 @@ pub enum RecordError {
     Command {
         /// The program.
         program: String,
-        /// The error.
-        message: String,
+        /// Why.
+        source: std::io::Error,
     },
     /// A bad option value.
     BadOption {
         /// What is wrong.
         what: String,
     },
-    /// Another system call failed.
-    Os {
-        /// What was being done.
-        what: &'static str,
-        /// The error.
-        message: String,
-    },
 }
+
+/// `m` cut to about 600 bytes, for one-line messages: a verifier log is long, its first
+/// words say what was being loaded and its end why the verifier refused, so both are kept.
+pub fn shorten(m: String) -> String {
+    const KEEP: usize = 600;
+    if m.len() <= KEEP + 200 {
+        return m;
+    }
+    let mut head_end = m.find(['\n', ':']).unwrap_or(0).min(200);
+    while !m.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail = m.len() - KEEP;
+    while !m.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{} … {}", &m[..head_end], &m[tail..])
+}
+
+/// An error that is only a message (an attach failure the loader described in words).
+#[derive(Debug)]
+pub struct Message(pub String);
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Message {}
 
 impl fmt::Display for RecordError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -70,21 +95,18 @@ impl fmt::Display for RecordError {
                 f,
                 "{what}: permission denied (recording needs root, or CAP_BPF and CAP_PERFMON)"
             ),
-            RecordError::NoBtf { message } => write!(f, "no usable kernel BTF: {message}"),
+            RecordError::NoBtf { what, .. } => write!(f, "no usable kernel BTF: {what}"),
             RecordError::UnknownDevice { name, known } => write!(
                 f,
                 "unknown block device '{name}' (this machine has: {})",
                 known.join(", ")
             ),
-            RecordError::Sysfs { path, message } => write!(f, "reading {path}: {message}"),
-            RecordError::Bpf { what, message } => write!(f, "{what}: {message}"),
+            RecordError::Sysfs(e) => write!(f, "{e}"),
+            RecordError::Bpf { what, .. } => write!(f, "{what}"),
             RecordError::Write(e) => write!(f, "{e}"),
             RecordError::Output(e) => write!(f, "{e}"),
-            RecordError::Command { program, message } => {
-                write!(f, "cannot run {program}: {message}")
-            }
+            RecordError::Command { program, .. } => write!(f, "cannot run {program}"),
             RecordError::BadOption { what } => write!(f, "{what}"),
-            RecordError::Os { what, message } => write!(f, "{what}: {message}"),
         }
     }
 }
@@ -92,8 +114,12 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            // Shown through Display, so its cause is the next in the chain (a WriteError
-            // shows its cause itself).
+            RecordError::NoBtf { source, .. } => source.as_deref().map(|e| e as _),
+            RecordError::Bpf { source, .. } => Some(source.as_ref()),
+            RecordError::Command { source, .. } => Some(source),
+            // Shown through Display, so their causes are the next in the chain (a
+            // WriteError shows its cause itself).
+            RecordError::Sysfs(e) => e.source(),
             RecordError::Output(e) => e.source(),
             _ => None,
         }

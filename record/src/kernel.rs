@@ -89,7 +89,8 @@ pub fn merge_split(base: &[u8], split: &[u8]) -> Result<Vec<u8>, String> {
 
 fn parse(data: &[u8], what: &Path) -> Result<Btf, RecordError> {
     Btf::parse(data, aya::Endianness::Little).map_err(|e| RecordError::NoBtf {
-        message: format!("{}: {e}", what.display()),
+        what: what.display().to_string(),
+        source: Some(Box::new(e)),
     })
 }
 
@@ -103,7 +104,8 @@ impl KernelBtf {
             None if kernel_has_btf => PathBuf::from(VMLINUX_BTF),
             None => {
                 return Err(RecordError::NoBtf {
-                    message: format!(
+                    source: None,
+                    what: format!(
                         "{VMLINUX_BTF} does not exist (kernel built without \
                          CONFIG_DEBUG_INFO_BTF): pass --btf FILE with this kernel's BTF \
                          (BTFHub has files for many distribution kernels)"
@@ -112,7 +114,8 @@ impl KernelBtf {
             }
         };
         let base = std::fs::read(&source).map_err(|e| RecordError::NoBtf {
-            message: format!("{}: {e}", source.display()),
+            what: source.display().to_string(),
+            source: Some(Box::new(e)),
         })?;
         let vmlinux = parse(&base, &source)?;
         let mut merged = Vec::new();

@@ -11,7 +11,6 @@ pub mod devices;
 pub mod error;
 pub mod kernel;
 pub mod live;
-pub mod mounts;
 pub mod print;
 pub mod session;
 

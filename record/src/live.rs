@@ -625,15 +625,24 @@ impl Aggregator {
     /// Ends the interval (`secs` long, `lost_total` events lost since the start): its rows
     /// (unsorted), then every counter starts again from zero.
     pub fn end_interval(&mut self, secs: f64, lost_total: u64) -> Interval {
-        let mut iv = Interval {
+        let iv = Interval {
             wall_ns: wall_ns(),
             total: self.total.metrics(secs),
             lost: lost_total.saturating_sub(self.lost_seen),
             lost_total,
-            ..Interval::default()
+            procs: self.proc_rows(secs),
+            files: self.file_rows(secs),
+            devs: self.dev_rows(secs),
+            cgroups: self.cgroup_rows(secs),
         };
         self.lost_seen = lost_total;
         self.total.clear();
+        self.start_again();
+        iv
+    }
+
+    fn proc_rows(&mut self, secs: f64) -> Vec<Row> {
+        let mut rows = Vec::new();
         for (&pid, p) in &self.procs {
             if p.s.total_ios() == 0 {
                 continue;
@@ -642,7 +651,7 @@ impl Aggregator {
                 .resolver
                 .get(p.cgroup)
                 .map_or_else(|| "-".to_string(), |c| c.identity.label());
-            iv.procs.push(Row {
+            rows.push(Row {
                 key: Key::Proc {
                     pid,
                     comm: p.comm.clone(),
@@ -652,6 +661,11 @@ impl Aggregator {
                 m: p.s.metrics(secs),
             });
         }
+        rows
+    }
+
+    fn file_rows(&self, secs: f64) -> Vec<Row> {
+        let mut rows = Vec::new();
         for (&path_id, f) in &self.files {
             if f.s.total_ios() == 0 {
                 continue;
@@ -663,7 +677,7 @@ impl Aggregator {
                 .map_or(0, |(p, _)| *p);
             let comm = self.procs.get(&pid).map_or("?", |p| p.comm.as_str());
             let dev = self.devs.get(&f.dev).map_or("?", |d| d.name.as_str());
-            iv.files.push(Row {
+            rows.push(Row {
                 key: Key::File {
                     path_id,
                     path: f.path.clone(),
@@ -674,9 +688,14 @@ impl Aggregator {
                 m: f.s.metrics(secs),
             });
         }
+        rows
+    }
+
+    fn dev_rows(&self, secs: f64) -> Vec<Row> {
+        let mut rows = Vec::new();
         for (&dev, d) in &self.devs {
             if d.s.total_ios() > 0 {
-                iv.devs.push(Row {
+                rows.push(Row {
                     key: Key::Dev {
                         dev: DevT(dev),
                         name: d.name.clone(),
@@ -685,6 +704,11 @@ impl Aggregator {
                 });
             }
         }
+        rows
+    }
+
+    fn cgroup_rows(&mut self, secs: f64) -> Vec<Row> {
+        let mut rows = Vec::new();
         let ids: Vec<u64> = self
             .cgroups
             .iter()
@@ -697,12 +721,16 @@ impl Aggregator {
                 None => (format!("cgroup:{id}"), Identity::default()),
             };
             let m = self.cgroups[&id].s.metrics(secs);
-            iv.cgroups.push(Row {
+            rows.push(Row {
                 key: Key::Cgroup { id, path, identity },
                 m,
             });
         }
-        // Start again; forget what has been idle for long.
+        rows
+    }
+
+    /// Clears the counts for the next interval; forgets keys idle for [`EVICT_AFTER`].
+    fn start_again(&mut self) {
         fn age<K, V>(m: &mut IntMap<K, V>, f: impl Fn(&mut V) -> (&mut Stats, &mut u16))
         where
             K: std::hash::Hash + Eq,
@@ -722,7 +750,6 @@ impl Aggregator {
         age(&mut self.procs, |v| (&mut v.s, &mut v.idle));
         age(&mut self.devs, |v| (&mut v.s, &mut v.idle));
         age(&mut self.cgroups, |v| (&mut v.s, &mut v.idle));
-        iv
     }
 }
 
@@ -874,18 +901,38 @@ pub struct Screen<'a> {
 /// (as sorted), each line at most `width` characters.
 pub fn render(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>) -> Vec<String> {
     let rows = iv.rows(view);
-    let mut out = Vec::new();
-    out.push(format!(
+    let mut out = vec![title_line(iv, view, sort, scr, rows.len()), totals_line(iv)];
+    let shown = &rows[..scr.limit.map_or(rows.len(), |n| n.min(rows.len()))];
+    let widths = ColumnWidths::of(shown);
+    out.push(widths.header(view));
+    for r in shown {
+        out.push(widths.row(r, scr.width));
+    }
+    if let Some(w) = scr.width {
+        for l in out.iter_mut().take(3) {
+            if l.chars().count() > w {
+                *l = fit(l, w, false);
+            }
+        }
+    }
+    out
+}
+
+fn title_line(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>, rows: usize) -> String {
+    format!(
         "iodump top - {}  every {}  by {} (v)  sort {} (s)  {}{}",
         local_hms(iv.wall_ns),
         show_duration(scr.interval),
         view.name(),
         sort.name(),
-        view.rows_text(rows.len()),
+        view.rows_text(rows),
         scr.status,
-    ));
+    )
+}
+
+fn totals_line(iv: &Interval) -> String {
     let t = &iv.total;
-    out.push(format!(
+    format!(
         "Total: {} IOPS (r {} w {})  {} MB/s (r {} w {})  p50 {}  p99 {}  queue {}  errors {}  lost {} ({} total)",
         rate(t.iops()),
         rate(t.read_iops()),
@@ -899,44 +946,63 @@ pub fn render(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>) -> Vec<St
         t.errors,
         iv.lost,
         iv.lost_total,
-    ));
-    let shown = &rows[..scr.limit.map_or(rows.len(), |n| n.min(rows.len()))];
-    // The container column is as wide as its widest label (within limits).
-    let cw = shown
-        .iter()
-        .map(|r| match &r.key {
-            Key::Proc { container, .. } => container.chars().count(),
-            Key::Cgroup { identity, .. } => identity.label().chars().count(),
-            _ => 0,
-        })
-        .max()
-        .unwrap_or(0)
-        .clamp(9, 40);
-    // The file view's process column, `comm[pid]`, as wide as its widest entry.
-    let pw = shown
-        .iter()
-        .map(|r| match &r.key {
-            Key::File { pid, comm, .. } => comm.chars().count() + pid.to_string().len() + 2,
-            _ => 0,
-        })
-        .max()
-        .unwrap_or(0)
-        .clamp(7, 24);
-    let mut header = NUM_HEADER.to_string();
-    match view {
-        View::File => {
-            let _ = write!(header, " {:<pw$} FILE", "PROCESS");
-        }
-        View::Proc => {
-            let _ = write!(header, "     PID COMM            {:<cw$} ARGV", "CONTAINER");
-        }
-        View::Dev => header.push_str(" DEVICE       MAJ:MIN"),
-        View::Cgroup => {
-            let _ = write!(header, " {:<cw$} CGROUP", "CONTAINER");
-        }
+    )
+}
+
+/// The widths of the columns whose width follows the rows shown.
+struct ColumnWidths {
+    /// The container column: as wide as its widest label (within limits).
+    container: usize,
+    /// The file view's process column, `comm[pid]`, as wide as its widest entry.
+    process: usize,
+}
+
+impl ColumnWidths {
+    fn of(shown: &[Row]) -> ColumnWidths {
+        let container = shown
+            .iter()
+            .map(|r| match &r.key {
+                Key::Proc { container, .. } => container.chars().count(),
+                Key::Cgroup { identity, .. } => identity.label().chars().count(),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
+            .clamp(9, 40);
+        let process = shown
+            .iter()
+            .map(|r| match &r.key {
+                Key::File { pid, comm, .. } => comm.chars().count() + pid.to_string().len() + 2,
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
+            .clamp(7, 24);
+        ColumnWidths { container, process }
     }
-    out.push(header);
-    for r in shown {
+
+    fn header(&self, view: View) -> String {
+        let (cw, pw) = (self.container, self.process);
+        let mut header = NUM_HEADER.to_string();
+        match view {
+            View::File => {
+                let _ = write!(header, " {:<pw$} FILE", "PROCESS");
+            }
+            View::Proc => {
+                let _ = write!(header, "     PID COMM            {:<cw$} ARGV", "CONTAINER");
+            }
+            View::Dev => header.push_str(" DEVICE       MAJ:MIN"),
+            View::Cgroup => {
+                let _ = write!(header, " {:<cw$} CGROUP", "CONTAINER");
+            }
+        }
+        header
+    }
+
+    /// One row: the numbers, the view's key columns, and the last column (a path, the argv)
+    /// cut to what is left of `width`.
+    fn row(&self, r: &Row, width: Option<usize>) -> String {
+        let (cw, pw) = (self.container, self.process);
         let mut l = String::new();
         num_cols(&mut l, &r.m);
         let (last, keep_end) = match &r.key {
@@ -959,14 +1025,8 @@ pub fn render(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>) -> Vec<St
                     fit(comm, 15, false),
                     fit(container, cw, false)
                 );
-                (
-                    if argv.is_empty() {
-                        comm.as_str()
-                    } else {
-                        argv.as_str()
-                    },
-                    false,
-                )
+                let shown = if argv.is_empty() { comm } else { argv };
+                (shown.as_str(), false)
             }
             Key::Dev { dev, name } => {
                 let _ = write!(l, " {:<12} ", fit(name, 12, false));
@@ -978,7 +1038,7 @@ pub fn render(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>) -> Vec<St
                 (path.as_str(), true)
             }
         };
-        match scr.width {
+        match width {
             Some(w) => {
                 let used = l.chars().count();
                 if used >= w {
@@ -989,16 +1049,8 @@ pub fn render(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>) -> Vec<St
             }
             None => l.push_str(last),
         }
-        out.push(l);
+        l
     }
-    if let Some(w) = scr.width {
-        for l in out.iter_mut().take(3) {
-            if l.chars().count() > w {
-                *l = fit(l, w, false);
-            }
-        }
-    }
-    out
 }
 
 /// `1s`, `500ms`, `2.5s`.

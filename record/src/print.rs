@@ -11,10 +11,11 @@ use std::io::{BufWriter, Stdout, Write};
 use std::sync::Arc;
 
 use iodump_format::inthash::IntMap;
-use iodump_format::text::{escape_csv, escape_text};
+use iodump_format::summary::civil_from_days;
+use iodump_format::text::{csv_line, escape_json, escape_text, json_line, json_opt};
 use iodump_format::{Device, Event, Flags, Header, Op};
 
-use crate::abi::{pk, IoEvent};
+use crate::abi::{path_kind, IoEvent};
 
 /// A line format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,7 +250,7 @@ impl Printer {
     /// Prints one event; `r` is the kernel's record of it (its comm and inode); `args` the
     /// process's command line when it is known (else the comm is shown).
     pub fn event(&mut self, e: &Event, r: &IoEvent, path: &[u8], args: Option<&[u8]>) {
-        let ino = if matches!(r.path_kind, pk::FILE | pk::DIO) {
+        let ino = if matches!(r.path_kind, path_kind::FILE | path_kind::DIO) {
             r.ino
         } else {
             0
@@ -279,8 +280,8 @@ impl Printer {
             | PrintFormat::Original(OriginalFormat {
                 style: OriginalStyle::Csv,
                 ..
-            }) => csv(l, utc, e, comm, path, args),
-            PrintFormat::Json => json(l, utc, e, comm, path, args),
+            }) => csv_line(l, utc, e, comm, path, args),
+            PrintFormat::Json => json_line(l, utc, e, comm, path, args),
             PrintFormat::Original(OriginalFormat {
                 style: OriginalStyle::Json,
                 ..
@@ -316,7 +317,7 @@ impl Printer {
         let _ = write!(l, " {:<7} {:<7} ", e.pid, e.tid);
         pad(l, |l| self.dev_name(l, e), 10);
         let _ = write!(l, " {:<13} {:>6} {}  ", e.sector, e.bytes, e.op.letter());
-        pad(l, |l| flag_letters(l, e.flags), 6);
+        pad(l, |l| e.flags.write_letters(l), 6);
         let _ = write!(l, " {:>8.1} ", e.latency_ns as f64 / 1e3);
         match e.queue_ns {
             Some(q) => {
@@ -339,6 +340,14 @@ impl Printer {
         path: &[u8],
         ino: u64,
     ) {
+        self.columns_when_who(l, c, utc, e, comm);
+        self.columns_where(l, c, e);
+        columns_how(l, c, e, path, ino);
+        l.push(b'\n');
+    }
+
+    /// The original's columns datetime, timestamp, comm, pid, tid, iosize.
+    fn columns_when_who(&mut self, l: &mut Vec<u8>, c: Columns, utc: i64, e: &Event, comm: &[u8]) {
         let secs = utc.div_euclid(1_000_000_000);
         let micros = utc.rem_euclid(1_000_000_000) / 1000;
         if c.has("datetime") {
@@ -367,6 +376,10 @@ impl Printer {
         if c.has("iosize") {
             let _ = write!(l, " {:>6}", e.bytes);
         }
+    }
+
+    /// The columns sector (on the whole disk), partition, rw, rwsec.
+    fn columns_where(&self, l: &mut Vec<u8>, c: Columns, e: &Event) {
         let dev = self.devices.get(&e.dev.0);
         if c.has("sector") {
             let start = dev.map_or(0, |(_, s)| *s);
@@ -405,74 +418,78 @@ impl Printer {
             l.extend_from_slice(&b"      "[..6 - n]);
             l.extend_from_slice(&s[..n]);
         }
-        if c.has("launcher") {
-            l.push(b' ');
-            pad(
-                l,
-                |l| match e.syscall {
-                    // every x86_64 system call by its name (iodump_format::syscalls)
-                    Some(s) => match s.name() {
-                        Some(name) => l.extend_from_slice(name.as_bytes()),
-                        None => {
-                            let _ = write!(l, "{s}");
-                        }
-                    },
-                    None => l.push(b'-'),
-                },
-                13,
-            );
-            l.push(b' ');
-        }
-        if c.has("ino") {
-            let _ = write!(l, " {ino:>9}");
-        }
-        if c.has("lba") {
-            let _ = write!(l, " {:>11}", e.sector);
-        }
-        if c.has("dev") {
-            l.push(b' ');
-            pad(
-                l,
-                |l| {
-                    let _ = write!(l, "{}", e.dev);
-                },
-                8,
-            );
-        }
-        if c.has("latency") {
-            let _ = write!(l, " {:>11.1}", e.latency_ns as f64 / 1e3);
-        }
-        if c.has("queue") {
-            match e.queue_ns {
-                Some(q) => {
-                    let _ = write!(l, " {:>9.1}", q as f64 / 1e3);
-                }
-                None => l.extend_from_slice(b"         -"),
-            }
-        }
-        if c.has("cgroup") {
-            let _ = write!(l, " {:>10}", e.cgroup_id);
-        }
-        if c.has("cpu") {
-            let _ = write!(l, " {:>3}", e.cpu);
-        }
-        if c.has("error") {
-            let _ = write!(l, " {:>5}", e.error);
-        }
-        if c.has("fullpath") {
-            l.push(b' ');
-            if is_path(path) {
-                escape_text(l, path);
-            } else {
-                l.push(b'-');
-            }
-        }
-        l.push(b'\n');
     }
 
     /// Flushes the output.
     pub fn flush(&mut self) {
         let _ = self.out.flush();
+    }
+}
+
+/// The columns launcher (the syscall), ino, lba, dev, latency, queue, cgroup, cpu, error,
+/// fullpath.
+fn columns_how(l: &mut Vec<u8>, c: Columns, e: &Event, path: &[u8], ino: u64) {
+    if c.has("launcher") {
+        l.push(b' ');
+        pad(
+            l,
+            |l| match e.syscall {
+                // every x86_64 system call by its name (iodump_format::syscalls)
+                Some(s) => match s.name() {
+                    Some(name) => l.extend_from_slice(name.as_bytes()),
+                    None => {
+                        let _ = write!(l, "{s}");
+                    }
+                },
+                None => l.push(b'-'),
+            },
+            13,
+        );
+        l.push(b' ');
+    }
+    if c.has("ino") {
+        let _ = write!(l, " {ino:>9}");
+    }
+    if c.has("lba") {
+        let _ = write!(l, " {:>11}", e.sector);
+    }
+    if c.has("dev") {
+        l.push(b' ');
+        pad(
+            l,
+            |l| {
+                let _ = write!(l, "{}", e.dev);
+            },
+            8,
+        );
+    }
+    if c.has("latency") {
+        let _ = write!(l, " {:>11.1}", e.latency_ns as f64 / 1e3);
+    }
+    if c.has("queue") {
+        match e.queue_ns {
+            Some(q) => {
+                let _ = write!(l, " {:>9.1}", q as f64 / 1e3);
+            }
+            None => l.extend_from_slice(b"         -"),
+        }
+    }
+    if c.has("cgroup") {
+        let _ = write!(l, " {:>10}", e.cgroup_id);
+    }
+    if c.has("cpu") {
+        let _ = write!(l, " {:>3}", e.cpu);
+    }
+    if c.has("error") {
+        let _ = write!(l, " {:>5}", e.error);
+    }
+    if c.has("fullpath") {
+        l.push(b' ');
+        if is_path(path) {
+            escape_text(l, path);
+        } else {
+            l.push(b'-');
+        }
     }
 }
 
@@ -487,19 +504,6 @@ fn pad(l: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>), width: usize) {
     f(l);
     while l.len() < start + width {
         l.push(b' ');
-    }
-}
-
-/// The letters of [`Flags::letters`], without a `String`.
-fn flag_letters(l: &mut Vec<u8>, flags: Flags) {
-    let start = l.len();
-    for (f, _, c) in Flags::NAMES {
-        if flags.contains(f) {
-            l.push(c as u8);
-        }
-    }
-    if l.len() == start {
-        l.push(b'V');
     }
 }
 
@@ -559,95 +563,6 @@ fn header_into(fmt: PrintFormat, l: &mut Vec<u8>) {
 
 const CSV_HEADER: &[u8] = b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid,args\n";
 
-/// The CSV line of `iodump_format::text::format_event` (the same bytes).
-fn csv(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], args: &[u8]) {
-    let _ = write!(
-        l,
-        "{}.{:06},{},",
-        utc.div_euclid(1_000_000_000),
-        utc.rem_euclid(1_000_000_000) / 1000,
-        e.pid
-    );
-    escape_csv(l, comm);
-    let _ = write!(l, ",{},{},{},", e.bytes, e.op.letter(), e.sector);
-    escape_csv(l, path);
-    let _ = write!(l, ",{},{},", e.tid, e.dev);
-    flag_letters(l, e.flags);
-    let _ = write!(l, ",{},", e.latency_ns);
-    if let Some(q) = e.queue_ns {
-        let _ = write!(l, "{q}");
-    }
-    l.push(b',');
-    if let Some(s) = e.syscall {
-        let _ = write!(l, "{s}");
-    }
-    let _ = write!(l, ",{},{},{},", e.error, e.cpu, e.cgroup_id);
-    if let Some(d) = e.dirtier_pid {
-        let _ = write!(l, "{d}");
-    }
-    l.push(b',');
-    escape_csv(l, args);
-    l.push(b'\n');
-}
-
-/// Appends `b` as a JSON string holding the text of `iodump_format::text::text_bytes` (as
-/// `escape_json` does, without its temporary buffer).
-fn json_str(l: &mut Vec<u8>, b: &[u8]) {
-    l.push(b'"');
-    for chunk in b.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '"' => l.extend_from_slice(b"\\\""),
-                // text_bytes doubles a backslash, JSON doubles each again.
-                '\\' => l.extend_from_slice(b"\\\\\\\\"),
-                '\n' => l.extend_from_slice(b"\\n"),
-                '\r' => l.extend_from_slice(b"\\r"),
-                '\t' => l.extend_from_slice(b"\\t"),
-                c if (c as u32) < 0x20 => {
-                    let _ = write!(l, "\\u{:04x}", c as u32);
-                }
-                c => {
-                    let mut buf = [0u8; 4];
-                    l.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                }
-            }
-        }
-        for &x in chunk.invalid() {
-            let _ = write!(l, "\\\\x{x:02x}");
-        }
-    }
-    l.push(b'"');
-}
-
-/// `2022-03-23T16:42:05.123456789Z`, as `iodump_format::summary::rfc3339_utc`.
-fn rfc3339(l: &mut Vec<u8>, ns: i64) {
-    let secs = ns.div_euclid(1_000_000_000);
-    let (y, m, d) = civil(secs.div_euclid(86_400));
-    let sod = secs.rem_euclid(86_400);
-    let _ = write!(
-        l,
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
-        sod / 3600,
-        sod / 60 % 60,
-        sod % 60,
-        ns.rem_euclid(1_000_000_000)
-    );
-}
-
-/// Year, month, day of a day count since 1970-01-01 (Howard Hinnant's civil_from_days).
-fn civil(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// `2022-03-23T16:42:05` in this machine's time zone (`localtime_r`; UTC if it fails).
 fn local_datetime(secs: i64) -> [u8; 19] {
     // SAFETY: localtime_r only writes the tm we pass, which lives on our stack.
@@ -665,7 +580,7 @@ fn local_datetime(secs: i64) -> [u8; 19] {
             tm.tm_sec as i64,
         )
     } else {
-        let (y, mo, d) = civil(secs.div_euclid(86_400));
+        let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
         let sod = secs.rem_euclid(86_400);
         (y, mo, d, sod / 3600, sod / 60 % 60, sod % 60)
     };
@@ -673,52 +588,6 @@ fn local_datetime(secs: i64) -> [u8; 19] {
     let mut w = &mut out[..];
     let _ = write!(w, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}");
     out
-}
-
-/// The JSON line of `iodump_format::text::format_event` (the same bytes).
-fn json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], args: &[u8]) {
-    l.extend_from_slice(b"{\"timestamp\":\"");
-    rfc3339(l, utc);
-    let _ = write!(
-        l,
-        "\",\"timestamp_ns\":{},\"pid\":{},\"tid\":{},\"comm\":",
-        e.timestamp_ns, e.pid, e.tid
-    );
-    json_str(l, comm);
-    let _ = write!(
-        l,
-        ",\"dev\":\"{}\",\"sector\":{},\"bytes\":{},\"op\":\"{}\",\"flags\":\"",
-        e.dev,
-        e.sector,
-        e.bytes,
-        e.op.name()
-    );
-    flag_letters(l, e.flags);
-    let _ = write!(l, "\",\"latency_ns\":{},\"queue_ns\":", e.latency_ns);
-    opt_num(l, e.queue_ns);
-    let _ = write!(l, ",\"error\":{},\"cpu\":{},\"syscall\":", e.error, e.cpu);
-    match e.syscall {
-        Some(s) => {
-            let _ = write!(l, "\"{s}\"");
-        }
-        None => l.extend_from_slice(b"null"),
-    }
-    l.extend_from_slice(b",\"dirtier_pid\":");
-    opt_num(l, e.dirtier_pid.map(u64::from));
-    let _ = write!(l, ",\"cgroup_id\":{},\"path\":", e.cgroup_id);
-    json_str(l, path);
-    l.extend_from_slice(b",\"args\":");
-    json_str(l, args);
-    l.extend_from_slice(b"}\n");
-}
-
-fn opt_num(l: &mut Vec<u8>, v: Option<u64>) {
-    match v {
-        Some(v) => {
-            let _ = write!(l, "{v}");
-        }
-        None => l.extend_from_slice(b"null"),
-    }
 }
 
 /// The CSV's columns as one JSON object: the article's first, `timestamp` a number of seconds
@@ -731,7 +600,7 @@ fn rows_json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], arg
         utc.rem_euclid(1_000_000_000) / 1000,
         e.pid
     );
-    json_str(l, comm);
+    escape_json(l, comm);
     let _ = write!(
         l,
         ",\"iosize\":{},\"rw\":\"{}\",\"lba\":{},\"path\":",
@@ -739,11 +608,11 @@ fn rows_json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], arg
         e.op.letter(),
         e.sector
     );
-    json_str(l, path);
+    escape_json(l, path);
     let _ = write!(l, ",\"tid\":{},\"dev\":\"{}\",\"flags\":\"", e.tid, e.dev);
-    flag_letters(l, e.flags);
+    e.flags.write_letters(l);
     let _ = write!(l, "\",\"latency_ns\":{},\"queue_ns\":", e.latency_ns);
-    opt_num(l, e.queue_ns);
+    json_opt(l, e.queue_ns);
     l.extend_from_slice(b",\"syscall\":");
     match e.syscall {
         Some(s) => {
@@ -756,9 +625,9 @@ fn rows_json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], arg
         ",\"error\":{},\"cpu\":{},\"cgroup_id\":{},\"dirtier_pid\":",
         e.error, e.cpu, e.cgroup_id
     );
-    opt_num(l, e.dirtier_pid.map(u64::from));
+    json_opt(l, e.dirtier_pid.map(u64::from));
     l.extend_from_slice(b",\"args\":");
-    json_str(l, args);
+    escape_json(l, args);
     l.extend_from_slice(b"}\n");
 }
 
@@ -957,12 +826,6 @@ mod tests {
         let t = local_datetime(0);
         assert_eq!(t.len(), 19);
         assert!(t[4] == b'-' && t[10] == b'T' && t[13] == b':');
-        let mut l = Vec::new();
-        rfc3339(&mut l, 1_630_456_789_312_345_678);
-        assert_eq!(
-            String::from_utf8(l).unwrap(),
-            iodump_format::summary::rfc3339_utc(1_630_456_789_312_345_678)
-        );
     }
 
     #[test]

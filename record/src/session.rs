@@ -11,14 +11,16 @@ use std::time::{Duration, Instant};
 use iodump_format::{Device, EndInfo, Event, Header, Loss, LossReason, Writer, WriterOptions};
 
 use iodump_format::expr::{Expr, ResolvedView};
+use iodump_format::inthash::IntMap;
+use iodump_host::mounts::MountTable;
 use iodump_output::OutputFile;
 
-use crate::abi::{self, cnt, IoEvent, PathEvent};
+use crate::abi::{self, counter, IoEvent, PathEvent};
 use crate::bpf::{BpfSettings, Program};
+use crate::cgroups::{CgroupInfo, Resolver};
 use crate::convert::{Converter, NewEntries};
 use crate::devices;
 use crate::error::RecordError;
-use crate::mounts::MountTable;
 use crate::print::{PrintFormat, Printer};
 
 /// Everything `iodump record` was asked to do.
@@ -46,6 +48,9 @@ pub struct RecordConfig {
     pub filter: Option<Expr>,
     /// Where printed lines go (appended): stdout when `None`.
     pub print_to: Option<std::sync::Arc<File>>,
+    /// `--container ID`: only I/O of tasks in this container or pod (its cgroup and below;
+    /// see [`crate::cgroups::Identity::matches_container`]). Not with `bpf.cgroup`.
+    pub container: Option<String>,
 }
 
 /// What a session did.
@@ -131,69 +136,118 @@ pub fn record_live(
     stop: &AtomicBool,
     live: Option<&mut dyn LiveSink>,
 ) -> Result<RecordSummary, RecordError> {
-    let all = devices::list()?;
+    let mut session = Session::start(cfg, live)?;
+    let result = session.run(stop);
+    session.finish(result)
+}
+
+/// The devices `-d` names, each whole disk with its partitions (empty: every device).
+fn wanted_devices(names: &[String], all: &[Device]) -> Result<Vec<Device>, RecordError> {
     let mut wanted: Vec<Device> = Vec::new();
-    for d in &cfg.devices {
-        let dev = devices::resolve(d, &all)?;
+    for d in names {
+        let dev = devices::resolve(d, all)?;
         // A whole disk includes its partitions.
         for p in all.iter().filter(|p| p.partition_of == Some(dev.dev)) {
             wanted.push(p.clone());
         }
         wanted.push(dev);
     }
+    Ok(wanted)
+}
+
+/// Narrows `list` (empty: everything) to what `keep` also allows; when nothing is left,
+/// nothing can match and the op mask is cleared.
+fn intersect<T: PartialEq>(list: &mut Vec<T>, keep: Vec<T>, op_mask: &mut u32) {
+    if list.is_empty() {
+        *list = keep;
+    } else {
+        list.retain(|x| keep.contains(x));
+        if list.is_empty() {
+            *op_mask = 0;
+        }
+    }
+}
+
+/// Applies in the kernel what the `-f` expression implies (it keeps a superset of what the
+/// expression keeps; the expression itself runs per event in [`Ingest`]).
+fn push_filter_down(settings: &mut BpfSettings, f: &Expr) {
+    let p = f.pushdown();
+    settings.min_bytes = settings.min_bytes.max(p.min_bytes);
+    if let Some(m) = p.max_bytes {
+        settings.max_bytes = if settings.max_bytes == 0 {
+            m
+        } else {
+            settings.max_bytes.min(m)
+        };
+        if settings.max_bytes == 0 {
+            // `iosize < 1`: only zero-byte I/O (flushes); the kernel's 0 means no limit.
+            settings.op_mask &= 1 << iodump_format::Op::Flush.code();
+        }
+    }
+    settings.op_mask &= p.op_mask;
+    if let Some(pids) = p.pids {
+        intersect(&mut settings.pids, pids, &mut settings.op_mask);
+    }
+    if let Some(comms) = p.comms {
+        let comms: Vec<Vec<u8>> = comms.into_iter().map(String::into_bytes).collect();
+        intersect(&mut settings.comms, comms, &mut settings.op_mask);
+    }
+}
+
+/// The cgroup directory of `--container ID`: the one outermost cgroup of the container or
+/// pod (what [`Identity::matches_container`](crate::cgroups::Identity::matches_container)
+/// matches), under the cgroup2 mount.
+fn container_cgroup(resolver: &Resolver, id: &str) -> Result<PathBuf, RecordError> {
+    let bad = |what: String| RecordError::BadOption { what };
+    let root = resolver
+        .root()
+        .ok_or_else(|| bad(format!("--container {id}: no cgroup2 mount")))?;
+    match resolver.outermost_matching(id).as_slice() {
+        [] => Err(bad(format!(
+            "--container {id}: no container or pod of docker, containerd, CRI-O, podman or \
+             LXC has a cgroup matching it (cgroups under {})",
+            root.display()
+        ))),
+        [one] => Ok(root.join(one.path.trim_start_matches('/'))),
+        many => Err(bad(format!(
+            "--container {id}: matches {} cgroups ({}); give more of the id",
+            many.len(),
+            many.iter()
+                .map(|c| c.identity.label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// The kernel side's settings: devices, the filter's pushdown, the container, our own pid.
+fn kernel_settings(
+    cfg: &RecordConfig,
+    all: &[Device],
+    resolver: &Resolver,
+) -> Result<BpfSettings, RecordError> {
     let mut settings = cfg.bpf.clone();
-    settings.devices = wanted.iter().map(|d| d.dev).collect();
+    settings.devices = wanted_devices(&cfg.devices, all)?
+        .iter()
+        .map(|d| d.dev)
+        .collect();
     if let Some(f) = &cfg.filter {
-        let p = f.pushdown();
-        settings.min_bytes = settings.min_bytes.max(p.min_bytes);
-        if let Some(m) = p.max_bytes {
-            settings.max_bytes = if settings.max_bytes == 0 {
-                m
-            } else {
-                settings.max_bytes.min(m)
-            };
-            if settings.max_bytes == 0 {
-                // `iosize < 1`: only zero-byte I/O (flushes); the kernel's 0 means no limit.
-                settings.op_mask &= 1 << iodump_format::Op::Flush.code();
-            }
+        push_filter_down(&mut settings, f);
+    }
+    if let Some(id) = &cfg.container {
+        if settings.cgroup.is_some() {
+            return Err(RecordError::BadOption {
+                what: "--container and --cgroup: give one of them".into(),
+            });
         }
-        settings.op_mask &= p.op_mask;
-        if let Some(pids) = p.pids {
-            if settings.pids.is_empty() {
-                settings.pids = pids;
-            } else {
-                settings.pids.retain(|x| pids.contains(x));
-                if settings.pids.is_empty() {
-                    settings.op_mask = 0;
-                }
-            }
-        }
-        if let Some(comms) = p.comms {
-            let comms: Vec<Vec<u8>> = comms.into_iter().map(String::into_bytes).collect();
-            if settings.comms.is_empty() {
-                settings.comms = comms;
-            } else {
-                settings.comms.retain(|x| comms.contains(x));
-                if settings.comms.is_empty() {
-                    settings.op_mask = 0;
-                }
-            }
-        }
+        settings.cgroup = Some(container_cgroup(resolver, id)?);
     }
     settings.exclude_tgid = std::process::id();
+    Ok(settings)
+}
 
-    // Create the output before loading, so a bad path fails fast: a private temporary file
-    // beside it, renamed over it only once recording has really started (below), so that a
-    // failure before that leaves an existing trace as it was.
-    let mut output = match &cfg.output {
-        Some(p) => Some(OutputFile::create(p)?),
-        None => None,
-    };
-
-    let mut prog = Program::load(&settings)?;
-    for o in &prog.attached.off {
-        eprintln!("iodump: warning: off on this kernel: {o}");
-    }
+/// The trace header: the clocks, the host, the command lines, what the program attached.
+fn trace_header(cfg: &RecordConfig, prog: &Program) -> Header {
     let (wall, mono) = now_pair();
     let mut metadata = cfg.metadata.clone();
     metadata.push(("iodump.variant".into(), prog.attached.variant.clone()));
@@ -201,7 +255,7 @@ pub fn record_live(
     if !prog.attached.off.is_empty() {
         metadata.push(("iodump.off".into(), prog.attached.off.join("; ")));
     }
-    let header = Header {
+    Header {
         wall_clock_ns: wall,
         monotonic_ns: mono,
         hostname: read_trim("/proc/sys/kernel/hostname"),
@@ -210,71 +264,357 @@ pub fn record_live(
         recorder_argv: cfg.recorder_argv.clone(),
         command_argv: (!cfg.command.is_empty()).then(|| cfg.command.clone()),
         metadata,
-    };
-    let live_only = live.is_some();
-    let mut sinks = Sinks {
-        live,
-        writer: match &output {
-            Some(o) => Some(
-                Writer::new(
-                    o.try_clone_file()?,
-                    &header,
-                    WriterOptions {
-                        memory_limit_bytes: cfg.memory_limit_bytes.max(4 << 20),
-                        ..WriterOptions::default()
-                    },
-                )
-                .map_err(write_err)?,
-            ),
-            None => None,
-        },
-        printer: match (cfg.print, &cfg.output) {
-            (Some(f), _) => Some(Printer::new(f, &header, &all, cfg.print_to.clone())),
-            (None, None) if live_only => None,
-            (None, None) => Some(Printer::new(
-                PrintFormat::Text,
-                &header,
-                &all,
-                cfg.print_to.clone(),
-            )),
-            (None, Some(_)) => None,
-        },
-    };
-    if let Some(w) = &mut sinks.writer {
-        for d in &all {
-            w.add_device(d.clone()).map_err(write_err)?;
-        }
     }
-    if let Some(p) = &mut sinks.printer {
-        p.header();
-    }
+}
 
-    let mut child: Option<Child> = None;
-    if let Some((prog_name, args)) = cfg.command.split_first() {
-        child =
-            Some(
-                Command::new(prog_name)
-                    .args(args)
-                    .spawn()
-                    .map_err(|e| RecordError::Command {
-                        program: prog_name.clone(),
-                        message: e.to_string(),
-                    })?,
-            );
-    }
-    // Attached and the command running: recording has started, the trace takes its path.
-    if let Some(o) = &mut output {
-        if let Err(e) = commit_output(o, sinks.writer.as_mut()) {
-            if let Some(c) = &mut child {
-                // SAFETY: kill(2) on our own child's pid.
-                unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-                let _ = c.wait();
+impl<'a> Sinks<'a> {
+    /// The trace writer (onto `output`), the printer and the live sink `cfg` asks for; the
+    /// device table is written and the printer's header printed.
+    fn open(
+        cfg: &RecordConfig,
+        header: &Header,
+        all: &[Device],
+        output: Option<&OutputFile>,
+        live: Option<&'a mut dyn LiveSink>,
+    ) -> Result<Sinks<'a>, RecordError> {
+        let live_only = live.is_some();
+        let writer = match output {
+            Some(o) => {
+                let opts = WriterOptions {
+                    memory_limit_bytes: cfg.memory_limit_bytes.max(4 << 20),
+                    ..WriterOptions::default()
+                };
+                let mut w = Writer::new(o.try_clone_file()?, header, opts).map_err(write_err)?;
+                for d in all {
+                    w.add_device(d.clone()).map_err(write_err)?;
+                }
+                Some(w)
             }
-            return Err(e);
+            None => None,
+        };
+        let printer = match (cfg.print, &cfg.output) {
+            (Some(f), _) => Some(f),
+            (None, None) if !live_only => Some(PrintFormat::Text),
+            (None, _) => None,
+        }
+        .map(|f| {
+            let mut p = Printer::new(f, header, all, cfg.print_to.clone());
+            p.header();
+            p
+        });
+        Ok(Sinks {
+            live,
+            writer,
+            printer,
+        })
+    }
+}
+
+/// Starts the command to trace, if any.
+fn spawn_command(command: &[String]) -> Result<Option<Child>, RecordError> {
+    let Some((program, args)) = command.split_first() else {
+        return Ok(None);
+    };
+    Command::new(program)
+        .args(args)
+        .spawn()
+        .map(Some)
+        .map_err(|source| RecordError::Command {
+            program: program.clone(),
+            source,
+        })
+}
+
+/// Stops the traced command with SIGTERM and waits for it; its exit status.
+fn terminate(c: &mut Child) -> Option<i32> {
+    // SAFETY: kill(2) on our own child's pid, which it keeps until we wait for it.
+    unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    c.wait().ok().map(exit_status)
+}
+
+/// One recording: [`Session::start`] loads, attaches and opens the outputs, [`Session::run`]
+/// polls until told to stop, [`Session::finish`] detaches, drains, accounts for losses and
+/// closes the trace.
+struct Session<'c, 'l> {
+    cfg: &'c RecordConfig,
+    prog: Program,
+    sinks: Sinks<'l>,
+    ingest: Ingest<'c>,
+    child: Option<Child>,
+    losses: LossTracker,
+    /// The monotonic clock when the program was attached.
+    start_mono_ns: u64,
+    started: Instant,
+    last_flush: Instant,
+    last_batch_flush: Instant,
+    command_status: Option<i32>,
+}
+
+impl<'c, 'l> Session<'c, 'l> {
+    /// Loads and attaches the program, opens the outputs, starts the command. The trace
+    /// file takes its path only once all of that worked (so a failure leaves an existing
+    /// file as it was); then the "recording" line is printed.
+    fn start(
+        cfg: &'c RecordConfig,
+        live: Option<&'l mut dyn LiveSink>,
+    ) -> Result<Session<'c, 'l>, RecordError> {
+        let all = devices::list()?;
+        let mut resolver = Resolver::new();
+        if cfg.container.is_some() || cfg.output.is_some() {
+            resolver.scan();
+        }
+        let settings = kernel_settings(cfg, &all, &resolver)?;
+        // Create the output before loading, so a bad path fails fast: a private temporary
+        // file beside it, renamed over it only once recording has really started.
+        let mut output = cfg.output.as_deref().map(OutputFile::create).transpose()?;
+        let prog = Program::load(&settings)?;
+        for o in &prog.attached.off {
+            eprintln!("iodump: warning: off on this kernel: {o}");
+        }
+        let header = trace_header(cfg, &prog);
+        let mut sinks = Sinks::open(cfg, &header, &all, output.as_ref(), live)?;
+        let track_cgroups =
+            sinks.writer.is_some() || cfg.filter.as_ref().is_some_and(Expr::uses_cgroup_table);
+        let mut ingest = Ingest {
+            conv: Converter::new(&all, MountTable::read()),
+            entries: NewEntries::default(),
+            filter: cfg.filter.as_ref(),
+            cgroups: track_cgroups.then(|| CgroupTable::new(resolver)),
+            events: 0,
+        };
+        if let (Some(t), Some(w)) = (&mut ingest.cgroups, &mut sinks.writer) {
+            t.write_root(w)?;
+        }
+        let mut child = spawn_command(&cfg.command)?;
+        // Attached and the command running: recording has started, the trace takes its path.
+        if let Some(o) = &mut output {
+            if let Err(e) = commit_output(o, sinks.writer.as_mut()) {
+                if let Some(c) = &mut child {
+                    terminate(c);
+                }
+                return Err(e);
+            }
+        }
+        announce(cfg, &prog);
+        Ok(Session {
+            cfg,
+            prog,
+            sinks,
+            ingest,
+            child,
+            losses: LossTracker {
+                last_ns: header.monotonic_ns,
+                ..LossTracker::default()
+            },
+            start_mono_ns: header.monotonic_ns,
+            started: Instant::now(),
+            last_flush: Instant::now(),
+            last_batch_flush: Instant::now(),
+            command_status: None,
+        })
+    }
+
+    /// Polls until `stop` is set, the time limit passes, the command exits or the live
+    /// sink says stop; then drains once more.
+    fn run(&mut self, stop: &AtomicBool) -> Result<(), RecordError> {
+        let mut stopping = false;
+        loop {
+            self.wait_for_data();
+            self.ingest.drain(&mut self.prog, &mut self.sinks)?;
+            if stopping || self.last_flush.elapsed() >= Duration::from_secs(1) {
+                self.flush()?;
+            }
+            if stopping {
+                return Ok(());
+            }
+            stopping = self.should_stop(stop);
+            if stopping {
+                // Give in-flight I/O a moment to complete, then one more drain and flush.
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
 
-    // Attached: say so (scripts and tests wait for this line before starting a workload).
+    /// Waits up to 100 ms for the ring buffer; fetches the kernel's partial batches when
+    /// they have waited a tick.
+    fn wait_for_data(&mut self) {
+        let mut pfd = libc::pollfd {
+            fd: self.prog.ring.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on our stack; the fd is the ring buffer map's, alive
+        // as long as `self.prog`.
+        unsafe { libc::poll(&mut pfd, 1, 100) };
+        // Partial batches wait in the kernel at most one tick (plus this poll).
+        if self.last_batch_flush.elapsed() >= BATCH_TICK {
+            self.last_batch_flush = Instant::now();
+            self.prog.flush_batches();
+        }
+    }
+
+    /// Once a second (and at the end): loss records of the counters' deltas, then the
+    /// writer's and the printer's buffers out.
+    fn flush(&mut self) -> Result<(), RecordError> {
+        self.last_flush = Instant::now();
+        let mut result = Ok(());
+        if let Ok(c) = self.prog.counters() {
+            for l in self.losses.update(&c, monotonic_ns()) {
+                if let Some(w) = &mut self.sinks.writer {
+                    if let Err(e) = w.add_loss(l) {
+                        result = Err(write_err(e));
+                    }
+                }
+            }
+        }
+        if let Some(w) = &mut self.sinks.writer {
+            if let Err(e) = w.flush() {
+                result = Err(write_err(e));
+            }
+        }
+        if let Some(p) = &mut self.sinks.printer {
+            p.flush();
+        }
+        result
+    }
+
+    /// True when the live sink, the command, `stop` or the time limit ends the recording.
+    fn should_stop(&mut self, stop: &AtomicBool) -> bool {
+        let mut stopping = false;
+        if let Some(l) = &mut self.sinks.live {
+            stopping |= l.tick(self.losses.total);
+        }
+        if let Some(c) = &mut self.child {
+            if let Ok(Some(st)) = c.try_wait() {
+                self.command_status = Some(exit_status(st));
+                stopping = true;
+            }
+        }
+        let timed_out = self
+            .cfg
+            .duration
+            .is_some_and(|d| self.started.elapsed() >= d);
+        stopping || timed_out || stop.load(Ordering::Relaxed)
+    }
+
+    /// Detaches, drains what is left, writes the last loss records, stops the command and
+    /// closes the trace; `result` is how [`Session::run`] ended.
+    fn finish(mut self, mut result: Result<(), RecordError>) -> Result<RecordSummary, RecordError> {
+        // Detach, then drain what is left: from here on the counters no longer move, so the
+        // I/Os that vanished from the in-flight tables can be counted exactly.
+        self.prog.detach();
+        let (leftover, leftover_events) = self.prog.drain_batches();
+        if result.is_ok() {
+            result = self.ingest.drain(&mut self.prog, &mut self.sinks);
+        }
+        for rec in &leftover {
+            if result.is_ok() {
+                result = self.ingest.record(rec, &mut self.sinks);
+            }
+        }
+        result = result.and(self.final_losses(leftover_events));
+        if let Some(mut c) = self.child.take() {
+            if self.command_status.is_none() {
+                // Stopped by a signal or the time limit: the command gets SIGTERM.
+                self.command_status = terminate(&mut c);
+            }
+        }
+        let mut summary = self.summary();
+        if let Some(p) = &mut self.sinks.printer {
+            p.flush();
+        }
+        if let Some(w) = self.sinks.writer.take() {
+            let end = EndInfo {
+                end_monotonic_ns: monotonic_ns(),
+                command_exit_status: self.command_status,
+                ..EndInfo::default()
+            };
+            let stats_before = w.stats();
+            match w.finish(end) {
+                Ok(f) => {
+                    let _ = f.sync_all();
+                    summary.bytes_written = f.metadata().map(|m| m.len()).unwrap_or(0);
+                }
+                Err(e) => {
+                    summary.bytes_written = stats_before.bytes_written;
+                    result = result.and(Err(write_err(e)));
+                }
+            }
+        }
+        result.map(|()| summary)
+    }
+
+    /// The last loss records, once detached: the counters' last deltas, the I/Os evicted
+    /// from the in-flight tables (tracked but neither emitted nor otherwise accounted for)
+    /// and the programs the kernel skipped as nested.
+    fn final_losses(&mut self, leftover_events: u64) -> Result<(), RecordError> {
+        let Ok(c) = self.prog.counters() else {
+            return Ok(());
+        };
+        let now = monotonic_ns();
+        let mut losses = self.losses.update(&c, now);
+        let sum = |i: u32| c[i as usize].iter().sum::<u64>();
+        let accounted = leftover_events
+            + sum(counter::EMITTED)
+            + sum(counter::LOST_RINGBUF)
+            + sum(counter::SIZE_FILTERED)
+            + sum(counter::RQ_MERGED)
+            + sum(counter::LOST_STALE)
+            + self.prog.in_flight();
+        let evicted = sum(counter::TRACKED).saturating_sub(accounted);
+        let nested = self.prog.recursion_misses();
+        for (count, reason) in [(evicted, LossReason::Evicted), (nested, LossReason::Nested)] {
+            if count > 0 {
+                self.losses.total += count;
+                losses.push(Loss {
+                    cpu: ALL_CPUS,
+                    reason,
+                    count,
+                    start_ns: self.start_mono_ns,
+                    end_ns: now,
+                });
+            }
+        }
+        let mut result = Ok(());
+        if let Some(w) = &mut self.sinks.writer {
+            for l in losses {
+                if let Err(e) = w.add_loss(l) {
+                    result = result.and(Err(write_err(e)));
+                }
+            }
+        }
+        result
+    }
+
+    /// What the session did (`bytes_written` is filled in when the trace is closed).
+    fn summary(&self) -> RecordSummary {
+        let kernel_counters = self
+            .prog
+            .counters()
+            .map(|c| {
+                counter::NAMES
+                    .iter()
+                    .zip(&c)
+                    .map(|(n, v)| (*n, v.iter().sum()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        RecordSummary {
+            kernel_counters,
+            events: self.ingest.events,
+            lost_events: self.losses.total,
+            command_status: self.command_status,
+            hooks: self.prog.attached.hooks.clone(),
+            attributed: self.ingest.conv.attributed,
+            duration: self.started.elapsed(),
+            ..RecordSummary::default()
+        }
+    }
+}
+
+/// Says that recording has started (scripts and tests wait for this line before starting a
+/// workload).
+fn announce(cfg: &RecordConfig, prog: &Program) {
     eprintln!(
         "iodump: recording {} ({}); {}",
         if cfg.devices.is_empty() {
@@ -289,184 +629,92 @@ pub fn record_live(
             "until the command exits"
         }
     );
-    let mut ingest = Ingest {
-        conv: Converter::new(&all, MountTable::read()),
-        entries: NewEntries::default(),
-        filter: cfg.filter.as_ref(),
-        events: 0,
-    };
-    let started = Instant::now();
-    let mut last_flush = Instant::now();
-    let mut last_batch_flush = Instant::now();
-    let mut losses = LossTracker {
-        last_ns: mono,
-        ..LossTracker::default()
-    };
-    let mut command_status = None;
-    let fd = prog.ring.as_raw_fd();
-    let mut result: Result<(), RecordError>;
-    let mut stopping = false;
-    loop {
-        // Wait for data (or 100 ms).
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd on our stack; the fd is the ring buffer map's, alive
-        // as long as `prog`.
-        unsafe { libc::poll(&mut pfd, 1, 100) };
-        // Partial batches wait in the kernel at most one tick (plus this poll).
-        if last_batch_flush.elapsed() >= BATCH_TICK {
-            last_batch_flush = Instant::now();
-            prog.flush_batches();
+}
+
+/// The cgroups table of the trace being written: each cgroup id met in an event or a
+/// process entry is resolved ([`Resolver`]: a walk of the cgroup2 mount at most once a
+/// second for ids it does not know) and written once. An id still unknown after two more
+/// walks (a cgroup removed before it was looked up) is given up.
+struct CgroupTable {
+    resolver: Resolver,
+    state: IntMap<u64, CgroupState>,
+    /// The id of the previous event, settled: most events repeat it.
+    last_id: u64,
+}
+
+#[derive(Clone, Copy)]
+enum CgroupState {
+    Written,
+    /// Not found by the walk with this number.
+    Unknown {
+        since_scan: u64,
+    },
+    GivenUp,
+}
+
+impl CgroupTable {
+    fn new(resolver: Resolver) -> CgroupTable {
+        CgroupTable {
+            resolver,
+            state: IntMap::default(),
+            last_id: u64::MAX,
         }
-        result = ingest.drain(&mut prog, &mut sinks);
-        if result.is_err() {
-            break;
+    }
+
+    /// Writes the root cgroup's entry, so that the trace has a cgroups table even when no
+    /// event comes (readers tell "not resolved" from "no table" by it).
+    fn write_root(&mut self, w: &mut Writer<File>) -> Result<(), RecordError> {
+        let root = self
+            .resolver
+            .root()
+            .and_then(|r| std::fs::metadata(r).ok())
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+        if let Some(id) = root {
+            self.settle(id, Some(w))?;
         }
-        if last_flush.elapsed() >= Duration::from_secs(1) || stopping {
-            last_flush = Instant::now();
-            if let Ok(c) = prog.counters() {
-                for l in losses.update(&c, monotonic_ns()) {
-                    if let Some(w) = &mut sinks.writer {
-                        if let Err(e) = w.add_loss(l) {
-                            result = Err(write_err(e));
-                        }
+        Ok(())
+    }
+
+    /// Makes sure `id` was looked up, writing its entry to `w` when it resolves.
+    fn settle(&mut self, id: u64, w: Option<&mut Writer<File>>) -> Result<(), RecordError> {
+        if id == 0 || id == self.last_id {
+            return Ok(());
+        }
+        let scans = self.resolver.scans;
+        let state = match self.state.get(&id) {
+            Some(CgroupState::Written | CgroupState::GivenUp) => {
+                self.last_id = id;
+                return Ok(());
+            }
+            Some(CgroupState::Unknown { since_scan }) if scans >= since_scan + 2 => {
+                CgroupState::GivenUp
+            }
+            _ => match self.resolver.get(id) {
+                Some(c) => {
+                    if let Some(w) = w {
+                        w.add_cgroup(c.clone()).map_err(write_err)?;
                     }
+                    CgroupState::Written
                 }
-            }
-            if let Some(w) = &mut sinks.writer {
-                if let Err(e) = w.flush() {
-                    result = Err(write_err(e));
-                }
-            }
-            if let Some(p) = &mut sinks.printer {
-                p.flush();
-            }
-            if result.is_err() {
-                break;
-            }
-        }
-        if stopping {
-            break;
-        }
-        if let Some(l) = &mut sinks.live {
-            if l.tick(losses.total) {
-                stopping = true;
-            }
-        }
-        if let Some(c) = &mut child {
-            if let Ok(Some(st)) = c.try_wait() {
-                command_status = Some(exit_status(st));
-                stopping = true;
-            }
-        }
-        if stop.load(Ordering::Relaxed) || cfg.duration.is_some_and(|d| started.elapsed() >= d) {
-            stopping = true;
-        }
-        if stopping {
-            // Give in-flight I/O a moment to complete, then one more drain and flush.
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    // Detach, then drain what is left: from here on the counters no longer move, so the
-    // I/Os that vanished from the in-flight tables can be counted exactly.
-    prog.detach();
-    let (leftover, leftover_events) = prog.drain_batches();
-    if result.is_ok() {
-        result = ingest.drain(&mut prog, &mut sinks);
-    }
-    for rec in &leftover {
-        if result.is_ok() {
-            result = ingest.record(rec, &mut sinks);
-        }
-    }
-    if let Ok(c) = prog.counters() {
-        let now = monotonic_ns();
-        let mut final_losses = losses.update(&c, now);
-        let sum = |i: u32| c[i as usize].iter().sum::<u64>();
-        let accounted = leftover_events
-            + sum(cnt::EMITTED)
-            + sum(cnt::LOST_RINGBUF)
-            + sum(cnt::SIZE_FILTERED)
-            + sum(cnt::RQ_MERGED)
-            + sum(cnt::LOST_STALE)
-            + prog.in_flight();
-        let evicted = sum(cnt::TRACKED).saturating_sub(accounted);
-        let nested = prog.recursion_misses();
-        for (count, reason) in [(evicted, LossReason::Evicted), (nested, LossReason::Nested)] {
-            if count > 0 {
-                losses.total += count;
-                final_losses.push(Loss {
-                    cpu: ALL_CPUS,
-                    reason,
-                    count,
-                    start_ns: mono,
-                    end_ns: now,
-                });
-            }
-        }
-        if let Some(w) = &mut sinks.writer {
-            for l in final_losses {
-                if let Err(e) = w.add_loss(l) {
-                    result = result.and(Err(write_err(e)));
-                }
-            }
-        }
-    }
-    if let Some(mut c) = child.take() {
-        if command_status.is_none() {
-            // Stopped by a signal or the time limit: the command gets SIGTERM.
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-            if let Ok(st) = c.wait() {
-                command_status = Some(exit_status(st));
-            }
-        }
-    }
-    let kernel_counters = prog
-        .counters()
-        .map(|c| {
-            cnt::NAMES
-                .iter()
-                .zip(&c)
-                .map(|(n, v)| (*n, v.iter().sum()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut summary = RecordSummary {
-        kernel_counters,
-        events: ingest.events,
-        lost_events: losses.total,
-        command_status,
-        hooks: prog.attached.hooks.clone(),
-        attributed: ingest.conv.attributed,
-        duration: started.elapsed(),
-        ..RecordSummary::default()
-    };
-    if let Some(p) = &mut sinks.printer {
-        p.flush();
-    }
-    if let Some(w) = sinks.writer.take() {
-        let end = EndInfo {
-            end_monotonic_ns: monotonic_ns(),
-            command_exit_status: command_status,
-            ..EndInfo::default()
+                None => match self.state.get(&id) {
+                    Some(s) => *s,
+                    None => CgroupState::Unknown {
+                        since_scan: self.resolver.scans,
+                    },
+                },
+            },
         };
-        let stats_before = w.stats();
-        match w.finish(end) {
-            Ok(f) => {
-                let _ = f.sync_all();
-                summary.bytes_written = f.metadata().map(|m| m.len()).unwrap_or(0);
-            }
-            Err(e) => {
-                summary.bytes_written = stats_before.bytes_written;
-                result = result.and(Err(write_err(e)));
-            }
+        if !matches!(state, CgroupState::Unknown { .. }) {
+            self.last_id = id;
         }
+        self.state.insert(id, state);
+        Ok(())
     }
-    result.map(|()| summary)
+
+    /// The entry of `id`, if resolved.
+    fn known(&self, id: u64) -> Option<&CgroupInfo> {
+        self.resolver.known(id)
+    }
 }
 
 /// Writes what the writer holds (the device table), then renames the output over its path: from
@@ -496,8 +744,13 @@ struct Ingest<'a> {
     conv: Converter,
     entries: NewEntries,
     filter: Option<&'a Expr>,
+    /// Kept when a trace is written or the filter reads cgroup paths or containers.
+    cgroups: Option<CgroupTable>,
     events: u64,
 }
+
+/// How often partial batches of events are fetched from the kernel (`flush_batch`).
+const BATCH_TICK: Duration = Duration::from_millis(100);
 
 impl Ingest<'_> {
     /// Handles every record waiting in the ring buffer.
@@ -509,98 +762,94 @@ impl Ingest<'_> {
         Ok(())
     }
 
-    /// Handles one ring-buffer record.
+    /// Handles one ring-buffer record: a batch of I/O events, one I/O event or a path.
     fn record(&mut self, rec: &[u8], sinks: &mut Sinks) -> Result<(), RecordError> {
         if let Some(batch) = abi::batch_events(rec) {
             for r in batch {
-                handle(
-                    r,
-                    &mut self.conv,
-                    &mut self.entries,
-                    sinks,
-                    self.filter,
-                    &mut self.events,
-                )?;
+                self.one(r, sinks)?;
             }
             return Ok(());
         }
-        handle(
-            rec,
-            &mut self.conv,
-            &mut self.entries,
-            sinks,
-            self.filter,
-            &mut self.events,
-        )
+        self.one(rec, sinks)
     }
-}
 
-/// How often partial batches of events are fetched from the kernel (`flush_batch`).
-const BATCH_TICK: Duration = Duration::from_millis(100);
-
-fn handle(
-    rec: &[u8],
-    conv: &mut Converter,
-    entries: &mut NewEntries,
-    sinks: &mut Sinks,
-    filter: Option<&Expr>,
-    events: &mut u64,
-) -> Result<(), RecordError> {
-    if rec.len() < 2 {
-        return Ok(());
-    }
-    match u16::from_le_bytes([rec[0], rec[1]]) {
-        abi::EV_IO => {
-            let Some(r) = IoEvent::parse(rec) else {
-                return Ok(());
-            };
-            let e: Event = conv.io_record(&r, entries);
-            // Table entries are written even when the filter drops the event: the converter
-            // will not announce them again.
-            if let Some(w) = &mut sinks.writer {
-                if let Some(d) = entries.device.take() {
-                    w.add_device(d).map_err(write_err)?;
-                }
-                if let Some(p) = entries.process.take() {
-                    w.add_process(p).map_err(write_err)?;
-                }
-                if let Some(p) = entries.path.take() {
-                    w.add_path(p).map_err(write_err)?;
-                }
-            }
-            if let Some(f) = filter {
-                let v = ResolvedView {
-                    comm: r.comm(),
-                    path: conv.path(e.path_id),
-                    dev: conv.dev_label(e.dev),
-                };
-                if !f.eval(&e, &v) {
-                    return Ok(());
-                }
-            }
-            if let Some(w) = &mut sinks.writer {
-                w.push(&e).map_err(write_err)?;
-            }
-            if let Some(p) = &mut sinks.printer {
-                p.event(&e, &r, conv.path(e.path_id), conv.args(e.pid));
-            }
-            if let Some(l) = &mut sinks.live {
-                l.event(&e, &r, conv);
-            }
-            *events += 1;
+    fn one(&mut self, rec: &[u8], sinks: &mut Sinks) -> Result<(), RecordError> {
+        if rec.len() < 2 {
+            return Ok(());
         }
-        abi::EV_PATH => {
-            if let Some(p) = PathEvent::parse(rec) {
-                if let Some(entry) = conv.path_record(&p) {
-                    if let Some(w) = &mut sinks.writer {
-                        w.add_path(entry).map_err(write_err)?;
+        match u16::from_le_bytes([rec[0], rec[1]]) {
+            abi::EV_IO => {
+                if let Some(r) = IoEvent::parse(rec) {
+                    self.io(&r, sinks)?;
+                }
+            }
+            abi::EV_PATH => {
+                if let Some(p) = PathEvent::parse(rec) {
+                    if let Some(entry) = self.conv.path_record(&p) {
+                        if let Some(w) = &mut sinks.writer {
+                            w.add_path(entry).map_err(write_err)?;
+                        }
                     }
                 }
             }
+            _ => {}
         }
-        _ => {}
+        Ok(())
     }
-    Ok(())
+
+    /// Converts an I/O event, writes the table entries it brought (even when the filter
+    /// drops the event: the converter will not announce them again), filters it and hands
+    /// it to the sinks.
+    fn io(&mut self, r: &IoEvent, sinks: &mut Sinks) -> Result<(), RecordError> {
+        let e: Event = self.conv.io_record(r, &mut self.entries);
+        self.write_entries(&e, sinks)?;
+        if let Some(f) = self.filter {
+            let v = ResolvedView {
+                comm: r.comm(),
+                path: self.conv.path(e.path_id),
+                dev: self.conv.dev_label(e.dev),
+                cgroup: self.cgroups.as_ref().and_then(|t| t.known(e.cgroup_id)),
+            };
+            if !f.eval(&e, &v) {
+                return Ok(());
+            }
+        }
+        if let Some(w) = &mut sinks.writer {
+            w.push(&e).map_err(write_err)?;
+        }
+        if let Some(p) = &mut sinks.printer {
+            p.event(&e, r, self.conv.path(e.path_id), self.conv.args(e.pid));
+        }
+        if let Some(l) = &mut sinks.live {
+            l.event(&e, r, &self.conv);
+        }
+        self.events += 1;
+        Ok(())
+    }
+
+    /// The device, process, path and cgroup entries the last event brought.
+    fn write_entries(&mut self, e: &Event, sinks: &mut Sinks) -> Result<(), RecordError> {
+        let process = self.entries.process.take();
+        if let Some(t) = &mut self.cgroups {
+            if let Some(p) = &process {
+                t.settle(p.cgroup_id, sinks.writer.as_mut())?;
+            }
+            t.settle(e.cgroup_id, sinks.writer.as_mut())?;
+        }
+        let Some(w) = &mut sinks.writer else {
+            return Ok(());
+        };
+        if let Some(d) = self.entries.device.take() {
+            w.add_device(d).map_err(write_err)?;
+        }
+        if let Some(p) = process {
+            w.add_process(p).map_err(write_err)?;
+        }
+        if let Some(p) = self.entries.path.take() {
+            w.add_path(p).map_err(write_err)?;
+        }
+        Ok(())
+    }
 }
 
 /// Turns the kernel's cumulative per-CPU loss counters into loss records of the deltas.
@@ -615,9 +864,9 @@ impl LossTracker {
     fn update(&mut self, c: &[Vec<u64>], now_ns: u64) -> Vec<Loss> {
         let mut out = Vec::new();
         let reasons = [
-            (cnt::LOST_RINGBUF, LossReason::RingBufferFull),
-            (cnt::LOST_INFLIGHT, LossReason::InFlightFull),
-            (cnt::LOST_STALE, LossReason::Evicted),
+            (counter::LOST_RINGBUF, LossReason::RingBufferFull),
+            (counter::LOST_INFLIGHT, LossReason::InFlightFull),
+            (counter::LOST_STALE, LossReason::Evicted),
         ];
         if self.last.is_empty() {
             self.last = vec![Vec::new(); c.len()];
@@ -642,5 +891,92 @@ impl LossTracker {
         }
         self.last_ns = now_ns;
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_narrow_what_the_kernel_keeps() {
+        let mut op_mask = u32::MAX;
+        let mut pids = Vec::new();
+        intersect(&mut pids, vec![7, 8], &mut op_mask);
+        assert_eq!((pids.clone(), op_mask), (vec![7, 8], u32::MAX));
+        intersect(&mut pids, vec![8, 9], &mut op_mask);
+        assert_eq!((pids.clone(), op_mask), (vec![8], u32::MAX));
+        // Nothing in common: nothing can match.
+        intersect(&mut pids, vec![1], &mut op_mask);
+        assert_eq!((pids.len(), op_mask), (0, 0));
+
+        let mut s = BpfSettings {
+            pids: vec![5, 6],
+            min_bytes: 512,
+            ..BpfSettings::default()
+        };
+        let all_ops = s.op_mask;
+        push_filter_down(
+            &mut s,
+            &Expr::parse("iosize >= 4k && pid == 6 && rw == W").unwrap(),
+        );
+        assert_eq!((s.min_bytes, s.pids.as_slice()), (4096, &[6][..]));
+        assert_eq!(s.op_mask, all_ops & (1 << iodump_format::Op::Write.code()));
+        let mut s = BpfSettings::default();
+        push_filter_down(&mut s, &Expr::parse("iosize < 1").unwrap());
+        assert_eq!(s.op_mask, 1 << iodump_format::Op::Flush.code());
+        let mut s = BpfSettings::default();
+        let before = s.clone();
+        push_filter_down(
+            &mut s,
+            &Expr::parse("path =~ '/var/*' || container == ''").unwrap(),
+        );
+        assert_eq!(
+            (
+                s.min_bytes,
+                s.max_bytes,
+                s.op_mask,
+                s.pids.len(),
+                s.comms.len()
+            ),
+            (before.min_bytes, before.max_bytes, before.op_mask, 0, 0)
+        );
+    }
+
+    #[test]
+    fn cgroups_are_looked_up_once_and_given_up_after_two_more_walks() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("iodump-cgtable-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let leaf = dir.join("system.slice/docker-0123456789abcdef.scope");
+        std::fs::create_dir_all(&leaf).unwrap();
+        let leaf_id = std::fs::metadata(&leaf).unwrap().ino();
+        let mut t = CgroupTable::new(Resolver::with_root(Some(dir.clone())));
+        t.resolver.scan();
+        t.settle(leaf_id, None).unwrap();
+        assert!(matches!(t.state.get(&leaf_id), Some(CgroupState::Written)));
+        assert_eq!(
+            t.known(leaf_id).unwrap().identity.label(),
+            "docker:0123456789ab"
+        );
+        assert_eq!(t.last_id, leaf_id);
+        // An id no walk finds: retried while the resolver walks again, then given up.
+        let gone = u64::MAX - 1;
+        t.settle(gone, None).unwrap();
+        assert!(matches!(
+            t.state.get(&gone),
+            Some(CgroupState::Unknown { .. })
+        ));
+        t.resolver.scan();
+        t.resolver.scan();
+        t.settle(gone, None).unwrap();
+        assert!(matches!(t.state.get(&gone), Some(CgroupState::GivenUp)));
+        let scans = t.resolver.scans;
+        t.settle(gone, None).unwrap();
+        assert_eq!(t.resolver.scans, scans, "a given-up id walks no more");
+        // 0 is "unknown" in the trace: never looked up.
+        t.settle(0, None).unwrap();
+        assert!(!t.state.contains_key(&0));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -4,7 +4,8 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use iodump_format::{Damage, ReadError};
+use iodump_format::ReadError;
+use iodump_output::OutputError;
 
 /// What stopped a replay before or while it ran.
 #[derive(Debug)]
@@ -17,8 +18,6 @@ pub enum ReplayError {
         /// Why.
         source: ReadError,
     },
-    /// A segment of the trace is damaged (only with strict reading).
-    Damaged(Damage),
     /// A target could not be opened or inspected.
     Open {
         /// The target.
@@ -90,25 +89,77 @@ pub enum ReplayError {
         /// What the kernel said.
         source: io::Error,
     },
+    /// The speed is not a positive, finite factor.
+    BadSpeed {
+        /// As given.
+        speed: f64,
+    },
+    /// The trace slowed down by the speed would last longer than the scheduler's clock (u64
+    /// ns) holds.
+    TooSlow {
+        /// As given.
+        speed: f64,
+    },
+    /// Zero loops.
+    NoLoops,
+    /// Neither a target for every device nor one for some device.
+    NoTarget,
+    /// The `-o` path breaks the output rule (a link, another user's file, not a file).
+    Output(OutputError),
+    /// The `-o` path is a file the replay reads or writes.
+    OutputIs {
+        /// The `-o` path.
+        path: PathBuf,
+        /// What it is (`the trace being replayed`, `a replay target`).
+        what: &'static str,
+    },
+    /// A file target (with `-o`) is on a filesystem of no single block device, so there is
+    /// no device to record.
+    NoDeviceToRecord {
+        /// The target.
+        path: PathBuf,
+    },
+    /// The recorder of the replay (`-o`) could not be started, failed or could not be
+    /// stopped.
+    Recorder {
+        /// What went wrong, in words.
+        what: String,
+        /// What the system said, when it said something.
+        source: Option<io::Error>,
+    },
+    /// The recording of the replay (`-o`) could not be read.
+    Recording {
+        /// Its file.
+        path: PathBuf,
+        /// Why.
+        source: ReadError,
+    },
+}
+
+/// A factor as the command line shows numbers: plainly, or in exponent form when very small
+/// or very large (`1e-300`, not 300 zeros).
+fn show_factor(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e15).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
 }
 
 impl fmt::Display for ReplayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReplayError::Trace { path, .. } => write!(f, "cannot read trace {}", path.display()),
-            ReplayError::Damaged(d) => write!(f, "damaged trace: {d}"),
             ReplayError::Open { path, .. } => write!(f, "cannot open target {}", path.display()),
             ReplayError::NotBlockOrFile { path } => write!(
                 f,
                 "target {} is neither a block device nor a regular file",
                 path.display()
             ),
-            ReplayError::EmptyTarget { path } => write!(
-                f,
-                "target {} has size 0: give it a size first (e.g. truncate -s 1G {})",
-                path.display(),
-                path.display()
-            ),
+            ReplayError::EmptyTarget { path } => {
+                let p = path.display();
+                write!(f, "target {p} has size 0: give it a size first (e.g. truncate -s 1G {p})")
+            }
             ReplayError::Mounted { path, mount_point } => write!(
                 f,
                 "refusing to write to {}: it is mounted on {mount_point} (unmount it, or add --force to destroy its data)",
@@ -142,6 +193,38 @@ impl fmt::Display for ReplayError {
                 "I/O buffers would need {needed_bytes} bytes, more than the limit of {limit_bytes}"
             ),
             ReplayError::Engine { what, .. } => write!(f, "I/O engine: {what}"),
+            ReplayError::BadSpeed { speed } => write!(
+                f,
+                "--speed {}: give a positive, finite factor (2 = twice as fast)",
+                show_factor(*speed)
+            ),
+            ReplayError::TooSlow { speed } => write!(
+                f,
+                "--speed {}: the replay would last more than 584 years (what its clock holds): give a larger factor",
+                show_factor(*speed)
+            ),
+            ReplayError::NoLoops => write!(f, "--loops 0: give at least 1"),
+            ReplayError::NoTarget => write!(
+                f,
+                "give a target: --target PATH (every device) or --map DEV=PATH"
+            ),
+            ReplayError::Output(e) => write!(f, "{e}"),
+            ReplayError::OutputIs { path, what } => write!(
+                f,
+                "refusing to record the replay into {}: it is {what}",
+                path.display()
+            ),
+            ReplayError::NoDeviceToRecord { path } => write!(
+                f,
+                "-o: {} is on a filesystem without a single block device (btrfs, tmpfs, overlay): record a block device target instead",
+                path.display()
+            ),
+            ReplayError::Recorder { what, .. } => write!(f, "{what}"),
+            ReplayError::Recording { path, .. } => write!(
+                f,
+                "cannot read the replay's recording {}",
+                path.display()
+            ),
         }
     }
 }
@@ -149,9 +232,54 @@ impl fmt::Display for ReplayError {
 impl std::error::Error for ReplayError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ReplayError::Trace { source, .. } => Some(source),
+            ReplayError::Trace { source, .. } | ReplayError::Recording { source, .. } => {
+                Some(source)
+            }
             ReplayError::Open { source, .. } | ReplayError::Engine { source, .. } => Some(source),
+            ReplayError::Recorder { source, .. } => source.as_ref().map(|e| e as _),
+            // Shown through Display, so its cause is the next in the chain.
+            ReplayError::Output(e) => e.source(),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn factors_show_as_the_command_line_does() {
+        assert_eq!(show_factor(2.0), "2");
+        assert_eq!(show_factor(0.5), "0.5");
+        assert_eq!(show_factor(0.0), "0");
+        assert_eq!(show_factor(1e-300), "1e-300");
+        assert_eq!(show_factor(2e15), "2e15");
+        assert_eq!(show_factor(f64::NAN), "NaN");
+        assert_eq!(
+            ReplayError::TooSlow { speed: 1e-300 }.to_string(),
+            "--speed 1e-300: the replay would last more than 584 years (what its clock holds): give a larger factor"
+        );
+    }
+
+    #[test]
+    fn causes_are_kept() {
+        let e = ReplayError::Recorder {
+            what: "cannot start the recorder".into(),
+            source: Some(io::Error::from_raw_os_error(libc::ENOENT)),
+        };
+        let cause = e.source().map(|c| c.to_string()).unwrap_or_default();
+        assert!(cause.contains("No such file"), "{cause}");
+        let e = ReplayError::Recorder {
+            what: "the recorder did not start within 30 s".into(),
+            source: None,
+        };
+        assert!(e.source().is_none());
+        let e = ReplayError::Engine {
+            what: "io_uring_setup",
+            source: io::Error::from_raw_os_error(libc::EPERM),
+        };
+        assert!(e.source().is_some());
     }
 }

@@ -57,7 +57,7 @@ impl IoKind {
         !matches!(self, IoKind::Read | IoKind::Flush)
     }
 
-    fn from_op(op: Op) -> Option<IoKind> {
+    pub(crate) fn from_op(op: Op) -> Option<IoKind> {
         match op {
             Op::Read => Some(IoKind::Read),
             Op::Write => Some(IoKind::Write),
@@ -219,15 +219,31 @@ impl Plan {
     /// Builds the plan for `reader`'s trace.
     pub fn build(reader: &Reader, o: &PlanOptions) -> Result<Plan, ReplayError> {
         let mut plan = Plan::default();
+        let mut kept = plan.collect(reader, o);
+        // Recorded order: by issue time, stable (segments are decoded in file order).
+        kept.sort_by_key(|k| k.ts_ns);
+        if kept.is_empty() {
+            return Err(plan.nothing_to_replay());
+        }
+        plan.assign_streams(&mut kept);
+        let loops = o.loops.max(1);
+        plan.scale_for_loops(loops);
+        plan.lay_out(&kept, loops);
+        Ok(plan)
+    }
+
+    /// The trace's events that are replayed, in file order; counts the others and notes
+    /// damaged segments.
+    fn collect(&mut self, reader: &Reader, o: &PlanOptions) -> Vec<Kept> {
         let devs: HashMap<u32, String> = reader.tables().device_names();
-        plan.damage = reader.damage().iter().map(|d| d.to_string()).collect();
+        self.damage = reader.damage().iter().map(|d| d.to_string()).collect();
         let mut kept: Vec<Kept> = Vec::new();
         reader.for_each_segment(|seg, batch| {
             let b = match batch {
                 Ok(b) => b,
                 Err(d) => {
-                    plan.damaged_segments += 1;
-                    plan.damage.push(d.to_string());
+                    self.damaged_segments += 1;
+                    self.damage.push(d.to_string());
                     return;
                 }
             };
@@ -235,47 +251,52 @@ impl Plan {
                 let e = b.get(i);
                 if let Some(f) = &o.filter {
                     if !f.eval_in(reader, seg, &e, &devs) {
-                        plan.skipped.filtered += 1;
+                        self.skipped.filtered += 1;
                         continue;
                     }
                 }
-                if let Some(k) = plan.keep(&e, o) {
+                if let Some(k) = self.keep(&e, o) {
                     kept.push(k);
                 }
             }
         });
-        // Recorded order: by issue time, stable (segments are decoded in file order).
-        kept.sort_by_key(|k| k.ts_ns);
-        let Some(first) = kept.first() else {
-            let why = if plan.skipped.filtered > 0 && plan.skipped.total() == 0 {
-                "no I/O matches the filter".to_string()
-            } else if plan.skipped.total() > 0 {
-                format!(
-                    "all {} I/Os are skipped ({})",
-                    plan.skipped.total(),
-                    plan.skipped_words()
-                )
-            } else {
-                "the trace has no I/O".to_string()
-            };
-            return Err(ReplayError::NothingToReplay { why });
-        };
-        let t0 = first.ts_ns;
-        plan.span_ns = kept.last().map_or(0, |k| k.ts_ns - t0);
+        kept
+    }
 
-        // Streams and per-stream depth.
+    /// Why nothing is left to replay, from what was skipped.
+    fn nothing_to_replay(&self) -> ReplayError {
+        let why = if self.skipped.filtered > 0 && self.skipped.total() == 0 {
+            "no I/O matches the filter".to_string()
+        } else if self.skipped.total() > 0 {
+            format!(
+                "all {} I/Os are skipped ({})",
+                self.skipped.total(),
+                self.skipped_words()
+            )
+        } else {
+            "the trace has no I/O".to_string()
+        };
+        ReplayError::NothingToReplay { why }
+    }
+
+    /// Forms the streams (one per recorded thread) of `kept` (in recorded order, not
+    /// empty) and gives each I/O its stream, its depth in it and its time since the first.
+    fn assign_streams(&mut self, kept: &mut [Kept]) {
+        let t0 = kept.first().map_or(0, |k| k.ts_ns);
+        self.span_ns = kept.last().map_or(0, |k| k.ts_ns - t0);
         let mut stream_of: HashMap<(u32, u32), u32> = HashMap::new();
+        // End times of the I/Os in flight, per stream and across all.
         let mut outstanding: Vec<BinaryHeap<Reverse<u64>>> = Vec::new();
         let mut global: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
-        for k in &mut kept {
+        for k in kept {
             let s = *stream_of.entry((k.pid, k.tid)).or_insert_with(|| {
-                plan.streams.push(Stream {
+                self.streams.push(Stream {
                     pid: k.pid,
                     tid: k.tid,
                     ios: Vec::new(),
                 });
                 outstanding.push(BinaryHeap::new());
-                (plan.streams.len() - 1) as u32
+                (self.streams.len() - 1) as u32
             });
             let q = &mut outstanding[s as usize];
             while q.peek().is_some_and(|Reverse(end)| *end <= k.ts_ns) {
@@ -286,46 +307,52 @@ impl Plan {
                 global.pop();
             }
             global.push(Reverse(k.end_ns));
-            plan.max_in_flight = plan.max_in_flight.max(global.len() as u32);
+            self.max_in_flight = self.max_in_flight.max(global.len() as u32);
             k.io.stream = s;
             k.io.depth = q.len() as u32;
             k.io.sched_ns = k.ts_ns - t0;
         }
-        let loops = o.loops.max(1);
-        plan.loops = loops;
+    }
+
+    /// Counts cover every loop: multiplies the per-loop counts by `loops`.
+    fn scale_for_loops(&mut self, loops: u32) {
+        self.loops = loops;
         let l = u64::from(loops);
-        for c in plan
+        for c in self
             .recorded_count
             .iter_mut()
-            .chain(plan.recorded_bytes.iter_mut())
-            .chain(plan.skipped.not_allowed.iter_mut())
+            .chain(self.recorded_bytes.iter_mut())
+            .chain(self.skipped.not_allowed.iter_mut())
         {
             *c *= l;
         }
         for c in [
-            &mut plan.skipped.beyond_end,
-            &mut plan.skipped.unmapped,
-            &mut plan.skipped.unsupported_op,
-            &mut plan.skipped.filtered,
-            &mut plan.realigned,
-            &mut plan.wrapped,
+            &mut self.skipped.beyond_end,
+            &mut self.skipped.unmapped,
+            &mut self.skipped.unsupported_op,
+            &mut self.skipped.filtered,
+            &mut self.realigned,
+            &mut self.wrapped,
         ] {
             *c *= l;
         }
-        // Next loop starts one mean inter-arrival gap after the last I/O.
-        let period = plan.span_ns + plan.span_ns / kept.len() as u64 + 1;
-        plan.ios.reserve(kept.len() * loops as usize);
-        for l in 0..loops as u64 {
-            for k in &kept {
+    }
+
+    /// Lays `kept` (with streams assigned) out `loops` times back to back: the next loop
+    /// starts one mean inter-arrival gap after the last I/O.
+    fn lay_out(&mut self, kept: &[Kept], loops: u32) {
+        let period = self.span_ns + self.span_ns / kept.len().max(1) as u64 + 1;
+        self.ios.reserve(kept.len() * loops as usize);
+        for l in 0..u64::from(loops) {
+            for k in kept {
                 let mut io = k.io;
                 io.sched_ns += l * period;
-                plan.streams[io.stream as usize]
+                self.streams[io.stream as usize]
                     .ios
-                    .push(plan.ios.len() as u32);
-                plan.ios.push(io);
+                    .push(self.ios.len() as u32);
+                self.ios.push(io);
             }
         }
-        Ok(plan)
     }
 
     /// Applies op, device, size and alignment rules to one event; counts it.
@@ -556,6 +583,80 @@ mod tests {
         let p = Plan::build(&r, &o).unwrap();
         assert_eq!(p.skipped.beyond_end, 2);
         assert_eq!(p.ios.len(), 1);
+    }
+
+    #[test]
+    fn nothing_to_replay_says_why() {
+        let why = |p: &Plan| p.nothing_to_replay().to_string();
+        let mut p = Plan::default();
+        assert_eq!(why(&p), "nothing to replay: the trace has no I/O");
+        p.skipped.filtered = 3;
+        assert_eq!(why(&p), "nothing to replay: no I/O matches the filter");
+        p.skipped.not_allowed[IoKind::Write as usize] = 2;
+        p.skipped.unmapped = 1;
+        assert_eq!(
+            why(&p),
+            "nothing to replay: all 3 I/Os are skipped (2 write without --allow-writes, 1 on devices with no target)"
+        );
+    }
+
+    #[test]
+    fn loop_counts_scale_and_loops_follow_each_other() {
+        let mut p = Plan {
+            recorded_count: [1; 5],
+            recorded_bytes: [2; 5],
+            skipped: Skipped {
+                not_allowed: [1; 5],
+                beyond_end: 1,
+                unmapped: 1,
+                unsupported_op: 1,
+                filtered: 1,
+            },
+            realigned: 1,
+            wrapped: 1,
+            ..Plan::default()
+        };
+        p.scale_for_loops(3);
+        assert_eq!(p.loops, 3);
+        assert_eq!((p.recorded_count, p.recorded_bytes), ([3; 5], [6; 5]));
+        let s = &p.skipped;
+        assert_eq!(s.not_allowed, [3; 5]);
+        assert_eq!(
+            (s.beyond_end, s.unmapped, s.unsupported_op, s.filtered),
+            (3, 3, 3, 3)
+        );
+        assert_eq!((p.realigned, p.wrapped), (3, 3));
+
+        let mut p = Plan::default();
+        let kept = |ts_ns: u64, tid: u32| Kept {
+            ts_ns,
+            end_ns: ts_ns + 5,
+            pid: tid,
+            tid,
+            io: PlannedIo {
+                sched_ns: 0,
+                offset_bytes: 0,
+                len_bytes: 512,
+                stream: 0,
+                depth: 0,
+                target: 0,
+                kind: IoKind::Read,
+                fua: false,
+                recorded_latency_ns: 5,
+                recorded_offset_bytes: 0,
+            },
+        };
+        let mut k = vec![kept(10, 1), kept(12, 2), kept(110, 1)];
+        p.assign_streams(&mut k);
+        assert_eq!(p.span_ns, 100);
+        assert_eq!(p.streams.len(), 2);
+        assert_eq!(p.max_in_flight, 2, "the first two overlap");
+        p.lay_out(&k, 2);
+        // Period: the span, one mean gap (100 / 3) and 1 ns.
+        let sched: Vec<u64> = p.ios.iter().map(|i| i.sched_ns).collect();
+        assert_eq!(sched, [0, 2, 100, 134, 136, 234]);
+        assert_eq!(p.streams[0].ios, [0, 2, 3, 5]);
+        assert_eq!(p.streams[1].ios, [1, 4]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! mercy of timer slack.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,7 @@ pub struct KindResult {
 /// What a run did.
 #[derive(Clone, Debug, Default)]
 pub struct RunResult {
-    /// By [`IoKind`] index.
+    /// By [`IoKind`](crate::plan::IoKind) index.
     pub kinds: [KindResult; 5],
     /// First submit to last completion, in ns.
     pub elapsed_ns: u64,
@@ -110,7 +110,7 @@ pub fn merge(parts: Vec<RunResult>) -> RunResult {
         threads: parts.len(),
         ..RunResult::default()
     };
-    let mut errors: std::collections::HashMap<i32, u64> = std::collections::HashMap::new();
+    let mut errors: HashMap<i32, u64> = HashMap::new();
     for p in parts {
         out.engine = p.engine;
         for (a, b) in out.kinds.iter_mut().zip(p.kinds) {
@@ -147,11 +147,14 @@ pub fn merge(parts: Vec<RunResult>) -> RunResult {
     out
 }
 
+/// What a buffer slot holds while its I/O is in flight.
 #[derive(Clone, Copy)]
 struct SlotInfo {
+    /// Index into [`Plan::ios`].
     io: u32,
     /// Index of the stream in this shard.
     stream: u32,
+    /// When the I/O was submitted.
     submit: Instant,
 }
 
@@ -168,6 +171,9 @@ const INLINE_BELOW_NS: f64 = 30_000.0;
 
 /// Poll this long for a completion before sleeping in the engine.
 const SPIN_FOR_COMPLETION: Duration = Duration::from_micros(100);
+
+/// How long to wait when nothing is due (or no slot is free) and nothing completes.
+const IDLE_WAIT: Duration = Duration::from_millis(50);
 
 /// What the scheduler threads of one replay share.
 #[derive(Clone, Copy)]
@@ -190,257 +196,459 @@ pub fn run(
     o: RunOptions,
     shared: Shared<'_>,
 ) -> Result<RunResult, ReplayError> {
-    let Shared {
-        start,
-        stop,
-        done_ios,
-    } = shared;
-    let streams: Vec<&Stream> = shard.iter().map(|&i| &plan.streams[i as usize]).collect();
-    let n: usize = streams.iter().map(|st| st.ios.len()).sum();
-    let mut res = RunResult {
-        engine: engine.name(),
-        ..RunResult::default()
-    };
-    res.timing_error_ns.reserve(n);
-    res.scheduler_lag_ns.reserve(n);
-    let speed = if o.speed > 0.0 && o.speed.is_finite() {
-        o.speed
-    } else {
-        1.0
-    };
-    let due_of = |sched_ns: u64| -> u64 {
-        if o.no_stall {
-            0
-        } else {
-            (sched_ns as f64 / speed) as u64
+    let mut s = Scheduler::new(plan, shard, engine, slots, o, shared);
+    loop {
+        s.check_stop();
+        s.submit_due()?;
+        if s.is_done() {
+            break;
         }
-    };
-    let mut next = vec![0usize; streams.len()];
-    let mut in_flight = vec![0u32; streams.len()];
-    let mut blocked = vec![false; streams.len()];
-    // When a stream's next I/O became allowed by depth (ns since start).
-    let mut ready_at = vec![0u64; streams.len()];
-    let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::with_capacity(streams.len());
-    for (s, st) in streams.iter().enumerate() {
-        if let Some(&first) = st.ios.first() {
-            heap.push(Reverse((
-                due_of(plan.ios[first as usize].sched_ns),
-                s as u32,
-            )));
+        s.wait()?;
+        s.reap();
+    }
+    Ok(s.finish())
+}
+
+/// The schedule's clock: time zero and the time scale.
+#[derive(Clone, Copy, Debug)]
+struct Clock {
+    start: Instant,
+    /// Positive and finite.
+    speed: f64,
+    no_stall: bool,
+}
+
+impl Clock {
+    /// A clock from `start`; a speed that is not positive and finite counts as 1.
+    fn new(start: Instant, o: RunOptions) -> Clock {
+        let speed = if o.speed > 0.0 && o.speed.is_finite() {
+            o.speed
+        } else {
+            1.0
+        };
+        Clock {
+            start,
+            speed,
+            no_stall: o.no_stall,
         }
     }
-    let mut free: Vec<u32> = (0..slots.max(1)).rev().collect();
-    let mut slot_info = vec![
-        SlotInfo {
+
+    /// When an I/O recorded at `sched_ns` is due, in ns since the start (0 with no stall).
+    fn due_ns(&self, sched_ns: u64) -> u64 {
+        if self.no_stall {
+            0
+        } else {
+            (sched_ns as f64 / self.speed) as u64
+        }
+    }
+
+    /// `t` in ns since the start (0 before it).
+    fn ns_since_start(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.ns_since_start(Instant::now())
+    }
+}
+
+/// Where one stream is.
+#[derive(Clone, Copy, Debug, Default)]
+struct StreamState {
+    /// Index into the stream's I/Os of its next one to submit.
+    next: usize,
+    /// Its I/Os in flight.
+    in_flight: u32,
+    /// Its next I/O waits for one of its I/Os in flight to complete (depth).
+    blocked: bool,
+    /// When its next I/O became allowed by depth, in ns since the start.
+    ready_at_ns: u64,
+}
+
+/// An I/O pushed to the engine but not yet submitted.
+#[derive(Clone, Copy, Debug)]
+struct Pushed {
+    slot: u32,
+    due_ns: u64,
+    allowed_ns: u64,
+}
+
+/// Completions counted here and added to the shared counter [`PUBLISH_EVERY`] at a time
+/// (other threads read it: one atomic add per completion would be shared-cache traffic).
+struct Progress<'a> {
+    done_ios: &'a AtomicU64,
+    unpublished: u64,
+}
+
+impl Progress<'_> {
+    /// Publishes what is counted when it is at least [`PUBLISH_EVERY`].
+    fn publish_if_due(&mut self) {
+        if self.unpublished >= PUBLISH_EVERY {
+            self.publish();
+        }
+    }
+
+    fn publish(&mut self) {
+        self.done_ios.fetch_add(self.unpublished, Ordering::Relaxed);
+        self.unpublished = 0;
+    }
+}
+
+/// When to give up waiting for a completion: `None` to spin (the next I/O is due within
+/// [`SPIN`]), zero to only poll (it is due already), else the time left before that spin.
+/// `next_due_ns` is `None` when nothing can be submitted (nothing queued or no free slot).
+fn wait_time(next_due_ns: Option<u64>, now_ns: u64) -> Option<Duration> {
+    match next_due_ns {
+        Some(d) if d <= now_ns => Some(Duration::ZERO),
+        Some(d) => {
+            let left = Duration::from_nanos(d - now_ns);
+            if left <= SPIN {
+                None
+            } else {
+                Some(left - SPIN)
+            }
+        }
+        None => Some(IDLE_WAIT),
+    }
+}
+
+/// The request for `io` in `slot`.
+fn request(slot: u32, io: &PlannedIo) -> Request {
+    Request {
+        slot,
+        kind: io.kind,
+        target: io.target,
+        offset_bytes: io.offset_bytes,
+        len_bytes: io.len_bytes,
+        fua: io.fua,
+    }
+}
+
+/// One scheduler thread's state: which I/O of each stream is next, what is in flight in
+/// which slot, and the measurements. Each turn of [`run`] is [`Scheduler::check_stop`],
+/// [`Scheduler::submit_due`], then (unless [`Scheduler::is_done`]) [`Scheduler::wait`] and
+/// [`Scheduler::reap`]; [`Scheduler::finish`] hands the result over. Nothing in a turn
+/// allocates: every vector is sized up front.
+struct Scheduler<'a> {
+    plan: &'a Plan,
+    streams: Vec<&'a Stream>,
+    engine: &'a mut dyn Engine,
+    clock: Clock,
+    stop: &'a AtomicBool,
+    progress: Progress<'a>,
+    state: Vec<StreamState>,
+    /// (due ns, stream) of each stream whose next I/O its depth allows, earliest first.
+    queue: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Free buffer slots (the last one is used next).
+    free: Vec<u32>,
+    slot_info: Vec<SlotInfo>,
+    /// Pushed to the engine, waiting for the next submit.
+    pushed: Vec<Pushed>,
+    /// Completions of the last wait, accounted by the next reap.
+    done: Vec<Completion>,
+    /// I/Os in flight, all streams.
+    in_flight: u32,
+    stopping: bool,
+    /// Mean completion time seen so far (exponentially weighted); unknown at first, so the
+    /// first I/Os go through the engine.
+    ewma_latency_ns: f64,
+    first_submit: Option<Instant>,
+    last_completion: Instant,
+    /// Failed I/Os by errno.
+    errors: HashMap<i32, u64>,
+    res: RunResult,
+}
+
+impl<'a> Scheduler<'a> {
+    /// A scheduler of the streams `shard` of `plan`, each stream's first I/O queued.
+    fn new(
+        plan: &'a Plan,
+        shard: &[u32],
+        engine: &'a mut dyn Engine,
+        slots: u32,
+        o: RunOptions,
+        shared: Shared<'a>,
+    ) -> Scheduler<'a> {
+        let streams: Vec<&Stream> = shard.iter().map(|&i| &plan.streams[i as usize]).collect();
+        let n: usize = streams.iter().map(|st| st.ios.len()).sum();
+        let mut res = RunResult {
+            engine: engine.name(),
+            ..RunResult::default()
+        };
+        res.timing_error_ns.reserve(n);
+        res.scheduler_lag_ns.reserve(n);
+        let clock = Clock::new(shared.start, o);
+        let mut queue = BinaryHeap::with_capacity(streams.len());
+        for (s, st) in streams.iter().enumerate() {
+            if let Some(&first) = st.ios.first() {
+                let due = clock.due_ns(plan.ios[first as usize].sched_ns);
+                queue.push(Reverse((due, s as u32)));
+            }
+        }
+        let slot = SlotInfo {
             io: 0,
             stream: 0,
             submit: Instant::now(),
         };
-        slots.max(1) as usize
-    ];
-    let mut errors: std::collections::HashMap<i32, u64> = std::collections::HashMap::new();
-    let mut done: Vec<Completion> = Vec::with_capacity(slots as usize);
-    // (slot, due_ns, allowed_ns) of requests pushed but not yet submitted.
-    let mut batch: Vec<(u32, u64, u64)> = Vec::with_capacity(slots as usize);
-    let mut total_in_flight = 0u32;
-    let mut last_completion = start;
-    let mut first_submit: Option<Instant> = None;
-    let mut stopping = false;
-    let ns_since = |t: Instant| t.saturating_duration_since(start).as_nanos() as u64;
-    // Mean completion time seen so far (exponentially weighted); unknown at first, so the
-    // first I/Os go through the engine.
-    let mut ewma_latency_ns = f64::INFINITY;
-    // Completions not yet added to `done_ios` (shared with other threads: added in batches).
-    let mut unpublished = 0u64;
+        Scheduler {
+            plan,
+            state: vec![StreamState::default(); streams.len()],
+            streams,
+            engine,
+            clock,
+            stop: shared.stop,
+            progress: Progress {
+                done_ios: shared.done_ios,
+                unpublished: 0,
+            },
+            queue,
+            free: (0..slots.max(1)).rev().collect(),
+            slot_info: vec![slot; slots.max(1) as usize],
+            pushed: Vec::with_capacity(slots as usize),
+            done: Vec::with_capacity(slots as usize),
+            in_flight: 0,
+            stopping: false,
+            ewma_latency_ns: f64::INFINITY,
+            first_submit: None,
+            last_completion: shared.start,
+            errors: HashMap::new(),
+            res,
+        }
+    }
 
-    loop {
-        if !stopping && stop.load(Ordering::Relaxed) {
-            stopping = true;
-            res.interrupted = true;
-            heap.clear();
+    /// Once the stop flag is set: nothing more is submitted (what is in flight is reaped).
+    fn check_stop(&mut self) {
+        if !self.stopping && self.stop.load(Ordering::Relaxed) {
+            self.stopping = true;
+            self.res.interrupted = true;
+            self.queue.clear();
         }
-        let mut now_ns = ns_since(Instant::now());
-        // Submit everything due.
-        while let Some(&Reverse((due, s))) = heap.peek() {
-            if due > now_ns {
-                break;
-            }
-            let Some(&slot) = free.last() else {
-                res.slot_waits += 1;
-                break;
-            };
-            heap.pop();
-            let s = s as usize;
-            let idx = streams[s].ios[next[s]];
-            let io = &plan.ios[idx as usize];
-            let req = Request {
+    }
+
+    /// True when nothing is queued and nothing is in flight.
+    fn is_done(&self) -> bool {
+        self.queue.is_empty() && self.in_flight == 0
+    }
+
+    /// Submits every I/O that is due and has a free slot: inline when the device is fast
+    /// and nothing is in flight, else pushed to the engine and sent in one submit.
+    fn submit_due(&mut self) -> Result<(), ReplayError> {
+        let mut now_ns = self.clock.now_ns();
+        while let Some((s, due_ns, slot)) = self.pop_due(now_ns) {
+            let st = &mut self.state[s];
+            let idx = self.streams[s].ios[st.next];
+            st.next += 1;
+            let allowed_ns = due_ns.max(st.ready_at_ns);
+            let p = Pushed {
                 slot,
-                kind: io.kind,
-                target: io.target,
-                offset_bytes: io.offset_bytes,
-                len_bytes: io.len_bytes,
-                fua: io.fua,
+                due_ns,
+                allowed_ns,
             };
-            next[s] += 1;
-            let allowed = due.max(ready_at[s]);
-            if total_in_flight == 0 && batch.is_empty() && ewma_latency_ns < INLINE_BELOW_NS {
-                // Fast device and nothing in flight: do it here, without a hand-off.
-                let t0 = Instant::now();
-                first_submit.get_or_insert(t0);
-                let result = engine.run_inline(&req);
-                let t1 = Instant::now();
-                last_completion = t1;
-                let t0_ns = ns_since(t0);
-                res.timing_error_ns.push(t0_ns.saturating_sub(due));
-                res.scheduler_lag_ns.push(t0_ns.saturating_sub(allowed));
-                if allowed > due {
-                    res.depth_waits += 1;
-                }
-                res.inline += 1;
-                res.kinds[io.kind as usize].issued += 1;
-                res.max_in_flight = res.max_in_flight.max(1);
-                let lat = t1.saturating_duration_since(t0).as_nanos() as u64;
-                update_ewma(&mut ewma_latency_ns, lat);
-                complete(&mut res, &mut errors, io, result, lat);
-                unpublished += 1;
-                if unpublished >= PUBLISH_EVERY {
-                    done_ios.fetch_add(unpublished, Ordering::Relaxed);
-                    unpublished = 0;
-                }
-                now_ns = ns_since(t1);
-                if let Some(&ni) = streams[s].ios.get(next[s]) {
-                    ready_at[s] = now_ns;
-                    heap.push(Reverse((due_of(plan.ios[ni as usize].sched_ns), s as u32)));
-                }
-                continue;
-            }
-            free.pop();
-            engine.push(req)?;
-            slot_info[slot as usize].io = idx;
-            slot_info[slot as usize].stream = s as u32;
-            batch.push((slot, due, allowed));
-            in_flight[s] += 1;
-            total_in_flight += 1;
-            if let Some(&ni) = streams[s].ios.get(next[s]) {
-                let nio = &plan.ios[ni as usize];
-                if in_flight[s] < nio.depth {
-                    ready_at[s] = now_ns;
-                    heap.push(Reverse((due_of(nio.sched_ns), s as u32)));
-                } else {
-                    blocked[s] = true;
-                }
+            if self.in_flight == 0
+                && self.pushed.is_empty()
+                && self.ewma_latency_ns < INLINE_BELOW_NS
+            {
+                now_ns = self.run_inline(s, idx, p);
+            } else {
+                self.push(s, idx, p, now_ns)?;
             }
         }
-        if !batch.is_empty() {
-            // The submit time is taken before the system call: an inline-capable device
-            // may complete the I/O inside it.
-            let t = Instant::now();
-            engine.submit()?;
-            first_submit.get_or_insert(t);
-            let t_ns = ns_since(t);
-            for &(slot, due, allowed) in &batch {
-                slot_info[slot as usize].submit = t;
-                res.timing_error_ns.push(t_ns.saturating_sub(due));
-                res.scheduler_lag_ns.push(t_ns.saturating_sub(allowed));
-                if allowed > due {
-                    res.depth_waits += 1;
-                }
-                let k = plan.ios[slot_info[slot as usize].io as usize].kind;
-                res.kinds[k as usize].issued += 1;
-            }
-            batch.clear();
-            res.max_in_flight = res.max_in_flight.max(total_in_flight);
+        self.submit_pushed()
+    }
+
+    /// The stream whose next I/O is due by `now_ns`, with that time and the slot it gets
+    /// (still free: [`Scheduler::push`] takes it), taken off the queue; `None` when nothing
+    /// is due, or no slot is free (counted as a slot wait).
+    fn pop_due(&mut self, now_ns: u64) -> Option<(usize, u64, u32)> {
+        let &Reverse((due_ns, s)) = self.queue.peek()?;
+        if due_ns > now_ns {
+            return None;
         }
-        if heap.is_empty() && total_in_flight == 0 {
-            break;
+        let Some(&slot) = self.free.last() else {
+            self.res.slot_waits += 1;
+            return None;
+        };
+        self.queue.pop();
+        Some((s as usize, due_ns, slot))
+    }
+
+    /// Does I/O `idx` of stream `s` in this thread; returns the time after it (ns since the
+    /// start). Its stream's next I/O is queued (nothing else of it is in flight).
+    fn run_inline(&mut self, s: usize, idx: u32, p: Pushed) -> u64 {
+        let io = &self.plan.ios[idx as usize];
+        let req = request(p.slot, io);
+        let t0 = Instant::now();
+        self.first_submit.get_or_insert(t0);
+        let result = self.engine.run_inline(&req);
+        let t1 = Instant::now();
+        self.last_completion = t1;
+        count_submit(&mut self.res, self.clock.ns_since_start(t0), p, io);
+        self.res.inline += 1;
+        self.res.max_in_flight = self.res.max_in_flight.max(1);
+        let lat = t1.saturating_duration_since(t0).as_nanos() as u64;
+        update_ewma(&mut self.ewma_latency_ns, lat);
+        complete(&mut self.res, &mut self.errors, io, result, lat);
+        self.progress.unpublished += 1;
+        self.progress.publish_if_due();
+        let now_ns = self.clock.ns_since_start(t1);
+        if let Some(&ni) = self.streams[s].ios.get(self.state[s].next) {
+            self.state[s].ready_at_ns = now_ns;
+            let due = self.clock.due_ns(self.plan.ios[ni as usize].sched_ns);
+            self.queue.push(Reverse((due, s as u32)));
         }
-        // Wait for a completion or the next due time, whichever is first.
-        let now_ns = ns_since(Instant::now());
-        let next_due = if free.is_empty() {
+        now_ns
+    }
+
+    /// Pushes I/O `idx` of stream `s` to the engine in slot `p.slot`; queues the stream's
+    /// next I/O if its depth allows it now, else marks the stream blocked.
+    fn push(&mut self, s: usize, idx: u32, p: Pushed, now_ns: u64) -> Result<(), ReplayError> {
+        self.free.pop();
+        self.engine
+            .push(request(p.slot, &self.plan.ios[idx as usize]))?;
+        let info = &mut self.slot_info[p.slot as usize];
+        info.io = idx;
+        info.stream = s as u32;
+        self.pushed.push(p);
+        self.state[s].in_flight += 1;
+        self.in_flight += 1;
+        if !self.queue_next_if_allowed(s, now_ns) {
+            self.state[s].blocked = true;
+        }
+        Ok(())
+    }
+
+    /// Queues stream `s`'s next I/O if it has one and fewer of its I/Os are in flight than
+    /// that I/O's depth; `now_ns` is when it became allowed. False when its depth forbids it.
+    fn queue_next_if_allowed(&mut self, s: usize, now_ns: u64) -> bool {
+        let st = &mut self.state[s];
+        let Some(&ni) = self.streams[s].ios.get(st.next) else {
+            return true;
+        };
+        let nio = &self.plan.ios[ni as usize];
+        if st.in_flight >= nio.depth {
+            return false;
+        }
+        st.ready_at_ns = now_ns;
+        self.queue
+            .push(Reverse((self.clock.due_ns(nio.sched_ns), s as u32)));
+        true
+    }
+
+    /// Sends what was pushed in one system call and takes its submit time.
+    fn submit_pushed(&mut self) -> Result<(), ReplayError> {
+        if self.pushed.is_empty() {
+            return Ok(());
+        }
+        // The submit time is taken before the system call: an inline-capable device may
+        // complete the I/O inside it.
+        let t = Instant::now();
+        self.engine.submit()?;
+        self.first_submit.get_or_insert(t);
+        let t_ns = self.clock.ns_since_start(t);
+        for &p in &self.pushed {
+            let info = &mut self.slot_info[p.slot as usize];
+            info.submit = t;
+            count_submit(&mut self.res, t_ns, p, &self.plan.ios[info.io as usize]);
+        }
+        self.pushed.clear();
+        self.res.max_in_flight = self.res.max_in_flight.max(self.in_flight);
+        Ok(())
+    }
+
+    /// Waits for a completion or the next due time, whichever is first (sleeps when nothing
+    /// is in flight); completions go to `done`.
+    fn wait(&mut self) -> Result<(), ReplayError> {
+        let now_ns = self.clock.now_ns();
+        let next_due_ns = if self.free.is_empty() {
             None
         } else {
-            heap.peek().map(|Reverse((d, _))| *d)
+            self.queue.peek().map(|Reverse((d, _))| *d)
         };
-        let wait = match next_due {
-            Some(d) if d <= now_ns => Some(Duration::ZERO),
-            Some(d) => {
-                let left = Duration::from_nanos(d - now_ns);
-                if left <= SPIN {
-                    None
-                } else {
-                    Some(left - SPIN)
-                }
+        let wait = wait_time(next_due_ns, now_ns);
+        if self.in_flight == 0 {
+            if let Some(w) = wait.filter(|w| !w.is_zero()) {
+                std::thread::sleep(w);
             }
-            None => Some(Duration::from_millis(50)),
-        };
-        if total_in_flight == 0 {
-            if let Some(w) = wait {
-                if !w.is_zero() {
-                    std::thread::sleep(w);
-                }
-            }
-            continue;
+            return Ok(());
         }
-        done.clear();
         match wait {
             Some(w) if !w.is_zero() => {
                 // Poll for a while first: a completion usually comes within microseconds
                 // (blocking costs a sleep and a wake-up, tens of µs on a VM).
                 let spin_end = Instant::now() + w.min(SPIN_FOR_COMPLETION);
                 loop {
-                    engine.reap(&mut done, None)?;
-                    if !done.is_empty() || Instant::now() >= spin_end {
+                    self.engine.reap(&mut self.done, None)?;
+                    if !self.done.is_empty() || Instant::now() >= spin_end {
                         break;
                     }
                     std::hint::spin_loop();
                 }
-                if done.is_empty() && w > SPIN_FOR_COMPLETION {
-                    engine.reap(&mut done, Some(w - SPIN_FOR_COMPLETION))?;
+                if self.done.is_empty() && w > SPIN_FOR_COMPLETION {
+                    self.engine
+                        .reap(&mut self.done, Some(w - SPIN_FOR_COMPLETION))?;
                 }
             }
-            _ => engine.reap(&mut done, None)?,
+            _ => self.engine.reap(&mut self.done, None)?,
         }
-        if done.is_empty() {
-            continue;
+        Ok(())
+    }
+
+    /// Accounts the completions of the last wait: latencies, results, freed slots, and the
+    /// streams their completion unblocks.
+    fn reap(&mut self) {
+        if self.done.is_empty() {
+            return;
         }
-        if unpublished >= PUBLISH_EVERY {
-            done_ios.fetch_add(unpublished, Ordering::Relaxed);
-            unpublished = 0;
-        }
+        self.progress.publish_if_due();
         let t = Instant::now();
-        last_completion = t;
-        let t_ns = ns_since(t);
-        for c in &done {
-            let info = slot_info[c.slot as usize];
-            let io = &plan.ios[info.io as usize];
+        self.last_completion = t;
+        let t_ns = self.clock.ns_since_start(t);
+        for i in 0..self.done.len() {
+            let c = self.done[i];
+            let info = self.slot_info[c.slot as usize];
+            let io = &self.plan.ios[info.io as usize];
             let lat = t.saturating_duration_since(info.submit).as_nanos() as u64;
-            update_ewma(&mut ewma_latency_ns, lat);
-            complete(&mut res, &mut errors, io, c.result, lat);
-            unpublished += 1;
-            free.push(c.slot);
-            total_in_flight -= 1;
+            update_ewma(&mut self.ewma_latency_ns, lat);
+            complete(&mut self.res, &mut self.errors, io, c.result, lat);
+            self.progress.unpublished += 1;
+            self.free.push(c.slot);
+            self.in_flight -= 1;
             let s = info.stream as usize;
-            in_flight[s] -= 1;
-            if blocked[s] && !stopping {
-                if let Some(&ni) = streams[s].ios.get(next[s]) {
-                    let nio = &plan.ios[ni as usize];
-                    if in_flight[s] < nio.depth {
-                        blocked[s] = false;
-                        ready_at[s] = t_ns;
-                        heap.push(Reverse((due_of(nio.sched_ns), s as u32)));
-                    }
-                }
+            self.state[s].in_flight -= 1;
+            if self.state[s].blocked && !self.stopping && self.queue_next_if_allowed(s, t_ns) {
+                self.state[s].blocked = false;
             }
         }
+        self.done.clear();
     }
-    done_ios.fetch_add(unpublished, Ordering::Relaxed);
-    if let Some(f) = first_submit {
-        res.elapsed_ns = last_completion.saturating_duration_since(f).as_nanos() as u64;
-        res.first_submit = Some(f);
-        res.last_completion = Some(last_completion);
+
+    /// Publishes the last completions and hands over the result.
+    fn finish(mut self) -> RunResult {
+        self.progress.publish();
+        let mut res = self.res;
+        if let Some(f) = self.first_submit {
+            res.elapsed_ns = self.last_completion.saturating_duration_since(f).as_nanos() as u64;
+            res.first_submit = Some(f);
+            res.last_completion = Some(self.last_completion);
+        }
+        res.first_error = self
+            .errors
+            .into_iter()
+            .max_by_key(|&(e, c)| (c, Reverse(e)));
+        res
     }
-    res.first_error = errors.into_iter().max_by_key(|&(e, c)| (c, Reverse(e)));
-    Ok(res)
+}
+
+/// Counts one submitted I/O `io` (submitted at `submit_ns`): its timing error, scheduler
+/// lag, depth wait and kind.
+fn count_submit(res: &mut RunResult, submit_ns: u64, p: Pushed, io: &PlannedIo) {
+    res.timing_error_ns.push(submit_ns.saturating_sub(p.due_ns));
+    res.scheduler_lag_ns
+        .push(submit_ns.saturating_sub(p.allowed_ns));
+    if p.allowed_ns > p.due_ns {
+        res.depth_waits += 1;
+    }
+    res.kinds[io.kind as usize].issued += 1;
 }
 
 fn update_ewma(ewma: &mut f64, sample_ns: u64) {
@@ -454,7 +662,7 @@ fn update_ewma(ewma: &mut f64, sample_ns: u64) {
 /// Counts one finished I/O.
 fn complete(
     res: &mut RunResult,
-    errors: &mut std::collections::HashMap<i32, u64>,
+    errors: &mut HashMap<i32, u64>,
     io: &PlannedIo,
     result: i32,
     latency_ns: u64,
@@ -471,19 +679,17 @@ fn complete(
     k.recorded_latency_ns.push(io.recorded_latency_ns);
 }
 
-/// The `q`-quantile (0..=1) of `v` (sorted in place), nearest rank.
+/// The `q`-quantile (0..=1) of `v` (sorted in place), as `iodump analyze` computes it
+/// ([`iodump_format::stats::quantile_linear`]), rounded to the nearest unit.
 pub fn quantile(v: &mut [u64], q: f64) -> Option<u64> {
-    if v.is_empty() {
-        return None;
-    }
     v.sort_unstable();
-    let i = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-    Some(v[i])
+    iodump_format::stats::quantile_linear(v, q).map(|x| x.round() as u64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::IoKind;
 
     fn plan_with_streams(sizes: &[usize]) -> Plan {
         let mut p = Plan::default();
@@ -538,6 +744,273 @@ mod tests {
         assert_eq!(m.elapsed_ns, 5_000_000);
         assert_eq!(m.first_error, Some((5, 3)));
         assert_eq!(m.threads, 2);
+    }
+
+    /// Streams of 4 KiB reads with the given depths; I/O `i` of the plan is scheduled at
+    /// `i` µs.
+    fn plan_with_depths(streams: &[&[u32]]) -> Plan {
+        let mut p = Plan::default();
+        for (s, depths) in streams.iter().enumerate() {
+            let mut st = Stream {
+                pid: s as u32,
+                tid: s as u32,
+                ios: Vec::new(),
+            };
+            for &depth in *depths {
+                st.ios.push(p.ios.len() as u32);
+                p.ios.push(PlannedIo {
+                    sched_ns: p.ios.len() as u64 * 1000,
+                    offset_bytes: p.ios.len() as u64 * 4096,
+                    len_bytes: 4096,
+                    stream: s as u32,
+                    depth,
+                    target: 0,
+                    kind: IoKind::Read,
+                    fua: false,
+                    recorded_latency_ns: 7,
+                    recorded_offset_bytes: 0,
+                });
+            }
+            p.streams.push(st);
+        }
+        p
+    }
+
+    /// An engine that completes everything submitted at the next reap, with `result` (the
+    /// length when `None`), and counts what it was asked.
+    #[derive(Default)]
+    struct FakeEngine {
+        queued: Vec<Request>,
+        in_flight: Vec<Request>,
+        pushes: usize,
+        submits: usize,
+        inline: usize,
+        most_in_flight: usize,
+        result: Option<i32>,
+    }
+
+    impl Engine for FakeEngine {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn push(&mut self, r: Request) -> Result<(), ReplayError> {
+            assert!(
+                !self
+                    .queued
+                    .iter()
+                    .chain(&self.in_flight)
+                    .any(|q| q.slot == r.slot),
+                "slot {} given twice",
+                r.slot
+            );
+            self.pushes += 1;
+            self.queued.push(r);
+            Ok(())
+        }
+        fn submit(&mut self) -> Result<(), ReplayError> {
+            self.submits += 1;
+            self.in_flight.append(&mut self.queued);
+            self.most_in_flight = self.most_in_flight.max(self.in_flight.len());
+            Ok(())
+        }
+        fn run_inline(&mut self, r: &Request) -> i32 {
+            self.inline += 1;
+            self.result.unwrap_or(r.len_bytes as i32)
+        }
+        fn reap(
+            &mut self,
+            out: &mut Vec<Completion>,
+            _wait: Option<Duration>,
+        ) -> Result<(), ReplayError> {
+            let result = self.result;
+            out.extend(self.in_flight.drain(..).map(|r| Completion {
+                slot: r.slot,
+                result: result.unwrap_or(r.len_bytes as i32),
+            }));
+            Ok(())
+        }
+    }
+
+    const NO_STALL: RunOptions = RunOptions {
+        speed: 1.0,
+        no_stall: true,
+    };
+
+    fn shared<'a>(stop: &'a AtomicBool, done: &'a AtomicU64) -> Shared<'a> {
+        Shared {
+            start: Instant::now(),
+            stop,
+            done_ios: done,
+        }
+    }
+
+    #[test]
+    fn clock_scales_recorded_time() {
+        let start = Instant::now();
+        let c = Clock::new(
+            start,
+            RunOptions {
+                speed: 2.0,
+                no_stall: false,
+            },
+        );
+        assert_eq!(c.due_ns(1_000_000), 500_000);
+        let c = Clock::new(
+            start,
+            RunOptions {
+                speed: 0.5,
+                no_stall: false,
+            },
+        );
+        assert_eq!(c.due_ns(1_000_000), 2_000_000);
+        assert_eq!(Clock::new(start, NO_STALL).due_ns(1_000_000), 0);
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let c = Clock::new(
+                start,
+                RunOptions {
+                    speed: bad,
+                    no_stall: false,
+                },
+            );
+            assert_eq!(c.due_ns(1_000), 1_000, "speed {bad} counts as 1");
+        }
+        assert_eq!(c.ns_since_start(start + Duration::from_micros(3)), 3_000);
+        assert_eq!(c.ns_since_start(start - Duration::from_micros(3)), 0);
+    }
+
+    #[test]
+    fn wait_time_polls_spins_or_blocks() {
+        // Due already: only poll.
+        assert_eq!(wait_time(Some(5_000), 5_000), Some(Duration::ZERO));
+        assert_eq!(wait_time(Some(5_000), 9_000), Some(Duration::ZERO));
+        // Due within the spin window: spin, no blocking.
+        assert_eq!(wait_time(Some(150_000), 0), None);
+        assert_eq!(wait_time(Some(200_000), 0), None);
+        // Due later: block until the spin window starts.
+        assert_eq!(
+            wait_time(Some(1_000_000), 0),
+            Some(Duration::from_micros(800))
+        );
+        // Nothing can be submitted: block for the idle wait.
+        assert_eq!(wait_time(None, 0), Some(IDLE_WAIT));
+    }
+
+    #[test]
+    fn submit_due_keeps_each_streams_depth_and_batches_one_submit() {
+        // Stream 0 was asynchronous (depths 1, 2, 3), stream 1 synchronous.
+        let plan = plan_with_depths(&[&[1, 2, 3], &[1, 1]]);
+        let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
+        let mut eng = FakeEngine::default();
+        let mut s = Scheduler::new(&plan, &[0, 1], &mut eng, 16, NO_STALL, shared(&stop, &done));
+        s.submit_due().unwrap();
+        assert_eq!(s.in_flight, 4, "all of stream 0, the first of stream 1");
+        assert!(s.state[1].blocked && !s.state[0].blocked);
+        assert_eq!(s.queue.len(), 0);
+        assert_eq!(s.res.max_in_flight, 4);
+        assert_eq!(s.res.kinds[IoKind::Read as usize].issued, 4);
+        assert_eq!(s.res.timing_error_ns.len(), 4);
+        assert_eq!(s.free.len(), 12);
+        s.wait().unwrap();
+        assert_eq!(s.done.len(), 4);
+        s.reap();
+        assert!(s.done.is_empty());
+        assert_eq!(s.in_flight, 0);
+        assert_eq!(s.free.len(), 16);
+        assert!(!s.state[1].blocked, "its completion unblocks stream 1");
+        assert_eq!(s.queue.len(), 1);
+        assert_eq!(s.res.kinds[IoKind::Read as usize].ok, 4);
+        assert_eq!(s.res.kinds[IoKind::Read as usize].bytes, 4 * 4096);
+        assert_eq!(
+            s.res.kinds[IoKind::Read as usize].recorded_latency_ns,
+            [7; 4]
+        );
+        // Fast completions and nothing in flight: the next I/O is done inline.
+        s.ewma_latency_ns = 0.0;
+        s.submit_due().unwrap();
+        assert_eq!(s.res.inline, 1);
+        assert!(s.is_done());
+        let res = s.finish();
+        assert_eq!(res.kinds[IoKind::Read as usize].issued, 5);
+        assert_eq!(res.kinds[IoKind::Read as usize].ok, 5);
+        assert!(res.first_submit.is_some() && res.last_completion >= res.first_submit);
+        assert_eq!(
+            done.load(Ordering::Relaxed),
+            5,
+            "every completion published"
+        );
+        assert_eq!((eng.pushes, eng.submits, eng.inline), (4, 1, 1));
+    }
+
+    #[test]
+    fn busy_slots_hold_back_due_io() {
+        let plan = plan_with_depths(&[&[1, 2, 3, 4]]);
+        let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
+        let mut eng = FakeEngine::default();
+        let mut s = Scheduler::new(&plan, &[0], &mut eng, 2, NO_STALL, shared(&stop, &done));
+        s.submit_due().unwrap();
+        assert_eq!(s.in_flight, 2);
+        assert_eq!(s.res.slot_waits, 1);
+        assert!(s.free.is_empty());
+        assert_eq!(
+            s.queue.len(),
+            1,
+            "the third I/O waits for a slot, not for depth"
+        );
+        s.wait().unwrap();
+        s.reap();
+        // A slow device: through the engine again, not inline.
+        s.ewma_latency_ns = f64::INFINITY;
+        s.submit_due().unwrap();
+        assert_eq!(s.in_flight, 2);
+        assert_eq!(s.res.kinds[0].issued, 4);
+    }
+
+    #[test]
+    fn stop_ends_submission_and_reaps_what_is_in_flight() {
+        let plan = plan_with_depths(&[&[1, 1, 1], &[1, 2]]);
+        let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
+        let mut eng = FakeEngine::default();
+        let mut s = Scheduler::new(&plan, &[0, 1], &mut eng, 16, NO_STALL, shared(&stop, &done));
+        s.submit_due().unwrap();
+        assert_eq!(s.in_flight, 3);
+        stop.store(true, Ordering::Relaxed);
+        s.check_stop();
+        assert!(s.res.interrupted && s.queue.is_empty());
+        s.wait().unwrap();
+        s.reap();
+        assert!(s.is_done(), "the blocked stream is not queued again");
+        let res = s.finish();
+        assert_eq!(res.kinds[0].issued, 3);
+        assert_eq!(res.kinds[0].ok, 3);
+    }
+
+    #[test]
+    fn run_replays_every_io_once_and_counts_errors() {
+        let plan = plan_with_depths(&[&[1, 1, 1, 1], &[1, 2, 3, 1], &[1]]);
+        let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
+        let mut eng = FakeEngine {
+            result: Some(-libc::EIO),
+            ..FakeEngine::default()
+        };
+        let res = run(
+            &plan,
+            &[0, 1, 2],
+            &mut eng,
+            4,
+            NO_STALL,
+            shared(&stop, &done),
+        )
+        .unwrap();
+        let k = &res.kinds[IoKind::Read as usize];
+        assert_eq!((k.issued, k.ok, k.errors, k.bytes), (9, 0, 9, 0));
+        assert_eq!(k.latency_ns.len(), 9);
+        assert_eq!(res.first_error, Some((libc::EIO, 9)));
+        assert_eq!(res.engine, "fake");
+        assert!(!res.interrupted);
+        assert!(res.max_in_flight <= 4);
+        assert_eq!(eng.pushes + eng.inline, 9);
+        assert!(eng.most_in_flight <= 4);
+        assert_eq!(done.load(Ordering::Relaxed), 9);
     }
 
     #[test]

@@ -3,8 +3,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use iodump_format::DevT;
+use iodump_host::mounts;
+use iodump_host::sysfs::Sysfs;
 
 use crate::error::ReplayError;
 
@@ -67,6 +72,10 @@ fn major_minor(rdev: u64) -> (u32, u32) {
     (libc::major(rdev), libc::minor(rdev))
 }
 
+fn dev_t((major, minor): (u32, u32)) -> DevT {
+    DevT::new(major, minor)
+}
+
 /// A file's identity: the device holding it and its inode number. Two paths name the same
 /// file (a hard link, a bind mount, a symbolic link) exactly when their identities are equal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,11 +98,11 @@ impl FileId {
 
 /// What a check compares: a block device by its device number (whatever node or link names
 /// it), any other file by its identity.
-fn identity(m: &std::fs::Metadata) -> (Option<(u32, u32)>, FileId) {
+fn identity(m: &std::fs::Metadata) -> (Option<DevT>, FileId) {
     let rdev = m
         .file_type()
         .is_block_device()
-        .then(|| major_minor(m.rdev()));
+        .then(|| dev_t(major_minor(m.rdev())));
     (rdev, FileId::of(m))
 }
 
@@ -243,10 +252,11 @@ fn dio_align(path: &Path) -> Option<u32> {
 /// and inode) and block devices by device number, never by path: a hard link, a bind mount, a
 /// symbolic link or another device node reaches the same checks.
 fn check_safe(path: &Path, kind: TargetKind, meta: &std::fs::Metadata) -> Result<(), ReplayError> {
-    let loops = loop_devices();
+    let sysfs = Sysfs::new();
+    let loops = loop_devices(&sysfs);
     let refuse_loop = |l: &LoopDevice, what: &str| -> ReplayError {
         let mut devs = vec![l.dev];
-        devs.extend(partitions_of(l.dev.0, l.dev.1));
+        devs.extend(sysfs.partitions_of(l.dev));
         match mounted_on(&devs) {
             Some(mp) => ReplayError::Mounted {
                 path: path.to_path_buf(),
@@ -260,23 +270,26 @@ fn check_safe(path: &Path, kind: TargetKind, meta: &std::fs::Metadata) -> Result
     };
     match kind {
         TargetKind::BlockDevice { major, minor } => {
-            let mut devs = vec![(major, minor)];
-            devs.extend(partitions_of(major, minor));
+            let dev = DevT::new(major, minor);
+            let mut devs = vec![dev];
+            devs.extend(sysfs.partitions_of(dev));
             // A partition is inside its disk: a disk mounted (or held) whole holds it too.
-            devs.extend(whole_disk_of(major, minor));
+            devs.extend(sysfs.whole_disk_of(dev));
             if let Some(mp) = mounted_on(&devs) {
                 return Err(ReplayError::Mounted {
                     path: path.to_path_buf(),
                     mount_point: mp,
                 });
             }
-            for &(ma, mi) in &devs {
-                if let Some(h) = holders(ma, mi) {
-                    return Err(ReplayError::InUse {
-                        path: path.to_path_buf(),
-                        by: h,
-                    });
-                }
+            if let Some(h) = devs
+                .iter()
+                .map(|&d| sysfs.holders(d))
+                .find(|h| !h.is_empty())
+            {
+                return Err(ReplayError::InUse {
+                    path: path.to_path_buf(),
+                    by: h.join(", "),
+                });
             }
             if let Some(sw) = swap_on(&devs) {
                 return Err(ReplayError::InUse {
@@ -290,17 +303,7 @@ fn check_safe(path: &Path, kind: TargetKind, meta: &std::fs::Metadata) -> Result
             {
                 return Err(refuse_loop(l, "backing device"));
             }
-            let mut head = vec![0u8; SIGNATURE_PROBE_BYTES];
-            let mut f = File::open(path).map_err(|e| open_err(path, e))?;
-            same_as_checked(path, &f, meta)?;
-            let n = read_full(&mut f, &mut head).map_err(|e| open_err(path, e))?;
-            head.truncate(n);
-            if let Some(what) = signature(&head) {
-                return Err(ReplayError::Signature {
-                    path: path.to_path_buf(),
-                    what,
-                });
-            }
+            check_no_signature(path, meta)?;
         }
         TargetKind::File { .. } => {
             let id = FileId::of(meta);
@@ -318,6 +321,22 @@ fn check_safe(path: &Path, kind: TargetKind, meta: &std::fs::Metadata) -> Result
     Ok(())
 }
 
+/// Refuses a block device that holds a filesystem, volume or partition table signature.
+fn check_no_signature(path: &Path, meta: &std::fs::Metadata) -> Result<(), ReplayError> {
+    let mut head = vec![0u8; SIGNATURE_PROBE_BYTES];
+    let mut f = File::open(path).map_err(|e| open_err(path, e))?;
+    same_as_checked(path, &f, meta)?;
+    let n = read_full(&mut f, &mut head).map_err(|e| open_err(path, e))?;
+    head.truncate(n);
+    match signature(&head) {
+        Some(what) => Err(ReplayError::Signature {
+            path: path.to_path_buf(),
+            what,
+        }),
+        None => Ok(()),
+    }
+}
+
 fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
@@ -329,105 +348,13 @@ fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-fn read_trim(p: impl AsRef<Path>) -> Option<String> {
-    std::fs::read_to_string(p)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-fn parse_majmin(s: &str) -> Option<(u32, u32)> {
-    let (a, b) = s.split_once(':')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
-}
-
-/// The partitions of a whole disk, from sysfs.
-fn partitions_of(major: u32, minor: u32) -> Vec<(u32, u32)> {
-    let dir = format!("/sys/dev/block/{major}:{minor}");
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(&dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.join("partition").exists() {
-                if let Some(mm) = read_trim(p.join("dev")).and_then(|s| parse_majmin(&s)) {
-                    out.push(mm);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The whole disk a partition is part of, from sysfs (none for a whole disk).
-fn whole_disk_of(major: u32, minor: u32) -> Option<(u32, u32)> {
-    let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
-    if !dir.join("partition").exists() {
-        return None;
-    }
-    read_trim(dir.parent()?.join("dev")).and_then(|s| parse_majmin(&s))
-}
-
-/// Where one of `devs` is mounted, from /proc/self/mountinfo (its device number, or its
-/// source path for filesystems such as btrfs that report an anonymous device number).
-fn mounted_on(devs: &[(u32, u32)]) -> Option<String> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        if fields.len() < 5 {
-            continue;
-        }
-        let mp = unescape_mount(fields[4]);
-        if let Some(mm) = parse_majmin(fields[2]) {
-            if devs.contains(&mm) {
-                return Some(mp);
-            }
-        }
-        // After the " - " separator: fstype, source, options.
-        if let Some(sep) = fields.iter().position(|f| *f == "-") {
-            if let Some(src) = fields.get(sep + 2) {
-                let src = unescape_mount(src);
-                if src.starts_with('/') {
-                    if let Ok(m) = std::fs::metadata(&src) {
-                        if m.file_type().is_block_device() && devs.contains(&major_minor(m.rdev()))
-                        {
-                            return Some(mp);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    None
-}
-
-fn unescape_mount(s: &str) -> String {
-    // mountinfo escapes space, tab, newline and backslash as \ooo.
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Names of the devices stacked on this one (device-mapper, md, bcache…).
-fn holders(major: u32, minor: u32) -> Option<String> {
-    let rd = std::fs::read_dir(format!("/sys/dev/block/{major}:{minor}/holders")).ok()?;
-    let names: Vec<String> = rd
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    (!names.is_empty()).then(|| names.join(", "))
+/// Where one of `devs` is mounted, from the mount table: by its device number, or by its
+/// source path for filesystems such as btrfs that report an anonymous device number.
+fn mounted_on(devs: &[DevT]) -> Option<String> {
+    mounts::read()
+        .into_iter()
+        .find(|m| devs.contains(&m.dev) || m.source_device().is_some_and(|d| devs.contains(&d)))
+        .map(|m| m.mount_point_lossy())
 }
 
 fn swap_entries() -> Vec<String> {
@@ -441,10 +368,12 @@ fn swap_entries() -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn swap_on(devs: &[(u32, u32)]) -> Option<String> {
+fn swap_on(devs: &[DevT]) -> Option<String> {
     swap_entries().into_iter().find(|p| {
         std::fs::metadata(p)
-            .map(|m| m.file_type().is_block_device() && devs.contains(&major_minor(m.rdev())))
+            .map(|m| {
+                m.file_type().is_block_device() && devs.contains(&dev_t(major_minor(m.rdev())))
+            })
             .unwrap_or(false)
     })
 }
@@ -452,7 +381,7 @@ fn swap_on(devs: &[(u32, u32)]) -> Option<String> {
 /// The swap file that is the file `id`, if any.
 fn swap_file(id: FileId) -> Option<String> {
     swap_entries().into_iter().find(|p| {
-        std::fs::metadata(unescape_mount(p))
+        std::fs::metadata(std::ffi::OsStr::from_bytes(&mounts::unescape(p)))
             .map(|m| m.file_type().is_file() && FileId::of(&m) == id)
             .unwrap_or(false)
     })
@@ -464,11 +393,11 @@ struct LoopDevice {
     /// Its node (`/dev/loopN`).
     node: String,
     /// Its device number.
-    dev: (u32, u32),
+    dev: DevT,
     /// The identity of its backing file.
     backing: Option<FileId>,
     /// The device number of its backing file, when that is a block device.
-    backing_rdev: Option<(u32, u32)>,
+    backing_rdev: Option<DevT>,
 }
 
 /// `LOOP_GET_STATUS64` from <linux/loop.h>.
@@ -502,7 +431,7 @@ fn decode_kernel_dev(d: u64) -> (u32, u32) {
 /// The backing file's device, inode and device number of the loop device at `node` (number
 /// `dev`), from `LOOP_GET_STATUS64`: what the kernel itself holds, whatever path the file has
 /// now.
-fn loop_status(node: &str, dev: (u32, u32)) -> Option<(FileId, Option<(u32, u32)>)> {
+fn loop_status(node: &str, dev: DevT) -> Option<(FileId, Option<DevT>)> {
     use std::os::fd::AsRawFd;
     let f = OpenOptions::new()
         .read(true)
@@ -510,7 +439,7 @@ fn loop_status(node: &str, dev: (u32, u32)) -> Option<(FileId, Option<(u32, u32)
         .open(node)
         .ok()?;
     let m = f.metadata().ok()?;
-    if !m.file_type().is_block_device() || major_minor(m.rdev()) != dev {
+    if !m.file_type().is_block_device() || dev_t(major_minor(m.rdev())) != dev {
         return None;
     }
     // SAFETY: loop_info64 is plain data (integers and byte arrays): all zeroes is valid.
@@ -521,7 +450,7 @@ fn loop_status(node: &str, dev: (u32, u32)) -> Option<(FileId, Option<(u32, u32)
     if r != 0 {
         return None;
     }
-    let rdev = (info.lo_rdevice != 0).then(|| decode_kernel_dev(info.lo_rdevice));
+    let rdev = (info.lo_rdevice != 0).then(|| dev_t(decode_kernel_dev(info.lo_rdevice)));
     Some((
         FileId {
             dev: decode_kernel_dev(info.lo_device),
@@ -533,41 +462,30 @@ fn loop_status(node: &str, dev: (u32, u32)) -> Option<(FileId, Option<(u32, u32)
 
 /// Every bound loop device with what backs it: from `LOOP_GET_STATUS64`, or where that cannot
 /// be asked (no node, no permission), from the backing file's path in sysfs.
-fn loop_devices() -> Vec<LoopDevice> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/sys/block") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("loop") {
-            continue;
-        }
-        let Some(backing_path) = read_trim(e.path().join("loop/backing_file")) else {
-            continue;
-        };
-        let Some(dev) = read_trim(e.path().join("dev")).and_then(|s| parse_majmin(&s)) else {
-            continue;
-        };
-        let node = format!("/dev/{name}");
-        let (backing, backing_rdev) = match loop_status(&node, dev) {
-            Some((id, rdev)) => (Some(id), rdev),
-            None => match std::fs::metadata(backing_path.trim_end_matches(" (deleted)")) {
-                Ok(m) => {
-                    let (rdev, id) = identity(&m);
-                    (Some(id), rdev)
-                }
-                Err(_) => (None, None),
-            },
-        };
-        out.push(LoopDevice {
-            node,
-            dev,
-            backing,
-            backing_rdev,
-        });
-    }
-    out
+fn loop_devices(sysfs: &Sysfs) -> Vec<LoopDevice> {
+    sysfs
+        .loop_devices()
+        .into_iter()
+        .map(|l| {
+            let node = format!("/dev/{}", l.name);
+            let (backing, backing_rdev) = match loop_status(&node, l.dev) {
+                Some((id, rdev)) => (Some(id), rdev),
+                None => match std::fs::metadata(l.backing_file.trim_end_matches(" (deleted)")) {
+                    Ok(m) => {
+                        let (rdev, id) = identity(&m);
+                        (Some(id), rdev)
+                    }
+                    Err(_) => (None, None),
+                },
+            };
+            LoopDevice {
+                node,
+                dev: l.dev,
+                backing,
+                backing_rdev,
+            }
+        })
+        .collect()
 }
 
 /// Bytes read from the start of a block device to look for signatures (btrfs's superblock
@@ -627,11 +545,5 @@ mod tests {
         assert_eq!(decode_kernel_dev(0x0703), (7, 3));
         assert_eq!(decode_kernel_dev(0x11_032c), (259, 300));
         assert_eq!(decode_kernel_dev(0xfe00), (254, 0));
-    }
-
-    #[test]
-    fn mount_unescape() {
-        assert_eq!(unescape_mount("/mnt/a\\040b"), "/mnt/a b");
-        assert_eq!(unescape_mount("/x\\"), "/x\\");
     }
 }

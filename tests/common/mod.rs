@@ -11,6 +11,13 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iodump"))
 }
 
+/// A trace of `fixtures/` (fixtures/README.md says how each was made).
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
 /// A temporary directory, removed on drop.
 pub struct TempDir(pub PathBuf);
 

@@ -1,13 +1,14 @@
-//! Queries answered straight from `.iod` traces without building the polars `io` table: the
-//! same results as [`crate::query`] (same columns, types and order) at a fraction of the time
-//! and memory. Used by `iodump analyze` when every input is a trace.
+//! Queries answered straight from `.iod` traces and `iodump convert` Parquet datasets (read
+//! through `crate::onepass_source`) without building the polars `io` table: the same results as
+//! [`crate::query`] (same columns, types and order) at a fraction of the time and memory. Used
+//! by `iodump analyze` for every query but `--sql`, unless `--engine polars`.
 //!
-//! Two drivers: [`pass`] folds the segments of a trace in parallel into one accumulator per
+//! Two drivers: `pass` folds the units of each input in parallel into one accumulator per
 //! worker (for group-by queries: summary, top files and processes, latency, timeline), and
-//! [`ordered_pass`] decodes segments in parallel a window at a time and hands their rows to a
+//! `ordered_pass` decodes segments in parallel a window at a time and hands their rows to a
 //! sequential consumer in file order (for queries that follow each device or file in time:
-//! seek distances and sequential write runs; see [`Reorder`]). Percentiles are exact: the
-//! samples are kept in [`Samples`], 4 bytes each while they fit in 32 bits.
+//! seek distances and sequential write runs; see `Reorder`). Percentiles are exact: the
+//! samples are kept in `Samples`, 4 bytes each while they fit in 32 bits.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
@@ -15,19 +16,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
+use iodump_format::stats::quantile_linear;
 use iodump_format::summary::rfc3339_utc;
 use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use crate::ingest::Input;
+use crate::onepass_source::Source;
 use crate::query::{LatencyBy, RankBy};
 use crate::AnalyzeError;
 
 fn perr(e: PolarsError) -> AnalyzeError {
-    AnalyzeError::Query {
-        message: e.to_string(),
-    }
+    AnalyzeError::Polars { source: e }
 }
 
 /// Samples per block of [`Samples`]: blocks fill up to this and are never copied to grow.
@@ -73,7 +73,7 @@ impl Samples {
         self.wide.extend(o.wide);
     }
 
-    /// The `qs` quantiles (linear interpolation, as polars' `QuantileMethod::Linear`); one
+    /// The `qs` quantiles ([`quantile_linear`], as polars' `QuantileMethod::Linear`); one
     /// contiguous copy of the samples lives while they are computed.
     fn quantiles(&self, qs: &[f64]) -> Vec<Option<f64>> {
         if self.wide.is_empty() {
@@ -93,28 +93,8 @@ impl Samples {
     }
 }
 
-/// The `q`-quantile of `v` with linear interpolation between the closest ranks (polars'
-/// `QuantileMethod::Linear`); reorders `v` (selection, not a full sort).
-fn quantile_linear<T: Copy + Ord + Into<u64>>(v: &mut [T], q: f64) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let float_idx = (v.len() - 1) as f64 * q;
-    let lo = float_idx.floor() as usize;
-    let hi = (float_idx.ceil() as usize).min(v.len() - 1);
-    let (_, &mut a, rest) = v.select_nth_unstable(lo);
-    let a = a.into() as f64;
-    if lo == hi {
-        return Some(a);
-    }
-    // The next order statistic is the smallest of what lies above `lo`.
-    let b = rest.iter().copied().min().map_or(a, |b| b.into() as f64);
-    let frac = float_idx - lo as f64;
-    Some(a + (b - a) * frac)
-}
-
-/// What a fast query read.
-pub struct FastRead {
+/// What a one-pass query read.
+pub struct OnePassRead {
     /// The answer, as [`crate::query`] would give it.
     pub frame: DataFrame,
     /// I/Os that passed the filter.
@@ -126,7 +106,7 @@ pub struct FastRead {
 /// What the driver hands over for each trace, once its segments are aggregated.
 struct TraceDone<'a, A> {
     /// The trace.
-    input: &'a Input,
+    input: &'a Source,
     /// The aggregate of its intact segments.
     acc: A,
 }
@@ -162,8 +142,8 @@ impl PassInfo {
     }
 
     /// The query's answer: its frame, with what the pass counted.
-    fn answer(self, frame: PolarsResult<DataFrame>) -> Result<FastRead, AnalyzeError> {
-        Ok(FastRead {
+    fn answer(self, frame: PolarsResult<DataFrame>) -> Result<OnePassRead, AnalyzeError> {
+        Ok(OnePassRead {
             frame: frame.map_err(perr)?,
             events: self.kept,
             damaged: self.damaged,
@@ -183,13 +163,13 @@ fn union(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
 pub fn announced_rows(paths: &[&Path]) -> u64 {
     paths
         .iter()
-        .filter_map(|p| Input::open(p).ok())
+        .filter_map(|p| Source::open(p).ok())
         .map(|i| i.announced_rows())
         .sum()
 }
 
-fn open_all(paths: &[&Path]) -> Result<Vec<Input>, AnalyzeError> {
-    paths.iter().map(|p| Input::open(p)).collect()
+fn open_all(paths: &[&Path]) -> Result<Vec<Source>, AnalyzeError> {
+    paths.iter().map(|p| Source::open(p)).collect()
 }
 
 /// A fold state of [`pass`]: the accumulator plus what it saw.
@@ -286,7 +266,7 @@ enum Feed<'a, R> {
 /// `R` by `extract`, in parallel) a window at a time, while one consumer thread takes the
 /// windows in order. `visit` returns false to stop early; then the pass returns `None`.
 fn ordered_pass<R: Send>(
-    inputs: &[Input],
+    inputs: &[Source],
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
     extract: impl Fn(&Header, &EventBatch, &[u32], &mut Vec<R>) + Sync + Send,
@@ -532,7 +512,7 @@ struct FileRow {
     renamed_from: Option<String>,
 }
 
-/// `--top-files` over `.iod` traces: the columns and order of [`crate::query::top_files`].
+/// `--top-files` over traces and datasets: the columns and order of [`crate::query::top_files`].
 /// A file renamed while recording is one row, under its latest name (see [`crate::files`]).
 pub fn top_files(
     paths: &[&Path],
@@ -540,7 +520,7 @@ pub fn top_files(
     by: RankBy,
     limit: usize,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<FastRead, AnalyzeError> {
+) -> Result<OnePassRead, AnalyzeError> {
     let mut rows: Vec<FileRow> = Vec::new();
     let info = pass(
         paths,
@@ -669,7 +649,7 @@ fn add_threads(m: &mut IntMap<(u32, u32), ProcAcc>, b: &EventBatch, keep: &[u32]
 type ProcKey = (u32, Option<String>, Option<String>, String);
 
 /// The [`ProcKey`] of thread `tid` of process `pid`.
-fn proc_key(input: &Input, pid: u32, tid: u32) -> ProcKey {
+fn proc_key(input: &Source, pid: u32, tid: u32) -> ProcKey {
     (
         pid,
         input.comm(tid).cloned(),
@@ -686,13 +666,13 @@ fn ranked_procs(procs: HashMap<ProcKey, ProcAcc>) -> Vec<(ProcKey, ProcAcc)> {
     rows
 }
 
-/// `--top-procs` over `.iod` traces: the columns and order of [`crate::query::top_procs`].
+/// `--top-procs` over traces and datasets: the columns and order of [`crate::query::top_procs`].
 pub fn top_procs(
     paths: &[&Path],
     filter: Option<&Expr>,
     limit: usize,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<FastRead, AnalyzeError> {
+) -> Result<OnePassRead, AnalyzeError> {
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
     let info = pass(
         paths,
@@ -775,13 +755,13 @@ fn add_latency(m: &mut IntMap<u32, LatAcc>, b: &EventBatch, keep: &[u32], by: La
     }
 }
 
-/// `--latency` over `.iod` traces: the columns and order of [`crate::query::latency`].
+/// `--latency` over traces and datasets: the columns and order of [`crate::query::latency`].
 pub fn latency(
     paths: &[&Path],
     filter: Option<&Expr>,
     by: LatencyBy,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<FastRead, AnalyzeError> {
+) -> Result<OnePassRead, AnalyzeError> {
     let mut groups: HashMap<Option<String>, LatAcc> = HashMap::new();
     let info = pass(
         paths,
@@ -890,12 +870,12 @@ impl SummaryAcc {
     }
 }
 
-/// `--summary` over `.iod` traces: the rows of [`crate::query::summary`].
+/// `--summary` over traces and datasets: the rows of [`crate::query::summary`].
 pub fn summary(
     paths: &[&Path],
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<FastRead, AnalyzeError> {
+) -> Result<OnePassRead, AnalyzeError> {
     let mut total = SummaryAcc::default();
     // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, file key).
     let mut files: Vec<(u64, Option<String>, String, u32)> = Vec::new();
@@ -974,13 +954,13 @@ impl TimeAcc {
     }
 }
 
-/// `--timeline` over `.iod` traces: the columns and order of [`crate::query::timeline`].
+/// `--timeline` over traces and datasets: the columns and order of [`crate::query::timeline`].
 pub fn timeline(
     paths: &[&Path],
     filter: Option<&Expr>,
     interval_ns: i64,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<FastRead, AnalyzeError> {
+) -> Result<OnePassRead, AnalyzeError> {
     // (interval number, device name, op name) in the output's order.
     let mut cells: BTreeMap<(i64, Option<String>, &'static str), TimeAcc> = BTreeMap::new();
     let info = pass(
@@ -1103,14 +1083,14 @@ impl SeekDev {
     }
 }
 
-/// `--seek` over `.iod` traces: the columns and order of [`crate::query::seek`]. `None` when
+/// `--seek` over traces and datasets: the columns and order of [`crate::query::seek`]. `None` when
 /// a device's I/Os are too far out of time order in the file to follow them in one pass (the
 /// caller then sorts the whole table).
 pub fn seek(
     paths: &[&Path],
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Option<FastRead>, AnalyzeError> {
+) -> Result<Option<OnePassRead>, AnalyzeError> {
     let inputs = open_all(paths)?;
     let mut devs: IntMap<u32, SeekDev> = IntMap::default();
     let mut out: HashMap<Option<String>, SeekAcc> = HashMap::new();
@@ -1297,7 +1277,7 @@ impl RunSink {
     }
 }
 
-/// `--seq-writes` over `.iod` traces: the columns and order of
+/// `--seq-writes` over traces and datasets: the columns and order of
 /// [`crate::query::seq_writes`]. `None` when a file's writes are too far out of time order
 /// in the file to follow them in one pass (the caller then sorts the whole table).
 pub fn seq_writes(
@@ -1306,7 +1286,7 @@ pub fn seq_writes(
     min_bytes: u64,
     limit: usize,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Option<FastRead>, AnalyzeError> {
+) -> Result<Option<OnePassRead>, AnalyzeError> {
     let inputs = open_all(paths)?;
     let write = Op::Write.code();
     let mut keys: IntMap<u64, RunKey> = IntMap::default();
@@ -1365,6 +1345,18 @@ pub fn seq_writes(
         return Ok(None);
     };
     sink.prune();
+    let frame = seq_writes_frame(&inputs, &info.names, sink.runs, limit);
+    info.answer(frame).map(Some)
+}
+
+/// The rows of `--seq-writes`: the runs kept, with their names, in the full order of
+/// `query::seq_writes`, the first `limit`.
+fn seq_writes_frame(
+    inputs: &[Source],
+    names: &[String],
+    runs: Vec<Run>,
+    limit: usize,
+) -> PolarsResult<DataFrame> {
     // Resolve names, then the full order of `query::seq_writes`: longest, earliest, then
     // path, device and trace names, first sector.
     struct Shown {
@@ -1373,8 +1365,7 @@ pub fn seq_writes(
         dev: Option<String>,
         comm: Option<String>,
     }
-    let mut shown: Vec<Shown> = sink
-        .runs
+    let mut shown: Vec<Shown> = runs
         .into_iter()
         .map(|run| {
             let t = &inputs[run.trace];
@@ -1386,7 +1377,6 @@ pub fn seq_writes(
             }
         })
         .collect();
-    let names = &info.names;
     shown.sort_by(|a, b| {
         RunSink::rank(&a.run, &b.run)
             .then_with(|| a.path.cmp(&b.path))
@@ -1396,7 +1386,7 @@ pub fn seq_writes(
     });
     shown.truncate(limit);
     let n = shown.len();
-    let frame = DataFrame::new(
+    DataFrame::new(
         n,
         vec![
             col("path", &shown, |s| s.path.clone()),
@@ -1410,42 +1400,12 @@ pub fn seq_writes(
                 s.run.length_bytes as f64 / ((s.run.end_ns - s.run.start_ns) as f64 / 1e9) / 1e6
             }),
         ],
-    );
-    info.answer(frame).map(Some)
+    )
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn selection_quantile_equals_the_sorted_one() {
-        let mut x: u64 = 12345;
-        for n in [1usize, 2, 3, 10, 99, 100, 101, 1000, 4097] {
-            let v: Vec<u64> = (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x % 5000
-                })
-                .collect();
-            let mut sorted = v.clone();
-            sorted.sort_unstable();
-            for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
-                let pos = (n - 1) as f64 * q;
-                let (lo, hi) = (pos.floor() as usize, (pos.ceil() as usize).min(n - 1));
-                let (a, b) = (sorted[lo] as f64, sorted[hi] as f64);
-                let want = if lo == hi {
-                    a
-                } else {
-                    a + (b - a) * (pos - lo as f64)
-                };
-                let mut w = v.clone();
-                assert_eq!(quantile_linear(&mut w, q), Some(want), "n {n} q {q}");
-            }
-        }
-        assert_eq!(quantile_linear::<u64>(&mut [], 0.5), None);
-    }
 
     #[derive(Clone, Copy, Debug, PartialEq)]
     struct T(i64, usize);

@@ -1,5 +1,5 @@
 //! `iodump convert`: traces → Parquet tables (`io`, `processes`, `files`, `devices`,
-//! `losses`), documented column by column in `schemas/parquet-tables.md`. Several traces form
+//! `losses`, `cgroups`), documented column by column in `schemas/parquet-tables.md`. Several traces form
 //! one dataset: every table has `trace` and `host` columns.
 //!
 //! The tables are of [`crate::layout::LAYOUT`]: only types that Spark, DuckDB, polars,
@@ -8,6 +8,7 @@
 //! in an Int64 column (`timestamp_ns`, `start_ns`, `end_ns`); integers are signed (Spark reads
 //! uint64 as decimal(20,0)): the trace's u16 become Int32, its u32 and u64 Int64.
 
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,14 +45,14 @@ pub const ROW_GROUP_ROWS: usize = 1 << 20;
 fn perr(what: &str) -> impl Fn(parquet::errors::ParquetError) -> AnalyzeError + '_ {
     move |e| AnalyzeError::Write {
         what: what.to_string(),
-        source: std::io::Error::other(e.to_string()),
+        source: std::io::Error::other(e),
     }
 }
 
 fn aerr(what: &str) -> impl Fn(arrow_schema::ArrowError) -> AnalyzeError + '_ {
     move |e| AnalyzeError::Write {
         what: what.to_string(),
-        source: std::io::Error::other(e.to_string()),
+        source: std::io::Error::other(e),
     }
 }
 
@@ -355,92 +356,192 @@ pub fn convert_with_progress(
     // The directory: never through a link, never another user's.
     iodump_output::check_dir(dir)?;
     create_dir(dir)?;
-    let mut s = ConvertSummary::default();
-    // The new files, renamed over the old ones only once every table is complete.
-    let mut pending: Vec<OutputFile> = Vec::new();
+    let mut c = Conversion {
+        dir,
+        part,
+        summary: ConvertSummary::default(),
+        pending: Vec::new(),
+        writers: BTreeMap::new(),
+    };
     // The name of the first input with damage (for the error when nothing could be read).
     let mut first_damaged: Option<String> = None;
-    // One writer per partition of the io table, created on first use.
-    let mut writers: std::collections::BTreeMap<PathBuf, ArrowWriter<File>> = Default::default();
     for input in inputs {
+        c.io_table(input, progress)?;
+        if !c.summary.damaged.is_empty() && first_damaged.is_none() {
+            first_damaged = Some(input.name.clone());
+        }
+    }
+    c.check_readable(first_damaged)?;
+    c.close_io_table()?;
+    for (host, group) in host_groups(inputs, part) {
+        c.small_tables(&host, &group)?;
+    }
+    c.commit()
+}
+
+/// One run of [`convert`]: the `io` table segment by segment, then the small tables, then
+/// every file renamed over the old ones.
+struct Conversion<'a> {
+    dir: &'a Path,
+    part: Partitioning,
+    summary: ConvertSummary,
+    /// The new files, renamed over the old ones only once every table is complete.
+    pending: Vec<OutputFile>,
+    /// One writer per partition of the io table, created on first use.
+    writers: BTreeMap<PathBuf, ArrowWriter<File>>,
+}
+
+impl Conversion<'_> {
+    /// Every intact segment of `input` into the `io` table; damaged ones are counted.
+    fn io_table(&mut self, input: &Input<'_>, progress: &dyn Fn(u64)) -> Result<(), AnalyzeError> {
         let r = input.reader;
-        let h = r.header();
-        let dev_names: std::collections::HashMap<u32, String> = r.tables().device_names();
+        let dev_names: HashMap<u32, String> = r.tables().device_names();
         let mut result = Ok(());
         r.for_each_segment(|i, b| {
             if result.is_err() {
                 return;
             }
-            let b = match b {
-                Ok(b) => b,
-                Err(d) => {
-                    s.damaged.push(d);
-                    return;
+            match b {
+                Ok(b) => {
+                    result = self.io_segment(input, i, b, &dev_names);
+                    self.summary.events += b.len() as u64;
+                    progress(b.len() as u64);
                 }
-            };
-            // Rows of a segment are sorted by time: dates form contiguous runs.
-            let mut start = 0;
-            while start < b.len() && result.is_ok() {
-                let (end, date) = if part.date {
-                    let d = utc_date(h.to_utc_ns(b.timestamp_ns[start]));
-                    let mut e = start + 1;
-                    while e < b.len() && utc_date(h.to_utc_ns(b.timestamp_ns[e])) == d {
-                        e += 1;
-                    }
-                    (e, Some(d))
-                } else {
-                    (b.len(), None)
-                };
-                let path = if part.any() {
-                    partition_dir(dir, "io", part, &h.hostname, date.as_deref())
-                        .join("part-0.parquet")
-                } else {
-                    dir.join("io.parquet")
-                };
-                result = io_batch(input, i, b, &dev_names, start..end)
-                    .and_then(|batch| project(batch, part))
-                    .and_then(|batch| {
-                        if !writers.contains_key(&path) {
-                            if let Some(parent) = path.parent() {
-                                create_dir(parent)?;
-                            }
-                            let w = writer(&path, batch.schema(), &mut pending)?;
-                            writers.insert(path.clone(), w);
-                        }
-                        let w = writers.get_mut(&path).expect("writer just inserted");
-                        w.write(&batch).map_err(perr("io"))
-                    });
-                start = end;
+                Err(d) => self.summary.damaged.push(d),
             }
-            s.events += b.len() as u64;
-            progress(b.len() as u64);
         });
         result?;
-        s.damaged.extend(r.damage().iter().cloned());
-        if !s.damaged.is_empty() && first_damaged.is_none() {
-            first_damaged = Some(input.name.clone());
+        self.summary.damaged.extend(r.damage().iter().cloned());
+        Ok(())
+    }
+
+    /// Segment `seg` of `input` into the `io` table, one batch per partition it falls in.
+    fn io_segment(
+        &mut self,
+        input: &Input<'_>,
+        seg: usize,
+        b: &EventBatch,
+        dev_names: &HashMap<u32, String>,
+    ) -> Result<(), AnalyzeError> {
+        let h = input.reader.header();
+        let mut start = 0;
+        while start < b.len() {
+            let (end, date) = if self.part.date {
+                let (end, date) = date_run(&b.timestamp_ns, start, |ts| h.to_utc_ns(ts));
+                (end, Some(date))
+            } else {
+                (b.len(), None)
+            };
+            let path = if self.part.any() {
+                partition_dir(self.dir, "io", self.part, &h.hostname, date.as_deref())
+                    .join("part-0.parquet")
+            } else {
+                self.dir.join("io.parquet")
+            };
+            let batch = project(io_batch(input, seg, b, dev_names, start..end)?, self.part)?;
+            let w = self.io_writer(&path, batch.schema())?;
+            w.write(&batch).map_err(perr("io"))?;
+            start = end;
         }
+        Ok(())
     }
-    if s.events == 0 {
-        if let (Some(d), Some(trace)) = (s.damaged.first(), first_damaged) {
-            // Nothing could be read: an error, and what was there is kept.
-            return Err(AnalyzeError::NothingReadable {
-                trace,
-                damage: d.to_string(),
-            });
+
+    /// The writer of the `io` file at `path`, created (with its directory) on first use.
+    fn io_writer(
+        &mut self,
+        path: &Path,
+        schema: Arc<Schema>,
+    ) -> Result<&mut ArrowWriter<File>, AnalyzeError> {
+        if !self.writers.contains_key(path) {
+            if let Some(parent) = path.parent() {
+                create_dir(parent)?;
+            }
+            let w = writer(path, schema, &mut self.pending)?;
+            self.writers.insert(path.to_path_buf(), w);
         }
+        Ok(self.writers.get_mut(path).expect("writer just inserted"))
     }
-    if writers.is_empty() && !part.any() {
-        // No event at all: still write an empty io table with its schema.
-        let p = dir.join("io.parquet");
-        let w = writer(&p, io_schema(), &mut pending)?;
-        writers.insert(p, w);
+
+    /// Nothing could be read at all (no event, and damage): an error, and what was there is
+    /// kept.
+    fn check_readable(&self, first_damaged: Option<String>) -> Result<(), AnalyzeError> {
+        if self.summary.events == 0 {
+            if let (Some(d), Some(trace)) = (self.summary.damaged.first(), first_damaged) {
+                return Err(AnalyzeError::NothingReadable {
+                    trace,
+                    damage: d.to_string(),
+                });
+            }
+        }
+        Ok(())
     }
-    for (p, w) in writers {
-        w.close().map_err(perr("io"))?;
-        s.files.push(p);
+
+    /// Closes the `io` files; without any event (and no partitioning), an empty `io` table
+    /// with its schema.
+    fn close_io_table(&mut self) -> Result<(), AnalyzeError> {
+        if self.writers.is_empty() && !self.part.any() {
+            let p = self.dir.join("io.parquet");
+            let w = writer(&p, io_schema(), &mut self.pending)?;
+            self.writers.insert(p, w);
+        }
+        for (p, w) in std::mem::take(&mut self.writers) {
+            w.close().map_err(perr("io"))?;
+            self.summary.files.push(p);
+        }
+        Ok(())
     }
-    // The small tables, per host when partitioned by host.
+
+    /// The small tables of the inputs of `host` (all inputs when not partitioned by host).
+    fn small_tables(&mut self, host: &str, group: &[&Input<'_>]) -> Result<(), AnalyzeError> {
+        let (dir, part) = (self.dir, self.part);
+        let out = |table: &str| -> Result<PathBuf, AnalyzeError> {
+            if !part.any() {
+                return Ok(dir.join(format!("{table}.parquet")));
+            }
+            let by_host = Partitioning {
+                host: part.host,
+                date: false,
+            };
+            let d = partition_dir(dir, table, by_host, host, None);
+            create_dir(&d)?;
+            Ok(d.join("part-0.parquet"))
+        };
+        let pending = &mut self.pending;
+        let files = &mut self.summary.files;
+        files.push(write_processes(group, &out("processes")?, part, pending)?);
+        files.push(write_files(group, &out("files")?, part, pending)?);
+        files.push(write_devices(group, &out("devices")?, part, pending)?);
+        files.push(write_losses(group, &out("losses")?, part, pending)?);
+        files.push(write_cgroups(group, &out("cgroups")?, part, pending)?);
+        Ok(())
+    }
+
+    /// Every table is complete: now they replace what was there.
+    fn commit(mut self) -> Result<ConvertSummary, AnalyzeError> {
+        for o in &mut self.pending {
+            o.commit()?;
+        }
+        Ok(self.summary)
+    }
+}
+
+/// The run of rows from `start` on the same UTC date (`utc_ns` of a timestamp): its end and
+/// the date. Rows of a segment are sorted by time, so dates form contiguous runs.
+fn date_run(ts_ns: &[u64], start: usize, utc_ns: impl Fn(u64) -> i64) -> (usize, String) {
+    let d = utc_date(utc_ns(ts_ns[start]));
+    let mut e = start + 1;
+    while e < ts_ns.len() && utc_date(utc_ns(ts_ns[e])) == d {
+        e += 1;
+    }
+    (e, d)
+}
+
+/// The inputs by host, in order of first appearance; one group of all inputs (host `""`) when
+/// not partitioned by host.
+fn host_groups<'i, 'a>(
+    inputs: &'i [Input<'a>],
+    part: Partitioning,
+) -> Vec<(String, Vec<&'i Input<'a>>)> {
     let mut groups: Vec<(String, Vec<&Input<'_>>)> = Vec::new();
     for input in inputs {
         let host = if part.host {
@@ -453,43 +554,7 @@ pub fn convert_with_progress(
             None => groups.push((host, vec![input])),
         }
     }
-    for (host, group) in &groups {
-        let out = |table: &str| -> Result<PathBuf, AnalyzeError> {
-            if part.any() {
-                let d = partition_dir(
-                    dir,
-                    table,
-                    Partitioning {
-                        host: part.host,
-                        date: false,
-                    },
-                    host,
-                    None,
-                );
-                create_dir(&d)?;
-                Ok(d.join("part-0.parquet"))
-            } else {
-                Ok(dir.join(format!("{table}.parquet")))
-            }
-        };
-        s.files.push(write_processes(
-            group,
-            &out("processes")?,
-            part,
-            &mut pending,
-        )?);
-        s.files
-            .push(write_files(group, &out("files")?, part, &mut pending)?);
-        s.files
-            .push(write_devices(group, &out("devices")?, part, &mut pending)?);
-        s.files
-            .push(write_losses(group, &out("losses")?, part, &mut pending)?);
-    }
-    // Every table is complete: now they replace what was there.
-    for o in &mut pending {
-        o.commit()?;
-    }
-    Ok(s)
+    groups
 }
 
 /// Writes one small table into a new output file, added to `pending` (renamed over `path` once
@@ -637,6 +702,58 @@ fn write_files(
     )
 }
 
+/// The `cgroups` table: the traces' cgroups tables (none for traces before format 1.2).
+fn write_cgroups(
+    inputs: &[&Input<'_>],
+    path: &Path,
+    part: Partitioning,
+    pending: &mut Vec<OutputFile>,
+) -> Result<PathBuf, AnalyzeError> {
+    // trace, host, then after cgroup_id: path and the identity's text (nullable).
+    let mut head: [StringBuilder; 2] = Default::default();
+    let mut text: [StringBuilder; 6] = Default::default();
+    let (mut id, mut monitor) = (Int64Builder::new(), BooleanBuilder::new());
+    for input in inputs {
+        for c in input.reader.tables().cgroups() {
+            let i = &c.identity;
+            head[0].append_value(&input.name);
+            head[1].append_value(&input.reader.header().hostname);
+            id.append_value(i64_of(c.id));
+            let values = [
+                Some(c.path.as_str()),
+                i.runtime.map(|r| r.name()),
+                i.container_id.as_deref(),
+                i.pod_uid.as_deref(),
+                i.qos.as_deref(),
+                i.unit.as_deref(),
+            ];
+            for (b, v) in text.iter_mut().zip(values) {
+                b.append_option(v);
+            }
+            monitor.append_value(i.monitor);
+        }
+    }
+    use DataType::*;
+    let mut fields = vec![
+        Field::new("trace", Utf8, false),
+        Field::new("host", Utf8, false),
+        Field::new("cgroup_id", Int64, false),
+    ];
+    let mut cols: Vec<ArrayRef> = head
+        .iter_mut()
+        .map(|b| Arc::new(b.finish()) as ArrayRef)
+        .collect();
+    cols.push(Arc::new(id.finish()));
+    let names = ["path", "runtime", "container_id", "pod_uid", "qos", "unit"];
+    for (name, b) in names.into_iter().zip(text.iter_mut()) {
+        fields.push(Field::new(name, Utf8, name != "path"));
+        cols.push(Arc::new(b.finish()));
+    }
+    fields.push(Field::new("monitor", Boolean, false));
+    cols.push(Arc::new(monitor.finish()));
+    small_table(path, part, pending, fields, cols)
+}
+
 fn write_devices(
     inputs: &[&Input<'_>],
     path: &Path,
@@ -756,4 +873,22 @@ fn write_losses(
             Arc::new(end_ns.finish()),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn date_runs_end_at_utc_midnight() {
+        const DAY_NS: u64 = 86_400_000_000_000;
+        // Monotonic ns; UTC = monotonic + 2026-01-01T23:00 (an hour before midnight).
+        let base_ns = 1_767_308_400_000_000_000i64;
+        let utc = |ts: u64| base_ns + ts as i64;
+        let hour = DAY_NS / 24;
+        let ts = [0, hour / 2, hour - 1, hour, hour + 5, DAY_NS + hour];
+        assert_eq!(date_run(&ts, 0, utc), (3, "2026-01-01".to_string()));
+        assert_eq!(date_run(&ts, 3, utc), (5, "2026-01-02".to_string()));
+        assert_eq!(date_run(&ts, 5, utc), (6, "2026-01-03".to_string()));
+    }
 }

@@ -1,4 +1,4 @@
-//! The inputs of [`crate::fast`]: `.iod` traces and `iodump convert` Parquet datasets behind
+//! The inputs of [`crate::onepass`]: `.iod` traces and `iodump convert` Parquet datasets behind
 //! one interface. Both are read a unit at a time into an [`EventBatch`] (a trace segment, a
 //! Parquet row group), so the same one-pass queries serve both, in parallel over units.
 //!
@@ -23,13 +23,13 @@ use crate::layout::{self, IntColumn};
 use crate::query::{
     arrow_col, parquet_files, parquet_filter_mask, parquet_lost_events, read_batches,
 };
-use crate::AnalyzeError;
+use crate::{parquet_read_error, AnalyzeError};
 
 /// Id of a path, thread or device that the dataset's tables do not know.
 const UNKNOWN: u32 = u32::MAX;
 
 /// One input of a query: a trace, or a Parquet dataset read as one trace.
-pub(crate) struct Input {
+pub(crate) struct Source {
     /// The trace's file name (the dataset's directory name).
     pub name: String,
     src: Src,
@@ -54,9 +54,9 @@ fn name_of(p: &Path) -> String {
     )
 }
 
-impl Input {
+impl Source {
     /// Opens a trace file, or the dataset `iodump convert` wrote into a directory.
-    pub fn open(p: &Path) -> Result<Input, AnalyzeError> {
+    pub fn open(p: &Path) -> Result<Source, AnalyzeError> {
         let src = if p.is_dir() {
             Src::Parquet(ParquetSet::open(p)?)
         } else {
@@ -92,7 +92,7 @@ impl Input {
                 |id| s.paths[id as usize].clone(),
             ),
         };
-        Ok(Input {
+        Ok(Source {
             name: name_of(p),
             src,
             files,
@@ -145,6 +145,9 @@ impl Input {
                     message: match e {
                         AnalyzeError::Query { message } => {
                             format!("row group {} of {message}", s.units[i].1)
+                        }
+                        e @ AnalyzeError::ReadParquet { .. } => {
+                            format!("row group {} of {e}", s.units[i].1)
                         }
                         other => format!("row group {}: {other}", s.units[i].1),
                     },
@@ -200,7 +203,7 @@ impl Input {
     }
 
     /// The file key of a path id: the same for every name of one file (see
-    /// [`FileIdentities::key`]); its [`Input::path`] is the file's latest name.
+    /// [`FileIdentities::key`]); its [`Source::path`] is the file's latest name.
     pub fn file_key(&self, path_id: u32) -> u32 {
         self.files.key(path_id)
     }
@@ -387,9 +390,6 @@ const IO_COLUMNS: [&str; 10] = [
 
 impl ParquetSet {
     fn open(dir: &Path) -> Result<ParquetSet, AnalyzeError> {
-        let err = |p: &Path, m: String| AnalyzeError::Query {
-            message: format!("{}: {m}", p.display()),
-        };
         let io_files = parquet_files(dir, "io");
         if io_files.is_empty() {
             return Err(AnalyzeError::Query {
@@ -399,9 +399,9 @@ impl ParquetSet {
         let mut units = Vec::new();
         let mut rows = 0u64;
         for f in io_files {
-            let file = File::open(&f).map_err(|e| err(&f, e.to_string()))?;
-            let b = ParquetRecordBatchReaderBuilder::try_new(file)
-                .map_err(|e| err(&f, e.to_string()))?;
+            let file = File::open(&f).map_err(parquet_read_error(&f))?;
+            let b =
+                ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_read_error(&f))?;
             layout::check(&f, b.metadata().file_metadata())?;
             for (i, rg) in b.metadata().row_groups().iter().enumerate() {
                 rows += rg.num_rows() as u64;
@@ -493,13 +493,10 @@ impl ParquetSet {
         filter: Option<&Expr>,
     ) -> Result<(), AnalyzeError> {
         let (path, rg) = &self.units[i];
-        let err = |m: String| AnalyzeError::Query {
-            message: format!("{}: {m}", path.display()),
-        };
         b.clear();
-        let file = File::open(path).map_err(|e| err(e.to_string()))?;
+        let file = File::open(path).map_err(parquet_read_error(path))?;
         let builder =
-            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| err(e.to_string()))?;
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_read_error(path))?;
         let builder = if filter.is_none() {
             let ts = layout::utc_ns_column(builder.schema());
             let cols = IO_COLUMNS.iter().copied().chain([ts]);
@@ -511,10 +508,10 @@ impl ParquetSet {
         let reader = builder
             .with_row_groups(vec![*rg])
             .build()
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(parquet_read_error(path))?;
         let ops: Vec<(&str, u8)> = Op::ALL.iter().map(|o| (o.name(), o.code())).collect();
         for batch in reader {
-            let batch = batch.map_err(|e| err(e.to_string()))?;
+            let batch = batch.map_err(parquet_read_error(path))?;
             let mask = filter.map(|f| parquet_filter_mask(&batch, f)).transpose()?;
             self.append(&batch, b, &ops)?;
             let base = b.len() - batch.num_rows();

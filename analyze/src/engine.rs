@@ -1,0 +1,401 @@
+//! The queries of `iodump analyze` behind one typed call, [`run`]: it checks the inputs,
+//! picks the engine (the one pass of [`crate::onepass`], or the polars table of
+//! [`crate::query`]), falls back from the one pass to the table when the I/Os are too far
+//! out of time order to follow in one pass, turns a panic of the query engine into an error,
+//! and hands back the rows as text cells.
+
+use std::path::{Path, PathBuf};
+
+use iodump_format::expr::Expr;
+use iodump_format::Damage;
+
+use crate::onepass;
+use crate::query::{self, DataFrame, Dataset, LatencyBy, RankBy};
+use crate::AnalyzeError;
+
+/// What is asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Question {
+    /// Key figures on one screen.
+    Summary,
+    /// Per file, ranked `by`, the first `limit`.
+    TopFiles {
+        /// The ranking.
+        by: RankBy,
+        /// Rows shown.
+        limit: usize,
+    },
+    /// Per process, the first `limit`.
+    TopProcs {
+        /// Rows shown.
+        limit: usize,
+    },
+    /// IOPS, MB/s and p99 latency per interval, device and op.
+    Timeline {
+        /// The interval.
+        interval_ns: i64,
+    },
+    /// Seek distances per device.
+    Seek,
+    /// Runs of contiguous writes of at least `min_bytes`, the first `limit`.
+    SeqWrites {
+        /// Smallest run shown.
+        min_bytes: u64,
+        /// Rows shown.
+        limit: usize,
+    },
+    /// Latency percentiles and the queue/device split.
+    Latency {
+        /// The grouping.
+        by: LatencyBy,
+    },
+    /// A polars SQL query over the tables io, processes and files (always on the polars
+    /// table).
+    Sql(String),
+}
+
+/// Which engine answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// One parallel pass over trace segments or Parquet row groups ([`crate::onepass`]); the
+    /// polars table when the question is SQL, or when the I/Os are too far out of order.
+    OnePass,
+    /// The whole polars table ([`crate::query`]).
+    Polars,
+}
+
+/// A question, its engine and the I/Os it is about.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// What is asked.
+    pub question: Question,
+    /// Which engine answers.
+    pub engine: Engine,
+    /// Only the I/O matching this (`--filter`, `--container`, `--cgroup` together).
+    pub filter: Option<Expr>,
+}
+
+/// Something worth telling the user while a query runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Note {
+    /// The one pass gave up: the I/Os are too far out of time order; the polars table is
+    /// built instead.
+    OutOfOrder,
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::OutOfOrder => f.write_str(
+                "I/Os are too far out of time order in the trace to follow them in one pass; \
+                 sorting the whole table instead (slower, more memory)",
+            ),
+        }
+    }
+}
+
+/// Progress of a query: each decoding step over the inputs, and notes. Called from several
+/// threads (once per segment or row group, never per I/O).
+pub trait Progress: Sync {
+    /// A step over about `total_events` I/Os begins (`what`: "decoding").
+    fn begin(&self, what: &'static str, total_events: u64);
+    /// `events` more I/Os of the step are done.
+    fn advance(&self, events: u64);
+    /// The step is over.
+    fn end(&self);
+    /// Something the user should know.
+    fn note(&self, note: Note);
+}
+
+/// No progress shown.
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn begin(&self, _: &'static str, _: u64) {}
+    fn advance(&self, _: u64) {}
+    fn end(&self) {}
+    fn note(&self, _: Note) {}
+}
+
+/// The answer: the columns and rows of the result, as text cells (`None`: null).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// Column names.
+    pub columns: Vec<String>,
+    /// Rows, one cell per column.
+    pub rows: Vec<Vec<Option<String>>>,
+    /// Damaged chunks skipped, by trace (some I/O may be missing from the answer).
+    pub damaged: Vec<(String, Damage)>,
+}
+
+/// Answers `query` over `inputs`: `.iod` traces, or directories written by `iodump convert`
+/// (several form one dataset).
+pub fn run(
+    query: &Query,
+    inputs: &[PathBuf],
+    progress: &dyn Progress,
+) -> Result<Answer, AnalyzeError> {
+    let inputs = Inputs::check(query, inputs)?;
+    let sql = matches!(query.question, Question::Sql(_));
+    if query.engine == Engine::OnePass && !sql {
+        if let Some(read) = inputs.one_pass(query, progress)? {
+            return finish(query, &read.frame, read.events, read.damaged);
+        }
+        progress.note(Note::OutOfOrder);
+    }
+    let d = inputs.load(query, progress)?;
+    let df = catch_engine_panic(|| polars_query(&query.question, &d))?;
+    let rows = d.io.height() as u64;
+    finish(query, &df, rows, d.damaged)
+}
+
+/// The inputs of a query, checked: all traces or all Parquet directories.
+#[derive(Debug)]
+struct Inputs<'a> {
+    files: &'a [PathBuf],
+    paths: Vec<&'a Path>,
+    parquet: bool,
+}
+
+impl<'a> Inputs<'a> {
+    /// Refuses inputs the query cannot be answered on: traces mixed with Parquet, or a
+    /// container or cgroup filter over input without a cgroups table.
+    fn check(query: &Query, files: &'a [PathBuf]) -> Result<Inputs<'a>, AnalyzeError> {
+        if query.filter.as_ref().is_some_and(|f| f.uses_cgroup_table()) {
+            check_cgroup_tables(files)?;
+        }
+        let dirs = files.iter().filter(|p| p.is_dir()).count();
+        if dirs > 0 && dirs < files.len() {
+            return Err(AnalyzeError::MixedInputs);
+        }
+        Ok(Inputs {
+            files,
+            paths: files.iter().map(|p| p.as_path()).collect(),
+            parquet: dirs > 0,
+        })
+    }
+
+    /// The answer of the one pass, `None` when the I/Os are too far out of time order for it.
+    fn one_pass(
+        &self,
+        query: &Query,
+        progress: &dyn Progress,
+    ) -> Result<Option<onepass::OnePassRead>, AnalyzeError> {
+        let (paths, f) = (&self.paths[..], query.filter.as_ref());
+        progress.begin("decoding", onepass::announced_rows(paths));
+        let tick = |n| progress.advance(n);
+        let read = match &query.question {
+            Question::Sql(_) => unreachable!("SQL is answered on the polars table"),
+            Question::TopFiles { by, limit } => {
+                onepass::top_files(paths, f, *by, *limit, &tick).map(Some)
+            }
+            Question::TopProcs { limit } => onepass::top_procs(paths, f, *limit, &tick).map(Some),
+            Question::Timeline { interval_ns } => {
+                onepass::timeline(paths, f, *interval_ns, &tick).map(Some)
+            }
+            Question::Seek => onepass::seek(paths, f, &tick),
+            Question::SeqWrites { min_bytes, limit } => {
+                onepass::seq_writes(paths, f, *min_bytes, *limit, &tick)
+            }
+            Question::Latency { by } => onepass::latency(paths, f, *by, &tick).map(Some),
+            Question::Summary => onepass::summary(paths, f, &tick).map(Some),
+        };
+        progress.end();
+        read
+    }
+
+    /// The polars table of the inputs (refused when it cannot fit in memory).
+    fn load(&self, query: &Query, progress: &dyn Progress) -> Result<Dataset, AnalyzeError> {
+        let filter = query.filter.as_ref();
+        if self.parquet {
+            let mut d = Dataset::load_parquet(&self.files[0], filter)?;
+            for p in &self.files[1..] {
+                d.append(Dataset::load_parquet(p, filter)?)?;
+            }
+            return Ok(d);
+        }
+        let total = onepass::announced_rows(&self.paths);
+        if filter.is_none() {
+            check_table_fits(total, mem_available_bytes())?;
+        }
+        progress.begin("decoding", total);
+        let d = Dataset::load_with_progress(&self.paths, filter, &|n| progress.advance(n));
+        progress.end();
+        d
+    }
+}
+
+/// The answer from the result's frame; nothing readable at all (no row, damage, and no
+/// filter that could explain the emptiness) is an error.
+fn finish(
+    query: &Query,
+    df: &DataFrame,
+    rows_read: u64,
+    damaged: Vec<(String, Damage)>,
+) -> Result<Answer, AnalyzeError> {
+    if let Some((trace, dmg)) = damaged.first() {
+        if rows_read == 0 && query.filter.is_none() {
+            return Err(AnalyzeError::NothingReadable {
+                trace: trace.clone(),
+                damage: dmg.to_string(),
+            });
+        }
+    }
+    let (columns, rows) = query::rows(df);
+    Ok(Answer {
+        columns,
+        rows,
+        damaged,
+    })
+}
+
+/// `question` on the polars table.
+fn polars_query(question: &Question, d: &Dataset) -> Result<DataFrame, AnalyzeError> {
+    match question {
+        Question::TopFiles { by, limit } => query::top_files(d, *by, *limit),
+        Question::TopProcs { limit } => query::top_procs(d, *limit),
+        Question::Timeline { interval_ns } => query::timeline(d, *interval_ns),
+        Question::Seek => query::seek(d),
+        Question::SeqWrites { min_bytes, limit } => query::seq_writes(d, *min_bytes, *limit),
+        Question::Sql(q) => query::sql(d, q),
+        Question::Latency { by } => query::latency(d, *by),
+        Question::Summary => query::summary(d),
+    }
+}
+
+/// Runs `f`, turning a panic into [`AnalyzeError::EnginePanicked`]: polars reports some
+/// problems of a query by panicking. The panic message is not printed (the panic hook is
+/// silenced while `f` runs).
+fn catch_engine_panic<T>(f: impl FnOnce() -> Result<T, AnalyzeError>) -> Result<T, AnalyzeError> {
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(previous_hook);
+    result.unwrap_or_else(|p| {
+        let message = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(AnalyzeError::EnginePanicked { message })
+    })
+}
+
+/// Container and cgroup names come from a trace's cgroups table: input without one would
+/// match nothing, which is refused rather than shown as an empty result.
+fn check_cgroup_tables(files: &[PathBuf]) -> Result<(), AnalyzeError> {
+    for p in files {
+        if p.is_dir() {
+            return Err(AnalyzeError::CgroupsFromParquet { dir: p.clone() });
+        }
+        let r = iodump_format::Reader::open(p).map_err(|source| AnalyzeError::Open {
+            path: p.clone(),
+            source,
+        })?;
+        if !r.tables().has_cgroup_table() {
+            return Err(AnalyzeError::NoCgroupTable { trace: p.clone() });
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of memory the polars `io` table takes per event (measured: 4.5 GB for 10M events).
+const TABLE_BYTES_PER_EVENT: u64 = 460;
+
+/// Refuses a polars table of `events` I/Os that cannot fit in `available_bytes` (the process
+/// would be killed part-way instead); unknown memory is not checked.
+fn check_table_fits(events: u64, available_bytes: Option<u64>) -> Result<(), AnalyzeError> {
+    let need_bytes = events.saturating_mul(TABLE_BYTES_PER_EVENT);
+    match available_bytes {
+        Some(available_bytes) if need_bytes > available_bytes => Err(AnalyzeError::TableTooLarge {
+            events,
+            need_bytes,
+            available_bytes,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `MemAvailable` of /proc/meminfo, when it can be read.
+fn mem_available_bytes() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb = m
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_too_large_for_memory_is_refused() {
+        assert!(check_table_fits(1000, Some(460_000)).is_ok());
+        assert!(check_table_fits(1000, None).is_ok());
+        assert!(check_table_fits(u64::MAX, None).is_ok());
+        let e = check_table_fits(10_000_000, Some(1_000_000_000)).unwrap_err();
+        assert!(matches!(
+            e,
+            AnalyzeError::TableTooLarge {
+                events: 10_000_000,
+                need_bytes: 4_600_000_000,
+                available_bytes: 1_000_000_000
+            }
+        ));
+        assert!(e
+            .to_string()
+            .starts_with("the in-memory table of 10000000 events needs about 4.6 GB and 1.0 GB"));
+    }
+
+    #[test]
+    fn a_panic_of_the_engine_is_an_error() {
+        let e = catch_engine_panic::<()>(|| panic!("boom {}", 1)).unwrap_err();
+        assert!(matches!(&e, AnalyzeError::EnginePanicked { message } if message == "boom 1"));
+        assert_eq!(e.to_string(), "the query engine failed: boom 1");
+        assert_eq!(catch_engine_panic(|| Ok(3)).unwrap(), 3);
+    }
+
+    #[test]
+    fn traces_and_parquet_are_not_mixed() {
+        let dir = std::env::temp_dir();
+        let files = vec![dir.clone(), dir.join("no-such-trace.iod")];
+        let q = Query {
+            question: Question::Summary,
+            engine: Engine::OnePass,
+            filter: None,
+        };
+        assert!(matches!(
+            Inputs::check(&q, &files),
+            Err(AnalyzeError::MixedInputs)
+        ));
+        let only_dirs = vec![dir.clone(), dir];
+        assert!(Inputs::check(&q, &only_dirs).unwrap().parquet);
+    }
+
+    #[test]
+    fn cgroup_filters_need_a_cgroups_table() {
+        let q = Query {
+            question: Question::Summary,
+            engine: Engine::OnePass,
+            filter: Some(Expr::for_cgroup("/system.slice")),
+        };
+        let files = vec![std::env::temp_dir()];
+        assert!(matches!(
+            Inputs::check(&q, &files),
+            Err(AnalyzeError::CgroupsFromParquet { .. })
+        ));
+        let missing = vec![std::env::temp_dir().join("iodump-no-such-trace.iod")];
+        let e = Inputs::check(&q, &missing).unwrap_err();
+        assert!(matches!(e, AnalyzeError::Open { .. }));
+        assert!(
+            std::error::Error::source(&e).is_some(),
+            "the read error is kept"
+        );
+    }
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * complete.bpf.h — what follows a tracked I/O's start: its issue (on_rq_issue: issue time,
+ * final extent), a merge into another request (on_rq_merge), and its completion
+ * (on_rq_complete, on_bio_complete): the event goes into this CPU's batch (batch_event,
+ * send_batch) or straight into the ring buffer (finish).
+ */
+#ifndef IODUMP_COMPLETE_BPF_H
+#define IODUMP_COMPLETE_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "iodump.h"
+#include "settings.bpf.h"
+#include "maps.bpf.h"
+#include "read.bpf.h"
+#include "helpers.bpf.h"
+#include "codes.bpf.h"
+#include "inflight.bpf.h"
+
+static __always_inline int on_rq_issue(struct iodump_cpu_state *cs, __u32 lvl,
+				       struct request *rq, int btf)
+{
+	__u64 key = key_of(cs, lvl, rq, btf);
+	struct iodump_slot *slot;
+	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
+
+	if (!v && cfg_start_at_getrq)
+		v = adopt(cs, lvl, rq, key, &slot, btf);
+	if (!v)
+		return 0;
+	v->ev.issue_ns = bpf_ktime_get_ns();
+	v->ev.ioflags |= IODUMP_IOF_ISSUED;
+	/* merges are over once a request is dispatched: take its final extent */
+	v->ev.sector = RD(btf, rq, __sector);
+	v->ev.bytes = RD(btf, rq, __data_len);
+	return 0;
+}
+
+static __always_inline int on_rq_merge(struct iodump_cpu_state *cs, __u32 lvl,
+				       struct request *next, int btf)
+{
+	__u64 key = key_of(cs, lvl, next, btf);
+	struct iodump_slot *slot;
+	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
+
+	if (!v && cfg_start_at_getrq)
+		v = adopt(cs, lvl, next, key, &slot, btf);
+	if (v && untrack(&inflight_rq, key, slot))
+		cnt(IODUMP_CNT_RQ_MERGED);
+	return 0;
+}
+
+/* Send this CPU's batch (level 0 only, or with no program running on the CPU). */
+static __always_inline void send_batch(struct iodump_batch *b)
+{
+	__u32 n = b->count, size;
+
+	if (!n)
+		return;
+	if (n > IODUMP_BATCH_MAX)
+		n = IODUMP_BATCH_MAX; /* never: count is kept <= batch_cfg[0] <= MAX */
+	b->kind = IODUMP_EV_BATCH;
+	b->count = n;
+	size = IODUMP_BATCH_HDR + n * sizeof(b->ev[0]);
+	/* clang turns the sum into an OR the verifier bounds loosely: bound it again */
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(*b))
+		size = sizeof(*b);
+	if (bpf_ringbuf_output(&events, b, size, rb_flags())) {
+		cnt_add(IODUMP_CNT_LOST_RINGBUF, n);
+	} else {
+		cnt_add(IODUMP_CNT_EMITTED, n);
+		cnt(IODUMP_CNT_BATCHES);
+	}
+	b->count = 0;
+}
+
+/*
+ * Append a completed (and claimed) I/O's event to this CPU's batch (level 0) and release
+ * it: returns 0 if batching is off, 1 if the event was taken care of.
+ */
+static __always_inline int batch_event(void *map, __u64 key, struct iodump_inflight *v,
+				       struct iodump_slot *slot, __u64 now, __u32 lvl)
+{
+	__u32 zero = 0, *limit;
+	struct iodump_batch *b;
+	struct iodump_io_event *e;
+	__u32 n;
+
+	if (lvl)
+		return 0;
+	limit = bpf_map_lookup_elem(&batch_cfg, &zero);
+	if (!limit || !*limit)
+		return 0;
+	b = bpf_map_lookup_elem(&batch, &zero);
+	if (!b)
+		return 0;
+	n = b->count;
+	if (n >= IODUMP_BATCH_MAX)
+		return 0; /* never: sent when it reaches the limit */
+	e = &b->ev[n];
+	__builtin_memcpy(e, &v->ev, sizeof(*e));
+	e->complete_ns = now;
+	e->sector = v->ev.sector - v->part_start;
+	if (!release(map, key, slot)) {
+		cnt(IODUMP_CNT_NO_START); /* a fallback entry someone else deleted */
+		return 1;
+	}
+	b->count = n + 1;
+	if (n + 1 >= *limit)
+		send_batch(b);
+	return 1;
+}
+
+/* Send the event of a completed I/O and stop tracking it. */
+static __always_inline void finish(void *map, __u64 key, struct iodump_inflight *v,
+				   struct iodump_slot *slot, __u64 now, __u32 lvl)
+{
+	struct iodump_io_event *e;
+
+	if (v->ev.bytes < cfg_min_bytes || (cfg_max_bytes && v->ev.bytes > cfg_max_bytes)) {
+		if (untrack(map, key, slot))
+			cnt(IODUMP_CNT_SIZE_FILTERED);
+		return;
+	}
+	if (!claim(slot, key)) {
+		cnt(IODUMP_CNT_NO_START);
+		return;
+	}
+	if (batch_event(map, key, v, slot, now, lvl))
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		if (release(map, key, slot))
+			cnt(IODUMP_CNT_LOST_RINGBUF);
+		return;
+	}
+	__builtin_memcpy(e, &v->ev, sizeof(*e));
+	e->complete_ns = now;
+	e->sector = v->ev.sector - v->part_start;
+	if (!release(map, key, slot)) {
+		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+		cnt(IODUMP_CNT_NO_START);
+		return;
+	}
+	bpf_ringbuf_submit(e, rb_flags());
+	cnt(IODUMP_CNT_EMITTED);
+}
+
+static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
+					  struct request *rq, __u32 status, __u32 nr_bytes,
+					  int btf)
+{
+	__u64 key = key_of(cs, lvl, rq, btf);
+	__u64 now = bpf_ktime_get_ns();
+	struct iodump_slot *slot;
+	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
+	__u16 err;
+
+	/* started at block_getrq and completed without an insert or issue (an empty
+	 * REQ_PREFLUSH request the flush machinery completes itself) */
+	if (!v && cfg_start_at_getrq)
+		v = adopt(cs, lvl, rq, key, &slot, btf);
+	if (!v) {
+		if (norm_op(RD(btf, rq, cmd_flags)) == IODUMP_OP_FLUSH && !RD(btf, rq, bio))
+			cnt(IODUMP_CNT_FLUSH_NO_START);
+		else
+			cnt(IODUMP_CNT_NO_START);
+		return 0;
+	}
+	err = status_errno(status);
+	if (err && !v->ev.error)
+		v->ev.error = err;
+	/* blk_update_request may complete a request in parts; the tracepoint fires before
+	 * __data_len is reduced, so nr_bytes < __data_len means more parts follow. */
+	if (nr_bytes < RD(btf, rq, __data_len)) {
+		v->ev.ioflags |= IODUMP_IOF_PARTIAL;
+		cnt(IODUMP_CNT_PARTIAL);
+		return 0;
+	}
+	finish(&inflight_rq, key, v, slot, now, lvl);
+	return 0;
+}
+
+static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
+					   struct bio *bio, int btf)
+{
+	__u64 key = key_of(cs, lvl, bio, btf);
+	__u64 now = bpf_ktime_get_ns();
+	struct iodump_slot *slot;
+	struct iodump_inflight *v = find(&inflight_bio, key, &slot);
+
+	if (!v)
+		return 0; /* not tracked (filtered, or started before attach) */
+	v->ev.error = status_errno(RD(btf, bio, bi_status));
+	finish(&inflight_bio, key, v, slot, now, lvl);
+	return 0;
+}
+
+#endif /* IODUMP_COMPLETE_BPF_H */

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * core_fixes.bpf.h — what differs between kernels, for CO-RE: "___old" flavours of types
+ * that were renamed or changed (enum req_opf before 5.19, struct page's flags before 6.17,
+ * struct bio before 5.12's bi_bdev and the 5.10 gendisk/hd_struct behind it) and the
+ * helpers a kernel may lack (HAVE_TASK_*). Each flavour is relocated against the running
+ * kernel's BTF; the branch for the layout it does not have is dead code there.
+ */
+#ifndef IODUMP_CORE_FIXES_BPF_H
+#define IODUMP_CORE_FIXES_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+/* REQ_OP_VAL(REQ_OP_x): the kernel's number of REQ_OP_x (for norm_op(), codes.bpf.h), from
+ * its BTF: enum req_op, or enum req_opf before 5.19 (the values the flavour below gives are
+ * never used: CO-RE relocates them; the flavour the kernel lacks is dead code). */
+enum req_opf___old {
+	REQ_OP_READ___old = 0,
+	REQ_OP_WRITE___old = 1,
+	REQ_OP_FLUSH___old = 2,
+	REQ_OP_DISCARD___old = 3,
+	REQ_OP_SECURE_ERASE___old = 5,
+	REQ_OP_WRITE_ZEROES___old = 9,
+	REQ_OP_ZONE_APPEND___old = 13,
+};
+
+#define REQ_OP_VAL(x)                                                                      \
+	(bpf_core_type_exists(enum req_op) ? bpf_core_enum_value(enum req_op, x) :          \
+					     bpf_core_enum_value(enum req_opf___old, x##___old))
+
+/* page->flags: an unsigned long until 6.17, a memdesc_flags_t (a struct holding one) since;
+ * the relocation of the flavour the kernel does not have is dead code. */
+struct page___ulong_flags {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 page_flags(const void *page)
+{
+	__u64 f = 0;
+
+	if (bpf_core_field_exists(struct page___ulong_flags, flags))
+		bpf_core_read(&f, sizeof(f), &((struct page___ulong_flags *)page)->flags);
+	else
+		bpf_core_read(&f, sizeof(f), &((struct page *)page)->flags);
+	return f;
+}
+
+/* Before 5.12 a bio names its disk and partition number, not a block_device, and
+ * partitions are struct hd_struct (5.10's layout; relocated, never used on newer kernels):
+ * bio_target() in start.bpf.h. */
+struct hd_struct___old {
+	sector_t start_sect;
+	struct device __dev;
+} __attribute__((preserve_access_index));
+
+struct disk_part_tbl___old {
+	struct hd_struct___old *part[0];
+} __attribute__((preserve_access_index));
+
+struct gendisk___old {
+	int major;
+	int first_minor;
+	struct disk_part_tbl___old *part_tbl;
+	struct hd_struct___old part0;
+	struct request_queue *queue;
+} __attribute__((preserve_access_index));
+
+struct bio___old {
+	struct gendisk___old *bi_disk;
+	__u8 bi_partno;
+} __attribute__((preserve_access_index));
+
+/* Helpers this kernel has, from its BTF (enum bpf_func_id): a call of one it lacks sits in
+ * a branch the verifier sees is never taken. bpf_get_current_task_btf: 5.11;
+ * bpf_task_pt_regs: 5.15. */
+#define HAVE_TASK_BTF bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)
+#define HAVE_TASK_PT_REGS bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)
+
+#endif /* IODUMP_CORE_FIXES_BPF_H */

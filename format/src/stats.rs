@@ -1,0 +1,75 @@
+//! Statistics of samples shared by the analyzer and the replayer, so that both report the
+//! same figures for the same I/Os.
+//!
+//! One definition of an exact quantile: [`quantile_linear`], linear interpolation between
+//! the two closest ranks (numpy's default, polars' `QuantileMethod::Linear`, SQL's
+//! `percentile_cont`). Quantiles estimated from a histogram (the report's, `iodump top`'s)
+//! are another estimator, named as such where they are computed.
+
+/// The exact `q`-quantile (0..=1) of the samples `v`, by linear interpolation between the
+/// two closest ranks: with `v` sorted and `h = (len - 1) * q`, `v[floor(h)] + (h - floor(h)) *
+/// (v[floor(h) + 1] - v[floor(h)])`. `None` when `v` is empty. Reorders `v` (a selection, not
+/// a full sort: O(len) per call).
+pub fn quantile_linear<T: Copy + Ord + Into<u64>>(v: &mut [T], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let float_idx = (v.len() - 1) as f64 * q;
+    let lo = float_idx.floor() as usize;
+    let hi = (float_idx.ceil() as usize).min(v.len() - 1);
+    let (_, &mut a, rest) = v.select_nth_unstable(lo);
+    let a = a.into() as f64;
+    if lo == hi {
+        return Some(a);
+    }
+    // The next order statistic is the smallest of what lies above `lo`.
+    let b = rest.iter().copied().min().map_or(a, |b| b.into() as f64);
+    let frac = float_idx - lo as f64;
+    Some(a + (b - a) * frac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selection_quantile_equals_the_sorted_one() {
+        let mut x: u64 = 12345;
+        for n in [1usize, 2, 3, 10, 99, 100, 101, 1000, 4097] {
+            let v: Vec<u64> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x % 5000
+                })
+                .collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            for q in [0.0, 0.5, 0.9, 0.99, 0.999, 1.0] {
+                let pos = (n - 1) as f64 * q;
+                let (lo, hi) = (pos.floor() as usize, (pos.ceil() as usize).min(n - 1));
+                let (a, b) = (sorted[lo] as f64, sorted[hi] as f64);
+                let want = if lo == hi {
+                    a
+                } else {
+                    a + (b - a) * (pos - lo as f64)
+                };
+                let mut w = v.clone();
+                assert_eq!(quantile_linear(&mut w, q), Some(want), "n {n} q {q}");
+            }
+        }
+        assert_eq!(quantile_linear::<u64>(&mut [], 0.5), None);
+    }
+
+    #[test]
+    fn quantiles_of_a_small_sample() {
+        // numpy.quantile([1, 2, 3, 4, 5], [0, 0.5, 0.9, 0.99, 1]): 1, 3, 4.6, 4.96, 5.
+        let mut v = [5u64, 1, 4, 2, 3];
+        for (q, want) in [(0.0, 1.0), (0.5, 3.0), (0.9, 4.6), (0.99, 4.96), (1.0, 5.0)] {
+            let got = quantile_linear(&mut v, q).unwrap();
+            assert!((got - want).abs() < 1e-9, "q {q}: {got}");
+        }
+        assert_eq!(quantile_linear(&mut [7u32], 0.3), Some(7.0));
+    }
+}

@@ -1,0 +1,384 @@
+//! Block devices as sysfs shows them: every disk and partition (`/sys/class/block`), the
+//! partitions of a disk and the disk of a partition (`/sys/dev/block/MAJ:MIN`), what is
+//! stacked on a device (`holders/`), and which loop devices are bound to which file
+//! (`/sys/block/loopN/loop/backing_file`).
+//!
+//! [`Sysfs::at`] reads another tree than `/sys`, so that tests can give a fixed one.
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use iodump_format::DevT;
+
+/// A `MAJ:MIN` device number, as sysfs's `dev` files and mountinfo write it (surrounding
+/// white space ignored).
+pub fn parse_dev(s: &str) -> Option<DevT> {
+    let (a, b) = s.trim().split_once(':')?;
+    Some(DevT::new(a.parse().ok()?, b.parse().ok()?))
+}
+
+fn read_trim(p: &Path) -> Option<String> {
+    fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+}
+
+fn read_dev(p: &Path) -> Option<DevT> {
+    read_trim(p).and_then(|s| parse_dev(&s))
+}
+
+/// A sysfs directory could not be listed.
+#[derive(Debug)]
+pub struct SysfsError {
+    /// The directory.
+    pub path: PathBuf,
+    /// What the kernel said.
+    pub source: io::Error,
+}
+
+impl fmt::Display for SysfsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "reading {}", self.path.display())
+    }
+}
+
+impl std::error::Error for SysfsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// A disk or partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockDevice {
+    /// Kernel name (`sda1`, `nvme0n1`, `zram0`, `dm-0`).
+    pub name: String,
+    /// Its number.
+    pub dev: DevT,
+    /// The whole disk of a partition; `None` for a disk.
+    pub partition_of: Option<DevT>,
+    /// Logical block size of the disk, in bytes (512 when sysfs does not say).
+    pub logical_block_size_bytes: u32,
+    /// First sector of a partition on its disk, in 512-byte units; 0 for a disk.
+    pub start_sector: u64,
+    /// The disk has no request queue (`mq/` absent): zram, device-mapper, md, brd.
+    pub bio_based: bool,
+}
+
+/// A bound loop device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopDevice {
+    /// Kernel name (`loop0`).
+    pub name: String,
+    /// Its number.
+    pub dev: DevT,
+    /// The backing file's path as the kernel last knew it (` (deleted)` appended once its
+    /// name is gone).
+    pub backing_file: String,
+}
+
+/// A sysfs tree.
+#[derive(Clone, Debug)]
+pub struct Sysfs {
+    root: PathBuf,
+}
+
+impl Default for Sysfs {
+    fn default() -> Self {
+        Sysfs::at("/sys")
+    }
+}
+
+impl Sysfs {
+    /// The running host's `/sys`.
+    pub fn new() -> Sysfs {
+        Sysfs::default()
+    }
+
+    /// The tree at `root` (laid out as `/sys`).
+    pub fn at(root: impl Into<PathBuf>) -> Sysfs {
+        Sysfs { root: root.into() }
+    }
+
+    /// `dev/block/MAJ:MIN`: the device's directory (a link into `devices/`).
+    fn dev_dir(&self, dev: DevT) -> PathBuf {
+        self.root
+            .join(format!("dev/block/{}:{}", dev.major(), dev.minor()))
+    }
+
+    /// Every block device (disks and partitions) in `class/block`, sorted by name.
+    pub fn block_devices(&self) -> Result<Vec<BlockDevice>, SysfsError> {
+        let dir = self.root.join("class/block");
+        let entries = fs::read_dir(&dir).map_err(|source| SysfsError { path: dir, source })?;
+        let mut out: Vec<BlockDevice> = entries
+            .flatten()
+            .filter_map(|ent| {
+                let name = ent.file_name().to_string_lossy().into_owned();
+                // class/block/X is a symlink into devices/.../X (partitions sit inside their
+                // disk's directory).
+                let path = fs::canonicalize(ent.path()).unwrap_or_else(|_| ent.path());
+                block_device(name, &path)
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// The partitions of a whole disk, sorted (none for a partition or an unknown device).
+    pub fn partitions_of(&self, disk: DevT) -> Vec<DevT> {
+        let mut out: Vec<DevT> = fs::read_dir(self.dev_dir(disk))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("partition").exists())
+            .filter_map(|p| read_dev(&p.join("dev")))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The whole disk a partition is part of (none for a whole disk or an unknown device).
+    pub fn whole_disk_of(&self, partition: DevT) -> Option<DevT> {
+        let dir = fs::canonicalize(self.dev_dir(partition)).ok()?;
+        if !dir.join("partition").exists() {
+            return None;
+        }
+        read_dev(&dir.parent()?.join("dev"))
+    }
+
+    /// Names of the devices stacked on this one (device-mapper, md, bcache…), sorted.
+    pub fn holders(&self, dev: DevT) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.dev_dir(dev).join("holders"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Every loop device bound to a file (`block/loopN` with a `loop/backing_file`), in
+    /// directory order.
+    pub fn loop_devices(&self) -> Vec<LoopDevice> {
+        let Ok(rd) = fs::read_dir(self.root.join("block")) else {
+            return Vec::new();
+        };
+        rd.flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if !name.starts_with("loop") {
+                    return None;
+                }
+                let backing_file = read_trim(&e.path().join("loop/backing_file"))?;
+                let dev = read_dev(&e.path().join("dev"))?;
+                Some(LoopDevice {
+                    name,
+                    dev,
+                    backing_file,
+                })
+            })
+            .collect()
+    }
+}
+
+/// The device whose (canonical) sysfs directory is `path`; `None` without a `dev` file.
+fn block_device(name: String, path: &Path) -> Option<BlockDevice> {
+    let dev = read_dev(&path.join("dev"))?;
+    let is_partition = path.join("partition").exists();
+    let disk_dir = match path.parent() {
+        Some(p) if is_partition => p,
+        _ => path,
+    };
+    let partition_of = if is_partition {
+        read_dev(&disk_dir.join("dev"))
+    } else {
+        None
+    };
+    let logical_block_size_bytes = read_trim(&disk_dir.join("queue/logical_block_size"))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(512);
+    let start_sector = if is_partition {
+        read_trim(&path.join("start"))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    Some(BlockDevice {
+        name,
+        dev,
+        partition_of,
+        logical_block_size_bytes,
+        start_sector,
+        // blk-mq devices have an `mq` directory; bio-based ones (zram, dm, md, brd) do not.
+        bio_based: !disk_dir.join("mq").exists(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A sysfs-like tree in a temporary directory, removed on drop.
+    struct Tree(PathBuf);
+
+    impl Tree {
+        fn new(name: &str) -> Tree {
+            let p = std::env::temp_dir().join(format!("iodump-host-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&p);
+            fs::create_dir_all(&p).unwrap();
+            Tree(p)
+        }
+
+        fn file(&self, rel: &str, text: &str) {
+            let p = self.0.join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, text).unwrap();
+        }
+
+        fn dir(&self, rel: &str) {
+            fs::create_dir_all(self.0.join(rel)).unwrap();
+        }
+
+        /// `link` (relative to the root) pointing at `to` (relative to the root).
+        fn link(&self, link: &str, to: &str) {
+            let l = self.0.join(link);
+            fs::create_dir_all(l.parent().unwrap()).unwrap();
+            symlink(self.0.join(to), l).unwrap();
+        }
+
+        /// A device directory at `devices/<at>` with its `dev` file and its links from
+        /// `class/block`, `dev/block` and (disks) `block`.
+        fn device(&self, at: &str, dev: &str, disk: bool) {
+            let name = at.rsplit('/').next().unwrap();
+            let dir = format!("devices/{at}");
+            self.file(&format!("{dir}/dev"), &format!("{dev}\n"));
+            self.link(&format!("class/block/{name}"), &dir);
+            self.link(&format!("dev/block/{dev}"), &dir);
+            if disk {
+                self.link(&format!("block/{name}"), &dir);
+            }
+        }
+    }
+
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A SCSI disk with two partitions (the first held by dm-0), zram, two loop devices
+    /// (one bound, to a path with a space) and a device-mapper device.
+    fn tree(name: &str) -> Tree {
+        let t = Tree::new(name);
+        t.device("pci0/block/sda", "8:0", true);
+        t.file("devices/pci0/block/sda/queue/logical_block_size", "4096\n");
+        t.dir("devices/pci0/block/sda/mq/0");
+        t.dir("devices/pci0/block/sda/holders");
+        t.device("pci0/block/sda/sda1", "8:1", false);
+        t.file("devices/pci0/block/sda/sda1/partition", "1\n");
+        t.file("devices/pci0/block/sda/sda1/start", "2048\n");
+        t.dir("devices/pci0/block/sda/sda1/holders/dm-0");
+        t.device("pci0/block/sda/sda2", "8:2", false);
+        t.file("devices/pci0/block/sda/sda2/partition", "2\n");
+        t.file("devices/pci0/block/sda/sda2/start", "1050624\n");
+        t.device("virtual/block/zram0", "252:0", true);
+        t.file(
+            "devices/virtual/block/zram0/queue/logical_block_size",
+            "4096\n",
+        );
+        t.device("virtual/block/loop0", "7:0", true);
+        t.file(
+            "devices/virtual/block/loop0/loop/backing_file",
+            "/srv/a b.img\n",
+        );
+        t.device("virtual/block/loop1", "7:1", true);
+        t.device("virtual/block/dm-0", "254:0", true);
+        // Not a device: no `dev` file.
+        t.dir("class/block/stray");
+        t
+    }
+
+    #[test]
+    fn block_devices_with_partitions_sizes_and_queues() {
+        let t = tree("list");
+        let all = Sysfs::at(&t.0).block_devices().unwrap();
+        let names: Vec<&str> = all.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["dm-0", "loop0", "loop1", "sda", "sda1", "sda2", "zram0"]
+        );
+        let by = |n: &str| all.iter().find(|d| d.name == n).unwrap();
+        let sda = by("sda");
+        assert_eq!(sda.dev, DevT::new(8, 0));
+        assert_eq!((sda.partition_of, sda.start_sector), (None, 0));
+        assert_eq!(sda.logical_block_size_bytes, 4096);
+        assert!(!sda.bio_based);
+        let sda2 = by("sda2");
+        assert_eq!(sda2.partition_of, Some(DevT::new(8, 0)));
+        assert_eq!(sda2.start_sector, 1050624);
+        assert_eq!(sda2.logical_block_size_bytes, 4096, "its disk's block size");
+        assert!(!sda2.bio_based, "its disk's queue");
+        let zram = by("zram0");
+        assert!(zram.bio_based);
+        assert_eq!(zram.logical_block_size_bytes, 4096);
+        assert_eq!(
+            by("dm-0").logical_block_size_bytes,
+            512,
+            "sysfs says nothing"
+        );
+    }
+
+    #[test]
+    fn partitions_disks_and_holders() {
+        let t = tree("parts");
+        let s = Sysfs::at(&t.0);
+        let (sda, sda1, sda2) = (DevT::new(8, 0), DevT::new(8, 1), DevT::new(8, 2));
+        assert_eq!(s.partitions_of(sda), [sda1, sda2]);
+        assert!(s.partitions_of(sda1).is_empty());
+        assert!(s.partitions_of(DevT::new(252, 0)).is_empty());
+        assert!(s.partitions_of(DevT::new(9, 9)).is_empty(), "unknown");
+        assert_eq!(s.whole_disk_of(sda1), Some(sda));
+        assert_eq!(s.whole_disk_of(sda2), Some(sda));
+        assert_eq!(s.whole_disk_of(sda), None);
+        assert_eq!(s.whole_disk_of(DevT::new(9, 9)), None);
+        assert_eq!(s.holders(sda1), ["dm-0"]);
+        assert!(s.holders(sda).is_empty());
+        assert!(s.holders(DevT::new(9, 9)).is_empty());
+    }
+
+    #[test]
+    fn bound_loop_devices_and_their_files() {
+        let t = tree("loops");
+        let loops = Sysfs::at(&t.0).loop_devices();
+        assert_eq!(
+            loops,
+            [LoopDevice {
+                name: "loop0".into(),
+                dev: DevT::new(7, 0),
+                backing_file: "/srv/a b.img".into(),
+            }],
+            "loop1 is not bound"
+        );
+    }
+
+    #[test]
+    fn a_missing_tree_is_an_error_with_its_path() {
+        let s = Sysfs::at("/nonexistent/sysfs");
+        let e = s.block_devices().unwrap_err();
+        assert_eq!(e.to_string(), "reading /nonexistent/sysfs/class/block");
+        assert_eq!(e.source.kind(), io::ErrorKind::NotFound);
+        assert!(s.loop_devices().is_empty());
+    }
+
+    #[test]
+    fn device_numbers_parse() {
+        assert_eq!(parse_dev("8:1"), Some(DevT::new(8, 1)));
+        assert_eq!(parse_dev(" 259:3\n"), Some(DevT::new(259, 3)));
+        assert_eq!(parse_dev("8"), None);
+        assert_eq!(parse_dev("a:1"), None);
+    }
+}

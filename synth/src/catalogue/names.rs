@@ -1,0 +1,305 @@
+//! The names the catalogue's files are made of.
+
+/// The tables of the shop database (and of every tenant's).
+pub(crate) const MYSQL_TABLES: [&str; 22] = [
+    "orders",
+    "order_items",
+    "customers",
+    "addresses",
+    "products",
+    "product_images",
+    "inventory",
+    "payments",
+    "refunds",
+    "shipments",
+    "carts",
+    "cart_items",
+    "sessions",
+    "users",
+    "user_roles",
+    "audit_log",
+    "coupons",
+    "reviews",
+    "categories",
+    "warehouses",
+    "invoices",
+    "tax_rates",
+];
+
+/// Relfilenodes of PostgreSQL's system catalogs.
+pub(crate) const PG_CATALOGS: [u32; 24] = [
+    1247, 1249, 1255, 1259, 2600, 2601, 2602, 2603, 2604, 2605, 2606, 2607, 2608, 2609, 2610, 2612,
+    2615, 2618, 2619, 2620, 2662, 2663, 2673, 2674,
+];
+
+/// alice's projects: name, source file extension, manifest.
+pub(crate) const PROJECTS: [(&str, &str, &str); 5] = [
+    ("iodump", "rs", "Cargo.toml"),
+    ("webshop", "ts", "package.json"),
+    ("ml-pipeline", "py", "pyproject.toml"),
+    ("blog", "md", "config.toml"),
+    ("infra", "tf", "versions.tf"),
+];
+
+/// Source directories of a project.
+pub(crate) const MODULES: [&str; 12] = [
+    "core", "api", "storage", "util", "net", "cli", "config", "db", "auth", "metrics", "worker",
+    "tests",
+];
+
+/// Source file names (a random 10 per module, 9 per Python package).
+pub(crate) const WORDS: [&str; 32] = [
+    "parser", "writer", "reader", "index", "cache", "server", "client", "types", "main", "lib",
+    "handler", "router", "model", "schema", "queue", "session", "codec", "segment", "table",
+    "stream", "buffer", "pool", "retry", "backoff", "hash", "encode", "decode", "format", "layout",
+    "sink", "source", "event",
+];
+
+/// alice's documents.
+pub(crate) const DOCUMENTS: [&str; 14] = [
+    "Quarterly Report Q4.pdf",
+    "taxes 2025.ods",
+    "sales,2025,final.csv",
+    "Meeting notes, January.md",
+    "CV - Alice Martin.pdf",
+    "lease agreement (signed).pdf",
+    "budget.xlsx",
+    "todo.txt",
+    "passport scan.jpg",
+    "recipes/pasta, tomato & basil.md",
+    "recipes/bread.md",
+    "talks/io tracing 101.odp",
+    "talks/notes.md",
+    "insurance/claim 2025-11.pdf",
+];
+
+/// bob's music: the tracks of one album.
+pub(crate) const THE_WALL: [&str; 26] = [
+    "In the Flesh?",
+    "The Thin Ice",
+    "Another Brick in the Wall, Part 1",
+    "The Happiest Days of Our Lives",
+    "Another Brick in the Wall, Part 2",
+    "Mother",
+    "Goodbye Blue Sky",
+    "Empty Spaces",
+    "Young Lust",
+    "One of My Turns",
+    "Don't Leave Me Now",
+    "Another Brick in the Wall, Part 3",
+    "Goodbye Cruel World",
+    "Hey You",
+    "Is There Anybody Out There?",
+    "Nobody Home",
+    "Vera",
+    "Bring the Boys Back Home",
+    "Comfortably Numb",
+    "The Show Must Go On",
+    "In the Flesh",
+    "Run Like Hell",
+    "Waiting for the Worms",
+    "Stop",
+    "The Trial",
+    "Outside the Wall",
+];
+
+/// Shared libraries in `/usr/lib/x86_64-linux-gnu`.
+pub(crate) const LIBS: [&str; 56] = [
+    "libc.so.6",
+    "libm.so.6",
+    "libssl.so.3",
+    "libcrypto.so.3",
+    "libz.so.1.3",
+    "libzstd.so.1.5.5",
+    "libstdc++.so.6.0.33",
+    "libgcc_s.so.1",
+    "libsystemd.so.0.38.0",
+    "libglib-2.0.so.0.8000.0",
+    "libgio-2.0.so.0.8000.0",
+    "libpython3.12.so.1.0",
+    "libicuuc.so.74.2",
+    "libicudata.so.74.2",
+    "libicui18n.so.74.2",
+    "libxml2.so.2.9.14",
+    "libsqlite3.so.0.8.6",
+    "libcurl.so.4.8.0",
+    "libnghttp2.so.14.28.0",
+    "libgnutls.so.30.37.1",
+    "libkrb5.so.3.3",
+    "libgssapi_krb5.so.2.2",
+    "libpcre2-8.so.0.11.2",
+    "libselinux.so.1",
+    "libmount.so.1.1.0",
+    "libblkid.so.1.1.0",
+    "libudev.so.1.7.8",
+    "libdbus-1.so.3.32.4",
+    "libcap.so.2.66",
+    "libaio.so.1t64.0.2",
+    "liburing.so.2.5",
+    "libnuma.so.1.0.0",
+    "libtinfo.so.6.4",
+    "libreadline.so.8.2",
+    "libncursesw.so.6.4",
+    "libffi.so.8.1.4",
+    "libexpat.so.1.9.1",
+    "libuuid.so.1.3.0",
+    "liblzma.so.5.4.5",
+    "libbz2.so.1.0.4",
+    "libbrotlidec.so.1.1.0",
+    "libjpeg.so.8.2.2",
+    "libpng16.so.16.43.0",
+    "libfreetype.so.6.20.1",
+    "libfontconfig.so.1.12.1",
+    "libX11.so.6.4.0",
+    "libgtk-3.so.0.2409.32",
+    "libLLVM.so.18.1",
+    "libmysqlclient.so.21.2.40",
+    "libpq.so.5.16",
+    "libprotobuf.so.32.0.12",
+    "libsnappy.so.1.1.10",
+    "liblz4.so.1.9.4",
+    "libevent-2.1.so.7.0.1",
+    "libgmp.so.10.5.0",
+    "libp11-kit.so.0.3.1",
+];
+
+/// Executables in `/usr/bin` (and their man pages).
+pub(crate) const BINS: [&str; 40] = [
+    "bash",
+    "ls",
+    "cat",
+    "cp",
+    "tar",
+    "rsync",
+    "python3.12",
+    "perl",
+    "git",
+    "vim.basic",
+    "ssh",
+    "grep",
+    "sed",
+    "mawk",
+    "find",
+    "du",
+    "df",
+    "top",
+    "htop",
+    "curl",
+    "wget",
+    "gzip",
+    "zstd",
+    "xz",
+    "make",
+    "gcc-13",
+    "ld.bfd",
+    "node",
+    "fio",
+    "dd",
+    "systemctl",
+    "journalctl",
+    "sudo",
+    "less",
+    "man",
+    "dpkg",
+    "apt",
+    "strace",
+    "iostat",
+    "jq",
+];
+
+/// Python standard library modules (each with its `.pyc`).
+pub(crate) const PY_MODULES: [&str; 40] = [
+    "os",
+    "re",
+    "io",
+    "abc",
+    "ast",
+    "json/__init__",
+    "json/decoder",
+    "json/encoder",
+    "typing",
+    "functools",
+    "collections/__init__",
+    "enum",
+    "pathlib",
+    "subprocess",
+    "threading",
+    "logging/__init__",
+    "argparse",
+    "datetime",
+    "socket",
+    "ssl",
+    "selectors",
+    "shutil",
+    "tempfile",
+    "random",
+    "hashlib",
+    "base64",
+    "struct",
+    "copy",
+    "inspect",
+    "dis",
+    "tokenize",
+    "linecache",
+    "traceback",
+    "warnings",
+    "weakref",
+    "contextlib",
+    "dataclasses",
+    "email/parser",
+    "http/client",
+    "urllib/parse",
+];
+
+/// Python packages in `dist-packages`.
+pub(crate) const PY_PACKAGES: [&str; 10] = [
+    "requests", "urllib3", "yaml", "jinja2", "certifi", "idna", "six", "apt", "gi", "dbus",
+];
+
+/// Locales with translations.
+pub(crate) const LOCALES: [&str; 16] = [
+    "de", "fr", "es", "it", "pt_BR", "ru", "ja", "zh_CN", "ko", "nl", "pl", "sv", "cs", "tr", "uk",
+    "fi",
+];
+
+/// Translation domains of every locale.
+pub(crate) const DOMAINS: [&str; 6] = ["coreutils", "libc", "tar", "grep", "bash", "apt"];
+
+/// The java service's jars.
+pub(crate) const JARS: [&str; 30] = [
+    "spring-core-6.1.4.jar",
+    "spring-beans-6.1.4.jar",
+    "spring-context-6.1.4.jar",
+    "spring-web-6.1.4.jar",
+    "spring-webmvc-6.1.4.jar",
+    "spring-boot-3.2.3.jar",
+    "spring-boot-autoconfigure-3.2.3.jar",
+    "jackson-databind-2.16.1.jar",
+    "jackson-core-2.16.1.jar",
+    "jackson-annotations-2.16.1.jar",
+    "tomcat-embed-core-10.1.19.jar",
+    "netty-buffer-4.1.107.Final.jar",
+    "netty-codec-http-4.1.107.Final.jar",
+    "netty-transport-4.1.107.Final.jar",
+    "lucene-core-9.10.0.jar",
+    "lucene-analysis-common-9.10.0.jar",
+    "lucene-queryparser-9.10.0.jar",
+    "lucene-backward-codecs-9.10.0.jar",
+    "guava-33.0.0-jre.jar",
+    "commons-lang3-3.14.0.jar",
+    "commons-io-2.15.1.jar",
+    "slf4j-api-2.0.12.jar",
+    "logback-classic-1.4.14.jar",
+    "logback-core-1.4.14.jar",
+    "hibernate-core-6.4.4.Final.jar",
+    "HikariCP-5.1.0.jar",
+    "mysql-connector-j-8.3.0.jar",
+    "postgresql-42.7.2.jar",
+    "micrometer-core-1.12.3.jar",
+    "app-2.14.0.jar",
+];
+
+/// Extensions of a Lucene segment's files.
+pub(crate) const LUCENE_EXT: [&str; 12] = [
+    "cfs", "cfe", "si", "fdt", "fdx", "tim", "tip", "doc", "pos", "dvd", "dvm", "nvd",
+];
