@@ -744,12 +744,20 @@ fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
     w.add_path(entry(3, 101, PathKind::File, "/db/other"))
         .unwrap();
     let mut t = 1_000_000_000;
+    // The writes of inode 100 (both its names) follow each other on the disk: one run.
+    let mut wal_sector = 0;
     let mut io = |w: &mut Writer<std::fs::File>, path_id, op, tid| {
         t += 1_000_000;
+        let sector = if matches!(path_id, 1 | 4) {
+            wal_sector += 16;
+            wal_sector - 16
+        } else {
+            t / 1000
+        };
         w.push(&Event {
             timestamp_ns: t,
             dev,
-            sector: t / 1000,
+            sector,
             bytes: 8192,
             op,
             flags: Flags(0),
@@ -832,6 +840,69 @@ fn renamed_file_is_one_row_under_its_latest_name() {
     }
     for a in &answers[1..] {
         same_rows(&answers[0], a, "renamed file");
+    }
+    // Latency by file: the renamed file's I/Os in one group, under its latest name.
+    let mut answers = Vec::new();
+    for (input, engine) in [
+        (&trace, "one-pass"),
+        (&trace, "polars"),
+        (&pq, "one-pass"),
+        (&pq, "polars"),
+    ] {
+        let out = run(bin().arg("analyze").arg(input).args([
+            "--latency",
+            "--group-by",
+            "file",
+            "--format",
+            "json",
+            "--engine",
+            engine,
+        ]));
+        common::ok(&out);
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = rows.as_array().unwrap().clone();
+        let what = format!("--latency --group-by file: {} {engine}", input.display());
+        let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
+        assert_eq!(
+            paths,
+            ["/db/wal", "/db/other", "[metadata]", "/db/new"],
+            "{what}"
+        );
+        assert_eq!(rows[0]["ios"], 8, "{what}");
+        answers.push(out.stdout);
+    }
+    for a in &answers[1..] {
+        same_rows(&answers[0], a, "latency by renamed file");
+    }
+    // Sequential writes: the writes before and after the rename are one run of the file.
+    let mut answers = Vec::new();
+    for (input, engine) in [
+        (&trace, "one-pass"),
+        (&trace, "polars"),
+        (&pq, "one-pass"),
+        (&pq, "polars"),
+    ] {
+        let out = run(bin().arg("analyze").arg(input).args([
+            "--seq-writes",
+            "--min-bytes",
+            "64k",
+            "--format",
+            "json",
+            "--engine",
+            engine,
+        ]));
+        common::ok(&out);
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = rows.as_array().unwrap().clone();
+        let what = format!("--seq-writes: {} {engine}", input.display());
+        assert_eq!(rows.len(), 1, "{what}: {rows:?}");
+        assert_eq!(rows[0]["path"], "/db/wal", "{what}");
+        assert_eq!(rows[0]["length_bytes"], 8 * 8192, "{what}");
+        assert_eq!(rows[0]["ios"], 8, "{what}");
+        answers.push(out.stdout);
+    }
+    for a in &answers[1..] {
+        same_rows(&answers[0], a, "sequential writes of a renamed file");
     }
     // The summary's top file is the file, not one of its names.
     let out = run(bin()

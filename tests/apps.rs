@@ -17,7 +17,7 @@ use iodump_format::{Event, Flags, Op, PathEntry, PathKind, Reader};
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, ok, run, TempDir};
+use common::{bin, ok, run, Recorder, TempDir};
 
 /// The tests make devices and mounts: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -79,41 +79,19 @@ impl Drop for Ext4 {
 }
 
 /// `iodump record -d DEV -o TRACE` in the background, stopped with SIGINT.
-struct Recording {
-    child: std::process::Child,
-    stderr: std::thread::JoinHandle<String>,
-}
+struct Recording(Recorder);
 
 impl Recording {
     /// Starts recording and returns once the recorder says it records.
     fn start(dev: &str, trace: &Path) -> Recording {
-        use std::io::{BufRead, Read};
-        let mut child = bin()
-            .args(["record", "-d", dev, "-o"])
-            .arg(trace)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut first = String::new();
-        err.read_line(&mut first).unwrap();
-        assert!(first.contains("recording"), "{first}");
-        let stderr = std::thread::spawn(move || {
-            let mut rest = first;
-            let _ = err.read_to_string(&mut rest);
-            rest
-        });
-        Recording { child, stderr }
+        let trace = trace.to_str().unwrap();
+        Recording(Recorder::start(&["record", "-d", dev, "-o", trace]))
     }
 
     /// Stops the recorder and opens its trace.
-    fn finish(mut self, trace: &Path) -> Reader {
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let st = self.child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(st.success() && !err.contains("panicked"), "{err}");
+    fn finish(self, trace: &Path) -> Reader {
+        let (st, _, err) = self.0.stop();
+        assert!(st.success(), "{err}");
         eprintln!("{err}");
         Reader::open(trace).unwrap()
     }

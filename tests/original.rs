@@ -5,7 +5,7 @@
 //! record need root and BPF: they skip without, unless `IODUMP_REQUIRE_BPF=1` (CI).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -14,67 +14,10 @@ use iodump_format::Reader;
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, bpf_available, events_on, ok, one_line_error, run, TempDir};
+use common::{bin, bpf_available, events_on, ok, one_line_error, run, Recorder, TempDir};
 
 /// Tests create and remove devices: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// `iodump ARGS` (the original's mode) started, returned once it says it is recording.
-struct Rec {
-    child: std::process::Child,
-    before: String,
-    stderr: std::thread::JoinHandle<String>,
-    stdout: std::thread::JoinHandle<String>,
-}
-
-impl Rec {
-    fn start(args: &[&str]) -> Rec {
-        use std::io::{BufRead, Read};
-        let mut child = bin()
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut before = String::new();
-        loop {
-            let mut line = String::new();
-            assert!(err.read_line(&mut line).unwrap() > 0, "ended: {before}");
-            let recording = line.starts_with("iodump: recording");
-            before.push_str(&line);
-            if recording {
-                break;
-            }
-        }
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
-        let mut out = child.stdout.take().unwrap();
-        let stdout = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
-        Rec {
-            child,
-            before,
-            stderr,
-            stdout,
-        }
-    }
-    /// Sends SIGINT and waits: status, stdout, all of stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, String, String) {
-        // SAFETY: kill(2) on our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        let st = self.child.wait().unwrap();
-        let err = self.before + &self.stderr.join().unwrap();
-        assert!(!err.contains("panicked"), "{err}");
-        (st, self.stdout.join().unwrap(), err)
-    }
-}
 
 fn sh(script: &str) {
     let st = Command::new("sh").arg("-c").arg(script).status().unwrap();
@@ -487,7 +430,7 @@ fn time_limits_and_no_header() {
     );
     assert!(text(&out.stderr).contains("iodump: recorded "));
     // -t -1 (the issue's `iodump -p sda5 -t -1 -H`): no limit, until Ctrl-C; -H: no header.
-    let rec = Rec::start(&["-p", &z.name(), "-t", "-1", "-H"]);
+    let rec = Recorder::start(&["-p", &z.name(), "-t", "-1", "-H"]);
     dd(&z.node(), "4k", 25);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(rec.child.id() > 0);
@@ -594,7 +537,7 @@ fn sampling_one_in_n_and_the_articles_percent() {
     let n = count(&text(&out.stdout));
     assert!((190..=210).contains(&n), "-S 10 kept {n} of 2000");
     // The article's `iodump -p sdb --sample 10 -t 3600`: 10%, for an hour (stopped here).
-    let rec = Rec::start(&["-p", &z.name(), "--sample", "10", "-t", "3600"]);
+    let rec = Recorder::start(&["-p", &z.name(), "--sample", "10", "-t", "3600"]);
     dd(&z.node(), "4k", 2000);
     let (st, stdout, err) = rec.stop();
     assert!(st.success(), "{err}");
@@ -664,7 +607,7 @@ fn comm_substring_pid_and_action_filters() {
     };
     let (target, noise) = (writer(17, 0), writer(13, 1000));
     let pid = target.id().to_string();
-    let rec = Rec::start(&["-p", &z.name(), "-P", &pid, "-o", "pid,comm"]);
+    let rec = Recorder::start(&["-p", &z.name(), "-P", &pid, "-o", "pid,comm"]);
     std::fs::write(&go, b"").unwrap();
     for mut c in [target, noise] {
         assert!(c.wait().unwrap().success());
@@ -721,7 +664,7 @@ fn the_articles_filter_as_csv_and_json() {
         text(&out.stdout).trim().parse().unwrap()
     };
     // The article's `iodump -p nvme0n1 -f 'iosize > 1048576 && rw == W' -o csv`.
-    let rec = Rec::start(&[
+    let rec = Recorder::start(&[
         "-p",
         lo.name(),
         "-f",
@@ -835,7 +778,7 @@ fn the_articles_saved_log_reads_in_pandas() {
     // The article's `iodump -p sda -s /tmp/io.log` while fio --ioengine=libaio
     // --rw=randread --bs=4k runs (the log in the test's directory).
     let log = d.join("io.log");
-    let rec = Rec::start(&["-p", &z.name(), "-s", log.to_str().unwrap()]);
+    let rec = Recorder::start(&["-p", &z.name(), "-s", log.to_str().unwrap()]);
     let fio = Command::new("fio")
         .args([
             "--name=article",

@@ -17,7 +17,7 @@ mod common;
 
 use common::{
     as_other_user, bin, bpf_available, give_to_other_user, names_in, ok, one_line_error,
-    root_available, run, TempDir, OTHER_UID,
+    root_available, run, spawn_recording, TempDir, OTHER_UID,
 };
 
 /// Recording tests load BPF programs: one at a time.
@@ -201,7 +201,6 @@ fn record_never_writes_into_another_users_file() {
 /// file).
 #[test]
 fn a_killed_recorder_leaves_a_readable_trace() {
-    use std::io::BufRead;
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !bpf_available("a_killed_recorder_leaves_a_readable_trace") {
         return;
@@ -210,17 +209,7 @@ fn a_killed_recorder_leaves_a_readable_trace() {
     let p = d.join("t.iod");
     synth(&p, 2000);
     let old_ino = std::fs::metadata(&p).unwrap().ino();
-    let mut child = bin()
-        .args(["record", "-o"])
-        .arg(&p)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    assert!(first.starts_with("iodump: recording"), "{first}");
+    let (mut child, _err, _) = spawn_recording(bin().args(["record", "-o"]).arg(&p));
     // Recording has started: the path is the new trace already, with its header.
     let m = std::fs::metadata(&p).unwrap();
     assert_ne!(m.ino(), old_ino, "replaced once recording started");

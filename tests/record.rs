@@ -11,79 +11,10 @@ use iodump_format::{Op, Reader};
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, bpf_available, events_on, ok, run, TempDir};
+use common::{bin, bpf_available, events_on, ok, run, spawn_recording, Recorder, TempDir};
 
 /// Tests create and remove devices and compare device counters: run them one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Starts `iodump record ARGS` and returns once it says it is recording; the rest of its
-/// stderr is collected by a thread and returned with the exit status by [`Recorder::finish`].
-struct Recorder {
-    child: std::process::Child,
-    stderr: std::thread::JoinHandle<String>,
-    stdout: std::thread::JoinHandle<String>,
-}
-
-impl Recorder {
-    fn start(args: &[&str]) -> Recorder {
-        use std::io::Read;
-        let (mut child, mut err, first) = spawn_recorder(args);
-        let stderr = std::thread::spawn(move || {
-            let mut rest = first;
-            let _ = err.read_to_string(&mut rest);
-            rest
-        });
-        let mut out = child.stdout.take().unwrap();
-        let stdout = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
-        Recorder {
-            child,
-            stderr,
-            stdout,
-        }
-    }
-    /// Sends SIGINT (unless it stops by itself) and waits.
-    fn finish(mut self, interrupt: bool) -> (std::process::ExitStatus, String, String) {
-        if interrupt {
-            // SAFETY: kill(2) on our own child.
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-        }
-        let st = self.child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(!err.contains("panicked"), "{err}");
-        (st, self.stdout.join().unwrap(), err)
-    }
-}
-
-/// Spawns `iodump record ARGS` with piped stdout and stderr and waits for its first line
-/// ("iodump: recording ..."): the child, the rest of its stderr, and that line.
-fn spawn_recorder(
-    args: &[&str],
-) -> (
-    std::process::Child,
-    std::io::BufReader<std::process::ChildStderr>,
-    String,
-) {
-    use std::io::BufRead;
-    let mut child = bin()
-        .arg("record")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    assert!(
-        first.starts_with("iodump: recording"),
-        "recorder said: {first}"
-    );
-    (child, err, first)
-}
 
 /// Completed (reads, writes) of a block device, from /sys/block/X/stat.
 fn stat_ios(name: &str) -> (u64, u64) {
@@ -351,7 +282,7 @@ fn devices_added_while_recording_are_named() {
     let d = TempDir::new("hotadd");
     let trace = d.join("hot.iod");
     let t = trace.to_str().unwrap().to_string();
-    let (mut child, _err, _) = spawn_recorder(&["-o", &t, "-t", "30"]);
+    let (mut child, _err, _) = spawn_recording(bin().args(["record", "-o", &t, "-t", "30"]));
     let z = Zram::new("16M");
     let out = run(Command::new("dd")
         .arg("if=/dev/zero")
@@ -634,6 +565,7 @@ fn pid_filter_and_json_output() {
     let other = writer(55, 1000);
     let pid = target.id();
     let rec = Recorder::start(&[
+        "record",
         "-d",
         &z.name(),
         "--pid",
@@ -645,7 +577,7 @@ fn pid_filter_and_json_output() {
     for mut c in [target, other] {
         assert!(c.wait().unwrap().success());
     }
-    let (st, text, err) = rec.finish(true);
+    let (st, text, err) = rec.stop();
     assert!(st.success(), "{err}");
     let rows: Vec<serde_json::Value> = text
         .lines()
@@ -739,6 +671,7 @@ fn losses_are_counted_never_silent() {
     // A one-page ring buffer and a consumer that is stopped (SIGSTOP) while dd writes 2,000
     // blocks: the ring overflows whatever the wake-up policy.
     let rec = Recorder::start(&[
+        "record",
         "-d",
         &z.name(),
         "--buffer-size",
@@ -746,16 +679,14 @@ fn losses_are_counted_never_silent() {
         "-o",
         t.to_str().unwrap(),
     ]);
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(rec.child.id() as i32, libc::SIGSTOP) };
+    rec.signal(libc::SIGSTOP);
     let dd = run(Command::new("dd")
         .arg("if=/dev/zero")
         .arg(format!("of={}", z.node()))
         .args(["bs=4k", "count=2000", "oflag=direct"]));
-    // SAFETY: as above.
-    unsafe { libc::kill(rec.child.id() as i32, libc::SIGCONT) };
+    rec.signal(libc::SIGCONT);
     ok(&dd);
-    let (st, _, stderr) = rec.finish(true);
+    let (st, _, stderr) = rec.stop();
     assert!(st.success(), "{stderr}");
     let after = stat_ios(&z.name());
     let r = Reader::open(&t).unwrap();
@@ -794,7 +725,7 @@ fn command_status_signals_and_printing() {
     );
     // SIGINT stops cleanly: the file is finished and holds what was recorded.
     let t = d.join("sigint.iod");
-    let rec = Recorder::start(&["-d", &z.name(), "-o", t.to_str().unwrap()]);
+    let rec = Recorder::start(&["record", "-d", &z.name(), "-o", t.to_str().unwrap()]);
     let dd = Command::new("dd")
         .args(["if=/dev/zero", &format!("of={}", z.node())])
         .args(["bs=4k", "count=700", "oflag=direct"])
@@ -802,7 +733,7 @@ fn command_status_signals_and_printing() {
         .status()
         .unwrap();
     assert!(dd.success());
-    let (st, _, err) = rec.finish(true);
+    let (st, _, err) = rec.stop();
     assert!(st.success(), "{err}");
     assert!(err.contains("recorded 700 events"), "{err}");
     let r = Reader::open(&t).unwrap();
@@ -836,7 +767,8 @@ fn events_are_printed_while_recording_not_only_at_the_end() {
         return;
     }
     let z = Zram::new("64M");
-    let (mut child, mut err, _) = spawn_recorder(&["-d", &z.name(), "--stats"]);
+    let (mut child, mut err, _) =
+        spawn_recording(bin().args(["record", "-d", &z.name(), "--stats"]));
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let out = std::io::BufReader::new(child.stdout.take().unwrap());
     let reader = std::thread::spawn(move || {
@@ -990,7 +922,7 @@ fn command_lines_are_recorded_and_read_again_after_exec() {
     );
     let trace = d.join("argv.iod");
     let csv = d.join("live.csv");
-    let rec = Recorder::start(&["-d", &z.name(), "--print", "csv"]);
+    let rec = Recorder::start(&["record", "-d", &z.name(), "--print", "csv"]);
     let st = Command::new("sh")
         .arg("-c")
         .arg(format!(
@@ -1004,7 +936,7 @@ fn command_lines_are_recorded_and_read_again_after_exec() {
         .status()
         .unwrap();
     assert!(st.success());
-    let (st, text, err) = rec.finish(true);
+    let (st, text, err) = rec.stop();
     assert!(st.success(), "{err}");
     std::fs::write(&csv, &text).unwrap();
     let want_first = format!("{} -c {first} {second} first", start.display());

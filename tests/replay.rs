@@ -539,6 +539,93 @@ fn interrupt_stops_cleanly_with_a_report() {
     );
 }
 
+/// Ctrl-C is heeded at once even while the scheduler waits a long time for the next I/O
+/// (here a minute of recorded silence between two reads).
+#[test]
+fn interrupt_during_a_long_pause_stops_at_once() {
+    use iodump_format::{DevT, Device, EndInfo, Flags, Header, Writer, WriterOptions};
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = TempDir::new("replay-pause");
+    let t = d.join("pause.iod");
+    let header = Header {
+        wall_clock_ns: 1_767_225_600_000_000_000,
+        monotonic_ns: 1_000_000_000,
+        hostname: "h".into(),
+        ..Header::default()
+    };
+    let mut w = Writer::new(
+        std::fs::File::create(&t).unwrap(),
+        &header,
+        WriterOptions::default(),
+    )
+    .unwrap();
+    let dev = DevT::new(8, 0);
+    w.add_device(Device {
+        dev,
+        name: "sda".into(),
+        partition_of: None,
+        sector_size: 512,
+        start_sector: 0,
+        bio_based: false,
+    })
+    .unwrap();
+    for (i, ts_ns) in [1_000_000_000u64, 61_000_000_000].into_iter().enumerate() {
+        w.push(&Event {
+            timestamp_ns: ts_ns,
+            dev,
+            sector: 8 * i as u64,
+            bytes: 4096,
+            op: Op::Read,
+            flags: Flags(0),
+            pid: 1,
+            tid: 1,
+            path_id: 0,
+            queue_ns: None,
+            latency_ns: 10_000,
+            error: 0,
+            cpu: 0,
+            syscall: None,
+            dirtier_pid: None,
+            cgroup_id: 0,
+        })
+        .unwrap();
+    }
+    w.finish(EndInfo::default()).unwrap();
+    let img = d.join("img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(1 << 20)
+        .unwrap();
+    let mut child = bin()
+        .arg("replay")
+        .arg(&t)
+        .arg("--target")
+        .arg(&img)
+        .arg("--json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Well before the second read is due (60 s after the first).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("replay went on waiting for the next I/O after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["ops"]["read"]["replayed"], 1, "{v}");
+}
+
 #[test]
 fn map_sends_each_device_to_its_own_target() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

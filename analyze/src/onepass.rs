@@ -262,6 +262,16 @@ enum Feed<'a, R> {
     End(usize),
 }
 
+/// A window of decoded segments of trace `.0`: each segment's rows, time range and number of
+/// kept events, or its damage.
+type Window<R> = (
+    usize,
+    Vec<Result<(Vec<R>, Option<(i64, i64)>, u64), Damage>>,
+);
+
+/// Each segment's (time range, kept events) and each damaged segment with its trace index.
+type Consumed = (Vec<(Option<(i64, i64)>, u64)>, Vec<(usize, Damage)>);
+
 /// A pass that sees rows in file order: segments are decoded (and their rows turned into
 /// `R` by `extract`, in parallel) a window at a time, while one consumer thread takes the
 /// windows in order. `visit` returns false to stop early; then the pass returns `None`.
@@ -272,46 +282,13 @@ fn ordered_pass<R: Send>(
     extract: impl Fn(&Header, &EventBatch, &[u32], &mut Vec<R>) + Sync + Send,
     visit: impl FnMut(Feed<'_, R>) -> bool + Send,
 ) -> Option<PassInfo> {
-    type Window<R> = (
-        usize,
-        Vec<Result<(Vec<R>, Option<(i64, i64)>, u64), Damage>>,
-    );
     let stop = AtomicBool::new(false);
     let window = rayon::current_num_threads().max(1) * 8;
-    let mut info = PassInfo::default();
-    let finished = std::thread::scope(|s| {
+    let (consumed, finished) = std::thread::scope(|s| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Option<Window<R>>>(2);
         let stop = &stop;
-        let consumer = s.spawn(move || {
-            let mut visit = visit;
-            let mut ranges = Vec::new();
-            let mut damaged: Vec<(usize, Damage)> = Vec::new();
-            let mut last_trace = None;
-            for msg in rx {
-                let Some((ti, segs)) = msg else {
-                    if let Some(t) = last_trace.take() {
-                        if !visit(Feed::End(t)) {
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                    }
-                    continue;
-                };
-                last_trace = Some(ti);
-                for s in segs {
-                    match s {
-                        Ok((rows, range, kept)) => {
-                            ranges.push((range, kept));
-                            if !stop.load(Ordering::Relaxed) && !visit(Feed::Rows(ti, &rows)) {
-                                stop.store(true, Ordering::Relaxed);
-                            }
-                        }
-                        Err(d) => damaged.push((ti, d)),
-                    }
-                }
-            }
-            (ranges, damaged)
-        });
-        for (ti, inp) in inputs.iter().enumerate() {
+        let consumer = s.spawn(move || consume(rx, visit, stop));
+        'traces: for (ti, inp) in inputs.iter().enumerate() {
             let n = inp.units();
             let mut lo = 0;
             while lo < n && !stop.load(Ordering::Relaxed) {
@@ -330,7 +307,7 @@ fn ordered_pass<R: Send>(
                     )
                     .collect();
                 if tx.send(Some((ti, segs))).is_err() {
-                    break;
+                    break 'traces;
                 }
                 lo = hi;
             }
@@ -338,27 +315,71 @@ fn ordered_pass<R: Send>(
             let _ = tx.send(None);
         }
         drop(tx);
-        let (ranges, damaged) = consumer.join().expect("ordered pass consumer");
-        for (r, kept) in ranges {
-            info.add_range(r);
-            info.kept += kept;
-        }
-        for (ti, inp) in inputs.iter().enumerate() {
-            let name = &inp.name;
-            info.damaged.extend(
-                damaged
-                    .iter()
-                    .filter(|d| d.0 == ti)
-                    .map(|(_, d)| (name.clone(), d.clone())),
-            );
-            info.damaged
-                .extend(inp.damage().into_iter().map(|d| (name.clone(), d)));
-            info.lost_events += inp.lost_events();
-            info.names.push(name.clone());
-        }
-        !stop.load(Ordering::Relaxed)
+        // A panic of the consumer goes on in this thread.
+        let consumed = consumer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (consumed, !stop.load(Ordering::Relaxed))
     });
-    finished.then_some(info)
+    finished.then(|| pass_info(inputs, consumed))
+}
+
+/// The consumer of [`ordered_pass`]: hands each window's rows, in order, to `visit` (until it
+/// returns false, which sets `stop`), and each trace's end.
+fn consume<R>(
+    rx: std::sync::mpsc::Receiver<Option<Window<R>>>,
+    mut visit: impl FnMut(Feed<'_, R>) -> bool,
+    stop: &AtomicBool,
+) -> Consumed {
+    let mut ranges = Vec::new();
+    let mut damaged: Vec<(usize, Damage)> = Vec::new();
+    let mut last_trace = None;
+    for msg in rx {
+        let Some((ti, segs)) = msg else {
+            if let Some(t) = last_trace.take() {
+                if !visit(Feed::End(t)) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            continue;
+        };
+        last_trace = Some(ti);
+        for s in segs {
+            match s {
+                Ok((rows, range, kept)) => {
+                    ranges.push((range, kept));
+                    if !stop.load(Ordering::Relaxed) && !visit(Feed::Rows(ti, &rows)) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                Err(d) => damaged.push((ti, d)),
+            }
+        }
+    }
+    (ranges, damaged)
+}
+
+/// What a finished pass saw: time ranges and kept events, damage and losses, trace by trace.
+fn pass_info(inputs: &[Source], (ranges, damaged): Consumed) -> PassInfo {
+    let mut info = PassInfo::default();
+    for (r, kept) in ranges {
+        info.add_range(r);
+        info.kept += kept;
+    }
+    for (ti, inp) in inputs.iter().enumerate() {
+        let name = &inp.name;
+        info.damaged.extend(
+            damaged
+                .iter()
+                .filter(|d| d.0 == ti)
+                .map(|(_, d)| (name.clone(), d.clone())),
+        );
+        info.damaged
+            .extend(inp.damage().into_iter().map(|d| (name.clone(), d)));
+        info.lost_events += inp.lost_events();
+        info.names.push(name.clone());
+    }
+    info
 }
 
 /// A row with a time, for [`Reorder`].
@@ -571,7 +592,19 @@ pub fn top_files(
             }
         },
     )?;
-    let dur_s = info.duration_s();
+    let frame = ranked_files(rows, by, limit, info.duration_s(), info.several_traces());
+    info.answer(frame)
+}
+
+/// The first `limit` files by `by` as the `--top-files` table (with a `trace` column when
+/// the files are of `several_traces`).
+fn ranked_files(
+    mut rows: Vec<FileRow>,
+    by: RankBy,
+    limit: usize,
+    dur_s: f64,
+    several_traces: bool,
+) -> PolarsResult<DataFrame> {
     let key = |r: &FileRow| -> f64 {
         match by {
             RankBy::Ios => r.ios as f64,
@@ -590,7 +623,7 @@ pub fn top_files(
     });
     rows.truncate(limit);
     let mut cols = Vec::new();
-    if info.several_traces() {
+    if several_traces {
         cols.push(col("trace", &rows, |r| r.trace.clone()));
     }
     cols.extend([
@@ -605,8 +638,7 @@ pub fn top_files(
         col("names", &rows, |r| r.names),
         col("renamed_from", &rows, |r| r.renamed_from.clone()),
     ]);
-    let frame = DataFrame::new(rows.len(), cols);
-    info.answer(frame)
+    DataFrame::new(rows.len(), cols)
 }
 
 /// One thread's counters: I/Os, bytes read, bytes written, all bytes.
@@ -777,7 +809,8 @@ pub fn latency(
                     LatencyBy::Dev => t.input.device(key),
                     LatencyBy::Op => Some(Op::from_code(key as u8).name().to_string()),
                     LatencyBy::Proc => t.input.comm(key).cloned(),
-                    LatencyBy::File => t.input.path(key),
+                    // A renamed file's names together, under its latest name.
+                    LatencyBy::File => t.input.path(t.input.file_key(key)),
                 };
                 groups.entry(name).or_default().merge(a);
             }
@@ -1321,8 +1354,10 @@ pub fn seq_writes(
         },
         |feed| match feed {
             Feed::Rows(ti, rows) => rows.iter().all(|w| {
+                // By file: the writes of a file renamed while recording form one run.
+                let file = inputs[ti].file_key(w.path_id);
                 let k = keys
-                    .entry(u64::from(w.dev) << 32 | u64::from(w.path_id))
+                    .entry(u64::from(w.dev) << 32 | u64::from(file))
                     .or_default();
                 let slot = &mut k.run;
                 let sink = &mut sink;
@@ -1370,7 +1405,7 @@ fn seq_writes_frame(
         .map(|run| {
             let t = &inputs[run.trace];
             Shown {
-                path: t.path(run.path_id),
+                path: t.path(t.file_key(run.path_id)),
                 dev: t.device(run.dev),
                 comm: t.comm(run.tid).cloned(),
                 run,

@@ -389,7 +389,8 @@ const IO_COLUMNS: [&str; 10] = [
 ];
 
 impl ParquetSet {
-    fn open(dir: &Path) -> Result<ParquetSet, AnalyzeError> {
+    /// The row groups of the `io` table under `dir`, as (file, row group), and their rows.
+    fn io_units(dir: &Path) -> Result<(Vec<(PathBuf, usize)>, u64), AnalyzeError> {
         let io_files = parquet_files(dir, "io");
         if io_files.is_empty() {
             return Err(AnalyzeError::Query {
@@ -408,6 +409,11 @@ impl ParquetSet {
                 units.push((f.clone(), i));
             }
         }
+        Ok((units, rows))
+    }
+
+    fn open(dir: &Path) -> Result<ParquetSet, AnalyzeError> {
+        let (units, rows) = ParquetSet::io_units(dir)?;
         let mut files = files_table(dir)?;
         let procs = processes_table(dir)?;
         let devices = small_table(dir, "devices", ["dev_t", "name"], |c, i| {

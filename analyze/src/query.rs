@@ -132,12 +132,8 @@ impl Dataset {
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Dataset, AnalyzeError> {
         let mut frames = Vec::new();
-        let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
-        let mut p_args = vec![];
-        let mut files = FilesCols::default();
-        let (mut d_trace, mut d_dev, mut d_name) = (vec![], vec![], vec![]);
-        let mut lost = 0;
-        let mut damaged = Vec::new();
+        let mut tables = TablesCols::default();
+        let (mut lost, mut damaged) = (0, Vec::new());
         for p in paths {
             let r = Reader::open(p).map_err(AnalyzeError::Read)?;
             let trace = p.file_name().map_or_else(
@@ -158,34 +154,7 @@ impl Dataset {
             }
             damaged.extend(r.damage().iter().cloned().map(|d| (trace.clone(), d)));
             lost += r.lost_events();
-            for pr in r.tables().processes() {
-                p_trace.push(trace.clone());
-                p_tid.push(pr.tid);
-                p_pid.push(pr.pid);
-                p_comm.push(iodump_format::text::text_string(&pr.comm));
-                p_args.push(iodump_format::text::text_string(pr.args_or_comm()));
-            }
-            let t = r.tables();
-            files.add(
-                &trace,
-                t.paths()
-                    .map(|pe| {
-                        let path = iodump_format::text::text_string(&pe.path);
-                        (
-                            pe.path_id,
-                            u64::from(pe.dev.0),
-                            pe.inode,
-                            pe.generation,
-                            path,
-                        )
-                    })
-                    .collect(),
-            );
-            for (d, name) in devs {
-                d_trace.push(trace.clone());
-                d_dev.push(d);
-                d_name.push(name);
-            }
+            tables.add(&trace, &r, devs);
         }
         let io = if frames.is_empty() {
             frame("", Cols::default()).map_err(perr)?
@@ -194,18 +163,7 @@ impl Dataset {
                 .and_then(|lf| lf.collect())
                 .map_err(perr)?
         };
-        let processes = processes_frame(p_trace, p_tid, p_pid, p_comm, p_args)?;
-        let files = files.frame()?;
-        let n = d_dev.len();
-        let devices = DataFrame::new(
-            n,
-            vec![
-                Column::new("trace".into(), d_trace),
-                Column::new("dev_t".into(), d_dev),
-                Column::new("dev".into(), d_name),
-            ],
-        )
-        .map_err(perr)?;
+        let (processes, files, devices) = tables.frames()?;
         // Device names are few: join them in now.
         let io = io
             .lazy()
@@ -280,25 +238,86 @@ impl Dataset {
     }
 }
 
-/// The `processes` table: trace, tid, ppid (the process id), comm, args.
-fn processes_frame(
+/// The small tables of the loaded traces (processes, files, device names), trace by trace.
+#[derive(Default)]
+struct TablesCols {
+    processes: ProcessCols,
+    files: FilesCols,
+    d_trace: Vec<String>,
+    d_dev: Vec<u32>,
+    d_name: Vec<String>,
+}
+
+impl TablesCols {
+    /// Adds the tables of the trace named `trace`, read by `r` (its device names `devs`).
+    fn add(&mut self, trace: &str, r: &Reader, devs: HashMap<u32, String>) {
+        for pr in r.tables().processes() {
+            let p = &mut self.processes;
+            p.trace.push(trace.to_string());
+            p.tid.push(pr.tid);
+            p.pid.push(pr.pid);
+            p.comm.push(iodump_format::text::text_string(&pr.comm));
+            p.args
+                .push(iodump_format::text::text_string(pr.args_or_comm()));
+        }
+        let entries = r.tables().paths().map(|pe| {
+            let path = iodump_format::text::text_string(&pe.path);
+            (
+                pe.path_id,
+                u64::from(pe.dev.0),
+                pe.inode,
+                pe.generation,
+                path,
+            )
+        });
+        self.files.add(trace, entries.collect());
+        for (d, name) in devs {
+            self.d_trace.push(trace.to_string());
+            self.d_dev.push(d);
+            self.d_name.push(name);
+        }
+    }
+
+    /// The `processes`, `files` and device-name frames.
+    fn frames(self) -> Result<(DataFrame, DataFrame, DataFrame), AnalyzeError> {
+        let processes = self.processes.frame()?;
+        let devices = DataFrame::new(
+            self.d_dev.len(),
+            vec![
+                Column::new("trace".into(), self.d_trace),
+                Column::new("dev_t".into(), self.d_dev),
+                Column::new("dev".into(), self.d_name),
+            ],
+        )
+        .map_err(perr)?;
+        Ok((processes, self.files.frame()?, devices))
+    }
+}
+
+/// The columns of the `processes` table: trace, tid, ppid (the process id), comm, args.
+#[derive(Default)]
+struct ProcessCols {
     trace: Vec<String>,
     tid: Vec<u32>,
     pid: Vec<u32>,
     comm: Vec<String>,
     args: Vec<String>,
-) -> Result<DataFrame, AnalyzeError> {
-    DataFrame::new(
-        tid.len(),
-        vec![
-            Column::new("trace".into(), trace),
-            Column::new("tid".into(), tid),
-            Column::new("ppid".into(), pid),
-            Column::new("comm".into(), comm),
-            Column::new("args".into(), args),
-        ],
-    )
-    .map_err(perr)
+}
+
+impl ProcessCols {
+    fn frame(self) -> Result<DataFrame, AnalyzeError> {
+        DataFrame::new(
+            self.tid.len(),
+            vec![
+                Column::new("trace".into(), self.trace),
+                Column::new("tid".into(), self.tid),
+                Column::new("ppid".into(), self.pid),
+                Column::new("comm".into(), self.comm),
+                Column::new("args".into(), self.args),
+            ],
+        )
+        .map_err(perr)
+    }
 }
 
 /// A path entry as the `files` table needs it: (path id, device, inode, generation, path).
@@ -533,7 +552,9 @@ pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
             vec![col("comm")]
         }
         LatencyBy::File => {
-            lf = d.with_path(lf);
+            // A renamed file's names together, under its latest name.
+            let latest = col("latest_path").fill_null(col("path"));
+            lf = d.with_path(lf).with_column(latest.alias("path"));
             vec![col("path")]
         }
     };
@@ -833,7 +854,8 @@ pub fn seek(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
 /// file, process, start time, length, I/Os and throughput (bytes over first start to last
 /// completion).
 pub fn seq_writes(d: &Dataset, min_bytes: u64, limit: usize) -> Result<DataFrame, AnalyzeError> {
-    let keys = [col("trace"), col("dev_t"), col("path_id")];
+    // By file: the writes of a file renamed while recording form one run.
+    let keys = [col("trace"), col("dev_t"), col("file_id")];
     let prev_end = col("end_sector")
         .shift(lit(1))
         .over(keys.clone())
@@ -843,37 +865,47 @@ pub fn seq_writes(d: &Dataset, min_bytes: u64, limit: usize) -> Result<DataFrame
         .or(col("sector").neq(col("prev_end")))
         .cast(DataType::UInt32);
     let run = new_run.cum_sum(false).over(keys.clone()).map_err(perr)?;
-    let lf =
-        d.io.clone()
-            .lazy()
-            .filter(col("op").eq(lit("write")))
-            .sort_by_exprs(
-                [col("trace"), col("dev_t"), col("path_id"), col("ts_ns")],
-                SortMultipleOptions::default().with_maintain_order(true),
-            )
-            .with_column(prev_end.alias("prev_end"))
-            .with_column(run.alias("run"))
-            .with_column((col("ts_ns") + col("latency_ns").cast(DataType::Int64)).alias("done_ns"))
-            .group_by([
+    // Rows in file order (`row`) for ties in time, whatever order the join leaves them in.
+    let writes = d.io.clone().lazy().with_row_index("row", None);
+    let lf = d
+        .with_path(writes.filter(col("op").eq(lit("write"))))
+        // Path ids the table does not know are their own file.
+        .with_column(col("file_id").fill_null(col("path_id")))
+        .with_column(col("latest_path").fill_null(col("path")))
+        .sort_by_exprs(
+            [
                 col("trace"),
                 col("dev_t"),
-                col("path_id"),
-                col("dev"),
-                col("run"),
-            ])
-            .agg([
-                col("ts_ns").min().alias("start_ns"),
-                col("done_ns").max().alias("end_ns"),
-                col("bytes")
-                    .cast(DataType::UInt64)
-                    .sum()
-                    .alias("length_bytes"),
-                len().alias("ios"),
-                col("tid").first().alias("tid"),
-                col("sector").min().alias("first_sector"),
-            ])
-            .filter(col("length_bytes").gt_eq(lit(min_bytes)));
-    let lf = d.with_comm(d.with_path(lf));
+                col("file_id"),
+                col("ts_ns"),
+                col("row"),
+            ],
+            SortMultipleOptions::default().with_maintain_order(true),
+        )
+        .with_column(prev_end.alias("prev_end"))
+        .with_column(run.alias("run"))
+        .with_column((col("ts_ns") + col("latency_ns").cast(DataType::Int64)).alias("done_ns"))
+        .group_by([
+            col("trace"),
+            col("dev_t"),
+            col("file_id"),
+            col("dev"),
+            col("run"),
+        ])
+        .agg([
+            col("latest_path").first().alias("path"),
+            col("ts_ns").min().alias("start_ns"),
+            col("done_ns").max().alias("end_ns"),
+            col("bytes")
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("length_bytes"),
+            len().alias("ios"),
+            col("tid").first().alias("tid"),
+            col("sector").min().alias("first_sector"),
+        ])
+        .filter(col("length_bytes").gt_eq(lit(min_bytes)));
+    let lf = d.with_comm(lf);
     let df = lf
         .with_column(
             (col("length_bytes").cast(DataType::Float64)
@@ -1186,8 +1218,7 @@ fn parquet_io_frame(
 /// The `processes` tables under `dir` as the polars `processes` table.
 fn parquet_processes(dir: &Path) -> Result<DataFrame, AnalyzeError> {
     use arrow_array::{Array, StringArray};
-    let (mut p_trace, mut p_tid, mut p_pid, mut p_comm) = (vec![], vec![], vec![], vec![]);
-    let mut p_args = vec![];
+    let mut cols = ProcessCols::default();
     for p in parquet_files(dir, "processes") {
         for b in read_batches(&p)? {
             let t = arrow_col::<StringArray>(&b, "trace")?;
@@ -1197,18 +1228,18 @@ fn parquet_processes(dir: &Path) -> Result<DataFrame, AnalyzeError> {
                 .column_by_name("args")
                 .and_then(|a| a.as_any().downcast_ref::<StringArray>());
             for i in 0..b.num_rows() {
-                p_trace.push(t.value(i).to_string());
-                p_comm.push(c.value(i).to_string());
-                p_args.push(match a {
+                cols.trace.push(t.value(i).to_string());
+                cols.comm.push(c.value(i).to_string());
+                cols.args.push(match a {
                     Some(a) if !a.is_null(i) => a.value(i).to_string(),
                     _ => c.value(i).to_string(),
                 });
             }
-            IntColumn::of(&b, "tid")?.extend_u32(&mut p_tid);
-            IntColumn::of(&b, "pid")?.extend_u32(&mut p_pid);
+            IntColumn::of(&b, "tid")?.extend_u32(&mut cols.tid);
+            IntColumn::of(&b, "pid")?.extend_u32(&mut cols.pid);
         }
     }
-    processes_frame(p_trace, p_tid, p_pid, p_comm, p_args)
+    cols.frame()
 }
 
 /// The `files` tables under `dir` as the polars `files` table (path entries grouped by

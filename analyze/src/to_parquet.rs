@@ -16,7 +16,7 @@ use std::sync::Arc;
 use arrow_array::builder::{
     BooleanBuilder, Int32Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
 };
-use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use iodump_format::{Damage, DevT, EventBatch, Flags, Op, Reader, Syscall};
 use parquet::arrow::ArrowWriter;
@@ -557,18 +557,58 @@ fn host_groups<'i, 'a>(
     groups
 }
 
+/// The columns of a small table, each named where its values are finished; every table
+/// opens with `trace` and `host` ([`Origin`]).
+struct Columns {
+    fields: Vec<Field>,
+    arrays: Vec<ArrayRef>,
+}
+
+impl Columns {
+    fn new(mut origin: Origin) -> Self {
+        Columns {
+            fields: Vec::new(),
+            arrays: Vec::new(),
+        }
+        .add("trace", false, origin.trace.finish())
+        .add("host", false, origin.host.finish())
+    }
+
+    /// Adds a column of the type of `values`.
+    fn add(mut self, name: &str, nullable: bool, values: impl Array + 'static) -> Self {
+        self.fields
+            .push(Field::new(name, values.data_type().clone(), nullable));
+        self.arrays.push(Arc::new(values));
+        self
+    }
+}
+
+/// The `trace` and `host` columns every small table opens with.
+#[derive(Default)]
+struct Origin {
+    trace: StringBuilder,
+    host: StringBuilder,
+}
+
+impl Origin {
+    /// One row's trace and host: those of `input`.
+    fn push(&mut self, input: &Input<'_>) {
+        self.trace.append_value(&input.name);
+        self.host.append_value(&input.reader.header().hostname);
+    }
+}
+
 /// Writes one small table into a new output file, added to `pending` (renamed over `path` once
 /// the whole conversion succeeded).
 fn small_table(
     path: &Path,
     part: Partitioning,
     pending: &mut Vec<OutputFile>,
-    fields: Vec<Field>,
-    cols: Vec<ArrayRef>,
+    cols: Columns,
 ) -> Result<PathBuf, AnalyzeError> {
     let name = path.display().to_string();
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema, cols).map_err(aerr(&name))?;
+    let schema = Arc::new(Schema::new(cols.fields));
+    let batch = RecordBatch::try_new(schema, cols.arrays).map_err(aerr(&name))?;
     let batch = project(batch, part)?;
     let out = OutputFile::create(path)?;
     let mut w = ArrowWriter::try_new(out.try_clone_file()?, batch.schema(), Some(props()))
@@ -585,12 +625,8 @@ fn write_processes(
     part: Partitioning,
     pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
-    let (mut trace, mut host, mut comm, mut args) = (
-        StringBuilder::new(),
-        StringBuilder::new(),
-        StringBuilder::new(),
-        StringBuilder::new(),
-    );
+    let mut origin = Origin::default();
+    let (mut comm, mut args) = (StringBuilder::new(), StringBuilder::new());
     let (mut tid, mut pid, mut cg) = (
         Int64Builder::new(),
         Int64Builder::new(),
@@ -600,8 +636,7 @@ fn write_processes(
         let mut ps: Vec<_> = input.reader.tables().processes().collect();
         ps.sort_by_key(|p| p.tid);
         for p in ps {
-            trace.append_value(&input.name);
-            host.append_value(&input.reader.header().hostname);
+            origin.push(input);
             tid.append_value(p.tid.into());
             pid.append_value(p.pid.into());
             comm.append_value(iodump_format::text::text_string(&p.comm));
@@ -609,30 +644,13 @@ fn write_processes(
             args.append_value(iodump_format::text::text_string(p.args_or_comm()));
         }
     }
-    use DataType::*;
-    small_table(
-        path,
-        part,
-        pending,
-        vec![
-            Field::new("trace", Utf8, false),
-            Field::new("host", Utf8, false),
-            Field::new("tid", Int64, false),
-            Field::new("pid", Int64, false),
-            Field::new("comm", Utf8, false),
-            Field::new("cgroup_id", Int64, false),
-            Field::new("args", Utf8, false),
-        ],
-        vec![
-            Arc::new(trace.finish()),
-            Arc::new(host.finish()),
-            Arc::new(tid.finish()),
-            Arc::new(pid.finish()),
-            Arc::new(comm.finish()),
-            Arc::new(cg.finish()),
-            Arc::new(args.finish()),
-        ],
-    )
+    let cols = Columns::new(origin)
+        .add("tid", false, tid.finish())
+        .add("pid", false, pid.finish())
+        .add("comm", false, comm.finish())
+        .add("cgroup_id", false, cg.finish())
+        .add("args", false, args.finish());
+    small_table(path, part, pending, cols)
 }
 
 fn write_files(
@@ -641,9 +659,8 @@ fn write_files(
     part: Partitioning,
     pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
-    let (mut trace, mut host, mut kind, mut path_col, mut dev) = (
-        StringBuilder::new(),
-        StringBuilder::new(),
+    let mut origin = Origin::default();
+    let (mut kind, mut path_col, mut dev) = (
         StringBuilder::new(),
         StringBuilder::new(),
         StringBuilder::new(),
@@ -658,8 +675,7 @@ fn write_files(
         let mut ps: Vec<_> = input.reader.tables().paths().collect();
         ps.sort_by_key(|p| p.path_id);
         for p in ps {
-            trace.append_value(&input.name);
-            host.append_value(&input.reader.header().hostname);
+            origin.push(input);
             id.append_value(p.path_id.into());
             dev.append_value(p.dev.to_string());
             ino.append_value(i64_of(p.inode));
@@ -670,36 +686,16 @@ fn write_files(
             generation.append_option(p.generation.map(i64::from));
         }
     }
-    use DataType::*;
-    small_table(
-        path,
-        part,
-        pending,
-        vec![
-            Field::new("trace", Utf8, false),
-            Field::new("host", Utf8, false),
-            Field::new("path_id", Int64, false),
-            Field::new("dev_t", Utf8, false),
-            Field::new("inode", Int64, false),
-            Field::new("kind", Utf8, false),
-            Field::new("truncated", Boolean, false),
-            Field::new("deleted", Boolean, false),
-            Field::new("path", Utf8, false),
-            Field::new("generation", Int64, true),
-        ],
-        vec![
-            Arc::new(trace.finish()),
-            Arc::new(host.finish()),
-            Arc::new(id.finish()),
-            Arc::new(dev.finish()),
-            Arc::new(ino.finish()),
-            Arc::new(kind.finish()),
-            Arc::new(trunc.finish()),
-            Arc::new(del.finish()),
-            Arc::new(path_col.finish()),
-            Arc::new(generation.finish()),
-        ],
-    )
+    let cols = Columns::new(origin)
+        .add("path_id", false, id.finish())
+        .add("dev_t", false, dev.finish())
+        .add("inode", false, ino.finish())
+        .add("kind", false, kind.finish())
+        .add("truncated", false, trunc.finish())
+        .add("deleted", false, del.finish())
+        .add("path", false, path_col.finish())
+        .add("generation", true, generation.finish());
+    small_table(path, part, pending, cols)
 }
 
 /// The `cgroups` table: the traces' cgroups tables (none for traces before format 1.2).
@@ -709,15 +705,14 @@ fn write_cgroups(
     part: Partitioning,
     pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
-    // trace, host, then after cgroup_id: path and the identity's text (nullable).
-    let mut head: [StringBuilder; 2] = Default::default();
+    let mut origin = Origin::default();
+    // After cgroup_id: the path and the identity's text (nullable).
     let mut text: [StringBuilder; 6] = Default::default();
     let (mut id, mut monitor) = (Int64Builder::new(), BooleanBuilder::new());
     for input in inputs {
         for c in input.reader.tables().cgroups() {
             let i = &c.identity;
-            head[0].append_value(&input.name);
-            head[1].append_value(&input.reader.header().hostname);
+            origin.push(input);
             id.append_value(i64_of(c.id));
             let values = [
                 Some(c.path.as_str()),
@@ -733,25 +728,13 @@ fn write_cgroups(
             monitor.append_value(i.monitor);
         }
     }
-    use DataType::*;
-    let mut fields = vec![
-        Field::new("trace", Utf8, false),
-        Field::new("host", Utf8, false),
-        Field::new("cgroup_id", Int64, false),
-    ];
-    let mut cols: Vec<ArrayRef> = head
-        .iter_mut()
-        .map(|b| Arc::new(b.finish()) as ArrayRef)
-        .collect();
-    cols.push(Arc::new(id.finish()));
+    let mut cols = Columns::new(origin).add("cgroup_id", false, id.finish());
     let names = ["path", "runtime", "container_id", "pod_uid", "qos", "unit"];
     for (name, b) in names.into_iter().zip(text.iter_mut()) {
-        fields.push(Field::new(name, Utf8, name != "path"));
-        cols.push(Arc::new(b.finish()));
+        cols = cols.add(name, name != "path", b.finish());
     }
-    fields.push(Field::new("monitor", Boolean, false));
-    cols.push(Arc::new(monitor.finish()));
-    small_table(path, part, pending, fields, cols)
+    let cols = cols.add("monitor", false, monitor.finish());
+    small_table(path, part, pending, cols)
 }
 
 fn write_devices(
@@ -760,9 +743,8 @@ fn write_devices(
     part: Partitioning,
     pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
-    let (mut trace, mut host, mut name, mut dev, mut parent) = (
-        StringBuilder::new(),
-        StringBuilder::new(),
+    let mut origin = Origin::default();
+    let (mut name, mut dev, mut parent) = (
         StringBuilder::new(),
         StringBuilder::new(),
         StringBuilder::new(),
@@ -774,45 +756,23 @@ fn write_devices(
     );
     for input in inputs {
         for d in input.reader.tables().devices() {
-            trace.append_value(&input.name);
-            host.append_value(&input.reader.header().hostname);
+            origin.push(input);
             name.append_value(&d.name);
             dev.append_value(d.dev.to_string());
-            match d.partition_of {
-                Some(p) => parent.append_value(p.to_string()),
-                None => parent.append_null(),
-            }
+            parent.append_option(d.partition_of.map(|p| p.to_string()));
             ss.append_value(d.sector_size.into());
             start.append_value(i64_of(d.start_sector));
             bio.append_value(d.bio_based);
         }
     }
-    use DataType::*;
-    small_table(
-        path,
-        part,
-        pending,
-        vec![
-            Field::new("trace", Utf8, false),
-            Field::new("host", Utf8, false),
-            Field::new("name", Utf8, false),
-            Field::new("dev_t", Utf8, false),
-            Field::new("partition_of", Utf8, true),
-            Field::new("sector_size", Int64, false),
-            Field::new("start_sector", Int64, false),
-            Field::new("bio_based", Boolean, false),
-        ],
-        vec![
-            Arc::new(trace.finish()),
-            Arc::new(host.finish()),
-            Arc::new(name.finish()),
-            Arc::new(dev.finish()),
-            Arc::new(parent.finish()),
-            Arc::new(ss.finish()),
-            Arc::new(start.finish()),
-            Arc::new(bio.finish()),
-        ],
-    )
+    let cols = Columns::new(origin)
+        .add("name", false, name.finish())
+        .add("dev_t", false, dev.finish())
+        .add("partition_of", true, parent.finish())
+        .add("sector_size", false, ss.finish())
+        .add("start_sector", false, start.finish())
+        .add("bio_based", false, bio.finish());
+    small_table(path, part, pending, cols)
 }
 
 fn write_losses(
@@ -821,11 +781,8 @@ fn write_losses(
     part: Partitioning,
     pending: &mut Vec<OutputFile>,
 ) -> Result<PathBuf, AnalyzeError> {
-    let (mut trace, mut host, mut reason) = (
-        StringBuilder::new(),
-        StringBuilder::new(),
-        StringBuilder::new(),
-    );
+    let mut origin = Origin::default();
+    let mut reason = StringBuilder::new();
     let (mut cpu, mut count) = (Int32Builder::new(), Int64Builder::new());
     let mut start = TimestampMicrosecondBuilder::new().with_timezone("UTC");
     let mut end = TimestampMicrosecondBuilder::new().with_timezone("UTC");
@@ -833,8 +790,7 @@ fn write_losses(
     for input in inputs {
         let h = input.reader.header();
         for l in input.reader.losses() {
-            trace.append_value(&input.name);
-            host.append_value(&h.hostname);
+            origin.push(input);
             cpu.append_value(l.cpu.into());
             reason.append_value(l.reason.name());
             count.append_value(i64_of(l.count));
@@ -845,34 +801,15 @@ fn write_losses(
             end_ns.append_value(z);
         }
     }
-    use DataType::*;
-    small_table(
-        path,
-        part,
-        pending,
-        vec![
-            Field::new("trace", Utf8, false),
-            Field::new("host", Utf8, false),
-            Field::new("cpu", Int32, false),
-            Field::new("reason", Utf8, false),
-            Field::new("count", Int64, false),
-            Field::new("start", utc(), false),
-            Field::new("end", utc(), false),
-            Field::new("start_ns", Int64, false),
-            Field::new("end_ns", Int64, false),
-        ],
-        vec![
-            Arc::new(trace.finish()),
-            Arc::new(host.finish()),
-            Arc::new(cpu.finish()),
-            Arc::new(reason.finish()),
-            Arc::new(count.finish()),
-            Arc::new(start.finish()),
-            Arc::new(end.finish()),
-            Arc::new(start_ns.finish()),
-            Arc::new(end_ns.finish()),
-        ],
-    )
+    let cols = Columns::new(origin)
+        .add("cpu", false, cpu.finish())
+        .add("reason", false, reason.finish())
+        .add("count", false, count.finish())
+        .add("start", false, start.finish())
+        .add("end", false, end.finish())
+        .add("start_ns", false, start_ns.finish())
+        .add("end_ns", false, end_ns.finish());
+    small_table(path, part, pending, cols)
 }
 
 #[cfg(test)]

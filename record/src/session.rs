@@ -373,12 +373,13 @@ impl<'c, 'l> Session<'c, 'l> {
         }
         let header = trace_header(cfg, &prog);
         let mut sinks = Sinks::open(cfg, &header, &all, output.as_ref(), live)?;
-        let track_cgroups =
-            sinks.writer.is_some() || cfg.filter.as_ref().is_some_and(Expr::uses_cgroup_table);
+        let filter_reads_cgroups = cfg.filter.as_ref().is_some_and(Expr::uses_cgroup_table);
+        let track_cgroups = sinks.writer.is_some() || filter_reads_cgroups;
         let mut ingest = Ingest {
             conv: Converter::new(&all, MountTable::read()),
             entries: NewEntries::default(),
             filter: cfg.filter.as_ref(),
+            filter_reads_cgroups,
             cgroups: track_cgroups.then(|| CgroupTable::new(resolver)),
             events: 0,
         };
@@ -744,6 +745,8 @@ struct Ingest<'a> {
     conv: Converter,
     entries: NewEntries,
     filter: Option<&'a Expr>,
+    /// The filter reads the cgroups table: each event's cgroup is looked up for it.
+    filter_reads_cgroups: bool,
     /// Kept when a trace is written or the filter reads cgroup paths or containers.
     cgroups: Option<CgroupTable>,
     events: u64,
@@ -808,7 +811,10 @@ impl Ingest<'_> {
                 comm: r.comm(),
                 path: self.conv.path(e.path_id),
                 dev: self.conv.dev_label(e.dev),
-                cgroup: self.cgroups.as_ref().and_then(|t| t.known(e.cgroup_id)),
+                cgroup: match &self.cgroups {
+                    Some(t) if self.filter_reads_cgroups => t.known(e.cgroup_id),
+                    _ => None,
+                },
             };
             if !f.eval(&e, &v) {
                 return Ok(());

@@ -172,6 +172,10 @@ const INLINE_BELOW_NS: f64 = 30_000.0;
 /// Poll this long for a completion before sleeping in the engine.
 const SPIN_FOR_COMPLETION: Duration = Duration::from_micros(100);
 
+/// The longest wait for the next due I/O: the stop flag (Ctrl-C) is looked at this often
+/// however long the recorded pause.
+const STOP_CHECK: Duration = Duration::from_millis(100);
+
 /// How long to wait when nothing is due (or no slot is free) and nothing completes.
 const IDLE_WAIT: Duration = Duration::from_millis(50);
 
@@ -305,7 +309,7 @@ fn wait_time(next_due_ns: Option<u64>, now_ns: u64) -> Option<Duration> {
             if left <= SPIN {
                 None
             } else {
-                Some(left - SPIN)
+                Some((left - SPIN).min(STOP_CHECK))
             }
         }
         None => Some(IDLE_WAIT),
@@ -891,6 +895,8 @@ mod tests {
             wait_time(Some(1_000_000), 0),
             Some(Duration::from_micros(800))
         );
+        // Due in a minute: block at most until the stop flag is looked at again.
+        assert_eq!(wait_time(Some(60_000_000_000), 0), Some(STOP_CHECK));
         // Nothing can be submitted: block for the idle wait.
         assert_eq!(wait_time(None, 0), Some(IDLE_WAIT));
     }

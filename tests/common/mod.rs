@@ -142,3 +142,88 @@ pub fn names_in(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Spawns `cmd` (an `iodump` command that records) with piped stdout and stderr and reads its
+/// stderr until the line that says it is recording: the child, the rest of its stderr, and
+/// every line up to and including that one (warnings come before it).
+// The child is handed to the caller, who waits for it (or it is killed and waited for here).
+#[allow(clippy::zombie_processes)]
+pub fn spawn_recording(
+    cmd: &mut Command,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+    String,
+) {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn iodump");
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut before = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = child.kill();
+            let status = child.wait();
+            panic!("ended before recording ({status:?}): {before}");
+        }
+        let recording = line.starts_with("iodump: recording");
+        before.push_str(&line);
+        if recording {
+            return (child, err, before);
+        }
+    }
+}
+
+/// A recorder (`iodump ARGS`) running in the background, returned by [`Recorder::start`] once
+/// it says it is recording; its stdout and stderr are collected by threads.
+pub struct Recorder {
+    pub child: std::process::Child,
+    before: String,
+    stderr: std::thread::JoinHandle<String>,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Recorder {
+    /// Starts `iodump ARGS` (the whole command line, `record …` or the original's).
+    pub fn start(args: &[&str]) -> Recorder {
+        use std::io::Read;
+        let (mut child, mut err, before) = spawn_recording(bin().args(args));
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        Recorder {
+            child,
+            before,
+            stderr,
+            stdout,
+        }
+    }
+
+    /// Sends `signal` to the recorder.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child, which has not been waited for yet.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+    }
+
+    /// Sends SIGINT and waits: the exit status, stdout, and all of stderr (failing the test if
+    /// the recorder panicked).
+    pub fn stop(mut self) -> (std::process::ExitStatus, String, String) {
+        self.signal(libc::SIGINT);
+        let st = self.child.wait().unwrap();
+        let err = self.before + &self.stderr.join().unwrap();
+        assert!(!err.contains("panicked"), "{err}");
+        (st, self.stdout.join().unwrap(), err)
+    }
+}
