@@ -10,18 +10,9 @@ mod common;
 
 use common::{bin, fixture, ok, run};
 
+/// `iodump analyze fixtures/mixed-20k.iod ARGS --format json`: its rows.
 fn analyze_json(args: &[&str]) -> Vec<serde_json::Value> {
-    let out = run(bin()
-        .arg("analyze")
-        .arg(fixture("mixed-20k.iod"))
-        .args(args)
-        .args(["--format", "json"]));
-    ok(&out);
-    serde_json::from_slice::<serde_json::Value>(&out.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
+    common::analyze_rows(&[fixture("mixed-20k.iod")], args)
 }
 
 /// p-quantile with linear interpolation between closest ranks (polars' Linear method).
@@ -666,26 +657,7 @@ fn same_on_trace_and_parquet(dataset: &std::path::Path, q: &[&str], what: &str) 
 fn same_rows(a: &[u8], b: &[u8], what: &str) {
     let a: serde_json::Value = serde_json::from_slice(a).unwrap();
     let b: serde_json::Value = serde_json::from_slice(b).unwrap();
-    let (a, b) = (a.as_array().unwrap(), b.as_array().unwrap());
-    assert_eq!(a.len(), b.len(), "{what}: row counts");
-    assert!(!a.is_empty(), "{what}: no rows");
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        let (x, y) = (x.as_object().unwrap(), y.as_object().unwrap());
-        assert_eq!(
-            x.keys().collect::<Vec<_>>(),
-            y.keys().collect::<Vec<_>>(),
-            "{what}: columns"
-        );
-        for (k, u) in x {
-            let v = &y[k];
-            match (u.as_f64(), v.as_f64()) {
-                (Some(p), Some(q)) if u.is_f64() || v.is_f64() => {
-                    assert!((p - q).abs() <= 0.0011, "{what}: row {i} {k}: {p} vs {q}")
-                }
-                _ => assert_eq!(u, v, "{what}: row {i} {k}"),
-            }
-        }
-    }
+    common::same_rows(&a, &b, what);
 }
 
 /// A small trace with one file under two names (one device and inode, two path entries, as

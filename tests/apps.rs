@@ -109,21 +109,6 @@ fn events_in_time_order(r: &Reader) -> Vec<Event> {
     ev
 }
 
-/// `iodump analyze TRACE ARGS --format json`.
-fn analyze(trace: &Path, args: &[&str]) -> Vec<serde_json::Value> {
-    let out = run(bin()
-        .arg("analyze")
-        .arg(trace)
-        .args(args)
-        .args(["--format", "json"]));
-    ok(&out);
-    serde_json::from_slice::<serde_json::Value>(&out.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 /// The newest PostgreSQL server installed by Debian's packages: its `bin` directory.
 fn postgres_bin() -> Option<PathBuf> {
     let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
@@ -361,7 +346,7 @@ fn postgres_paths_wal_renames_and_roles() {
             .sum();
         assert!(n > 0, "{table}: no I/O under {want}");
     }
-    let files = analyze(&trace, &["--top-files", "--limit", "1000"]);
+    let files = common::analyze_rows(&[&trace], &["--top-files", "--limit", "1000"]);
     let accounts = data.join(&rels[0].1).display().to_string();
     let row = files
         .iter()
@@ -436,7 +421,7 @@ fn postgres_paths_wal_renames_and_roles() {
             .any(|a| a.starts_with("postgres: ") && a.contains("postgres postgres [local]")),
         "no backend (postgres: USER DB [local] ...): {args:?}"
     );
-    let procs = analyze(&trace, &["--top-procs", "--limit", "1000"]);
+    let procs = common::analyze_rows(&[&trace], &["--top-procs", "--limit", "1000"]);
     assert!(
         procs
             .iter()

@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{bin, ok, run, TempDir};
+use common::{bin, error_line, ok, run, TempDir};
 
 fn synth(path: &Path, events: u64, workload: &str, seed: u64) {
     let out = run(bin().args([
@@ -27,14 +27,6 @@ fn info_json(path: &Path) -> (Output, serde_json::Value) {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
     (out, v)
-}
-
-fn one_line_error(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected one error line, got: {stderr}");
-    assert!(lines[0].starts_with("iodump: error: "), "{stderr}");
-    lines[0].to_string()
 }
 
 #[test]
@@ -130,7 +122,7 @@ fn damaged_trace_reports_chunk_and_offset_and_keeps_the_rest() {
     std::fs::write(&p, &bytes).unwrap();
     let (out, v) = info_json(&p);
     assert_eq!(out.status.code(), Some(1));
-    let line = one_line_error(&out);
+    let line = error_line(&out);
     assert!(line.contains("damaged"), "{line}");
     let damaged = v["damaged"].as_array().unwrap();
     assert_eq!(damaged.len(), 1, "{damaged:?}");
@@ -154,7 +146,7 @@ fn truncated_trace_reads_complete_chunks() {
     std::fs::write(&p, &bytes[..bytes.len() * 2 / 3]).unwrap();
     let (out, v) = info_json(&p);
     assert_eq!(out.status.code(), Some(1));
-    let line = one_line_error(&out);
+    let line = error_line(&out);
     assert!(line.contains("truncated"), "{line}");
     let n = v["events"].as_u64().unwrap();
     assert!(n > 100_000 && n < 300_000, "{n}");
@@ -168,17 +160,17 @@ fn bad_input_gives_one_line_and_nonzero_exit() {
     std::fs::write(&garbage, b"timestamp,pid,comm,iosize,rw,lba,path\n").unwrap();
     let out = run(bin().args(["info", garbage.to_str().unwrap()]));
     assert_eq!(out.status.code(), Some(1));
-    assert!(one_line_error(&out).contains("not an iodump trace"));
+    assert!(error_line(&out).contains("not an iodump trace"));
 
     let empty = d.join("empty.iod");
     std::fs::write(&empty, b"").unwrap();
     let out = run(bin().args(["info", empty.to_str().unwrap()]));
     assert_eq!(out.status.code(), Some(1));
-    one_line_error(&out);
+    error_line(&out);
 
     let out = run(bin().args(["info", d.join("missing.iod").to_str().unwrap()]));
     assert_eq!(out.status.code(), Some(1));
-    assert!(one_line_error(&out).contains("missing.iod"));
+    assert!(error_line(&out).contains("missing.iod"));
 
     let out = run(bin().args(["info", "--frobnicate", "x"]));
     assert_eq!(out.status.code(), Some(2));
@@ -193,7 +185,7 @@ fn bad_input_gives_one_line_and_nonzero_exit() {
         "oltp",
     ]));
     assert_eq!(out.status.code(), Some(1));
-    assert!(one_line_error(&out).contains("/nonexistent-dir/x.iod"));
+    assert!(error_line(&out).contains("/nonexistent-dir/x.iod"));
 
     let out = run(bin().args([
         "synth",
@@ -228,7 +220,7 @@ fn several_files_one_json_line_each() {
 /// Asserts a usage mistake gave exit 1 and one `iodump: error:` line containing `needle`.
 fn fails_with(out: &Output, needle: &str, what: &str) {
     assert_eq!(out.status.code(), Some(1), "{what}: {out:?}");
-    let line = one_line_error(out);
+    let line = error_line(out);
     assert!(line.contains(needle), "{what}: {line}");
     assert!(line.len() < 400, "{what}: {} bytes", line.len());
 }
@@ -573,7 +565,7 @@ fn bad_traces_never_panic_nor_gain_events() {
             let code = out.status.code();
             assert!(code == Some(0) || code == Some(1), "{what}");
             if code == Some(1) {
-                one_line_error(&out);
+                error_line(&out);
             } else {
                 assert!(
                     bytes.is_some() && !["empty", "random"].contains(&name.as_str()),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::{bin, run};
+use common::{bin, run, same_rows};
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -65,29 +65,5 @@ fn layout_1_datasets_give_the_traces_answers() {
             &analyze(&data(dir), &q, &[]),
             &format!("{dir} --sql"),
         );
-    }
-}
-
-/// Same rows in the same order; numbers equal to the printed precision (0.001).
-fn same_rows(a: &serde_json::Value, b: &serde_json::Value, what: &str) {
-    let (a, b) = (a.as_array().unwrap(), b.as_array().unwrap());
-    assert_eq!(a.len(), b.len(), "{what}: row counts");
-    assert!(!a.is_empty(), "{what}: no rows");
-    for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        let (x, y) = (x.as_object().unwrap(), y.as_object().unwrap());
-        assert_eq!(
-            x.keys().collect::<Vec<_>>(),
-            y.keys().collect::<Vec<_>>(),
-            "{what}: columns"
-        );
-        for (k, u) in x {
-            let v = &y[k];
-            match (u.as_f64(), v.as_f64()) {
-                (Some(p), Some(q)) if u.is_f64() || v.is_f64() => {
-                    assert!((p - q).abs() <= 0.0011, "{what}: row {i} {k}: {p} vs {q}")
-                }
-                _ => assert_eq!(u, v, "{what}: row {i} {k}"),
-            }
-        }
     }
 }

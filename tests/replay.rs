@@ -13,7 +13,7 @@ use iodump_format::{Event, Op, Reader};
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, bpf_available, events_on, ok, run, TempDir};
+use common::{bin, bpf_available, events_on, ok, one_line_error, run, TempDir};
 
 /// Tests create devices and compare what reached them: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -23,19 +23,6 @@ fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
     })
-}
-
-/// A failure with exactly one line on stderr, `iodump: error: …` containing `what`.
-fn one_line_error(out: &Output, what: &str) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "expected failure, got success: {err}"
-    );
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    assert!(err.starts_with("iodump: error: "), "{err}");
-    assert!(err.contains(what), "expected {what:?} in: {err}");
-    assert!(!err.contains("panicked"), "{err}");
 }
 
 /// The events of one device, in issue order.

@@ -157,25 +157,6 @@ fn write_trace(dir: &Path, s: &Spec) -> PathBuf {
     path
 }
 
-/// `iodump analyze INPUTS ARGS --format json`.
-fn analyze(inputs: &[PathBuf], args: &[&str]) -> Vec<Value> {
-    let out = run(bin()
-        .arg("analyze")
-        .args(inputs)
-        .args(args)
-        .args(["--format", "json"]));
-    assert!(
-        out.status.success(),
-        "analyze {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice::<Value>(&out.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 /// The SQL block of the README's "Many machines" section.
 fn readme_queries() -> String {
     let readme =
@@ -241,7 +222,7 @@ fn spark_and_duckdb_answer_like_analyze_on_a_two_host_two_day_dataset() {
     // What iodump analyze says on the traces.
     let host_of = |trace: &str| FLEET.iter().find(|s| s.file == trace).unwrap().host;
     let mut per_partition: std::collections::BTreeMap<(String, String), i64> = Default::default();
-    for r in analyze(
+    for r in common::analyze_rows(
         &traces,
         &[
             "--sql",
@@ -256,9 +237,9 @@ fn spark_and_duckdb_answer_like_analyze_on_a_two_host_two_day_dataset() {
         *per_partition.entry(key).or_default() += int(&r["ios"]);
     }
     assert_eq!(per_partition.len(), 4, "{per_partition:?}");
-    let top = analyze(&traces, &["--top-files", "--limit", "10"]);
-    let lat = analyze(&traces, &["--latency"]);
-    let span = analyze(
+    let top = common::analyze_rows(&traces, &["--top-files", "--limit", "10"]);
+    let lat = common::analyze_rows(&traces, &["--latency"]);
+    let span = common::analyze_rows(
         &traces,
         &[
             "--sql",
@@ -269,8 +250,8 @@ fn spark_and_duckdb_answer_like_analyze_on_a_two_host_two_day_dataset() {
     assert_eq!(int(&span[0]["n"]), 5_000);
     // analyze reads the new dataset as it reads the traces.
     for q in [&["--latency"][..], &["--top-files", "--limit", "10"]] {
-        let on_ds = analyze(std::slice::from_ref(&ds), q);
-        let on_traces = analyze(&traces, q);
+        let on_ds = common::analyze_rows(std::slice::from_ref(&ds), q);
+        let on_traces = common::analyze_rows(&traces, q);
         assert_eq!(on_ds.len(), on_traces.len(), "{q:?}");
         for (a, b) in on_ds.iter().zip(&on_traces) {
             for (k, v) in a.as_object().unwrap() {

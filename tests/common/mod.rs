@@ -122,6 +122,16 @@ pub fn give_to_other_user(p: &Path) {
     std::os::unix::fs::lchown(p, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
 }
 
+/// The one line a command wrote on stderr, which starts with `iodump: error: ` (failing the
+/// test otherwise; empty lines are not counted).
+pub fn error_line(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got: {stderr}");
+    assert!(lines[0].starts_with("iodump: error: "), "{stderr}");
+    lines[0].to_string()
+}
+
 /// A failure with exactly one line on stderr, `iodump: error: …` containing `what`, and exit
 /// status 1.
 pub fn one_line_error(out: &Output, what: &str) {
@@ -225,5 +235,50 @@ impl Recorder {
         let err = self.before + &self.stderr.join().unwrap();
         assert!(!err.contains("panicked"), "{err}");
         (st, self.stdout.join().unwrap(), err)
+    }
+}
+
+/// `iodump analyze INPUTS ARGS --format json`: its rows (failing the test unless it succeeded).
+pub fn analyze_rows<P: AsRef<std::ffi::OsStr>>(
+    inputs: &[P],
+    args: &[&str],
+) -> Vec<serde_json::Value> {
+    let out = run(bin()
+        .arg("analyze")
+        .args(inputs)
+        .args(args)
+        .args(["--format", "json"]));
+    assert!(
+        out.status.success(),
+        "analyze {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_slice(&out.stdout) {
+        Ok(serde_json::Value::Array(rows)) => rows,
+        other => panic!("analyze {args:?}: not a JSON array: {other:?}"),
+    }
+}
+
+/// Same rows in the same order; numbers equal to the printed precision (0.001).
+pub fn same_rows(a: &serde_json::Value, b: &serde_json::Value, what: &str) {
+    let (a, b) = (a.as_array().unwrap(), b.as_array().unwrap());
+    assert_eq!(a.len(), b.len(), "{what}: row counts");
+    assert!(!a.is_empty(), "{what}: no rows");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let (x, y) = (x.as_object().unwrap(), y.as_object().unwrap());
+        assert_eq!(
+            x.keys().collect::<Vec<_>>(),
+            y.keys().collect::<Vec<_>>(),
+            "{what}: columns"
+        );
+        for (k, u) in x {
+            let v = &y[k];
+            match (u.as_f64(), v.as_f64()) {
+                (Some(p), Some(q)) if u.is_f64() || v.is_f64() => {
+                    assert!((p - q).abs() <= 0.0011, "{what}: row {i} {k}: {p} vs {q}")
+                }
+                _ => assert_eq!(u, v, "{what}: row {i} {k}"),
+            }
+        }
     }
 }
