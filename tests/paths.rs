@@ -522,6 +522,43 @@ fn metadata_and_journal_are_labelled() {
     }
 }
 
+/// Online discard of a deleted file's blocks (ext4 and xfs mounted with `-o discard`): the
+/// discards carry the `[discard]` label, not `[unknown]`.
+#[test]
+fn discards_of_freed_blocks_are_labelled() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("discards_of_freed_blocks_are_labelled") {
+        return;
+    }
+    for kind in ["ext4", "xfs"] {
+        let fs = Fs::new(kind);
+        // Mounted again (xfs takes no discard on remount).
+        sh(&format!(
+            "umount {0} && mount -o discard /dev/{1} {0}",
+            fs.mnt.display(),
+            fs.dev()
+        ));
+        let r = record(
+            &fs,
+            "discard",
+            &format!(
+                "dd if=/dev/urandom of={0}/f bs=1M count=8 conv=fsync status=none; rm {0}/f;                  sync; sleep 1; sync",
+                fs.mnt.display()
+            ),
+        );
+        let discards: Vec<Event> = r.events().filter(|e| e.op == Op::Discard).collect();
+        assert!(!discards.is_empty(), "{kind}: no discard recorded");
+        for e in &discards {
+            let p = r.tables().path(e.path_id).expect("a path entry");
+            assert_eq!(
+                (p.kind, p.path.as_slice()),
+                (PathKind::Discard, &b"[discard]"[..]),
+                "{kind}: {e:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn raw_device_io_is_labelled_with_the_device_node() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -396,6 +396,9 @@ pub enum PathKind {
     RawDevice = 5,
     /// A cache flush (an empty flush request, `[flush]`): no data, so no file (since 1.1).
     Flush = 6,
+    /// A discard of blocks no file holds (`[discard]`): freed extents, discarded by a
+    /// filesystem's online discard or by fstrim (since 1.2).
+    Discard = 7,
 }
 
 impl PathKind {
@@ -408,6 +411,7 @@ impl PathKind {
             4 => PathKind::Swap,
             5 => PathKind::RawDevice,
             6 => PathKind::Flush,
+            7 => PathKind::Discard,
             _ => PathKind::Unknown,
         }
     }
@@ -421,6 +425,7 @@ impl PathKind {
             PathKind::Swap => "swap",
             PathKind::RawDevice => "raw_device",
             PathKind::Flush => "flush",
+            PathKind::Discard => "discard",
         }
     }
 }

@@ -63,6 +63,7 @@ const L_SWAP: u8 = 3;
 const L_RAW: u8 = 4;
 const L_UNKNOWN: u8 = 5;
 const L_FLUSH: u8 = 6;
+const L_DISCARD: u8 = 7;
 
 impl Converter {
     /// A converter for these devices and mounts.
@@ -210,6 +211,7 @@ impl Converter {
                 format!("/dev/{}", self.dev_name(DevT(dev))).into_bytes(),
             ),
             L_FLUSH => (PathKind::Flush, b"[flush]".to_vec()),
+            L_DISCARD => (PathKind::Discard, b"[discard]".to_vec()),
             _ => (PathKind::Unknown, b"[unknown]".to_vec()),
         };
         let e = self.new_path(DevT(dev), 0, pk, text);
@@ -318,8 +320,12 @@ impl Converter {
         // A cache flush carries no data, so no file: its own label (whatever the kernel side
         // found, usually nothing).
         let flush = r.op == Op::Flush.code() && r.bytes == 0;
+        // A discard the kernel side found no file for (it carries no pages): blocks no file
+        // holds any more (a filesystem's online discard of freed extents, fstrim).
+        let freed = r.op == Op::Discard.code() && r.path_kind == path_kind::UNKNOWN;
         let path_id = match r.path_kind {
             _ if flush => self.label(r.dev, L_FLUSH, out),
+            _ if freed => self.label(r.dev, L_DISCARD, out),
             path_kind::FILE | path_kind::DIO => match file_id {
                 Some(id) => id,
                 None => self.label(r.dev, L_UNKNOWN, out),
@@ -341,7 +347,7 @@ impl Converter {
             _ => self.label(r.dev, L_UNKNOWN, out),
         };
         let slot = match r.path_kind {
-            _ if flush => 1,
+            _ if flush || freed => 1,
             path_kind::FILE | path_kind::DIO if file_id.is_some() => 0,
             path_kind::UNKNOWN | path_kind::USERMEM | path_kind::FILE | path_kind::DIO => 2,
             _ => 1,
@@ -586,6 +592,32 @@ mod tests {
         let w = c.io_record(&io(path_kind::UNKNOWN, 1), &mut ne);
         assert_ne!(w.path_id, entry.path_id);
         assert_eq!(c.attributed, [0, 2, 1]);
+    }
+
+    #[test]
+    fn discards_of_no_file_are_labelled_as_discards() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        let mut d = io(path_kind::UNKNOWN, 0);
+        d.op = Op::Discard.code();
+        d.bytes = 4096;
+        let e = c.io_record(&d, &mut ne);
+        let entry = ne.path.take().unwrap();
+        assert_eq!(
+            (entry.kind, entry.path.as_slice()),
+            (PathKind::Discard, &b"[discard]"[..])
+        );
+        assert_eq!(e.path_id, entry.path_id);
+        // One label per device, counted as a label.
+        assert_eq!(c.io_record(&d, &mut ne).path_id, entry.path_id);
+        assert_eq!(c.attributed, [0, 2, 0]);
+        // A discard of the raw device keeps the device's label; a write of no file is unknown.
+        d.path_kind = path_kind::RAWDEV;
+        assert_ne!(c.io_record(&d, &mut ne).path_id, entry.path_id);
+        assert_eq!(ne.path.take().unwrap().kind, PathKind::RawDevice);
+        let w = c.io_record(&io(path_kind::UNKNOWN, 1), &mut ne);
+        assert_eq!(ne.path.take().unwrap().kind, PathKind::Unknown);
+        assert_ne!(w.path_id, entry.path_id);
     }
 
     #[test]
