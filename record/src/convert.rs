@@ -427,37 +427,43 @@ pub fn syscall(r: &IoEvent) -> Option<Syscall> {
     Some(Syscall(code))
 }
 
+/// An I/O record of `fio` (pid 10, tid 11) on 252:0, for tests of what converts records.
+#[cfg(test)]
+pub(crate) fn sample_io(path_kind: u8, syscall_nr: u16) -> IoEvent {
+    let mut comm = [0u8; 16];
+    comm[..3].copy_from_slice(b"fio");
+    IoEvent {
+        op: 0,
+        flags: 0,
+        path_kind,
+        ioflags: io_flag::ISSUED,
+        error: 0,
+        start_ns: 100,
+        issue_ns: 150,
+        complete_ns: 1100,
+        sector: 8,
+        cgroup_id: 1,
+        ino: 12,
+        ino_dev: DevT::new(252, 0).0,
+        ino_gen: 3,
+        dev: DevT::new(252, 0).0,
+        bytes: 4096,
+        pid: 10,
+        tid: 11,
+        dirtier_pid: 0,
+        cpu: 1,
+        syscall: syscall_nr,
+        comm,
+        file_id: 7,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn io(path_kind: u8, syscall_nr: u16) -> IoEvent {
-        let mut comm = [0u8; 16];
-        comm[..3].copy_from_slice(b"fio");
-        IoEvent {
-            op: 0,
-            flags: 0,
-            path_kind,
-            ioflags: io_flag::ISSUED,
-            error: 0,
-            start_ns: 100,
-            issue_ns: 150,
-            complete_ns: 1100,
-            sector: 8,
-            cgroup_id: 1,
-            ino: 12,
-            ino_dev: DevT::new(252, 0).0,
-            ino_gen: 3,
-            dev: DevT::new(252, 0).0,
-            bytes: 4096,
-            pid: 10,
-            tid: 11,
-            dirtier_pid: 0,
-            cpu: 1,
-            syscall: syscall_nr,
-            comm,
-            file_id: 7,
-        }
+        sample_io(path_kind, syscall_nr)
     }
 
     #[test]

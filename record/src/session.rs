@@ -949,6 +949,51 @@ mod tests {
         );
     }
 
+    /// What the filter drops still brings its table entries into the trace (the converter
+    /// will not announce them again); what it keeps is written and counted.
+    #[test]
+    fn filtered_events_still_write_their_table_entries() {
+        use crate::abi::path_kind;
+        use iodump_format::{PathKind, Reader};
+        let p = std::env::temp_dir().join(format!("iodump-ingest-{}.iod", std::process::id()));
+        let f = File::create(&p).unwrap();
+        let w = Writer::new(f, &Header::default(), WriterOptions::default()).unwrap();
+        let mut sinks = Sinks {
+            writer: Some(w),
+            printer: None,
+            live: None,
+        };
+        let filter = Expr::parse("rw == W").unwrap();
+        let mut ingest = Ingest {
+            conv: Converter::new(&[], MountTable::default()),
+            entries: NewEntries::default(),
+            filter: Some(&filter),
+            filter_reads_cgroups: false,
+            cgroups: None,
+            events: 0,
+        };
+        // A metadata read, dropped by the filter: its process and label still go in.
+        let read = crate::convert::sample_io(path_kind::META, 0);
+        ingest.io(&read, &mut sinks).unwrap();
+        let mut write = crate::convert::sample_io(path_kind::UNKNOWN, 0);
+        write.op = iodump_format::Op::Write.code();
+        ingest.io(&write, &mut sinks).unwrap();
+        assert_eq!(ingest.events, 1);
+        sinks.writer.unwrap().finish(EndInfo::default()).unwrap();
+        let r = Reader::open(&p).unwrap();
+        let _ = std::fs::remove_file(&p);
+        let events: Vec<Event> = r.events().collect();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].op, iodump_format::Op::Write);
+        let kinds: Vec<PathKind> = r.tables().paths().map(|p| p.kind).collect();
+        assert!(kinds.contains(&PathKind::Metadata), "{kinds:?}");
+        assert!(kinds.contains(&PathKind::Unknown), "{kinds:?}");
+        assert_eq!(
+            r.tables().processes().map(|p| p.tid).collect::<Vec<_>>(),
+            [11]
+        );
+    }
+
     #[test]
     fn cgroups_are_looked_up_once_and_given_up_after_two_more_walks() {
         use std::os::unix::fs::MetadataExt;
