@@ -53,11 +53,13 @@ if on and off:
     print("IOPS, mean of phases: %s %.0f, %s %.0f" % (on_label, st.mean(on), off_label, st.mean(off)))
 if len(ratios) > 1:
     report("IOPS ratio %s / %s around it" % (on_label, off_label), ratios)
-# CPU per read, phase by phase: counters read at each switch
+# CPU per read, phase by phase: counters read at each switch. A phase whose CPU time went
+# down (fio's threads exiting at the end of the run) has none.
 cpu = []
 for k in range(len(ph) - 1):
     reads = ph[k + 1][4] - ph[k][4]
-    cpu.append((ph[k + 1][3] - ph[k][3]) / reads if reads > 0 else None)
+    ns = ph[k + 1][3] - ph[k][3]
+    cpu.append(ns / reads if reads > 0 and ns > 0 else None)
 cratios = []
 for k in range(1, len(cpu) - 1):
     if ph[k][2] != 1 or None in cpu[k - 1:k + 2]:
