@@ -778,23 +778,26 @@ fn renamed_file_is_one_row_under_its_latest_name() {
     renamed_trace(&trace, "db1", 500);
     let pq = d.join("pq");
     common::ok(&run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq)));
-    let q = ["--top-files", "--format", "json"];
-    let mut answers = Vec::new();
-    for (input, engine) in [
-        (&trace, "one-pass"),
-        (&trace, "polars"),
-        (&pq, "one-pass"),
-        (&pq, "polars"),
-    ] {
-        let out = run(bin()
-            .arg("analyze")
-            .arg(input)
-            .args(q)
-            .args(["--engine", engine]));
-        common::ok(&out);
-        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let rows = rows.as_array().unwrap().clone();
-        let what = format!("{} {engine}", input.display());
+    // Each query on the trace and on its Parquet, by both engines: checked, and the same rows.
+    let every_engine = |args: &[&str], check: &dyn Fn(&[serde_json::Value], &str)| {
+        let mut answers = Vec::new();
+        for (input, engine) in [
+            (&trace, "one-pass"),
+            (&trace, "polars"),
+            (&pq, "one-pass"),
+            (&pq, "polars"),
+        ] {
+            let mut with_engine = args.to_vec();
+            with_engine.extend(["--engine", engine]);
+            let rows = common::analyze_rows(&[input], &with_engine);
+            check(&rows, &format!("{args:?}: {} {engine}", input.display()));
+            answers.push(serde_json::Value::Array(rows));
+        }
+        for a in &answers[1..] {
+            common::same_rows(&answers[0], a, &format!("{args:?}"));
+        }
+    };
+    every_engine(&["--top-files"], &|rows, what| {
         assert_eq!(rows.len(), 4, "{what}: {rows:?}");
         assert_eq!(rows[0]["path"], "/db/wal", "{what}");
         assert_eq!(rows[0]["ios"], 8, "{what}");
@@ -808,32 +811,9 @@ fn renamed_file_is_one_row_under_its_latest_name() {
         assert_eq!(rows[2]["path"], "[metadata]", "{what}");
         assert_eq!(rows[3]["path"], "/db/new", "{what}");
         assert_eq!(rows[3]["names"], 1, "{what}");
-        answers.push(out.stdout);
-    }
-    for a in &answers[1..] {
-        same_rows(&answers[0], a, "renamed file");
-    }
+    });
     // Latency by file: the renamed file's I/Os in one group, under its latest name.
-    let mut answers = Vec::new();
-    for (input, engine) in [
-        (&trace, "one-pass"),
-        (&trace, "polars"),
-        (&pq, "one-pass"),
-        (&pq, "polars"),
-    ] {
-        let out = run(bin().arg("analyze").arg(input).args([
-            "--latency",
-            "--group-by",
-            "file",
-            "--format",
-            "json",
-            "--engine",
-            engine,
-        ]));
-        common::ok(&out);
-        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let rows = rows.as_array().unwrap().clone();
-        let what = format!("--latency --group-by file: {} {engine}", input.display());
+    every_engine(&["--latency", "--group-by", "file"], &|rows, what| {
         let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
         assert_eq!(
             paths,
@@ -841,41 +821,14 @@ fn renamed_file_is_one_row_under_its_latest_name() {
             "{what}"
         );
         assert_eq!(rows[0]["ios"], 8, "{what}");
-        answers.push(out.stdout);
-    }
-    for a in &answers[1..] {
-        same_rows(&answers[0], a, "latency by renamed file");
-    }
+    });
     // Sequential writes: the writes before and after the rename are one run of the file.
-    let mut answers = Vec::new();
-    for (input, engine) in [
-        (&trace, "one-pass"),
-        (&trace, "polars"),
-        (&pq, "one-pass"),
-        (&pq, "polars"),
-    ] {
-        let out = run(bin().arg("analyze").arg(input).args([
-            "--seq-writes",
-            "--min-bytes",
-            "64k",
-            "--format",
-            "json",
-            "--engine",
-            engine,
-        ]));
-        common::ok(&out);
-        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let rows = rows.as_array().unwrap().clone();
-        let what = format!("--seq-writes: {} {engine}", input.display());
+    every_engine(&["--seq-writes", "--min-bytes", "64k"], &|rows, what| {
         assert_eq!(rows.len(), 1, "{what}: {rows:?}");
         assert_eq!(rows[0]["path"], "/db/wal", "{what}");
         assert_eq!(rows[0]["length_bytes"], 8 * 8192, "{what}");
         assert_eq!(rows[0]["ios"], 8, "{what}");
-        answers.push(out.stdout);
-    }
-    for a in &answers[1..] {
-        same_rows(&answers[0], a, "sequential writes of a renamed file");
-    }
+    });
     // The summary's top file is the file, not one of its names.
     let out = run(bin()
         .arg("analyze")
