@@ -323,9 +323,15 @@ impl Converter {
         // A discard the kernel side found no file for (it carries no pages): blocks no file
         // holds any more (a filesystem's online discard of freed extents, fstrim).
         let freed = r.op == Op::Discard.code() && r.path_kind == path_kind::UNKNOWN;
+        // ext4's lazy init thread zeroes the inode tables of a new filesystem (write-zeroes,
+        // no pages either): metadata.
+        let inode_tables = r.op == Op::WriteZeroes.code()
+            && r.path_kind == path_kind::UNKNOWN
+            && r.comm().starts_with(b"ext4lazyinit");
         let path_id = match r.path_kind {
             _ if flush => self.label(r.dev, L_FLUSH, out),
             _ if freed => self.label(r.dev, L_DISCARD, out),
+            _ if inode_tables => self.label(r.dev, L_META, out),
             path_kind::FILE | path_kind::DIO => match file_id {
                 Some(id) => id,
                 None => self.label(r.dev, L_UNKNOWN, out),
@@ -347,7 +353,7 @@ impl Converter {
             _ => self.label(r.dev, L_UNKNOWN, out),
         };
         let slot = match r.path_kind {
-            _ if flush || freed => 1,
+            _ if flush || freed || inode_tables => 1,
             path_kind::FILE | path_kind::DIO if file_id.is_some() => 0,
             path_kind::UNKNOWN | path_kind::USERMEM | path_kind::FILE | path_kind::DIO => 2,
             _ => 1,
@@ -624,6 +630,23 @@ mod tests {
         let w = c.io_record(&io(path_kind::UNKNOWN, 1), &mut ne);
         assert_eq!(ne.path.take().unwrap().kind, PathKind::Unknown);
         assert_ne!(w.path_id, entry.path_id);
+    }
+
+    #[test]
+    fn inode_table_zeroing_of_ext4_is_metadata() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        let mut z = io(path_kind::UNKNOWN, 0);
+        z.op = Op::WriteZeroes.code();
+        z.comm = [0; 16];
+        z.comm[..12].copy_from_slice(b"ext4lazyinit");
+        c.io_record(&z, &mut ne);
+        assert_eq!(ne.path.take().unwrap().kind, PathKind::Metadata);
+        assert_eq!(c.attributed, [0, 1, 0]);
+        // Another thread's write-zeroes of no file stays unknown.
+        z.comm[..12].copy_from_slice(b"fio\0\0\0\0\0\0\0\0\0");
+        c.io_record(&z, &mut ne);
+        assert_eq!(ne.path.take().unwrap().kind, PathKind::Unknown);
     }
 
     #[test]
