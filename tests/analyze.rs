@@ -2,7 +2,7 @@
 #![cfg(feature = "analyze")]
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use iodump_format::{Op, Reader};
 
@@ -660,6 +660,38 @@ fn same_rows(a: &[u8], b: &[u8], what: &str) {
     common::same_rows(&a, &b, what);
 }
 
+/// `analyze INPUT ARGS --engine ENGINE` on the trace and on its Parquet dataset, with both
+/// engines: each answer's rows go to `check` (with a label, the input and the engine), and the
+/// four answers must be the same rows.
+fn on_every_engine(
+    trace: &Path,
+    pq: &Path,
+    args: &[&str],
+    mut check: impl FnMut(&[serde_json::Value], &str, &Path, &str),
+) {
+    let mut answers = Vec::new();
+    for (input, engine) in [
+        (trace, "one-pass"),
+        (trace, "polars"),
+        (pq, "one-pass"),
+        (pq, "polars"),
+    ] {
+        let mut with_engine = args.to_vec();
+        with_engine.extend(["--engine", engine]);
+        let rows = common::analyze_rows(&[input], &with_engine);
+        check(
+            &rows,
+            &format!("{args:?}: {} {engine}", input.display()),
+            input,
+            engine,
+        );
+        answers.push(serde_json::Value::Array(rows));
+    }
+    for a in &answers[1..] {
+        common::same_rows(&answers[0], a, &format!("{args:?}"));
+    }
+}
+
 /// A small trace with one file under two names (one device and inode, two path entries, as
 /// the recorder writes them after a rename), a file with one name and a label:
 /// `/db/wal.tmp` (5 writes) renamed to `/db/wal` (3 writes), `/db/other` (4 reads),
@@ -778,26 +810,7 @@ fn renamed_file_is_one_row_under_its_latest_name() {
     renamed_trace(&trace, "db1", 500);
     let pq = d.join("pq");
     common::ok(&run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq)));
-    // Each query on the trace and on its Parquet, by both engines: checked, and the same rows.
-    let every_engine = |args: &[&str], check: &dyn Fn(&[serde_json::Value], &str)| {
-        let mut answers = Vec::new();
-        for (input, engine) in [
-            (&trace, "one-pass"),
-            (&trace, "polars"),
-            (&pq, "one-pass"),
-            (&pq, "polars"),
-        ] {
-            let mut with_engine = args.to_vec();
-            with_engine.extend(["--engine", engine]);
-            let rows = common::analyze_rows(&[input], &with_engine);
-            check(&rows, &format!("{args:?}: {} {engine}", input.display()));
-            answers.push(serde_json::Value::Array(rows));
-        }
-        for a in &answers[1..] {
-            common::same_rows(&answers[0], a, &format!("{args:?}"));
-        }
-    };
-    every_engine(&["--top-files"], &|rows, what| {
+    on_every_engine(&trace, &pq, &["--top-files"], |rows, what, _, _| {
         assert_eq!(rows.len(), 4, "{what}: {rows:?}");
         assert_eq!(rows[0]["path"], "/db/wal", "{what}");
         assert_eq!(rows[0]["ios"], 8, "{what}");
@@ -813,22 +826,32 @@ fn renamed_file_is_one_row_under_its_latest_name() {
         assert_eq!(rows[3]["names"], 1, "{what}");
     });
     // Latency by file: the renamed file's I/Os in one group, under its latest name.
-    every_engine(&["--latency", "--group-by", "file"], &|rows, what| {
-        let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
-        assert_eq!(
-            paths,
-            ["/db/wal", "/db/other", "[metadata]", "/db/new"],
-            "{what}"
-        );
-        assert_eq!(rows[0]["ios"], 8, "{what}");
-    });
+    on_every_engine(
+        &trace,
+        &pq,
+        &["--latency", "--group-by", "file"],
+        |rows, what, _, _| {
+            let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
+            assert_eq!(
+                paths,
+                ["/db/wal", "/db/other", "[metadata]", "/db/new"],
+                "{what}"
+            );
+            assert_eq!(rows[0]["ios"], 8, "{what}");
+        },
+    );
     // Sequential writes: the writes before and after the rename are one run of the file.
-    every_engine(&["--seq-writes", "--min-bytes", "64k"], &|rows, what| {
-        assert_eq!(rows.len(), 1, "{what}: {rows:?}");
-        assert_eq!(rows[0]["path"], "/db/wal", "{what}");
-        assert_eq!(rows[0]["length_bytes"], 8 * 8192, "{what}");
-        assert_eq!(rows[0]["ios"], 8, "{what}");
-    });
+    on_every_engine(
+        &trace,
+        &pq,
+        &["--seq-writes", "--min-bytes", "64k"],
+        |rows, what, _, _| {
+            assert_eq!(rows.len(), 1, "{what}: {rows:?}");
+            assert_eq!(rows[0]["path"], "/db/wal", "{what}");
+            assert_eq!(rows[0]["length_bytes"], 8 * 8192, "{what}");
+            assert_eq!(rows[0]["ios"], 8, "{what}");
+        },
+    );
     // The summary's top file is the file, not one of its names.
     let out = run(bin()
         .arg("analyze")
@@ -870,11 +893,7 @@ fn renamed_file_is_one_row_under_its_latest_name() {
     // The report: one top file entry for both names.
     let html = d.join("r.html");
     common::ok(&run(bin().arg("report").arg(&trace).arg("-o").arg(&html)));
-    let page = std::fs::read_to_string(&html).unwrap();
-    let open = r#"<script id="iodump-data" type="application/json">"#;
-    let at = page.find(open).unwrap() + open.len();
-    let end = at + page[at..].find("</script>").unwrap();
-    let data: serde_json::Value = serde_json::from_str(&page[at..end]).unwrap();
+    let data = common::embedded_report_data(&std::fs::read_to_string(&html).unwrap());
     let files = data["traces"][0]["top_files"].as_array().unwrap();
     assert_eq!(files[0]["path"], "/db/wal");
     assert_eq!(files[0]["ios"], 8);
@@ -993,44 +1012,29 @@ fn command_lines_in_top_procs_report_and_exports() {
     renamed_trace(&trace, "db1", 500);
     let pq = d.join("pq");
     common::ok(&run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq)));
-    let mut answers = Vec::new();
-    for (input, engine) in [
-        (&trace, "one-pass"),
-        (&trace, "polars"),
-        (&pq, "one-pass"),
-        (&pq, "polars"),
-    ] {
-        let out = run(bin().arg("analyze").arg(input).args([
-            "--top-procs",
-            "--format",
-            "json",
-            "--engine",
-            engine,
-        ]));
-        common::ok(&out);
-        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let what = format!("{} {engine}", input.display());
-        let csv = run(bin().arg("analyze").arg(input).args([
-            "--top-procs",
-            "--format",
-            "csv",
-            "--engine",
-            engine,
-        ]));
-        let header = String::from_utf8_lossy(&csv.stdout);
-        let header = header.lines().next().unwrap_or_default();
-        assert_eq!(
-            header, "pid,comm,ios,iops,read_bytes,write_bytes,mb_per_s,args",
-            "{what}"
-        );
-        assert_eq!(rows[0]["comm"], "postgres", "{what}");
-        assert_eq!(rows[0]["args"], "postgres: checkpointer", "{what}");
-        assert_eq!(rows[1]["args"], "reader", "{what}");
-        answers.push(out.stdout);
-    }
-    for a in &answers[1..] {
-        same_rows(&answers[0], a, "command lines");
-    }
+    on_every_engine(
+        &trace,
+        &pq,
+        &["--top-procs"],
+        |rows, what, input, engine| {
+            let csv = run(bin().arg("analyze").arg(input).args([
+                "--top-procs",
+                "--format",
+                "csv",
+                "--engine",
+                engine,
+            ]));
+            let header = String::from_utf8_lossy(&csv.stdout);
+            let header = header.lines().next().unwrap_or_default();
+            assert_eq!(
+                header, "pid,comm,ios,iops,read_bytes,write_bytes,mb_per_s,args",
+                "{what}"
+            );
+            assert_eq!(rows[0]["comm"], "postgres", "{what}");
+            assert_eq!(rows[0]["args"], "postgres: checkpointer", "{what}");
+            assert_eq!(rows[1]["args"], "reader", "{what}");
+        },
+    );
     let out = run(bin().arg("analyze").arg(&pq).args([
         "--sql",
         "SELECT tid, comm, args FROM processes ORDER BY tid",
@@ -1057,11 +1061,7 @@ fn command_lines_in_top_procs_report_and_exports() {
     // The report's top processes.
     let html = d.join("r.html");
     common::ok(&run(bin().arg("report").arg(&trace).arg("-o").arg(&html)));
-    let page = std::fs::read_to_string(&html).unwrap();
-    let open = r#"<script id="iodump-data" type="application/json">"#;
-    let at = page.find(open).unwrap() + open.len();
-    let end = at + page[at..].find("</script>").unwrap();
-    let data: serde_json::Value = serde_json::from_str(&page[at..end]).unwrap();
+    let data = common::embedded_report_data(&std::fs::read_to_string(&html).unwrap());
     let procs = data["traces"][0]["top_processes"].as_array().unwrap();
     assert_eq!(procs[0]["args"], "postgres: checkpointer");
     assert_eq!(procs[1]["args"], "reader");

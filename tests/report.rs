@@ -44,10 +44,7 @@ fn report(files: &[&Path], out: &Path) -> std::process::Output {
 
 /// The JSON object embedded in the page.
 fn embedded(html: &str) -> Value {
-    let open = r#"<script id="iodump-data" type="application/json">"#;
-    let start = html.find(open).expect("data script") + open.len();
-    let len = html[start..].find("</script>").expect("end of data script");
-    serde_json::from_str(&html[start..start + len]).expect("embedded JSON parses")
+    common::embedded_report_data(html)
 }
 
 fn sum(v: &Value) -> u64 {

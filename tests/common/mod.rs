@@ -282,3 +282,11 @@ pub fn same_rows(a: &serde_json::Value, b: &serde_json::Value, what: &str) {
         }
     }
 }
+
+/// The JSON object embedded in an HTML report page (its `iodump-data` script).
+pub fn embedded_report_data(html: &str) -> serde_json::Value {
+    let open = r#"<script id="iodump-data" type="application/json">"#;
+    let start = html.find(open).expect("data script") + open.len();
+    let len = html[start..].find("</script>").expect("end of data script");
+    serde_json::from_str(&html[start..start + len]).expect("embedded JSON parses")
+}
