@@ -308,6 +308,10 @@ impl Converter {
     /// The path id of the I/O's file or label, counting how it was attributed.
     #[inline]
     fn path_of(&mut self, r: &IoEvent, out: &mut NewEntries) -> u32 {
+        if let Some(label) = dataless_label(r) {
+            self.attributed[1] += 1;
+            return self.label(r.dev, label, out);
+        }
         let meta = r.flags & (Flags::META.0) != 0;
         let file_id = match r.path_kind {
             // The kernel's file_id when it had it at hand (an index), else the inode.
@@ -317,21 +321,7 @@ impl Converter {
             },
             _ => None,
         };
-        // A cache flush carries no data, so no file: its own label (whatever the kernel side
-        // found, usually nothing).
-        let flush = r.op == Op::Flush.code() && r.bytes == 0;
-        // A discard the kernel side found no file for (it carries no pages): blocks no file
-        // holds any more (a filesystem's online discard of freed extents, fstrim).
-        let freed = r.op == Op::Discard.code() && r.path_kind == path_kind::UNKNOWN;
-        // ext4's lazy init thread zeroes the inode tables of a new filesystem (write-zeroes,
-        // no pages either): metadata.
-        let inode_tables = r.op == Op::WriteZeroes.code()
-            && r.path_kind == path_kind::UNKNOWN
-            && r.comm().starts_with(b"ext4lazyinit");
         let path_id = match r.path_kind {
-            _ if flush => self.label(r.dev, L_FLUSH, out),
-            _ if freed => self.label(r.dev, L_DISCARD, out),
-            _ if inode_tables => self.label(r.dev, L_META, out),
             path_kind::FILE | path_kind::DIO => match file_id {
                 Some(id) => id,
                 None => self.label(r.dev, L_UNKNOWN, out),
@@ -353,13 +343,27 @@ impl Converter {
             _ => self.label(r.dev, L_UNKNOWN, out),
         };
         let slot = match r.path_kind {
-            _ if flush || freed || inode_tables => 1,
             path_kind::FILE | path_kind::DIO if file_id.is_some() => 0,
             path_kind::UNKNOWN | path_kind::USERMEM | path_kind::FILE | path_kind::DIO => 2,
             _ => 1,
         };
         self.attributed[slot] += 1;
         path_id
+    }
+}
+
+/// The label of an I/O that carries no file's data, whatever the kernel side found: a cache
+/// flush (`[flush]`), a discard the kernel side found no file for — blocks no file holds any
+/// more, a filesystem's online discard of freed extents or fstrim (`[discard]`) — and ext4's
+/// lazy init thread zeroing a new filesystem's inode tables (`[metadata]`).
+#[inline]
+fn dataless_label(r: &IoEvent) -> Option<u8> {
+    let no_file = r.path_kind == path_kind::UNKNOWN;
+    match Op::from_code(r.op) {
+        Op::Flush if r.bytes == 0 => Some(L_FLUSH),
+        Op::Discard if no_file => Some(L_DISCARD),
+        Op::WriteZeroes if no_file && r.comm().starts_with(b"ext4lazyinit") => Some(L_META),
+        _ => None,
     }
 }
 
