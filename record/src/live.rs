@@ -482,19 +482,13 @@ struct CgEntry {
     idle: u16,
 }
 
-/// Reads `/proc/PID/cmdline` as one line (arguments separated by spaces); empty if gone or
-/// a kernel thread.
-fn read_argv(pid: u32) -> String {
-    let Ok(b) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return String::new();
-    };
-    let mut s = String::from_utf8_lossy(&b).into_owned();
-    while s.ends_with('\0') {
-        s.pop();
+/// The command line of process `pid`, as the trace stores it: the converter's (read once per
+/// process and again after exec) for a submitter, else read now (a writeback's dirtier).
+fn argv_of(conv: &Converter, pid: u32) -> String {
+    match conv.args(pid) {
+        Some(a) => printable(a),
+        None => crate::convert::read_cmdline(pid).map_or_else(String::new, |a| printable(&a)),
     }
-    s.chars()
-        .map(|c| if c == '\0' || c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// `/proc/PID/comm`, or `?` for a process gone already (a writeback's dirtier that exited).
@@ -591,7 +585,7 @@ impl Aggregator {
             } else {
                 read_comm(owner)
             },
-            argv: read_argv(owner),
+            argv: argv_of(conv, owner),
             cgroup: e.cgroup_id,
             idle: 0,
         });
@@ -601,7 +595,7 @@ impl Aggregator {
             // exec (or first seen submitting): a new command name and command line.
             p.comm_raw = r.comm;
             p.comm = printable(r.comm());
-            p.argv = read_argv(owner);
+            p.argv = argv_of(conv, owner);
         }
         self.devs
             .entry(e.dev.0)
