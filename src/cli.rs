@@ -346,6 +346,48 @@ pub struct RecordArgs {
     /// Metadata for the trace header, KEY=VALUE; repeatable.
     #[arg(long = "meta", value_name = "KEY=VALUE")]
     pub metadata: Vec<String>,
+    /// With -o DIR/: close the file being written and start the next after this long or
+    /// this size (`1h`, `10m`, `30s`; `256M`, `1G`); files are named by their start time (UTC).
+    #[arg(long, value_name = "DURATION|SIZE", allow_hyphen_values = true)]
+    pub rotate: Option<String>,
+    /// With -o DIR/: keep at most N trace files in DIR (the oldest are deleted).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub keep: Option<String>,
+    /// With -o DIR/: keep DIR's trace files within SIZE (`10G`; the oldest are deleted).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub max_total: Option<String>,
+    /// Keep the last DURATION (or SIZE) of I/O in memory only (`60s`, `256M`); --trigger and
+    /// SIGUSR1 save it to -o DIR/ as a trace of its own.
+    #[arg(long, value_name = "DURATION|SIZE", allow_hyphen_values = true)]
+    pub ring: Option<String>,
+    /// With --ring: save the window when an I/O matches EXPR (the -f language, e.g.
+    /// 'latency > 200ms', 'error != 0').
+    #[arg(long, value_name = "EXPR", requires = "ring")]
+    pub trigger: Option<String>,
+    /// With --ring: go on writing a snapshot for this long after its trigger (default 10s).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "ring",
+        allow_hyphen_values = true
+    )]
+    pub after: Option<String>,
+    /// With --trigger: no trigger fires sooner than this after the last (default 60s).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "trigger",
+        allow_hyphen_values = true
+    )]
+    pub cooldown: Option<String>,
+    /// With --trigger: at most N snapshots in this run (default: no limit).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "trigger",
+        allow_hyphen_values = true
+    )]
+    pub max_dumps: Option<String>,
     /// The command to run and record until it exits (after `--`); iodump exits with its status.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -3,40 +3,74 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
+use iodump_format::recording::{open_traces, InputError, TraceInput};
 use iodump_format::summary::{rfc3339_utc, summarize, Summary};
 use iodump_format::{LossReason, Reader};
 use serde_json::json;
 
 use crate::cli::InfoArgs;
 
+/// What the user named, as traces: the files of one recording in parts together. When that
+/// fails (a file that cannot be read), each name on its own, so that the others are still
+/// shown.
+fn inputs(files: &[std::path::PathBuf]) -> Vec<Result<TraceInput, InputError>> {
+    match open_traces(files) {
+        Ok(v) => v.into_iter().map(Ok).collect(),
+        Err(_) => files
+            .iter()
+            .flat_map(|f| match open_traces(std::slice::from_ref(f)) {
+                Ok(v) => v.into_iter().map(Ok).collect::<Vec<_>>(),
+                Err(e) => vec![Err(e)],
+            })
+            .collect(),
+    }
+}
+
 pub fn run(a: &InfoArgs) -> anyhow::Result<ExitCode> {
     let mut damaged_files = Vec::new();
     let mut failed = None;
-    for (i, path) in a.files.iter().enumerate() {
-        let r = match Reader::open(path) {
-            Ok(r) => r,
+    let inputs = inputs(&a.files);
+    let many = inputs.len() > 1;
+    for (i, t) in inputs.into_iter().enumerate() {
+        let t = match t {
+            Ok(t) => t,
             Err(e) => {
-                let e = anyhow::Error::new(e).context(format!("{}", path.display()));
-                if a.files.len() == 1 {
+                let path = e.path.clone();
+                let e = anyhow::Error::new(e);
+                if !many {
                     return Err(e);
                 }
                 eprintln!("iodump: error: {e:#}");
-                failed = Some(path.clone());
+                failed = Some(path);
                 continue;
             }
         };
-        let s = summarize(&r);
+        let r = &t.reader;
+        let s = summarize(r);
+        let name = match &t.recording {
+            Some(_) if t.files.len() > 1 => t.files[0]
+                .parent()
+                .map_or_else(|| t.name.clone(), |d| d.display().to_string()),
+            _ => t.files[0].display().to_string(),
+        };
         if a.json {
-            let v = to_json(path.display().to_string(), &r, &s);
+            let mut v = to_json(name, r, &s);
+            v["recording"] = json!(t.recording);
+            v["parts"] = parts_json(&t);
             println!("{}", serde_json::to_string(&v).context("formatting JSON")?);
         } else {
             if i > 0 {
                 println!();
             }
-            print_text(&path.display().to_string(), &r, &s);
+            print_text(&name, r, &s);
+            print_parts(&t);
         }
         if !s.damaged.is_empty() {
-            damaged_files.push((path.clone(), s.damaged.len(), s.damaged[0].to_string()));
+            damaged_files.push((
+                t.files[0].clone(),
+                s.damaged.len(),
+                s.damaged[0].to_string(),
+            ));
         }
     }
     if let Some((p, n, first)) = damaged_files.first() {
@@ -52,6 +86,90 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Events, losses, bytes and time span (UTC) of one part.
+type PartStats = (u64, u64, u64, Option<(String, String)>);
+
+/// Each part of a recording: its file, events, losses and time span (each part opened on
+/// its own).
+fn part_rows(t: &TraceInput) -> Vec<(String, u32, Option<PartStats>)> {
+    t.files
+        .iter()
+        .zip(&t.parts)
+        .map(|(f, &n)| {
+            let stats = Reader::open(f).ok().map(|r| {
+                let s = summarize(&r);
+                let h = r.header();
+                let span = s
+                    .first_timestamp_ns
+                    .zip(s.last_timestamp_ns)
+                    .map(|(a, b)| (rfc3339_utc(h.to_utc_ns(a)), rfc3339_utc(h.to_utc_ns(b))));
+                (s.events, s.lost_events, s.file_bytes, span)
+            });
+            (f.display().to_string(), n, stats)
+        })
+        .collect()
+}
+
+fn print_parts(t: &TraceInput) {
+    let Some(id) = &t.recording else {
+        return;
+    };
+    let first = t.parts.first().copied().unwrap_or(0);
+    let last = t.parts.last().copied().unwrap_or(0);
+    let missing = (last.saturating_sub(first) as usize + 1).saturating_sub(t.parts.len());
+    println!(
+        "recording     {id}: {} file{} (parts {first}–{last}{}{})",
+        t.files.len(),
+        if t.files.len() == 1 { "" } else { "s" },
+        if first > 1 {
+            format!("; parts before {first} deleted")
+        } else {
+            String::new()
+        },
+        if missing > 0 {
+            format!("; {missing} missing")
+        } else {
+            String::new()
+        }
+    );
+    for (f, n, st) in part_rows(t) {
+        match st {
+            Some((ev, lost, bytes, span)) => println!(
+                "  part {n:<6} {f} ({}): {} events, {} lost{}",
+                human_bytes(bytes),
+                thousands(ev),
+                thousands(lost),
+                span.map_or_else(String::new, |(a, b)| format!(", {a} .. {b}"))
+            ),
+            None => println!("  part {n:<6} {f}: cannot be read"),
+        }
+    }
+}
+
+fn parts_json(t: &TraceInput) -> serde_json::Value {
+    if t.recording.is_none() {
+        return serde_json::Value::Null;
+    }
+    json!(part_rows(t)
+        .into_iter()
+        .map(|(f, n, st)| {
+            let (ev, lost, bytes, span) = match st {
+                Some((e, l, b, s)) => (Some(e), Some(l), Some(b), s),
+                None => (None, None, None, None),
+            };
+            json!({
+                "file": f,
+                "part": n,
+                "events": ev,
+                "lost_events": lost,
+                "file_bytes": bytes,
+                "first_timestamp": span.as_ref().map(|s| s.0.clone()),
+                "last_timestamp": span.map(|s| s.1),
+            })
+        })
+        .collect::<Vec<_>>())
 }
 
 fn thousands(n: u64) -> String {

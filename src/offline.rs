@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
+use iodump_format::recording::{open_trace, open_traces};
 use iodump_output::OutputFile;
 
 use crate::cli::{
@@ -14,8 +14,7 @@ use crate::cli::{
 
 pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::{export, ExportFormat};
-    let r =
-        iodump_format::Reader::open(&a.file).with_context(|| format!("{}", a.file.display()))?;
+    let r = open_trace(&a.file)?.reader;
     let fmt = match a.format {
         ExportFormatArg::Csv => ExportFormat::Csv,
         ExportFormatArg::Jsonl => ExportFormat::Jsonl,
@@ -103,16 +102,10 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
             other => anyhow::bail!("--partition-by {other}: the keys are host and date"),
         }
     }
-    let mut readers = Vec::new();
-    for f in &a.files {
-        readers.push((
-            f.file_name().map_or_else(
-                || f.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            ),
-            iodump_format::Reader::open(f).with_context(|| format!("{}", f.display()))?,
-        ));
-    }
+    let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
+        .into_iter()
+        .map(|t| (t.name, t.reader))
+        .collect();
     let inputs: Vec<Input<'_>> = readers
         .iter()
         .map(|(name, r)| Input {
@@ -405,21 +398,11 @@ fn json_cell(s: &str) -> serde_json::Value {
         .unwrap_or_else(|| serde_json::Value::String(s.to_string()))
 }
 
-fn trace_name(p: &std::path::Path) -> String {
-    p.file_name().map_or_else(
-        || p.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
 pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let mut readers = Vec::new();
-    for f in &a.files {
-        readers.push((
-            trace_name(f),
-            iodump_format::Reader::open(f).with_context(|| format!("{}", f.display()))?,
-        ));
-    }
+    let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
+        .into_iter()
+        .map(|t| (t.name, t.reader))
+        .collect();
     let inputs: Vec<(String, &iodump_format::Reader)> =
         readers.iter().map(|(n, r)| (n.clone(), r)).collect();
     let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
@@ -451,8 +434,8 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
     }
     // Refused before the work (plot() creates it once the aggregation is done).
     iodump_output::check(&a.output)?;
-    let r =
-        iodump_format::Reader::open(&a.file).with_context(|| format!("{}", a.file.display()))?;
+    let t = open_trace(&a.file)?;
+    let (name, r) = (t.name, t.reader);
     let kind = match a.kind {
         PlotKindArg::Iops => PlotKind::Iops,
         PlotKindArg::Throughput => PlotKind::Throughput,
@@ -463,7 +446,7 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
         PlotKindArg::TopFiles => PlotKind::TopFiles,
     };
     let rep = with_progress(r.announced_events(), "aggregating", |tick| {
-        iodump_analyze::report::aggregate_with_progress(&trace_name(&a.file), &r, tick)
+        iodump_analyze::report::aggregate_with_progress(&name, &r, tick)
     });
     let opts = PlotOptions {
         kind,

@@ -231,6 +231,7 @@ pub fn config(a: &OriginalArgs, argv: Vec<String>) -> anyhow::Result<RecordConfi
         filter,
         print_to,
         container: None,
+        ..RecordConfig::default()
     })
 }
 

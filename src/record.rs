@@ -5,8 +5,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use iodump_format::units::{parse_duration_ns, parse_size_bytes, parse_span, Span};
 use iodump_format::Op;
+use iodump_output::parts::PartsConfig;
 use iodump_record::bpf::BpfSettings;
+use iodump_record::flight::{is_dir_path, FlightConfig, DEFAULT_RING_BYTES};
 use iodump_record::print::PrintFormat;
 use iodump_record::{record, RecordConfig};
 
@@ -85,10 +88,112 @@ fn warn_format_name(p: &Path) {
     );
 }
 
+/// A whole number of at least 1 for `flag`.
+fn count(flag: &str, v: &str, what: &str) -> anyhow::Result<u64> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => bail!("{flag} {v}: give a whole number of {what}, at least 1"),
+    }
+}
+
+fn duration(flag: &str, v: &str) -> anyhow::Result<u64> {
+    parse_duration_ns(v).map_err(|e| anyhow::anyhow!("{flag} {v}: {e}"))
+}
+
+/// `-o DIR/` with `--rotate`, `--keep`, `--max-total`: the recording in parts; with
+/// `--ring`, `--trigger`…: the flight recorder. Both are checked here, before anything is
+/// recorded.
+fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<FlightConfig>)> {
+    let parts_flags = a.rotate.is_some() || a.keep.is_some() || a.max_total.is_some();
+    let dir_output = a.output.as_deref().is_some_and(is_dir_path);
+    if !(parts_flags || a.ring.is_some() || dir_output) {
+        return Ok((None, None));
+    }
+    let Some(dir) = a.output.clone().filter(|_| dir_output) else {
+        let flag = if a.ring.is_some() && !parts_flags {
+            "--ring"
+        } else {
+            "--rotate, --keep and --max-total"
+        };
+        bail!("{flag} write into a directory: give -o DIR/ (with the trailing slash, or an existing directory)");
+    };
+    let mut parts = PartsConfig {
+        dir: dir.clone(),
+        ..PartsConfig::default()
+    };
+    if let Some(r) = &a.rotate {
+        match parse_span(r) {
+            Ok(Span::Duration(0)) | Ok(Span::Bytes(0)) => {
+                bail!("--rotate {r}: give a positive duration (1h, 10m) or size (256M)")
+            }
+            Ok(Span::Duration(ns)) => parts.rotate_ns = Some(ns),
+            Ok(Span::Bytes(b)) => parts.rotate_bytes = Some(b),
+            Err(e) => bail!("--rotate {r}: {e}"),
+        }
+    }
+    if let Some(k) = &a.keep {
+        parts.keep = Some(count("--keep", k, "files")? as usize);
+    }
+    if let Some(m) = &a.max_total {
+        let b = parse_size_bytes(m).map_err(|e| anyhow::anyhow!("--max-total {m}: {e}"))?;
+        if b < 1 << 20 {
+            bail!("--max-total {m}: give at least 1M");
+        }
+        if parts.rotate_bytes.is_some_and(|r| r > b / 2) {
+            bail!("--rotate {}: at most half of --max-total {m}, so that an older file fits beside the one being written", a.rotate.as_deref().unwrap_or(""));
+        }
+        parts.max_total_bytes = Some(b);
+    }
+    let flight = match &a.ring {
+        None => None,
+        Some(r) => {
+            let (window_ns, window_bytes) = match parse_span(r) {
+                Ok(Span::Duration(0)) | Ok(Span::Bytes(0)) => {
+                    bail!("--ring {r}: give a positive duration (60s) or size (256M)")
+                }
+                Ok(Span::Duration(ns)) => (Some(ns), DEFAULT_RING_BYTES),
+                Ok(Span::Bytes(b)) => (None, b),
+                Err(e) => bail!("--ring {r}: {e}"),
+            };
+            let trigger = a
+                .trigger
+                .as_deref()
+                .map(|t| crate::cli::parse_filter("--trigger", t))
+                .transpose()?;
+            let max_dumps = a
+                .max_dumps
+                .as_deref()
+                .map(|m| count("--max-dumps", m, "snapshots"))
+                .transpose()?
+                .map(|n| n.min(u32::MAX as u64) as u32);
+            Some(FlightConfig {
+                dir,
+                window_ns,
+                window_bytes,
+                trigger,
+                trigger_text: a.trigger.clone(),
+                after_ns: a
+                    .after
+                    .as_deref()
+                    .map_or(Ok(10_000_000_000), |v| duration("--after", v))?,
+                cooldown_ns: a
+                    .cooldown
+                    .as_deref()
+                    .map_or(Ok(60_000_000_000), |v| duration("--cooldown", v))?,
+                max_dumps,
+            })
+        }
+    };
+    // With a ring, the recording goes to disk only when asked to.
+    let parts = (flight.is_none() || parts_flags).then_some(parts);
+    Ok((parts, flight))
+}
+
 pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.output {
         warn_format_name(p);
     }
+    let (parts, flight) = always_on(a)?;
     let mut bpf = BpfSettings::default();
     if let Some(s) = &a.sample {
         bpf.sample_every = parse_sample(s)?;
@@ -140,6 +245,9 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         metadata,
         print_to: None,
         container: a.container.clone(),
+        snapshot: flight.is_some().then_some(&crate::signals::SNAPSHOT),
+        parts,
+        flight,
     };
     execute(&cfg, a.stats)
 }
@@ -148,6 +256,9 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
 /// exits with the traced command's status.
 pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
     crate::signals::install();
+    if cfg.flight.is_some() {
+        crate::signals::install_snapshot();
+    }
     let s = record(cfg, &crate::signals::STOP)?;
     let total = s.events + s.lost_events;
     let lost_pct = if total > 0 {
@@ -161,7 +272,27 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
         s.duration.as_secs_f64(),
         s.lost_events
     );
-    if let Some(p) = &cfg.output {
+    if let (Some(st), Some(dir)) = (&s.parts, cfg.parts.as_ref().map(|p| &p.dir)) {
+        line.push_str(&format!(
+            "; wrote {} file{} in {} ({} bytes, {:.2} bytes/event{})",
+            st.parts,
+            if st.parts == 1 { "" } else { "s" },
+            dir.display(),
+            s.bytes_written,
+            if s.events > 0 {
+                s.bytes_written as f64 / s.events as f64
+            } else {
+                0.0
+            },
+            if st.deleted > 0 {
+                format!("; {} deleted by retention", st.deleted)
+            } else {
+                String::new()
+            }
+        ));
+    } else if cfg.flight.is_some() {
+        line.push_str(&format!("; {} snapshot(s) saved", s.snapshots.len()));
+    } else if let Some(p) = &cfg.output {
         line.push_str(&format!(
             "; wrote {} ({} bytes, {:.2} bytes/event)",
             p.display(),

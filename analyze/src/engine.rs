@@ -4,7 +4,9 @@
 //! out of time order to follow in one pass, turns a panic of the query engine into an error,
 //! and hands back the rows as text cells.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::input::InputPath;
 
 use iodump_format::expr::Expr;
 use iodump_format::Damage;
@@ -152,26 +154,31 @@ pub fn run(
 
 /// The inputs of a query, checked: all traces or all Parquet directories.
 #[derive(Debug)]
-struct Inputs<'a> {
-    files: &'a [PathBuf],
-    paths: Vec<&'a Path>,
+struct Inputs {
+    files: Vec<PathBuf>,
+    paths: Vec<InputPath>,
     parquet: bool,
 }
 
-impl<'a> Inputs<'a> {
+impl Inputs {
     /// Refuses inputs the query cannot be answered on: traces mixed with Parquet, or a
     /// container or cgroup filter over input without a cgroups table.
-    fn check(query: &Query, files: &'a [PathBuf]) -> Result<Inputs<'a>, AnalyzeError> {
+    fn check(query: &Query, files: &[PathBuf]) -> Result<Inputs, AnalyzeError> {
+        let paths = InputPath::expand(files)?;
         if query.filter.as_ref().is_some_and(|f| f.uses_cgroup_table()) {
-            check_cgroup_tables(files)?;
+            check_cgroup_tables(&paths)?;
         }
-        let dirs = files.iter().filter(|p| p.is_dir()).count();
-        if dirs > 0 && dirs < files.len() {
+        let dirs = paths.iter().filter(|p| p.is_parquet()).count();
+        if dirs > 0 && dirs < paths.len() {
             return Err(AnalyzeError::MixedInputs);
         }
         Ok(Inputs {
-            files,
-            paths: files.iter().map(|p| p.as_path()).collect(),
+            files: paths
+                .iter()
+                .filter(|p| p.is_parquet())
+                .map(|p| p.path().to_path_buf())
+                .collect(),
+            paths,
             parquet: dirs > 0,
         })
     }
@@ -284,17 +291,22 @@ fn catch_engine_panic<T>(f: impl FnOnce() -> Result<T, AnalyzeError>) -> Result<
 
 /// Container and cgroup names come from a trace's cgroups table: input without one would
 /// match nothing, which is refused rather than shown as an empty result.
-fn check_cgroup_tables(files: &[PathBuf]) -> Result<(), AnalyzeError> {
-    for p in files {
-        if p.is_dir() {
-            return Err(AnalyzeError::CgroupsFromParquet { dir: p.clone() });
+fn check_cgroup_tables(inputs: &[InputPath]) -> Result<(), AnalyzeError> {
+    for p in inputs {
+        if let InputPath::Parquet(dir) = p {
+            return Err(AnalyzeError::CgroupsFromParquet { dir: dir.clone() });
         }
-        let r = iodump_format::Reader::open(p).map_err(|source| AnalyzeError::Open {
-            path: p.clone(),
-            source,
+        let r = p.open_trace().map_err(|e| match e {
+            AnalyzeError::Read(source) => AnalyzeError::Open {
+                path: p.path().to_path_buf(),
+                source,
+            },
+            e => e,
         })?;
         if !r.tables().has_cgroup_table() {
-            return Err(AnalyzeError::NoCgroupTable { trace: p.clone() });
+            return Err(AnalyzeError::NoCgroupTable {
+                trace: p.path().to_path_buf(),
+            });
         }
     }
     Ok(())

@@ -8,6 +8,7 @@
 pub mod engine;
 pub mod export;
 pub mod files;
+pub mod input;
 pub mod layout;
 pub mod onepass;
 mod onepass_source;
@@ -18,6 +19,7 @@ pub mod to_parquet;
 
 pub use engine::{run, Answer, Engine, NoProgress, Note, Progress, Query, Question};
 pub use export::{export, ExportFormat, ExportSummary};
+pub use input::InputPath;
 pub use to_parquet::{convert, ConvertSummary, Input};
 
 use std::fmt;

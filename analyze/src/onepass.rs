@@ -11,7 +11,6 @@
 //! samples are kept in `Samples`, 4 bytes each while they fit in 32 bits.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use iodump_format::expr::Expr;
@@ -22,6 +21,7 @@ use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
 use polars::prelude::*;
 use rayon::prelude::*;
 
+use crate::input::InputPath;
 use crate::onepass_source::Source;
 use crate::query::{LatencyBy, RankBy};
 use crate::AnalyzeError;
@@ -160,7 +160,7 @@ fn union(a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<(i64, i64)> {
 
 /// Rows the inputs announce (trace indexes, Parquet metadata), for a progress bar; inputs
 /// that cannot be opened count 0.
-pub fn announced_rows(paths: &[&Path]) -> u64 {
+pub fn announced_rows(paths: &[InputPath]) -> u64 {
     paths
         .iter()
         .filter_map(|p| Source::open(p).ok())
@@ -168,7 +168,7 @@ pub fn announced_rows(paths: &[&Path]) -> u64 {
         .sum()
 }
 
-fn open_all(paths: &[&Path]) -> Result<Vec<Source>, AnalyzeError> {
+fn open_all(paths: &[InputPath]) -> Result<Vec<Source>, AnalyzeError> {
     paths.iter().map(|p| Source::open(p)).collect()
 }
 
@@ -185,7 +185,7 @@ struct Part<A> {
 /// indices of the rows the filter kept), accumulators are combined with `merge`, and `done`
 /// receives each trace's total. Memory is one accumulator per worker, not per segment.
 fn pass<A: Send>(
-    paths: &[&Path],
+    paths: &[InputPath],
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
     init: impl Fn() -> A + Sync + Send,
@@ -536,7 +536,7 @@ struct FileRow {
 /// `--top-files` over traces and datasets: the columns and order of [`crate::query::top_files`].
 /// A file renamed while recording is one row, under its latest name (see [`crate::files`]).
 pub fn top_files(
-    paths: &[&Path],
+    paths: &[InputPath],
     filter: Option<&Expr>,
     by: RankBy,
     limit: usize,
@@ -700,7 +700,7 @@ fn ranked_procs(procs: HashMap<ProcKey, ProcAcc>) -> Vec<(ProcKey, ProcAcc)> {
 
 /// `--top-procs` over traces and datasets: the columns and order of [`crate::query::top_procs`].
 pub fn top_procs(
-    paths: &[&Path],
+    paths: &[InputPath],
     filter: Option<&Expr>,
     limit: usize,
     progress: &(dyn Fn(u64) + Sync),
@@ -789,7 +789,7 @@ fn add_latency(m: &mut IntMap<u32, LatAcc>, b: &EventBatch, keep: &[u32], by: La
 
 /// `--latency` over traces and datasets: the columns and order of [`crate::query::latency`].
 pub fn latency(
-    paths: &[&Path],
+    paths: &[InputPath],
     filter: Option<&Expr>,
     by: LatencyBy,
     progress: &(dyn Fn(u64) + Sync),
@@ -905,7 +905,7 @@ impl SummaryAcc {
 
 /// `--summary` over traces and datasets: the rows of [`crate::query::summary`].
 pub fn summary(
-    paths: &[&Path],
+    paths: &[InputPath],
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
@@ -989,7 +989,7 @@ impl TimeAcc {
 
 /// `--timeline` over traces and datasets: the columns and order of [`crate::query::timeline`].
 pub fn timeline(
-    paths: &[&Path],
+    paths: &[InputPath],
     filter: Option<&Expr>,
     interval_ns: i64,
     progress: &(dyn Fn(u64) + Sync),
@@ -1120,7 +1120,7 @@ impl SeekDev {
 /// a device's I/Os are too far out of time order in the file to follow them in one pass (the
 /// caller then sorts the whole table).
 pub fn seek(
-    paths: &[&Path],
+    paths: &[InputPath],
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Option<OnePassRead>, AnalyzeError> {
@@ -1314,7 +1314,7 @@ impl RunSink {
 /// [`crate::query::seq_writes`]. `None` when a file's writes are too far out of time order
 /// in the file to follow them in one pass (the caller then sorts the whole table).
 pub fn seq_writes(
-    paths: &[&Path],
+    paths: &[InputPath],
     filter: Option<&Expr>,
     min_bytes: u64,
     limit: usize,

@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, RecordBatch, StringArray};
 use iodump_format::expr::Expr;
+
+use crate::input::InputPath;
 use iodump_format::inthash::IntMap;
 use iodump_format::text::text_string;
 use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, SegmentDecoder};
@@ -47,20 +49,14 @@ enum Src {
     Parquet(ParquetSet),
 }
 
-fn name_of(p: &Path) -> String {
-    p.file_name().map_or_else(
-        || p.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
 impl Source {
-    /// Opens a trace file, or the dataset `iodump convert` wrote into a directory.
-    pub fn open(p: &Path) -> Result<Source, AnalyzeError> {
-        let src = if p.is_dir() {
-            Src::Parquet(ParquetSet::open(p)?)
+    /// Opens a trace (a file, or a recording's parts as one), or the dataset `iodump convert`
+    /// wrote into a directory.
+    pub fn open(p: &InputPath) -> Result<Source, AnalyzeError> {
+        let src = if let InputPath::Parquet(dir) = p {
+            Src::Parquet(ParquetSet::open(dir)?)
         } else {
-            let reader = Reader::open(p).map_err(AnalyzeError::Read)?;
+            let reader = p.open_trace()?;
             let devs = reader.tables().device_names();
             let comm = reader
                 .tables()
@@ -93,7 +89,7 @@ impl Source {
             ),
         };
         Ok(Source {
-            name: name_of(p),
+            name: p.name(),
             src,
             files,
         })

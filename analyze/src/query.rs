@@ -12,6 +12,7 @@ use iodump_format::{Damage, EventBatch, Op, Reader};
 use polars::prelude::*;
 
 use crate::files::FileIdentities;
+use crate::input::InputPath;
 use crate::layout::IntColumn;
 use crate::{parquet_read_error, AnalyzeError};
 
@@ -120,14 +121,14 @@ fn frame(trace: &str, c: Cols) -> PolarsResult<DataFrame> {
 
 impl Dataset {
     /// Loads `.iod` traces, keeping the events `filter` accepts.
-    pub fn load(paths: &[&Path], filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
+    pub fn load(paths: &[InputPath], filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
         Dataset::load_with_progress(paths, filter, &|_| {})
     }
 
     /// As [`Dataset::load`], calling `progress(events)` after each decoded segment (from
     /// several threads).
     pub fn load_with_progress(
-        paths: &[&Path],
+        paths: &[InputPath],
         filter: Option<&Expr>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Dataset, AnalyzeError> {
@@ -135,11 +136,8 @@ impl Dataset {
         let mut tables = TablesCols::default();
         let (mut lost, mut damaged) = (0, Vec::new());
         for p in paths {
-            let r = Reader::open(p).map_err(AnalyzeError::Read)?;
-            let trace = p.file_name().map_or_else(
-                || p.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
+            let r = p.open_trace()?;
+            let trace = p.name();
             let devs: HashMap<u32, String> = r.tables().device_names();
             let parts = r.par_map_segments(|i, b| {
                 let c = segment_cols(&r, i, b, filter, &devs);

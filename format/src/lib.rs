@@ -16,15 +16,17 @@ pub mod event;
 pub mod expr;
 pub mod inthash;
 pub mod reader;
+pub mod recording;
 pub mod segment;
 pub mod stats;
 pub mod summary;
 pub mod syscalls;
 pub mod text;
+pub mod units;
 pub mod writer;
 
 pub use error::{Damage, DamageKind, DecodeError, ReadError, WriteError};
 pub use event::*;
 pub use reader::{ChunkInfo, Events, Reader, SegmentDecoder, SegmentInfo, Tables};
 pub use segment::{EventBatch, Nullable};
-pub use writer::{Writer, WriterOptions, WriterStats};
+pub use writer::{SealedChunk, Writer, WriterOptions, WriterStats};

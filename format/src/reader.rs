@@ -20,6 +20,9 @@ use crate::segment::{decode_segment_into, DecodeScratch, EventBatch};
 enum Source {
     File(File),
     Memory(Vec<u8>),
+    /// The files of one recording end to end ([`Reader::concat`]): each with the offset at
+    /// which it starts. No chunk spans two of them.
+    Parts(Vec<(u64, Source)>),
 }
 
 impl Source {
@@ -37,6 +40,17 @@ impl Source {
                 }
             }
             Source::File(f) => read_exact_at(f, buf, offset),
+            Source::Parts(parts) => {
+                let (start, part) = Source::part_at(parts, offset)?;
+                part.read_at(offset - start, buf)
+            }
+        }
+    }
+    fn part_at(parts: &[(u64, Source)], offset: u64) -> io::Result<(u64, &Source)> {
+        let i = parts.partition_point(|(start, _)| *start <= offset);
+        match i.checked_sub(1).and_then(|i| parts.get(i)) {
+            Some((start, part)) => Ok((*start, part)),
+            None => Err(io::ErrorKind::UnexpectedEof.into()),
         }
     }
     fn read_vec(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
@@ -49,7 +63,7 @@ impl Source {
     /// file systems without `SEEK_DATA`, other systems) that is `offset` itself.
     fn next_data(&self, offset: u64) -> Option<u64> {
         match self {
-            Source::Memory(_) => Some(offset),
+            Source::Memory(_) | Source::Parts(_) => Some(offset),
             Source::File(f) => seek_data(f, offset),
         }
     }
@@ -234,6 +248,31 @@ impl Tables {
             .or_else(|| v.first())
             .map(|(_, p)| p)
     }
+    /// Adds the tables of the next part of a recording, whose segments start at `seg0`.
+    fn merge(&mut self, other: Tables, seg0: usize) {
+        for dev in other.device_order {
+            if let Some(d) = other.devices.get(&dev) {
+                if !self.devices.contains_key(&dev) {
+                    self.device_order.push(dev);
+                }
+                self.devices.insert(dev, d.clone());
+            }
+        }
+        for (tid, entries) in other.processes {
+            let mine = self.processes.entry(tid).or_default();
+            for (seg, p) in entries {
+                // A part repeats the entries of the parts before: keep one of each.
+                if mine.last().map(|(_, q)| q) != Some(&p) {
+                    self.process_entries += 1;
+                    mine.push((seg + seg0, p));
+                }
+            }
+        }
+        self.paths.extend(other.paths);
+        self.cgroups.extend(other.cgroups);
+        self.has_cgroup_table |= other.has_cgroup_table;
+    }
+
     /// All process entries, latest per tid.
     pub fn processes(&self) -> impl Iterator<Item = &Process> {
         self.processes
@@ -649,6 +688,80 @@ impl Reader {
             }
         }
         self.footer_used = true;
+    }
+
+    /// One trace of the files of one recording written in parts (`iodump record --rotate`),
+    /// each opened with [`Reader::open`], in order: their chunks and segments end to end
+    /// (offsets count from the start of the first file, as if the files were one), their
+    /// tables merged (every part repeats the entries its events use, with the same ids),
+    /// their losses together. The header is the first part's; the end is the last part's,
+    /// with the events and losses of all, when every part has one.
+    pub fn concat(parts: Vec<Reader>) -> Reader {
+        let mut it = parts.into_iter();
+        let Some(mut r) = it.next() else {
+            return Reader {
+                source: Source::Memory(Vec::new()),
+                file_bytes: 0,
+                version: (0, 0),
+                header: Header::default(),
+                header_ok: false,
+                tables: Tables::default(),
+                losses: Vec::new(),
+                end: None,
+                chunks: Vec::new(),
+                segments: Vec::new(),
+                damage: Vec::new(),
+                footer_used: false,
+            };
+        };
+        let first = std::mem::replace(&mut r.source, Source::Memory(Vec::new()));
+        let mut sources = vec![(0u64, first)];
+        let mut ends = r.end.take().into_iter().collect::<Vec<_>>();
+        let mut parts_seen = 1;
+        for mut p in it {
+            parts_seen += 1;
+            let start = r.file_bytes;
+            let seg0 = r.segments.len();
+            r.file_bytes += p.file_bytes;
+            r.version.1 = r.version.1.max(p.version.1);
+            r.header_ok &= p.header_ok;
+            r.footer_used &= p.footer_used;
+            r.chunks.extend(p.chunks.iter().map(|c| ChunkInfo {
+                offset: c.offset + start,
+                ..*c
+            }));
+            r.segments.extend(p.segments.iter().map(|s| SegmentInfo {
+                index: s.index + seg0,
+                offset: s.offset + start,
+                ..*s
+            }));
+            r.damage.extend(p.damage.drain(..).map(|d| Damage {
+                offset: d.offset + start,
+                ..d
+            }));
+            r.losses.append(&mut p.losses);
+            r.tables.merge(std::mem::take(&mut p.tables), seg0);
+            ends.extend(p.end.take());
+            sources.push((
+                start,
+                std::mem::replace(&mut p.source, Source::Memory(Vec::new())),
+            ));
+        }
+        if ends.len() == parts_seen {
+            let mut end = ends.last().cloned().unwrap_or_default();
+            end.events = ends.iter().map(|e| e.events).sum();
+            end.lost_events = ends.iter().map(|e| e.lost_events).sum();
+            r.end = Some(end);
+        }
+        r.source = if sources.len() == 1 {
+            sources
+                .pop()
+                .map(|(_, s)| s)
+                .unwrap_or(Source::Memory(Vec::new()))
+        } else {
+            Source::Parts(sources)
+        };
+        r
     }
 
     /// The recording's header (default values if the header chunk is damaged).

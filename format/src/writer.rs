@@ -80,6 +80,23 @@ pub struct Writer<W: Write> {
     compressor: zstd::bulk::Compressor<'static>,
     stats: WriterStats,
     failed: bool,
+    /// When set, a copy of every chunk written goes here too ([`Writer::tap`]).
+    sealed: Option<Vec<SealedChunk>>,
+}
+
+/// A chunk as written, header and payload, ready to be written again verbatim into another
+/// trace ([`Writer::append_sealed`]): event segments and loss records refer to no other
+/// chunk, so they can be copied between traces (the flight recorder's ring does).
+#[derive(Clone, Debug)]
+pub struct SealedChunk {
+    /// The chunk's type.
+    pub kind: ChunkType,
+    /// Its header's `records`.
+    pub records: u32,
+    /// For event segments: first and last timestamp; else `(0, 0)`.
+    pub ts_range_ns: (u64, u64),
+    /// The whole chunk: its 32-byte header, then the payload.
+    pub bytes: Vec<u8>,
 }
 
 impl<W: Write> Writer<W> {
@@ -126,11 +143,66 @@ impl<W: Write> Writer<W> {
             compressor,
             stats: WriterStats::default(),
             failed: false,
+            sealed: None,
         };
         w.write_raw(&signature(), "file signature")?;
         let payload = chunk::encode_header(header);
         w.write_chunk(ChunkType::Header, 0, &payload, false, (0, 0))?;
         Ok(w)
+    }
+
+    /// From now on, keeps a copy of every chunk written (tables, segments, losses, the end
+    /// and footer) for [`Writer::take_sealed`]. A writer onto [`std::io::sink`] with a tap
+    /// encodes into memory only.
+    pub fn tap(&mut self) {
+        self.sealed.get_or_insert_with(Vec::new);
+    }
+
+    /// The chunks written since the last call (with [`Writer::tap`]; else none), in order.
+    pub fn take_sealed(&mut self) -> Vec<SealedChunk> {
+        match &mut self.sealed {
+            Some(v) => std::mem::take(v),
+            None => Vec::new(),
+        }
+    }
+
+    /// Writes a chunk sealed by another writer, verbatim (after the table entries pending
+    /// here, so they precede it). Only event segments and loss records may be copied: other
+    /// chunks belong to their own trace.
+    pub fn append_sealed(&mut self, c: &SealedChunk) -> Result<(), WriteError> {
+        if !matches!(c.kind, ChunkType::Events | ChunkType::Losses) {
+            return Err(WriteError::Invalid {
+                what: format!("a sealed {} chunk cannot be copied", c.kind.name()),
+            });
+        }
+        self.flush_tables()?;
+        let offset = self.stats.bytes_written;
+        self.write_raw(&c.bytes, c.kind.name())?;
+        self.index.push(IndexEntry {
+            offset,
+            kind: c.kind.code(),
+            records: c.records,
+            first_timestamp_ns: c.ts_range_ns.0,
+            last_timestamp_ns: c.ts_range_ns.1,
+        });
+        match c.kind {
+            ChunkType::Events => {
+                self.stats.events += c.records as u64;
+                self.stats.segments += 1;
+            }
+            _ => {
+                self.stats.lost_events += sealed_lost_events(c);
+            }
+        }
+        if let Some(s) = &mut self.sealed {
+            s.push(c.clone());
+        }
+        Ok(())
+    }
+
+    /// Events buffered, not yet in a written segment.
+    pub fn buffered_events(&self) -> usize {
+        self.events.len()
     }
 
     /// Events per segment this writer uses (after the memory limit).
@@ -345,6 +417,16 @@ impl<W: Write> Writer<W> {
         buf[..CHUNK_HEADER_BYTES].copy_from_slice(&hdr.to_bytes());
         let offset = self.stats.bytes_written;
         let r = self.write_raw(&buf, kind.name());
+        if r.is_ok() {
+            if let Some(s) = &mut self.sealed {
+                s.push(SealedChunk {
+                    kind,
+                    records,
+                    ts_range_ns: ts_range,
+                    bytes: buf.clone(),
+                });
+            }
+        }
         self.chunk = buf;
         r?;
         if kind != ChunkType::Footer {
@@ -358,4 +440,22 @@ impl<W: Write> Writer<W> {
         }
         Ok(())
     }
+}
+
+/// The events a sealed loss chunk counts (0 if it does not decode: it was written by a
+/// writer, so it does).
+fn sealed_lost_events(c: &SealedChunk) -> u64 {
+    let Some(hdr) = c
+        .bytes
+        .get(..CHUNK_HEADER_BYTES)
+        .and_then(ChunkHeader::parse)
+    else {
+        return 0;
+    };
+    let Some(stored) = c.bytes.get(CHUNK_HEADER_BYTES..) else {
+        return 0;
+    };
+    chunk::decompress(&hdr, stored)
+        .and_then(|raw| chunk::decode_losses(&raw, hdr.records))
+        .map_or(0, |ls| ls.iter().map(|l| l.count).sum())
 }

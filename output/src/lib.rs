@@ -13,8 +13,9 @@
 //! A process killed before it commits leaves the existing file as it was and its temporary
 //! file (`.iodump-XXXXXXXXXXXXXXXX-NAME`, hidden) beside it.
 //!
-//! It depends on no other iodump crate: the recorder, the analysis crate and the binary use it
-//! alike.
+//! [`parts`] writes a trace as a sequence of files in a directory by the same rule (rotation
+//! and retention), the only part of this crate that knows the trace format (`iodump-format`,
+//! its one iodump dependency). The recorder, the analysis crate and the binary use it alike.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -23,6 +24,8 @@ use std::io::{self, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+pub mod parts;
 
 /// Why an output could not be created or kept.
 #[derive(Debug)]

@@ -137,3 +137,12 @@ impl From<iodump_format::WriteError> for RecordError {
         RecordError::Write(e)
     }
 }
+
+impl From<iodump_output::parts::PartsError> for RecordError {
+    fn from(e: iodump_output::parts::PartsError) -> Self {
+        match e {
+            iodump_output::parts::PartsError::Output(e) => RecordError::Output(e),
+            iodump_output::parts::PartsError::Write(e) => RecordError::Write(e),
+        }
+    }
+}

@@ -9,6 +9,7 @@ pub mod cgroups;
 pub mod convert;
 pub mod devices;
 pub mod error;
+pub mod flight;
 pub mod kernel;
 pub mod live;
 pub mod print;

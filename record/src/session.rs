@@ -13,6 +13,7 @@ use iodump_format::{Device, EndInfo, Event, Header, Loss, LossReason, Writer, Wr
 use iodump_format::expr::{Expr, ResolvedView};
 use iodump_format::inthash::IntMap;
 use iodump_host::mounts::MountTable;
+use iodump_output::parts::{PartsConfig, RotatingTrace};
 use iodump_output::OutputFile;
 
 use crate::abi::{self, counter, IoEvent, PathEvent};
@@ -21,6 +22,7 @@ use crate::cgroups::{CgroupInfo, Resolver};
 use crate::convert::{Converter, NewEntries};
 use crate::devices;
 use crate::error::RecordError;
+use crate::flight::{Flight, FlightConfig, Snapshot};
 use crate::print::{PrintFormat, Printer};
 
 /// Everything `iodump record` was asked to do.
@@ -51,6 +53,13 @@ pub struct RecordConfig {
     /// `--container ID`: only I/O of tasks in this container or pod (its cgroup and below;
     /// see [`crate::cgroups::Identity::matches_container`]). Not with `bpf.cgroup`.
     pub container: Option<String>,
+    /// Write the trace as a sequence of files in a directory (`-o DIR/`, `--rotate`,
+    /// `--keep`, `--max-total`); `output` is then not used for the trace.
+    pub parts: Option<PartsConfig>,
+    /// Keep the last window in memory and save snapshots of it (`--ring`, `--trigger`).
+    pub flight: Option<FlightConfig>,
+    /// Set (by a SIGUSR1 handler) to ask for a snapshot of the ring; cleared when taken.
+    pub snapshot: Option<&'static AtomicBool>,
 }
 
 /// What a session did.
@@ -72,6 +81,12 @@ pub struct RecordSummary {
     pub duration: Duration,
     /// The kernel side's counters at the end, summed over CPUs, by name.
     pub kernel_counters: Vec<(&'static str, u64)>,
+    /// A recording in parts: the parts written and those retention deleted.
+    pub parts: Option<iodump_output::parts::PartsStats>,
+    /// The part being written when recording stopped (the last one).
+    pub last_part: Option<PathBuf>,
+    /// Snapshots of the ring written.
+    pub snapshots: Vec<PathBuf>,
 }
 
 fn now_pair() -> (i64, u64) {
@@ -113,11 +128,107 @@ pub trait LiveSink {
     fn tick(&mut self, lost_events: u64) -> bool;
 }
 
-/// Where events go: a trace file, a printer, a live sink, or several.
+/// Where events go: a trace file, a recording in parts, the flight recorder's ring, a
+/// printer, a live sink, or several.
 struct Sinks<'a> {
     writer: Option<Writer<File>>,
+    parts: Option<RotatingTrace>,
+    flight: Option<Flight>,
     printer: Option<Printer>,
     live: Option<&'a mut dyn LiveSink>,
+}
+
+impl Sinks<'_> {
+    /// True when a trace of any kind is written (the tables are kept).
+    fn traces(&self) -> bool {
+        self.writer.is_some() || self.parts.is_some() || self.flight.is_some()
+    }
+    fn add_device(&mut self, d: Device) -> Result<(), RecordError> {
+        if let Some(f) = &mut self.flight {
+            f.add_device(&d)?;
+        }
+        if let Some(p) = &mut self.parts {
+            p.add_device(d.clone())?;
+        }
+        if let Some(w) = &mut self.writer {
+            w.add_device(d).map_err(write_err)?;
+        }
+        Ok(())
+    }
+    fn add_process(&mut self, pr: iodump_format::Process) -> Result<(), RecordError> {
+        if let Some(f) = &mut self.flight {
+            f.add_process(&pr)?;
+        }
+        if let Some(p) = &mut self.parts {
+            p.add_process(pr.clone())?;
+        }
+        if let Some(w) = &mut self.writer {
+            w.add_process(pr).map_err(write_err)?;
+        }
+        Ok(())
+    }
+    fn add_path(&mut self, pe: iodump_format::PathEntry) -> Result<(), RecordError> {
+        if let Some(f) = &mut self.flight {
+            f.add_path(&pe)?;
+        }
+        if let Some(p) = &mut self.parts {
+            p.add_path(pe.clone())?;
+        }
+        if let Some(w) = &mut self.writer {
+            w.add_path(pe).map_err(write_err)?;
+        }
+        Ok(())
+    }
+    fn add_cgroup(&mut self, c: iodump_format::cgroup::Cgroup) -> Result<(), RecordError> {
+        if let Some(f) = &mut self.flight {
+            f.add_cgroup(&c)?;
+        }
+        if let Some(p) = &mut self.parts {
+            p.add_cgroup(c.clone())?;
+        }
+        if let Some(w) = &mut self.writer {
+            w.add_cgroup(c).map_err(write_err)?;
+        }
+        Ok(())
+    }
+    fn add_loss(&mut self, l: Loss) -> Result<(), RecordError> {
+        if let Some(f) = &mut self.flight {
+            f.add_loss(l)?;
+        }
+        if let Some(p) = &mut self.parts {
+            p.add_loss(l)?;
+        }
+        if let Some(w) = &mut self.writer {
+            w.add_loss(l).map_err(write_err)?;
+        }
+        Ok(())
+    }
+    #[inline]
+    fn push(&mut self, e: &Event) -> Result<(), RecordError> {
+        if let Some(w) = &mut self.writer {
+            w.push(e).map_err(write_err)?;
+        }
+        if let Some(p) = &mut self.parts {
+            p.push(e)?;
+        }
+        if let Some(f) = &mut self.flight {
+            f.push(e)?;
+        }
+        Ok(())
+    }
+    /// Writes what the trace sinks buffer (once a second and at the end).
+    fn flush(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
+        if let Some(w) = &mut self.writer {
+            w.flush().map_err(write_err)?;
+        }
+        if let Some(p) = &mut self.parts {
+            p.flush()?;
+        }
+        if let Some(f) = &mut self.flight {
+            f.flush(now_mono_ns)?;
+        }
+        Ok(())
+    }
 }
 
 fn write_err(e: iodump_format::WriteError) -> RecordError {
@@ -292,6 +403,36 @@ impl<'a> Sinks<'a> {
             }
             None => None,
         };
+        let opts = WriterOptions {
+            memory_limit_bytes: cfg.memory_limit_bytes.max(4 << 20),
+            ..WriterOptions::default()
+        };
+        let parts = match &cfg.parts {
+            Some(pc) => {
+                let mut t = RotatingTrace::create(
+                    pc.clone(),
+                    header.clone(),
+                    opts.clone(),
+                    recording_id(),
+                    (header.wall_clock_ns, header.monotonic_ns),
+                )?;
+                for d in all {
+                    t.add_device(d.clone())?;
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        let flight = match &cfg.flight {
+            Some(fc) => {
+                let mut f = Flight::new(fc.clone(), header.clone(), opts)?;
+                for d in all {
+                    f.add_device(d)?;
+                }
+                Some(f)
+            }
+            None => None,
+        };
         let printer = match (cfg.print, &cfg.output) {
             (Some(f), _) => Some(f),
             (None, None) if !live_only => Some(PrintFormat::Text),
@@ -305,6 +446,8 @@ impl<'a> Sinks<'a> {
         Ok(Sinks {
             live,
             writer,
+            parts,
+            flight,
             printer,
         })
     }
@@ -360,13 +503,17 @@ impl<'c, 'l> Session<'c, 'l> {
     ) -> Result<Session<'c, 'l>, RecordError> {
         let all = devices::list()?;
         let mut resolver = Resolver::new();
-        if cfg.container.is_some() || cfg.output.is_some() {
+        if cfg.container.is_some() || cfg.output.is_some() || cfg.flight.is_some() {
             resolver.scan();
         }
         let settings = kernel_settings(cfg, &all, &resolver)?;
         // Create the output before loading, so a bad path fails fast: a private temporary
         // file beside it, renamed over it only once recording has really started.
-        let mut output = cfg.output.as_deref().map(OutputFile::create).transpose()?;
+        let single_file = cfg.parts.is_none() && cfg.flight.is_none();
+        let mut output = match &cfg.output {
+            Some(o) if single_file => Some(OutputFile::create(o)?),
+            _ => None,
+        };
         let prog = Program::load(&settings)?;
         for o in &prog.attached.off {
             eprintln!("iodump: warning: off on this kernel: {o}");
@@ -374,7 +521,13 @@ impl<'c, 'l> Session<'c, 'l> {
         let header = trace_header(cfg, &prog);
         let mut sinks = Sinks::open(cfg, &header, &all, output.as_ref(), live)?;
         let filter_reads_cgroups = cfg.filter.as_ref().is_some_and(Expr::uses_cgroup_table);
-        let track_cgroups = sinks.writer.is_some() || filter_reads_cgroups;
+        let trigger_reads_cgroups = cfg
+            .flight
+            .as_ref()
+            .and_then(|f| f.trigger.as_ref())
+            .is_some_and(Expr::uses_cgroup_table);
+        let filter_reads_cgroups = filter_reads_cgroups || trigger_reads_cgroups;
+        let track_cgroups = sinks.traces() || filter_reads_cgroups;
         let mut ingest = Ingest {
             conv: Converter::new(&all, MountTable::read()),
             entries: NewEntries::default(),
@@ -383,18 +536,18 @@ impl<'c, 'l> Session<'c, 'l> {
             cgroups: track_cgroups.then(|| CgroupTable::new(resolver)),
             events: 0,
         };
-        if let (Some(t), Some(w)) = (&mut ingest.cgroups, &mut sinks.writer) {
-            t.write_root(w)?;
+        if let Some(t) = &mut ingest.cgroups {
+            if let Some(root) = t.write_root() {
+                sinks.add_cgroup(root)?;
+            }
         }
         let mut child = spawn_command(&cfg.command)?;
         // Attached and the command running: recording has started, the trace takes its path.
-        if let Some(o) = &mut output {
-            if let Err(e) = commit_output(o, sinks.writer.as_mut()) {
-                if let Some(c) = &mut child {
-                    terminate(c);
-                }
-                return Err(e);
+        if let Err(e) = commit_output(output.as_mut(), &mut sinks) {
+            if let Some(c) = &mut child {
+                terminate(c);
             }
+            return Err(e);
         }
         announce(cfg, &prog);
         Ok(Session {
@@ -424,6 +577,16 @@ impl<'c, 'l> Session<'c, 'l> {
             self.ingest.drain(&mut self.prog, &mut self.sinks)?;
             if stopping || self.last_flush.elapsed() >= Duration::from_secs(1) {
                 self.flush()?;
+            }
+            self.snapshot_on_signal()?;
+            if !stopping
+                && self
+                    .sinks
+                    .parts
+                    .as_ref()
+                    .is_some_and(|p| p.due(monotonic_ns()))
+            {
+                self.rotate()?;
             }
             if stopping {
                 return Ok(());
@@ -455,28 +618,64 @@ impl<'c, 'l> Session<'c, 'l> {
     }
 
     /// Once a second (and at the end): loss records of the counters' deltas, then the
-    /// writer's and the printer's buffers out.
+    /// writers' and the printer's buffers out.
     fn flush(&mut self) -> Result<(), RecordError> {
         self.last_flush = Instant::now();
         let mut result = Ok(());
+        let now = monotonic_ns();
         if let Ok(c) = self.prog.counters() {
-            for l in self.losses.update(&c, monotonic_ns()) {
-                if let Some(w) = &mut self.sinks.writer {
-                    if let Err(e) = w.add_loss(l) {
-                        result = Err(write_err(e));
-                    }
+            for l in self.losses.update(&c, now) {
+                if let Err(e) = self.sinks.add_loss(l) {
+                    result = Err(e);
                 }
             }
         }
-        if let Some(w) = &mut self.sinks.writer {
-            if let Err(e) = w.flush() {
-                result = Err(write_err(e));
-            }
+        if let Err(e) = self.sinks.flush(now) {
+            result = Err(e);
         }
         if let Some(p) = &mut self.sinks.printer {
             p.flush();
         }
         result
+    }
+
+    /// Closes the part being written and starts the next: the losses counted so far go
+    /// into the part they belong to first, so that none is counted twice or lost.
+    fn rotate(&mut self) -> Result<(), RecordError> {
+        self.flush()?;
+        let (wall, mono) = now_pair();
+        let end = EndInfo {
+            end_monotonic_ns: mono,
+            ..EndInfo::default()
+        };
+        if let Some(p) = &mut self.sinks.parts {
+            p.rotate(end, (wall, mono))?;
+        }
+        Ok(())
+    }
+
+    /// A snapshot of the ring when SIGUSR1 asked for one.
+    fn snapshot_on_signal(&mut self) -> Result<(), RecordError> {
+        let Some(flag) = self.cfg.snapshot else {
+            return Ok(());
+        };
+        if !flag.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
+        match &mut self.sinks.flight {
+            Some(f) => {
+                if !f.busy() {
+                    f.fire(Snapshot::Signal, now_pair(), None)
+                } else {
+                    eprintln!("iodump: SIGUSR1: a snapshot is being written already; not another");
+                    Ok(())
+                }
+            }
+            None => {
+                eprintln!("iodump: SIGUSR1: no --ring, so there is no window to save");
+                Ok(())
+            }
+        }
     }
 
     /// True when the live sink, the command, `stop` or the time limit ends the recording.
@@ -523,6 +722,26 @@ impl<'c, 'l> Session<'c, 'l> {
         let mut summary = self.summary();
         if let Some(p) = &mut self.sinks.printer {
             p.flush();
+        }
+        let end_mono = monotonic_ns();
+        if let Some(mut f) = self.sinks.flight.take() {
+            result = result.and(f.finish(end_mono));
+            summary.snapshots = std::mem::take(&mut f.dumps);
+        }
+        if let Some(p) = self.sinks.parts.take() {
+            summary.last_part = Some(p.current_path().to_path_buf());
+            let end = EndInfo {
+                end_monotonic_ns: end_mono,
+                command_exit_status: self.command_status,
+                ..EndInfo::default()
+            };
+            match p.finish(end) {
+                Ok(st) => {
+                    summary.bytes_written = st.bytes_written;
+                    summary.parts = Some(st);
+                }
+                Err(e) => result = result.and(Err(e.into())),
+            }
         }
         if let Some(w) = self.sinks.writer.take() {
             let end = EndInfo {
@@ -577,12 +796,8 @@ impl<'c, 'l> Session<'c, 'l> {
             }
         }
         let mut result = Ok(());
-        if let Some(w) = &mut self.sinks.writer {
-            for l in losses {
-                if let Err(e) = w.add_loss(l) {
-                    result = result.and(Err(write_err(e)));
-                }
-            }
+        for l in losses {
+            result = result.and(self.sinks.add_loss(l));
         }
         result
     }
@@ -662,39 +877,36 @@ impl CgroupTable {
         }
     }
 
-    /// Writes the root cgroup's entry, so that the trace has a cgroups table even when no
+    /// The root cgroup's entry, to write so that the trace has a cgroups table even when no
     /// event comes (readers tell "not resolved" from "no table" by it).
-    fn write_root(&mut self, w: &mut Writer<File>) -> Result<(), RecordError> {
+    fn write_root(&mut self) -> Option<iodump_format::cgroup::Cgroup> {
         let root = self
             .resolver
             .root()
             .and_then(|r| std::fs::metadata(r).ok())
-            .map(|m| std::os::unix::fs::MetadataExt::ino(&m));
-        if let Some(id) = root {
-            self.settle(id, Some(w))?;
-        }
-        Ok(())
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m))?;
+        self.settle(root)
     }
 
-    /// Makes sure `id` was looked up, writing its entry to `w` when it resolves.
-    fn settle(&mut self, id: u64, w: Option<&mut Writer<File>>) -> Result<(), RecordError> {
+    /// Makes sure `id` was looked up; its entry when it resolves for the first time (to be
+    /// written).
+    fn settle(&mut self, id: u64) -> Option<iodump_format::cgroup::Cgroup> {
         if id == 0 || id == self.last_id {
-            return Ok(());
+            return None;
         }
         let scans = self.resolver.scans;
+        let mut entry = None;
         let state = match self.state.get(&id) {
             Some(CgroupState::Written | CgroupState::GivenUp) => {
                 self.last_id = id;
-                return Ok(());
+                return None;
             }
             Some(CgroupState::Unknown { since_scan }) if scans >= since_scan + 2 => {
                 CgroupState::GivenUp
             }
             _ => match self.resolver.get(id) {
                 Some(c) => {
-                    if let Some(w) = w {
-                        w.add_cgroup(c.clone()).map_err(write_err)?;
-                    }
+                    entry = Some(c.clone());
                     CgroupState::Written
                 }
                 None => match self.state.get(&id) {
@@ -709,7 +921,7 @@ impl CgroupTable {
             self.last_id = id;
         }
         self.state.insert(id, state);
-        Ok(())
+        entry
     }
 
     /// The entry of `id`, if resolved.
@@ -718,14 +930,33 @@ impl CgroupTable {
     }
 }
 
-/// Writes what the writer holds (the device table), then renames the output over its path: from
-/// here on the trace at the path is readable whenever the recorder stops, even killed.
-fn commit_output(o: &mut OutputFile, w: Option<&mut Writer<File>>) -> Result<(), RecordError> {
-    if let Some(w) = w {
-        w.flush().map_err(write_err)?;
+/// Writes what the writer holds (the device table), then renames the output over its path
+/// (or gives the first part of a recording in parts its name): from here on the trace at the
+/// path is readable whenever the recorder stops, even killed.
+fn commit_output(o: Option<&mut OutputFile>, sinks: &mut Sinks) -> Result<(), RecordError> {
+    if let Some(o) = o {
+        if let Some(w) = &mut sinks.writer {
+            w.flush().map_err(write_err)?;
+        }
+        o.commit()?;
     }
-    o.commit()?;
+    if let Some(p) = &mut sinks.parts {
+        p.commit_first()?;
+    }
     Ok(())
+}
+
+/// A new recording's id: 16 hex digits from the kernel's random source (the clock and pid
+/// if it cannot be read).
+fn recording_id() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    let random = File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    let v = match random {
+        Ok(()) => u64::from_le_bytes(b),
+        Err(_) => now_pair().0 as u64 ^ ((std::process::id() as u64) << 40),
+    };
+    format!("{v:016x}")
 }
 
 /// `Loss::cpu` of a loss counted for the whole machine rather than one CPU.
@@ -789,9 +1020,7 @@ impl Ingest<'_> {
             abi::EV_PATH => {
                 if let Some(p) = PathEvent::parse(rec) {
                     if let Some(entry) = self.conv.path_record(&p) {
-                        if let Some(w) = &mut sinks.writer {
-                            w.add_path(entry).map_err(write_err)?;
-                        }
+                        sinks.add_path(entry)?;
                     }
                 }
             }
@@ -807,21 +1036,17 @@ impl Ingest<'_> {
         let e: Event = self.conv.io_record(r, &mut self.entries);
         self.write_entries(&e, sinks)?;
         if let Some(f) = self.filter {
-            let v = ResolvedView {
-                comm: r.comm(),
-                path: self.conv.path(e.path_id),
-                dev: self.conv.dev_label(e.dev),
-                cgroup: match &self.cgroups {
-                    Some(t) if self.filter_reads_cgroups => t.known(e.cgroup_id),
-                    _ => None,
-                },
-            };
-            if !f.eval(&e, &v) {
+            if !f.eval(&e, &self.view(&e, r)) {
                 return Ok(());
             }
         }
-        if let Some(w) = &mut sinks.writer {
-            w.push(&e).map_err(write_err)?;
+        sinks.push(&e)?;
+        if let Some(fl) = &mut sinks.flight {
+            if let Some(t) = fl.trigger() {
+                if t.eval(&e, &self.view(&e, r)) && fl.may_fire(monotonic_ns()) {
+                    fl.fire(Snapshot::Trigger(&e), now_pair(), None)?;
+                }
+            }
         }
         if let Some(p) = &mut sinks.printer {
             p.event(&e, r, self.conv.path(e.path_id), self.conv.args(e.pid));
@@ -833,26 +1058,45 @@ impl Ingest<'_> {
         Ok(())
     }
 
+    /// What a filter expression reads of an event beside its fields.
+    fn view<'v>(&'v self, e: &Event, r: &'v IoEvent) -> ResolvedView<'v> {
+        ResolvedView {
+            comm: r.comm(),
+            path: self.conv.path(e.path_id),
+            dev: self.conv.dev_label(e.dev),
+            cgroup: match &self.cgroups {
+                Some(t) if self.filter_reads_cgroups => t.known(e.cgroup_id),
+                _ => None,
+            },
+        }
+    }
+
     /// The device, process, path and cgroup entries the last event brought.
     fn write_entries(&mut self, e: &Event, sinks: &mut Sinks) -> Result<(), RecordError> {
         let process = self.entries.process.take();
         if let Some(t) = &mut self.cgroups {
             if let Some(p) = &process {
-                t.settle(p.cgroup_id, sinks.writer.as_mut())?;
+                if let Some(c) = t.settle(p.cgroup_id) {
+                    sinks.add_cgroup(c)?;
+                }
             }
-            t.settle(e.cgroup_id, sinks.writer.as_mut())?;
+            if let Some(c) = t.settle(e.cgroup_id) {
+                sinks.add_cgroup(c)?;
+            }
         }
-        let Some(w) = &mut sinks.writer else {
+        if !sinks.traces() {
+            self.entries.device = None;
+            self.entries.path = None;
             return Ok(());
-        };
+        }
         if let Some(d) = self.entries.device.take() {
-            w.add_device(d).map_err(write_err)?;
+            sinks.add_device(d)?;
         }
         if let Some(p) = process {
-            w.add_process(p).map_err(write_err)?;
+            sinks.add_process(p)?;
         }
         if let Some(p) = self.entries.path.take() {
-            w.add_path(p).map_err(write_err)?;
+            sinks.add_path(p)?;
         }
         Ok(())
     }
@@ -960,6 +1204,8 @@ mod tests {
         let w = Writer::new(f, &Header::default(), WriterOptions::default()).unwrap();
         let mut sinks = Sinks {
             writer: Some(w),
+            parts: None,
+            flight: None,
             printer: None,
             live: None,
         };
@@ -1004,7 +1250,7 @@ mod tests {
         let leaf_id = std::fs::metadata(&leaf).unwrap().ino();
         let mut t = CgroupTable::new(Resolver::with_root(Some(dir.clone())));
         t.resolver.scan();
-        t.settle(leaf_id, None).unwrap();
+        t.settle(leaf_id);
         assert!(matches!(t.state.get(&leaf_id), Some(CgroupState::Written)));
         assert_eq!(
             t.known(leaf_id).unwrap().identity.label(),
@@ -1013,20 +1259,20 @@ mod tests {
         assert_eq!(t.last_id, leaf_id);
         // An id no walk finds: retried while the resolver walks again, then given up.
         let gone = u64::MAX - 1;
-        t.settle(gone, None).unwrap();
+        t.settle(gone);
         assert!(matches!(
             t.state.get(&gone),
             Some(CgroupState::Unknown { .. })
         ));
         t.resolver.scan();
         t.resolver.scan();
-        t.settle(gone, None).unwrap();
+        t.settle(gone);
         assert!(matches!(t.state.get(&gone), Some(CgroupState::GivenUp)));
         let scans = t.resolver.scans;
-        t.settle(gone, None).unwrap();
+        t.settle(gone);
         assert_eq!(t.resolver.scans, scans, "a given-up id walks no more");
         // 0 is "unknown" in the trace: never looked up.
-        t.settle(0, None).unwrap();
+        t.settle(0);
         assert!(!t.state.contains_key(&0));
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -1,0 +1,123 @@
+//! What a query reads, as the user named it: trace files, directories of a recording written
+//! in parts (`iodump record -o DIR/ --rotate`), or Parquet datasets (`iodump convert`). The
+//! parts of one recording are one trace, whether named by their directory or file by file.
+
+use std::path::{Path, PathBuf};
+
+use iodump_format::recording::{open_traces, trace_files_in};
+use iodump_format::Reader;
+
+use crate::AnalyzeError;
+
+/// One input of a query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputPath {
+    /// A trace: one file, or the parts of one recording in order.
+    Trace {
+        /// Its name (the file's, or the first part's).
+        name: String,
+        /// Its files.
+        files: Vec<PathBuf>,
+    },
+    /// A Parquet dataset (a directory `iodump convert` wrote).
+    Parquet(PathBuf),
+}
+
+/// True when `dir` holds trace files (`*.iod`) at its top: a recording's directory, not a
+/// Parquet dataset.
+pub fn is_trace_dir(dir: &Path) -> bool {
+    dir.is_dir() && trace_files_in(dir).is_ok()
+}
+
+impl InputPath {
+    /// The inputs `paths` name: a trace file, a directory of trace files (each recording
+    /// in it one trace), a Parquet dataset's directory. Trace files of one recording are one
+    /// trace wherever they were named.
+    pub fn expand(paths: &[PathBuf]) -> Result<Vec<InputPath>, AnalyzeError> {
+        let trace_paths: Vec<&PathBuf> = paths
+            .iter()
+            .filter(|p| !p.is_dir() || is_trace_dir(p))
+            .collect();
+        // A single file is a trace of its own: nothing to group (and nothing opened twice).
+        let single = trace_paths.len() == 1 && !trace_paths[0].is_dir();
+        let mut traces = Vec::new();
+        if single {
+            traces.push(InputPath::Trace {
+                name: name_of(trace_paths[0]),
+                files: vec![trace_paths[0].clone()],
+            });
+        } else if !trace_paths.is_empty() {
+            let owned: Vec<PathBuf> = trace_paths.iter().map(|p| (*p).clone()).collect();
+            for t in open_traces(&owned).map_err(|e| AnalyzeError::Open {
+                path: e.path,
+                source: e.source,
+            })? {
+                traces.push(InputPath::Trace {
+                    name: t.name,
+                    files: t.files,
+                });
+            }
+        }
+        let mut out = Vec::new();
+        let mut traces = traces.into_iter();
+        for p in paths {
+            if p.is_dir() && !is_trace_dir(p) {
+                out.push(InputPath::Parquet(p.clone()));
+            } else if let Some(t) = traces.next() {
+                out.push(t);
+            }
+        }
+        out.extend(traces);
+        Ok(out)
+    }
+
+    /// Its name: the trace's, or the dataset directory's.
+    pub fn name(&self) -> String {
+        match self {
+            InputPath::Trace { name, .. } => name.clone(),
+            InputPath::Parquet(p) => name_of(p),
+        }
+    }
+
+    /// The path to name in messages (the first part, for a recording).
+    pub fn path(&self) -> &Path {
+        match self {
+            InputPath::Trace { files, .. } => files.first().map_or(Path::new(""), |p| p),
+            InputPath::Parquet(p) => p,
+        }
+    }
+
+    /// True for a Parquet dataset.
+    pub fn is_parquet(&self) -> bool {
+        matches!(self, InputPath::Parquet(_))
+    }
+
+    /// Opens the trace (its parts as one).
+    pub fn open_trace(&self) -> Result<Reader, AnalyzeError> {
+        match self {
+            InputPath::Trace { files, .. } if files.len() == 1 => {
+                Reader::open(&files[0]).map_err(AnalyzeError::Read)
+            }
+            InputPath::Trace { files, .. } => {
+                let mut parts = Vec::new();
+                for f in files {
+                    parts.push(Reader::open(f).map_err(|source| AnalyzeError::Open {
+                        path: f.clone(),
+                        source,
+                    })?);
+                }
+                Ok(Reader::concat(parts))
+            }
+            InputPath::Parquet(p) => Err(AnalyzeError::Query {
+                message: format!("{} is a Parquet dataset, not a trace", p.display()),
+            }),
+        }
+    }
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}

@@ -1,0 +1,292 @@
+//! Recordings written as several files: what ties the files of one recording together (a
+//! recording id and a part number in each header), the table entries every part repeats
+//! ([`TableMirror`]), and the reading side: turning the paths a user gives (files,
+//! directories, globs already expanded by the shell) into traces, the parts of one recording
+//! read as one ([`open_traces`]).
+//!
+//! A part is a complete trace on its own: its header, then the device, process, path and
+//! cgroup entries that the recording knew when the part began (its events refer to no entry
+//! of another part), then events. See `schemas/iod-format.md`, "Recordings in parts".
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::cgroup::Cgroup;
+use crate::error::{ReadError, WriteError};
+use crate::event::{Device, Header, PathEntry, Process};
+use crate::inthash::IntMap;
+use crate::reader::Reader;
+use crate::writer::Writer;
+
+/// Header metadata key: the id of the recording a file belongs to (16 hex digits), the same
+/// in every part.
+pub const META_RECORDING: &str = "iodump.recording";
+/// Header metadata key: the part number of the file within its recording, from 1.
+pub const META_PART: &str = "iodump.part";
+/// Header metadata key of a flight recorder's snapshot: why it was written (`trigger: EXPR`
+/// or `SIGUSR1`).
+pub const META_SNAPSHOT: &str = "iodump.snapshot";
+/// Header metadata key: the I/O that fired a trigger, `timestamp_ns dev sector bytes op
+/// latency_ns` (its timestamp on the trace's clock, the device as `MAJ:MIN`).
+pub const META_TRIGGER_IO: &str = "iodump.trigger.io";
+
+/// The recording id and part number a header carries, when it has them.
+pub fn part_of(h: &Header) -> Option<(String, u32)> {
+    let get = |k: &str| h.metadata.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+    let id = get(META_RECORDING)?.clone();
+    let part = get(META_PART)?.parse().ok()?;
+    Some((id, part))
+}
+
+/// The I/O that fired a snapshot's trigger: its timestamp (trace clock), when the header says.
+pub fn trigger_timestamp_ns(h: &Header) -> Option<u64> {
+    let v = h.metadata.iter().find(|(k, _)| k == META_TRIGGER_IO)?;
+    v.1.split_whitespace().next()?.parse().ok()
+}
+
+/// The latest entry of each table key the recording has written: what a new part repeats
+/// at its start, so that its events refer to nothing outside it.
+#[derive(Clone, Debug, Default)]
+pub struct TableMirror {
+    devices: Vec<Device>,
+    processes: IntMap<u32, Process>,
+    paths: IntMap<u32, PathEntry>,
+    cgroups: IntMap<u64, Cgroup>,
+}
+
+impl TableMirror {
+    /// Notes a device entry.
+    pub fn device(&mut self, d: &Device) {
+        match self.devices.iter_mut().find(|x| x.dev == d.dev) {
+            Some(x) => *x = d.clone(),
+            None => self.devices.push(d.clone()),
+        }
+    }
+    /// Notes a process entry (the latest per thread id is kept).
+    pub fn process(&mut self, p: &Process) {
+        self.processes.insert(p.tid, p.clone());
+    }
+    /// Notes a path entry.
+    pub fn path(&mut self, p: &PathEntry) {
+        self.paths.insert(p.path_id, p.clone());
+    }
+    /// Notes a cgroup entry.
+    pub fn cgroup(&mut self, c: &Cgroup) {
+        self.cgroups.insert(c.id, c.clone());
+    }
+    /// Entries held, all tables together.
+    pub fn len(&self) -> usize {
+        self.devices.len() + self.processes.len() + self.paths.len() + self.cgroups.len()
+    }
+    /// True when nothing was noted.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Adds every entry to `w`: devices in the order first seen, then processes, paths
+    /// and cgroups by id.
+    pub fn write_into<W: Write>(&self, w: &mut Writer<W>) -> Result<(), WriteError> {
+        for d in &self.devices {
+            w.add_device(d.clone())?;
+        }
+        let mut tids: Vec<&u32> = self.processes.keys().collect();
+        tids.sort_unstable();
+        for t in tids {
+            w.add_process(self.processes[t].clone())?;
+        }
+        let mut ids: Vec<&u32> = self.paths.keys().collect();
+        ids.sort_unstable();
+        for i in ids {
+            w.add_path(self.paths[i].clone())?;
+        }
+        let mut ids: Vec<&u64> = self.cgroups.keys().collect();
+        ids.sort_unstable();
+        for i in ids {
+            w.add_cgroup(self.cgroups[i].clone())?;
+        }
+        Ok(())
+    }
+}
+
+/// One trace as the user gave it: a file, or the parts of one recording.
+pub struct TraceInput {
+    /// Its name: the file name (of the first part, for a recording in parts).
+    pub name: String,
+    /// Its files, in part order.
+    pub files: Vec<PathBuf>,
+    /// The recording id, for a recording in parts.
+    pub recording: Option<String>,
+    /// Part numbers of `files`, for a recording in parts.
+    pub parts: Vec<u32>,
+    /// The files read as one trace.
+    pub reader: Reader,
+}
+
+/// Why [`open_traces`] failed: the path and what went wrong.
+#[derive(Debug)]
+pub struct InputError {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub source: ReadError,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// The trace files of a directory: its `*.iod` files that are not hidden (a recorder's
+/// temporary files are), by name (part files are named by their start time, so by name is
+/// in time order).
+pub fn trace_files_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let err = |source: std::io::Error| InputError {
+        path: dir.to_path_buf(),
+        source: ReadError::Io {
+            context: format!("listing {}", dir.display()),
+            source,
+        },
+    };
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(err)? {
+        let e = e.map_err(err)?;
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || !name.ends_with(".iod") {
+            continue;
+        }
+        if e.file_type().map_err(err)?.is_file() {
+            files.push(e.path());
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(err(std::io::Error::other("no trace files (*.iod) in it")));
+    }
+    Ok(files)
+}
+
+/// Opens what the user named: each file, and each directory's trace files
+/// ([`trace_files_in`]). Files of one recording in parts (the same recording id) become one
+/// trace, their parts in order, wherever they were named; every other file is a trace of
+/// its own. Traces come in the order their first file was named.
+pub fn open_traces(paths: &[PathBuf]) -> Result<Vec<TraceInput>, InputError> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            files.extend(trace_files_in(p)?);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    // (recording, part, path, reader), in the order named.
+    let mut opened: Vec<(Option<(String, u32)>, PathBuf, Reader)> = Vec::new();
+    for f in files {
+        if opened.iter().any(|(_, p, _)| *p == f) {
+            continue;
+        }
+        let r = Reader::open(&f).map_err(|source| InputError {
+            path: f.clone(),
+            source,
+        })?;
+        opened.push((part_of(r.header()), f, r));
+    }
+    let mut out: Vec<TraceInput> = Vec::new();
+    let mut groups: Vec<(String, Vec<(u32, PathBuf, Reader)>)> = Vec::new();
+    let mut order: Vec<Slot> = Vec::new();
+    for (part, path, reader) in opened {
+        match part {
+            Some((id, n)) => match groups.iter_mut().position(|(g, _)| *g == id) {
+                Some(i) => groups[i].1.push((n, path, reader)),
+                None => {
+                    order.push(Slot::Group(groups.len()));
+                    groups.push((id, vec![(n, path, reader)]));
+                }
+            },
+            None => order.push(Slot::Single(TraceInput {
+                name: file_name(&path),
+                files: vec![path],
+                recording: None,
+                parts: Vec::new(),
+                reader,
+            })),
+        }
+    }
+    let mut groups: Vec<Option<(String, Vec<(u32, PathBuf, Reader)>)>> =
+        groups.into_iter().map(Some).collect();
+    for o in order {
+        match o {
+            Slot::Single(single) => out.push(single),
+            Slot::Group(i) => {
+                let Some((id, mut parts)) = groups[i].take() else {
+                    continue;
+                };
+                parts.sort_by_key(|(n, p, _)| (*n, p.clone()));
+                let name = file_name(&parts[0].1);
+                let numbers = parts.iter().map(|(n, _, _)| *n).collect();
+                let mut files = Vec::new();
+                let mut readers = Vec::new();
+                for (_, p, r) in parts {
+                    files.push(p);
+                    readers.push(r);
+                }
+                out.push(TraceInput {
+                    name,
+                    files,
+                    recording: Some(id),
+                    parts: numbers,
+                    reader: Reader::concat(readers),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A trace in the order named: a file alone, or the recording at this index of the groups.
+enum Slot {
+    Single(TraceInput),
+    Group(usize),
+}
+
+/// Opens what `path` names as one trace: a file, or a directory holding one recording (its
+/// parts). A directory holding several recordings is refused (name one of its files).
+pub fn open_trace(path: &Path) -> Result<TraceInput, InputError> {
+    let mut v = open_traces(&[path.to_path_buf()])?;
+    if v.len() > 1 {
+        return Err(InputError {
+            path: path.to_path_buf(),
+            source: ReadError::Io {
+                context: format!("reading {}", path.display()),
+                source: std::io::Error::other(format!(
+                    "it holds {} traces ({}…); name one of its files",
+                    v.len(),
+                    v.iter()
+                        .take(3)
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            },
+        });
+    }
+    v.pop().ok_or_else(|| InputError {
+        path: path.to_path_buf(),
+        source: ReadError::Io {
+            context: format!("reading {}", path.display()),
+            source: std::io::Error::other("no trace in it"),
+        },
+    })
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}

@@ -1,0 +1,502 @@
+//! A trace written as a sequence of files in a directory (`iodump record -o DIR/ --rotate`):
+//! each part a complete trace, created by the output rule ([`OutputFile`]: private, hidden
+//! until its header and tables are written), named by its start time in UTC so that names
+//! sort in time order (`iodump-20261201T031200.123Z-000001.iod`), and the directory kept
+//! within a count and a size (retention deletes the oldest parts, of any recording, never
+//! another kind of file).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use iodump_format::recording::{TableMirror, META_PART, META_RECORDING};
+use iodump_format::{
+    cgroup::Cgroup, Device, EndInfo, Event, Header, Loss, PathEntry, Process, WriteError, Writer,
+    WriterOptions,
+};
+
+use crate::{OutputError, OutputFile};
+
+/// When to close a part and start the next, and what the directory may hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartsConfig {
+    /// The directory (it must exist).
+    pub dir: PathBuf,
+    /// Close a part once it holds this many bytes.
+    pub rotate_bytes: Option<u64>,
+    /// Close a part once it is this old (on the recording's monotonic clock).
+    pub rotate_ns: Option<u64>,
+    /// Keep at most this many part files in the directory (the one being written included).
+    pub keep: Option<usize>,
+    /// Keep the part files of the directory within this many bytes (the one being written
+    /// included; checked at each flush and rotation).
+    pub max_total_bytes: Option<u64>,
+}
+
+impl PartsConfig {
+    /// The size at which a part is closed: `rotate_bytes`, and with `max_total_bytes` at
+    /// most a quarter of it (so that older parts fit beside the one being written).
+    pub fn part_limit_bytes(&self) -> Option<u64> {
+        let by_total = self.max_total_bytes.map(|t| (t / 4).max(1));
+        match (self.rotate_bytes, by_total) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Why a part could not be created, written or removed.
+#[derive(Debug)]
+pub enum PartsError {
+    /// Creating, committing or removing a file.
+    Output(OutputError),
+    /// Writing the trace.
+    Write(WriteError),
+}
+
+impl std::fmt::Display for PartsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PartsError::Output(e) => e.fmt(f),
+            PartsError::Write(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PartsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PartsError::Output(e) => Some(e),
+            PartsError::Write(e) => Some(e),
+        }
+    }
+}
+
+impl From<WriteError> for PartsError {
+    fn from(e: WriteError) -> Self {
+        PartsError::Write(e)
+    }
+}
+impl From<OutputError> for PartsError {
+    fn from(e: OutputError) -> Self {
+        PartsError::Output(e)
+    }
+}
+
+/// What the parts hold, all together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PartsStats {
+    /// Parts started.
+    pub parts: u32,
+    /// Events written, every part.
+    pub events: u64,
+    /// Events lost, every part.
+    pub lost_events: u64,
+    /// Bytes written, every part (deleted ones included).
+    pub bytes_written: u64,
+    /// Parts deleted by retention.
+    pub deleted: u32,
+}
+
+/// The file name of a part: `iodump-YYYYmmddTHHMMSS.mmmZ-NNNNNN.iod`.
+pub fn part_name(start_wall_ns: i64, part: u32) -> String {
+    let secs = start_wall_ns.div_euclid(1_000_000_000);
+    let ms = start_wall_ns.rem_euclid(1_000_000_000) / 1_000_000;
+    let (y, m, d) = iodump_format::summary::civil_from_days(secs.div_euclid(86_400));
+    let sod = secs.rem_euclid(86_400);
+    format!(
+        "iodump-{y:04}{m:02}{d:02}T{:02}{:02}{:02}.{ms:03}Z-{part:06}.iod",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60
+    )
+}
+
+/// True for a name [`part_name`] makes: what retention may delete.
+pub fn is_part_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("iodump-") else {
+        return false;
+    };
+    let Some(rest) = rest.strip_suffix(".iod") else {
+        return false;
+    };
+    let b = rest.as_bytes();
+    b.len() == 27
+        && b[8] == b'T'
+        && b[15] == b'.'
+        && b[19] == b'Z'
+        && b[20] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| matches!(i, 8 | 15 | 19 | 20) || c.is_ascii_digit())
+}
+
+/// A recording written in parts. Every table entry added is kept ([`TableMirror`]) and
+/// written again at the start of each new part, after its header (the template's, with the
+/// part's own clock pair, the recording id and the part number).
+pub struct RotatingTrace {
+    cfg: PartsConfig,
+    template: Header,
+    opts: WriterOptions,
+    recording: String,
+    mirror: TableMirror,
+    part: u32,
+    writer: Option<Writer<File>>,
+    current: OutputFile,
+    part_start_mono_ns: u64,
+    stats: PartsStats,
+    syncer: Syncer,
+}
+
+impl RotatingTrace {
+    /// Creates part 1, starting at `now` (wall-clock and monotonic ns), hidden until
+    /// [`commit_first`](RotatingTrace::commit_first).
+    pub fn create(
+        cfg: PartsConfig,
+        template: Header,
+        opts: WriterOptions,
+        recording: String,
+        now: (i64, u64),
+    ) -> Result<RotatingTrace, PartsError> {
+        crate::check_dir(&cfg.dir)?;
+        if !cfg.dir.exists() {
+            std::fs::create_dir_all(&cfg.dir).map_err(|source| OutputError::Io {
+                path: cfg.dir.clone(),
+                what: "cannot create the directory".into(),
+                source,
+            })?;
+        }
+        let mirror = TableMirror::default();
+        let (current, writer) = open_part(&cfg.dir, &template, &opts, &recording, 1, now, &mirror)?;
+        Ok(RotatingTrace {
+            cfg,
+            template,
+            opts,
+            recording,
+            mirror,
+            part: 1,
+            writer: Some(writer),
+            current,
+            part_start_mono_ns: now.1,
+            stats: PartsStats {
+                parts: 1,
+                ..PartsStats::default()
+            },
+            syncer: Syncer::start(),
+        })
+    }
+
+    /// Gives part 1 its name (recording has started) and applies retention.
+    pub fn commit_first(&mut self) -> Result<(), PartsError> {
+        self.writer_mut()?.flush()?;
+        self.current.commit()?;
+        self.retain()
+    }
+
+    /// The recording id.
+    pub fn recording(&self) -> &str {
+        &self.recording
+    }
+
+    /// The path of the part being written.
+    pub fn current_path(&self) -> &Path {
+        self.current.path()
+    }
+
+    /// What has been written, every part.
+    pub fn stats(&self) -> PartsStats {
+        let mut s = self.stats;
+        if let Some(w) = &self.writer {
+            let ws = w.stats();
+            s.events += ws.events;
+            s.lost_events += ws.lost_events;
+            s.bytes_written += ws.bytes_written;
+        }
+        s
+    }
+
+    fn writer_mut(&mut self) -> Result<&mut Writer<File>, PartsError> {
+        self.writer.as_mut().ok_or_else(|| {
+            PartsError::Write(WriteError::Invalid {
+                what: "the part was not reopened after a failed rotation".into(),
+            })
+        })
+    }
+
+    /// Adds a device entry.
+    pub fn add_device(&mut self, d: Device) -> Result<(), PartsError> {
+        self.mirror.device(&d);
+        Ok(self.writer_mut()?.add_device(d)?)
+    }
+    /// Adds a process entry.
+    pub fn add_process(&mut self, p: Process) -> Result<(), PartsError> {
+        self.mirror.process(&p);
+        Ok(self.writer_mut()?.add_process(p)?)
+    }
+    /// Adds a path entry.
+    pub fn add_path(&mut self, p: PathEntry) -> Result<(), PartsError> {
+        self.mirror.path(&p);
+        Ok(self.writer_mut()?.add_path(p)?)
+    }
+    /// Adds a cgroup entry.
+    pub fn add_cgroup(&mut self, c: Cgroup) -> Result<(), PartsError> {
+        self.mirror.cgroup(&c);
+        Ok(self.writer_mut()?.add_cgroup(c)?)
+    }
+    /// Adds a loss record (to the part being written).
+    pub fn add_loss(&mut self, l: Loss) -> Result<(), PartsError> {
+        Ok(self.writer_mut()?.add_loss(l)?)
+    }
+
+    /// Adds an event to the part being written ([`due`](RotatingTrace::due) says when to
+    /// start the next).
+    #[inline]
+    pub fn push(&mut self, e: &Event) -> Result<(), PartsError> {
+        Ok(self.writer_mut()?.push(e)?)
+    }
+
+    /// Writes what is buffered (once a second), keeps the directory within its bounds, and
+    /// every few seconds has the part synced to disk (in the background).
+    pub fn flush(&mut self) -> Result<(), PartsError> {
+        self.writer_mut()?.flush()?;
+        if self.syncer.due() {
+            if let Ok(f) = self.current.try_clone_file() {
+                self.syncer.sync(f);
+            }
+        }
+        self.retain()
+    }
+
+    /// True when the part being written is due to be closed at monotonic time `now_mono_ns`.
+    pub fn due(&self, now_mono_ns: u64) -> bool {
+        let Some(w) = &self.writer else {
+            return false;
+        };
+        let by_size = self
+            .cfg
+            .part_limit_bytes()
+            .is_some_and(|b| w.stats().bytes_written >= b);
+        let by_age = self
+            .cfg
+            .rotate_ns
+            .is_some_and(|d| now_mono_ns.saturating_sub(self.part_start_mono_ns) >= d);
+        by_size || by_age
+    }
+
+    /// Closes the part being written (everything buffered goes into it; then its end and
+    /// footer) and starts the next at `now`. `end` says when and how the part ended.
+    pub fn rotate(&mut self, end: EndInfo, now: (i64, u64)) -> Result<(), PartsError> {
+        self.close_current(end)?;
+        self.part += 1;
+        let (mut current, mut writer) = open_part(
+            &self.cfg.dir,
+            &self.template,
+            &self.opts,
+            &self.recording,
+            self.part,
+            now,
+            &self.mirror,
+        )?;
+        writer.flush()?;
+        current.commit()?;
+        self.current = current;
+        self.writer = Some(writer);
+        self.part_start_mono_ns = now.1;
+        self.stats.parts += 1;
+        self.retain()
+    }
+
+    fn close_current(&mut self, end: EndInfo) -> Result<(), PartsError> {
+        let Some(w) = self.writer.take() else {
+            return Ok(());
+        };
+        let ws = w.stats();
+        let r = w.finish(end);
+        self.stats.events += ws.events;
+        self.stats.lost_events += ws.lost_events;
+        match r {
+            Ok(f) => {
+                self.stats.bytes_written += f.metadata().map(|m| m.len()).unwrap_or(0);
+                self.syncer.sync(f);
+                Ok(())
+            }
+            Err(e) => {
+                self.stats.bytes_written += ws.bytes_written;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Closes the last part and waits for every part to be on disk.
+    pub fn finish(mut self, end: EndInfo) -> Result<PartsStats, PartsError> {
+        let r = self.close_current(end);
+        self.syncer.stop();
+        r?;
+        self.retain()?;
+        Ok(self.stats)
+    }
+
+    /// Deletes the oldest part files of the directory (by name: by start time) while there are
+    /// more than `keep` or they hold more than `max_total_bytes`; never the part being written.
+    fn retain(&mut self) -> Result<(), PartsError> {
+        if self.cfg.keep.is_none() && self.cfg.max_total_bytes.is_none() {
+            return Ok(());
+        }
+        let current = self.current.path().to_path_buf();
+        let mut parts = list_parts(&self.cfg.dir).map_err(|e| {
+            PartsError::Output(OutputError::Io {
+                path: self.cfg.dir.clone(),
+                what: "cannot list the directory".into(),
+                source: e,
+            })
+        })?;
+        let mut total: u64 = parts.iter().map(|(_, len)| len).sum();
+        let mut count = parts.len();
+        parts.retain(|(p, _)| *p != current);
+        for (p, len) in parts {
+            let over_count = self.cfg.keep.is_some_and(|k| count > k);
+            let over_size = self.cfg.max_total_bytes.is_some_and(|m| total > m);
+            if !(over_count || over_size) {
+                break;
+            }
+            match std::fs::remove_file(&p) {
+                Ok(()) => {
+                    total -= len;
+                    count -= 1;
+                    self.stats.deleted += 1;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    total -= len;
+                    count -= 1;
+                }
+                Err(e) => {
+                    return Err(PartsError::Output(OutputError::Io {
+                        path: p,
+                        what: "cannot delete it (retention)".into(),
+                        source: e,
+                    }))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The part files of `dir` (regular files only, links are not followed) with their sizes,
+/// oldest first.
+pub fn list_parts(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name();
+        if !is_part_name(&name.to_string_lossy()) {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(e.path())?;
+        if meta.is_file() {
+            v.push((e.path(), meta.len()));
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+/// Creates part `part`: its file (hidden), its header, the mirror's entries (not flushed).
+fn open_part(
+    dir: &Path,
+    template: &Header,
+    opts: &WriterOptions,
+    recording: &str,
+    part: u32,
+    now: (i64, u64),
+    mirror: &TableMirror,
+) -> Result<(OutputFile, Writer<File>), PartsError> {
+    let mut header = template.clone();
+    header.wall_clock_ns = now.0;
+    header.monotonic_ns = now.1;
+    header
+        .metadata
+        .retain(|(k, _)| k != META_RECORDING && k != META_PART);
+    header
+        .metadata
+        .push((META_RECORDING.into(), recording.to_string()));
+    header.metadata.push((META_PART.into(), part.to_string()));
+    let out = OutputFile::create(&dir.join(part_name(now.0, part)))?;
+    let mut w = Writer::new(out.try_clone_file()?, &header, opts.clone())?;
+    mirror.write_into(&mut w)?;
+    Ok((out, w))
+}
+
+/// Syncs closed parts (and, every few seconds, the part being written) on a thread of its
+/// own, so that the recorder never waits for the disk.
+struct Syncer {
+    tx: Option<mpsc::Sender<File>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    last: Instant,
+}
+
+/// How often the part being written is synced.
+const SYNC_EVERY: Duration = Duration::from_secs(5);
+
+impl Syncer {
+    fn start() -> Syncer {
+        let (tx, rx) = mpsc::channel::<File>();
+        let thread = std::thread::Builder::new()
+            .name("iodump-sync".into())
+            .spawn(move || {
+                for f in rx {
+                    let _ = f.sync_all();
+                }
+            })
+            .ok();
+        Syncer {
+            tx: Some(tx),
+            thread,
+            last: Instant::now(),
+        }
+    }
+    fn due(&self) -> bool {
+        self.last.elapsed() >= SYNC_EVERY
+    }
+    fn sync(&mut self, f: File) {
+        self.last = Instant::now();
+        match (&self.tx, &self.thread) {
+            (Some(tx), Some(_)) => {
+                let _ = tx.send(f);
+            }
+            _ => {
+                let _ = f.sync_all();
+            }
+        }
+    }
+    fn stop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_names_sort_by_time_and_are_recognised() {
+        let a = part_name(1_764_625_920_123_456_789, 1);
+        assert_eq!(a, "iodump-20251201T215200.123Z-000001.iod");
+        assert!(is_part_name(&a));
+        let b = part_name(1_764_625_981_000_000_000, 2);
+        assert!(a < b);
+        assert!(!is_part_name("iodump-20251201T215200.123Z-00001.iod"));
+        assert!(!is_part_name("trigger-20251201T215200.123Z-000001.iod"));
+        assert!(!is_part_name("run.iod"));
+    }
+}

@@ -1,0 +1,412 @@
+//! The flight recorder's ring (`iodump record --ring`): the last window of events kept in
+//! memory as sealed, compressed segments (what a trace file would hold, nothing written),
+//! and snapshots of it — on a trigger (an I/O matching a filter expression) or on SIGUSR1 —
+//! written as traces of their own: the window before, then the events of `--after` more.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use iodump_format::cgroup::Cgroup;
+use iodump_format::chunk::ChunkType;
+use iodump_format::expr::Expr;
+use iodump_format::recording::{TableMirror, META_SNAPSHOT, META_TRIGGER_IO};
+use iodump_format::{
+    Device, EndInfo, Event, Header, Loss, PathEntry, Process, SealedChunk, WriteError, Writer,
+    WriterOptions,
+};
+use iodump_output::OutputFile;
+
+use crate::error::RecordError;
+
+/// What the ring keeps and when it saves it.
+#[derive(Clone, Debug)]
+pub struct FlightConfig {
+    /// Where snapshots go (a directory).
+    pub dir: PathBuf,
+    /// Keep the events of this long (monotonic ns, by the events' timestamps).
+    pub window_ns: Option<u64>,
+    /// Keep at most this many bytes of sealed segments (with a window of time too: whichever
+    /// is reached first).
+    pub window_bytes: u64,
+    /// Save a snapshot when an I/O matches this.
+    pub trigger: Option<Expr>,
+    /// The trigger as given (stored in the snapshot's header, and its file name).
+    pub trigger_text: Option<String>,
+    /// Go on writing into a snapshot for this long after it fired.
+    pub after_ns: u64,
+    /// No trigger fires sooner than this after the last one fired.
+    pub cooldown_ns: u64,
+    /// At most this many snapshots in this run (then triggers are ignored, said once).
+    pub max_dumps: Option<u32>,
+}
+
+/// The most memory a ring of time takes when no size was given.
+pub const DEFAULT_RING_BYTES: u64 = 512 << 20;
+
+/// One snapshot being written.
+struct Dump {
+    out: OutputFile,
+    writer: Writer<File>,
+    until_mono_ns: u64,
+}
+
+/// The ring, the trigger and the snapshot being written.
+pub struct Flight {
+    cfg: FlightConfig,
+    template: Header,
+    opts: WriterOptions,
+    /// Encodes into memory only (a tap on a sink).
+    writer: Writer<std::io::Sink>,
+    mirror: TableMirror,
+    ring: VecDeque<SealedChunk>,
+    ring_bytes: u64,
+    newest_ns: u64,
+    dump: Option<Dump>,
+    /// Snapshots written.
+    pub dumps: Vec<PathBuf>,
+    last_fire_mono_ns: Option<u64>,
+    said_max: bool,
+    said_size: bool,
+}
+
+impl Flight {
+    /// An empty ring; `template` is the header each snapshot starts from.
+    pub fn new(
+        cfg: FlightConfig,
+        template: Header,
+        opts: WriterOptions,
+    ) -> Result<Flight, RecordError> {
+        let mut writer =
+            Writer::new(std::io::sink(), &template, opts.clone()).map_err(RecordError::Write)?;
+        writer.tap();
+        writer.take_sealed();
+        Ok(Flight {
+            cfg,
+            template,
+            opts,
+            writer,
+            mirror: TableMirror::default(),
+            ring: VecDeque::new(),
+            ring_bytes: 0,
+            newest_ns: 0,
+            dump: None,
+            dumps: Vec::new(),
+            last_fire_mono_ns: None,
+            said_max: false,
+            said_size: false,
+        })
+    }
+
+    /// The trigger, if any.
+    pub fn trigger(&self) -> Option<&Expr> {
+        self.cfg.trigger.as_ref()
+    }
+
+    /// Bytes of sealed segments in the ring.
+    pub fn ring_bytes(&self) -> u64 {
+        self.ring_bytes
+    }
+
+    fn both<T: Clone>(
+        &mut self,
+        v: T,
+        f: impl Fn(&mut Writer<std::io::Sink>, T) -> Result<(), WriteError>,
+        g: impl Fn(&mut Writer<File>, T) -> Result<(), WriteError>,
+    ) -> Result<(), RecordError> {
+        if let Some(d) = &mut self.dump {
+            g(&mut d.writer, v.clone()).map_err(RecordError::Write)?;
+        }
+        f(&mut self.writer, v).map_err(RecordError::Write)
+    }
+
+    /// Adds a device entry.
+    pub fn add_device(&mut self, d: &Device) -> Result<(), RecordError> {
+        self.mirror.device(d);
+        self.both(d.clone(), |w, v| w.add_device(v), |w, v| w.add_device(v))
+    }
+    /// Adds a process entry.
+    pub fn add_process(&mut self, p: &Process) -> Result<(), RecordError> {
+        self.mirror.process(p);
+        self.both(p.clone(), |w, v| w.add_process(v), |w, v| w.add_process(v))
+    }
+    /// Adds a path entry.
+    pub fn add_path(&mut self, p: &PathEntry) -> Result<(), RecordError> {
+        self.mirror.path(p);
+        self.both(p.clone(), |w, v| w.add_path(v), |w, v| w.add_path(v))
+    }
+    /// Adds a cgroup entry.
+    pub fn add_cgroup(&mut self, c: &Cgroup) -> Result<(), RecordError> {
+        self.mirror.cgroup(c);
+        self.both(c.clone(), |w, v| w.add_cgroup(v), |w, v| w.add_cgroup(v))
+    }
+    /// Adds a loss record (into the ring; it reaches a snapshot with the window).
+    pub fn add_loss(&mut self, l: Loss) -> Result<(), RecordError> {
+        self.writer.add_loss(l).map_err(RecordError::Write)
+    }
+
+    /// Adds an event.
+    #[inline]
+    pub fn push(&mut self, e: &Event) -> Result<(), RecordError> {
+        if e.timestamp_ns > self.newest_ns {
+            self.newest_ns = e.timestamp_ns;
+        }
+        self.writer.push(e).map_err(RecordError::Write)?;
+        if self.writer.buffered_events() == 0 {
+            self.route()?;
+        }
+        Ok(())
+    }
+
+    /// Seals what is buffered (once a second) and ends a snapshot whose time is up.
+    pub fn flush(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
+        self.writer.flush().map_err(RecordError::Write)?;
+        self.route()?;
+        if self
+            .dump
+            .as_ref()
+            .is_some_and(|d| now_mono_ns >= d.until_mono_ns)
+        {
+            self.end_dump(now_mono_ns)?;
+        }
+        Ok(())
+    }
+
+    /// Sealed chunks into the ring (and the snapshot being written); the oldest out.
+    fn route(&mut self) -> Result<(), RecordError> {
+        for c in self.writer.take_sealed() {
+            if !matches!(c.kind, ChunkType::Events | ChunkType::Losses) {
+                continue;
+            }
+            if let Some(d) = &mut self.dump {
+                d.writer.append_sealed(&c).map_err(RecordError::Write)?;
+            }
+            self.ring_bytes += c.bytes.len() as u64;
+            self.ring.push_back(c);
+        }
+        self.evict();
+        Ok(())
+    }
+
+    fn evict(&mut self) {
+        let horizon = self.cfg.window_ns.map(|w| self.newest_ns.saturating_sub(w));
+        while let Some(front) = self.ring.front() {
+            let too_old =
+                front.kind == ChunkType::Events && horizon.is_some_and(|h| front.ts_range_ns.1 < h);
+            let too_big = self.ring_bytes > self.cfg.window_bytes;
+            if !(too_old || too_big) {
+                break;
+            }
+            if too_big && !too_old && self.cfg.window_ns.is_some() && !self.said_size {
+                self.said_size = true;
+                eprintln!(
+                    "iodump: warning: the ring holds less than its window: {} bytes reached \
+                     (give --ring a size, e.g. --ring 1G, to keep more)",
+                    self.cfg.window_bytes
+                );
+            }
+            self.ring_bytes -= front.bytes.len() as u64;
+            self.ring.pop_front();
+        }
+        // Loss records older than every event kept go too.
+        while self
+            .ring
+            .front()
+            .is_some_and(|c| c.kind == ChunkType::Losses)
+            && self.ring.len() > 1
+        {
+            if let Some(c) = self.ring.pop_front() {
+                self.ring_bytes -= c.bytes.len() as u64;
+            }
+        }
+    }
+
+    /// True while a snapshot is being written (its `--after` has not passed).
+    pub fn busy(&self) -> bool {
+        self.dump.is_some()
+    }
+
+    /// True when `e` fires the trigger now: it matches, no snapshot is being written, the
+    /// cooldown has passed and the snapshots are not used up. The caller evaluated the
+    /// expression (it has the event's names at hand).
+    pub fn may_fire(&mut self, now_mono_ns: u64) -> bool {
+        if self.dump.is_some() {
+            return false;
+        }
+        if self
+            .last_fire_mono_ns
+            .is_some_and(|t| now_mono_ns < t + self.cfg.cooldown_ns)
+        {
+            return false;
+        }
+        if self
+            .cfg
+            .max_dumps
+            .is_some_and(|m| self.dumps.len() as u32 >= m)
+        {
+            if !self.said_max {
+                self.said_max = true;
+                eprintln!(
+                    "iodump: warning: --max-dumps {} reached: later triggers save nothing",
+                    self.dumps.len()
+                );
+            }
+            return false;
+        }
+        true
+    }
+
+    /// Starts a snapshot: its file (named by the time and `why`), its header (saying why,
+    /// and which I/O fired it), every table entry, the ring; it goes on for `--after`.
+    pub fn fire(
+        &mut self,
+        why: Snapshot<'_>,
+        now: (i64, u64),
+        after_ns: Option<u64>,
+    ) -> Result<(), RecordError> {
+        self.last_fire_mono_ns = Some(now.1);
+        self.writer.flush().map_err(RecordError::Write)?;
+        self.route()?;
+        let mut header = self.template.clone();
+        header.wall_clock_ns = now.0;
+        header.monotonic_ns = now.1;
+        let (reason, slug) = match &why {
+            Snapshot::Trigger(e) => {
+                header.metadata.push((
+                    META_TRIGGER_IO.into(),
+                    format!(
+                        "{} {} {} {} {} {}",
+                        e.timestamp_ns,
+                        e.dev,
+                        e.sector,
+                        e.bytes,
+                        e.op.name(),
+                        e.latency_ns
+                    ),
+                ));
+                let t = self.cfg.trigger_text.clone().unwrap_or_default();
+                (format!("trigger: {t}"), slug(&t))
+            }
+            Snapshot::Signal => ("SIGUSR1".to_string(), "sigusr1".to_string()),
+        };
+        header.metadata.push((META_SNAPSHOT.into(), reason));
+        let path = self
+            .cfg
+            .dir
+            .join(snapshot_name(now.0, &slug, self.dumps.len() as u32 + 1));
+        let mut out = OutputFile::create(&path)?;
+        let mut writer = Writer::new(out.try_clone_file()?, &header, self.opts.clone())
+            .map_err(RecordError::Write)?;
+        self.mirror
+            .write_into(&mut writer)
+            .map_err(RecordError::Write)?;
+        for c in &self.ring {
+            writer.append_sealed(c).map_err(RecordError::Write)?;
+        }
+        writer.flush().map_err(RecordError::Write)?;
+        out.commit()?;
+        eprintln!(
+            "iodump: snapshot ({}): writing {}",
+            match why {
+                Snapshot::Trigger(_) => "trigger",
+                Snapshot::Signal => "SIGUSR1",
+            },
+            path.display()
+        );
+        self.dumps.push(path);
+        self.dump = Some(Dump {
+            out,
+            writer,
+            until_mono_ns: now.1 + after_ns.unwrap_or(self.cfg.after_ns),
+        });
+        Ok(())
+    }
+
+    fn end_dump(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
+        let Some(d) = self.dump.take() else {
+            return Ok(());
+        };
+        let end = EndInfo {
+            end_monotonic_ns: now_mono_ns,
+            ..EndInfo::default()
+        };
+        let f = d.writer.finish(end).map_err(RecordError::Write)?;
+        drop(d.out);
+        // On disk without holding up the recorder.
+        std::thread::spawn(move || {
+            let _ = f.sync_all();
+        });
+        Ok(())
+    }
+
+    /// Ends the snapshot being written, if any (recording stops).
+    pub fn finish(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
+        if self.dump.is_some() {
+            self.writer.flush().map_err(RecordError::Write)?;
+            self.route()?;
+        }
+        self.end_dump(now_mono_ns)
+    }
+}
+
+/// Why a snapshot is written.
+pub enum Snapshot<'a> {
+    /// This I/O matched the trigger.
+    Trigger(&'a Event),
+    /// SIGUSR1.
+    Signal,
+}
+
+/// `trigger-YYYYmmddTHHMMSS.mmmZ-NNN-SLUG.iod`.
+pub fn snapshot_name(wall_ns: i64, slug: &str, n: u32) -> String {
+    let part = iodump_output::parts::part_name(wall_ns, 0);
+    let when = &part["iodump-".len()..part.len() - "-000000.iod".len()];
+    format!("trigger-{when}-{n:03}-{slug}.iod")
+}
+
+/// A file-name-safe rendering of a trigger: letters, digits, `.` kept, runs of anything else
+/// as one `-`, at most 40 bytes.
+fn slug(s: &str) -> String {
+    let mut spelled = String::new();
+    for c in s.chars() {
+        match c {
+            '>' => spelled.push_str("-gt-"),
+            '<' => spelled.push_str("-lt-"),
+            c if c.is_ascii_alphanumeric() || c == '.' => spelled.push(c),
+            _ => spelled.push('-'),
+        }
+    }
+    let mut out = String::new();
+    for part in spelled.split('-').filter(|p| !p.is_empty()) {
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(part);
+    }
+    out.truncate(40);
+    if out.is_empty() {
+        out.push_str("trigger");
+    }
+    out
+}
+
+/// True when `p` names a directory (or should: a path ending in `/`).
+pub fn is_dir_path(p: &Path) -> bool {
+    p.as_os_str().to_string_lossy().ends_with('/') || p.is_dir()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_names() {
+        assert_eq!(slug("latency > 200ms"), "latency-gt-200ms");
+        assert_eq!(slug("error != 0"), "error-0");
+        assert_eq!(slug("path =~ \"pg_wal\""), "path-pg-wal");
+        assert_eq!(
+            snapshot_name(1_764_625_920_123_456_789, "sigusr1", 2),
+            "trigger-20251201T215200.123Z-002-sigusr1.iod"
+        );
+    }
+}
