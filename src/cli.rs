@@ -433,6 +433,10 @@ pub struct SynthArgs {
     #[arg(long, value_name = "N", default_value_t = 65_536,
           value_parser = clap::value_parser!(u32).range(1..=4_194_304))]
     pub segment_events: u32,
+    /// Write a recording in parts into the directory -o DIR/, as `iodump record --rotate`
+    /// does: a part closed after this size or this long of the events' time (`1M`, `10s`).
+    #[arg(long, value_name = "DURATION|SIZE", allow_hyphen_values = true)]
+    pub rotate: Option<String>,
 }
 
 /// A number as the user would write it: `1.5`, `-1`, `1e20`, `1e-300` (not 21 digits).
@@ -481,12 +485,38 @@ pub fn run_synth(a: &SynthArgs) -> anyhow::Result<ExitCode> {
         workload,
         seed: a.seed,
     };
-    // Replaces what was there only once complete (and synced).
-    let mut out = iodump_output::OutputFile::create(&a.output)?;
     let opts = WriterOptions {
         segment_events: a.segment_events as usize,
         ..WriterOptions::default()
     };
+    if let Some(r) = &a.rotate {
+        use iodump_format::units::{parse_span, Span};
+        let mut cfg = iodump_output::parts::PartsConfig {
+            dir: a.output.clone(),
+            ..Default::default()
+        };
+        match parse_span(r) {
+            Ok(Span::Duration(0)) | Ok(Span::Bytes(0)) => {
+                anyhow::bail!("--rotate {r}: give a positive duration (10s) or size (1M)")
+            }
+            Ok(Span::Duration(ns)) => cfg.rotate_ns = Some(ns),
+            Ok(Span::Bytes(b)) => cfg.rotate_bytes = Some(b),
+            Err(e) => anyhow::bail!("--rotate {r}: {e}"),
+        }
+        let (summary, st) = iodump_synth::write_synth_parts(&params, cfg, opts)
+            .with_context(|| format!("writing {}", a.output.display()))?;
+        eprintln!(
+            "iodump: wrote {} files in {} ({} events, {} lost, {} bytes)",
+            st.parts,
+            a.output.display(),
+            summary.events,
+            summary.lost_events,
+            st.bytes_written
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Replaces what was there only once complete (and synced).
+    let mut out = iodump_output::OutputFile::create(&a.output)?;
     let (summary, f) = write_synth(&params, out.try_clone_file()?, opts)
         .with_context(|| format!("writing {}", a.output.display()))?;
     out.commit()?;

@@ -184,9 +184,20 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
             })
         }
     };
+    writable_dir(&parts.dir)?;
     // With a ring, the recording goes to disk only when asked to.
     let parts = (flight.is_none() || parts_flags).then_some(parts);
     Ok((parts, flight))
+}
+
+/// Makes sure files can be written in `dir` (creating it if need be) before anything is
+/// recorded: a file is created there by the output rule, and removed.
+fn writable_dir(dir: &Path) -> anyhow::Result<()> {
+    iodump_output::check_dir(dir)?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("-o {}: cannot create the directory", dir.display()))?;
+    drop(iodump_output::OutputFile::create(&dir.join("probe"))?);
+    Ok(())
 }
 
 pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {

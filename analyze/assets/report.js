@@ -205,6 +205,16 @@
       }
     });
   }
+  // The I/O that fired a flight recorder's snapshot: an orange line across the plot, labelled.
+  function drawTrigger(g, trace, zoom, pw, ph) {
+    var t = trace.trigger;
+    if (!t || t.at_ns < zoom.lo || t.at_ns > zoom.hi) return;
+    var x = MARGIN.l + (t.at_ns - zoom.lo) / (zoom.hi - zoom.lo) * pw;
+    g.fillStyle = "#e67e00";
+    g.fillRect(x - 1, MARGIN.t, 2, ph);
+    g.font = "11px DejaVu Sans, sans-serif";
+    g.fillText("trigger", x + 3, MARGIN.t + 11);
+  }
   function lossesAt(trace, t0, t1) {
     var n = 0, reasons = {};
     (trace.losses || []).forEach(function (l) {
@@ -248,6 +258,7 @@
       var f = frame(g, w, h, timeTicks(zoom), "time since the first I/O", yt, kind === "iops" ? "I/O per second" : "bytes per second");
       g.save(); g.beginPath(); g.rect(MARGIN.l, MARGIN.t, f.pw, f.ph); g.clip();
       drawLosses(g, trace, zoom, f.pw, f.ph, "span");
+      drawTrigger(g, trace, zoom, f.pw, f.ph);
       items.forEach(function (it) {
         if (!it.on) return;
         g.strokeStyle = it.color; g.lineWidth = 1.3; g.beginPath();
@@ -391,6 +402,7 @@
       var lmax = Math.log(1 + maxc);
       g.save(); g.beginPath(); g.rect(MARGIN.l, MARGIN.t, f.pw, f.ph); g.clip();
       drawLosses(g, trace, zoom, f.pw, f.ph, "span");
+      drawTrigger(g, trace, zoom, f.pw, f.ph);
       ["other", "write", "read"].forEach(function (cl) {
         if (!on[cl]) return;
         var a = d.cells[cl] || [], col = CLASS_COLORS[cl];

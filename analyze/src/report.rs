@@ -756,6 +756,28 @@ impl TraceReport {
             "top_files": self.top_files_json(),
             "file_count": self.file_count,
             "losses": self.losses_json(),
+            "trigger": self.trigger_json(),
+        })
+    }
+
+    /// `trigger`: the I/O that fired a flight recorder's snapshot (`iodump record --ring
+    /// --trigger`), its time relative to the first I/O, and the trigger; `null` otherwise.
+    fn trigger_json(&self) -> Value {
+        use iodump_format::recording::{trigger_timestamp_ns, META_SNAPSHOT, META_TRIGGER_IO};
+        let Some(ts) = trigger_timestamp_ns(&self.header) else {
+            return Value::Null;
+        };
+        let meta = |k: &str| {
+            self.header
+                .metadata
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        json!({
+            "at_ns": ts as i64 - self.t0_ns as i64,
+            "io": meta(META_TRIGGER_IO),
+            "why": meta(META_SNAPSHOT),
         })
     }
 

@@ -253,7 +253,13 @@ impl RotatingTrace {
     /// start the next).
     #[inline]
     pub fn push(&mut self, e: &Event) -> Result<(), PartsError> {
-        Ok(self.writer_mut()?.push(e)?)
+        let w = self.writer_mut()?;
+        w.push(e)?;
+        if w.buffered_events() == 0 && self.cfg.max_total_bytes.is_some() {
+            // A segment was just written: the directory may have grown past its bound.
+            self.retain()?;
+        }
+        Ok(())
     }
 
     /// Writes what is buffered (once a second), keeps the directory within its bounds, and

@@ -172,6 +172,19 @@ impl Flight {
         Ok(())
     }
 
+    /// Ends a snapshot whose `--after` has passed (called on every pass of the session
+    /// loop, at least every ~100 ms).
+    pub fn tick(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
+        if self
+            .dump
+            .as_ref()
+            .is_some_and(|d| now_mono_ns >= d.until_mono_ns)
+        {
+            self.flush(now_mono_ns)?;
+        }
+        Ok(())
+    }
+
     /// Sealed chunks into the ring (and the snapshot being written); the oldest out.
     fn route(&mut self) -> Result<(), RecordError> {
         for c in self.writer.take_sealed() {

@@ -579,6 +579,9 @@ impl<'c, 'l> Session<'c, 'l> {
                 self.flush()?;
             }
             self.snapshot_on_signal()?;
+            if let Some(f) = &mut self.sinks.flight {
+                f.tick(monotonic_ns())?;
+            }
             if !stopping
                 && self
                     .sinks

@@ -28,7 +28,7 @@ mod tests;
 use iodump_format::{Device, Event, Header, Loss, PathEntry, Process};
 
 pub use workload::Workload;
-pub use writer::write_synth;
+pub use writer::{write_synth, write_synth_parts};
 
 /// What to generate.
 #[derive(Clone, Copy, Debug)]

@@ -1,0 +1,567 @@
+//! The always-on recorder: recordings in parts (`-o DIR/ --rotate`, retention), read as one
+//! trace by every offline command, and the flight recorder's ring (`--ring`, `--trigger`,
+//! SIGUSR1).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::devices::Zram;
+use common::{
+    analyze_rows, bin, bpf_available, ok, one_line_error, run, same_rows, Recorder, TempDir,
+};
+use iodump_format::recording::{trigger_timestamp_ns, META_SNAPSHOT};
+use iodump_format::Reader;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn parts_of(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("iodump-") && n.ends_with(".iod")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn info_json(args: &[&Path]) -> Vec<serde_json::Value> {
+    let out = run(bin().arg("info").args(args).arg("--json"));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The same synthetic I/O written as one file and as a recording in parts: every offline
+/// command gives the same answers, given the directory or the files; a second recording in
+/// the same directory stays a trace of its own.
+#[test]
+fn a_recording_in_parts_reads_as_one_trace() {
+    let d = TempDir::new("parts-as-one");
+    let one = d.join("one.iod");
+    let dir = d.join("parts");
+    let synth = |out: &Path, extra: &[&str]| {
+        ok(&run(bin()
+            .args(["synth", "--events", "150000", "--workload", "oltp", "-o"])
+            .arg(out)
+            .args(extra)));
+    };
+    synth(&one, &[]);
+    synth(&dir, &["--rotate", "128K", "--segment-events", "8192"]);
+    let files = parts_of(&dir);
+    assert!(files.len() >= 4, "{} parts", files.len());
+    // Each part is a complete trace on its own.
+    for f in &files {
+        ok(&run(bin().arg("info").arg(f)));
+    }
+    let queries: [&[&str]; 8] = [
+        &["--top-files"],
+        &["--top-files", "--engine", "polars"],
+        &["--top-procs"],
+        &["--summary"],
+        &["--latency", "--group-by", "file"],
+        &["--timeline", "--interval", "1s"],
+        &["--seek"],
+        &["--seq-writes"],
+    ];
+    for q in queries {
+        let a = serde_json::Value::Array(analyze_rows(&[&one], q));
+        same_rows(
+            &a,
+            &serde_json::Value::Array(analyze_rows(&[&dir], q)),
+            &format!("{q:?} on the directory"),
+        );
+        same_rows(
+            &a,
+            &serde_json::Value::Array(analyze_rows(&files, q)),
+            &format!("{q:?} on the files"),
+        );
+    }
+    // info: the same events and losses, and the parts listed.
+    let a = &info_json(&[&one])[0];
+    let b = &info_json(&[&dir])[0];
+    for k in [
+        "events",
+        "lost_events",
+        "first_timestamp",
+        "last_timestamp",
+        "paths",
+        "processes",
+    ] {
+        assert_eq!(a[k], b[k], "info {k}");
+    }
+    assert_eq!(b["parts"].as_array().unwrap().len(), files.len());
+    assert!(a["parts"].is_null());
+    // export: the same bytes.
+    let export = |input: &Path, out: &Path| {
+        ok(&run(bin()
+            .arg("export")
+            .arg(input)
+            .args(["--format", "csv", "-o"])
+            .arg(out)));
+        std::fs::read(out).unwrap()
+    };
+    assert_eq!(
+        export(&one, &d.join("a.csv")),
+        export(&dir, &d.join("b.csv"))
+    );
+    // convert: one trace in the dataset, the same answers.
+    ok(&run(bin()
+        .arg("convert")
+        .arg(&one)
+        .arg("-o")
+        .arg(d.join("pq-one"))));
+    ok(&run(bin()
+        .arg("convert")
+        .args(&files)
+        .arg("-o")
+        .arg(d.join("pq-parts"))));
+    same_rows(
+        &serde_json::Value::Array(analyze_rows(&[d.join("pq-one")], &["--top-files"])),
+        &serde_json::Value::Array(analyze_rows(&[d.join("pq-parts")], &["--top-files"])),
+        "top files on the Parquet of the parts",
+    );
+    // report and plot take the directory.
+    let out = run(bin()
+        .arg("report")
+        .arg(&dir)
+        .arg("-o")
+        .arg(d.join("r.html")));
+    ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("150000 events"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ok(&run(bin()
+        .arg("plot")
+        .arg(&dir)
+        .args(["--kind", "iops", "-o"])
+        .arg(d.join("p.svg"))));
+    // Another recording in the same directory: two traces, apart.
+    ok(&run(bin()
+        .args([
+            "synth",
+            "--events",
+            "20000",
+            "--workload",
+            "randread",
+            "--seed",
+            "7",
+            "--rotate",
+            "128K",
+            "-o",
+        ])
+        .arg(&dir)));
+    let rows = analyze_rows(&[&dir], &["--top-procs"]);
+    let mut traces: Vec<String> = rows
+        .iter()
+        .map(|r| r["trace"].as_str().unwrap().to_string())
+        .collect();
+    traces.sort();
+    traces.dedup();
+    assert_eq!(traces.len(), 2, "{traces:?}");
+    assert_eq!(info_json(&[&dir]).len(), 2);
+    // A directory of two recordings is not one trace for export.
+    let out = run(bin()
+        .arg("export")
+        .arg(&dir)
+        .args(["--format", "csv", "-o"])
+        .arg(d.join("c.csv")));
+    one_line_error(&out, "holds 2 traces");
+}
+
+/// Bad values are one-line errors before anything is recorded (no root needed: nothing is
+/// loaded), and leave no file.
+#[test]
+fn bad_always_on_flags_are_one_line_errors() {
+    let d = TempDir::new("flight-bad");
+    let dir = d.join("out/");
+    let dir_s = dir.to_str().unwrap();
+    let cases: [(&[&str], &str); 9] = [
+        (&["--rotate", "0"], "--rotate 0"),
+        (&["--rotate", "10x"], "--rotate 10x"),
+        (&["--rotate", "1h", "--keep", "-1"], "--keep -1"),
+        (&["--rotate", "1h", "--keep", "0"], "--keep 0"),
+        (
+            &["--rotate", "1h", "--max-total", "lots"],
+            "--max-total lots",
+        ),
+        (
+            &["--rotate", "512M", "--max-total", "600M"],
+            "at most half of --max-total",
+        ),
+        (&["--ring", "0"], "--ring 0"),
+        (
+            &["--ring", "60s", "--trigger", "latency >"],
+            "bad --trigger expression",
+        ),
+        (
+            &[
+                "--ring",
+                "60s",
+                "--trigger",
+                "latency > 1ms",
+                "--after",
+                "soon",
+            ],
+            "--after soon",
+        ),
+    ];
+    for (args, what) in cases {
+        let out = run(bin().args(["record", "-o", dir_s]).args(args));
+        one_line_error(&out, what);
+        assert!(!dir.exists(), "{args:?} made {}", dir.display());
+    }
+    // Not a directory, and a directory that cannot be made.
+    let out = run(bin()
+        .args(["record", "-o"])
+        .arg(d.join("x.iod"))
+        .args(["--rotate", "1h"]));
+    one_line_error(&out, "give -o DIR/");
+    let out = run(bin().args(["record", "-o", "/proc/version/sub/", "--rotate", "1h"]));
+    one_line_error(&out, "/proc/version/sub/");
+}
+
+/// Completed (reads, writes) of a block device, from /sys/block/X/stat.
+fn stat_ios(name: &str) -> u64 {
+    let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+    let f: Vec<u64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    f[0] + f[4]
+}
+
+fn fio(node: &str, secs: u32) -> Command {
+    let mut c = Command::new("fio");
+    c.args([
+        "--name=rr",
+        &format!("--filename={node}"),
+        "--rw=randrw",
+        "--bs=4k",
+        "--direct=1",
+    ])
+    .args([
+        "--ioengine=libaio",
+        "--iodepth=16",
+        "--size=64M",
+        "--time_based",
+    ])
+    .arg(format!("--runtime={secs}"))
+    .args(["--output=/dev/null"])
+    .stdout(Stdio::null());
+    c
+}
+
+fn zram_filled() -> Zram {
+    let z = Zram::new("64M");
+    let st = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", z.node()),
+            "bs=1M",
+            "count=64",
+            "oflag=direct",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    z
+}
+
+/// Under full-speed fio, rotation by size (many parts) and by time: the events of all parts,
+/// losses included, add up to the device's own count: nothing lost or counted twice at a
+/// boundary. Retention by count keeps at most N files.
+#[test]
+fn rotation_loses_nothing_at_boundaries() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("rotation_loses_nothing_at_boundaries") {
+        return;
+    }
+    let z = zram_filled();
+    let d = TempDir::new("rotate");
+    for (rotate, keep) in [("256K", None), ("1s", None), ("128K", Some("3"))] {
+        let dir = d.join(&format!("r-{rotate}/"));
+        let before = stat_ios(&z.name());
+        let name = z.name();
+        let mut args = vec![
+            "record",
+            "-d",
+            &name,
+            "-o",
+            dir.to_str().unwrap(),
+            "--rotate",
+            rotate,
+        ];
+        if let Some(k) = keep {
+            args.extend(["--keep", k]);
+        }
+        let rec = Recorder::start(&args);
+        assert!(fio(&z.node(), 4).status().unwrap().success());
+        std::thread::sleep(Duration::from_millis(300));
+        let (st, _, err) = rec.stop();
+        assert!(st.success(), "{err}");
+        let after = stat_ios(&z.name());
+        let files = parts_of(&dir);
+        let infos = info_json(&[&dir]);
+        assert_eq!(infos.len(), 1, "one recording");
+        let events =
+            infos[0]["events"].as_u64().unwrap() + infos[0]["lost_events"].as_u64().unwrap();
+        match keep {
+            None => {
+                assert!(
+                    files.len() >= 3,
+                    "--rotate {rotate}: {} parts: {err}",
+                    files.len()
+                );
+                assert_eq!(
+                    events,
+                    after - before,
+                    "--rotate {rotate}: {} parts; {err}",
+                    files.len()
+                );
+                // Each part is whole on its own and numbered in order.
+                let parts: Vec<u64> = infos[0]["parts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p["part"].as_u64().unwrap())
+                    .collect();
+                assert_eq!(parts, (1..=files.len() as u64).collect::<Vec<_>>());
+            }
+            Some(k) => {
+                assert!(
+                    files.len() <= k.parse().unwrap(),
+                    "{} files kept",
+                    files.len()
+                );
+                assert!(err.contains("deleted by retention"), "{err}");
+                let first = infos[0]["parts"][0]["part"].as_u64().unwrap();
+                assert!(first > 1, "the oldest parts were deleted");
+            }
+        }
+    }
+    // Retention by size: the directory stays within --max-total.
+    let dir = d.join("total/");
+    let name = z.name();
+    let rec = Recorder::start(&[
+        "record",
+        "-d",
+        &name,
+        "-o",
+        dir.to_str().unwrap(),
+        "--rotate",
+        "256K",
+        "--max-total",
+        "1M",
+    ]);
+    let mut child = fio(&z.node(), 4).spawn().unwrap();
+    let mut most = 0;
+    while child.try_wait().unwrap().is_none() {
+        let total: u64 = parts_of(&dir)
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        most = most.max(total);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (st, _, err) = rec.stop();
+    assert!(st.success(), "{err}");
+    // Checked at each flush: at most one second of writing above the bound.
+    assert!(
+        most <= (1 << 20) + (1 << 20) / 2,
+        "{most} bytes in the directory"
+    );
+    assert!(err.contains("deleted by retention"), "{err}");
+}
+
+/// kill -9 while parts rotate: every file left is readable, every part but the last closed.
+#[test]
+fn kill_9_during_rotation_leaves_every_file_readable() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("kill_9_during_rotation_leaves_every_file_readable") {
+        return;
+    }
+    let z = zram_filled();
+    let d = TempDir::new("kill9");
+    let dir = d.join("k/");
+    let name = z.name();
+    let rec = Recorder::start(&[
+        "record",
+        "-d",
+        &name,
+        "-o",
+        dir.to_str().unwrap(),
+        "--rotate",
+        "64K",
+    ]);
+    let mut child = fio(&z.node(), 3).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    rec.signal(libc::SIGKILL);
+    let _ = child.wait();
+    let (_, _, _) = rec.stop();
+    let files = parts_of(&dir);
+    assert!(files.len() >= 3, "{} parts", files.len());
+    for (i, f) in files.iter().enumerate() {
+        let r = Reader::open(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        if i + 1 < files.len() {
+            assert!(r.end().is_some(), "{} not closed", f.display());
+            assert!(r.validate().is_empty(), "{} damaged", f.display());
+        }
+        assert_eq!(r.events().count() as u64, r.announced_events());
+    }
+    // The whole recording still reads as one.
+    assert!(info_json(&[&dir])[0]["events"].as_u64().unwrap() > 0);
+}
+
+/// A trigger on slow I/O (1 MiB writes of random data to zram, compressed in the write
+/// path: hundreds of µs against a few µs for 4 KiB writes) saves the window around it: the
+/// I/O that fired it, I/O before and after, and its header says which; the report marks it.
+/// SIGUSR1 saves a snapshot too; a ring whose trigger never fires writes nothing.
+#[test]
+fn trigger_and_sigusr1_save_the_window() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("trigger_and_sigusr1_save_the_window") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("trigger");
+    let dir = d.join("t/");
+    let name = z.name();
+    let small = |seek: u32| {
+        let st = Command::new("dd")
+            .args([
+                "if=/dev/zero",
+                &format!("of={}", z.node()),
+                "bs=4k",
+                "count=500",
+                "oflag=direct",
+            ])
+            .arg(format!("seek={seek}"))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    let random = d.join("random");
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), 8 << 20),
+        &mut bytes,
+    )
+    .unwrap();
+    std::fs::write(&random, bytes).unwrap();
+    let rec = Recorder::start(&[
+        "record",
+        "-d",
+        &name,
+        "-o",
+        dir.to_str().unwrap(),
+        "--ring",
+        "30s",
+        "--trigger",
+        "latency > 200us && iosize >= 1M",
+        "--after",
+        "1s",
+    ]);
+    small(0);
+    let st = Command::new("dd")
+        .arg(format!("if={}", random.display()))
+        .args([
+            &format!("of={}", z.node()),
+            "bs=1M",
+            "count=8",
+            "seek=8",
+            "oflag=direct",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(200));
+    small(4000);
+    std::thread::sleep(Duration::from_millis(2500));
+    // On demand.
+    rec.signal(libc::SIGUSR1);
+    small(8000);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (st, _, err) = rec.stop();
+    assert!(st.success(), "{err}");
+    let mut snaps: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    snaps.sort();
+    assert_eq!(snaps.len(), 2, "{snaps:?}: {err}");
+    let name_of = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+    let trig = snaps
+        .iter()
+        .find(|p| name_of(p).contains("latency"))
+        .expect("trigger snapshot");
+    let usr1 = snaps
+        .iter()
+        .find(|p| name_of(p).contains("sigusr1"))
+        .expect("SIGUSR1 snapshot");
+    let r = Reader::open(trig).unwrap();
+    let at = trigger_timestamp_ns(r.header()).expect("the trigger I/O in the header");
+    let ev: Vec<_> = r.events().collect();
+    let fired = ev
+        .iter()
+        .find(|e| e.timestamp_ns == at)
+        .expect("the trigger I/O in the snapshot");
+    assert!(fired.latency_ns > 200_000 && fired.bytes >= 1 << 20);
+    let before = ev
+        .iter()
+        .filter(|e| e.timestamp_ns < at && e.bytes == 4096)
+        .count();
+    let after = ev
+        .iter()
+        .filter(|e| e.timestamp_ns > at && e.bytes == 4096)
+        .count();
+    assert!(
+        before >= 500 && after >= 500,
+        "{before} before, {after} after"
+    );
+    // The report marks it.
+    let html = d.join("t.html");
+    ok(&run(bin().arg("report").arg(trig).arg("-o").arg(&html)));
+    let data = common::embedded_report_data(&std::fs::read_to_string(&html).unwrap());
+    assert_eq!(
+        data["traces"][0]["trigger"]["at_ns"].as_i64().unwrap(),
+        at as i64 - ev.iter().map(|e| e.timestamp_ns).min().unwrap() as i64
+    );
+    let r = Reader::open(usr1).unwrap();
+    let why = r
+        .header()
+        .metadata
+        .iter()
+        .find(|(k, _)| k == META_SNAPSHOT)
+        .map(|(_, v)| v.clone());
+    assert_eq!(why.as_deref(), Some("SIGUSR1"));
+    assert!(r.events().filter(|e| e.bytes == 4096).count() >= 1500);
+    // A ring whose trigger does not fire writes nothing.
+    let quiet = d.join("q/");
+    let rec = Recorder::start(&[
+        "record",
+        "-d",
+        &name,
+        "-o",
+        quiet.to_str().unwrap(),
+        "--ring",
+        "10s",
+        "--trigger",
+        "latency > 10s",
+    ]);
+    small(0);
+    std::thread::sleep(Duration::from_millis(1200));
+    let (st, _, err) = rec.stop();
+    assert!(st.success(), "{err}");
+    assert_eq!(std::fs::read_dir(&quiet).unwrap().count(), 0, "{err}");
+}
