@@ -169,7 +169,7 @@ pub fn announced_rows(paths: &[InputPath]) -> u64 {
 }
 
 fn open_all(paths: &[InputPath]) -> Result<Vec<Source>, AnalyzeError> {
-    paths.iter().map(|p| Source::open(p)).collect()
+    paths.iter().map(Source::open).collect()
 }
 
 /// A fold state of [`pass`]: the accumulator plus what it saw.

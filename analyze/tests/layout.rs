@@ -42,7 +42,11 @@ fn layout_1_datasets_load_like_the_trace() {
         let dir = data(dir);
         assert_eq!(layout_of(&dir.join(io)), None, "not a layout-1 file?");
         let d = Dataset::load_parquet(&dir, None).unwrap();
-        let t = Dataset::load(&[&trace], None).unwrap();
+        let t = Dataset::load(
+            &iodump_analyze::InputPath::expand(std::slice::from_ref(&trace)).unwrap(),
+            None,
+        )
+        .unwrap();
         assert_eq!(d.io.height(), 600);
         for c in [
             "ts_ns",
@@ -60,8 +64,20 @@ fn layout_1_datasets_load_like_the_trace() {
             );
         }
         let (a, b) = (
-            onepass::summary(&[&dir], None, &|_| {}).unwrap().frame,
-            onepass::summary(&[&trace], None, &|_| {}).unwrap().frame,
+            onepass::summary(
+                &iodump_analyze::InputPath::expand(std::slice::from_ref(&dir)).unwrap(),
+                None,
+                &|_| {},
+            )
+            .unwrap()
+            .frame,
+            onepass::summary(
+                &iodump_analyze::InputPath::expand(std::slice::from_ref(&trace)).unwrap(),
+                None,
+                &|_| {},
+            )
+            .unwrap()
+            .frame,
         );
         assert!(a.equals(&b), "{a}\n{b}");
     }
@@ -101,7 +117,15 @@ fn a_later_layout_is_one_error_line_asking_to_convert_again() {
         assert!(msg.contains("io.parquet: Parquet layout \"3\""), "{msg}");
         assert!(msg.contains("convert the traces again"), "{msg}");
     };
-    check(onepass::summary(&[&dir], None, &|_| {}).err().unwrap());
+    check(
+        onepass::summary(
+            &iodump_analyze::InputPath::expand(std::slice::from_ref(&dir)).unwrap(),
+            None,
+            &|_| {},
+        )
+        .err()
+        .unwrap(),
+    );
     check(Dataset::load_parquet(&dir, None).err().unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }

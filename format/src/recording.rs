@@ -185,104 +185,95 @@ pub fn open_traces(paths: &[PathBuf]) -> Result<Vec<TraceInput>, InputError> {
             files.push(p.clone());
         }
     }
-    // (recording, part, path, reader), in the order named.
-    let mut opened: Vec<(Option<(String, u32)>, PathBuf, Reader)> = Vec::new();
+    let mut opened: Vec<Option<Opened>> = Vec::new();
     for f in files {
-        if opened.iter().any(|(_, p, _)| *p == f) {
+        if opened.iter().flatten().any(|o| o.path == f) {
             continue;
         }
-        let r = Reader::open(&f).map_err(|source| InputError {
+        let reader = Reader::open(&f).map_err(|source| InputError {
             path: f.clone(),
             source,
         })?;
-        opened.push((part_of(r.header()), f, r));
+        opened.push(Some(Opened {
+            part: part_of(reader.header()),
+            path: f,
+            reader,
+        }));
     }
-    let mut out: Vec<TraceInput> = Vec::new();
-    let mut groups: Vec<(String, Vec<(u32, PathBuf, Reader)>)> = Vec::new();
-    let mut order: Vec<Slot> = Vec::new();
-    for (part, path, reader) in opened {
-        match part {
-            Some((id, n)) => match groups.iter_mut().position(|(g, _)| *g == id) {
-                Some(i) => groups[i].1.push((n, path, reader)),
-                None => {
-                    order.push(Slot::Group(groups.len()));
-                    groups.push((id, vec![(n, path, reader)]));
-                }
-            },
-            None => order.push(Slot::Single(TraceInput {
-                name: file_name(&path),
-                files: vec![path],
+    let mut out = Vec::new();
+    for i in 0..opened.len() {
+        let Some(first) = opened[i].take() else {
+            continue;
+        };
+        let Some((id, _)) = first.part.clone() else {
+            out.push(TraceInput {
+                name: file_name(&first.path),
+                files: vec![first.path],
                 recording: None,
                 parts: Vec::new(),
-                reader,
-            })),
-        }
-    }
-    let mut groups: Vec<Option<(String, Vec<(u32, PathBuf, Reader)>)>> =
-        groups.into_iter().map(Some).collect();
-    for o in order {
-        match o {
-            Slot::Single(single) => out.push(single),
-            Slot::Group(i) => {
-                let Some((id, mut parts)) = groups[i].take() else {
-                    continue;
-                };
-                parts.sort_by_key(|(n, p, _)| (*n, p.clone()));
-                let name = file_name(&parts[0].1);
-                let numbers = parts.iter().map(|(n, _, _)| *n).collect();
-                let mut files = Vec::new();
-                let mut readers = Vec::new();
-                for (_, p, r) in parts {
-                    files.push(p);
-                    readers.push(r);
-                }
-                out.push(TraceInput {
-                    name,
-                    files,
-                    recording: Some(id),
-                    parts: numbers,
-                    reader: Reader::concat(readers),
-                });
+                reader: first.reader,
+            });
+            continue;
+        };
+        let mut members = vec![first];
+        for slot in opened[i + 1..].iter_mut() {
+            if let Some(o) = slot.take_if(|o| o.part.as_ref().is_some_and(|(r, _)| *r == id)) {
+                members.push(o);
             }
         }
+        members.sort_by(|a, b| (a.number(), &a.path).cmp(&(b.number(), &b.path)));
+        let name = file_name(&members[0].path);
+        let parts = members.iter().map(Opened::number).collect();
+        let mut files = Vec::new();
+        let mut readers = Vec::new();
+        for m in members {
+            files.push(m.path);
+            readers.push(m.reader);
+        }
+        out.push(TraceInput {
+            name,
+            files,
+            recording: Some(id),
+            parts,
+            reader: Reader::concat(readers),
+        });
     }
     Ok(out)
 }
 
-/// A trace in the order named: a file alone, or the recording at this index of the groups.
-enum Slot {
-    Single(TraceInput),
-    Group(usize),
+/// A file named, opened, with the recording and part its header names.
+struct Opened {
+    part: Option<(String, u32)>,
+    path: PathBuf,
+    reader: Reader,
+}
+
+impl Opened {
+    fn number(&self) -> u32 {
+        self.part.as_ref().map_or(0, |p| p.1)
+    }
 }
 
 /// Opens what `path` names as one trace: a file, or a directory holding one recording (its
 /// parts). A directory holding several recordings is refused (name one of its files).
 pub fn open_trace(path: &Path) -> Result<TraceInput, InputError> {
     let mut v = open_traces(&[path.to_path_buf()])?;
-    if v.len() > 1 {
-        return Err(InputError {
-            path: path.to_path_buf(),
-            source: ReadError::Io {
-                context: format!("reading {}", path.display()),
-                source: std::io::Error::other(format!(
-                    "it holds {} traces ({}…); name one of its files",
-                    v.len(),
-                    v.iter()
-                        .take(3)
-                        .map(|t| t.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            },
-        });
-    }
-    v.pop().ok_or_else(|| InputError {
+    let err = |what: String| InputError {
         path: path.to_path_buf(),
         source: ReadError::Io {
             context: format!("reading {}", path.display()),
-            source: std::io::Error::other("no trace in it"),
+            source: std::io::Error::other(what),
         },
-    })
+    };
+    if v.len() > 1 {
+        let names: Vec<&str> = v.iter().take(3).map(|t| t.name.as_str()).collect();
+        return Err(err(format!(
+            "it holds {} traces ({}…); name one of its files",
+            v.len(),
+            names.join(", ")
+        )));
+    }
+    v.pop().ok_or_else(|| err("no trace in it".into()))
 }
 
 fn file_name(p: &Path) -> String {
