@@ -400,10 +400,10 @@ fn kill_9_during_rotation_leaves_every_file_readable() {
         "-o",
         dir.to_str().unwrap(),
         "--rotate",
-        "64K",
+        "300ms",
     ]);
-    let mut child = fio(&z.node(), 3).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(2000));
+    let mut child = fio(&z.node(), 4).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
     rec.signal(libc::SIGKILL);
     let _ = child.wait();
     let (_, _, _) = rec.stop();
@@ -564,4 +564,58 @@ fn trigger_and_sigusr1_save_the_window() {
     let (st, _, err) = rec.stop();
     assert!(st.success(), "{err}");
     assert_eq!(std::fs::read_dir(&quiet).unwrap().count(), 0, "{err}");
+}
+
+/// The systemd unit's command line (dist/iodump.service) runs as it is, into a directory of
+/// the test's: a part is written and the ring is on.
+#[test]
+fn the_service_command_line_records() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("the_service_command_line_records") {
+        return;
+    }
+    let unit = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/dist/iodump.service"))
+        .unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    // systemd's quoting: words, "double-quoted" words.
+    let mut words = Vec::new();
+    let mut rest = exec.trim();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('"') {
+            let end = r.find('"').expect("closing quote");
+            words.push(r[..end].to_string());
+            rest = r[end + 1..].trim_start();
+        } else {
+            let end = rest.find(' ').unwrap_or(rest.len());
+            words.push(rest[..end].to_string());
+            rest = rest[end..].trim_start();
+        }
+    }
+    assert_eq!(words[0], "/usr/local/bin/iodump");
+    assert!(words.iter().any(|w| w == "--trigger"));
+    let d = TempDir::new("service");
+    let dir = format!("{}/", d.0.display());
+    let args: Vec<String> = words[1..]
+        .iter()
+        .map(|w| {
+            if w == "/var/lib/iodump/" {
+                dir.clone()
+            } else {
+                w.clone()
+            }
+        })
+        .chain(["-t".to_string(), "2".to_string()])
+        .collect();
+    let out = run(bin().args(&args));
+    ok(&out);
+    assert_eq!(
+        parts_of(&d.0).len(),
+        1,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(info_json(&[&d.0])[0]["parts"].as_array().unwrap().len(), 1);
 }

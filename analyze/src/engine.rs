@@ -375,7 +375,9 @@ mod tests {
 
     #[test]
     fn traces_and_parquet_are_not_mixed() {
-        let dir = std::env::temp_dir();
+        // An empty directory (a directory holding .iod files would be a recording's).
+        let dir = std::env::temp_dir().join(format!("iodump-mixed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
         let files = vec![dir.clone(), dir.join("no-such-trace.iod")];
         let q = Query {
             question: Question::Summary,
@@ -386,8 +388,9 @@ mod tests {
             Inputs::check(&q, &files),
             Err(AnalyzeError::MixedInputs)
         ));
-        let only_dirs = vec![dir.clone(), dir];
+        let only_dirs = vec![dir.clone(), dir.clone()];
         assert!(Inputs::check(&q, &only_dirs).unwrap().parquet);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -397,11 +400,14 @@ mod tests {
             engine: Engine::OnePass,
             filter: Some(Expr::for_cgroup("/system.slice")),
         };
-        let files = vec![std::env::temp_dir()];
+        let dir = std::env::temp_dir().join(format!("iodump-cg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = vec![dir.clone()];
         assert!(matches!(
             Inputs::check(&q, &files),
             Err(AnalyzeError::CgroupsFromParquet { .. })
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
         let missing = vec![std::env::temp_dir().join("iodump-no-such-trace.iod")];
         let e = Inputs::check(&q, &missing).unwrap_err();
         assert!(matches!(e, AnalyzeError::Open { .. }));

@@ -154,6 +154,15 @@ impl Flight {
         self.writer.push(e).map_err(RecordError::Write)?;
         if self.writer.buffered_events() == 0 {
             self.route()?;
+            // At full speed the session's loop may not come round for a while: the events'
+            // clock ends a snapshot too.
+            if self
+                .dump
+                .as_ref()
+                .is_some_and(|d| self.newest_ns >= d.until_mono_ns)
+            {
+                self.end_dump(self.newest_ns)?;
+            }
         }
         Ok(())
     }

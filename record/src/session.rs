@@ -210,6 +210,16 @@ impl Sinks<'_> {
         }
         if let Some(p) = &mut self.parts {
             p.push(e)?;
+            // Checked here too, not only between drains of the ring buffer: at full speed a
+            // drain can last long. The event's timestamp is on the clock parts are aged by.
+            if p.due(e.timestamp_ns) {
+                let (wall, mono) = now_pair();
+                let end = EndInfo {
+                    end_monotonic_ns: mono,
+                    ..EndInfo::default()
+                };
+                p.rotate(end, (wall, mono))?;
+            }
         }
         if let Some(f) = &mut self.flight {
             f.push(e)?;

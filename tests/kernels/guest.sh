@@ -65,13 +65,51 @@ BIN=${IODUMP_BIN:-$REPO/target/debug/iodump}
 READ_BIN=${IODUMP_READ_BIN:-$BIN}
 RES=$OUT/results.txt
 
+# flight_check RUNDIR: the snapshot the trigger saved (flight_suite): one file; its header
+# names the slow I/O that fired it, which is in it, with the zram writes before and after it.
+flight_check() {
+  local run=$1 snaps
+  [ -f "$run/rc" ] || return 0
+  snaps=$(ls "$run"/snaps/trigger-*.iod 2>/dev/null)
+  if [ "$(cat "$run/rc")" != 0 ] || [ "$(echo "$snaps" | grep -c .)" != 1 ]; then
+    echo "FAIL flight.snapshot iodump exited $(cat "$run/rc"), snapshots: $(ls "$run/snaps" | tr '\n' ' '): $(grep -v '^\s*$' "$run/record.stderr" | tail -1)" >> "$RES"
+    return
+  fi
+  echo "PASS flight.snapshot $(basename "$snaps")" >> "$RES"
+  "$READ_BIN" info --json "$snaps" > "$run/info.json" 2>> "$run/check.log"
+  "$READ_BIN" export "$snaps" --format jsonl -o "$run/snap.jsonl" 2>> "$run/check.log"
+  python3 - "$run" "$(cat "$run/nullb")" "$(cat "$run/zram")" >> "$RES" 2>> "$run/check.log" <<'PY' ||
+import json, os, sys
+run, nb, zr = sys.argv[1:4]
+info = json.load(open(os.path.join(run, "info.json")))
+meta = {m["key"]: m["value"] for m in info["metadata"]}
+devs = {d["name"]: d["dev"] for d in info["devices"]}
+evs = [json.loads(l) for l in open(os.path.join(run, "snap.jsonl"))]
+trig = meta.get("iodump.trigger.io", "").split()
+ok = len(trig) == 6 and trig[1] == devs.get(nb) and int(trig[5]) > 20_000_000
+print(("PASS" if ok else "FAIL") + " flight.trigger-io " + " ".join(trig) + " (" + meta.get("iodump.snapshot", "no iodump.snapshot") + ")")
+ts = int(trig[0]) if trig else -1
+fired = [e for e in evs if e["timestamp_ns"] == ts and e["dev"] == devs.get(nb)]
+print(("PASS" if fired and fired[0]["latency_ns"] > 20_000_000 else "FAIL") + " flight.fired-in-snapshot %d event(s) at %d" % (len(fired), ts))
+zw = [e for e in evs if e["dev"] == devs.get(zr) and e["op"] == "write"]
+before = sum(1 for e in zw if e["timestamp_ns"] < ts)
+after = sum(1 for e in zw if e["timestamp_ns"] > ts)
+print(("PASS" if before >= 300 and after >= 300 else "FAIL") + " flight.window %d zram writes before the trigger, %d after (300 each written)" % (before, after))
+slow = [e for e in evs if e["dev"] == devs.get(nb)]
+print(("PASS" if len(slow) >= 10 and all(e["latency_ns"] > 20_000_000 for e in slow) else "FAIL") + " flight.slow-io %d null_blk I/Os, latencies %s ms" % (len(slow), sorted(round(e["latency_ns"] / 1e6) for e in slow)[:3]))
+PY
+    echo "FAIL flight.check python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
+}
+
 # `guest.sh --check OUTDIR` (run.sh, on the host after the guest powered off): the checks of
 # the recordings the guest made, appended to results.txt.
 if [ $CHECK_ONLY = 1 ]; then
-  [ -f "$OUT/runs.txt" ] || exit 0
-  while read -r label; do
-    check_run "$OUT/$label" > /dev/null
-  done < "$OUT/runs.txt"
+  if [ -f "$OUT/runs.txt" ]; then
+    while read -r label; do
+      check_run "$OUT/$label" > /dev/null
+    done < "$OUT/runs.txt"
+  fi
+  flight_check "$OUT/flight"
   grep -q '^FAIL' "$RES" && exit 1
   exit 0
 fi
@@ -79,6 +117,9 @@ FIO_IOS=${IODUMP_KT_FIO_IOS:-3000}
 FS_FIO_IOS=${IODUMP_KT_FS_FIO_IOS:-1000}
 FS_SCHED=${IODUMP_KT_FS_SCHED:-mq-deadline}
 DEVICES=${IODUMP_KT_DEVICES:-req-none req-mq-deadline zram xfs btrfs}
+# The flight recorder's trigger on real slow I/O needs null_blk (a module of the guests'
+# kernels; this host has none): in a guest by default.
+[ -z "${IODUMP_KT_DEVICES:-}" ] && [ "${IODUMP_GUEST:-0}" = 1 ] && DEVICES+=" flight"
 : > "$RES"
 rm -f "$OUT/done" "$OUT/runs.txt"
 exec > >(tee -a "$OUT/guest.log") 2>&1
@@ -354,8 +395,39 @@ set_sched() { # LABEL DEV SCHED
   return 1
 }
 
+# flight_suite: the flight recorder's trigger on real slow I/O. null_blk with a timer
+# completion of 30 ms (irqmode=2) is the slow device; zram beside it the fast one. Under
+# `record --ring 30s --trigger 'latency > 20ms && dev == nullb0' --after 3s`: 300 zram writes,
+# 10 null_blk writes (the first fires the trigger), 300 zram writes, then a pause longer than
+# --after: flight_check reads the one snapshot.
+flight_suite() {
+  local run=$OUT/flight nb=nullb0
+  mkdir -p "$run/snaps"
+  if ! modprobe null_blk nr_devices=1 irqmode=2 completion_nsec=30000000 gb=1 2> "$run/modprobe.err"; then
+    fail setup.null_blk "$(tr '\n' ' ' < "$run/modprobe.err")"; return
+  fi
+  for _ in $(seq 50); do [ -e /sys/block/$nb ] && break; sleep 0.1; done
+  [ -b /dev/$nb ] || mknod /dev/$nb b $(tr ':' ' ' < /sys/block/$nb/dev)
+  zram_dev || return
+  echo "$nb" > "$run/nullb"; echo "$ZR" > "$run/zram"
+  pass setup.null_blk "$nb: $(cat /sys/module/null_blk/parameters/completion_nsec) ns completions (irqmode $(cat /sys/module/null_blk/parameters/irqmode)); $ZR beside it"
+  local t
+  t=$(date +%s.%N)
+  "$BIN" record -d "$nb" -d "$ZR" -o "$run/snaps/" --ring 30s \
+    --trigger "latency > 20ms && dev == $nb" --after 3s -- \
+    sh -c "dd if=/dev/zero of=/dev/$ZR bs=4k count=300 oflag=direct status=none &&
+           dd if=/dev/zero of=/dev/$nb bs=4k count=10 oflag=direct status=none &&
+           dd if=/dev/zero of=/dev/$ZR bs=4k count=300 seek=1000 oflag=direct status=none &&
+           sleep 5" > "$run/workload.out" 2> "$run/record.stderr"
+  echo $? > "$run/rc"
+  say "flight: iodump record exited $(cat "$run/rc") after $(since "$t") s"
+  sed 's/^/    /' "$run/record.stderr" | tail -4
+  [ "$MODE" = guest ] || flight_check "$run"
+}
+
 for d in $DEVICES; do
   case $d in
+    flight) flight_suite ;;
     req-none|req-mq-deadline)
       req_dev || continue
       sched=${d#req-}
