@@ -2,7 +2,8 @@
 /*
  * core_fixes.bpf.h — what differs between kernels, for CO-RE: "___old" flavours of types
  * that were renamed or changed (enum req_opf before 5.19, struct page's flags before 6.17,
- * struct bio before 5.12's bi_bdev and the 5.10 gendisk/hd_struct behind it) and the
+ * struct bio before 5.12's bi_bdev and the 5.10 gendisk/hd_struct behind it; since 7.0
+ * struct dentry's alias and struct page's compound_info) and the
  * helpers a kernel may lack (HAVE_TASK_*). Each flavour is relocated against the running
  * kernel's BTF; the branch for the layout it does not have is dead code there.
  */
@@ -45,6 +46,49 @@ static __always_inline __u64 page_flags(const void *page)
 	else
 		bpf_core_read(&f, sizeof(f), &((struct page *)page)->flags);
 	return f;
+}
+
+/* A dentry's place on its inode's alias list: dentry->d_u.d_alias until 6.19, d_alias in
+ * an anonymous union since (7.0). The dentry of a list node, or NULL when the kernel has
+ * neither (user space then says paths are off: record/src/bpf.rs, field_checks). */
+struct dentry___anon_alias {
+	struct hlist_node d_alias;
+} __attribute__((preserve_access_index));
+
+static __always_inline struct dentry *alias_dentry(struct hlist_node *first)
+{
+	if (!first)
+		return NULL;
+	if (bpf_core_field_exists(struct dentry, d_u.d_alias))
+		return (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	if (bpf_core_field_exists(struct dentry___anon_alias, d_alias))
+		return (void *)first - bpf_core_field_offset(struct dentry___anon_alias, d_alias);
+	return NULL;
+}
+
+/* A tail page's head, for the page cache behind a large folio: page->compound_head until
+ * 6.19 (bit 0 set: the head's address + 1); page->compound_info since 7.0, which holds that,
+ * or, where the size of struct page is a power of two, a mask that the tail's own address
+ * is ANDed with (bit 0 set too; told apart: a mask is ones down to some bit, then zeros,
+ * which no address of the vmemmap is). The head's address + 1 for a tail page; 0 for a head
+ * or order-0 page, and when the kernel has neither field (record/src/bpf.rs says so). */
+struct page___compound_info {
+	unsigned long compound_info;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 compound_info_head(__u64 page_bits)
+{
+	__u64 w = 0, m;
+
+	if (!bpf_core_field_exists(struct page___compound_info, compound_info))
+		return 0;
+	bpf_core_read(&w, sizeof(w), &((struct page___compound_info *)page_bits)->compound_info);
+	if (!(w & 1))
+		return 0;
+	m = w & ~1ULL;
+	if (((~m) & (~m + 1)) == 0)
+		return (page_bits & m) | 1;
+	return w;
 }
 
 /* Before 5.12 a bio names its disk and partition number, not a block_device, and

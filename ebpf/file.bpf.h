@@ -233,8 +233,11 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 
 	if (page) {
 		/* compound_head shares its offset with lru.next: the verifier types it as a
-		 * pointer, so take its bits through ptr_bits() as well */
-		__u64 head = ptr_bits(cs, lvl, (const void *)RD(btf, page, compound_head), btf);
+		 * pointer, so take its bits through ptr_bits() as well (7.0+: compound_info,
+		 * core_fixes.bpf.h) */
+		__u64 head = bpf_core_field_exists(struct page, compound_head) ?
+				     ptr_bits(cs, lvl, (const void *)RD(btf, page, compound_head), btf) :
+				     compound_info_head(ptr_bits(cs, lvl, page, btf));
 
 		if (!(head & 1)) {
 			/* head or order-0 page: stays a typed pointer in the BTF flavour */

@@ -17,6 +17,7 @@
  *       block_bio_queue                                 -> track the bio
  *       block_bio_complete                              -> emit
  *   writeback_dirty_folio (before 5.19: _page)          -> dirtiers[inode] = tgid
+ *   syscalls/sys_exit_rename*, sys_exit_unlink*         -> names_gen += 1 (paths.bpf.h)
  *
  * In-flight I/Os live in inflight_slots (lock-free slot table), with the LRU hash maps
  * inflight_rq / inflight_bio as fallback (iodump-noatomics.bpf.o, built with
@@ -213,6 +214,24 @@ SEC("raw_tp/writeback_dirty_page")
 int BPF_PROG(raw_dirty_page, struct page *page, struct address_space *mapping)
 {
 	return RUN(on_dirty_folio, mapping, RAW);
+}
+
+/*
+ * Names changed: attached (perf tracepoint links, one per tracepoint) to syscalls'
+ * sys_exit_rename, sys_exit_renameat, sys_exit_renameat2, sys_exit_unlink and
+ * sys_exit_unlinkat where the kernel has them (CONFIG_FTRACE_SYSCALLS). It runs as the
+ * syscall returns, so the generation has moved before the caller can submit I/O.
+ */
+SEC("tracepoint/syscalls/sys_exit_rename")
+int on_names_changed(void *ctx)
+{
+	__u32 zero = 0;
+	__u64 *g = bpf_map_lookup_elem(&names_gen, &zero);
+
+	if (g)
+		__sync_fetch_and_add(g, 1);
+	cnt(IODUMP_CNT_NAMES_CHANGED);
+	return 0;
 }
 
 /*

@@ -181,7 +181,9 @@
 #define IODUMP_CNT_RQ_UNTRACKED   16 /* requests whose start was seen but not tracked
                                       * (filtered, sampled out): their completions count
                                       * as IODUMP_CNT_NO_START too */
-#define IODUMP_CNT_MAX            17
+#define IODUMP_CNT_NAMES_CHANGED  17 /* renames and unlinks seen (their sys_exit
+                                      * tracepoints): each moves names_gen */
+#define IODUMP_CNT_MAX            18
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_io_event: one block I/O, sent at completion. 112 bytes.

@@ -121,6 +121,18 @@ struct {
 	__type(value, struct iodump_seen_val);
 } seen_inodes SEC(".maps");
 
+/* The names generation: moved by every rename(2), renameat(2), renameat2(2), unlink(2) and
+ * unlinkat(2) as it returns (on_names_changed, attached to their sys_exit tracepoints when
+ * the kernel has them). It is part of ensure_path's epoch, so a file's names are checked
+ * again at its next I/O once anything was renamed or unlinked anywhere: an I/O that enters
+ * the block layer after rename() returned carries the new name. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} names_gen SEC(".maps");
+
 /* The last file_id given to a path record (iodump_path_event.file_id). 64 bits: the BPF
  * compare-and-swap this takes without -mcpu=v3 is 64-bit only. */
 struct {

@@ -104,10 +104,7 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 	}
 	if (!d) {
 		/* page cache: the inode's first alias */
-		struct hlist_node *first = BPF_CORE_READ(inode, i_dentry.first);
-
-		if (first)
-			d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+		d = alias_dentry(BPF_CORE_READ(inode, i_dentry.first));
 	}
 	if (!d)
 		pflags |= IODUMP_PF_NO_DENTRY;
@@ -189,7 +186,9 @@ __noinline __u64 iodump_path_fp(__u64 inode_addr)
 	first = BPF_CORE_READ(inode, i_dentry.first);
 	if (!first)
 		return 1;
-	d = (void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias);
+	d = alias_dentry(first);
+	if (!d)
+		return 1;
 	for (int i = 0; i < IODUMP_FP_DEPTH; i++) {
 		fp = (fp ^ (__u64)d) * 0x100000001b3ULL;
 		fp = (fp ^ BPF_CORE_READ(d, d_name.hash_len)) * 0x100000001b3ULL;
@@ -204,6 +203,19 @@ __noinline __u64 iodump_path_fp(__u64 inode_addr)
 	return fp | 2;
 }
 
+/* The epoch of ensure_path: about a second of now_ns (names are checked again once a second
+ * whatever happens: renames the syscall tracepoints do not see, io_uring's or the kernel's
+ * own) mixed with the names generation (every rename or unlink seen moves it). Any change of
+ * either gives another value. */
+static __always_inline __u32 names_epoch(__u64 now_ns)
+{
+	__u32 zero = 0;
+	__u64 *g = bpf_map_lookup_elem(&names_gen, &zero);
+	__u32 gen = g ? (__u32)*g : 0;
+
+	return (__u32)(now_ns >> 30) ^ (gen * 0x9E3779B1u);
+}
+
 /* Make sure the path of fi was sent once. Returns the file_id it was sent with (> 0) when
  * that is at hand, 0 when it was sent before and only seen_cache knows (user space finds
  * the record by the inode), -1 if it could not be sent. */
@@ -213,7 +225,7 @@ static __always_inline int ensure_path(struct iodump_file_info *fi,
 	struct iodump_inode_key k = { .ino = fi->ino, .dev = fi->dev, .gen = fi->gen };
 	struct iodump_seen_set *set = NULL;
 	struct iodump_seen_val *known, sent = {};
-	__u32 epoch = now_ns >> 30, tag = 0;
+	__u32 epoch = names_epoch(now_ns), tag = 0;
 	__u64 inode_bits = ptr_bits(cs, lvl, fi->inode, BTF);
 	int id;
 

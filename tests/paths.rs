@@ -488,6 +488,169 @@ h=open(g,\"rb\"); os.unlink(g); h.read()
     }
 }
 
+/// A file written with O_DIRECT about every millisecond and renamed (rename, renameat2 with
+/// RENAME_EXCHANGE, a rename of its directory), then unlinked (tests/data/renamer.py): every
+/// write that entered the block layer after the call returned carries the new name, and
+/// after the unlink its path entry is marked deleted. With the rename hooks forced off
+/// (IODUMP_FORCE_NO_NAMES=1: names checked once a second) the same run has stale names.
+#[test]
+fn renames_are_named_at_once() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("renames_are_named_at_once") {
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/renamer.py");
+    let stale_writes = |kind: &str, hooks: bool| -> (usize, usize) {
+        let fs = Fs::new(kind);
+        let t = fs.dir.join("renames.iod");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_iodump"));
+        if !hooks {
+            cmd.env("IODUMP_FORCE_NO_NAMES", "1");
+        }
+        let out = cmd
+            .args(["record", "-d", &fs.dev(), "-o"])
+            .arg(&t)
+            .args(["--", "python3", script])
+            .arg(&fs.mnt)
+            .arg("9")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && !err.contains("panicked"),
+            "{kind}: {err}"
+        );
+        assert_eq!(hooks, err.contains("sys_exit_rename"), "{kind}: {err}");
+        // `NS PATH` after each change, `NS (deleted) PATH` after the unlink
+        let changes: Vec<(u64, bool, Vec<u8>)> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                let (ns, p) = l.split_once(' ').unwrap();
+                let (deleted, p) = match p.strip_prefix("(deleted) ") {
+                    Some(p) => (true, p),
+                    None => (false, p),
+                };
+                (ns.parse().unwrap(), deleted, p.as_bytes().to_vec())
+            })
+            .collect();
+        assert_eq!(changes.len(), 10, "{kind}");
+        let r = Reader::open(&t).unwrap();
+        let mnt = fs.mnt.as_os_str().as_bytes().to_vec();
+        let (mut checked, mut stale) = (0, 0);
+        for e in r.events().filter(|e| e.op == Op::Write && e.bytes == 4096) {
+            let Some(p) = r.tables().path(e.path_id) else {
+                continue;
+            };
+            if !p.path.starts_with(&mnt) {
+                continue;
+            }
+            let Some((_, deleted, want)) = changes.iter().rev().find(|c| e.timestamp_ns > c.0)
+            else {
+                continue;
+            };
+            checked += 1;
+            if p.path != *want || p.deleted != *deleted {
+                stale += 1;
+            }
+        }
+        assert!(checked >= 300, "{kind}: {checked} writes after a change");
+        (checked, stale)
+    };
+    for kind in FILESYSTEMS {
+        let (checked, stale) = stale_writes(kind, true);
+        assert_eq!(
+            stale, 0,
+            "{kind}: {stale} of {checked} writes after a change carried the old name"
+        );
+    }
+    // The check can fail: names checked once a second leave stale ones behind.
+    let (checked, stale) = stale_writes("ext4", false);
+    assert!(stale > 0, "without the hooks: {stale} of {checked} stale");
+}
+
+/// A kernel whose struct fields moved where the program does not know them loads it all the
+/// same, without the features that read them: this kernel's BTF with `struct dentry`'s
+/// `d_u` and `struct page`'s `compound_head` renamed (given with --btf, so no CO-RE
+/// flavour matches), each said in one `warning: off on this kernel:` line and in the
+/// trace's `iodump.off`; the I/O is all recorded, the reads of a file whose names cannot be
+/// walked are `[unknown]` (not its filesystem's root).
+#[test]
+fn a_kernel_without_a_field_turns_off_one_feature() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("a_kernel_without_a_field_turns_off_one_feature") {
+        return;
+    }
+    let fs = Fs::new("ext4");
+    let mut btf = std::fs::read("/sys/kernel/btf/vmlinux").unwrap();
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as usize;
+    let strings = u32_at(&btf, 4) + u32_at(&btf, 16);
+    let len = u32_at(&btf, 20);
+    for (from, to) in [
+        (&b"\0d_u\0"[..], &b"\0d_w\0"[..]),
+        (b"\0compound_head\0", b"\0compound_hexd\0"),
+    ] {
+        let table = &btf[strings..strings + len];
+        let at = table
+            .windows(from.len())
+            .position(|w| w == from)
+            .expect("the field's name")
+            + strings;
+        btf[at..at + to.len()].copy_from_slice(to);
+    }
+    let patched = fs.dir.join("moved-fields.btf");
+    std::fs::write(&patched, &btf).unwrap();
+    let f = random_file(&fs, "data/read.bin", 4);
+    drop_caches();
+    let t = fs.dir.join("moved.iod");
+    let out = Command::new(env!("CARGO_BIN_EXE_iodump"))
+        .args(["record", "--btf"])
+        .arg(&patched)
+        .args(["-d", &fs.dev(), "-o"])
+        .arg(&t)
+        .args(["--", "cat"])
+        .arg(&f)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("panicked"), "{err}");
+    let off: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("iodump: warning: off on this kernel:"))
+        .collect();
+    assert!(off.iter().any(|l| l.contains("d_u.d_alias")), "{err}");
+    assert!(off.iter().any(|l| l.contains("compound_head")), "{err}");
+    let r = Reader::open(&t).unwrap();
+    let meta = r
+        .header()
+        .metadata
+        .iter()
+        .find(|(k, _)| k == "iodump.off")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    assert!(
+        meta.contains("d_alias") && meta.contains("compound_info"),
+        "{meta}"
+    );
+    // Every read is recorded; without a name to walk, the file's reads are [unknown], never
+    // named after the filesystem's root.
+    let paths: std::collections::BTreeSet<String> = by_comm(&r, b"cat")
+        .map(|e| String::from_utf8_lossy(path_of(&r, &e)).into_owned())
+        .collect();
+    let unknown: u64 = by_comm(&r, b"cat")
+        .filter(|e| e.op == Op::Read && path_of(&r, e) == b"[unknown]")
+        .map(|e| u64::from(e.bytes))
+        .sum();
+    assert!(
+        unknown >= 4 << 20,
+        "{unknown} bytes of cat's reads in [unknown]: {paths:?}"
+    );
+    assert!(
+        paths.iter().all(|p| p.starts_with('[')),
+        "no path from a walk without names: {paths:?}"
+    );
+}
+
 #[test]
 fn metadata_and_journal_are_labelled() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -105,8 +105,10 @@ pub mod counter {
     /// Request starts seen but not tracked (filtered, sampled out): their completions
     /// count as [`NO_START`] too.
     pub const RQ_UNTRACKED: u32 = 16;
+    /// Renames and unlinks seen (each moves the names generation).
+    pub const NAMES_CHANGED: u32 = 17;
     /// Number of counters.
-    pub const MAX: u32 = 17;
+    pub const MAX: u32 = 18;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -126,6 +128,7 @@ pub mod counter {
         "batches",
         "flush_no_start",
         "rq_untracked",
+        "names_changed",
     ];
 }
 

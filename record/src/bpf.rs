@@ -237,6 +237,8 @@ pub struct Program {
     pub attached: Attached,
     /// Completions are batched per CPU (`batch_cfg[0]` > 0): `flush_batch` works here.
     pub batching: bool,
+    /// `on_names_changed` on the rename and unlink syscall tracepoints, when attached.
+    names: Option<crate::names::NamesHooks>,
 }
 
 /// The link of an attached program, to detach it.
@@ -446,6 +448,7 @@ impl Program {
         );
         let mut off = plan.off.clone();
         let ksyms = kernel_symbols(&kbtf, &mut off);
+        field_checks(&kbtf, &mut off);
         let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics)?;
         fill_filters(&mut ebpf, s)?;
         let batching = enable_batching(&mut ebpf, s.ring_bytes);
@@ -460,6 +463,20 @@ impl Program {
             ..Attached::default()
         };
         let attached_progs = attach_all(&mut ebpf, &kbtf, &plan, try_btf, &mut attached, &mut off)?;
+        let names = match crate::names::attach(&mut ebpf) {
+            Ok(h) => {
+                attached
+                    .hooks
+                    .push(("syscalls:sys_exit_rename*,unlink*", "perf"));
+                Some(h)
+            }
+            Err(why) => {
+                off.push(format!(
+                    "names at the instant of a rename (a file's names are checked again once a second instead): {why}"
+                ));
+                None
+            }
+        };
         attached.off = off;
         let ring = RingBuf::try_from(ebpf.take_map("events").ok_or_else(|| missing("events"))?)
             .map_err(|e| bpf_error("events ring buffer", e))?;
@@ -470,6 +487,7 @@ impl Program {
             ring,
             attached,
             batching,
+            names,
         })
     }
 
@@ -541,6 +559,33 @@ fn kernel_symbols(kbtf: &KernelBtf, off: &mut Vec<String>) -> HashMap<String, u6
         }
     }
     ksyms
+}
+
+/// The kernel's struct fields the program reads that have moved between kernels, each with
+/// the alternatives it knows (ebpf/core_fixes.bpf.h): a kernel that has none of them loads
+/// the program all the same, without that one feature, said here.
+const MOVED_FIELDS: [(&str, &[&str], &str); 2] = [
+    (
+        "dentry",
+        &["d_u.d_alias", "d_alias"],
+        "file paths found from the inode alone (writeback, page-cache I/O whose file is not \
+         at hand): struct dentry has neither d_u.d_alias nor d_alias",
+    ),
+    (
+        "page",
+        &["compound_head", "compound_info"],
+        "file paths of page-cache I/O on the tail pages of large folios: struct page has \
+         neither compound_head nor compound_info",
+    ),
+];
+
+/// What [`MOVED_FIELDS`] the kernel lacks, into `off`.
+fn field_checks(kbtf: &KernelBtf, off: &mut Vec<String>) {
+    for (st, fields, feature) in MOVED_FIELDS {
+        if !fields.iter().any(|f| kbtf.struct_has(st, f)) {
+            off.push(feature.to_string());
+        }
+    }
 }
 
 /// Loads the object (with or without atomics) with its settings written: filters, sizes,
@@ -750,6 +795,7 @@ fn resolve_cgroup(path: &std::path::Path) -> Result<std::path::PathBuf, RecordEr
 impl Program {
     /// Detaches every program (the maps stay readable): no event starts or ends after this.
     pub fn detach(&mut self) {
+        self.names = None;
         for (name, link) in self.attached_progs.drain(..).collect::<Vec<_>>() {
             let Some(p) = self.ebpf.program_mut(name) else {
                 continue;

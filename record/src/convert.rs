@@ -42,6 +42,9 @@ pub struct Converter {
     labels: IntMap<(u32, u8), u32>,
     /// path id → path bytes (for printing).
     path_bytes: HashMap<u32, Vec<u8>>,
+    /// The path ids of entries marked deleted (an unlinked file's next path record under
+    /// the same name is a new entry, deleted).
+    deleted_ids: IntMap<u32, ()>,
     /// tid → (pid, comm, cgroup).
     threads: IntMap<u32, (u32, [u8; 16], u64)>,
     /// pid (tgid) → its command line (`None`: could not be read), read once per process and
@@ -75,6 +78,7 @@ impl Converter {
             by_file_id: Vec::new(),
             labels: IntMap::default(),
             path_bytes: HashMap::new(),
+            deleted_ids: IntMap::default(),
             threads: IntMap::default(),
             args: IntMap::default(),
             last_dev: None,
@@ -113,6 +117,12 @@ impl Converter {
     /// file's latest is a new entry for the same file (same device and inode), and the events
     /// after it carry that name.
     pub fn path_record(&mut self, p: &PathEvent<'_>) -> Option<PathEntry> {
+        if p.pflags & path_flag::NO_DENTRY != 0 {
+            // No name to walk (no dentry at hand, or a kernel whose dentry layout the
+            // program does not know): the file's I/O stays `[unknown]`, not named after the
+            // root of its filesystem.
+            return None;
+        }
         let key = (p.dev, p.ino, p.gen);
         let latest = self.files.get(&key).copied();
         let rel = p.relative_path();
@@ -140,7 +150,8 @@ impl Converter {
         }
         let deleted = p.pflags & path_flag::DELETED != 0;
         if let Some(id) = latest {
-            if self.path_bytes.get(&id).is_some_and(|b| *b == path) {
+            let same_deleted = self.deleted_ids.contains_key(&id) == deleted;
+            if same_deleted && self.path_bytes.get(&id).is_some_and(|b| *b == path) {
                 self.note_file_id(p.file_id, id);
                 return None;
             }
@@ -148,6 +159,9 @@ impl Converter {
         let mut e = self.new_path(DevT(p.dev), p.ino, PathKind::File, path);
         e.truncated = truncated;
         e.deleted = deleted;
+        if deleted {
+            self.deleted_ids.insert(e.path_id, ());
+        }
         e.generation = Some(p.gen);
         self.files.insert(key, e.path_id);
         self.note_file_id(p.file_id, e.path_id);

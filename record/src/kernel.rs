@@ -173,6 +173,18 @@ impl KernelBtf {
         tracepoint_args(types, strings, &format!("btf_trace_{name}"))
     }
 
+    /// True when vmlinux's `struct NAME` has the member `path` (`d_u.d_alias`: through
+    /// anonymous members too, as CO-RE relocation matches them).
+    pub fn struct_has(&self, name: &str, path: &str) -> bool {
+        let Ok((types, strings)) = sections(&self.vmlinux_raw) else {
+            return false;
+        };
+        let t = RawTypes::new(types, strings);
+        let parts: Vec<&str> = path.split('.').collect();
+        t.find(BTF_STRUCT, name)
+            .is_some_and(|id| t.has_path(id, &parts, 0))
+    }
+
     /// The id of a kernel function (kfunc) in vmlinux BTF.
     pub fn func_id(&self, name: &str) -> Option<u32> {
         self.vmlinux.id_by_type_name_kind(name, BtfKind::Func).ok()
@@ -186,57 +198,117 @@ impl KernelBtf {
     }
 }
 
-/// The parameter count, less one (the context), of the function prototype that the typedef
-/// `name` points to, walking the raw type records (aya-obj keeps those fields private).
-fn tracepoint_args(types: &[u8], strings: &[u8], name: &str) -> Option<usize> {
-    const INT: u32 = 1;
-    const PTR: u32 = 2;
-    const ARRAY: u32 = 3;
-    const STRUCT: u32 = 4;
-    const UNION: u32 = 5;
-    const ENUM: u32 = 6;
-    const TYPEDEF: u32 = 8;
-    const FUNC_PROTO: u32 = 13;
-    const VAR: u32 = 14;
-    const DATASEC: u32 = 15;
-    const DECL_TAG: u32 = 17;
-    const ENUM64: u32 = 19;
-    let u32_at = |off: usize| -> Option<u32> {
-        let b = types.get(off..off + 4)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let name_at = |off: u32| -> &[u8] {
-        let rest = strings.get(off as usize..).unwrap_or(&[]);
-        &rest[..rest.iter().position(|&c| c == 0).unwrap_or(rest.len())]
-    };
-    // (kind, vlen, size_or_type) of each type by id (index 0 is void)
-    let mut recs: Vec<(u32, u32, u32)> = vec![(0, 0, 0)];
-    let mut wanted = None;
-    let mut off = 0;
-    while off + 12 <= types.len() {
-        let (name_off, info, st) = (u32_at(off)?, u32_at(off + 4)?, u32_at(off + 8)?);
-        let kind = (info >> 24) & 0x1f;
-        let vlen = (info & 0xffff) as usize;
-        if kind == TYPEDEF && name_at(name_off) == name.as_bytes() {
-            wanted = Some(recs.len());
-        }
-        recs.push((kind, vlen as u32, st));
-        off += 12
-            + match kind {
-                INT | VAR | DECL_TAG => 4,
-                ARRAY => 12,
-                STRUCT | UNION | DATASEC => 12 * vlen,
-                ENUM | FUNC_PROTO => 8 * vlen,
-                ENUM64 => 12 * vlen,
-                _ => 0,
+/// The raw type records of a BTF blob, walked once (aya-obj keeps the fields of its types
+/// private): each type's kind, member count, size-or-type word and where its records start.
+struct RawTypes<'a> {
+    types: &'a [u8],
+    strings: &'a [u8],
+    /// (kind, vlen, size_or_type, name offset, offset of what follows the 12-byte header),
+    /// by id (index 0 is void).
+    recs: Vec<(u32, u32, u32, u32, usize)>,
+}
+
+const BTF_INT: u32 = 1;
+const BTF_PTR: u32 = 2;
+const BTF_ARRAY: u32 = 3;
+const BTF_STRUCT: u32 = 4;
+const BTF_UNION: u32 = 5;
+const BTF_ENUM: u32 = 6;
+const BTF_TYPEDEF: u32 = 8;
+const BTF_FUNC_PROTO: u32 = 13;
+const BTF_VAR: u32 = 14;
+const BTF_DATASEC: u32 = 15;
+const BTF_DECL_TAG: u32 = 17;
+const BTF_ENUM64: u32 = 19;
+
+impl<'a> RawTypes<'a> {
+    fn new(types: &'a [u8], strings: &'a [u8]) -> RawTypes<'a> {
+        let mut t = RawTypes {
+            types,
+            strings,
+            recs: vec![(0, 0, 0, 0, 0)],
+        };
+        let mut off = 0;
+        while off + 12 <= types.len() {
+            let (Some(name_off), Some(info), Some(st)) =
+                (t.u32_at(off), t.u32_at(off + 4), t.u32_at(off + 8))
+            else {
+                break;
             };
+            let kind = (info >> 24) & 0x1f;
+            let vlen = info & 0xffff;
+            t.recs.push((kind, vlen, st, name_off, off + 12));
+            off += 12
+                + match kind {
+                    BTF_INT | BTF_VAR | BTF_DECL_TAG => 4,
+                    BTF_ARRAY => 12,
+                    BTF_STRUCT | BTF_UNION | BTF_DATASEC => 12 * vlen as usize,
+                    BTF_ENUM | BTF_FUNC_PROTO => 8 * vlen as usize,
+                    BTF_ENUM64 => 12 * vlen as usize,
+                    _ => 0,
+                };
+        }
+        t
     }
-    let mut id = wanted?;
+    fn u32_at(&self, off: usize) -> Option<u32> {
+        let b = self.types.get(off..off + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn name_at(&self, off: u32) -> &[u8] {
+        let rest = self.strings.get(off as usize..).unwrap_or(&[]);
+        &rest[..rest.iter().position(|&c| c == 0).unwrap_or(rest.len())]
+    }
+    fn find(&self, kind: u32, name: &str) -> Option<usize> {
+        self.recs
+            .iter()
+            .position(|r| r.0 == kind && self.name_at(r.3) == name.as_bytes())
+    }
+    /// Through typedefs and modifiers (const, volatile, restrict, type tags) to the type.
+    fn resolve(&self, mut id: usize) -> usize {
+        for _ in 0..8 {
+            match self.recs.get(id) {
+                Some((k, _, st, _, _)) if matches!(k, 8 | 9 | 10 | 11 | 18) => id = *st as usize,
+                _ => break,
+            }
+        }
+        id
+    }
+    /// True when struct or union `id` has `path` (`a.b`), looking through anonymous members
+    /// as CO-RE does.
+    fn has_path(&self, id: usize, path: &[&str], depth: u32) -> bool {
+        let Some(&(kind, vlen, _, _, at)) = self.recs.get(self.resolve(id)) else {
+            return false;
+        };
+        if !(kind == BTF_STRUCT || kind == BTF_UNION) || depth > 8 || path.is_empty() {
+            return false;
+        }
+        (0..vlen as usize).any(|i| {
+            let m = at + 12 * i;
+            let (Some(name), Some(ty)) = (self.u32_at(m), self.u32_at(m + 4)) else {
+                return false;
+            };
+            let n = self.name_at(name);
+            if n.is_empty() {
+                self.has_path(ty as usize, path, depth + 1)
+            } else if n == path[0].as_bytes() {
+                path.len() == 1 || self.has_path(ty as usize, &path[1..], depth + 1)
+            } else {
+                false
+            }
+        })
+    }
+}
+
+/// The parameter count, less one (the context), of the function prototype that the typedef
+/// `name` points to.
+fn tracepoint_args(types: &[u8], strings: &[u8], name: &str) -> Option<usize> {
+    let t = RawTypes::new(types, strings);
+    let mut id = t.find(BTF_TYPEDEF, name)?;
     for _ in 0..4 {
-        let (kind, vlen, st) = *recs.get(id)?;
+        let (kind, vlen, st, _, _) = *t.recs.get(id)?;
         match kind {
-            TYPEDEF | PTR => id = st as usize,
-            FUNC_PROTO => return Some((vlen as usize).saturating_sub(1)),
+            BTF_TYPEDEF | BTF_PTR => id = st as usize,
+            BTF_FUNC_PROTO => return Some((vlen as usize).saturating_sub(1)),
             _ => return None,
         }
     }

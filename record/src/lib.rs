@@ -12,6 +12,7 @@ pub mod error;
 pub mod flight;
 pub mod kernel;
 pub mod live;
+pub mod names;
 pub mod print;
 pub mod session;
 
