@@ -263,6 +263,15 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     execute(&cfg, a.stats)
 }
 
+/// Bytes per event (0 without events).
+fn per_event(bytes: u64, events: u64) -> f64 {
+    if events > 0 {
+        bytes as f64 / events as f64
+    } else {
+        0.0
+    }
+}
+
 /// Records as `cfg` says, then the summary on stderr (with the kernel's counters if `stats`);
 /// exits with the traced command's status.
 pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
@@ -290,11 +299,7 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
             if st.parts == 1 { "" } else { "s" },
             dir.display(),
             s.bytes_written,
-            if s.events > 0 {
-                s.bytes_written as f64 / s.events as f64
-            } else {
-                0.0
-            },
+            per_event(s.bytes_written, s.events),
             if st.deleted > 0 {
                 format!("; {} deleted by retention", st.deleted)
             } else {
@@ -308,11 +313,7 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
             "; wrote {} ({} bytes, {:.2} bytes/event)",
             p.display(),
             s.bytes_written,
-            if s.events > 0 {
-                s.bytes_written as f64 / s.events as f64
-            } else {
-                0.0
-            }
+            per_event(s.bytes_written, s.events)
         ));
     }
     // Completions without a start, less those of requests filtered or sampled out at

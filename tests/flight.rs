@@ -258,6 +258,13 @@ fn fio(node: &str, secs: u32) -> Command {
     c
 }
 
+/// `iodump record -d DEV -o DIR ARGS…` in the background, once it is recording.
+fn record_into(dev: &str, dir: &Path, args: &[&str]) -> Recorder {
+    let mut all = vec!["record", "-d", dev, "-o", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    Recorder::start(&all)
+}
+
 fn zram_filled() -> Zram {
     let z = Zram::new("64M");
     let st = Command::new("dd")
@@ -290,19 +297,11 @@ fn rotation_loses_nothing_at_boundaries() {
         let dir = d.join(&format!("r-{rotate}/"));
         let before = stat_ios(&z.name());
         let name = z.name();
-        let mut args = vec![
-            "record",
-            "-d",
-            &name,
-            "-o",
-            dir.to_str().unwrap(),
-            "--rotate",
-            rotate,
-        ];
+        let mut args = vec!["--rotate", rotate];
         if let Some(k) = keep {
             args.extend(["--keep", k]);
         }
-        let rec = Recorder::start(&args);
+        let rec = record_into(&name, &dir, &args);
         assert!(fio(&z.node(), 4).status().unwrap().success());
         std::thread::sleep(Duration::from_millis(300));
         let (st, _, err) = rec.stop();
@@ -350,17 +349,7 @@ fn rotation_loses_nothing_at_boundaries() {
     // Retention by size: the directory stays within --max-total.
     let dir = d.join("total/");
     let name = z.name();
-    let rec = Recorder::start(&[
-        "record",
-        "-d",
-        &name,
-        "-o",
-        dir.to_str().unwrap(),
-        "--rotate",
-        "256K",
-        "--max-total",
-        "1M",
-    ]);
+    let rec = record_into(&name, &dir, &["--rotate", "256K", "--max-total", "1M"]);
     let mut child = fio(&z.node(), 4).spawn().unwrap();
     let mut most = 0;
     while child.try_wait().unwrap().is_none() {
@@ -393,15 +382,7 @@ fn kill_9_during_rotation_leaves_every_file_readable() {
     let d = TempDir::new("kill9");
     let dir = d.join("k/");
     let name = z.name();
-    let rec = Recorder::start(&[
-        "record",
-        "-d",
-        &name,
-        "-o",
-        dir.to_str().unwrap(),
-        "--rotate",
-        "300ms",
-    ]);
+    let rec = record_into(&name, &dir, &["--rotate", "300ms"]);
     let mut child = fio(&z.node(), 4).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     rec.signal(libc::SIGKILL);
@@ -458,19 +439,18 @@ fn trigger_and_sigusr1_save_the_window() {
     )
     .unwrap();
     std::fs::write(&random, bytes).unwrap();
-    let rec = Recorder::start(&[
-        "record",
-        "-d",
+    let rec = record_into(
         &name,
-        "-o",
-        dir.to_str().unwrap(),
-        "--ring",
-        "30s",
-        "--trigger",
-        "latency > 200us && iosize >= 1M",
-        "--after",
-        "1s",
-    ]);
+        &dir,
+        &[
+            "--ring",
+            "30s",
+            "--trigger",
+            "latency > 200us && iosize >= 1M",
+            "--after",
+            "1s",
+        ],
+    );
     small(0);
     let st = Command::new("dd")
         .arg(format!("if={}", random.display()))
@@ -548,17 +528,11 @@ fn trigger_and_sigusr1_save_the_window() {
     assert!(r.events().filter(|e| e.bytes == 4096).count() >= 1500);
     // A ring whose trigger does not fire writes nothing.
     let quiet = d.join("q/");
-    let rec = Recorder::start(&[
-        "record",
-        "-d",
+    let rec = record_into(
         &name,
-        "-o",
-        quiet.to_str().unwrap(),
-        "--ring",
-        "10s",
-        "--trigger",
-        "latency > 10s",
-    ]);
+        &quiet,
+        &["--ring", "10s", "--trigger", "latency > 10s"],
+    );
     small(0);
     std::thread::sleep(Duration::from_millis(1200));
     let (st, _, err) = rec.stop();

@@ -326,8 +326,9 @@ impl Reader {
         Reader::from_source(Source::Memory(bytes), len)
     }
 
-    fn from_source(source: Source, file_bytes: u64) -> Result<Reader, ReadError> {
-        let mut r = Reader {
+    /// A reader of `source` with nothing read yet.
+    fn empty(source: Source, file_bytes: u64) -> Reader {
+        Reader {
             source,
             file_bytes,
             version: (0, 0),
@@ -340,7 +341,11 @@ impl Reader {
             segments: Vec::new(),
             damage: Vec::new(),
             footer_used: false,
-        };
+        }
+    }
+
+    fn from_source(source: Source, file_bytes: u64) -> Result<Reader, ReadError> {
+        let mut r = Reader::empty(source, file_bytes);
         let sig_len = file_bytes.min(SIGNATURE_BYTES as u64) as usize;
         let mut sig = vec![0u8; sig_len];
         r.source
@@ -699,20 +704,7 @@ impl Reader {
     pub fn concat(parts: Vec<Reader>) -> Reader {
         let mut it = parts.into_iter();
         let Some(mut r) = it.next() else {
-            return Reader {
-                source: Source::Memory(Vec::new()),
-                file_bytes: 0,
-                version: (0, 0),
-                header: Header::default(),
-                header_ok: false,
-                tables: Tables::default(),
-                losses: Vec::new(),
-                end: None,
-                chunks: Vec::new(),
-                segments: Vec::new(),
-                damage: Vec::new(),
-                footer_used: false,
-            };
+            return Reader::empty(Source::Memory(Vec::new()), 0);
         };
         let first = std::mem::replace(&mut r.source, Source::Memory(Vec::new()));
         let mut sources = vec![(0u64, first)];

@@ -10,7 +10,7 @@ the host after the guest powered off, from what guest.sh left in RUNDIR:
 
   run.json        label, dev, fs (ext4|xfs|btrfs), kind (randread|write), rc of iodump record,
                   min_ios, roles
-  stat1, stat2    /sys/block/DEV/stat before iodump started and after it exited
+  stat1, stat2    /sys/block/DEV/stat once iodump attached (read by the traced command) and after it exited
                   (Documentation/block/stat.rst: fields 1, 5, 12, 15 are reads, writes,
                   discards, flushes completed; 9 is I/Os in flight)
   record.stderr   iodump's stderr (its summary line, --stats counters)

@@ -272,9 +272,13 @@ record() {
   local run=$OUT/$label
   mkdir -p "$run"
   quiesce "$dev" "$MNT"
-  cat "/sys/block/$dev/stat" > "$run/stat1"
   t=$(date +%s.%N)
-  "$BIN" record -d "$dev" -o "$run/trace.iod" --stats -- "$@" > "$run/workload.out" 2> "$run/record.stderr"
+  # The device's counters before: read by the traced command itself, so once iodump has
+  # attached (its start takes seconds under TCG, in which a filesystem's background work,
+  # xfs's log worker, may write: not in the trace, but in a delta taken before the start).
+  "$BIN" record -d "$dev" -o "$run/trace.iod" --stats -- \
+    sh -c 'cat "$1" > "$2" && shift 2 && exec "$@"' sh "/sys/block/$dev/stat" "$run/stat1" "$@" \
+    > "$run/workload.out" 2> "$run/record.stderr"
   rc=$?
   cat "/sys/block/$dev/stat" > "$run/stat2"
   say "$label: iodump record exited $rc after $(since "$t") s"

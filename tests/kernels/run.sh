@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Kernel matrix (issue 16): boots Debian's 5.10 (bullseye), 6.1 (bookworm) and 6.12 (trixie)
-# kernels one after the other with virtme-ng under qemu TCG and runs guest.sh in each, on this
+# Kernel matrix (issue 16): boots Debian's 5.10 (bullseye), 6.1 (bookworm), 6.12 (trixie) and
+# sid's newest (7.2 on 2026-12-01) kernels one after the other with virtme-ng under qemu TCG and runs guest.sh in each, on this
 # machine's root file system, with a scratch image as virtio-blk vda and a zram device.
 #
 #   bash tests/kernels/run.sh            # root; see README.md
@@ -10,12 +10,13 @@
 #                            copied to IODUMP_KT_OUT/bin first, so a rebuild mid-run changes nothing
 #   IODUMP_READ_BIN          an iodump with `export` (the analyze feature) to read the traces,
 #                            when IODUMP_BIN was built without it (default: IODUMP_BIN)
-#   IODUMP_KERNELS           which series, e.g. "6.1" (default "5.10 6.1 6.12")
+#   IODUMP_KERNELS           which series, e.g. "6.1" (default "5.10 6.1 6.12 sid"; sid: the
+#                            newest kernel of Debian unstable, whatever its version)
 #   IODUMP_REQUIRE_KERNELS=1 a kernel that cannot be fetched or booted fails (default: skipped)
 #   IODUMP_KERNEL_CACHE      fetched and unpacked kernels (default: the repo's target/kernels)
 #   IODUMP_KT_OUT            results, logs, scratch images (default: the repo's target/kernel-matrix)
 #   IODUMP_KERNEL_TIMEOUT    seconds per kernel, boot to power-off (default 600)
-#   IODUMP_MATRIX_BUDGET     seconds for the whole run, fetching included (default 1500)
+#   IODUMP_MATRIX_BUDGET     seconds for the whole run, fetching included (default 2400)
 #   IODUMP_KT_DEVICES, IODUMP_KT_FIO_IOS, IODUMP_KT_FS_FIO_IOS, IODUMP_KT_FS_SCHED
 #                            passed to guest.sh in the guest when set (a part of the suite)
 # Prints a table per kernel, every FAIL line, and closes with `N passed, M failed`; exits 1
@@ -28,12 +29,12 @@ BIN=${IODUMP_BIN:-$REPO/target/debug/iodump}
 case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
 READ_BIN=${IODUMP_READ_BIN:-}
 case $READ_BIN in /*|'') ;; *) READ_BIN=$PWD/$READ_BIN ;; esac
-KERNELS=${IODUMP_KERNELS:-5.10 6.1 6.12}
+KERNELS=${IODUMP_KERNELS:-5.10 6.1 6.12 sid}
 REQUIRE=${IODUMP_REQUIRE_KERNELS:-0}
 CACHE=${IODUMP_KERNEL_CACHE:-$REPO/target/kernels}
 KT_OUT=${IODUMP_KT_OUT:-$REPO/target/kernel-matrix}
 TIMEOUT=${IODUMP_KERNEL_TIMEOUT:-600}
-BUDGET=${IODUMP_MATRIX_BUDGET:-1500}
+BUDGET=${IODUMP_MATRIX_BUDGET:-2400}
 MAGIC=IODUMP-KERNEL-MATRIX-SCRATCH
 START=$SECONDS
 
@@ -42,7 +43,7 @@ CACHE=$(cd "$CACHE" && pwd) KT_OUT=$(cd "$KT_OUT" && pwd)
 log() { printf '[kernels %4ds] %s\n' $((SECONDS - START)) "$*"; }
 
 suite_of() { # series -> Debian suite
-  case $1 in 5.10) echo bullseye ;; 6.1) echo bookworm ;; 6.12) echo trixie ;; *) return 1 ;; esac
+  case $1 in 5.10) echo bullseye ;; 6.1) echo bookworm ;; 6.12) echo trixie ;; sid) echo sid ;; *) return 1 ;; esac
 }
 
 # A kernel's host-side result lines go to $KT_OUT/SERIES/host.txt; SKIP lines count apart.
@@ -119,6 +120,7 @@ EOF
     echo "deb [signed-by=$k] $m $s-updates main" >> "$APT_DIR/sources.list"
     [ -n "$ms" ] && echo "deb [signed-by=$k] $ms $s-security main" >> "$APT_DIR/sources.list"
   done
+  echo "deb [signed-by=$k] $m sid main" >> "$APT_DIR/sources.list"
   log "apt-get update (private state in $APT_DIR)"
   if apt-get "${A[@]}" -q update > "$APT_DIR/update.log" 2>&1; then
     APT_OK=1
@@ -131,6 +133,7 @@ EOF
 # fetch SERIES: sets KVER and KDIR to an unpacked, depmod'ed kernel (cached), or returns 1 with $WHY
 fetch() {
   local series=$1 pkg ver deb d re
+  [ "$series" = sid ] && { fetch_sid; return; }
   re="^linux-image-${series//./\\.}\.[0-9]+(-[0-9]+)?(\+deb[0-9]+)?-amd64$"
   WHY=
   if [ "$APT_OK" = 1 ]; then
@@ -163,6 +166,48 @@ fetch() {
     rm -f "$deb" # the unpacked tree is the cache
   fi
   echo "$pkg" > "$CACHE/$series.current"
+  KVER=$ver KDIR=$d
+}
+
+# fetch_sid: sid's newest kernel. Since 7.x it comes in three packages with a merged /usr
+# (linux-binary-V: the image under usr/lib/modules/V/vmlinuz; linux-modules-V; linux-base-V):
+# unpacked into one tree laid out as the older packages are (boot/vmlinuz-V, lib/modules/V).
+fetch_sid() {
+  local pkg ver d p deb
+  WHY=
+  if [ "$APT_OK" = 1 ]; then
+    pkg=$(apt-cache "${A[@]}" search --names-only '^linux-binary-' 2>/dev/null | awk '{print $1}' |
+          grep -E '^linux-binary-[0-9]+\.[0-9]+(\.[0-9]+)?\+deb[0-9]+-amd64$' | sort -V | tail -1)
+    [ -n "$pkg" ] || WHY="no linux-binary-*-amd64 in sid"
+  else
+    WHY="apt-get update failed"
+  fi
+  if [ -z "${pkg:-}" ]; then
+    pkg=$(cat "$CACHE/sid.current" 2>/dev/null)
+    [ -n "$pkg" ] && [ -e "$CACHE/k/${pkg#linux-binary-}/.ready" ] || { WHY="${WHY:-cannot fetch}; nothing cached"; return 1; }
+    log "sid: $WHY; using the cached $pkg"
+  fi
+  ver=${pkg#linux-binary-}
+  d=$CACHE/k/$ver
+  if [ ! -e "$d/.ready" ]; then
+    log "sid: fetching linux-binary-$ver, linux-modules-$ver, linux-base-$ver"
+    rm -rf "$d"; mkdir -p "$CACHE/debs" "$d"
+    for p in linux-binary-$ver linux-modules-$ver linux-base-$ver; do
+      rm -f "$CACHE/debs/$p"_*.deb
+      (cd "$CACHE/debs" && apt-get "${A[@]}" -q download "$p") > "$CACHE/debs/$p.log" 2>&1 ||
+        { WHY="apt-get download $p failed: $(grep -E '^(E|W):' "$CACHE/debs/$p.log" | head -2 | tr '\n' ' ')"; return 1; }
+      deb=$(ls "$CACHE/debs/$p"_*.deb 2>/dev/null | head -1)
+      dpkg-deb -x "$deb" "$d" || { WHY="dpkg-deb -x $deb failed"; return 1; }
+      rm -f "$deb"
+    done
+    [ -d "$d/lib/modules" ] || ln -s usr/lib "$d/lib"
+    mkdir -p "$d/boot"
+    cp "$d/usr/lib/modules/$ver/vmlinuz" "$d/boot/vmlinuz-$ver" 2>/dev/null ||
+      { WHY="linux-binary-$ver has no usr/lib/modules/$ver/vmlinuz"; return 1; }
+    depmod -b "$d" "$ver" 2> "$d/depmod.log" || { WHY="depmod -b $d $ver failed: $(tail -1 "$d/depmod.log")"; return 1; }
+    echo "linux-binary-$ver" > "$d/.ready"
+  fi
+  echo "$pkg" > "$CACHE/sid.current"
   KVER=$ver KDIR=$d
 }
 
@@ -240,7 +285,7 @@ APT_TRIED=0
 for series in $KERNELS; do
   rm -rf "${KT_OUT:?}/$series"; mkdir -p "$KT_OUT/$series"
   VER[$series]=- WALLS[$series]=-
-  if ! suite_of "$series" >/dev/null; then hres "$series" FAIL series "unknown (5.10, 6.1 or 6.12)"; continue; fi
+  if ! suite_of "$series" >/dev/null; then hres "$series" FAIL series "unknown (5.10, 6.1, 6.12 or sid)"; continue; fi
   if [ ${#missing[@]} -gt 0 ]; then cant "$series" tools "missing: ${missing[*]}"; continue; fi
   if [ ! -x "$RUN_BIN" ]; then hres "$series" FAIL binary "$BIN does not exist or is not executable"; continue; fi
   if [ "$APT_TRIED" = 0 ]; then APT_TRIED=1; apt_prepare; fi
