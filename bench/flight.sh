@@ -13,6 +13,7 @@
 #
 #   bash bench/flight.sh                         # 30 min soak, 3 rounds of 60 s
 #   SOAK=120 ROUNDS=1 SECS=20 bash bench/flight.sh
+#   SOAK=0 bash bench/flight.sh                  # the ring against file only
 #   NO_BUILD=1 IODUMP=path bash bench/flight.sh  # an existing release binary
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +67,7 @@ fio_run() { # secs -> IOPS
     python3 -c 'import json,sys; print(int(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
 }
 
+if [ "$SOAK" -gt 0 ]; then
 echo "== soak: $SOAK s of fio on raw zram, --rotate 1m --max-total $MAXTOTAL"
 before=$(ios)
 start_recorder -o "$WORK/soak/" --rotate 1m --max-total "$MAXTOTAL"
@@ -98,6 +100,7 @@ echo "  (parts deleted by retention hold the rest: $(sed -n 's/.*; \([0-9]*\) de
 echo "recorder summary           $(grep 'recorded' "$WORK/rec.err")"
 echo "RSS KiB first/last/max     $first_rss / $last_rss / $max_rss ($samples samples, every 10 s)"
 echo "directory bytes max        $max_dir (--max-total $MAXTOTAL)"
+fi
 
 echo "== ring against file: $ROUNDS rounds of $SECS s each"
 printf '%-6s %-5s %10s %10s %14s %14s\n' round mode iops events cpu_s_per_Mev wrote_bytes

@@ -947,6 +947,17 @@ impl Expr {
         Expr::And(v)
     }
 
+    /// True when the expression reads a name of the event (comm, path, device): a
+    /// recorder resolves them for it only then.
+    pub fn uses_names(&self) -> bool {
+        match self {
+            Expr::And(v) | Expr::Or(v) => v.iter().any(Expr::uses_names),
+            Expr::Not(a) => a.uses_names(),
+            Expr::Cmp(f, _, _) => matches!(f, Field::Comm | Field::Path | Field::Dev),
+            Expr::Flag(_) | Expr::True => false,
+        }
+    }
+
     /// True when the expression reads the cgroups table (`cgroup_path`, `container`, `pod`):
     /// on input without one (traces before format 1.2) those fields are always empty.
     pub fn uses_cgroup_table(&self) -> bool {

@@ -544,6 +544,11 @@ impl<'c, 'l> Session<'c, 'l> {
             filter: cfg.filter.as_ref(),
             filter_reads_cgroups,
             cgroups: track_cgroups.then(|| CgroupTable::new(resolver)),
+            trigger_names: cfg
+                .flight
+                .as_ref()
+                .and_then(|f| f.trigger.as_ref())
+                .is_some_and(Expr::uses_names),
             events: 0,
         };
         if let Some(t) = &mut ingest.cgroups {
@@ -993,6 +998,8 @@ struct Ingest<'a> {
     filter_reads_cgroups: bool,
     /// Kept when a trace is written or the filter reads cgroup paths or containers.
     cgroups: Option<CgroupTable>,
+    /// The flight recorder's trigger reads the path, comm or device name.
+    trigger_names: bool,
     events: u64,
 }
 
@@ -1049,14 +1056,16 @@ impl Ingest<'_> {
         let e: Event = self.conv.io_record(r, &mut self.entries);
         self.write_entries(&e, sinks)?;
         if let Some(f) = self.filter {
-            if !f.eval(&e, &self.view(&e, r)) {
+            if !f.eval(&e, &self.view(&e, r, true)) {
                 return Ok(());
             }
         }
         sinks.push(&e)?;
         if let Some(fl) = &mut sinks.flight {
             if let Some(t) = fl.trigger() {
-                if t.eval(&e, &self.view(&e, r)) && fl.may_fire(monotonic_ns()) {
+                // Names are looked up only for a trigger that reads them: it runs on every I/O.
+                let v = self.view(&e, r, self.trigger_names);
+                if t.eval(&e, &v) && fl.may_fire(monotonic_ns()) {
                     fl.fire(Snapshot::Trigger(&e), now_pair(), None)?;
                 }
             }
@@ -1071,12 +1080,21 @@ impl Ingest<'_> {
         Ok(())
     }
 
-    /// What a filter expression reads of an event beside its fields.
-    fn view<'v>(&'v self, e: &Event, r: &'v IoEvent) -> ResolvedView<'v> {
+    /// What a filter expression reads of an event beside its fields (the path and the
+    /// device's name left empty unless `names`).
+    fn view<'v>(&'v self, e: &Event, r: &'v IoEvent, names: bool) -> ResolvedView<'v> {
         ResolvedView {
             comm: r.comm(),
-            path: self.conv.path(e.path_id),
-            dev: self.conv.dev_label(e.dev),
+            path: if names {
+                self.conv.path(e.path_id)
+            } else {
+                b""
+            },
+            dev: if names {
+                self.conv.dev_label(e.dev)
+            } else {
+                ""
+            },
             cgroup: match &self.cgroups {
                 Some(t) if self.filter_reads_cgroups => t.known(e.cgroup_id),
                 _ => None,
@@ -1229,6 +1247,7 @@ mod tests {
             filter: Some(&filter),
             filter_reads_cgroups: false,
             cgroups: None,
+            trigger_names: false,
             events: 0,
         };
         // A metadata read, dropped by the filter: its process and label still go in.
