@@ -267,7 +267,7 @@ impl<'a> RawTypes<'a> {
     fn resolve(&self, mut id: usize) -> usize {
         for _ in 0..8 {
             match self.recs.get(id) {
-                Some((k, _, st, _, _)) if matches!(k, 8 | 9 | 10 | 11 | 18) => id = *st as usize,
+                Some((8 | 9 | 10 | 11 | 18, _, st, _, _)) => id = *st as usize,
                 _ => break,
             }
         }
