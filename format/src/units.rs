@@ -148,23 +148,6 @@ pub fn parse_span(s: &str) -> Result<Span, UnitError> {
     Err(err())
 }
 
-/// A byte count for people: `512 B`, `1.5 KiB`, `256 MiB`, `1.2 GiB`.
-pub fn format_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        return format!("{b} B");
-    }
-    let n = format!("{v:.2}");
-    let n = n.trim_end_matches('0').trim_end_matches('.');
-    format!("{n} {}", UNITS[i])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,8 +181,5 @@ mod tests {
             })
         );
         assert!(parse_span("1.2.3s").is_err());
-        assert_eq!(format_bytes(512), "512 B");
-        assert_eq!(format_bytes(1536), "1.5 KiB");
-        assert_eq!(format_bytes(256 << 20), "256 MiB");
     }
 }
