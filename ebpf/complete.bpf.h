@@ -17,6 +17,7 @@
 #include "helpers.bpf.h"
 #include "codes.bpf.h"
 #include "inflight.bpf.h"
+#include "stack.bpf.h"
 
 static __always_inline int on_rq_issue(struct iodump_cpu_state *cs, __u32 lvl,
 				       struct request *rq, int btf)
@@ -189,8 +190,11 @@ static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lv
 	__u64 key = key_of(cs, lvl, bio, btf);
 	__u64 now = bpf_ktime_get_ns();
 	struct iodump_slot *slot;
-	struct iodump_inflight *v = find(&inflight_bio, key, &slot);
+	struct iodump_inflight *v;
 
+	if (stack_active())
+		stack_pop(cs, lvl, bio, key, btf);
+	v = find(&inflight_bio, key, &slot);
 	if (!v)
 		return 0; /* not tracked (filtered, or started before attach) */
 	v->ev.error = status_errno(RD(btf, bio, bi_status));

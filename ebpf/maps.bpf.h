@@ -84,6 +84,35 @@ struct {
 	__type(value, __s64);
 } fallback_live SEC(".maps");
 
+/* The stacked devices (device-mapper, md: a bio-based disk with slaves/ in sysfs), dev_t
+ * (kernel encoding) -> 1, filled by user space before attach (stack.bpf.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u8);
+} stack_devs SEC(".maps");
+
+/* The I/Os in flight on stacked devices, keyed by their bio's bio_vec array (bi_io_vec),
+ * which every clone and split the driver sends down shares (stack.bpf.h); value: the
+ * upper I/O as it was started, with ev.complete_ns holding the upper bio's address (the
+ * entry's owner) until the lower I/O copies from it. LRU in both objects: an entry whose
+ * completion was never seen ages out instead of filling the map. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct iodump_inflight);
+} stack_ios SEC(".maps");
+
+/* [0]: entries in stack_ios, so that devices with nothing stacked above skip the lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} stack_live SEC(".maps");
+
 struct {
 	__uint(type, IODUMP_INFLIGHT_MAP_TYPE);
 	__uint(max_entries, 16384); /* slot collisions (IODUMP_NO_ATOMICS: every I/O) */

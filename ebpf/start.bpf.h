@@ -22,6 +22,7 @@
 #include "file.bpf.h"
 #include "paths.bpf.h"
 #include "inflight.bpf.h"
+#include "stack.bpf.h"
 #include "dirtier.bpf.h"
 
 /* The device an I/O targets: dev_t of the partition (or whole disk), its first sector, and
@@ -123,18 +124,23 @@ static __always_inline __u16 current_syscall(struct task_struct *task, __u8 *iof
 
 /*
  * Fill v for an I/O entering the block layer; returns 0 to track it, -1 if filtered out.
- * t: the partition (or whole disk) the I/O targets; bio: its (first) bio.
+ * t: the partition (or whole disk) the I/O targets; bio: its (first) bio. any_dev: ignore
+ * the device filter (a stacked device's I/O is kept for the devices below, stack.bpf.h).
+ * An I/O a stacked device sent down takes its upper I/O's submitter, file and dirtier; the
+ * upper one passed the process filters already.
  */
 static __always_inline int start_io(struct iodump_inflight *v, const struct iodump_target *t,
 				    struct bio *bio, __u64 opf, __u64 sector, __u32 bytes,
-				    struct iodump_cpu_state *cs, __u32 lvl, int btf)
+				    struct iodump_cpu_state *cs, __u32 lvl, int btf, int any_dev)
 {
 	struct iodump_file_info fi = {};
-	struct task_struct *task;
-	__u32 tgid, pid;
+	struct iodump_inflight *up = NULL;
+	struct task_struct *task = NULL;
+	__u32 tgid = 0, pid = 0;
+	__u64 now;
 	__u8 op;
 	v->ev.dev = t->dev;
-	if (cfg_filter_dev && (lvl || cs->dev_ok != (__u64)v->ev.dev + 1)) {
+	if (cfg_filter_dev && !any_dev && (lvl || cs->dev_ok != (__u64)v->ev.dev + 1)) {
 		if (!bpf_map_lookup_elem(&dev_filter, &v->ev.dev))
 			goto filtered;
 		if (!lvl)
@@ -146,6 +152,14 @@ static __always_inline int start_io(struct iodump_inflight *v, const struct iodu
 		op = IODUMP_OP_FLUSH;
 	if (!(cfg_op_mask & (1u << op)))
 		goto filtered;
+	now = bpf_ktime_get_ns();
+	if (bio && stack_active()) {
+		up = stack_find(cs, lvl, bio, now, btf);
+		if (up) {
+			stack_inherit(v, up);
+			goto fill;
+		}
+	}
 
 	/* the BTF-typed current task in both flavours: direct loads; its tgid and pid are what
 	 * bpf_get_current_pid_tgid() returns, without a second helper call (~11 ns here) */
@@ -194,17 +208,20 @@ static __always_inline int start_io(struct iodump_inflight *v, const struct iodu
 			cs->sample_ctr = 0;
 	}
 
+fill:
 	v->ev.kind = IODUMP_EV_IO;
 	v->ev.op = op;
 	v->ev.flags = norm_flags(opf);
 	v->ev.sector = sector;
 	v->ev.bytes = bytes;
-	v->ev.start_ns = bpf_ktime_get_ns();
+	v->ev.start_ns = now;
+	v->part_start = t->start_sect;
+	if (up)
+		return 0;
 	v->ev.pid = tgid;
 	v->ev.tid = pid;
 	v->ev.cpu = bpf_get_smp_processor_id();
 	v->ev.syscall = current_syscall(task, &v->ev.ioflags);
-	v->part_start = t->start_sect;
 
 	if ((v->ev.ioflags & IODUMP_IOF_KTHREAD) && bio) {
 		/* cgroup writeback: the bio is charged to the dirtier's cgroup */
@@ -267,7 +284,7 @@ static __always_inline int on_rq_start(struct iodump_cpu_state *cs, __u32 lvl,
 	if (bdev_target(&t, bio ? RD(btf, bio, bi_bdev) : RD(btf, rq, q, disk, part0), btf))
 		return 0;
 	if (start_io(&v, &t, bio, RD(btf, rq, cmd_flags), RD(btf, rq, __sector),
-		     RD(btf, rq, __data_len), cs, lvl, btf)) {
+		     RD(btf, rq, __data_len), cs, lvl, btf, 0)) {
 		cnt(IODUMP_CNT_RQ_UNTRACKED);
 		return 0;
 	}
@@ -291,7 +308,7 @@ static __always_inline int on_getrq(struct iodump_cpu_state *cs, __u32 lvl, stru
 	if (!bio || bio_target(&t, bio, btf))
 		return 0;
 	if (start_io(&v, &t, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
-		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf)) {
+		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf, 0)) {
 		cnt(IODUMP_CNT_RQ_UNTRACKED);
 		return 0;
 	}
@@ -324,11 +341,22 @@ static __always_inline int on_bio_queue(struct iodump_cpu_state *cs, __u32 lvl,
 		return 0;
 	/* block_bio_queue runs after blk_partition_remap: bi_sector is whole-disk based
 	 * (checked on 6.18 with a loop partition); start_io stores bd_start_sect to subtract */
+	int stacked = stack_dev(t.dev);
+	__u64 key;
+
 	if (start_io(&v, &t, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
-		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf))
+		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf, stacked))
 		return 0;
 	v.ev.ioflags |= IODUMP_IOF_BIO_BASED;
-	track(&inflight_bio, key_of(cs, lvl, bio, btf), &v, 1);
+	key = key_of(cs, lvl, bio, btf);
+	if (stacked) {
+		stack_push(cs, lvl, bio, key, &v, btf);
+		if (cfg_filter_dev && !bpf_map_lookup_elem(&dev_filter, &v.ev.dev)) {
+			cnt(IODUMP_CNT_FILTERED);
+			return 0;
+		}
+	}
+	track(&inflight_bio, key, &v, 1);
 	return 0;
 }
 

@@ -147,6 +147,19 @@ impl Sysfs {
         read_dev(&dir.parent()?.join("dev"))
     }
 
+    /// Names of the devices this one is stacked on (`slaves/`: a device-mapper or md
+    /// device's disks or partitions), sorted; none for a plain disk.
+    pub fn slaves(&self, dev: DevT) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.dev_dir(dev).join("slaves"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// Names of the devices stacked on this one (device-mapper, md, bcache…), sorted.
     pub fn holders(&self, dev: DevT) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(self.dev_dir(dev).join("holders"))

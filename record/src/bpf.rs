@@ -658,6 +658,22 @@ fn fill_filters(ebpf: &mut Ebpf, s: &BpfSettings) -> Result<(), RecordError> {
                 .map_err(|e| bpf_error("filling dev_filter", e))?;
         }
     }
+    // The stacked devices there are now (a device-mapper or md device made while recording
+    // is not in it: its lower I/O keeps the submitter it has there).
+    let stacked = crate::devices::list()
+        .map(|all| crate::devices::stacked(&all))
+        .unwrap_or_default();
+    if !stacked.is_empty() {
+        let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
+            ebpf.map_mut("stack_devs")
+                .ok_or_else(|| missing("stack_devs"))?,
+        )
+        .map_err(|e| bpf_error("stack_devs map", e))?;
+        for d in stacked.iter().take(256) {
+            m.insert(d.0, 1, 0)
+                .map_err(|e| bpf_error("filling stack_devs", e))?;
+        }
+    }
     if !s.pids.is_empty() {
         let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
             ebpf.map_mut("pid_filter")

@@ -15,6 +15,16 @@ pub fn list() -> Result<Vec<Device>, RecordError> {
     Ok(all.into_iter().map(device).collect())
 }
 
+/// The stacked devices (bio-based, with `slaves/` in sysfs: device-mapper, md): the I/O
+/// they send down is attributed to their own I/O's origin (ebpf/stack.bpf.h).
+pub fn stacked(all: &[Device]) -> Vec<iodump_format::DevT> {
+    let sys = Sysfs::new();
+    all.iter()
+        .filter(|d| d.bio_based && d.partition_of.is_none() && !sys.slaves(d.dev).is_empty())
+        .map(|d| d.dev)
+        .collect()
+}
+
 /// The trace's entry for a host block device.
 fn device(d: BlockDevice) -> Device {
     Device {

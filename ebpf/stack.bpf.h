@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * stack.bpf.h — I/O through stacked devices (device-mapper: LVM, dm-crypt; md RAID): the
+ * I/O a stacked device sends to the devices below carries its upper I/O's submitter, file
+ * and dirtier, instead of the kernel thread that submits it (kcryptd, dmcrypt_write,
+ * md*_raid1) and the bounce pages no file owns.
+ *
+ * How the lower I/O finds its upper one, by the bio chain, never by guessing:
+ *  - every clone and split a stacking driver makes of a bio (bio_alloc_clone, and
+ *    bio_clone_fast before 5.18; bio_split) shares its bio_vec array (bi_io_vec): dm linear
+ *    and striped, md raid0 and raid1, dm-crypt's reads. The upper I/O is kept under that
+ *    array's address (stack_push) from its start to its completion (stack_pop);
+ *  - dm-crypt's writes go down in a new bio over encrypted bounce pages; its bi_private is
+ *    the dm_crypt_io, whose second word is the bio dm-crypt was given (base_bio, the first
+ *    two members of struct dm_crypt_io since 2.6: cc, base_bio), which shares the upper
+ *    bio's array. The word is read with a probe read and only ever used as a map key, so a
+ *    driver whose bi_private is something else finds nothing;
+ *  - a split the device below makes of such a bio (bio_split_to_limits) has the bio it was
+ *    split from as its bi_private (bio_chain): one hop up the chain.
+ * The stacked devices are named by user space (stack_devs); stack_live counts the entries,
+ * so the lookup costs one array read while nothing stacked is in flight.
+ */
+#ifndef IODUMP_STACK_BPF_H
+#define IODUMP_STACK_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "iodump.h"
+#include "maps.bpf.h"
+#include "read.bpf.h"
+
+/* an entry older than this is a completion never seen: not an upper I/O any more */
+#define IODUMP_STACK_MAX_AGE_NS (60ULL * 1000000000ULL)
+#define IODUMP_DM_CRYPT_BASE_BIO_OFF 8 /* struct dm_crypt_io: cc, then base_bio */
+
+static __always_inline void stack_add(__s64 d)
+{
+	__u32 zero = 0;
+	__s64 *n = bpf_map_lookup_elem(&stack_live, &zero);
+
+	if (n)
+		__sync_fetch_and_add(n, d);
+}
+
+static __always_inline int stack_active(void)
+{
+	__u32 zero = 0;
+	__s64 *n = bpf_map_lookup_elem(&stack_live, &zero);
+
+	return n && *n > 0;
+}
+
+static __always_inline int stack_dev(__u32 dev)
+{
+	return bpf_map_lookup_elem(&stack_devs, &dev) != NULL;
+}
+
+/* Keep an I/O starting on a stacked device (v, filled by start_io) for the I/O it becomes
+ * below. key: the bio's address. */
+static __always_inline void stack_push(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
+				       __u64 key, struct iodump_inflight *v, int btf)
+{
+	__u64 vec = key_of(cs, lvl, RD(btf, bio, bi_io_vec), btf);
+
+	if (!vec)
+		return; /* an empty flush: nothing to attribute */
+	v->ev.complete_ns = key;
+	if (!bpf_map_update_elem(&stack_ios, &vec, v, BPF_NOEXIST))
+		stack_add(1);
+	v->ev.complete_ns = 0;
+}
+
+/* The entry of the bio_vec array of bio b (an address read with probe reads), or NULL. */
+static __always_inline struct iodump_inflight *stack_entry_of(__u64 b)
+{
+	__u64 vec = (__u64)BPF_CORE_READ((struct bio *)b, bi_io_vec);
+
+	return vec ? bpf_map_lookup_elem(&stack_ios, &vec) : NULL;
+}
+
+/* The upper I/O of a bio about to start on the device below, or NULL. The bio itself, or
+ * up to IODUMP_STACK_HOPS bios up its bi_private chain (a split the device below made is
+ * chained to the bio it was split from, bio_chain), each also through dm-crypt's
+ * base_bio. */
+#define IODUMP_STACK_HOPS 2
+static __always_inline struct iodump_inflight *stack_find(struct iodump_cpu_state *cs, __u32 lvl,
+							 struct bio *bio, __u64 now, int btf)
+{
+	struct iodump_inflight *p = NULL;
+	__u64 b = key_of(cs, lvl, bio, btf), priv, base;
+
+	for (int i = 0; i < IODUMP_STACK_HOPS && b && !p; i++) {
+		p = stack_entry_of(b);
+		if (p)
+			break;
+		priv = (__u64)BPF_CORE_READ((struct bio *)b, bi_private);
+		if (!priv)
+			break;
+		base = 0;
+		bpf_probe_read_kernel(&base, sizeof(base),
+				      (void *)(priv + IODUMP_DM_CRYPT_BASE_BIO_OFF));
+		if (base)
+			p = stack_entry_of(base);
+		b = priv;
+	}
+	if (!p || now - p->ev.start_ns > IODUMP_STACK_MAX_AGE_NS)
+		return NULL;
+	return p;
+}
+
+/* The upper I/O's bio completed (key: its address): forget it, if it is the entry's owner
+ * (a clone that is itself stacked, LVM on md, shares the entry and does not own it). */
+static __always_inline void stack_pop(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
+				      __u64 key, int btf)
+{
+	__u64 vec = key_of(cs, lvl, RD(btf, bio, bi_io_vec), btf);
+	struct iodump_inflight *p = vec ? bpf_map_lookup_elem(&stack_ios, &vec) : NULL;
+
+	if (p && p->ev.complete_ns == key && !bpf_map_delete_elem(&stack_ios, &vec))
+		stack_add(-1);
+}
+
+/* The lower I/O v takes what its upper I/O p knew of its origin. */
+static __always_inline void stack_inherit(struct iodump_inflight *v,
+					  const struct iodump_inflight *p)
+{
+	v->ev.pid = p->ev.pid;
+	v->ev.tid = p->ev.tid;
+	__builtin_memcpy(v->ev.comm, p->ev.comm, sizeof(v->ev.comm));
+	v->ev.cgroup_id = p->ev.cgroup_id;
+	v->ev.syscall = p->ev.syscall;
+	v->ev.cpu = p->ev.cpu;
+	v->ev.path_kind = p->ev.path_kind;
+	v->ev.ino = p->ev.ino;
+	v->ev.ino_dev = p->ev.ino_dev;
+	v->ev.ino_gen = p->ev.ino_gen;
+	v->ev.file_id = p->ev.file_id;
+	v->ev.dirtier_pid = p->ev.dirtier_pid;
+	v->ev.ioflags |= p->ev.ioflags &
+			 (IODUMP_IOF_KTHREAD | IODUMP_IOF_DIRTIER | IODUMP_IOF_PATH_LOST);
+}
+
+#endif /* IODUMP_STACK_BPF_H */
