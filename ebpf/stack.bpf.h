@@ -17,8 +17,9 @@
  *    driver whose bi_private is something else finds nothing;
  *  - a split the device below makes of such a bio (bio_split_to_limits) has the bio it was
  *    split from as its bi_private (bio_chain): one hop up the chain.
- * The stacked devices are named by user space (stack_devs); stack_live counts the entries,
- * so the lookup costs one array read while nothing stacked is in flight.
+ * The stacked devices are named by user space (stack_devs, and cfg_have_stack when there is
+ * one: without, the verifier removes all of this); stack_live counts the entries, so the
+ * lookup costs one array read while nothing stacked is in flight.
  */
 #ifndef IODUMP_STACK_BPF_H
 #define IODUMP_STACK_BPF_H
@@ -27,6 +28,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "iodump.h"
+#include "settings.bpf.h"
 #include "maps.bpf.h"
 #include "read.bpf.h"
 
@@ -46,14 +48,18 @@ static __always_inline void stack_add(__s64 d)
 static __always_inline int stack_active(void)
 {
 	__u32 zero = 0;
-	__s64 *n = bpf_map_lookup_elem(&stack_live, &zero);
+	__s64 *n;
+
+	if (!cfg_have_stack)
+		return 0;
+	n = bpf_map_lookup_elem(&stack_live, &zero);
 
 	return n && *n > 0;
 }
 
 static __always_inline int stack_dev(__u32 dev)
 {
-	return bpf_map_lookup_elem(&stack_devs, &dev) != NULL;
+	return cfg_have_stack && bpf_map_lookup_elem(&stack_devs, &dev) != NULL;
 }
 
 /* Keep an I/O starting on a stacked device (v, filled by start_io) for the I/O it becomes

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use iodump_format::recording::{open_traces, InputError, TraceInput};
 use iodump_format::summary::{rfc3339_utc, summarize, Summary};
-use iodump_format::{LossReason, Reader};
+use iodump_format::{DevT, LossReason, Reader};
 use serde_json::json;
 
 use crate::cli::InfoArgs;
@@ -239,7 +239,7 @@ fn container_labels(r: &Reader) -> Vec<String> {
 fn print_text(name: &str, r: &Reader, s: &Summary) {
     print_origin(name, r, s);
     print_events(r, s);
-    print_devices(s);
+    print_devices(r, s);
     print_tables(r, s);
     print_integrity(r, s);
 }
@@ -318,8 +318,27 @@ fn print_events(r: &Reader, s: &Summary) {
     }
 }
 
-/// Devices, those with I/O one per line.
-fn print_devices(s: &Summary) {
+/// The stack of the trace's stacked devices, one `dm-0 = vg-lv on sda2` per device.
+fn stack_of(r: &Reader) -> Vec<String> {
+    let name = |d: DevT| {
+        r.tables()
+            .device(d)
+            .map(|t| t.name.clone())
+            .unwrap_or_else(|| d.to_string())
+    };
+    r.tables()
+        .devices()
+        .filter(|d| !d.stacked_on.is_empty())
+        .map(|d| {
+            let below: Vec<String> = d.stacked_on.iter().map(|&s| name(s)).collect();
+            let label = if d.label.is_empty() { "?" } else { &d.label };
+            format!("{} = {label} on {}", d.name, below.join(", "))
+        })
+        .collect()
+}
+
+/// Devices, those with I/O one per line, then the stack.
+fn print_devices(r: &Reader, s: &Summary) {
     let idle = s.devices.iter().filter(|d| d.events == 0).count();
     if idle > 0 {
         println!(
@@ -337,6 +356,10 @@ fn print_devices(s: &Summary) {
             thousands(d.events),
             human_bytes(d.bytes)
         );
+    }
+    let stack = stack_of(r);
+    if !stack.is_empty() {
+        println!("stack         {}", stack.join("; "));
     }
 }
 
@@ -435,6 +458,9 @@ fn to_json(name: String, r: &Reader, s: &Summary) -> serde_json::Value {
                 "partition_of": t.and_then(|t| t.partition_of).map(|p| p.to_string()),
                 "sector_size": t.map(|t| t.sector_size),
                 "bio_based": t.map(|t| t.bio_based),
+                "label": t.map(|t| t.label.clone()).filter(|l| !l.is_empty()),
+                "stacked_on": t.map(|t| t.stacked_on.iter().map(|&s| r.tables().device(s)
+                    .map(|x| x.name.clone()).unwrap_or_else(|| s.to_string())).collect::<Vec<_>>()),
                 "events": d.events,
                 "bytes": d.bytes,
             })

@@ -715,6 +715,8 @@ fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
         sector_size: 512,
         start_sector: 0,
         bio_based: false,
+        label: String::new(),
+        stacked_on: Vec::new(),
     })
     .unwrap();
     // The writer's command line is known, the reader's is not (shown as its comm).

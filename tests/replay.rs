@@ -554,6 +554,8 @@ fn interrupt_during_a_long_pause_stops_at_once() {
         sector_size: 512,
         start_sector: 0,
         bio_based: false,
+        label: String::new(),
+        stacked_on: Vec::new(),
     })
     .unwrap();
     for (i, ts_ns) in [1_000_000_000u64, 61_000_000_000].into_iter().enumerate() {

@@ -754,6 +754,7 @@ fn write_devices(
         Int64Builder::new(),
         BooleanBuilder::new(),
     );
+    let (mut label, mut below) = (StringBuilder::new(), StringBuilder::new());
     for input in inputs {
         for d in input.reader.tables().devices() {
             origin.push(input);
@@ -763,6 +764,9 @@ fn write_devices(
             ss.append_value(d.sector_size.into());
             start.append_value(i64_of(d.start_sector));
             bio.append_value(d.bio_based);
+            label.append_option((!d.label.is_empty()).then_some(&d.label));
+            let on: Vec<String> = d.stacked_on.iter().map(|s| s.to_string()).collect();
+            below.append_option((!on.is_empty()).then(|| on.join(",")));
         }
     }
     let cols = Columns::new(origin)
@@ -771,7 +775,9 @@ fn write_devices(
         .add("partition_of", true, parent.finish())
         .add("sector_size", false, ss.finish())
         .add("start_sector", false, start.finish())
-        .add("bio_based", false, bio.finish());
+        .add("bio_based", false, bio.finish())
+        .add("label", true, label.finish())
+        .add("stacked_on", true, below.finish());
     small_table(path, part, pending, cols)
 }
 

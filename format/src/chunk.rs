@@ -11,7 +11,7 @@ pub const MAGIC: [u8; 8] = [0x89, b'I', b'O', b'D', b'\r', b'\n', 0x1a, b'\n'];
 /// Major version written; readers refuse files with a larger major version.
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor version written; readers accept any minor version of their major version.
-pub const VERSION_MINOR: u16 = 2;
+pub const VERSION_MINOR: u16 = 3;
 /// Size of the file signature (magic, major, minor, CRC-32 of the first 12 bytes).
 pub const SIGNATURE_BYTES: usize = 16;
 /// Sync marker that starts every chunk header.
@@ -425,6 +425,11 @@ pub fn encode_devices(ds: &[Device], out: &mut Vec<u8>) {
             }
             put_varint(b, d.sector_size as u64);
             put_varint(b, d.start_sector);
+            put_bytes(b, d.label.as_bytes());
+            put_varint(b, d.stacked_on.len() as u64);
+            for s in &d.stacked_on {
+                put_varint(b, s.0 as u64);
+            }
         });
     }
 }
@@ -440,13 +445,26 @@ pub fn decode_devices(p: &[u8], records: u32) -> Result<Vec<Device>, DecodeError
         } else {
             None
         };
+        let sector_size = c.varint_u32("sector_size")?;
+        let start_sector = c.varint()?;
+        // since 1.3: what a stacked device is and what it is stacked on
+        let (mut label, mut stacked_on) = (String::new(), Vec::new());
+        if !c.is_empty() {
+            label = c.string()?;
+            let n = c.varint()?;
+            for _ in 0..n.min(c.remaining() as u64) {
+                stacked_on.push(DevT(c.varint_u32("stacked_on")?));
+            }
+        }
         Ok(Device {
             dev,
             name,
             partition_of,
-            sector_size: c.varint_u32("sector_size")?,
-            start_sector: c.varint()?,
+            sector_size,
+            start_sector,
             bio_based: flags & 2 != 0,
+            label,
+            stacked_on,
         })
     })
 }

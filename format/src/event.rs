@@ -344,6 +344,12 @@ pub struct Device {
     pub start_sector: u64,
     /// True for bio-based devices (no request queue, so no `queue_ns`).
     pub bio_based: bool,
+    /// What a stacked device is (since 1.3): the device-mapper name (`vg-lv`,
+    /// `luks-…`), or the md RAID level (`raid1`); empty for other devices.
+    pub label: String,
+    /// The devices a stacked device sends its I/O to (since 1.3: sysfs `slaves/`, e.g.
+    /// `dm-0` on `sda2`); empty for other devices.
+    pub stacked_on: Vec<DevT>,
 }
 
 /// A thread seen by the recorder.

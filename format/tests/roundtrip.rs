@@ -87,6 +87,8 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
         sector_size: 512,
         start_sector: 0,
         bio_based: false,
+        label: String::new(),
+        stacked_on: Vec::new(),
     })
     .unwrap();
     w.add_device(Device {
@@ -96,6 +98,19 @@ fn write_trace(events: &[Event], opts: WriterOptions) -> Vec<u8> {
         sector_size: 4096,
         start_sector: 2048,
         bio_based: false,
+        label: String::new(),
+        stacked_on: Vec::new(),
+    })
+    .unwrap();
+    w.add_device(Device {
+        dev: DevT::new(254, 0),
+        name: "dm-0".into(),
+        partition_of: None,
+        sector_size: 512,
+        start_sector: 0,
+        bio_based: true,
+        label: "vg-lv".into(),
+        stacked_on: vec![DevT::new(8, 1), DevT::new(8, 0)],
     })
     .unwrap();
     w.add_process(Process {
@@ -198,11 +213,15 @@ fn round_trip_every_field() {
     assert_eq!(end.command_exit_status, Some(3));
     assert_eq!(r.lost_events(), 17);
     let t = r.tables();
-    assert_eq!(t.devices().count(), 2);
+    assert_eq!(t.devices().count(), 3);
     assert_eq!(
         t.device(DevT::new(8, 1)).unwrap().partition_of,
         Some(DevT::new(8, 0))
     );
+    let dm = t.device(DevT::new(254, 0)).unwrap();
+    assert_eq!((dm.label.as_str(), dm.bio_based), ("vg-lv", true));
+    assert_eq!(dm.stacked_on, [DevT::new(8, 1), DevT::new(8, 0)]);
+    assert!(t.device(DevT::new(8, 1)).unwrap().label.is_empty());
     let p = t.path(1).unwrap();
     assert!(p.deleted && !p.truncated);
     assert_eq!(p.path, b"/var/lib/a b,\"c\"\n\xff.ibd");
@@ -215,7 +234,7 @@ fn round_trip_every_field() {
         Some(&b"/usr/sbin/mysqld --datadir=/var/lib/a b,\"c\"\n\xff"[..])
     );
     assert_eq!(r.args(1000, 1001, 4), Some(&b"fio"[..]));
-    assert_eq!(r.version(), (1, 2));
+    assert_eq!(r.version(), (1, 3));
     assert!(t.has_cgroup_table());
     let c = t.cgroup(42).unwrap();
     assert_eq!(c.path, "/system.slice/docker-0123456789abcdef.scope");

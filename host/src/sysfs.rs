@@ -63,6 +63,11 @@ pub struct BlockDevice {
     pub start_sector: u64,
     /// The disk has no request queue (`mq/` absent): zram, device-mapper, md, brd.
     pub bio_based: bool,
+    /// A stacked disk's device-mapper name (`dm/name`: `vg-lv`) or md RAID level
+    /// (`md/level`: `raid1`); empty otherwise.
+    pub stack_label: String,
+    /// The devices a stacked disk sends its I/O to (`slaves/`), sorted; empty otherwise.
+    pub stacked_on: Vec<DevT>,
 }
 
 /// A bound loop device.
@@ -227,6 +232,25 @@ fn block_device(name: String, path: &Path) -> Option<BlockDevice> {
         start_sector,
         // blk-mq devices have an `mq` directory; bio-based ones (zram, dm, md, brd) do not.
         bio_based: !disk_dir.join("mq").exists(),
+        stack_label: if is_partition {
+            String::new()
+        } else {
+            read_trim(&path.join("dm/name"))
+                .or_else(|| read_trim(&path.join("md/level")))
+                .unwrap_or_default()
+        },
+        stacked_on: if is_partition {
+            Vec::new()
+        } else {
+            let mut v: Vec<DevT> = fs::read_dir(path.join("slaves"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| read_dev(&e.path().join("dev")))
+                .collect();
+            v.sort();
+            v
+        },
     })
 }
 
@@ -310,6 +334,13 @@ mod tests {
         );
         t.device("virtual/block/loop1", "7:1", true);
         t.device("virtual/block/dm-0", "254:0", true);
+        t.file("devices/virtual/block/dm-0/dm/name", "vg-lv\n");
+        t.dir("devices/virtual/block/dm-0/slaves");
+        symlink(
+            t.0.join("devices/pci0/block/sda/sda1"),
+            t.0.join("devices/virtual/block/dm-0/slaves/sda1"),
+        )
+        .unwrap();
         // Not a device: no `dev` file.
         t.dir("class/block/stray");
         t
@@ -343,6 +374,13 @@ mod tests {
             512,
             "sysfs says nothing"
         );
+        assert_eq!(by("dm-0").stack_label, "vg-lv");
+        assert_eq!(by("dm-0").stacked_on, [DevT::new(8, 1)]);
+        assert_eq!(
+            (by("sda").stack_label.as_str(), by("sda").stacked_on.len()),
+            ("", 0)
+        );
+        assert_eq!(Sysfs::at(&t.0).slaves(DevT::new(254, 0)), ["sda1"]);
     }
 
     #[test]

@@ -449,8 +449,13 @@ impl Program {
         let mut off = plan.off.clone();
         let ksyms = kernel_symbols(&kbtf, &mut off);
         field_checks(&kbtf, &mut off);
-        let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics)?;
-        fill_filters(&mut ebpf, s)?;
+        // The stacked devices there are now (a device-mapper or md device made while
+        // recording is not among them: its lower I/O keeps the submitter it has there).
+        let stacked: Vec<DevT> = crate::devices::list()
+            .map(|all| crate::devices::stacked(&all))
+            .unwrap_or_default();
+        let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics, !stacked.is_empty())?;
+        fill_filters(&mut ebpf, s, &stacked)?;
         let batching = enable_batching(&mut ebpf, s.ring_bytes);
         // tp_btf programs need the kernel's own BTF and, for the pointers they hold as
         // numbers, bpf_rdonly_cast (6.2+); without either, every hook is a raw tracepoint.
@@ -596,6 +601,7 @@ fn load_object(
     plan: &HookPlan,
     ksyms: &HashMap<String, u64>,
     atomics: bool,
+    have_stack: bool,
 ) -> Result<Ebpf, RecordError> {
     let object = if atomics { OBJECT } else { OBJECT_NO_ATOMICS };
     let ksym_names: Vec<String> = KSYMS.iter().map(|n| format!("ksym_{n}")).collect();
@@ -623,6 +629,7 @@ fn load_object(
         ("cfg_exclude_tgid", s.exclude_tgid),
         ("cfg_bench_ctl", s.bench_ctl as u32),
         ("cfg_start_at_getrq", plan.start_at_getrq as u32),
+        ("cfg_have_stack", have_stack as u32),
     ];
     let mut loader = EbpfLoader::new();
     loader.btf(Some(&kbtf.btf));
@@ -645,8 +652,8 @@ fn load_object(
         .map_err(|e| bpf_error("loading the BPF object", e))
 }
 
-/// Fills the filter maps: devices, pids, command names, the cgroup.
-fn fill_filters(ebpf: &mut Ebpf, s: &BpfSettings) -> Result<(), RecordError> {
+/// Fills the filter maps: devices, pids, command names, the cgroup; and the stacked devices.
+fn fill_filters(ebpf: &mut Ebpf, s: &BpfSettings, stacked: &[DevT]) -> Result<(), RecordError> {
     if !s.devices.is_empty() {
         let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
             ebpf.map_mut("dev_filter")
@@ -658,11 +665,6 @@ fn fill_filters(ebpf: &mut Ebpf, s: &BpfSettings) -> Result<(), RecordError> {
                 .map_err(|e| bpf_error("filling dev_filter", e))?;
         }
     }
-    // The stacked devices there are now (a device-mapper or md device made while recording
-    // is not in it: its lower I/O keeps the submitter it has there).
-    let stacked = crate::devices::list()
-        .map(|all| crate::devices::stacked(&all))
-        .unwrap_or_default();
     if !stacked.is_empty() {
         let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
             ebpf.map_mut("stack_devs")

@@ -18,9 +18,8 @@ pub fn list() -> Result<Vec<Device>, RecordError> {
 /// The stacked devices (bio-based, with `slaves/` in sysfs: device-mapper, md): the I/O
 /// they send down is attributed to their own I/O's origin (ebpf/stack.bpf.h).
 pub fn stacked(all: &[Device]) -> Vec<iodump_format::DevT> {
-    let sys = Sysfs::new();
     all.iter()
-        .filter(|d| d.bio_based && d.partition_of.is_none() && !sys.slaves(d.dev).is_empty())
+        .filter(|d| d.bio_based && !d.stacked_on.is_empty())
         .map(|d| d.dev)
         .collect()
 }
@@ -34,6 +33,8 @@ fn device(d: BlockDevice) -> Device {
         sector_size: d.logical_block_size_bytes,
         start_sector: d.start_sector,
         bio_based: d.bio_based,
+        label: d.stack_label,
+        stacked_on: d.stacked_on,
     }
 }
 
@@ -107,6 +108,8 @@ mod tests {
             sector_size: 512,
             start_sector: 0,
             bio_based: false,
+            label: String::new(),
+            stacked_on: Vec::new(),
         }
     }
 
@@ -160,6 +163,8 @@ mod tests {
             logical_block_size_bytes: 4096,
             start_sector: 2048,
             bio_based: false,
+            stack_label: String::new(),
+            stacked_on: Vec::new(),
         });
         assert_eq!(
             d,
@@ -170,6 +175,8 @@ mod tests {
                 sector_size: 4096,
                 start_sector: 2048,
                 bio_based: false,
+                label: String::new(),
+                stacked_on: Vec::new(),
             }
         );
     }

@@ -690,6 +690,8 @@ mod tests {
             sector_size: 512,
             start_sector: 2048,
             bio_based: false,
+            label: String::new(),
+            stacked_on: Vec::new(),
         }];
         Printer::new(fmt, &header(), &devs, None)
     }

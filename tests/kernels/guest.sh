@@ -124,6 +124,11 @@ for line in open(os.path.join(run, "devs")):
     lower = lowers.split(",")
     ldevs = {devs.get(l) for l in lower}
     below = [e for e in evs if e["dev"] in ldevs and lo <= e["sector"] < hi]
+    d = next((d for d in info["devices"] if d["name"] == dm), {})
+    want = name if dm.startswith("dm-") else "raid" + name[-1]
+    ok = d.get("label") == want and d.get("stacked_on") == lower
+    print(("PASS" if ok else "FAIL") + " stack.%s-table %s = %s on %s in the device table (%s on %s wanted)" % (
+        name, dm, d.get("label"), ",".join(d.get("stacked_on") or []) or "-", want, ",".join(lower)))
     for f in ("direct.dat", "fsync.dat"):
         path = os.path.join(mnt, f)
         up = [e for e in evs if e["dev"] == devs.get(dm) and e["path"] == path]

@@ -39,6 +39,8 @@ pub(crate) fn devices() -> Vec<Device> {
         sector_size: ss,
         start_sector: start,
         bio_based: bio,
+        label: String::new(),
+        stacked_on: Vec::new(),
     };
     let nvme = Some(DevT::new(259, 0));
     let sda = Some(DevT::new(8, 0));
