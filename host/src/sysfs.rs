@@ -155,19 +155,17 @@ impl Sysfs {
     /// Names of the devices this one is stacked on (`slaves/`: a device-mapper or md
     /// device's disks or partitions), sorted; none for a plain disk.
     pub fn slaves(&self, dev: DevT) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.dev_dir(dev).join("slaves"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
+        self.names_in(dev, "slaves")
     }
 
     /// Names of the devices stacked on this one (device-mapper, md, bcache…), sorted.
     pub fn holders(&self, dev: DevT) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(self.dev_dir(dev).join("holders"))
+        self.names_in(dev, "holders")
+    }
+
+    /// The entries of a device's sysfs subdirectory (`holders`, `slaves`), sorted.
+    fn names_in(&self, dev: DevT, sub: &str) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(self.dev_dir(dev).join(sub))
             .into_iter()
             .flatten()
             .flatten()
