@@ -59,6 +59,10 @@ pub enum Command {
     /// Draw one plot of a trace as SVG or PNG, for papers and tickets.
     #[cfg(feature = "analyze")]
     Plot(PlotArgs),
+    /// Compare two recordings (traces, recordings in parts or Parquet datasets): per
+    /// device, process, file and cgroup, what changed and whether it is significant.
+    #[cfg(feature = "analyze")]
+    Diff(Box<crate::diff::DiffArgs>),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

@@ -3,6 +3,8 @@
 //! failure or damaged input, 2 usage).
 
 mod cli;
+#[cfg(feature = "analyze")]
+mod diff;
 mod info;
 #[cfg(feature = "analyze")]
 mod offline;
@@ -40,6 +42,8 @@ fn main() -> ExitCode {
         cli::Command::Report(args) => offline::run_report(&args),
         #[cfg(feature = "analyze")]
         cli::Command::Plot(args) => offline::run_plot(&args),
+        #[cfg(feature = "analyze")]
+        cli::Command::Diff(args) => diff::run(&args),
     };
     report(result)
 }

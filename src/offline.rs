@@ -308,7 +308,7 @@ fn parse_interval(s: &str) -> anyhow::Result<i64> {
 }
 
 /// Prints the answer's rows on stdout in `fmt`.
-fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option<String>>]) {
+pub(crate) fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option<String>>]) {
     use std::io::Write;
     let text = match fmt {
         TableFormat::Table => aligned_table(names, rows),

@@ -5,11 +5,13 @@
 //! `onepass_source`) or on the polars table ([`query`]); the report and plots of `iodump
 //! report` and `iodump plot` ([`report`], [`plot`]: binned in one parallel pass, no polars).
 
+pub mod diff;
 pub mod engine;
 pub mod export;
 pub mod files;
 pub mod input;
 pub mod layout;
+pub mod loghist;
 pub mod onepass;
 mod onepass_source;
 pub mod plot;
@@ -41,6 +43,16 @@ pub enum AnalyzeError {
         /// The trace.
         trace: String,
         /// The first damage found.
+        damage: String,
+    },
+    /// A damaged input given to a comparison (`iodump diff`), which would compare what is
+    /// intact with a whole recording.
+    Damaged {
+        /// The trace.
+        trace: String,
+        /// Damaged chunks.
+        chunks: usize,
+        /// The first damage.
         damage: String,
     },
     /// A plot could not be drawn.
@@ -132,6 +144,15 @@ impl fmt::Display for AnalyzeError {
             AnalyzeError::NothingReadable { trace, damage } => {
                 write!(f, "{trace}: nothing could be read (first damage: {damage})")
             }
+            AnalyzeError::Damaged {
+                trace,
+                chunks,
+                damage,
+            } => write!(
+                f,
+                "{trace}: {chunks} damaged chunk(s) (first: {damage}); a comparison of what is \
+                 intact would be biased: pass --allow-damaged to make it anyway"
+            ),
             AnalyzeError::Plot { message } => write!(f, "{message}"),
             AnalyzeError::Output(e) => write!(f, "{e}"),
             AnalyzeError::Layout { file, layout } => write!(

@@ -104,28 +104,28 @@ pub struct OnePassRead {
 }
 
 /// What the driver hands over for each trace, once its segments are aggregated.
-struct TraceDone<'a, A> {
+pub(crate) struct TraceDone<'a, A> {
     /// The trace.
-    input: &'a Source,
+    pub(crate) input: &'a Source,
     /// The aggregate of its intact segments.
-    acc: A,
+    pub(crate) acc: A,
 }
 
 /// What every pass collects besides its own aggregates.
 #[derive(Default)]
-struct PassInfo {
+pub(crate) struct PassInfo {
     names: Vec<String>,
     /// The traces the inputs hold (a Parquet dataset can hold several).
     traces: std::collections::BTreeSet<String>,
-    damaged: Vec<(String, Damage)>,
-    ts_range: Option<(i64, i64)>,
-    lost_events: u64,
+    pub(crate) damaged: Vec<(String, Damage)>,
+    pub(crate) ts_range: Option<(i64, i64)>,
+    pub(crate) lost_events: u64,
     /// Rows the filter kept.
-    kept: u64,
+    pub(crate) kept: u64,
 }
 
 impl PassInfo {
-    fn duration_s(&self) -> f64 {
+    pub(crate) fn duration_s(&self) -> f64 {
         match self.ts_range {
             Some((a, b)) => ((b - a) as f64 / 1e9).max(1e-9),
             None => 0.0,
@@ -184,7 +184,7 @@ struct Part<A> {
 /// decodes into its own accumulator (`init`, then `seg` with the header, the batch and the
 /// indices of the rows the filter kept), accumulators are combined with `merge`, and `done`
 /// receives each trace's total. Memory is one accumulator per worker, not per segment.
-fn pass<A: Send>(
+pub(crate) fn pass<A: Send>(
     paths: &[InputPath],
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
@@ -478,7 +478,7 @@ impl FileAcc {
 }
 
 /// Merges map `b` into map `a` with `f`, iterating the smaller one.
-fn merge_maps<K: std::hash::Hash + Eq, V>(
+pub(crate) fn merge_maps<K: std::hash::Hash + Eq, V>(
     a: &mut IntMap<K, V>,
     mut b: IntMap<K, V>,
     f: impl Fn(&mut V, V),

@@ -235,6 +235,23 @@ impl Source {
         }
     }
 
+    /// The cgroups table's entry of a cgroup id (traces of format 1.2 and later; never for a
+    /// Parquet dataset, whose cgroups table is not read).
+    pub fn cgroup(&self, id: u64) -> Option<&iodump_format::cgroup::Cgroup> {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.tables().cgroup(id),
+            Src::Parquet(_) => None,
+        }
+    }
+
+    /// True for a trace with a cgroups table.
+    pub fn has_cgroup_table(&self) -> bool {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.tables().has_cgroup_table(),
+            Src::Parquet(_) => false,
+        }
+    }
+
     /// Events the recorder lost (loss records, or the `losses` table).
     pub fn lost_events(&self) -> u64 {
         match &self.src {

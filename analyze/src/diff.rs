@@ -1,0 +1,1075 @@
+//! `iodump diff A B`: what changed between two recordings.
+//!
+//! This module owns the comparison: one parallel pass over each side (traces, recordings in
+//! parts or Parquet datasets, through the one-pass driver of [`crate::onepass`]) folds every
+//! I/O into per-group figures — for the whole recording, each device, process, file and
+//! cgroup — kept in bounded memory (counts, sums and [`LogHist`] histograms; nothing per
+//! event); groups are matched across the sides by name ([`process_name`],
+//! [`cgroup_name`], a file's path), and each figure of each group becomes a row with A, B,
+//! the change and the verdict of a stated test ([`Metric::test`]), ordered by the size of
+//! the change.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use iodump_format::expr::Expr;
+use iodump_format::inthash::IntMap;
+use iodump_format::{DevT, EventBatch, Op};
+
+use crate::input::InputPath;
+use crate::loghist::{
+    chi_square_test, mann_whitney, proportion_test, quantile_test, rate_test, LogHist,
+};
+use crate::onepass::{merge_maps, pass, PassInfo, TraceDone};
+use crate::onepass_source::Source;
+use crate::AnalyzeError;
+
+/// The groups a comparison is made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    /// The whole recording.
+    Total,
+    /// Per device (by name).
+    Dev,
+    /// Per process (by normalised command line, [`process_name`]).
+    Proc,
+    /// Per file (by path; labels such as `[metadata]` per device).
+    File,
+    /// Per cgroup (by path with container ids and pod UIDs as `*`, [`cgroup_name`]).
+    Cgroup,
+}
+
+impl Scope {
+    /// Every scope, in the order rows of equal change are shown.
+    pub const ALL: [Scope; 5] = [
+        Scope::Total,
+        Scope::Dev,
+        Scope::Proc,
+        Scope::File,
+        Scope::Cgroup,
+    ];
+
+    /// Its name in the output: total, dev, proc, file, cgroup.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Total => "total",
+            Scope::Dev => "dev",
+            Scope::Proc => "proc",
+            Scope::File => "file",
+            Scope::Cgroup => "cgroup",
+        }
+    }
+}
+
+/// Which figures are ranked and shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiffBy {
+    /// Every figure.
+    Change,
+    /// I/Os and IOPS.
+    Ios,
+    /// Bytes and throughput.
+    Bytes,
+    /// Read/write mix, size mix, sequential share.
+    Mix,
+    /// Latency and queue time.
+    Latency,
+}
+
+/// What to compare and how.
+#[derive(Clone, Debug)]
+pub struct DiffConfig {
+    /// The baseline (a trace, a recording's directory or files, a Parquet dataset).
+    pub a: Vec<PathBuf>,
+    /// What is compared with it.
+    pub b: Vec<PathBuf>,
+    /// Only the I/O matching this, on both sides.
+    pub filter: Option<Expr>,
+    /// The groups compared (empty: all).
+    pub scopes: Vec<Scope>,
+    /// The figures ranked and shown.
+    pub by: DiffBy,
+    /// Most rows shown (0: all).
+    pub limit: usize,
+    /// Level of the tests with a p-value (default 0.01).
+    pub alpha: f64,
+    /// Smallest change called significant: percent of A for amounts, percentage points for
+    /// shares (default 5).
+    pub min_change_pct: f64,
+    /// Compare what is intact of a damaged input instead of refusing it.
+    pub allow_damaged: bool,
+}
+
+impl DiffConfig {
+    /// A comparison of `a` with `b` with the defaults: every scope and figure, 20 rows,
+    /// α = 0.01, changes of at least 5%.
+    pub fn new(a: Vec<PathBuf>, b: Vec<PathBuf>) -> DiffConfig {
+        DiffConfig {
+            a,
+            b,
+            filter: None,
+            scopes: Vec::new(),
+            by: DiffBy::Change,
+            limit: 20,
+            alpha: 0.01,
+            min_change_pct: 5.0,
+            allow_damaged: false,
+        }
+    }
+}
+
+/// Size classes of the size mix: ≤2K, then one per power of two from 4K to 1M ((2K, 4K],
+/// (4K, 8K]…), then >1M.
+pub const SIZE_CLASSES: usize = 11;
+
+/// The names of the size classes.
+pub const SIZE_CLASS_NAMES: [&str; SIZE_CLASSES] = [
+    "<=2K", "4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1M", ">1M",
+];
+
+/// The size class of a data I/O of `bytes`.
+#[inline]
+pub fn size_class(bytes: u32) -> usize {
+    if bytes <= 2048 {
+        return 0;
+    }
+    let ceil_log2 = 32 - (bytes - 1).leading_zeros() as usize; // 12 for 4096
+    (ceil_log2 - 11).min(SIZE_CLASSES - 1)
+}
+
+/// How many of a group's previous I/Os an I/O may continue to be sequential.
+const SEQ_TRACK: usize = 4;
+
+/// One group's figures in one recording.
+#[derive(Clone, Debug, Default)]
+pub struct Figures {
+    /// I/Os.
+    pub ios: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Sum of the squares of the I/O sizes (the variance of the bytes' rate test).
+    pub bytes_sq: f64,
+    /// Reads.
+    pub reads: u64,
+    /// Writes.
+    pub writes: u64,
+    /// Data I/Os (reads and writes) per size class.
+    pub sizes: [u64; SIZE_CLASSES],
+    /// Data I/Os that start where one of the group's previous I/Os on the device ended.
+    pub sequential: u64,
+    /// Latency (entry into the block layer to completion).
+    pub latency: LogHist,
+    /// Queue time (request-based devices).
+    pub queue: LogHist,
+}
+
+impl Figures {
+    /// Adds another group's figures.
+    pub fn merge(&mut self, o: &Figures) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.bytes_sq += o.bytes_sq;
+        self.reads += o.reads;
+        self.writes += o.writes;
+        for (a, b) in self.sizes.iter_mut().zip(&o.sizes) {
+            *a += b;
+        }
+        self.sequential += o.sequential;
+        self.latency.merge(&o.latency);
+        self.queue.merge(&o.queue);
+    }
+
+    /// Reads and writes.
+    pub fn data_ios(&self) -> u64 {
+        self.reads + self.writes
+    }
+}
+
+/// A group while a segment is folded: its figures and the ends of its last I/Os in this
+/// segment (sequential I/O is found within a segment, so the figures do not depend on which
+/// worker reads which segments).
+#[derive(Default)]
+struct Entry {
+    f: Figures,
+    /// Segment the ends are of.
+    seg: u64,
+    ends: [(u32, u64); SEQ_TRACK],
+    next: usize,
+    len: usize,
+}
+
+impl Entry {
+    fn merge(&mut self, o: Entry) {
+        self.f.merge(&o.f);
+    }
+}
+
+/// The columns of one I/O that a group's figures take.
+struct Io {
+    dev: u32,
+    sector: u64,
+    end_sector: u64,
+    bytes: u32,
+    op: u8,
+    latency_ns: u64,
+    queue_ns: Option<u64>,
+}
+
+impl Entry {
+    #[inline]
+    fn add(&mut self, seg: u64, io: &Io) {
+        let f = &mut self.f;
+        f.ios += 1;
+        f.bytes += u64::from(io.bytes);
+        f.bytes_sq += f64::from(io.bytes) * f64::from(io.bytes);
+        f.latency.add(io.latency_ns);
+        if let Some(q) = io.queue_ns {
+            f.queue.add(q);
+        }
+        let data = if io.op == Op::Read.code() {
+            f.reads += 1;
+            true
+        } else if io.op == Op::Write.code() {
+            f.writes += 1;
+            true
+        } else {
+            false
+        };
+        if !data {
+            return;
+        }
+        f.sizes[size_class(io.bytes)] += 1;
+        if self.seg != seg {
+            self.seg = seg;
+            self.len = 0;
+            self.next = 0;
+        }
+        if self.ends[..self.len].contains(&(io.dev, io.sector)) {
+            f.sequential += 1;
+        }
+        self.ends[self.next] = (io.dev, io.end_sector);
+        self.next = (self.next + 1) % SEQ_TRACK;
+        self.len = (self.len + 1).min(SEQ_TRACK);
+    }
+}
+
+/// What a worker folds one side's segments into: a group per key of each scope asked for.
+#[derive(Default)]
+struct Acc {
+    /// Segments folded (numbers the segment of [`Entry::ends`]).
+    segs: u64,
+    total: Entry,
+    dev: IntMap<u32, Entry>,
+    /// (pid << 32 | tid).
+    proc: IntMap<u64, Entry>,
+    /// (dev << 32 | path id).
+    file: IntMap<u64, Entry>,
+    cgroup: IntMap<u64, Entry>,
+}
+
+impl Acc {
+    fn add(&mut self, on: &[bool; 5], b: &EventBatch, keep: &[u32]) {
+        self.segs += 1;
+        let seg = self.segs;
+        for &k in keep {
+            let i = k as usize;
+            let io = Io {
+                dev: b.dev[i],
+                sector: b.sector[i],
+                end_sector: b.sector[i].wrapping_add(u64::from(b.bytes[i]).div_ceil(512)),
+                bytes: b.bytes[i],
+                op: b.op[i],
+                latency_ns: b.latency_ns[i],
+                queue_ns: b.queue_ns.get(i),
+            };
+            if on[0] {
+                self.total.add(seg, &io);
+            }
+            if on[1] {
+                self.dev.entry(io.dev).or_default().add(seg, &io);
+            }
+            if on[2] {
+                let key = u64::from(b.pid[i]) << 32 | u64::from(b.tid[i]);
+                self.proc.entry(key).or_default().add(seg, &io);
+            }
+            if on[3] {
+                let key = u64::from(io.dev) << 32 | u64::from(b.path_id[i]);
+                self.file.entry(key).or_default().add(seg, &io);
+            }
+            if on[4] {
+                self.cgroup.entry(b.cgroup_id[i]).or_default().add(seg, &io);
+            }
+        }
+    }
+
+    fn merge(&mut self, o: Acc) {
+        self.total.merge(o.total);
+        merge_maps(&mut self.dev, o.dev, Entry::merge);
+        merge_maps(&mut self.proc, o.proc, Entry::merge);
+        merge_maps(&mut self.file, o.file, Entry::merge);
+        merge_maps(&mut self.cgroup, o.cgroup, Entry::merge);
+    }
+}
+
+/// One side of a comparison: its groups by (scope, name), and what its pass saw.
+pub struct Side {
+    /// The inputs, as named.
+    pub name: String,
+    /// Groups by scope and name.
+    pub groups: HashMap<(Scope, String), Figures>,
+    /// I/Os that passed the filter.
+    pub events: u64,
+    /// From its first to its last I/O (at least 1 ns when it has any).
+    pub duration_s: f64,
+    /// Events the recorder lost.
+    pub lost_events: u64,
+    /// Damaged chunks skipped (only with [`DiffConfig::allow_damaged`]).
+    pub damaged: Vec<(String, iodump_format::Damage)>,
+    /// True when a cgroups table was read (cgroup groups exist).
+    pub has_cgroups: bool,
+}
+
+/// Reads one side in one parallel pass.
+pub fn read_side(
+    paths: &[PathBuf],
+    filter: Option<&Expr>,
+    scopes: &[Scope],
+    allow_damaged: bool,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Side, AnalyzeError> {
+    let inputs = InputPath::expand(paths)?;
+    let name = paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut on = [false; 5];
+    for (i, s) in Scope::ALL.iter().enumerate() {
+        on[i] = scopes.is_empty() || scopes.contains(s);
+    }
+    let mut groups: HashMap<(Scope, String), Figures> = HashMap::new();
+    let mut has_cgroups = false;
+    let info: PassInfo = pass(
+        &inputs,
+        filter,
+        progress,
+        Acc::default,
+        |acc, _, b, keep| acc.add(&on, b, keep),
+        Acc::merge,
+        |t: TraceDone<'_, Acc>| {
+            let src = t.input;
+            let acc = t.acc;
+            let mut put = |scope: Scope, name: String, e: Entry| {
+                groups.entry((scope, name)).or_default().merge(&e.f);
+            };
+            if on[0] && acc.total.f.ios > 0 {
+                put(Scope::Total, "all".into(), acc.total);
+            }
+            for (dev, e) in acc.dev {
+                put(Scope::Dev, device_name(src, dev), e);
+            }
+            for (key, e) in acc.proc {
+                let (pid, tid) = ((key >> 32) as u32, key as u32);
+                let args = src.args(tid).cloned();
+                put(Scope::Proc, process_name(args.as_deref(), pid), e);
+            }
+            for (key, e) in acc.file {
+                let (dev, path_id) = ((key >> 32) as u32, key as u32);
+                put(Scope::File, file_name(src, dev, path_id), e);
+            }
+            for (id, e) in acc.cgroup {
+                match src.cgroup(id) {
+                    Some(c) => {
+                        has_cgroups = true;
+                        put(Scope::Cgroup, cgroup_name(c), e)
+                    }
+                    // No cgroups table (synthetic traces, Parquet): no cgroup groups.
+                    None if id == 0 || !src.has_cgroup_table() => {}
+                    None => put(Scope::Cgroup, format!("cgroup:{id}"), e),
+                }
+            }
+        },
+    )
+    .map_err(|e| match e {
+        // Say which input could not be read.
+        AnalyzeError::Read(source) => AnalyzeError::Open {
+            path: inputs
+                .first()
+                .map_or_else(PathBuf::new, |i| i.path().to_path_buf()),
+            source,
+        },
+        e => e,
+    })?;
+    if let Some((trace, d)) = info.damaged.first() {
+        if info.kept == 0 && filter.is_none() {
+            return Err(AnalyzeError::NothingReadable {
+                trace: trace.clone(),
+                damage: d.to_string(),
+            });
+        }
+        if !allow_damaged {
+            return Err(AnalyzeError::Damaged {
+                trace: trace.clone(),
+                chunks: info.damaged.len(),
+                damage: d.to_string(),
+            });
+        }
+    }
+    Ok(Side {
+        name,
+        groups,
+        events: info.kept,
+        duration_s: info.duration_s(),
+        lost_events: info.lost_events,
+        damaged: info.damaged,
+        has_cgroups,
+    })
+}
+
+/// A device's name in the trace, or `MAJ:MIN`.
+fn device_name(src: &Source, dev: u32) -> String {
+    src.device(dev).unwrap_or_else(|| {
+        let d = DevT(dev);
+        format!("{}:{}", d.major(), d.minor())
+    })
+}
+
+/// A file's name: its latest path (a renamed file's names together, as `--top-files`); a
+/// label (`[metadata]`) or an I/O without a path is one group per device.
+fn file_name(src: &Source, dev: u32, path_id: u32) -> String {
+    match src.path(src.file_key(path_id)) {
+        Some(p) if !p.starts_with('[') && !p.is_empty() => p,
+        Some(label) if !label.is_empty() => format!("{label} {}", device_name(src, dev)),
+        _ => format!("[none] {}", device_name(src, dev)),
+    }
+}
+
+/// What a process is called across recordings: its command line (its comm when the trace
+/// does not know it) with
+/// - a number equal to its pid written `<pid>`;
+/// - a temporary name's random part written `*`: what follows `tmp` at the start of a file
+///   name (`/tmp/tmp.k3Jd92LmQa`, `tmpq8w_1x3e`), and a run of 6 or more letters and digits
+///   mixing both after `.`, `-` or `_` (`job-a1b2c3d4`, `sock.X7f3k9`);
+/// - a kernel worker (`kworker/u8:2-events_unbound`) written `kworker/*`.
+pub fn process_name(args: Option<&str>, pid: u32) -> String {
+    let Some(args) = args.filter(|a| !a.is_empty()) else {
+        return "[unknown process]".into();
+    };
+    if args.starts_with("kworker/") {
+        return "kworker/*".into();
+    }
+    let pid_text = pid.to_string();
+    let chars: Vec<char> = args.chars().collect();
+    let mut out = String::with_capacity(args.len());
+    let mut i = 0;
+    let word = |c: char| c.is_ascii_alphanumeric();
+    while i < chars.len() {
+        let c = chars[i];
+        // `tmp` starting a file name: the rest of the name is random.
+        let starts_name = i == 0 || matches!(chars[i - 1], '/' | ' ' | '=');
+        if starts_name && chars[i..].starts_with(&['t', 'm', 'p']) {
+            let mut j = i + 3;
+            while j < chars.len() && (word(chars[j]) || matches!(chars[j], '_' | '.')) {
+                j += 1;
+            }
+            if j - (i + 3) >= 6 {
+                out.push_str("tmp");
+                if chars[i + 3] == '.' {
+                    out.push('.');
+                }
+                out.push('*');
+                i = j;
+                continue;
+            }
+        }
+        if word(c) && (i == 0 || !word(chars[i - 1])) {
+            let mut j = i;
+            while j < chars.len() && word(chars[j]) {
+                j += 1;
+            }
+            let run: String = chars[i..j].iter().collect();
+            let after_sep = i > 0 && matches!(chars[i - 1], '.' | '-' | '_');
+            let digits = run.bytes().filter(u8::is_ascii_digit).count();
+            if run == pid_text {
+                out.push_str("<pid>");
+            } else if after_sep && run.len() >= 6 && digits > 0 && digits < run.len() {
+                out.push('*');
+            } else {
+                out.push_str(&run);
+            }
+            i = j;
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// What a cgroup is called across recordings: its path with its container id and pod UID
+/// (which a new container or pod gets anew) written `*`: `/system.slice/docker-*.scope`,
+/// `/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod*.slice/cri-containerd-*.scope`.
+pub fn cgroup_name(c: &iodump_format::cgroup::Cgroup) -> String {
+    let mut p = c.path.clone();
+    if let Some(id) = c.identity.container_id.as_deref().filter(|s| !s.is_empty()) {
+        p = p.replace(id, "*");
+    }
+    if let Some(uid) = c.identity.pod_uid.as_deref().filter(|s| !s.is_empty()) {
+        p = p.replace(uid, "*").replace(&uid.replace('-', "_"), "*");
+    }
+    p
+}
+
+/// A figure compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    /// I/Os.
+    Ios,
+    /// I/Os per second of the recording.
+    Iops,
+    /// Bytes.
+    Bytes,
+    /// MB (10^6 bytes) per second of the recording.
+    MbPerS,
+    /// Share of I/Os that are reads, %.
+    ReadPct,
+    /// Share of I/Os that are writes, %.
+    WritePct,
+    /// Data I/Os per size class.
+    SizeMix,
+    /// Share of data I/Os that are sequential, %.
+    SeqPct,
+    /// Mean latency, µs.
+    MeanLatency,
+    /// Latency percentiles, µs.
+    P50Latency,
+    /// p99.
+    P99Latency,
+    /// p99.9.
+    P999Latency,
+    /// Largest latency, µs.
+    MaxLatency,
+    /// Queue time percentiles, µs.
+    P50Queue,
+    /// p99.
+    P99Queue,
+    /// p99.9.
+    P999Queue,
+    /// Largest queue time, µs.
+    MaxQueue,
+}
+
+impl Metric {
+    /// Every figure, in the order of a group's rows.
+    pub const ALL: [Metric; 17] = [
+        Metric::Ios,
+        Metric::Iops,
+        Metric::Bytes,
+        Metric::MbPerS,
+        Metric::ReadPct,
+        Metric::WritePct,
+        Metric::SizeMix,
+        Metric::SeqPct,
+        Metric::MeanLatency,
+        Metric::P50Latency,
+        Metric::P99Latency,
+        Metric::P999Latency,
+        Metric::MaxLatency,
+        Metric::P50Queue,
+        Metric::P99Queue,
+        Metric::P999Queue,
+        Metric::MaxQueue,
+    ];
+
+    /// Its name in the output (units in the name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Ios => "ios",
+            Metric::Iops => "iops",
+            Metric::Bytes => "bytes",
+            Metric::MbPerS => "mb_per_s",
+            Metric::ReadPct => "read_pct",
+            Metric::WritePct => "write_pct",
+            Metric::SizeMix => "size_mix",
+            Metric::SeqPct => "sequential_pct",
+            Metric::MeanLatency => "mean_latency_us",
+            Metric::P50Latency => "p50_latency_us",
+            Metric::P99Latency => "p99_latency_us",
+            Metric::P999Latency => "p999_latency_us",
+            Metric::MaxLatency => "max_latency_us",
+            Metric::P50Queue => "p50_queue_us",
+            Metric::P99Queue => "p99_queue_us",
+            Metric::P999Queue => "p999_queue_us",
+            Metric::MaxQueue => "max_queue_us",
+        }
+    }
+
+    /// The family `--by` selects it with.
+    pub fn family(self) -> DiffBy {
+        match self {
+            Metric::Ios | Metric::Iops => DiffBy::Ios,
+            Metric::Bytes | Metric::MbPerS => DiffBy::Bytes,
+            Metric::ReadPct | Metric::WritePct | Metric::SizeMix | Metric::SeqPct => DiffBy::Mix,
+            _ => DiffBy::Latency,
+        }
+    }
+
+    /// True for a share (its change is in percentage points, not percent of A).
+    pub fn is_share(self) -> bool {
+        matches!(self.family(), DiffBy::Mix)
+    }
+
+    /// The name of its test (README, `iodump diff`).
+    pub fn test(self) -> Option<&'static str> {
+        Some(match self {
+            Metric::Ios | Metric::Iops | Metric::Bytes | Metric::MbPerS => "poisson-rate",
+            Metric::ReadPct | Metric::WritePct | Metric::SeqPct => "two-proportion-z",
+            Metric::SizeMix => "chi-square",
+            Metric::MeanLatency => "mann-whitney",
+            Metric::MaxLatency | Metric::MaxQueue => return None,
+            _ => "quantile-ci",
+        })
+    }
+
+    fn quantile(self) -> Option<f64> {
+        match self {
+            Metric::P50Latency | Metric::P50Queue => Some(0.5),
+            Metric::P99Latency | Metric::P99Queue => Some(0.99),
+            Metric::P999Latency | Metric::P999Queue => Some(0.999),
+            _ => None,
+        }
+    }
+
+    fn is_queue(self) -> bool {
+        matches!(
+            self,
+            Metric::P50Queue | Metric::P99Queue | Metric::P999Queue | Metric::MaxQueue
+        )
+    }
+}
+
+/// A figure's value on one side.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A number.
+    Num(f64),
+    /// A size mix: the share (%) of data I/Os in each size class.
+    Mix([f64; SIZE_CLASSES]),
+}
+
+impl Value {
+    /// As shown: a number with 3 decimals (counts without), a mix as its largest classes.
+    pub fn show(&self, integer: bool) -> String {
+        match self {
+            Value::Num(v) if integer => format!("{v:.0}"),
+            Value::Num(v) => format!("{v:.3}"),
+            Value::Mix(m) => show_mix(m),
+        }
+    }
+}
+
+/// A mix as its classes of at least 1% (at most 4), largest first: `4K 80% 16K 20%`.
+fn show_mix(m: &[f64; SIZE_CLASSES]) -> String {
+    let mut v: Vec<(usize, f64)> = m
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|x| x.1 >= 1.0)
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(4);
+    v.iter()
+        .map(|(i, p)| format!("{} {p:.0}%", SIZE_CLASS_NAMES[*i]))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One compared figure of one group.
+#[derive(Clone, Debug)]
+pub struct DiffRow {
+    /// The group's scope.
+    pub scope: Scope,
+    /// The group's name.
+    pub name: String,
+    /// The figure.
+    pub metric: Metric,
+    /// Its value in A (`None`: the group has none there).
+    pub a: Option<Value>,
+    /// Its value in B.
+    pub b: Option<Value>,
+    /// B − A (for a mix: the share of I/Os that changed class, percentage points).
+    pub change: Option<f64>,
+    /// The change in percent of A (amounts only; `None` when A is 0).
+    pub change_pct: Option<f64>,
+    /// The test's two-sided p-value (`None`: no test, or a side without data).
+    pub p_value: Option<f64>,
+    /// The change is at least [`DiffConfig::min_change_pct`].
+    pub big_enough: bool,
+    /// Significant: the test rejects "no change" at the false discovery rate
+    /// [`DiffConfig::alpha`] over every figure compared (Benjamini–Hochberg) and the change
+    /// is big enough. `None` when untested.
+    pub significant: Option<bool>,
+}
+
+impl DiffRow {
+    /// The size of the change, what rows are ordered by: percent of A for amounts,
+    /// percentage points for shares; a group present on one side only is infinite.
+    pub fn size(&self) -> f64 {
+        match (&self.a, &self.b) {
+            (None, Some(_)) | (Some(_), None) => f64::INFINITY,
+            _ if self.metric.is_share() => self.change.map_or(0.0, f64::abs),
+            _ => match (self.change_pct, self.change) {
+                (Some(p), _) => p.abs(),
+                (None, Some(c)) if c != 0.0 => f64::INFINITY,
+                _ => 0.0,
+            },
+        }
+    }
+}
+
+/// A comparison.
+pub struct Diff {
+    /// The baseline.
+    pub a: Side,
+    /// The other.
+    pub b: Side,
+    /// Every row, ordered: significant first, then by the size of the change.
+    pub rows: Vec<DiffRow>,
+}
+
+/// The output columns of [`Diff::table`].
+pub const COLUMNS: [&str; 10] = [
+    "scope",
+    "name",
+    "metric",
+    "a",
+    "b",
+    "change",
+    "change_pct",
+    "significant",
+    "test",
+    "p_value",
+];
+
+impl Diff {
+    /// The first `limit` rows (0: all) of the figures `by` selects, as text cells.
+    pub fn table(&self, by: DiffBy, limit: usize) -> (Vec<String>, Vec<Vec<Option<String>>>) {
+        let rows = self
+            .rows
+            .iter()
+            .filter(|r| by == DiffBy::Change || r.metric.family() == by)
+            .take(if limit == 0 { usize::MAX } else { limit })
+            .map(|r| {
+                let integer = matches!(r.metric, Metric::Ios | Metric::Bytes);
+                vec![
+                    Some(r.scope.name().to_string()),
+                    Some(r.name.clone()),
+                    Some(r.metric.name().to_string()),
+                    r.a.as_ref().map(|v| v.show(integer)),
+                    r.b.as_ref().map(|v| v.show(integer)),
+                    r.change.map(|c| {
+                        if integer {
+                            format!("{c:.0}")
+                        } else {
+                            format!("{c:.3}")
+                        }
+                    }),
+                    r.change_pct.map(|c| format!("{c:.3}")),
+                    r.significant
+                        .map(|s| if s { "yes" } else { "no" }.to_string()),
+                    r.metric.test().map(str::to_string),
+                    r.p_value.map(show_p),
+                ]
+            })
+            .collect();
+        (COLUMNS.iter().map(|s| s.to_string()).collect(), rows)
+    }
+
+    /// Rows with a significant change.
+    pub fn significant(&self) -> usize {
+        self.rows
+            .iter()
+            .filter(|r| r.significant == Some(true))
+            .count()
+    }
+}
+
+/// Compares `cfg.a` with `cfg.b`: one pass over each.
+pub fn diff(cfg: &DiffConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<Diff, AnalyzeError> {
+    let f = cfg.filter.as_ref();
+    let a = read_side(&cfg.a, f, &cfg.scopes, cfg.allow_damaged, progress)?;
+    let b = read_side(&cfg.b, f, &cfg.scopes, cfg.allow_damaged, progress)?;
+    let rows = compare(&a, &b, cfg);
+    Ok(Diff { a, b, rows })
+}
+
+/// The rows of every group of either side, ordered.
+fn compare(a: &Side, b: &Side, cfg: &DiffConfig) -> Vec<DiffRow> {
+    let empty = Figures::default();
+    let mut keys: Vec<&(Scope, String)> = a.groups.keys().chain(b.groups.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut rows = Vec::new();
+    for key in keys {
+        let (fa, fb) = (a.groups.get(key), b.groups.get(key));
+        for m in Metric::ALL {
+            if m.is_queue()
+                && fa.unwrap_or(&empty).queue.count() + fb.unwrap_or(&empty).queue.count() == 0
+            {
+                continue;
+            }
+            let row = compare_metric(m, (fa, a.duration_s), (fb, b.duration_s), cfg);
+            if let Some(mut row) = row {
+                row.scope = key.0;
+                row.name.clone_from(&key.1);
+                rows.push(row);
+            }
+        }
+    }
+    benjamini_hochberg(&mut rows, cfg.alpha);
+    rows.sort_by(|x, y| {
+        let sig = |r: &DiffRow| r.significant == Some(true);
+        sig(y)
+            .cmp(&sig(x))
+            .then_with(|| y.size().total_cmp(&x.size()))
+            .then_with(|| {
+                let p = |r: &DiffRow| r.p_value.unwrap_or(2.0);
+                p(x).total_cmp(&p(y))
+            })
+            .then_with(|| (x.scope, &x.name, x.metric).cmp(&(y.scope, &y.name, y.metric)))
+    });
+    rows
+}
+
+/// Decides which rows are significant: the Benjamini–Hochberg procedure over the p-values of
+/// all rows (the false discovery rate kept at `alpha` however many figures are compared),
+/// and a change big enough.
+fn benjamini_hochberg(rows: &mut [DiffRow], alpha: f64) {
+    let mut tested: Vec<(f64, usize)> = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.p_value.map(|p| (p, i)))
+        .collect();
+    tested.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let m = tested.len() as f64;
+    // The largest k with p(k) ≤ k/m · α; the k smallest p-values reject.
+    let cut = tested
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(k, (p, _))| *p <= (*k as f64 + 1.0) / m * alpha)
+        .map_or(0, |(k, _)| k + 1);
+    for (k, &(_, i)) in tested.iter().enumerate() {
+        rows[i].significant = Some(k < cut && rows[i].big_enough);
+    }
+}
+
+/// A p-value as shown: 4 decimals, or 2 significant digits below 0.001.
+fn show_p(p: f64) -> String {
+    if p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+/// The value of `m` in a group, `None` when the group has none (absent, or no I/O of the
+/// kind the figure is about).
+fn value(m: Metric, f: &Figures, dur_s: f64) -> Option<Value> {
+    let pct = |x: u64, n: u64| (n > 0).then(|| Value::Num(x as f64 * 100.0 / n as f64));
+    let us = |v: Option<u64>| v.map(|v| Value::Num(v as f64 / 1000.0));
+    let hist = if m.is_queue() { &f.queue } else { &f.latency };
+    match m {
+        Metric::Ios => Some(Value::Num(f.ios as f64)),
+        Metric::Iops => Some(Value::Num(f.ios as f64 / dur_s.max(1e-9))),
+        Metric::Bytes => Some(Value::Num(f.bytes as f64)),
+        Metric::MbPerS => Some(Value::Num(f.bytes as f64 / dur_s.max(1e-9) / 1e6)),
+        Metric::ReadPct => pct(f.reads, f.ios),
+        Metric::WritePct => pct(f.writes, f.ios),
+        Metric::SeqPct => pct(f.sequential, f.data_ios()),
+        Metric::SizeMix => {
+            let n = f.data_ios();
+            (n > 0).then(|| {
+                let mut m = [0.0; SIZE_CLASSES];
+                for (s, &c) in m.iter_mut().zip(&f.sizes) {
+                    *s = c as f64 * 100.0 / n as f64;
+                }
+                Value::Mix(m)
+            })
+        }
+        Metric::MeanLatency => f.latency.mean().map(|v| Value::Num(v / 1000.0)),
+        Metric::MaxLatency | Metric::MaxQueue => {
+            (hist.count() > 0).then(|| Value::Num(hist.max() as f64 / 1000.0))
+        }
+        _ => us(hist.quantile(m.quantile().unwrap_or(0.5))),
+    }
+}
+
+/// One figure of one group compared; `None` when neither side has a value.
+fn compare_metric(
+    m: Metric,
+    (fa, dur_a): (Option<&Figures>, f64),
+    (fb, dur_b): (Option<&Figures>, f64),
+    cfg: &DiffConfig,
+) -> Option<DiffRow> {
+    // An absent group has no I/O: its counts are 0, its other figures none.
+    let zero = Figures::default();
+    let counts = matches!(
+        m,
+        Metric::Ios | Metric::Iops | Metric::Bytes | Metric::MbPerS
+    );
+    let va = fa
+        .or(counts.then_some(&zero))
+        .and_then(|f| value(m, f, dur_a));
+    let vb = fb
+        .or(counts.then_some(&zero))
+        .and_then(|f| value(m, f, dur_b));
+    if va.is_none() && vb.is_none() {
+        return None;
+    }
+    let (change, change_pct) = match (&va, &vb) {
+        (Some(Value::Num(x)), Some(Value::Num(y))) => {
+            let pct = (!m.is_share() && *x != 0.0).then(|| (y - x) / x * 100.0);
+            (Some(y - x), pct)
+        }
+        (Some(Value::Mix(x)), Some(Value::Mix(y))) => {
+            // Total variation distance: the share of I/Os that would have to change class.
+            let tvd = x.iter().zip(y).map(|(p, q)| (p - q).abs()).sum::<f64>() / 2.0;
+            (Some(tvd), None)
+        }
+        _ => (None, None),
+    };
+    let p_value = match (
+        fa.or(counts.then_some(&zero)),
+        fb.or(counts.then_some(&zero)),
+    ) {
+        (Some(x), Some(y)) => test(m, (x, dur_a), (y, dur_b)),
+        _ => None,
+    };
+    let big_enough = match (change_pct, change) {
+        _ if m.is_share() => change.is_some_and(|c| c.abs() >= cfg.min_change_pct),
+        (Some(p), _) => p.abs() >= cfg.min_change_pct,
+        // From nothing to something.
+        (None, Some(c)) => c != 0.0,
+        _ => false,
+    };
+    Some(DiffRow {
+        scope: Scope::Total,
+        name: String::new(),
+        metric: m,
+        a: va,
+        b: vb,
+        change,
+        change_pct,
+        p_value,
+        big_enough,
+        // Decided over all rows (`benjamini_hochberg`).
+        significant: None,
+    })
+}
+
+/// The test of figure `m` (see [`Metric::test`]).
+fn test(m: Metric, (a, da): (&Figures, f64), (b, db): (&Figures, f64)) -> Option<f64> {
+    let ios = |f: &Figures| f.ios as f64;
+    match m {
+        Metric::Ios => rate_test((ios(a), ios(a), 1.0), (ios(b), ios(b), 1.0)),
+        Metric::Iops => rate_test((ios(a), ios(a), da), (ios(b), ios(b), db)),
+        Metric::Bytes => rate_test(
+            (a.bytes as f64, a.bytes_sq, 1.0),
+            (b.bytes as f64, b.bytes_sq, 1.0),
+        ),
+        Metric::MbPerS => rate_test(
+            (a.bytes as f64, a.bytes_sq, da),
+            (b.bytes as f64, b.bytes_sq, db),
+        ),
+        Metric::ReadPct => proportion_test((a.reads, a.ios), (b.reads, b.ios)),
+        Metric::WritePct => proportion_test((a.writes, a.ios), (b.writes, b.ios)),
+        Metric::SeqPct => {
+            proportion_test((a.sequential, a.data_ios()), (b.sequential, b.data_ios()))
+        }
+        Metric::SizeMix => chi_square_test(&a.sizes, &b.sizes),
+        Metric::MeanLatency => mann_whitney(&a.latency, &b.latency),
+        Metric::MaxLatency | Metric::MaxQueue => None,
+        _ => {
+            let h = |f: &Figures| {
+                if m.is_queue() {
+                    f.queue.clone()
+                } else {
+                    f.latency.clone()
+                }
+            };
+            quantile_test(&h(a), &h(b), m.quantile().unwrap_or(0.5))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_are_matched_without_pids_and_temporary_names() {
+        let n = |a: &str, pid| process_name(Some(a), pid);
+        assert_eq!(n("fio --name=job --bs=4k", 10), "fio --name=job --bs=4k");
+        assert_eq!(n("postgres: checkpointer", 4242), "postgres: checkpointer");
+        assert_eq!(
+            n("app --pidfile=/run/app.4242.pid --port 4242", 4242),
+            "app --pidfile=/run/app.<pid>.pid --port <pid>"
+        );
+        assert_eq!(n("app --port 4243", 4242), "app --port 4243");
+        assert_eq!(
+            n("sort -T /tmp/tmp.k3Jd92LmQa big.txt", 1),
+            "sort -T /tmp/tmp.* big.txt"
+        );
+        assert_eq!(
+            n("python3 /tmp/tmpq8w_1x3e/run.py", 1),
+            "python3 /tmp/tmp*/run.py"
+        );
+        assert_eq!(
+            n("worker --sock=/run/w-a1b2c3d4.sock", 1),
+            "worker --sock=/run/w-*.sock"
+        );
+        // Not random: no digit, or too short, or not after a separator.
+        assert_eq!(
+            n("java -Xmx4g -jar app-server.jar", 1),
+            "java -Xmx4g -jar app-server.jar"
+        );
+        assert_eq!(n("dd of=/dev/nvme0n1p2", 1), "dd of=/dev/nvme0n1p2");
+        assert_eq!(n("kworker/u8:2-events_unbound", 77), "kworker/*");
+        assert_eq!(process_name(None, 5), "[unknown process]");
+    }
+
+    #[test]
+    fn size_classes() {
+        let c: Vec<usize> = [512, 2048, 2049, 4096, 4097, 16384, 1 << 20, (1 << 20) + 1]
+            .into_iter()
+            .map(size_class)
+            .collect();
+        assert_eq!(c, [0, 0, 1, 1, 2, 3, 9, 10]);
+        assert_eq!(SIZE_CLASS_NAMES[size_class(65536)], "64K");
+    }
+
+    #[test]
+    fn a_group_of_one_side_is_a_change_of_infinite_size() {
+        let mut f = Figures::default();
+        for i in 0..1000u64 {
+            f.ios += 1;
+            f.bytes += 4096;
+            f.bytes_sq += 4096.0 * 4096.0;
+            f.reads += 1;
+            f.sizes[1] += 1;
+            f.latency.add(10_000 + i);
+        }
+        let cfg = DiffConfig::new(Vec::new(), Vec::new());
+        let row = compare_metric(Metric::Ios, (None, 10.0), (Some(&f), 10.0), &cfg).unwrap();
+        assert!(row.p_value.unwrap() < 1e-6 && row.big_enough);
+        assert_eq!(row.size(), f64::INFINITY);
+        let row = compare_metric(Metric::P99Latency, (None, 10.0), (Some(&f), 10.0), &cfg).unwrap();
+        assert_eq!(row.significant, None);
+        let same =
+            compare_metric(Metric::SizeMix, (Some(&f), 10.0), (Some(&f), 10.0), &cfg).unwrap();
+        assert_eq!((same.change, same.p_value), (Some(0.0), Some(1.0)));
+        assert!(!same.big_enough);
+        assert_eq!(same.a.unwrap().show(false), "4K 100%");
+    }
+}

@@ -1,0 +1,391 @@
+//! Bounded-memory distributions and the significance tests of `iodump diff` and of a
+//! replay's verification.
+//!
+//! This module owns [`LogHist`], a log-linear histogram of nanosecond values (the bins of the
+//! report's latency histogram, [`crate::report::latency_bin`]: exact below 16 ns, then 8 per
+//! power of two, so each bin is at most 12.5% wide) that stores only the bins between the
+//! lowest and highest value seen, and the tests computed from such histograms and from
+//! counts: a distribution-free confidence interval of a percentile ([`LogHist::quantile_ci`]),
+//! the Mann–Whitney U test of two histograms with ties ([`mann_whitney`]), a rate test for
+//! counts and sums ([`rate_test`]), the two-proportion z-test ([`proportion_test`]) and the
+//! chi-square test of two mixes ([`chi_square_test`]). No per-event storage anywhere.
+
+use crate::report::{latency_bin, latency_bin_lower_ns};
+
+/// A log-linear histogram of ns values with exact count, sum and maximum; the bins between
+/// the lowest and highest value seen are stored (about 4 KB at most, usually far less).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LogHist {
+    /// Bin of `counts[0]`.
+    lo: usize,
+    counts: Vec<u64>,
+    n: u64,
+    sum: u128,
+    max: u64,
+}
+
+impl LogHist {
+    /// Adds one value.
+    #[inline]
+    pub fn add(&mut self, v: u64) {
+        self.add_n(latency_bin(v), 1);
+        self.n += 1;
+        self.sum += u128::from(v);
+        self.max = self.max.max(v);
+    }
+
+    /// Adds `c` to bin `b`, growing the stored range.
+    #[inline]
+    fn add_n(&mut self, b: usize, c: u64) {
+        if self.counts.is_empty() {
+            self.lo = b;
+            self.counts.push(c);
+        } else if b < self.lo {
+            let grow = self.lo - b;
+            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
+            self.lo = b;
+            self.counts[0] += c;
+        } else {
+            let i = b - self.lo;
+            if i >= self.counts.len() {
+                self.counts.resize(i + 1, 0);
+            }
+            self.counts[i] += c;
+        }
+    }
+
+    /// Adds another histogram.
+    pub fn merge(&mut self, o: &LogHist) {
+        for (i, &c) in o.counts.iter().enumerate() {
+            if c > 0 {
+                self.add_n(o.lo + i, c);
+            }
+        }
+        self.n += o.n;
+        self.sum += o.sum;
+        self.max = self.max.max(o.max);
+    }
+
+    /// Values added.
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+
+    /// The largest value added (0 when empty).
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// The exact mean, `None` when empty.
+    pub fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum as f64 / self.n as f64)
+    }
+
+    /// (bin, count) of the non-empty bins, in order.
+    pub fn bins(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (self.lo + i, c))
+    }
+
+    /// The bin holding the value of rank `rank` (1-based, clamped to 1..=n).
+    fn bin_of_rank(&self, rank: u64) -> usize {
+        let rank = rank.clamp(1, self.n.max(1));
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return self.lo + i;
+            }
+        }
+        self.lo + self.counts.len().saturating_sub(1)
+    }
+
+    /// Largest value of bin `b` the histogram can hold: its upper edge minus one, at most the
+    /// maximum.
+    fn upper(&self, b: usize) -> u64 {
+        latency_bin_lower_ns(b + 1).saturating_sub(1).min(self.max)
+    }
+
+    /// The `q` quantile (0..=1), estimated as the report's
+    /// ([`crate::report::histogram_quantile_ns`]): the upper edge of the bin holding the
+    /// nearest-rank value, at most the maximum, so at most one bin (12.5%) above the exact
+    /// value. `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = (q * self.n as f64).ceil() as u64;
+        Some(self.upper(self.bin_of_rank(rank)))
+    }
+
+    /// A 95% distribution-free confidence interval of the `q` quantile: the values of ranks
+    /// `nq ∓ 1.96·√(nq(1−q))` (the normal approximation of the binomial distribution of the
+    /// number of values below the quantile), widened to the edges of their bins so that the
+    /// bins' width is inside the interval. `None` when empty.
+    pub fn quantile_ci(&self, q: f64) -> Option<(u64, u64)> {
+        if self.n == 0 {
+            return None;
+        }
+        let n = self.n as f64;
+        let half = Z_95 * (n * q * (1.0 - q)).sqrt();
+        let lo_rank = (n * q - half).floor().max(1.0) as u64;
+        let hi_rank = ((n * q + half).ceil() + 1.0).min(n) as u64;
+        let lo = latency_bin_lower_ns(self.bin_of_rank(lo_rank));
+        let hi = self.upper(self.bin_of_rank(hi_rank));
+        Some((lo.min(hi), hi))
+    }
+
+    /// The histogram as dense (bin lower edge ns, count) pairs of its non-empty bins.
+    pub fn edges_and_counts(&self) -> Vec<(u64, u64)> {
+        self.bins()
+            .map(|(b, c)| (latency_bin_lower_ns(b), c))
+            .collect()
+    }
+}
+
+/// z of a two-sided 95% interval.
+pub const Z_95: f64 = 1.959_963_984_540_054;
+
+/// The test of a change of the `q` quantile: z is the difference of the two estimates over
+/// its standard error, each estimate's taken from its 95% interval
+/// ([`LogHist::quantile_ci`], which holds the bins' width) as `(hi − lo) / (2 · 1.96)`.
+/// Returns the two-sided p-value; `None` when either is empty.
+pub fn quantile_test(a: &LogHist, b: &LogHist, q: f64) -> Option<f64> {
+    let (x, y) = (a.quantile_ci(q)?, b.quantile_ci(q)?);
+    let (qa, qb) = (a.quantile(q)? as f64, b.quantile(q)? as f64);
+    let se = |(lo, hi): (u64, u64)| (hi - lo) as f64 / (2.0 * Z_95);
+    let var = se(x).powi(2) + se(y).powi(2);
+    if var <= 0.0 {
+        return Some(if qa == qb { 1.0 } else { 0.0 });
+    }
+    Some(two_sided_p((qb - qa) / var.sqrt()))
+}
+
+/// The Mann–Whitney U test of two histograms: the values of one bin are ties (mid-ranks and
+/// the tie correction of the variance), with the normal approximation. `None` when either
+/// is empty; p = 1 when every value is in one bin.
+pub fn mann_whitney(a: &LogHist, b: &LogHist) -> Option<f64> {
+    let (na, nb) = (a.n as f64, b.n as f64);
+    if a.n == 0 || b.n == 0 {
+        return None;
+    }
+    let total = na + nb;
+    let lo = a.lo.min(b.lo);
+    let hi = (a.lo + a.counts.len()).max(b.lo + b.counts.len());
+    let get = |h: &LogHist, bin: usize| {
+        bin.checked_sub(h.lo)
+            .and_then(|i| h.counts.get(i))
+            .copied()
+            .unwrap_or(0) as f64
+    };
+    let (mut below, mut rank_sum_a, mut ties) = (0.0f64, 0.0f64, 0.0f64);
+    for bin in lo..hi {
+        let (ca, cb) = (get(a, bin), get(b, bin));
+        let t = ca + cb;
+        if t == 0.0 {
+            continue;
+        }
+        rank_sum_a += ca * (below + (t + 1.0) / 2.0);
+        ties += t * t * t - t;
+        below += t;
+    }
+    let u = rank_sum_a - na * (na + 1.0) / 2.0;
+    let mean = na * nb / 2.0;
+    let var = na * nb / 12.0 * ((total + 1.0) - ties / (total * (total - 1.0)));
+    if var <= 0.0 || !var.is_finite() {
+        // Every value in one bin on both sides: nothing tells them apart.
+        return Some(1.0);
+    }
+    let z = (u - mean) / var.sqrt();
+    Some(two_sided_p(z))
+}
+
+/// The test of two rates: `sum` over `exposure` in each sample, the sums compound Poisson
+/// (independent arrivals, each adding its own size: variance the sum of the sizes' squares,
+/// `sum_sq`). For a count, sizes are 1 (`sum_sq = sum`). `None` when an exposure is not
+/// positive; p = 1 when both sums are 0.
+pub fn rate_test(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<f64> {
+    let ((sa, qa, ea), (sb, qb, eb)) = (a, b);
+    if ea <= 0.0 || eb <= 0.0 {
+        return None;
+    }
+    let var = qa / (ea * ea) + qb / (eb * eb);
+    if var <= 0.0 {
+        // Nothing on either side.
+        return Some(1.0);
+    }
+    let z = (sb / eb - sa / ea) / var.sqrt();
+    Some(two_sided_p(z))
+}
+
+/// The two-proportion z-test (pooled): `hits` of `n` in each sample. `None` when either is
+/// empty; p = 1 when the pooled proportion is 0 or 1.
+pub fn proportion_test(a: (u64, u64), b: (u64, u64)) -> Option<f64> {
+    let ((ha, na), (hb, nb)) = (a, b);
+    if na == 0 || nb == 0 {
+        return None;
+    }
+    let (na, nb) = (na as f64, nb as f64);
+    let p = (ha + hb) as f64 / (na + nb);
+    let var = p * (1.0 - p) * (1.0 / na + 1.0 / nb);
+    if var <= 0.0 {
+        // All or none on both sides.
+        return Some(1.0);
+    }
+    let z = (hb as f64 / nb - ha as f64 / na) / var.sqrt();
+    Some(two_sided_p(z))
+}
+
+/// The chi-square test of homogeneity of two mixes (counts per class), classes empty in
+/// both left out; the p-value from the Wilson–Hilferty approximation of the chi-square
+/// distribution. `None` when either is empty; p = 1 when both use one class only.
+pub fn chi_square_test(a: &[u64], b: &[u64]) -> Option<f64> {
+    let (na, nb): (u64, u64) = (a.iter().sum(), b.iter().sum());
+    if na == 0 || nb == 0 {
+        return None;
+    }
+    let total = (na + nb) as f64;
+    let (mut chi2, mut classes) = (0.0, 0usize);
+    for (&x, &y) in a.iter().zip(b) {
+        let col = (x + y) as f64;
+        if col == 0.0 {
+            continue;
+        }
+        classes += 1;
+        for (obs, n) in [(x, na), (y, nb)] {
+            let expected = col * n as f64 / total;
+            chi2 += (obs as f64 - expected).powi(2) / expected;
+        }
+    }
+    if classes < 2 {
+        // One class on both sides.
+        return Some(1.0);
+    }
+    let k = (classes - 1) as f64;
+    // Wilson–Hilferty: (χ²/k)^(1/3) is about normal with mean 1 − 2/(9k), variance 2/(9k).
+    let z = ((chi2 / k).cbrt() - (1.0 - 2.0 / (9.0 * k))) / (2.0 / (9.0 * k)).sqrt();
+    Some(0.5 * erfc(z / std::f64::consts::SQRT_2))
+}
+
+/// The two-sided p-value of a standard normal `z`.
+pub fn two_sided_p(z: f64) -> f64 {
+    if !z.is_finite() {
+        return if z.is_nan() { 1.0 } else { 0.0 };
+    }
+    erfc(z.abs() / std::f64::consts::SQRT_2).min(1.0)
+}
+
+/// The complementary error function (Numerical Recipes' `erfcc`, Chebyshev fit: relative
+/// error below 1.2e-7 everywhere).
+pub fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let r = t * poly.exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hist(values: impl IntoIterator<Item = u64>) -> LogHist {
+        let mut h = LogHist::default();
+        for v in values {
+            h.add(v);
+        }
+        h
+    }
+
+    #[test]
+    fn histogram_quantiles_are_within_a_bin_of_the_exact_ones() {
+        let values: Vec<u64> = (0..20_000u64)
+            .map(|i| 1_000 + (i * 7919) % 90_000)
+            .collect();
+        let h = hist(values.iter().copied());
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        for q in [0.5, 0.99, 0.999] {
+            let exact = sorted[((q * sorted.len() as f64).ceil() as usize) - 1] as f64;
+            let got = h.quantile(q).unwrap() as f64;
+            assert!(
+                got >= exact && got <= exact * 1.125 + 1.0,
+                "q {q}: {got} vs {exact}"
+            );
+            let (lo, hi) = h.quantile_ci(q).unwrap();
+            assert!(
+                lo as f64 <= exact && exact <= hi as f64,
+                "q {q}: {lo}..{hi}"
+            );
+        }
+        assert_eq!(h.count(), 20_000);
+        assert_eq!(h.max(), *sorted.last().unwrap());
+        // Merging two halves (added in any order) is the whole.
+        let mut m = hist(values[10_000..].iter().copied());
+        m.merge(&hist(values[..10_000].iter().copied()));
+        assert_eq!(m, h);
+        assert!(LogHist::default().quantile(0.5).is_none());
+    }
+
+    /// Below 1%: a change.
+    fn changed(p: Option<f64>) -> bool {
+        p.unwrap() < 0.01
+    }
+
+    #[test]
+    fn tests_find_a_doubled_latency_and_not_a_resample() {
+        let a = hist((0..5_000u64).map(|i| 50_000 + (i * 31) % 20_000));
+        let same = hist((0..5_000u64).map(|i| 50_000 + (i * 17) % 20_000));
+        let doubled = hist((0..5_000u64).map(|i| 2 * (50_000 + (i * 31) % 20_000)));
+        for q in [0.5, 0.99] {
+            assert!(!changed(quantile_test(&a, &same, q)), "q {q}");
+            assert_eq!(quantile_test(&a, &a, q), Some(1.0));
+            assert!(changed(quantile_test(&a, &doubled, q)), "q {q}");
+        }
+        assert!((mann_whitney(&a, &a).unwrap() - 1.0).abs() < 1e-6);
+        assert!(changed(mann_whitney(&a, &doubled)));
+        assert!(mann_whitney(&a, &LogHist::default()).is_none());
+    }
+
+    #[test]
+    fn count_and_share_tests() {
+        // 10,000 vs 10,100 I/Os in equal times: noise; 10,000 vs 12,000: a change.
+        assert!(!changed(rate_test(
+            (1e4, 1e4, 10.0),
+            (1.01e4, 1.01e4, 10.0)
+        )));
+        assert!(changed(rate_test((1e4, 1e4, 10.0), (1.2e4, 1.2e4, 10.0))));
+        // The same rate over twice the time is no change.
+        assert!(!changed(rate_test((1e4, 1e4, 10.0), (2e4, 2e4, 20.0))));
+        assert!(!changed(proportion_test((500, 1000), (510, 1000))));
+        assert!(changed(proportion_test((500, 1000), (700, 1000))));
+        assert!(!changed(chi_square_test(&[800, 200, 0], &[790, 210, 0])));
+        assert!(changed(chi_square_test(&[800, 200, 0], &[200, 800, 0])));
+        assert_eq!(chi_square_test(&[800, 0], &[900, 0]), Some(1.0));
+        assert!(chi_square_test(&[800, 0], &[0, 0]).is_none());
+        // erfc against known values.
+        for (x, want) in [
+            (0.0, 1.0),
+            (1.0, 0.157_299_207),
+            (2.0, 0.004_677_735),
+            (-1.0, 1.842_700_793),
+        ] {
+            assert!((erfc(x) - want).abs() < 1e-7 * want.max(1.0), "erfc({x})");
+        }
+        assert!((two_sided_p(1.959_964) - 0.05).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,158 @@
+//! `iodump diff A B`: flags → [`DiffConfig`], one call to [`iodump_analyze::diff::diff`], the
+//! rows on stdout as `iodump analyze` prints them, and one line of summary on stderr.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use iodump_analyze::diff::{DiffBy, DiffConfig, Scope};
+
+use crate::cli::TableFormat;
+
+/// Which figures are ranked and shown.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum DiffByArg {
+    /// Every figure.
+    Change,
+    /// I/Os and IOPS.
+    Ios,
+    /// Bytes and throughput.
+    Bytes,
+    /// Read/write mix, size mix and sequential share.
+    Mix,
+    /// Latency and queue time.
+    Latency,
+}
+
+/// Groups compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScopeArg {
+    /// The whole recording.
+    Total,
+    /// Per device (by name).
+    Dev,
+    /// Per process (by command line, pids and temporary names left out).
+    Proc,
+    /// Per file (by path).
+    File,
+    /// Per cgroup (by path, container ids and pod UIDs left out).
+    Cgroup,
+}
+
+/// Compare two recordings: for the whole recording and per device, process, file and cgroup,
+/// I/Os, IOPS, bytes, MB/s, read/write mix, size mix, sequential share, latency and queue
+/// time percentiles, each with A, B, the change and whether it is significant (README, `iodump
+/// diff`, says which test each figure has). Rows are ordered by the size of the change,
+/// significant changes first.
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The baseline: a trace, a recording's directory, or a directory `iodump convert` wrote.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// What is compared with the baseline (the same kinds of input).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// The figures ranked and shown.
+    #[arg(long, value_enum, default_value = "change")]
+    pub by: DiffByArg,
+    /// The groups compared (comma-separated; default all).
+    #[arg(
+        long = "group-by",
+        value_enum,
+        value_delimiter = ',',
+        value_name = "GROUPS"
+    )]
+    pub group_by: Vec<ScopeArg>,
+    /// Only I/O matching EXPR, on both sides (same language as `record -f`).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: TableFormat,
+    /// Most rows shown (0: all).
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Level of the tests (a change is significant when its test's p-value is below it).
+    #[arg(long, default_value_t = 0.01, value_name = "P")]
+    pub alpha: f64,
+    /// Smallest change called significant: percent of A for amounts, percentage points for
+    /// shares.
+    #[arg(long = "min-change", default_value_t = 5.0, value_name = "PCT")]
+    pub min_change_pct: f64,
+    /// Compare what is intact of a damaged trace (refused by default: the comparison would
+    /// be biased).
+    #[arg(long)]
+    pub allow_damaged: bool,
+}
+
+/// The flags as a typed comparison.
+fn config(a: &DiffArgs) -> anyhow::Result<DiffConfig> {
+    if !(a.alpha > 0.0 && a.alpha < 1.0) {
+        anyhow::bail!(
+            "--alpha {}: give a level between 0 and 1, such as 0.01",
+            a.alpha
+        );
+    }
+    if !(a.min_change_pct >= 0.0 && a.min_change_pct.is_finite()) {
+        anyhow::bail!(
+            "--min-change {}: give a percentage, such as 5",
+            a.min_change_pct
+        );
+    }
+    let mut cfg = DiffConfig::new(vec![a.a.clone()], vec![a.b.clone()]);
+    cfg.filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::cli::parse_filter("--filter", f))
+        .transpose()?;
+    cfg.scopes = a
+        .group_by
+        .iter()
+        .map(|s| match s {
+            ScopeArg::Total => Scope::Total,
+            ScopeArg::Dev => Scope::Dev,
+            ScopeArg::Proc => Scope::Proc,
+            ScopeArg::File => Scope::File,
+            ScopeArg::Cgroup => Scope::Cgroup,
+        })
+        .collect();
+    cfg.by = match a.by {
+        DiffByArg::Change => DiffBy::Change,
+        DiffByArg::Ios => DiffBy::Ios,
+        DiffByArg::Bytes => DiffBy::Bytes,
+        DiffByArg::Mix => DiffBy::Mix,
+        DiffByArg::Latency => DiffBy::Latency,
+    };
+    cfg.limit = a.limit;
+    cfg.alpha = a.alpha;
+    cfg.min_change_pct = a.min_change_pct;
+    cfg.allow_damaged = a.allow_damaged;
+    Ok(cfg)
+}
+
+pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let cfg = config(a)?;
+    let d = iodump_analyze::diff::diff(&cfg, &|_| {})?;
+    let (columns, rows) = d.table(cfg.by, cfg.limit);
+    crate::offline::print_table(a.format, &columns, &rows);
+    for side in [&d.a, &d.b] {
+        if let Some((trace, dmg)) = side.damaged.first() {
+            eprintln!(
+                "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
+                side.damaged.len()
+            );
+        }
+    }
+    eprintln!(
+        "iodump: A {}: {} I/Os over {:.3} s; B {}: {} I/Os over {:.3} s; {} of {} figures changed significantly",
+        d.a.name,
+        d.a.events,
+        d.a.duration_s,
+        d.b.name,
+        d.b.events,
+        d.b.duration_s,
+        d.significant(),
+        d.rows.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}

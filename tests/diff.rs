@@ -1,0 +1,349 @@
+//! `iodump diff`: synthetic pairs with a known change (one file's latency doubled, a process
+//! added, a device slower) are found and reported significant, identical inputs report no
+//! significant change, a trace compares with its own Parquet dataset, and bad inputs are
+//! one-line errors.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use iodump_format::{Device, EndInfo, Event, Loss, PathEntry, Process, WriteError, Writer};
+use iodump_synth::{self as synth, SynthParams, SynthSink, Workload};
+use serde_json::Value;
+
+use common::{bin, ok, one_line_error, run, TempDir};
+
+/// A synthetic trace's calls, with its events changed by `edit` (which may add events: it
+/// returns the events to write in place of the one it is given) and processes added by
+/// `extra_procs` before the first event.
+struct Edit<'a, F> {
+    w: &'a mut Writer<std::fs::File>,
+    edit: F,
+    extra_procs: Vec<Process>,
+}
+
+impl<F: FnMut(&Event) -> Vec<Event>> SynthSink for Edit<'_, F> {
+    type Error = WriteError;
+    fn device(&mut self, d: &Device) -> Result<(), WriteError> {
+        self.w.add_device(d.clone())
+    }
+    fn process(&mut self, p: &Process) -> Result<(), WriteError> {
+        self.w.add_process(p.clone())
+    }
+    fn path(&mut self, p: &PathEntry) -> Result<(), WriteError> {
+        self.w.add_path(p.clone())
+    }
+    fn event(&mut self, e: &Event) -> Result<(), WriteError> {
+        for p in self.extra_procs.drain(..) {
+            self.w.add_process(p)?;
+        }
+        for e in (self.edit)(e) {
+            self.w.push(&e)?;
+        }
+        Ok(())
+    }
+    fn loss(&mut self, l: &Loss) -> Result<(), WriteError> {
+        self.w.add_loss(*l)
+    }
+}
+
+const EVENTS: u64 = 120_000;
+
+fn params(seed: u64) -> SynthParams {
+    SynthParams {
+        events: EVENTS,
+        workload: Workload::Oltp,
+        seed,
+    }
+}
+
+/// Writes the synthetic trace of `seed` into `path`, edited.
+fn write_edited(
+    path: &Path,
+    seed: u64,
+    extra_procs: Vec<Process>,
+    edit: impl FnMut(&Event) -> Vec<Event>,
+) -> PathBuf {
+    let p = params(seed);
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = Writer::new(f, &synth::header(&p), Default::default()).unwrap();
+    let span = synth::generate(
+        &p,
+        &mut Edit {
+            w: &mut w,
+            edit,
+            extra_procs,
+        },
+    )
+    .unwrap();
+    w.finish(EndInfo {
+        end_monotonic_ns: span.last_timestamp_ns + 1_000_000,
+        ..EndInfo::default()
+    })
+    .unwrap();
+    path.to_path_buf()
+}
+
+/// The busiest path id and device of the synthetic trace of `seed` (by events).
+fn busiest(seed: u64) -> (u32, u32) {
+    use std::collections::HashMap;
+    let mut paths: HashMap<u32, u64> = HashMap::new();
+    let mut devs: HashMap<u32, u64> = HashMap::new();
+    struct Count<'a>(&'a mut HashMap<u32, u64>, &'a mut HashMap<u32, u64>);
+    impl SynthSink for Count<'_> {
+        type Error = ();
+        fn device(&mut self, _: &Device) -> Result<(), ()> {
+            Ok(())
+        }
+        fn process(&mut self, _: &Process) -> Result<(), ()> {
+            Ok(())
+        }
+        fn path(&mut self, _: &PathEntry) -> Result<(), ()> {
+            Ok(())
+        }
+        fn event(&mut self, e: &Event) -> Result<(), ()> {
+            // Files of their own (not labels, which synth gives low ids): any path id > 0.
+            if e.path_id > 0 {
+                *self.0.entry(e.path_id).or_default() += 1;
+            }
+            *self.1.entry(e.dev.0).or_default() += 1;
+            Ok(())
+        }
+        fn loss(&mut self, _: &Loss) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+    synth::generate(&params(seed), &mut Count(&mut paths, &mut devs)).unwrap();
+    let top = |m: &HashMap<u32, u64>| m.iter().max_by_key(|(k, n)| (**n, **k)).map(|x| *x.0);
+    (top(&paths).unwrap(), top(&devs).unwrap())
+}
+
+/// `iodump diff A B ARGS --format json --limit 0`: every row (failing unless it succeeded).
+fn diff_rows(a: &Path, b: &Path, args: &[&str]) -> Vec<Value> {
+    let out = run(bin()
+        .arg("diff")
+        .arg(a)
+        .arg(b)
+        .args(args)
+        .args(["--format", "json", "--limit", "0"]));
+    ok(&out);
+    match serde_json::from_slice(&out.stdout) {
+        Ok(Value::Array(rows)) => rows,
+        other => panic!("not a JSON array: {other:?}"),
+    }
+}
+
+fn significant(rows: &[Value]) -> Vec<&Value> {
+    rows.iter().filter(|r| r["significant"] == "yes").collect()
+}
+
+fn find<'a>(rows: &'a [Value], scope: &str, name: &str, metric: &str) -> &'a Value {
+    rows.iter()
+        .find(|r| r["scope"] == scope && r["name"] == name && r["metric"] == metric)
+        .unwrap_or_else(|| panic!("no row {scope} {name} {metric}"))
+}
+
+/// The name `iodump diff` gives a path id of the synthetic trace (its path, from the
+/// trace's table).
+fn path_of(trace: &Path, path_id: u32) -> String {
+    let r = iodump_format::Reader::open(trace).unwrap();
+    let e = r.tables().path(path_id).unwrap();
+    String::from_utf8_lossy(&e.path).into_owned()
+}
+
+fn device_of(trace: &Path, dev: u32) -> String {
+    let r = iodump_format::Reader::open(trace).unwrap();
+    r.tables()
+        .device(iodump_format::DevT(dev))
+        .unwrap()
+        .name
+        .clone()
+}
+
+#[test]
+fn identical_inputs_report_no_significant_change() {
+    let d = TempDir::new("diff-same");
+    let a = write_edited(&d.join("a.iod"), 7, Vec::new(), |e| vec![*e]);
+    // The same trace written again: another file, the same I/O.
+    let b = write_edited(&d.join("b.iod"), 7, Vec::new(), |e| vec![*e]);
+    for (x, y) in [(&a, &a), (&a, &b)] {
+        let rows = diff_rows(x, y, &[]);
+        assert!(rows.len() > 100, "{} rows", rows.len());
+        assert!(
+            significant(&rows).is_empty(),
+            "{:?}",
+            &significant(&rows)[..1]
+        );
+        let total = find(&rows, "total", "all", "ios");
+        assert_eq!((&total["a"], &total["b"]), (&total["a"], &total["a"]));
+        assert_eq!(total["a"], EVENTS);
+    }
+}
+
+#[test]
+fn a_file_with_doubled_latency_is_found() {
+    let d = TempDir::new("diff-file");
+    let (path_id, _) = busiest(11);
+    let a = write_edited(&d.join("a.iod"), 11, Vec::new(), |e| vec![*e]);
+    let b = write_edited(&d.join("b.iod"), 11, Vec::new(), |e| {
+        let mut e = *e;
+        if e.path_id == path_id {
+            e.latency_ns *= 2;
+        }
+        vec![e]
+    });
+    let name = path_of(&a, path_id);
+    let rows = diff_rows(&a, &b, &[]);
+    for m in ["p50_latency_us", "mean_latency_us"] {
+        let r = find(&rows, "file", &name, m);
+        assert_eq!(r["significant"], "yes", "{r}");
+        let pct = r["change_pct"].as_f64().unwrap();
+        assert!((80.0..=120.0).contains(&pct), "{r}");
+    }
+    // No other file changed, and the I/O counts did not.
+    for r in significant(&rows) {
+        assert!(
+            r["scope"] != "file" || r["name"] == name.as_str(),
+            "another file: {r}"
+        );
+        assert!(r["metric"].as_str().unwrap().contains("latency"), "{r}");
+    }
+    // --by latency ranks only latency figures; the file's p50 is among the first rows.
+    let lat = diff_rows(&a, &b, &["--by", "latency", "--group-by", "file"]);
+    assert!(lat
+        .iter()
+        .all(|r| r["metric"].as_str().unwrap().contains("_us")));
+    assert!(lat[..5].iter().any(|r| r["name"] == name.as_str()));
+}
+
+#[test]
+fn an_added_process_and_a_slower_device_are_found() {
+    let d = TempDir::new("diff-proc");
+    let (_, dev) = busiest(12);
+    let a = write_edited(&d.join("a.iod"), 12, Vec::new(), |e| vec![*e]);
+    let newcomer = Process {
+        tid: 999_999,
+        pid: 999_999,
+        comm: b"backup".to_vec(),
+        cgroup_id: 0,
+        args: Some(b"backup --to /mnt/nas --pidfile /run/backup.999999.pid".to_vec()),
+    };
+    let mut n = 0u64;
+    let b = write_edited(&d.join("b.iod"), 12, vec![newcomer], |e| {
+        let mut slower = *e;
+        if slower.dev.0 == dev {
+            slower.latency_ns = slower.latency_ns * 3 / 2;
+        }
+        n += 1;
+        if n.is_multiple_of(20) {
+            // One I/O in 20 of the new process, beside the recorded one.
+            let mut extra = *e;
+            extra.pid = 999_999;
+            extra.tid = 999_999;
+            extra.path_id = 0;
+            vec![slower, extra]
+        } else {
+            vec![slower]
+        }
+    });
+    let rows = diff_rows(&a, &b, &[]);
+    let proc = find(
+        &rows,
+        "proc",
+        "backup --to /mnt/nas --pidfile /run/backup.<pid>.pid",
+        "ios",
+    );
+    assert_eq!(proc["significant"], "yes", "{proc}");
+    assert_eq!(proc["a"], 0);
+    assert!(proc["b"].as_u64().unwrap() >= EVENTS / 20 - 1, "{proc}");
+    let name = device_of(&a, dev);
+    let slow = find(&rows, "dev", &name, "p50_latency_us");
+    assert_eq!(slow["significant"], "yes", "{slow}");
+    assert!(slow["change_pct"].as_f64().unwrap() > 30.0, "{slow}");
+    // Rows are ordered: significant ones first, then by the size of the change; a group of
+    // one side only first among them.
+    let first_no = rows.iter().position(|r| r["significant"] != "yes").unwrap();
+    assert!(rows[first_no..].iter().all(|r| r["significant"] != "yes"));
+    assert_eq!(rows[0]["a"], 0, "{}", rows[0]);
+    // The table and CSV say the same.
+    let out = run(bin()
+        .args([
+            "diff",
+            "--group-by",
+            "proc",
+            "--limit",
+            "3",
+            "--format",
+            "csv",
+        ])
+        .arg(&a)
+        .arg(&b));
+    ok(&out);
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        csv.starts_with("scope,name,metric,a,b,change,change_pct,significant,test,p_value\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert!(csv.contains("backup --to /mnt/nas"), "{csv}");
+}
+
+#[test]
+fn a_trace_and_its_parquet_dataset_do_not_differ() {
+    let d = TempDir::new("diff-parquet");
+    let a = write_edited(&d.join("a.iod"), 13, Vec::new(), |e| vec![*e]);
+    let pq = d.join("a-parquet");
+    ok(&run(bin().arg("convert").arg(&a).arg("-o").arg(&pq)));
+    let rows = diff_rows(&a, &pq, &["--group-by", "total,dev,proc,file"]);
+    assert!(significant(&rows).is_empty(), "{:?}", significant(&rows));
+    // Every group is matched: none is on one side only.
+    let one_sided: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["metric"] == "ios" && (r["a"] == 0 || r["b"] == 0))
+        .collect();
+    assert!(one_sided.is_empty(), "{one_sided:?}");
+}
+
+#[test]
+fn bad_inputs_are_one_line_errors() {
+    let d = TempDir::new("diff-bad");
+    let a = write_edited(&d.join("a.iod"), 14, Vec::new(), |e| vec![*e]);
+    let missing = d.join("missing.iod");
+    one_line_error(&run(bin().arg("diff").arg(&a).arg(&missing)), "missing.iod");
+    let text = d.join("notes.txt");
+    std::fs::write(&text, "not a trace\n").unwrap();
+    one_line_error(&run(bin().arg("diff").arg(&text).arg(&a)), "notes.txt");
+    // A trace with a damaged segment: refused (a comparison would be biased), unless
+    // --allow-damaged.
+    let damaged = d.join("damaged.iod");
+    let mut bytes = std::fs::read(&a).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 64] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&damaged, &bytes).unwrap();
+    one_line_error(
+        &run(bin().arg("diff").arg(&a).arg(&damaged)),
+        "--allow-damaged",
+    );
+    let out = run(bin()
+        .arg("diff")
+        .arg(&a)
+        .arg(&damaged)
+        .arg("--allow-damaged"));
+    ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("damaged chunk"));
+    // Usage errors: exit 2.
+    let out = run(bin().arg("diff").arg(&a));
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(bin().arg("diff").arg(&a).arg(&a).args(["--by", "nothing"]));
+    assert_eq!(out.status.code(), Some(2));
+    one_line_error(
+        &run(bin()
+            .arg("diff")
+            .arg(&a)
+            .arg(&a)
+            .args(["--filter", "iosize >"])),
+        "--filter",
+    );
+}
