@@ -347,3 +347,64 @@ fn bad_inputs_are_one_line_errors() {
         "--filter",
     );
 }
+
+/// The block device holding `dir` as `MAJ:MIN`, `None` for a filesystem on no block device
+/// (tmpfs, overlay).
+fn block_device_of(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    // SAFETY: major and minor only decode the number.
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    (major != 0).then(|| format!("{major}:{minor}"))
+}
+
+/// Records fio reading `file` with O_DIRECT in blocks of `bs` (on the device `dev`).
+fn record_fio(dev: &str, file: &Path, bs: &str, out: &Path) {
+    ok(&run(bin()
+        .args(["record", "-d", dev, "-o"])
+        .arg(out)
+        .args(["--", "fio", "--name=read", "--direct=1", "--ioengine=psync"])
+        .arg(format!("--filename={}", file.display()))
+        .args([
+            "--rw=randread",
+            &format!("--bs={bs}"),
+            "--size=32M",
+            "--number_ios=1500",
+            "--randseed=3",
+            "--readonly",
+            "--output=/dev/null",
+        ])));
+}
+
+#[test]
+fn two_fio_runs_with_other_block_sizes_differ_in_their_size_mix() {
+    if !common::bpf_available("two_fio_runs_with_other_block_sizes_differ_in_their_size_mix") {
+        return;
+    }
+    let d = TempDir::new("diff-fio");
+    let Some(dev) = block_device_of(&d.0) else {
+        eprintln!("skipped: the temporary directory is on no block device");
+        return;
+    };
+    let file = d.join("data");
+    // Written before recording, so that both recordings only read it.
+    let data: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&file, data).unwrap();
+    ok(&run(&mut std::process::Command::new("sync")));
+    let (a, b) = (d.join("4k.iod"), d.join("64k.iod"));
+    record_fio(&dev, &file, "4k", &a);
+    record_fio(&dev, &file, "64k", &b);
+    // The file's I/O only: the disk may be busy with other work, and fio's first start
+    // reads its binary and libraries.
+    let path = std::fs::canonicalize(&file).unwrap();
+    let only = format!("path == \"{}\"", path.display());
+    let rows = diff_rows(&a, &b, &["--filter", &only]);
+    let mix = find(&rows, "total", "all", "size_mix");
+    assert_eq!(mix["significant"], "yes", "{mix}");
+    assert!(mix["a"].as_str().unwrap().starts_with("4K 100%"), "{mix}");
+    assert!(mix["b"].as_str().unwrap().starts_with("64K 100%"), "{mix}");
+    assert!(mix["change"].as_f64().unwrap() > 99.0, "{mix}");
+    // The file is one group on both sides, by its path.
+    let f = find(&rows, "file", path.to_str().unwrap(), "bytes");
+    assert_eq!(f["significant"], "yes", "{f}");
+}
