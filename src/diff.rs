@@ -83,6 +83,14 @@ pub struct DiffArgs {
     /// be biased).
     #[arg(long)]
     pub allow_damaged: bool,
+    /// Score a replay instead: A is the recording replayed, B the recording of the replay
+    /// (`iodump replay -o`). Prints one line of summary and the JSON (only the JSON with
+    /// --format json); --filter selects the part of A that was replayed.
+    #[arg(long, conflicts_with_all = ["by", "group_by", "limit", "alpha", "min_change_pct", "allow_damaged"])]
+    pub replay: bool,
+    /// With --replay: the replay's --speed.
+    #[arg(long, default_value_t = 1.0, requires = "replay")]
+    pub speed: f64,
 }
 
 /// The flags as a typed comparison.
@@ -130,7 +138,33 @@ fn config(a: &DiffArgs) -> anyhow::Result<DiffConfig> {
     Ok(cfg)
 }
 
+/// `--replay`: the verification of a replay, as one line and the JSON.
+fn run_replay(a: &DiffArgs) -> anyhow::Result<ExitCode> {
+    if !(a.speed > 0.0 && a.speed.is_finite()) {
+        anyhow::bail!("--speed {}: give a positive number", a.speed);
+    }
+    let cfg = iodump_analyze::verify::VerifyConfig {
+        original: a.a.clone(),
+        replayed: a.b.clone(),
+        filter: a
+            .filter
+            .as_deref()
+            .map(|f| crate::cli::parse_filter("--filter", f))
+            .transpose()?,
+        speed: a.speed,
+    };
+    let v = iodump_analyze::verify::verify(&cfg)?;
+    if !matches!(a.format, TableFormat::Json) {
+        println!("{}", v.summary());
+    }
+    println!("{}", v.json());
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
+    if a.replay {
+        return run_replay(a);
+    }
     let cfg = config(a)?;
     let d = iodump_analyze::diff::diff(&cfg, &|_| {})?;
     let (columns, rows) = d.table(cfg.by, cfg.limit);

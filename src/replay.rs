@@ -96,6 +96,12 @@ pub struct ReplayArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// With -o: score the replay against the recording (I/Os issued, order per stream,
+    /// issue-time error, IOPS correlation, latency), as `iodump diff --replay FILE REPLAY.iod`:
+    /// one more line of report, or a `verify` object in the JSON.
+    #[cfg(feature = "analyze")]
+    #[arg(long, requires = "output")]
+    pub verify: bool,
 }
 
 /// Rewrites one progress line on stderr until `finished`.
@@ -159,6 +165,28 @@ fn config(a: &ReplayArgs) -> anyhow::Result<ReplayConfig> {
     })
 }
 
+/// `--verify`: the replay's recording scored against the trace replayed (its summary line
+/// and JSON), once the replay is over.
+#[cfg(feature = "analyze")]
+fn verify(a: &ReplayArgs) -> anyhow::Result<Option<(String, serde_json::Value)>> {
+    let (true, Some(replayed)) = (a.verify, &a.output) else {
+        return Ok(None);
+    };
+    let cfg = iodump_analyze::verify::VerifyConfig {
+        original: a.file.clone(),
+        replayed: replayed.clone(),
+        filter: a
+            .filter
+            .as_deref()
+            .map(|f| crate::cli::parse_filter("-f", f))
+            .transpose()?,
+        speed: if a.no_stall { 0.0 } else { a.speed },
+    };
+    let v = iodump_analyze::verify::verify(&cfg)
+        .with_context(|| format!("verifying the replay against {}", a.file.display()))?;
+    Ok(Some((v.summary(), v.json())))
+}
+
 pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::prepare(config(a)?)?;
     for n in session.notices() {
@@ -179,10 +207,21 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         r
     });
     let done = session.finish(result)?;
+    #[cfg(feature = "analyze")]
+    let verified = verify(a)?;
+    #[cfg(not(feature = "analyze"))]
+    let verified: Option<(String, serde_json::Value)> = None;
     if a.json {
-        println!("{}", done.report.json());
+        let mut j = done.report.json();
+        if let (Some((_, v)), Some(o)) = (verified, j.as_object_mut()) {
+            o.insert("verify".into(), v);
+        }
+        println!("{j}");
     } else {
         print!("{}", done.report.text());
+        if let Some((line, _)) = verified {
+            println!("{line}");
+        }
     }
     for l in &done.recorder_lines {
         eprintln!("{l}");

@@ -408,3 +408,132 @@ fn two_fio_runs_with_other_block_sizes_differ_in_their_size_mix() {
     let f = find(&rows, "file", path.to_str().unwrap(), "bytes");
     assert_eq!(f["significant"], "yes", "{f}");
 }
+
+#[test]
+fn diff_replay_scores_a_synthetic_replay() {
+    let d = TempDir::new("diff-replay");
+    let orig = write_edited(&d.join("orig.iod"), 15, Vec::new(), |e| vec![*e]);
+    // The "replay": every I/O but one in 10 reads, 2 ms later, by one thread of another
+    // process, 20 µs slower.
+    let mut n = 0u64;
+    let rep = write_edited(&d.join("rep.iod"), 15, Vec::new(), |e| {
+        n += 1;
+        let mut r = *e;
+        r.timestamp_ns += 2_000_000;
+        r.pid = 4242;
+        r.tid = 4242;
+        r.latency_ns += 20_000;
+        if n.is_multiple_of(10) && e.op == iodump_format::Op::Read {
+            Vec::new()
+        } else {
+            vec![r]
+        }
+    });
+    let out = run(bin().arg("diff").arg("--replay").arg(&orig).arg(&rep));
+    ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let summary = lines.next().unwrap();
+    assert!(summary.starts_with("replay: "), "{summary}");
+    let v: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    assert_eq!(v["recorded_ios"], EVENTS);
+    assert_eq!(v["matched_by"], "sector");
+    let (matched, replayed) = (
+        v["matched_ios"].as_u64().unwrap(),
+        v["replayed_ios"].as_u64().unwrap(),
+    );
+    assert_eq!(matched, replayed, "{v}");
+    assert!(matched < EVENTS && matched > EVENTS * 85 / 100, "{v}");
+    assert_eq!(v["streams"], v["streams_in_order"], "{v}");
+    assert_eq!(v["pairs_in_order_pct"], 100.0);
+    // (An I/O of a sector read twice within a few hundred ns may pair with its twin.)
+    assert!(v["issue_error_p99_ns"].as_f64().unwrap() < 1000.0, "{v}");
+    assert!(v["iops_correlation"].as_f64().unwrap() > 0.9, "{v}");
+    assert!(
+        v["latency"]["mann_whitney_p"].as_f64().unwrap() < 0.01,
+        "{v}"
+    );
+    // JSON only with --format json.
+    let out = run(bin()
+        .args(["diff", "--replay", "--format", "json"])
+        .arg(&orig)
+        .arg(&orig));
+    ok(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["matched_ios"], EVENTS);
+    assert_eq!(v["issued_pct"], 100.0);
+    one_line_error(
+        &run(bin()
+            .arg("diff")
+            .arg("--replay")
+            .arg(&orig)
+            .arg(d.join("none.iod"))),
+        "none.iod",
+    );
+}
+
+#[test]
+fn replay_verify_scores_a_real_replay_of_fio() {
+    if !common::bpf_available("replay_verify_scores_a_real_replay_of_fio") {
+        return;
+    }
+    let d = TempDir::new("diff-verify");
+    let Some(dev) = block_device_of(&d.0) else {
+        eprintln!("skipped: the temporary directory is on no block device");
+        return;
+    };
+    let data: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
+    let (file, target) = (d.join("data"), d.join("target"));
+    std::fs::write(&file, &data).unwrap();
+    // The target's blocks are written (O_DIRECT reads of holes reach no disk).
+    std::fs::write(&target, &data).unwrap();
+    ok(&run(&mut std::process::Command::new("sync")));
+    let rec = d.join("rec.iod");
+    record_fio(&dev, &file, "4k", &rec);
+    let replayed = d.join("replayed.iod");
+    // The reads of the file only (not fio's start, nor other work on the disk).
+    let only = format!(
+        "path == \"{}\"",
+        std::fs::canonicalize(&file).unwrap().display()
+    );
+    let out = run(bin()
+        .arg("replay")
+        .arg(&rec)
+        .args(["-f", &only, "--target"])
+        .arg(&target)
+        .arg("-o")
+        .arg(&replayed)
+        .args(["--verify", "--json"]));
+    ok(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let verify = &v["verify"];
+    // The reads were issued (one may be merged or split differently at the block layer),
+    // in order.
+    assert_eq!(verify["recorded_ios"], 1500, "{verify}");
+    assert!(verify["issued_pct"].as_f64().unwrap() >= 99.0, "{verify}");
+    assert_eq!(
+        (&verify["streams"], &verify["streams_in_order"]),
+        (&1.into(), &1.into()),
+        "{verify}"
+    );
+    assert!(
+        verify["latency"]["replayed"]["p50_us"].as_f64().is_some(),
+        "{verify}"
+    );
+    // The same score from the two traces.
+    let out = run(bin()
+        .args(["diff", "--replay", "--format", "json", "--filter", &only])
+        .arg(&rec)
+        .arg(&replayed));
+    ok(&out);
+    let again: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(&again, verify);
+    // --verify needs -o.
+    let out = run(bin()
+        .arg("replay")
+        .arg(&rec)
+        .arg("--target")
+        .arg(&target)
+        .arg("--verify"));
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -18,6 +18,7 @@ pub mod plot;
 pub mod query;
 pub mod report;
 pub mod to_parquet;
+pub mod verify;
 
 pub use engine::{run, Answer, Engine, NoProgress, Note, Progress, Query, Question};
 pub use export::{export, ExportFormat, ExportSummary};

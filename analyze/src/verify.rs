@@ -1,0 +1,460 @@
+//! How faithful a replay was: `iodump diff --replay ORIGINAL REPLAYED` and `iodump replay
+//! --verify`.
+//!
+//! This module owns the score of a replay against its recording. The replayed trace (the
+//! recording `iodump replay -o` makes of the replay's own I/O) is matched I/O by I/O with the
+//! original: an original I/O is matched with the earliest replayed I/O of the same op, sector
+//! and size not matched yet, the originals taken in time order (devices are not compared: the
+//! replay's targets are other devices). From the pairs: I/Os issued versus recorded, the order
+//! each recorded stream (thread) kept, the error of each I/O's issue time (both traces
+//! aligned at their first matched I/O, the original's gaps divided by the replay's speed),
+//! the correlation of the two IOPS timelines, and both latency distributions. Unlike `iodump
+//! diff`, the matching holds both traces' I/Os in memory (32 bytes each).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use iodump_format::expr::Expr;
+use iodump_format::stats::quantile_linear;
+use serde_json::{json, Value};
+
+use crate::input::InputPath;
+use crate::loghist::{mann_whitney, LogHist};
+use crate::onepass::pass;
+use crate::AnalyzeError;
+
+/// What to verify.
+#[derive(Clone, Debug)]
+pub struct VerifyConfig {
+    /// The recording that was replayed.
+    pub original: PathBuf,
+    /// The recording of the replay (`iodump replay -o`).
+    pub replayed: PathBuf,
+    /// The part of the original that was replayed (`replay -f`).
+    pub filter: Option<Expr>,
+    /// The replay's `--speed`.
+    pub speed: f64,
+}
+
+/// One I/O as the verification sees it.
+#[derive(Clone, Copy)]
+struct Row {
+    ts_ns: u64,
+    sector: u64,
+    latency_ns: u64,
+    bytes: u32,
+    tid: u32,
+    op: u8,
+}
+
+/// Every I/O of one side, in time order, and the number of damaged chunks skipped.
+fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<Vec<Row>, AnalyzeError> {
+    let inputs = InputPath::expand(std::slice::from_ref(path))?;
+    let mut rows: Vec<Row> = Vec::new();
+    let info = pass(
+        &inputs,
+        filter,
+        &|_| {},
+        Vec::new,
+        |v: &mut Vec<Row>, h, b, keep| {
+            v.extend(keep.iter().map(|&k| {
+                let i = k as usize;
+                Row {
+                    ts_ns: h.to_utc_ns(b.timestamp_ns[i]) as u64,
+                    sector: b.sector[i],
+                    latency_ns: b.latency_ns[i],
+                    bytes: b.bytes[i],
+                    tid: b.tid[i],
+                    op: b.op[i],
+                }
+            }))
+        },
+        |a, b| a.extend(b),
+        |t| rows.extend(t.acc),
+    )
+    .map_err(|e| match e {
+        AnalyzeError::Read(source) => AnalyzeError::Open {
+            path: path.clone(),
+            source,
+        },
+        e => e,
+    })?;
+    if let Some((trace, d)) = info.damaged.first() {
+        return Err(AnalyzeError::Damaged {
+            trace: trace.clone(),
+            chunks: info.damaged.len(),
+            damage: d.to_string(),
+        });
+    }
+    rows.sort_by_key(|r| r.ts_ns);
+    Ok(rows)
+}
+
+/// Latency percentiles of one side (histogram estimates, [`LogHist::quantile`]), µs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencySummary {
+    /// I/Os.
+    pub ios: u64,
+    /// p50, µs.
+    pub p50_us: Option<f64>,
+    /// p99, µs.
+    pub p99_us: Option<f64>,
+    /// p99.9, µs.
+    pub p999_us: Option<f64>,
+    /// Mean, µs (exact).
+    pub mean_us: Option<f64>,
+}
+
+impl LatencySummary {
+    fn of(h: &LogHist) -> LatencySummary {
+        let us = |q: f64| h.quantile(q).map(|v| v as f64 / 1000.0);
+        LatencySummary {
+            ios: h.count(),
+            p50_us: us(0.5),
+            p99_us: us(0.99),
+            p999_us: us(0.999),
+            mean_us: h.mean().map(|v| v / 1000.0),
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({"ios": self.ios, "p50_us": self.p50_us, "p99_us": self.p99_us,
+               "p999_us": self.p999_us, "mean_us": self.mean_us})
+    }
+}
+
+/// The score of a replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verification {
+    /// I/Os of the original (after the filter).
+    pub recorded_ios: u64,
+    /// I/Os of the replayed trace.
+    pub replayed_ios: u64,
+    /// Original I/Os matched by a replayed one (same op, sector and size; see `match_ios`).
+    pub matched_ios: u64,
+    /// The pairs were matched by sector; false when fewer than half the I/Os matched so and
+    /// they were matched by op and size in time order instead (a replay onto a regular file,
+    /// whose blocks are elsewhere on its disk, or offsets wrapped around a smaller target).
+    pub matched_by_sector: bool,
+    /// Recorded streams (threads) with at least one matched I/O.
+    pub streams: u64,
+    /// Of them, those whose matched I/Os were all issued in their recorded order.
+    pub streams_in_order: u64,
+    /// Consecutive matched I/Os of a stream issued in order, % of all such pairs.
+    pub pairs_in_order_pct: Option<f64>,
+    /// |replayed − scheduled| issue time, p50, ns (exact).
+    pub issue_error_p50_ns: Option<f64>,
+    /// The same, p99.
+    pub issue_error_p99_ns: Option<f64>,
+    /// Width of the timeline bins, ns.
+    pub timeline_bin_ns: u64,
+    /// Pearson correlation of the IOPS of the two timelines, aligned at their starts.
+    pub iops_correlation: Option<f64>,
+    /// Latency of the original.
+    pub recorded_latency: LatencySummary,
+    /// Latency of the replay.
+    pub replayed_latency: LatencySummary,
+    /// Mann–Whitney p-value of the two latency distributions.
+    pub latency_p_value: Option<f64>,
+}
+
+/// Most bins of the IOPS timelines.
+const TIMELINE_BINS: u64 = 100;
+
+/// Scores the replay `cfg.replayed` of `cfg.original`.
+pub fn verify(cfg: &VerifyConfig) -> Result<Verification, AnalyzeError> {
+    let orig = read_rows(&cfg.original, cfg.filter.as_ref())?;
+    let rep = read_rows(&cfg.replayed, None)?;
+    Ok(score(&orig, &rep, cfg.speed))
+}
+
+/// (original index, replayed index) of each matched pair, in the originals' time order.
+/// Within each key — op, size and, `by_sector`, sector — the originals and the replayed I/Os
+/// are merged in time order (the original's time from its first I/O divided by `speed`, the
+/// replay's from its first I/O), each paired with the nearest of the other side unless the
+/// next one of its own side is nearer still (then it stays unmatched): an I/O the replay
+/// skipped does not shift the pairs after it. Without the sector (a key then holds most
+/// I/Os, and the replay's drift in time exceeds their gaps), the k-th of each side pair up.
+fn match_ios(orig: &[Row], rep: &[Row], by_sector: bool, speed: f64) -> Vec<(usize, usize)> {
+    type Key = (u8, u64, u32);
+    let key = |r: &Row| (r.op, if by_sector { r.sector } else { 0 }, r.bytes);
+    let (Some(o0), Some(r0)) = (orig.first(), rep.first()) else {
+        return Vec::new();
+    };
+    let ot = |i: usize| (orig[i].ts_ns - o0.ts_ns) as f64 / speed;
+    let rt = |j: usize| (rep[j].ts_ns - r0.ts_ns) as f64;
+    let mut by_key: HashMap<Key, (Vec<u32>, Vec<u32>)> = HashMap::new();
+    for (i, r) in orig.iter().enumerate() {
+        by_key.entry(key(r)).or_default().0.push(i as u32);
+    }
+    for (j, r) in rep.iter().enumerate() {
+        if let Some(e) = by_key.get_mut(&key(r)) {
+            e.1.push(j as u32);
+        }
+    }
+    let mut pairs = Vec::new();
+    for (os, rs) in by_key.values() {
+        if !by_sector {
+            // By op and size only: the times cannot tell which is which, the order can.
+            pairs.extend(os.iter().zip(rs).map(|(&i, &j)| (i as usize, j as usize)));
+            continue;
+        }
+        let (mut a, mut b) = (0, 0);
+        while a < os.len() && b < rs.len() {
+            let (i, j) = (os[a] as usize, rs[b] as usize);
+            let d = (ot(i) - rt(j)).abs();
+            if a + 1 < os.len() && (ot(os[a + 1] as usize) - rt(j)).abs() < d {
+                a += 1;
+            } else if b + 1 < rs.len() && (ot(i) - rt(rs[b + 1] as usize)).abs() < d {
+                b += 1;
+            } else {
+                pairs.push((i, j));
+                a += 1;
+                b += 1;
+            }
+        }
+    }
+    pairs.sort_unstable();
+    pairs
+}
+
+fn score(orig: &[Row], rep: &[Row], speed: f64) -> Verification {
+    let speed = if speed > 0.0 { speed } else { 1.0 };
+    let mut pairs = match_ios(orig, rep, true, speed);
+    let by_sector = pairs.len() * 2 >= orig.len().min(rep.len());
+    if !by_sector {
+        pairs = match_ios(orig, rep, false, speed);
+    }
+    // Order per stream.
+    let mut last: HashMap<u32, u64> = HashMap::new();
+    let mut broken: HashMap<u32, bool> = HashMap::new();
+    let (mut in_order, mut consecutive) = (0u64, 0u64);
+    for &(i, j) in &pairs {
+        let tid = orig[i].tid;
+        let t = rep[j].ts_ns;
+        if let Some(prev) = last.insert(tid, t) {
+            consecutive += 1;
+            if t >= prev {
+                in_order += 1;
+            } else {
+                broken.insert(tid, true);
+            }
+        } else {
+            broken.entry(tid).or_insert(false);
+        }
+    }
+    // Issue-time error, aligned at the first pair.
+    let mut errors: Vec<u64> = Vec::with_capacity(pairs.len());
+    if let Some(&(i0, j0)) = pairs.first() {
+        let (o0, r0) = (orig[i0].ts_ns, rep[j0].ts_ns);
+        for &(i, j) in &pairs {
+            let scheduled = (orig[i].ts_ns - o0) as f64 / speed;
+            // A replayed I/O may come before the first pair's (order not kept).
+            let actual = rep[j].ts_ns as f64 - r0 as f64;
+            errors.push((actual - scheduled).abs().round() as u64);
+        }
+    }
+    let issue_error_p50_ns = quantile_linear(&mut errors, 0.5);
+    let issue_error_p99_ns = quantile_linear(&mut errors, 0.99);
+    // IOPS timelines aligned at their starts (the original's time divided by the speed).
+    let span = |v: &[Row], scale: f64| match (v.first(), v.last()) {
+        (Some(a), Some(b)) => ((b.ts_ns - a.ts_ns) as f64 / scale) as u64,
+        _ => 0,
+    };
+    let total_ns = span(orig, speed).max(span(rep, 1.0)).max(1);
+    // About 200 I/Os a bin (counts of a steady rate are mostly noise below that), 10 to
+    // 100 bins.
+    let bins = (orig.len() as u64 / 200).clamp(10, TIMELINE_BINS);
+    let bin_ns = total_ns.div_ceil(bins).max(1);
+    let timeline = |v: &[Row], scale: f64| {
+        let mut counts = vec![0f64; bins as usize + 1];
+        if let Some(first) = v.first() {
+            for r in v {
+                let t = ((r.ts_ns - first.ts_ns) as f64 / scale) as u64;
+                counts[((t / bin_ns) as usize).min(bins as usize)] += 1.0;
+            }
+        }
+        counts
+    };
+    let iops_correlation = pearson(&timeline(orig, speed), &timeline(rep, 1.0));
+    let hist = |v: &[Row]| {
+        let mut h = LogHist::default();
+        for r in v {
+            h.add(r.latency_ns);
+        }
+        h
+    };
+    let (ho, hr) = (hist(orig), hist(rep));
+    Verification {
+        recorded_ios: orig.len() as u64,
+        replayed_ios: rep.len() as u64,
+        matched_ios: pairs.len() as u64,
+        matched_by_sector: by_sector,
+        streams: broken.len() as u64,
+        streams_in_order: broken.values().filter(|b| !**b).count() as u64,
+        pairs_in_order_pct: (consecutive > 0).then(|| in_order as f64 * 100.0 / consecutive as f64),
+        issue_error_p50_ns,
+        issue_error_p99_ns,
+        timeline_bin_ns: bin_ns,
+        iops_correlation,
+        recorded_latency: LatencySummary::of(&ho),
+        replayed_latency: LatencySummary::of(&hr),
+        latency_p_value: mann_whitney(&ho, &hr),
+    }
+}
+
+/// The Pearson correlation of two series, `None` when either is constant.
+fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+    let n = x.len().min(y.len()) as f64;
+    if n < 2.0 {
+        return None;
+    }
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx).powi(2);
+        syy += (b - my).powi(2);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+impl Verification {
+    /// I/Os issued, % of recorded.
+    pub fn issued_pct(&self) -> Option<f64> {
+        (self.recorded_ios > 0).then(|| self.matched_ios as f64 * 100.0 / self.recorded_ios as f64)
+    }
+
+    /// One line: `replay: 1500 of 1500 recorded I/Os issued (100.0%) …`.
+    pub fn summary(&self) -> String {
+        let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("-".to_string(), f);
+        let us = |v: f64| format!("{:.1}us", v / 1000.0);
+        let lat = |l: &LatencySummary| {
+            format!(
+                "p50 {} p99 {}",
+                opt(l.p50_us, &|v| format!("{v:.1}us")),
+                opt(l.p99_us, &|v| format!("{v:.1}us"))
+            )
+        };
+        format!(
+            "replay: {} of {} recorded I/Os issued ({}{}), {} replayed; order kept in {} of {} \
+             streams ({} of pairs); issue-time error p50 {} p99 {}; IOPS correlation {}; \
+             latency {} recorded, {} replayed",
+            self.matched_ios,
+            self.recorded_ios,
+            opt(self.issued_pct(), &|v| format!("{v:.1}%")),
+            if self.matched_by_sector {
+                ""
+            } else {
+                ", matched by op and size"
+            },
+            self.replayed_ios,
+            self.streams_in_order,
+            self.streams,
+            opt(self.pairs_in_order_pct, &|v| format!("{v:.2}%")),
+            opt(self.issue_error_p50_ns, &us),
+            opt(self.issue_error_p99_ns, &us),
+            opt(self.iops_correlation, &|v| format!("{v:.3}")),
+            lat(&self.recorded_latency),
+            lat(&self.replayed_latency),
+        )
+    }
+
+    /// Everything as one JSON object.
+    pub fn json(&self) -> Value {
+        json!({
+            "recorded_ios": self.recorded_ios,
+            "replayed_ios": self.replayed_ios,
+            "matched_ios": self.matched_ios,
+            "matched_by": if self.matched_by_sector { "sector" } else { "op-size-order" },
+            "issued_pct": self.issued_pct(),
+            "streams": self.streams,
+            "streams_in_order": self.streams_in_order,
+            "pairs_in_order_pct": self.pairs_in_order_pct,
+            "issue_error_p50_ns": self.issue_error_p50_ns,
+            "issue_error_p99_ns": self.issue_error_p99_ns,
+            "timeline_bin_ns": self.timeline_bin_ns,
+            "iops_correlation": self.iops_correlation,
+            "latency": {
+                "recorded": self.recorded_latency.json(),
+                "replayed": self.replayed_latency.json(),
+                "mann_whitney_p": self.latency_p_value,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iodump_format::Op;
+
+    fn row(ts_ns: u64, sector: u64, tid: u32) -> Row {
+        Row {
+            ts_ns,
+            sector,
+            latency_ns: 20_000 + sector % 1000,
+            bytes: 4096,
+            tid,
+            op: Op::Read.code(),
+        }
+    }
+
+    #[test]
+    fn a_faithful_replay_scores_full_marks() {
+        let orig: Vec<Row> = (0..2000u64)
+            .map(|i| row(1_000_000 * i, i * 8, (i % 2) as u32))
+            .collect();
+        // Replayed 5 ms later, 1 µs late each, by other threads.
+        let rep: Vec<Row> = orig
+            .iter()
+            .map(|r| Row {
+                ts_ns: r.ts_ns + 5_000_000 + 1000 * (r.sector % 2),
+                tid: 77,
+                ..*r
+            })
+            .collect();
+        let v = score(&orig, &rep, 1.0);
+        assert_eq!(
+            (v.recorded_ios, v.replayed_ios, v.matched_ios),
+            (2000, 2000, 2000)
+        );
+        assert_eq!((v.streams, v.streams_in_order), (2, 2));
+        assert_eq!(v.pairs_in_order_pct, Some(100.0));
+        assert!(v.issue_error_p99_ns.unwrap() <= 1000.0);
+        assert!(v.iops_correlation.unwrap() > 0.99 || v.iops_correlation.is_none());
+        assert!(v.latency_p_value.unwrap() > 0.5);
+        assert!(v
+            .summary()
+            .starts_with("replay: 2000 of 2000 recorded I/Os issued (100.0%)"));
+    }
+
+    #[test]
+    fn missing_and_reordered_ios_are_counted() {
+        let orig: Vec<Row> = (0..1000u64).map(|i| row(1_000_000 * i, i * 8, 1)).collect();
+        // Half issued, pairs swapped, twice as fast.
+        let mut rep: Vec<Row> = orig
+            .iter()
+            .step_by(2)
+            .map(|r| Row {
+                ts_ns: r.ts_ns / 2,
+                ..*r
+            })
+            .collect();
+        for c in rep.chunks_mut(2) {
+            if c.len() == 2 {
+                let t = c[0].ts_ns;
+                c[0].ts_ns = c[1].ts_ns;
+                c[1].ts_ns = t;
+            }
+        }
+        rep.sort_by_key(|r| r.ts_ns);
+        let v = score(&orig, &rep, 1.0);
+        assert_eq!(v.matched_ios, 500);
+        assert_eq!(v.streams_in_order, 0);
+        assert!(v.pairs_in_order_pct.unwrap() < 60.0);
+        // At speed 2 the times fit again (apart from the swaps).
+        let v2 = score(&orig, &rep, 2.0);
+        assert!(v2.issue_error_p50_ns.unwrap() < v.issue_error_p50_ns.unwrap());
+    }
+}
