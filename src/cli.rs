@@ -197,6 +197,11 @@ pub struct ReportArgs {
     /// Output HTML file.
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+    /// Compare two traces (A, the baseline, and B) as `iodump diff` does, on one page: latency
+    /// CDFs overlaid, IOPS and throughput timelines aligned at their starts, the largest
+    /// changes.
+    #[arg(long)]
+    pub diff: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -537,3 +537,105 @@ fn replay_verify_scores_a_real_replay_of_fio() {
         .arg("--verify"));
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The chromium binary, or None (then the test is skipped, unless it must run).
+fn chromium() -> Option<String> {
+    for c in ["chromium", "chromium-browser", "google-chrome"] {
+        if std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Some(c.to_string());
+        }
+    }
+    if std::env::var("IODUMP_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_CHROMIUM=1 but no chromium found");
+    }
+    eprintln!("skipped: no chromium");
+    None
+}
+
+#[test]
+fn report_diff_is_one_page_that_renders() {
+    let d = TempDir::new("diff-report");
+    let (path_id, _) = busiest(16);
+    let a = write_edited(&d.join("a.iod"), 16, Vec::new(), |e| vec![*e]);
+    let b = write_edited(&d.join("b.iod"), 16, Vec::new(), |e| {
+        let mut e = *e;
+        if e.path_id == path_id {
+            e.latency_ns *= 2;
+        }
+        vec![e]
+    });
+    let page = d.join("diff.html");
+    let out = run(bin()
+        .arg("report")
+        .arg(&a)
+        .arg(&b)
+        .arg("--diff")
+        .arg("-o")
+        .arg(&page));
+    ok(&out);
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: no external resource.
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+    let data = common::embedded_report_data(&html);
+    assert_eq!(data["a"]["events"], EVENTS);
+    assert_eq!(data["b"]["events"], EVENTS);
+    let cdf = data["b"]["latency_cdf"].as_array().unwrap();
+    assert_eq!(cdf.last().unwrap()[1], 1.0);
+    let ios: u64 = data["a"]["ios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(ios, EVENTS);
+    // The table's first rows are the file's latency, significant.
+    let name = path_of(&a, path_id);
+    let first = &data["rows"][0];
+    assert_eq!(
+        (&first[1], &first[7]),
+        (&Value::from(name), &Value::from("yes")),
+        "{first}"
+    );
+    // Two files only.
+    let out = run(bin()
+        .arg("report")
+        .arg(&a)
+        .arg("--diff")
+        .arg("-o")
+        .arg(&page));
+    one_line_error(&out, "give A and B");
+
+    let Some(browser) = chromium() else { return };
+    let dom = std::process::Command::new("timeout")
+        .arg("120")
+        .arg(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        !dom.contains("data-js-error=\""),
+        "JavaScript error: {dom:.2000}"
+    );
+    assert!(dom.contains(r#"data-rendered="ok""#), "{dom:.2000}");
+    assert!(dom.contains(r#"data-plots="3""#));
+    for p in ["latency-cdf", "iops", "throughput"] {
+        assert!(
+            dom.contains(&format!(r#"data-plot="{p}" data-drawn="1""#)),
+            "{p}"
+        );
+    }
+    assert!(dom.contains(r#"class="changes" data-rows="40""#));
+}

@@ -864,9 +864,12 @@ fn benjamini_hochberg(rows: &mut [DiffRow], alpha: f64) {
     }
 }
 
-/// A p-value as shown: 4 decimals, or 2 significant digits below 0.001.
+/// A p-value as shown: 4 decimals, or 2 significant digits below 0.001 (0 when it is below
+/// the smallest double).
 fn show_p(p: f64) -> String {
-    if p < 1e-3 {
+    if p == 0.0 {
+        "0".into()
+    } else if p < 1e-3 {
         format!("{p:.1e}")
     } else {
         format!("{p:.4}")

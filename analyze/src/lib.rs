@@ -17,6 +17,7 @@ mod onepass_source;
 pub mod plot;
 pub mod query;
 pub mod report;
+pub mod report_diff;
 pub mod to_parquet;
 pub mod verify;
 

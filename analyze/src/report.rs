@@ -1048,7 +1048,7 @@ pub fn render_html(reports: &[TraceReport]) -> String {
 
 /// Replaces each placeholder of `template` with its value; the values are not scanned again
 /// (a file name or path in the data cannot inject a placeholder).
-fn fill(template: &str, subs: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, subs: &[(&str, &str)]) -> String {
     let mut out =
         String::with_capacity(template.len() + subs.iter().map(|s| s.1.len()).sum::<usize>());
     let mut rest = template;
