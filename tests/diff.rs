@@ -538,24 +538,6 @@ fn replay_verify_scores_a_real_replay_of_fio() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// The chromium binary, or None (then the test is skipped, unless it must run).
-fn chromium() -> Option<String> {
-    for c in ["chromium", "chromium-browser", "google-chrome"] {
-        if std::process::Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(c.to_string());
-        }
-    }
-    if std::env::var("IODUMP_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
-        panic!("IODUMP_REQUIRE_CHROMIUM=1 but no chromium found");
-    }
-    eprintln!("skipped: no chromium");
-    None
-}
-
 #[test]
 fn report_diff_is_one_page_that_renders() {
     let d = TempDir::new("diff-report");
@@ -609,21 +591,10 @@ fn report_diff_is_one_page_that_renders() {
         .arg(&page));
     one_line_error(&out, "give A and B");
 
-    let Some(browser) = chromium() else { return };
-    let dom = std::process::Command::new("timeout")
-        .arg("120")
-        .arg(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-        ])
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
+    let Some(browser) = common::chromium() else {
+        return;
+    };
+    let dom = common::headless(&browser, &["--dump-dom"], &page);
     let dom = String::from_utf8_lossy(&dom.stdout);
     assert!(
         !dom.contains("data-js-error=\""),

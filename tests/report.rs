@@ -7,14 +7,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use iodump_format::Reader;
 use serde_json::Value;
 
 mod common;
 
-use common::{bin, bpf_available, ok, run, TempDir};
+use common::{bin, bpf_available, chromium, headless, ok, run, TempDir};
 
 const PLOTS: [&str; 8] = [
     "summary",
@@ -480,42 +479,6 @@ fn plot_every_kind_as_svg_and_png() {
     sizes.sort_unstable();
     sizes.dedup();
     assert_eq!(sizes.len(), kinds.len());
-}
-
-/// The chromium binary, or None (then the test is skipped, unless it must run).
-fn chromium() -> Option<String> {
-    for c in ["chromium", "chromium-browser", "google-chrome"] {
-        if Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(c.to_string());
-        }
-    }
-    if std::env::var("IODUMP_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
-        panic!("IODUMP_REQUIRE_CHROMIUM=1 but no chromium found");
-    }
-    eprintln!("skipped: no chromium");
-    None
-}
-
-fn headless(browser: &str, args: &[&str], page: &Path) -> std::process::Output {
-    Command::new("timeout")
-        .arg("120")
-        .arg(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--no-first-run",
-            "--virtual-time-budget=10000",
-        ])
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium")
 }
 
 #[test]

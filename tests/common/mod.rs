@@ -315,3 +315,41 @@ pub fn embedded_report_data(html: &str) -> serde_json::Value {
     let len = html[start..].find("</script>").expect("end of data script");
     serde_json::from_str(&html[start..start + len]).expect("embedded JSON parses")
 }
+
+/// The chromium binary, or None (then the test is skipped, unless it must run:
+/// `IODUMP_REQUIRE_CHROMIUM=1`, as CI sets).
+pub fn chromium() -> Option<String> {
+    for c in ["chromium", "chromium-browser", "google-chrome"] {
+        if Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Some(c.to_string());
+        }
+    }
+    if std::env::var("IODUMP_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_CHROMIUM=1 but no chromium found");
+    }
+    eprintln!("skipped: no chromium");
+    None
+}
+
+/// Runs headless `browser` on `page` with `args` (`--dump-dom`, `--screenshot=…`), within 120 s.
+pub fn headless(browser: &str, args: &[&str], page: &Path) -> std::process::Output {
+    Command::new("timeout")
+        .arg("120")
+        .arg(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--virtual-time-budget=10000",
+        ])
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium")
+}
