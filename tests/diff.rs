@@ -376,21 +376,38 @@ fn record_fio(dev: &str, file: &Path, bs: &str, out: &Path) {
         ])));
 }
 
+/// For a test that records fio on the disk of the temporary directory: that device
+/// (`MAJ:MIN`) and the files `names` in `d`, 32 MiB each, written and synced before any
+/// recording (so that recordings only read them). `None` (the test is skipped) without BPF
+/// or when the directory is on no block device.
+fn fio_files(test: &str, d: &TempDir, names: &[&str]) -> Option<(String, Vec<PathBuf>)> {
+    if !common::bpf_available(test) {
+        return None;
+    }
+    let Some(dev) = block_device_of(&d.0) else {
+        eprintln!("skipped: {test}: the temporary directory is on no block device");
+        return None;
+    };
+    let data: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
+    let files: Vec<PathBuf> = names.iter().map(|n| d.join(n)).collect();
+    for f in &files {
+        std::fs::write(f, &data).unwrap();
+    }
+    ok(&run(&mut std::process::Command::new("sync")));
+    Some((dev, files))
+}
+
 #[test]
 fn two_fio_runs_with_other_block_sizes_differ_in_their_size_mix() {
-    if !common::bpf_available("two_fio_runs_with_other_block_sizes_differ_in_their_size_mix") {
-        return;
-    }
     let d = TempDir::new("diff-fio");
-    let Some(dev) = block_device_of(&d.0) else {
-        eprintln!("skipped: the temporary directory is on no block device");
+    let Some((dev, files)) = fio_files(
+        "two_fio_runs_with_other_block_sizes_differ_in_their_size_mix",
+        &d,
+        &["data"],
+    ) else {
         return;
     };
-    let file = d.join("data");
-    // Written before recording, so that both recordings only read it.
-    let data: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
-    std::fs::write(&file, data).unwrap();
-    ok(&run(&mut std::process::Command::new("sync")));
+    let file = files[0].clone();
     let (a, b) = (d.join("4k.iod"), d.join("64k.iod"));
     record_fio(&dev, &file, "4k", &a);
     record_fio(&dev, &file, "64k", &b);
@@ -474,20 +491,16 @@ fn diff_replay_scores_a_synthetic_replay() {
 
 #[test]
 fn replay_verify_scores_a_real_replay_of_fio() {
-    if !common::bpf_available("replay_verify_scores_a_real_replay_of_fio") {
-        return;
-    }
     let d = TempDir::new("diff-verify");
-    let Some(dev) = block_device_of(&d.0) else {
-        eprintln!("skipped: the temporary directory is on no block device");
+    // The target's blocks are written too (O_DIRECT reads of holes reach no disk).
+    let Some((dev, files)) = fio_files(
+        "replay_verify_scores_a_real_replay_of_fio",
+        &d,
+        &["data", "target"],
+    ) else {
         return;
     };
-    let data: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
-    let (file, target) = (d.join("data"), d.join("target"));
-    std::fs::write(&file, &data).unwrap();
-    // The target's blocks are written (O_DIRECT reads of holes reach no disk).
-    std::fs::write(&target, &data).unwrap();
-    ok(&run(&mut std::process::Command::new("sync")));
+    let (file, target) = (files[0].clone(), files[1].clone());
     let rec = d.join("rec.iod");
     record_fio(&dev, &file, "4k", &rec);
     let replayed = d.join("replayed.iod");

@@ -73,6 +73,12 @@
     return side[field].map(function (v, i) { return [i * secs, v / secs]; });
   }
 
+  // The report's page: this one's heading and hint.
+  document.title = "iodump diff: " + DATA.a.name + " vs " + DATA.b.name;
+  document.querySelector("header h1").textContent = "iodump diff";
+  document.querySelector("header .hint").textContent = "A (the baseline) in blue, B in red; " +
+    "timelines aligned at each recording's first I/O. The table lists the largest changes, " +
+    "significant ones first (README, iodump diff).";
   var main = document.getElementById("report");
   main.innerHTML = "";
   var sum = el("table", { "class": "summary" });

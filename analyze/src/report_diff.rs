@@ -16,9 +16,10 @@ use crate::input::InputPath;
 use crate::report::{aggregate_with_progress, fill, latency_bin_lower_ns, TraceReport, TIME_BINS};
 use crate::AnalyzeError;
 
-const TEMPLATE: &str = include_str!("../assets/diff.html");
-const SCRIPT: &str = include_str!("../assets/diff.js");
+// The report's page and style (the script sets the page's heading), this module's script.
+const TEMPLATE: &str = include_str!("../assets/report.html");
 const STYLE: &str = include_str!("../assets/report.css");
+const SCRIPT: &str = include_str!("../assets/diff.js");
 
 /// Rows of the table of changes.
 pub const DIFF_ROWS: usize = 40;
