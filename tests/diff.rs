@@ -166,7 +166,22 @@ fn identical_inputs_report_no_significant_change() {
     let a = write_edited(&d.join("a.iod"), 7, Vec::new(), |e| vec![*e]);
     // The same trace written again: another file, the same I/O.
     let b = write_edited(&d.join("b.iod"), 7, Vec::new(), |e| vec![*e]);
-    for (x, y) in [(&a, &a), (&a, &b)] {
+    // The same I/O again, as a recording in parts.
+    let parts = d.join("parts");
+    ok(&run(bin()
+        .args([
+            "synth",
+            "--workload",
+            "oltp",
+            "--seed",
+            "7",
+            "--rotate",
+            "512K",
+        ])
+        .args(["--events", &EVENTS.to_string(), "-o"])
+        .arg(format!("{}/", parts.display()))));
+    assert!(common::names_in(&parts).len() > 1);
+    for (x, y) in [(&a, &a), (&a, &b), (&parts, &a)] {
         let rows = diff_rows(x, y, &[]);
         assert!(rows.len() > 100, "{} rows", rows.len());
         assert!(
