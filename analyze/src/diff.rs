@@ -20,7 +20,7 @@ use crate::input::InputPath;
 use crate::loghist::{
     chi_square_test, mann_whitney, proportion_test, quantile_test, rate_test, LogHist,
 };
-use crate::onepass::{merge_maps, pass, PassInfo, TraceDone};
+use crate::onepass::{pass, PassInfo, TraceDone};
 use crate::onepass_source::Source;
 use crate::AnalyzeError;
 
@@ -253,22 +253,85 @@ impl Entry {
     }
 }
 
-/// What a worker folds one side's segments into: a group per key of each scope asked for.
+/// One scope's groups in a worker: entries by key, the last key used remembered (I/Os of one
+/// thread or file often come in runs, so most I/Os find their entry without hashing).
+struct Keyed<K> {
+    index: IntMap<K, u32>,
+    entries: Vec<Entry>,
+    last: Option<(K, u32)>,
+}
+
+impl<K> Default for Keyed<K> {
+    fn default() -> Self {
+        Keyed {
+            index: IntMap::default(),
+            entries: Vec::new(),
+            last: None,
+        }
+    }
+}
+
+impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
+    #[inline]
+    fn get(&mut self, k: K) -> &mut Entry {
+        let i = match self.last {
+            Some((lk, li)) if lk == k => li,
+            _ => {
+                let entries = &mut self.entries;
+                let i = *self.index.entry(k).or_insert_with(|| {
+                    entries.push(Entry::default());
+                    entries.len() as u32 - 1
+                });
+                self.last = Some((k, i));
+                i
+            }
+        };
+        &mut self.entries[i as usize]
+    }
+
+    fn merge(&mut self, o: Keyed<K>) {
+        let mut entries: Vec<Option<Entry>> = o.entries.into_iter().map(Some).collect();
+        for (k, i) in o.index {
+            if let Some(e) = entries[i as usize].take() {
+                self.get(k).merge(e);
+            }
+        }
+    }
+
+    /// Every (key, entry).
+    fn drain(self) -> impl Iterator<Item = (K, Entry)> {
+        let mut entries: Vec<Option<Entry>> = self.entries.into_iter().map(Some).collect();
+        self.index
+            .into_iter()
+            .filter_map(move |(k, i)| entries[i as usize].take().map(|e| (k, e)))
+    }
+}
+
+/// What a worker folds one side's segments into: a group per key of each scope asked for
+/// (the whole recording is the sum of its devices).
 #[derive(Default)]
 struct Acc {
     /// Segments folded (numbers the segment of [`Entry::ends`]).
     segs: u64,
-    total: Entry,
-    dev: IntMap<u32, Entry>,
+    dev: Keyed<u32>,
     /// (pid << 32 | tid).
-    proc: IntMap<u64, Entry>,
+    proc: Keyed<u64>,
     /// (dev << 32 | path id).
-    file: IntMap<u64, Entry>,
-    cgroup: IntMap<u64, Entry>,
+    file: Keyed<u64>,
+    cgroup: Keyed<u64>,
+}
+
+/// Which scopes a pass folds: devices (also for the total), processes, files, cgroups.
+#[derive(Clone, Copy)]
+struct Folded {
+    dev: bool,
+    proc: bool,
+    file: bool,
+    cgroup: bool,
 }
 
 impl Acc {
-    fn add(&mut self, on: &[bool; 5], b: &EventBatch, keep: &[u32]) {
+    fn add(&mut self, on: Folded, b: &EventBatch, keep: &[u32]) {
         self.segs += 1;
         let seg = self.segs;
         for &k in keep {
@@ -282,32 +345,28 @@ impl Acc {
                 latency_ns: b.latency_ns[i],
                 queue_ns: b.queue_ns.get(i),
             };
-            if on[0] {
-                self.total.add(seg, &io);
+            if on.dev {
+                self.dev.get(io.dev).add(seg, &io);
             }
-            if on[1] {
-                self.dev.entry(io.dev).or_default().add(seg, &io);
-            }
-            if on[2] {
+            if on.proc {
                 let key = u64::from(b.pid[i]) << 32 | u64::from(b.tid[i]);
-                self.proc.entry(key).or_default().add(seg, &io);
+                self.proc.get(key).add(seg, &io);
             }
-            if on[3] {
+            if on.file {
                 let key = u64::from(io.dev) << 32 | u64::from(b.path_id[i]);
-                self.file.entry(key).or_default().add(seg, &io);
+                self.file.get(key).add(seg, &io);
             }
-            if on[4] {
-                self.cgroup.entry(b.cgroup_id[i]).or_default().add(seg, &io);
+            if on.cgroup {
+                self.cgroup.get(b.cgroup_id[i]).add(seg, &io);
             }
         }
     }
 
     fn merge(&mut self, o: Acc) {
-        self.total.merge(o.total);
-        merge_maps(&mut self.dev, o.dev, Entry::merge);
-        merge_maps(&mut self.proc, o.proc, Entry::merge);
-        merge_maps(&mut self.file, o.file, Entry::merge);
-        merge_maps(&mut self.cgroup, o.cgroup, Entry::merge);
+        self.dev.merge(o.dev);
+        self.proc.merge(o.proc);
+        self.file.merge(o.file);
+        self.cgroup.merge(o.cgroup);
     }
 }
 
@@ -347,6 +406,13 @@ pub fn read_side(
     for (i, s) in Scope::ALL.iter().enumerate() {
         on[i] = scopes.is_empty() || scopes.contains(s);
     }
+    let folded = Folded {
+        dev: on[0] || on[1],
+        proc: on[2],
+        file: on[3],
+        // Only traces with a cgroups table have cgroup groups.
+        cgroup: on[4] && any_cgroup_table(&inputs),
+    };
     let mut groups: HashMap<(Scope, String), Figures> = HashMap::new();
     let mut has_cgroups = false;
     let info: PassInfo = pass(
@@ -354,38 +420,44 @@ pub fn read_side(
         filter,
         progress,
         Acc::default,
-        |acc, _, b, keep| acc.add(&on, b, keep),
+        |acc, _, b, keep| acc.add(folded, b, keep),
         Acc::merge,
         |t: TraceDone<'_, Acc>| {
             let src = t.input;
             let acc = t.acc;
-            let mut put = |scope: Scope, name: String, e: Entry| {
-                groups.entry((scope, name)).or_default().merge(&e.f);
+            let mut put = |scope: Scope, name: String, f: &Figures| {
+                groups.entry((scope, name)).or_default().merge(f);
             };
-            if on[0] && acc.total.f.ios > 0 {
-                put(Scope::Total, "all".into(), acc.total);
+            let mut total = Figures::default();
+            for (dev, e) in acc.dev.drain() {
+                if on[0] {
+                    total.merge(&e.f);
+                }
+                if on[1] {
+                    put(Scope::Dev, device_name(src, dev), &e.f);
+                }
             }
-            for (dev, e) in acc.dev {
-                put(Scope::Dev, device_name(src, dev), e);
+            if on[0] && total.ios > 0 {
+                put(Scope::Total, "all".into(), &total);
             }
-            for (key, e) in acc.proc {
+            for (key, e) in acc.proc.drain() {
                 let (pid, tid) = ((key >> 32) as u32, key as u32);
                 let args = src.args(tid).cloned();
-                put(Scope::Proc, process_name(args.as_deref(), pid), e);
+                put(Scope::Proc, process_name(args.as_deref(), pid), &e.f);
             }
-            for (key, e) in acc.file {
+            for (key, e) in acc.file.drain() {
                 let (dev, path_id) = ((key >> 32) as u32, key as u32);
-                put(Scope::File, file_name(src, dev, path_id), e);
+                put(Scope::File, file_name(src, dev, path_id), &e.f);
             }
-            for (id, e) in acc.cgroup {
+            for (id, e) in acc.cgroup.drain() {
                 match src.cgroup(id) {
                     Some(c) => {
                         has_cgroups = true;
-                        put(Scope::Cgroup, cgroup_name(c), e)
+                        put(Scope::Cgroup, cgroup_name(c), &e.f)
                     }
-                    // No cgroups table (synthetic traces, Parquet): no cgroup groups.
+                    // A trace of the side without a cgroups table: no cgroup groups.
                     None if id == 0 || !src.has_cgroup_table() => {}
-                    None => put(Scope::Cgroup, format!("cgroup:{id}"), e),
+                    None => put(Scope::Cgroup, format!("cgroup:{id}"), &e.f),
                 }
             }
         },
@@ -424,6 +496,14 @@ pub fn read_side(
         damaged: info.damaged,
         has_cgroups,
     })
+}
+
+/// True when an input is a trace with a cgroups table (one that cannot be opened is left to
+/// the pass to report).
+fn any_cgroup_table(inputs: &[InputPath]) -> bool {
+    inputs
+        .iter()
+        .any(|i| !i.is_parquet() && i.open_trace().is_ok_and(|r| r.tables().has_cgroup_table()))
 }
 
 /// A device's name in the trace, or `MAJ:MIN`.

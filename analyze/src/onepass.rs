@@ -478,7 +478,7 @@ impl FileAcc {
 }
 
 /// Merges map `b` into map `a` with `f`, iterating the smaller one.
-pub(crate) fn merge_maps<K: std::hash::Hash + Eq, V>(
+fn merge_maps<K: std::hash::Hash + Eq, V>(
     a: &mut IntMap<K, V>,
     mut b: IntMap<K, V>,
     f: impl Fn(&mut V, V),
