@@ -166,7 +166,15 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         return run_replay(a);
     }
     let cfg = config(a)?;
-    let d = iodump_analyze::diff::diff(&cfg, &|_| {})?;
+    // A bar on stderr when it is a terminal, over both sides' I/Os.
+    let total: u64 = [&cfg.a, &cfg.b]
+        .iter()
+        .filter_map(|p| iodump_analyze::InputPath::expand(p).ok())
+        .map(|i| iodump_analyze::onepass::announced_rows(&i))
+        .sum();
+    let d = crate::offline::with_progress(total, "comparing", |tick| {
+        iodump_analyze::diff::diff(&cfg, tick)
+    })?;
     let (columns, rows) = d.table(cfg.by, cfg.limit);
     crate::offline::print_table(a.format, &columns, &rows);
     for side in [&d.a, &d.b] {

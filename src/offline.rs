@@ -78,7 +78,11 @@ pub fn progress_bar(total: u64, what: &str) -> Option<indicatif::ProgressBar> {
 
 /// Runs `f` with a progress callback that advances a bar on stderr (when it is a terminal),
 /// then clears the bar.
-fn with_progress<T>(total: u64, what: &str, f: impl FnOnce(&(dyn Fn(u64) + Sync)) -> T) -> T {
+pub(crate) fn with_progress<T>(
+    total: u64,
+    what: &str,
+    f: impl FnOnce(&(dyn Fn(u64) + Sync)) -> T,
+) -> T {
     let pb = progress_bar(total, what);
     let out = f(&|n| {
         if let Some(pb) = &pb {
