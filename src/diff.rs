@@ -72,7 +72,8 @@ pub struct DiffArgs {
     /// Most rows shown (0: all).
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
-    /// Level of the tests (a change is significant when its test's p-value is below it).
+    /// False discovery rate of the tests over all figures compared (Benjamini–Hochberg): a
+    /// change is significant when its test passes at it and the change is big enough.
     #[arg(long, default_value_t = 0.01, value_name = "P")]
     pub alpha: f64,
     /// Smallest change called significant: percent of A for amounts, percentage points for
