@@ -13,15 +13,35 @@
 use crate::report::{latency_bin, latency_bin_lower_ns};
 
 /// A log-linear histogram of ns values with exact count, sum and maximum; the bins between
-/// the lowest and highest value seen are stored (about 4 KB at most, usually far less).
+/// the lowest and highest value seen are stored, 4 bytes each until a bin passes 2^32 − 1
+/// (then 8), so about 2 KB at most, usually far less.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LogHist {
-    /// Bin of `counts[0]`.
+    /// Bin of the first stored count.
     lo: usize,
-    counts: Vec<u64>,
+    /// The counts while every one fits in 32 bits (empty once `wide` is used).
+    narrow: Vec<u32>,
+    /// The counts once one does not.
+    wide: Vec<u64>,
     n: u64,
     sum: u128,
     max: u64,
+}
+
+/// The index of bin `b` in `v`, whose first element is bin `*lo`, growing `v` (at either
+/// end) to hold it.
+#[inline]
+fn slot<T: Copy + Default>(v: &mut Vec<T>, lo: &mut usize, b: usize) -> usize {
+    if v.is_empty() {
+        *lo = b;
+        v.push(T::default());
+    } else if b < *lo {
+        v.splice(0..0, std::iter::repeat_n(T::default(), *lo - b));
+        *lo = b;
+    } else if b - *lo >= v.len() {
+        v.resize(b - *lo + 1, T::default());
+    }
+    b - *lo
 }
 
 impl LogHist {
@@ -37,29 +57,40 @@ impl LogHist {
     /// Adds `c` to bin `b`, growing the stored range.
     #[inline]
     fn add_n(&mut self, b: usize, c: u64) {
-        if self.counts.is_empty() {
-            self.lo = b;
-            self.counts.push(c);
-        } else if b < self.lo {
-            let grow = self.lo - b;
-            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
-            self.lo = b;
-            self.counts[0] += c;
-        } else {
-            let i = b - self.lo;
-            if i >= self.counts.len() {
-                self.counts.resize(i + 1, 0);
+        if self.wide.is_empty() {
+            let i = slot(&mut self.narrow, &mut self.lo, b);
+            match u32::try_from(u64::from(self.narrow[i]) + c) {
+                Ok(x) => self.narrow[i] = x,
+                Err(_) => {
+                    // Past 32 bits: every count to 8 bytes.
+                    self.wide = self.narrow.drain(..).map(u64::from).collect();
+                    self.wide[i] += c;
+                }
             }
-            self.counts[i] += c;
+        } else {
+            let i = slot(&mut self.wide, &mut self.lo, b);
+            self.wide[i] += c;
+        }
+    }
+
+    /// Stored counts.
+    fn len(&self) -> usize {
+        self.narrow.len().max(self.wide.len())
+    }
+
+    /// The count of stored position `i` (0 past the end).
+    fn at(&self, i: usize) -> u64 {
+        if self.wide.is_empty() {
+            self.narrow.get(i).map_or(0, |&c| u64::from(c))
+        } else {
+            self.wide.get(i).copied().unwrap_or(0)
         }
     }
 
     /// Adds another histogram.
     pub fn merge(&mut self, o: &LogHist) {
-        for (i, &c) in o.counts.iter().enumerate() {
-            if c > 0 {
-                self.add_n(o.lo + i, c);
-            }
+        for (b, c) in o.bins() {
+            self.add_n(b, c);
         }
         self.n += o.n;
         self.sum += o.sum;
@@ -83,24 +114,22 @@ impl LogHist {
 
     /// (bin, count) of the non-empty bins, in order.
     pub fn bins(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| (self.lo + i, c))
+        (0..self.len())
+            .map(|i| (self.lo + i, self.at(i)))
+            .filter(|&(_, c)| c > 0)
     }
 
     /// The bin holding the value of rank `rank` (1-based, clamped to 1..=n).
     fn bin_of_rank(&self, rank: u64) -> usize {
         let rank = rank.clamp(1, self.n.max(1));
         let mut seen = 0;
-        for (i, &c) in self.counts.iter().enumerate() {
+        for (b, c) in self.bins() {
             seen += c;
             if seen >= rank {
-                return self.lo + i;
+                return b;
             }
         }
-        self.lo + self.counts.len().saturating_sub(1)
+        self.lo + self.len().saturating_sub(1)
     }
 
     /// Largest value of bin `b` the histogram can hold: its upper edge minus one, at most the
@@ -137,13 +166,6 @@ impl LogHist {
         let hi = self.upper(self.bin_of_rank(hi_rank));
         Some((lo.min(hi), hi))
     }
-
-    /// The histogram as dense (bin lower edge ns, count) pairs of its non-empty bins.
-    pub fn edges_and_counts(&self) -> Vec<(u64, u64)> {
-        self.bins()
-            .map(|(b, c)| (latency_bin_lower_ns(b), c))
-            .collect()
-    }
 }
 
 /// z of a two-sided 95% interval.
@@ -174,13 +196,8 @@ pub fn mann_whitney(a: &LogHist, b: &LogHist) -> Option<f64> {
     }
     let total = na + nb;
     let lo = a.lo.min(b.lo);
-    let hi = (a.lo + a.counts.len()).max(b.lo + b.counts.len());
-    let get = |h: &LogHist, bin: usize| {
-        bin.checked_sub(h.lo)
-            .and_then(|i| h.counts.get(i))
-            .copied()
-            .unwrap_or(0) as f64
-    };
+    let hi = (a.lo + a.len()).max(b.lo + b.len());
+    let get = |h: &LogHist, bin: usize| bin.checked_sub(h.lo).map_or(0, |i| h.at(i)) as f64;
     let (mut below, mut rank_sum_a, mut ties) = (0.0f64, 0.0f64, 0.0f64);
     for bin in lo..hi {
         let (ca, cb) = (get(a, bin), get(b, bin));
@@ -339,6 +356,27 @@ mod tests {
         m.merge(&hist(values[..10_000].iter().copied()));
         assert_eq!(m, h);
         assert!(LogHist::default().quantile(0.5).is_none());
+    }
+
+    #[test]
+    fn counts_past_32_bits_are_kept() {
+        let mut big = LogHist::default();
+        big.add_n(latency_bin(1000), u64::from(u32::MAX) - 1);
+        big.n = u64::from(u32::MAX) - 1;
+        let mut more = hist([1000, 1000, 5_000]);
+        more.merge(&big);
+        assert!(!more.wide.is_empty() && more.narrow.is_empty());
+        assert_eq!(more.count(), u64::from(u32::MAX) + 2);
+        let bins: Vec<(usize, u64)> = more.bins().collect();
+        assert_eq!(
+            bins,
+            [
+                (latency_bin(1000), u64::from(u32::MAX) + 1),
+                (latency_bin(5_000), 1)
+            ]
+        );
+        more.add(1);
+        assert_eq!(more.bins().next(), Some((1, 1)));
     }
 
     /// Below 1%: a change.
