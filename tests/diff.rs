@@ -391,6 +391,9 @@ fn record_fio(dev: &str, file: &Path, bs: &str, out: &Path) {
         ])));
 }
 
+/// Tests that record fio on the same disk: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// For a test that records fio on the disk of the temporary directory: that device
 /// (`MAJ:MIN`) and the files `names` in `d`, 32 MiB each, written and synced before any
 /// recording (so that recordings only read them). `None` (the test is skipped) without BPF
@@ -414,6 +417,7 @@ fn fio_files(test: &str, d: &TempDir, names: &[&str]) -> Option<(String, Vec<Pat
 
 #[test]
 fn two_fio_runs_with_other_block_sizes_differ_in_their_size_mix() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = TempDir::new("diff-fio");
     let Some((dev, files)) = fio_files(
         "two_fio_runs_with_other_block_sizes_differ_in_their_size_mix",
@@ -506,6 +510,7 @@ fn diff_replay_scores_a_synthetic_replay() {
 
 #[test]
 fn replay_verify_scores_a_real_replay_of_fio() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = TempDir::new("diff-verify");
     // The target's blocks are written too (O_DIRECT reads of holes reach no disk).
     let Some((dev, files)) = fio_files(
@@ -537,7 +542,8 @@ fn replay_verify_scores_a_real_replay_of_fio() {
     let verify = &v["verify"];
     // The reads were issued (one may be merged or split differently at the block layer),
     // in order.
-    assert_eq!(verify["recorded_ios"], 1500, "{verify}");
+    let recorded = verify["recorded_ios"].as_u64().unwrap();
+    assert!((1490..=1510).contains(&recorded), "{verify}");
     assert!(verify["issued_pct"].as_f64().unwrap() >= 99.0, "{verify}");
     assert_eq!(
         (&verify["streams"], &verify["streams_in_order"]),
