@@ -1123,6 +1123,42 @@ mod tests {
     }
 
     #[test]
+    fn cgroups_are_matched_without_container_ids_and_pod_uids() {
+        use iodump_format::cgroup::{Cgroup, Identity};
+        let c = |path: &str, container: Option<&str>, pod: Option<&str>| Cgroup {
+            id: 1,
+            path: path.into(),
+            identity: Identity {
+                container_id: container.map(str::to_string),
+                pod_uid: pod.map(str::to_string),
+                ..Identity::default()
+            },
+        };
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            cgroup_name(&c(
+                &format!("/system.slice/docker-{id}.scope"),
+                Some(id),
+                None
+            )),
+            "/system.slice/docker-*.scope"
+        );
+        let uid = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+        let path = format!(
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{id}.scope",
+            uid.replace('-', "_")
+        );
+        assert_eq!(
+            cgroup_name(&c(&path, Some(id), Some(uid))),
+            "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod*.slice/cri-containerd-*.scope"
+        );
+        assert_eq!(
+            cgroup_name(&c("/system.slice/nginx.service", None, None)),
+            "/system.slice/nginx.service"
+        );
+    }
+
+    #[test]
     fn size_classes() {
         let c: Vec<usize> = [512, 2048, 2049, 4096, 4097, 16384, 1 << 20, (1 << 20) + 1]
             .into_iter()
