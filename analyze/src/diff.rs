@@ -1159,6 +1159,47 @@ mod tests {
     }
 
     #[test]
+    fn benjamini_hochberg_keeps_the_false_discovery_rate() {
+        let row = |p: f64, big_enough: bool| DiffRow {
+            scope: Scope::File,
+            name: String::new(),
+            metric: Metric::Ios,
+            a: None,
+            b: None,
+            change: None,
+            change_pct: None,
+            p_value: Some(p),
+            big_enough,
+            significant: None,
+        };
+        // m = 5, α = 0.05: the k-th smallest p passes at k · 0.01. The largest, 0.05, passes
+        // at rank 5, so all five are discoveries (0.045 would fail its own 0.04 alone); the
+        // one too small a change is not significant.
+        let mut rows = vec![
+            row(0.045, true),
+            row(0.001, true),
+            row(0.05, true),
+            row(0.015, false),
+            row(0.025, true),
+        ];
+        benjamini_hochberg(&mut rows, 0.05);
+        let sig: Vec<Option<bool>> = rows.iter().map(|r| r.significant).collect();
+        assert_eq!(
+            sig,
+            [Some(true), Some(true), Some(true), Some(false), Some(true)]
+        );
+        let mut rows = vec![
+            row(0.2, true),
+            row(0.009, true),
+            row(0.5, true),
+            row(0.03, true),
+        ];
+        benjamini_hochberg(&mut rows, 0.05);
+        let sig: Vec<Option<bool>> = rows.iter().map(|r| r.significant).collect();
+        assert_eq!(sig, [Some(false), Some(true), Some(false), Some(false)]);
+    }
+
+    #[test]
     fn size_classes() {
         let c: Vec<usize> = [512, 2048, 2049, 4096, 4097, 16384, 1 << 20, (1 << 20) + 1]
             .into_iter()
