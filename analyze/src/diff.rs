@@ -137,7 +137,7 @@ pub fn size_class(bytes: u32) -> usize {
     (ceil_log2 - 11).min(SIZE_CLASSES - 1)
 }
 
-/// How many of a group's previous I/Os an I/O may continue to be sequential.
+/// How many of its stream's previous I/Os an I/O may continue to be sequential.
 const SEQ_TRACK: usize = 4;
 
 /// One group's figures in one recording.
@@ -155,7 +155,8 @@ pub struct Figures {
     pub writes: u64,
     /// Data I/Os (reads and writes) per size class.
     pub sizes: [u64; SIZE_CLASSES],
-    /// Data I/Os that start where one of the group's previous I/Os on the device ended.
+    /// Data I/Os that start where one of the previous I/Os of their stream ended: of the same
+    /// thread on the same device (of the same file on the same device, for a file).
     pub sequential: u64,
     /// Latency (entry into the block layer to completion).
     pub latency: LogHist,
@@ -185,9 +186,9 @@ impl Figures {
     }
 }
 
-/// A group while a segment is folded: its figures and the ends of its last I/Os in this
-/// segment (sequential I/O is found within a segment, so the figures do not depend on which
-/// worker reads which segments).
+/// A stream (a thread on a device, or a file on a device) while a segment is folded: its
+/// figures and the ends of its last I/Os in this segment (sequential I/O is found within a
+/// segment, so the figures do not depend on which worker reads which segments).
 #[derive(Default)]
 struct Entry {
     f: Figures,
@@ -307,25 +308,24 @@ impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
     }
 }
 
-/// What a worker folds one side's segments into: a group per key of each scope asked for
-/// (the whole recording is the sum of its devices).
+/// A thread's I/O on one device in one cgroup (0 when the cgroups are not compared): the
+/// whole recording, its devices, processes and cgroups are sums of these.
+type ThreadKey = (u32, u32, u32, u64);
+
+/// What a worker folds one side's segments into: an entry per thread on a device (few, so
+/// their entries stay in cache) and, when files are compared, per file on a device.
 #[derive(Default)]
 struct Acc {
     /// Segments folded (numbers the segment of [`Entry::ends`]).
     segs: u64,
-    dev: Keyed<u32>,
-    /// (pid << 32 | tid).
-    proc: Keyed<u64>,
+    threads: Keyed<ThreadKey>,
     /// (dev << 32 | path id).
     file: Keyed<u64>,
-    cgroup: Keyed<u64>,
 }
 
-/// Which scopes a pass folds: devices (also for the total), processes, files, cgroups.
+/// What a pass folds besides threads: files, and cgroups (into the thread key).
 #[derive(Clone, Copy)]
 struct Folded {
-    dev: bool,
-    proc: bool,
     file: bool,
     cgroup: bool,
 }
@@ -345,28 +345,20 @@ impl Acc {
                 latency_ns: b.latency_ns[i],
                 queue_ns: b.queue_ns.get(i),
             };
-            if on.dev {
-                self.dev.get(io.dev).add(seg, &io);
-            }
-            if on.proc {
-                let key = u64::from(b.pid[i]) << 32 | u64::from(b.tid[i]);
-                self.proc.get(key).add(seg, &io);
-            }
+            let cgroup = if on.cgroup { b.cgroup_id[i] } else { 0 };
+            self.threads
+                .get((io.dev, b.pid[i], b.tid[i], cgroup))
+                .add(seg, &io);
             if on.file {
                 let key = u64::from(io.dev) << 32 | u64::from(b.path_id[i]);
                 self.file.get(key).add(seg, &io);
-            }
-            if on.cgroup {
-                self.cgroup.get(b.cgroup_id[i]).add(seg, &io);
             }
         }
     }
 
     fn merge(&mut self, o: Acc) {
-        self.dev.merge(o.dev);
-        self.proc.merge(o.proc);
+        self.threads.merge(o.threads);
         self.file.merge(o.file);
-        self.cgroup.merge(o.cgroup);
     }
 }
 
@@ -407,12 +399,11 @@ pub fn read_side(
         on[i] = scopes.is_empty() || scopes.contains(s);
     }
     let folded = Folded {
-        dev: on[0] || on[1],
-        proc: on[2],
         file: on[3],
         // Only traces with a cgroups table have cgroup groups.
         cgroup: on[4] && any_cgroup_table(&inputs),
     };
+    on[4] = folded.cgroup;
     let mut groups: HashMap<(Scope, String), Figures> = HashMap::new();
     let mut has_cgroups = false;
     let info: PassInfo = pass(
@@ -424,40 +415,55 @@ pub fn read_side(
         Acc::merge,
         |t: TraceDone<'_, Acc>| {
             let src = t.input;
-            let acc = t.acc;
-            let mut put = |scope: Scope, name: String, f: &Figures| {
-                groups.entry((scope, name)).or_default().merge(f);
+            // The groups of this trace by raw key (total, device, (pid, tid), cgroup), then
+            // by name.
+            let mut by: [IntMap<u64, Figures>; 4] = Default::default();
+            for ((dev, pid, tid, cgroup), e) in t.acc.threads.drain() {
+                let keys = [
+                    0,
+                    u64::from(dev),
+                    u64::from(pid) << 32 | u64::from(tid),
+                    cgroup,
+                ];
+                for (s, k) in [0, 1, 2, 4].into_iter().zip(keys) {
+                    if on[s] {
+                        let slot = if s == 4 { 3 } else { s };
+                        by[slot].entry(k).or_default().merge(&e.f);
+                    }
+                }
+            }
+            let mut put = |scope: Scope, name: String, f: Figures| match groups.entry((scope, name))
+            {
+                std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(&f),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(f);
+                }
             };
-            let mut total = Figures::default();
-            for (dev, e) in acc.dev.drain() {
-                if on[0] {
-                    total.merge(&e.f);
-                }
-                if on[1] {
-                    put(Scope::Dev, device_name(src, dev), &e.f);
-                }
+            let [total, devs, procs, cgroups] = by;
+            for (_, f) in total {
+                put(Scope::Total, "all".into(), f);
             }
-            if on[0] && total.ios > 0 {
-                put(Scope::Total, "all".into(), &total);
+            for (dev, f) in devs {
+                put(Scope::Dev, device_name(src, dev as u32), f);
             }
-            for (key, e) in acc.proc.drain() {
+            for (key, f) in procs {
                 let (pid, tid) = ((key >> 32) as u32, key as u32);
                 let args = src.args(tid).cloned();
-                put(Scope::Proc, process_name(args.as_deref(), pid), &e.f);
+                put(Scope::Proc, process_name(args.as_deref(), pid), f);
             }
-            for (key, e) in acc.file.drain() {
+            for (key, e) in t.acc.file.drain() {
                 let (dev, path_id) = ((key >> 32) as u32, key as u32);
-                put(Scope::File, file_name(src, dev, path_id), &e.f);
+                put(Scope::File, file_name(src, dev, path_id), e.f);
             }
-            for (id, e) in acc.cgroup.drain() {
+            for (id, f) in cgroups {
                 match src.cgroup(id) {
                     Some(c) => {
                         has_cgroups = true;
-                        put(Scope::Cgroup, cgroup_name(c), &e.f)
+                        put(Scope::Cgroup, cgroup_name(c), f)
                     }
                     // A trace of the side without a cgroups table: no cgroup groups.
                     None if id == 0 || !src.has_cgroup_table() => {}
-                    None => put(Scope::Cgroup, format!("cgroup:{id}"), &e.f),
+                    None => put(Scope::Cgroup, format!("cgroup:{id}"), f),
                 }
             }
         },
@@ -734,7 +740,7 @@ pub enum Value {
     /// A number.
     Num(f64),
     /// A size mix: the share (%) of data I/Os in each size class.
-    Mix([f64; SIZE_CLASSES]),
+    Mix(Box<[f64; SIZE_CLASSES]>),
 }
 
 impl Value {
@@ -977,7 +983,7 @@ fn value(m: Metric, f: &Figures, dur_s: f64) -> Option<Value> {
                 for (s, &c) in m.iter_mut().zip(&f.sizes) {
                     *s = c as f64 * 100.0 / n as f64;
                 }
-                Value::Mix(m)
+                Value::Mix(Box::new(m))
             })
         }
         Metric::MeanLatency => f.latency.mean().map(|v| Value::Num(v / 1000.0)),
@@ -1017,7 +1023,12 @@ fn compare_metric(
         }
         (Some(Value::Mix(x)), Some(Value::Mix(y))) => {
             // Total variation distance: the share of I/Os that would have to change class.
-            let tvd = x.iter().zip(y).map(|(p, q)| (p - q).abs()).sum::<f64>() / 2.0;
+            let tvd = x
+                .iter()
+                .zip(y.iter())
+                .map(|(p, q)| (p - q).abs())
+                .sum::<f64>()
+                / 2.0;
             (Some(tvd), None)
         }
         _ => (None, None),
