@@ -141,6 +141,11 @@ pub struct AnalyzeArgs {
     /// Only I/O matching EXPR (same language as `record -f`).
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Only I/O of this device, named as `iodump info` lists it (sda, sda1, dm-0, md127, or
+    /// MAJ:MIN); repeatable. The disk below LVM, dm-crypt or md RAID answers with the files and
+    /// processes its I/O served.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub devices: Vec<String>,
     /// Only I/O of tasks of this container or pod, from the trace's cgroups table: a prefix
     /// of the container id or pod UID, `RUNTIME:ID` or `pod:UID` (as `record --container`).
     #[arg(long, value_name = "ID")]

@@ -138,12 +138,18 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--filter`, `--container` and `--cgroup` as one expression.
+/// `--filter`, `--device`, `--container` and `--cgroup` as one expression.
 fn analyze_filter(a: &AnalyzeArgs) -> anyhow::Result<Option<iodump_format::expr::Expr>> {
     use iodump_format::expr::Expr;
     let mut parts: Vec<Expr> = Vec::new();
     if let Some(f) = a.filter.as_deref() {
         parts.push(crate::cli::parse_filter("--filter", f)?);
+    }
+    if !a.devices.is_empty() {
+        let inputs = iodump_analyze::input::InputPath::expand(&a.files)?;
+        let devs = iodump_analyze::input::select_devices(&inputs, &a.devices)?;
+        let any: Vec<String> = devs.iter().map(|d| format!("dev == {d:?}")).collect();
+        parts.push(crate::cli::parse_filter("--device", &any.join(" || "))?);
     }
     if let Some(c) = &a.container {
         parts.push(Expr::for_container(c));

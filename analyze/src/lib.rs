@@ -61,6 +61,13 @@ pub enum AnalyzeError {
     },
     /// Traces and Parquet directories given together.
     MixedInputs,
+    /// A device asked for (`analyze -d`) that no input has.
+    UnknownDevice {
+        /// The name asked for.
+        name: String,
+        /// The devices the inputs have.
+        known: Vec<String>,
+    },
     /// A container or cgroup filter over a Parquet directory (the cgroups table is joined in
     /// Spark or DuckDB, not here).
     CgroupsFromParquet {
@@ -143,6 +150,15 @@ impl fmt::Display for AnalyzeError {
             ),
             AnalyzeError::MixedInputs => f.write_str(
                 "give either .iod traces or directories written by `iodump convert`, not both",
+            ),
+            AnalyzeError::UnknownDevice { name, known } => write!(
+                f,
+                "no device {name:?} in the input (its devices: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
             ),
             AnalyzeError::CgroupsFromParquet { dir } => write!(
                 f,

@@ -276,6 +276,31 @@ fn small_table<K>(
     Ok(out)
 }
 
+/// The rows of a dataset's `devices` table.
+pub(crate) fn parquet_devices(dir: &Path) -> Result<Vec<crate::input::KnownDevice>, AnalyzeError> {
+    let names = small_table(dir, "devices", ["dev_t", "name"], |c, i| {
+        c.as_any()
+            .downcast_ref::<StringArray>()
+            .map(|a| a.value(i).to_string())
+    })?;
+    let parts = small_table(dir, "devices", ["partition_of", "name"], |c, i| {
+        c.as_any()
+            .downcast_ref::<StringArray>()
+            .map(|a| (!a.is_null(i)).then(|| a.value(i).to_string()))
+    })?;
+    Ok(names
+        .into_iter()
+        .zip(parts)
+        .map(
+            |((_, dev_t, name), (_, partition_of, _))| crate::input::KnownDevice {
+                name,
+                dev_t,
+                partition_of,
+            },
+        )
+        .collect())
+}
+
 /// A row of a dataset's `processes` table: (trace, tid, (comm, args)).
 type ProcRow = (String, u32, (String, String));
 

@@ -1098,6 +1098,7 @@ pub(crate) fn parquet_filter_mask(
                 .flatten(),
             dirtier_pid: (!dirtier.is_null(i)).then(|| dirtier.u32(i)),
             cgroup_id: cgroup.u64(i),
+            upper: None,
         };
         let (c, p) = (text_unbytes(comm.value(i)), text_unbytes(path.value(i)));
         let v = ResolvedView {

@@ -7,7 +7,7 @@ use crate::column::{
     SeqState, Transform,
 };
 use crate::error::DecodeError;
-use crate::event::{DevT, Event, Flags, Op, Syscall};
+use crate::event::{DevT, Event, Flags, Op, Syscall, UpperIo};
 
 /// Most events one segment may hold (readers reject more).
 pub const MAX_SEGMENT_EVENTS: usize = 1 << 22;
@@ -46,8 +46,20 @@ pub mod col {
     pub const DIRTIER_PID: u64 = 15;
     /// `cgroup_id`, u64.
     pub const CGROUP_ID: u64 = 16;
+    /// `upper_dev`, u32, nullable (since 1.4).
+    pub const UPPER_DEV: u64 = 17;
+    /// `upper_timestamp_ns`, u64, nullable, Delta (since 1.4).
+    pub const UPPER_TIMESTAMP_NS: u64 = 18;
     /// Number of column ids defined by this version.
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 18;
+    /// The nullable columns.
+    pub const NULLABLE: [u64; 5] = [
+        QUEUE_NS,
+        SYSCALL,
+        DIRTIER_PID,
+        UPPER_DEV,
+        UPPER_TIMESTAMP_NS,
+    ];
 }
 
 /// A column that may hold nulls.
@@ -110,6 +122,10 @@ pub struct EventBatch {
     pub dirtier_pid: Nullable<u32>,
     /// See [`Event::cgroup_id`].
     pub cgroup_id: Vec<u64>,
+    /// [`UpperIo::dev`] of [`Event::upper`] (null when there is none).
+    pub upper_dev: Nullable<u32>,
+    /// [`UpperIo::timestamp_ns`] of [`Event::upper`] (null when there is none).
+    pub upper_timestamp_ns: Nullable<u64>,
 }
 
 impl EventBatch {
@@ -140,7 +156,16 @@ impl EventBatch {
             syscall: self.syscall.get(i).map(Syscall),
             dirtier_pid: self.dirtier_pid.get(i),
             cgroup_id: self.cgroup_id[i],
+            upper: self.upper(i),
         }
+    }
+    /// [`Event::upper`] of row `i`.
+    #[inline]
+    pub fn upper(&self, i: usize) -> Option<UpperIo> {
+        Some(UpperIo {
+            dev: DevT(self.upper_dev.get(i)?),
+            timestamp_ns: self.upper_timestamp_ns.get(i).unwrap_or(0),
+        })
     }
     /// `latency_ns - queue_ns` of row `i` (see [`Event::device_ns`]).
     pub fn device_ns(&self, i: usize) -> u64 {
@@ -171,6 +196,10 @@ impl EventBatch {
         self.dirtier_pid.values.clear();
         self.dirtier_pid.valid = None;
         self.cgroup_id.clear();
+        self.upper_dev.values.clear();
+        self.upper_dev.valid = None;
+        self.upper_timestamp_ns.values.clear();
+        self.upper_timestamp_ns.valid = None;
     }
     /// Builds a batch from events (tests, conversions).
     pub fn from_events(events: &[Event]) -> EventBatch {
@@ -213,6 +242,12 @@ impl EventBatch {
         push_opt(&mut self.syscall, e.syscall.map(|s| s.0), len);
         push_opt(&mut self.dirtier_pid, e.dirtier_pid, len);
         self.cgroup_id.push(e.cgroup_id);
+        push_opt(&mut self.upper_dev, e.upper.map(|u| u.dev.0), len);
+        push_opt(
+            &mut self.upper_timestamp_ns,
+            e.upper.map(|u| u.timestamp_ns),
+            len,
+        );
     }
 }
 
@@ -222,8 +257,9 @@ pub struct SegmentScratch {
     col: EncodeScratch,
     /// Column `id` is `cols[id - 1]`; nullable columns hold their present values only.
     cols: [Vec<u64>; col::COUNT],
-    /// Row validity of the nullable columns: queue_ns, syscall, dirtier_pid.
-    valid: [Vec<bool>; 3],
+    /// Row validity of the nullable columns: queue_ns, syscall, dirtier_pid, upper (both
+    /// upper columns are null together).
+    valid: [Vec<bool>; 4],
     block: Vec<u8>,
 }
 
@@ -244,11 +280,11 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
         v.clear();
         v.reserve(n);
     }
-    let mut all_valid = [true; 3];
+    let mut all_valid = [true; 4];
     {
-        let [ts, dev, sector, bytes, op, flags, pid, tid, path, queue, lat, err, cpu, sys, dirt, cg] =
+        let [ts, dev, sector, bytes, op, flags, pid, tid, path, queue, lat, err, cpu, sys, dirt, cg, up_dev, up_ts] =
             &mut s.cols;
-        let [queue_ok, sys_ok, dirt_ok] = &mut s.valid;
+        let [queue_ok, sys_ok, dirt_ok, up_ok] = &mut s.valid;
         let opt = |col: &mut Vec<u64>, ok: &mut Vec<bool>, all: &mut bool, v: Option<u64>| {
             ok.push(v.is_some());
             match v {
@@ -256,7 +292,7 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
                 None => *all = false,
             }
         };
-        let [q_all, s_all, d_all] = &mut all_valid;
+        let [q_all, s_all, d_all, u_all] = &mut all_valid;
         for e in events {
             ts.push(e.timestamp_ns);
             dev.push(e.dev.0 as u64);
@@ -274,11 +310,19 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
             opt(sys, sys_ok, s_all, e.syscall.map(|s| s.0 as u64));
             opt(dirt, dirt_ok, d_all, e.dirtier_pid.map(|p| p as u64));
             cg.push(e.cgroup_id);
+            up_ok.push(e.upper.is_some());
+            match e.upper {
+                Some(u) => {
+                    up_dev.push(u.dev.0 as u64);
+                    up_ts.push(u.timestamp_ns);
+                }
+                None => *u_all = false,
+            }
         }
     }
     let transforms = |id: u64| -> &'static [Transform] {
         match id {
-            col::TIMESTAMP_NS => &[Delta],
+            col::TIMESTAMP_NS | col::UPPER_TIMESTAMP_NS => &[Delta],
             col::SECTOR => &[Plain, Seq, SeqFile],
             _ => &[Plain],
         }
@@ -288,6 +332,7 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
             col::QUEUE_NS => Some(0),
             col::SYSCALL => Some(1),
             col::DIRTIER_PID => Some(2),
+            col::UPPER_DEV | col::UPPER_TIMESTAMP_NS => Some(3),
             _ => None,
         }
         .filter(|&v| !all_valid[v])
@@ -400,8 +445,7 @@ pub fn decode_segment_into(
         if s.meta[i].is_none() {
             s.values[i].clear();
             s.values[i].resize(rows, 0);
-            let nullable =
-                [col::QUEUE_NS, col::SYSCALL, col::DIRTIER_PID].contains(&(i as u64 + 1));
+            let nullable = col::NULLABLE.contains(&(i as u64 + 1));
             s.valid[i].clear();
             if nullable {
                 s.valid[i].resize(rows, false);
@@ -511,6 +555,8 @@ pub fn decode_segment_into(
     let (q, qv) = nullable_into(col::QUEUE_NS, u64::MAX, "queue_ns")?;
     let (sc, scv) = nullable_into(col::SYSCALL, U16, "syscall")?;
     let (dp, dpv) = nullable_into(col::DIRTIER_PID, U32, "dirtier_pid")?;
+    let (ud, udv) = nullable_into(col::UPPER_DEV, U32, "upper_dev")?;
+    let (ut, utv) = nullable_into(col::UPPER_TIMESTAMP_NS, u64::MAX, "upper_timestamp_ns")?;
     recycle(
         &mut out.queue_ns.values,
         &mut s.values[col::QUEUE_NS as usize - 1],
@@ -523,8 +569,18 @@ pub fn decode_segment_into(
     out.dirtier_pid.values.clear();
     out.dirtier_pid.values.extend(dp.iter().map(|&x| x as u32));
     out.dirtier_pid.valid = dpv;
+    out.upper_dev.values.clear();
+    out.upper_dev.values.extend(ud.iter().map(|&x| x as u32));
+    out.upper_dev.valid = udv;
+    recycle(
+        &mut out.upper_timestamp_ns.values,
+        &mut s.values[col::UPPER_TIMESTAMP_NS as usize - 1],
+        ut,
+    );
+    out.upper_timestamp_ns.valid = utv;
     s.values[col::SYSCALL as usize - 1] = sc;
     s.values[col::DIRTIER_PID as usize - 1] = dp;
+    s.values[col::UPPER_DEV as usize - 1] = ud;
     // u64 columns move into the batch; the batch's old buffers come back as scratch.
     for (id, dst) in [
         (col::TIMESTAMP_NS, &mut out.timestamp_ns),

@@ -66,6 +66,14 @@ fn edge_events() -> Vec<Event> {
             } else {
                 4026531835 + i % 3
             },
+            upper: if i % 4 == 1 {
+                Some(UpperIo {
+                    dev: DevT::new(253, (i % 2) as u32),
+                    timestamp_ns: 5_000_000_000 + i * 1234 - (i % 9) * 100,
+                })
+            } else {
+                None
+            },
         });
     }
     v
