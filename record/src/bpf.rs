@@ -569,7 +569,7 @@ fn kernel_symbols(kbtf: &KernelBtf, off: &mut Vec<String>) -> HashMap<String, u6
 /// The kernel's struct fields the program reads that have moved between kernels, each with
 /// the alternatives it knows (ebpf/core_fixes.bpf.h): a kernel that has none of them loads
 /// the program all the same, without that one feature, said here.
-const MOVED_FIELDS: [(&str, &[&str], &str); 2] = [
+const MOVED_FIELDS: [(&str, &[&str], &str); 6] = [
     (
         "dentry",
         &["d_u.d_alias", "d_alias"],
@@ -581,6 +581,29 @@ const MOVED_FIELDS: [(&str, &[&str], &str); 2] = [
         &["compound_head", "compound_info"],
         "file paths of page-cache I/O on the tail pages of large folios: struct page has \
          neither compound_head nor compound_info",
+    ),
+    (
+        "page",
+        &["mapping"],
+        "file paths of page-cache I/O (buffered reads and writes, writeback, mmap): struct \
+         page has no mapping",
+    ),
+    (
+        "inode",
+        &["i_dentry"],
+        "file paths found from the inode alone (writeback, page-cache I/O whose file is not \
+         at hand): struct inode has no i_dentry",
+    ),
+    (
+        "iomap_dio",
+        &["iocb"],
+        "file paths of direct I/O through iomap (ext4, xfs): struct iomap_dio has no iocb",
+    ),
+    (
+        "bio",
+        &["bi_blkg"],
+        "the cgroup of writeback submitted by kernel threads (the dirtier's): struct bio has \
+         no bi_blkg (a kernel without CONFIG_BLK_CGROUP)",
     ),
 ];
 
