@@ -252,18 +252,28 @@ pub fn json_line(l: &mut Vec<u8>, utc_ns: i64, e: &Event, comm: &[u8], path: &[u
     }
     l.extend_from_slice(b",\"dirtier_pid\":");
     json_opt(l, e.dirtier_pid.map(u64::from));
-    let _ = write!(l, ",\"cgroup_id\":{},\"upper_dev\":", e.cgroup_id);
-    match e.upper {
-        Some(u) => {
-            let _ = write!(l, "\"{}\",\"upper_timestamp_ns\":{}", u.dev, u.timestamp_ns);
-        }
-        None => l.extend_from_slice(b"null,\"upper_timestamp_ns\":null"),
-    }
+    let _ = write!(l, ",\"cgroup_id\":{}", e.cgroup_id);
+    json_upper(l, e);
     l.extend_from_slice(b",\"path\":");
     escape_json(l, path);
     l.extend_from_slice(b",\"args\":");
     escape_json(l, args);
     l.extend_from_slice(b"}\n");
+}
+
+/// Appends `,"upper_dev":"MAJ:MIN","upper_timestamp_ns":N` (both `null` when the event has
+/// no [`Event::upper`]).
+pub fn json_upper(l: &mut Vec<u8>, e: &Event) {
+    match e.upper {
+        Some(u) => {
+            let _ = write!(
+                l,
+                ",\"upper_dev\":\"{}\",\"upper_timestamp_ns\":{}",
+                u.dev, u.timestamp_ns
+            );
+        }
+        None => l.extend_from_slice(b",\"upper_dev\":null,\"upper_timestamp_ns\":null"),
+    }
 }
 
 /// Appends one event as a line (with its newline) to `l`. `comm`, `path` and `args` are the

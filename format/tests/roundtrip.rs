@@ -242,7 +242,7 @@ fn round_trip_every_field() {
         Some(&b"/usr/sbin/mysqld --datadir=/var/lib/a b,\"c\"\n\xff"[..])
     );
     assert_eq!(r.args(1000, 1001, 4), Some(&b"fio"[..]));
-    assert_eq!(r.version(), (1, 3));
+    assert_eq!(r.version(), (1, 4));
     assert!(t.has_cgroup_table());
     let c = t.cgroup(42).unwrap();
     assert_eq!(c.path, "/system.slice/docker-0123456789abcdef.scope");

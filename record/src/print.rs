@@ -13,7 +13,7 @@ use std::sync::Arc;
 use iodump_format::inthash::IntMap;
 use iodump_format::summary::civil_from_days;
 use iodump_format::text::{
-    csv_line, escape_json, escape_text, header_line, json_line, json_opt, LineFormat,
+    csv_line, escape_json, escape_text, header_line, json_line, json_opt, json_upper, LineFormat,
 };
 use iodump_format::{Device, Event, Flags, Header, Op};
 
@@ -626,6 +626,7 @@ fn rows_json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], arg
         e.error, e.cpu, e.cgroup_id
     );
     json_opt(l, e.dirtier_pid.map(u64::from));
+    json_upper(l, e);
     l.extend_from_slice(b",\"args\":");
     escape_json(l, args);
     l.extend_from_slice(b"}\n");
