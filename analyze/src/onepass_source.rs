@@ -344,7 +344,7 @@ fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
             let inode = IntColumn::of(&b, "inode")?;
             let generation = IntColumn::of(&b, "generation").ok();
             for i in 0..b.num_rows() {
-                let dev = parse_dev_t(dev_t.value(i));
+                let dev = parse_dev_t(dev_t.value(i), &p)?;
                 let g = generation
                     .as_ref()
                     .filter(|g| !g.is_null(i))
@@ -360,10 +360,19 @@ fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
     Ok(out)
 }
 
-/// `MAJ:MIN` as the trace's device number (0:0 when it is not one).
-pub(crate) fn parse_dev_t(s: &str) -> u32 {
-    let (ma, mi) = s.split_once(':').unwrap_or(("0", "0"));
-    DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)).0
+/// `MAJ:MIN` (a `dev_t` column of `iodump convert`'s tables) as the trace's device number;
+/// anything else is an error naming the file it was read from.
+pub(crate) fn parse_dev_t(s: &str, file: &Path) -> Result<u32, AnalyzeError> {
+    let parsed = s.split_once(':').and_then(|(ma, mi)| {
+        let (ma, mi) = (ma.parse::<u32>().ok()?, mi.parse::<u32>().ok()?);
+        (ma < 1 << 12 && mi < 1 << 20).then(|| DevT::new(ma, mi).0)
+    });
+    parsed.ok_or_else(|| AnalyzeError::Query {
+        message: format!(
+            "{}: dev_t {s:?} is not a device number (MAJ:MIN)",
+            file.display()
+        ),
+    })
 }
 
 /// A Parquet dataset of `iodump convert`: its `io` row groups and its small tables, re-keyed.
@@ -626,5 +635,34 @@ impl ParquetSet {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_device_number_is_an_error_not_0_0() {
+        let f = Path::new("ds/files/part-0.parquet");
+        assert_eq!(parse_dev_t("8:1", f).unwrap(), DevT::new(8, 1).0);
+        assert_eq!(parse_dev_t("0:0", f).unwrap(), 0);
+        for bad in [
+            "",
+            "8",
+            "8:",
+            ":1",
+            "a:b",
+            "8:1x",
+            "-1:2",
+            "4096:0",
+            "8:1048576",
+        ] {
+            let e = parse_dev_t(bad, f).unwrap_err().to_string();
+            assert!(
+                e.contains("not a device number") && e.contains("part-0"),
+                "{bad}: {e}"
+            );
+        }
     }
 }

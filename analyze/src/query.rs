@@ -1262,7 +1262,7 @@ fn parquet_files_table(dir: &Path) -> Result<DataFrame, AnalyzeError> {
                     .map(|g| g.u32(i));
                 by_trace.entry(t.value(i).to_string()).or_default().push((
                     id.u32(i),
-                    u64::from(crate::onepass_source::parse_dev_t(dev.value(i))),
+                    u64::from(crate::onepass_source::parse_dev_t(dev.value(i), &p)?),
                     ino.u64(i),
                     g,
                     pa.value(i).to_string(),
