@@ -537,6 +537,7 @@ fn renames_are_named_at_once() {
         let r = Reader::open(&t).unwrap();
         let mnt = fs.mnt.as_os_str().as_bytes().to_vec();
         let (mut checked, mut stale) = (0, 0);
+        let mut first_stale = String::new();
         for e in r.events().filter(|e| e.op == Op::Write && e.bytes == 4096) {
             let Some(p) = r.tables().path(e.path_id) else {
                 continue;
@@ -551,9 +552,28 @@ fn renames_are_named_at_once() {
             checked += 1;
             if p.path != *want || p.deleted != *deleted {
                 stale += 1;
+                if first_stale.is_empty() {
+                    first_stale = format!(
+                        "first: {} (deleted {}) at {} by tid {} sector {}, wanted {} (deleted {})",
+                        String::from_utf8_lossy(&p.path),
+                        p.deleted,
+                        e.timestamp_ns,
+                        e.tid,
+                        e.sector,
+                        String::from_utf8_lossy(want),
+                        deleted
+                    );
+                }
             }
         }
         assert!(checked >= 300, "{kind}: {checked} writes after a change");
+        if stale > 0 {
+            let named: Vec<(u64, bool, String)> = changes
+                .iter()
+                .map(|c| (c.0, c.1, String::from_utf8_lossy(&c.2).into_owned()))
+                .collect();
+            eprintln!("{kind}: {stale} stale; {first_stale}; changes {named:?}");
+        }
         (checked, stale)
     };
     for kind in FILESYSTEMS {
