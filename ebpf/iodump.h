@@ -183,7 +183,12 @@
                                       * as IODUMP_CNT_NO_START too */
 #define IODUMP_CNT_NAMES_CHANGED  17 /* renames and unlinks seen (their sys_exit
                                       * tracepoints): each moves names_gen */
-#define IODUMP_CNT_MAX            18
+#define IODUMP_CNT_BIO_RESCUED    18 /* bio completions the second program on
+                                      * block_bio_complete finished because the kernel
+                                      * skipped the first (it was running on that CPU
+                                      * already): recursion misses of tp_bio_done that lost
+                                      * nothing */
+#define IODUMP_CNT_MAX            19
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_io_event: one block I/O, sent at completion. 120 bytes.

@@ -107,8 +107,11 @@ pub mod counter {
     pub const RQ_UNTRACKED: u32 = 16;
     /// Renames and unlinks seen (each moves the names generation).
     pub const NAMES_CHANGED: u32 = 17;
+    /// Bio completions the second program on block_bio_complete finished for the first,
+    /// which the kernel skipped (recursion misses of the first that lost nothing).
+    pub const BIO_RESCUED: u32 = 18;
     /// Number of counters.
-    pub const MAX: u32 = 18;
+    pub const MAX: u32 = 19;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -129,6 +132,7 @@ pub mod counter {
         "flush_no_start",
         "rq_untracked",
         "names_changed",
+        "bio_rescued",
     ];
 }
 
@@ -424,6 +428,7 @@ mod tests {
             ("IODUMP_CNT_LOST_STALE", counter::LOST_STALE),
             ("IODUMP_CNT_EMITTED", counter::EMITTED),
             ("IODUMP_CNT_BATCHES", counter::BATCHES),
+            ("IODUMP_CNT_BIO_RESCUED", counter::BIO_RESCUED),
             ("IODUMP_CNT_MAX", counter::MAX),
             ("IODUMP_PK_BDEV", path_kind::BDEV as u32),
             ("IODUMP_PK_DIO", path_kind::DIO as u32),
