@@ -769,24 +769,14 @@ fn wall_ns() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-/// Parses an interval: `1s`, `500ms`, `2.5s`, `1m`, or bare seconds (`2`).
+/// Parses an interval in the one grammar of every duration flag (`iodump_format::units`):
+/// `1s`, `500ms`, `2.5s`, `1m`, `250us`, or bare seconds (`2`); `None` for a malformed or zero
+/// one.
 pub fn parse_interval(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let v: f64 = num.trim().parse().ok()?;
-    let secs = match unit {
-        "ms" => v / 1e3,
-        "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs > 0.0)
-        .then(|| Duration::try_from_secs_f64(secs).ok())
-        .flatten()
+    iodump_format::units::parse_duration_ns(s)
+        .ok()
+        .filter(|&ns| ns > 0)
+        .map(Duration::from_nanos)
 }
 
 /// A rate for a narrow column: `0`, `3.5`, `1234`.
