@@ -626,17 +626,21 @@ fn a_kernel_without_a_field_turns_off_one_feature() {
     std::fs::write(&patched, &btf).unwrap();
     let f = random_file(&fs, "data/read.bin", 4);
     drop_caches();
+    // `iodump record --btf PATCHED -d DEV -o TRACE -- CMD...`
+    let record = |trace: &PathBuf, cmd: &[std::ffi::OsString]| {
+        Command::new(env!("CARGO_BIN_EXE_iodump"))
+            .args(["record", "--btf"])
+            .arg(&patched)
+            .args(["-d", &fs.dev(), "-o"])
+            .arg(trace)
+            .arg("--")
+            .args(cmd)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap()
+    };
     let t = fs.dir.join("moved.iod");
-    let out = Command::new(env!("CARGO_BIN_EXE_iodump"))
-        .args(["record", "--btf"])
-        .arg(&patched)
-        .args(["-d", &fs.dev(), "-o"])
-        .arg(&t)
-        .args(["--", "cat"])
-        .arg(&f)
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
+    let out = record(&t, &["cat".into(), f.clone().into()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && !err.contains("panicked"), "{err}");
     let off: Vec<&str> = err
@@ -655,16 +659,9 @@ fn a_kernel_without_a_field_turns_off_one_feature() {
     }
     // Direct reads (iomap) of a file whose iocb cannot be read are not attributed either.
     let direct = fs.dir.join("moved-direct.iod");
-    let out = Command::new(env!("CARGO_BIN_EXE_iodump"))
-        .args(["record", "--btf"])
-        .arg(&patched)
-        .args(["-d", &fs.dev(), "-o"])
-        .arg(&direct)
-        .args(["--", "dd", "bs=64k", "iflag=direct", "of=/dev/null"])
-        .arg(format!("if={}", f.display()))
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
+    let input = format!("if={}", f.display());
+    let dd = ["dd", "bs=64k", "iflag=direct", "of=/dev/null", &input];
+    let out = record(&direct, &dd.map(std::ffi::OsString::from));
     assert!(
         out.status.success(),
         "{}",
