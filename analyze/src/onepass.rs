@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
+use iodump_format::segment::{col, Columns};
 use iodump_format::stats::quantile_linear;
 use iodump_format::summary::rfc3339_utc;
 use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
@@ -191,6 +192,31 @@ fn pass<A: Send>(
     init: impl Fn() -> A + Sync + Send,
     seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
     merge: impl Fn(&mut A, A) + Sync + Send,
+    done: impl FnMut(TraceDone<'_, A>),
+) -> Result<PassInfo, AnalyzeError> {
+    pass_reading(
+        Columns::ALL,
+        paths,
+        filter,
+        progress,
+        init,
+        seg,
+        merge,
+        done,
+    )
+}
+
+/// [`pass`] decoding only the columns `want` of each trace segment (the batch `seg` sees has
+/// the others empty; with a filter, every column is decoded).
+#[allow(clippy::too_many_arguments)]
+fn pass_reading<A: Send>(
+    want: Columns,
+    paths: &[InputPath],
+    filter: Option<&Expr>,
+    progress: &(dyn Fn(u64) + Sync),
+    init: impl Fn() -> A + Sync + Send,
+    seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
+    merge: impl Fn(&mut A, A) + Sync + Send,
     mut done: impl FnMut(TraceDone<'_, A>),
 ) -> Result<PassInfo, AnalyzeError> {
     let mut info = PassInfo::default();
@@ -214,7 +240,7 @@ fn pass<A: Send>(
                     )
                 },
                 |(mut p, mut b, mut dec, mut keep), i| {
-                    match inp.load(i, &mut b, &mut dec, &mut keep, filter) {
+                    match inp.load(i, &mut b, &mut dec, &mut keep, filter, want) {
                         Ok(range) => {
                             p.range = union(p.range, range);
                             p.kept += keep.len() as u64;
@@ -298,7 +324,7 @@ fn ordered_pass<R: Send>(
                     .map_init(
                         || (EventBatch::default(), SegmentDecoder::new(), Vec::new()),
                         |(b, dec, keep), i| {
-                            let range = inp.load(i, b, dec, keep, filter)?;
+                            let range = inp.load(i, b, dec, keep, filter, Columns::ALL)?;
                             let mut rows = Vec::with_capacity(keep.len());
                             extract(inp.header(), b, keep, &mut rows);
                             progress(b.len() as u64);
@@ -543,7 +569,8 @@ pub fn top_files(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut rows: Vec<FileRow> = Vec::new();
-    let info = pass(
+    let info = pass_reading(
+        Columns::of(&[col::PATH_ID, col::BYTES, col::OP, col::LATENCY_NS, col::TID]),
         paths,
         filter,
         progress,
@@ -706,7 +733,8 @@ pub fn top_procs(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
-    let info = pass(
+    let info = pass_reading(
+        Columns::of(&[col::PID, col::TID, col::BYTES, col::OP]),
         paths,
         filter,
         progress,
@@ -795,7 +823,15 @@ pub fn latency(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut groups: HashMap<Option<String>, LatAcc> = HashMap::new();
-    let info = pass(
+    let info = pass_reading(
+        Columns::of(&[
+            col::LATENCY_NS,
+            col::QUEUE_NS,
+            col::DEV,
+            col::OP,
+            col::TID,
+            col::PATH_ID,
+        ]),
         paths,
         filter,
         progress,

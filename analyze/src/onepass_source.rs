@@ -15,6 +15,7 @@ use iodump_format::expr::Expr;
 
 use crate::input::InputPath;
 use iodump_format::inthash::IntMap;
+use iodump_format::segment::{col, Columns};
 use iodump_format::text::text_string;
 use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, SegmentDecoder};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -112,7 +113,9 @@ impl Source {
     }
 
     /// Reads unit `i` into `b` and puts the indices of the rows `filter` keeps in `keep`;
-    /// returns their UTC time range.
+    /// returns their UTC time range. A trace's segment has only the columns `want` (and the
+    /// timestamps) decoded, all of them when there is a filter; a dataset's row group has
+    /// every column.
     pub fn load(
         &self,
         i: usize,
@@ -120,11 +123,16 @@ impl Source {
         dec: &mut SegmentDecoder,
         keep: &mut Vec<u32>,
         filter: Option<&Expr>,
+        want: Columns,
     ) -> Result<Option<(i64, i64)>, Damage> {
         keep.clear();
         match &self.src {
             Src::Trace { reader, devs, .. } => {
-                reader.decode_segment_into(i, b, dec)?;
+                let want = match filter {
+                    Some(_) => Columns::ALL,
+                    None => want.union(Columns::of(&[col::TIMESTAMP_NS])),
+                };
+                reader.decode_segment_projected(i, want, b, dec)?;
                 match filter {
                     None => keep.extend(0..b.len() as u32),
                     Some(f) => keep.extend(
@@ -580,6 +588,7 @@ impl ParquetSet {
         let (queue, latency) = (int("queue_ns")?, int("latency_ns")?);
         let n = batch.num_rows();
         let before = b.len();
+        b.rows += n;
         b.timestamp_ns.extend(ts.iter().map(|&t| t as u64));
         sector.extend_u64(&mut b.sector);
         bytes.extend_u32(&mut b.bytes);

@@ -42,6 +42,7 @@ pub mod column;
 pub mod error;
 pub mod event;
 pub mod expr;
+pub mod frames;
 pub mod inthash;
 pub mod reader;
 pub mod recording;

@@ -62,6 +62,50 @@ pub mod col {
     ];
 }
 
+/// A set of event columns, by column id ([`col`]): what a reader decodes of a segment
+/// ([`decode_segment_projected`]). A column left out is not decoded, and a segment whose
+/// columns are compressed apart (§4.5 of the spec) does not even decompress it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Columns(u32);
+
+impl Columns {
+    /// Every column this version knows.
+    pub const ALL: Columns = Columns(((1u64 << (col::COUNT + 1)) - 2) as u32);
+    /// No column (the rows are still counted).
+    pub const NONE: Columns = Columns(0);
+
+    /// The columns with these ids (ids this version does not know are ignored).
+    pub const fn of(ids: &[u64]) -> Columns {
+        let mut bits = 0u32;
+        let mut i = 0;
+        while i < ids.len() {
+            if ids[i] >= 1 && ids[i] <= col::COUNT as u64 {
+                bits |= 1 << ids[i];
+            }
+            i += 1;
+        }
+        Columns(bits)
+    }
+    /// True when column `id` is in the set.
+    #[inline]
+    pub const fn contains(self, id: u64) -> bool {
+        id <= 31 && self.0 & (1 << id) != 0
+    }
+    /// Both sets.
+    pub const fn union(self, o: Columns) -> Columns {
+        Columns(self.0 | o.0)
+    }
+    /// The set and what decoding it needs: the sector column's sequential transforms are
+    /// undone with the device, byte count and path id of each row.
+    pub const fn needed(self) -> Columns {
+        if self.contains(col::SECTOR) {
+            self.union(Columns::of(&[col::DEV, col::BYTES, col::PATH_ID]))
+        } else {
+            self
+        }
+    }
+}
+
 /// A column that may hold nulls.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Nullable<T> {
@@ -87,9 +131,13 @@ impl<T: Copy> Nullable<T> {
     }
 }
 
-/// The events of one segment, column by column.
+/// The events of one segment, column by column. A batch decoded with a projection
+/// ([`Columns`]) has only those columns: the others are empty, and [`EventBatch::get`] needs
+/// them all.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventBatch {
+    /// Number of events (every column present has this many values).
+    pub rows: usize,
     /// See [`Event::timestamp_ns`].
     pub timestamp_ns: Vec<u64>,
     /// Device numbers ([`DevT`]'s inner value).
@@ -131,7 +179,7 @@ pub struct EventBatch {
 impl EventBatch {
     /// Number of events.
     pub fn len(&self) -> usize {
-        self.timestamp_ns.len()
+        self.rows
     }
     /// True when there are no events.
     pub fn is_empty(&self) -> bool {
@@ -177,6 +225,7 @@ impl EventBatch {
     }
     /// Empties every column, keeping the allocations.
     pub fn clear(&mut self) {
+        self.rows = 0;
         self.timestamp_ns.clear();
         self.dev.clear();
         self.sector.clear();
@@ -226,6 +275,7 @@ impl EventBatch {
             }
         }
         let len = self.len();
+        self.rows += 1;
         self.timestamp_ns.push(e.timestamp_ns);
         self.dev.push(e.dev.0);
         self.sector.push(e.sector);
@@ -261,6 +311,9 @@ pub struct SegmentScratch {
     /// upper columns are null together).
     valid: [Vec<bool>; 4],
     block: Vec<u8>,
+    /// Where each column's `varint column_id` starts, relative to the segment's first byte,
+    /// as (column id, offset): the bounds of the frames of a framed segment.
+    pub(crate) starts: Vec<(u64, usize)>,
 }
 
 /// Encodes `events` (already in the order they are to be stored) as a raw segment payload
@@ -268,6 +321,8 @@ pub struct SegmentScratch {
 pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8>) {
     use Transform::{Delta, None as Plain, Seq, SeqFile};
     let n = events.len();
+    let base = out.len();
+    s.starts.clear();
     put_varint(out, n as u64);
     put_varint(out, col::COUNT as u64);
     // Rows to columns in one pass: a segment (65,536 events of ~100 bytes) is larger than
@@ -349,6 +404,7 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
             validity,
         };
         encode_column(&colin, transforms(id), Some(&seq), &mut s.col, &mut s.block);
+        s.starts.push((id, out.len() - base));
         put_varint(out, id);
         put_varint(out, s.block.len() as u64);
         out.extend_from_slice(&s.block);
@@ -406,10 +462,23 @@ pub fn decode_segment_into(
     out: &mut EventBatch,
     s: &mut DecodeScratch,
 ) -> Result<(), DecodeError> {
+    decode_segment_projected(raw, Columns::ALL, out, s)
+}
+
+/// Decodes the columns `want` (and what they need, [`Columns::needed`]) of a raw segment
+/// payload into `out`; the other columns of `out` are left empty and their blocks are not
+/// decoded.
+pub fn decode_segment_projected(
+    raw: &[u8],
+    want: Columns,
+    out: &mut EventBatch,
+    s: &mut DecodeScratch,
+) -> Result<(), DecodeError> {
     let mut c = Cursor::new(raw);
     let rows = c.varint_max(MAX_SEGMENT_EVENTS as u64, "segment event count")? as usize;
     let ncols = c.varint_max(4096, "segment column count")?;
-    s.meta = Default::default();
+    let mut blocks: [&[u8]; col::COUNT] = [&[]; col::COUNT];
+    let mut seen = Columns::NONE;
     for _ in 0..ncols {
         let id = c.varint()?;
         let len = c.varint_max(c.remaining() as u64, "column length")? as usize;
@@ -417,15 +486,42 @@ pub fn decode_segment_into(
         if id == 0 || id > col::COUNT as u64 {
             continue; // a column of a later minor version: skip it
         }
-        let i = id as usize - 1;
-        if s.meta[i].is_some() {
+        if seen.contains(id) {
             return Err(DecodeError::Inconsistent {
                 what: "column present twice",
                 expected: 1,
                 actual: 2,
             });
         }
-        let m = decode_column_into(block, rows, &mut s.values[i], &mut s.valid[i])?;
+        seen = seen.union(Columns::of(&[id]));
+        blocks[id as usize - 1] = block;
+    }
+    if !c.is_empty() {
+        return Err(DecodeError::TrailingBytes {
+            what: "segment",
+            extra: c.remaining(),
+        });
+    }
+    decode_columns(rows, &blocks, seen, want.needed(), out, s)
+}
+
+/// Decodes the column blocks `blocks[id - 1]` (present where `seen` says so) that `want`
+/// names, for `rows` rows.
+pub(crate) fn decode_columns(
+    rows: usize,
+    blocks: &[&[u8]; col::COUNT],
+    seen: Columns,
+    want: Columns,
+    out: &mut EventBatch,
+    s: &mut DecodeScratch,
+) -> Result<(), DecodeError> {
+    s.meta = Default::default();
+    for id in 1..=col::COUNT as u64 {
+        if !seen.contains(id) || !want.contains(id) {
+            continue;
+        }
+        let i = id as usize - 1;
+        let m = decode_column_into(blocks[i], rows, &mut s.values[i], &mut s.valid[i])?;
         if m.pending_seq.is_some() && id != col::SECTOR {
             return Err(DecodeError::UnknownEncoding {
                 what: "seq transform outside the sector column",
@@ -434,15 +530,9 @@ pub fn decode_segment_into(
         }
         s.meta[i] = Some(m);
     }
-    if !c.is_empty() {
-        return Err(DecodeError::TrailingBytes {
-            what: "segment",
-            extra: c.remaining(),
-        });
-    }
     // Missing columns: zeros (non-nullable) or nulls (nullable).
     for i in 0..col::COUNT {
-        if s.meta[i].is_none() {
+        if s.meta[i].is_none() && want.contains(i as u64 + 1) {
             s.values[i].clear();
             s.values[i].resize(rows, 0);
             let nullable = col::NULLABLE.contains(&(i as u64 + 1));
@@ -456,6 +546,14 @@ pub fn decode_segment_into(
             });
         }
     }
+    // Columns not wanted: empty in `out`.
+    for i in 0..col::COUNT {
+        if !want.contains(i as u64 + 1) {
+            s.values[i].clear();
+            s.valid[i].clear();
+        }
+    }
+    out.rows = rows;
     let meta = |s: &DecodeScratch, id: u64| s.meta[id as usize - 1].unwrap_or_default();
     for (id, what) in [
         (col::TIMESTAMP_NS, "null timestamp_ns"),
