@@ -1,7 +1,7 @@
 //! Exports of a trace's events: CSV (the original iodump's columns
 //! `timestamp,pid,comm,iosize,rw,lba,path` first, then the rest, the process's command line
 //! `args` last; RFC 4180), JSON lines, and
-//! fio's iolog version 3 for `fio --read_iolog`.
+//! fio's iolog version 3 for `fio --read_iolog`, and a Perfetto trace ([`crate::perfetto`]).
 
 use std::io::Write;
 
@@ -19,6 +19,8 @@ pub enum ExportFormat {
     Jsonl,
     /// fio iolog version 3: one file per device, offsets in bytes on the device.
     FioIolog,
+    /// A Perfetto trace (TrackEvent protobuf): a track per device and process, counters.
+    Perfetto,
 }
 
 /// What an export wrote.
@@ -49,6 +51,7 @@ pub fn export(
         ExportFormat::Csv => lines(r, LineFormat::Csv, out),
         ExportFormat::Jsonl => lines(r, LineFormat::Json, out),
         ExportFormat::FioIolog => fio_iolog(r, out),
+        ExportFormat::Perfetto => crate::perfetto::export_perfetto(r, out),
     }
 }
 
