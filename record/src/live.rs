@@ -484,63 +484,54 @@ struct CgEntry {
 
 /// The command line of process `pid`, as the trace stores it: the converter's (read once per
 /// process and again after exec) for a submitter, else read now (a writeback's dirtier).
-fn argv_of(conv: &Converter, pid: u32) -> String {
+pub(crate) fn argv_of(conv: &Converter, pid: u32) -> String {
+    argv_as(conv, pid, printable)
+}
+
+/// [`argv_of`] made text by `text`.
+pub(crate) fn argv_as(conv: &Converter, pid: u32, text: fn(&[u8]) -> String) -> String {
     match conv.args(pid) {
-        Some(a) => printable(a),
-        None => crate::convert::read_cmdline(pid).map_or_else(String::new, |a| printable(&a)),
+        Some(a) => text(a),
+        None => crate::convert::read_cmdline(pid).map_or_else(String::new, |a| text(&a)),
     }
 }
 
 /// `/proc/PID/comm`, or `?` for a process gone already (a writeback's dirtier that exited).
-fn read_comm(pid: u32) -> String {
+pub(crate) fn read_comm(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim_end().to_string())
         .unwrap_or_else(|_| "?".to_string())
 }
 
-fn printable(b: &[u8]) -> String {
+pub(crate) fn printable(b: &[u8]) -> String {
     String::from_utf8_lossy(b)
         .chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect()
 }
 
-/// The per-key counters of the current interval.
-pub struct Aggregator {
-    files: IntMap<u32, FileEntry>,
-    procs: IntMap<u32, ProcEntry>,
-    devs: IntMap<u32, DevEntry>,
-    cgroups: IntMap<u64, CgEntry>,
-    total: Stats,
-    resolver: Resolver,
+/// Which I/O a view counts (`--container`) and the resolver naming cgroups: shared by the
+/// interval aggregator and the metrics of `--serve`.
+pub(crate) struct Scope {
+    pub(crate) resolver: Resolver,
     /// `--container`: only I/O of cgroups whose identity matches this prefix.
     container: Option<String>,
     /// cgroup id → does it match `container` (ids resolved so far).
     cg_match: IntMap<u64, bool>,
-    lost_seen: u64,
-    /// Events added since the start.
-    pub events: u64,
 }
 
-impl Aggregator {
-    /// An empty aggregator; `container`: keep only I/O of that container (id prefix, see
-    /// [`Identity::matches_container`]).
-    pub fn new(resolver: Resolver, container: Option<String>) -> Aggregator {
-        Aggregator {
-            files: IntMap::default(),
-            procs: IntMap::default(),
-            devs: IntMap::default(),
-            cgroups: IntMap::default(),
-            total: Stats::default(),
+impl Scope {
+    pub(crate) fn new(resolver: Resolver, container: Option<String>) -> Scope {
+        Scope {
             resolver,
             container,
             cg_match: IntMap::default(),
-            lost_seen: 0,
-            events: 0,
         }
     }
 
-    fn wanted(&mut self, cgroup_id: u64) -> bool {
+    /// True when I/O of this cgroup is counted.
+    #[inline]
+    pub(crate) fn wanted(&mut self, cgroup_id: u64) -> bool {
         let Some(prefix) = &self.container else {
             return true;
         };
@@ -558,9 +549,46 @@ impl Aggregator {
         }
     }
 
+    /// The container, pod or unit label of a cgroup (`-` when it has none or is unknown).
+    pub(crate) fn label(&mut self, cgroup_id: u64) -> String {
+        self.resolver
+            .get(cgroup_id)
+            .map_or_else(|| "-".to_string(), |c| c.identity.label())
+    }
+}
+
+/// The per-key counters of the current interval.
+pub struct Aggregator {
+    files: IntMap<u32, FileEntry>,
+    procs: IntMap<u32, ProcEntry>,
+    devs: IntMap<u32, DevEntry>,
+    cgroups: IntMap<u64, CgEntry>,
+    total: Stats,
+    scope: Scope,
+    lost_seen: u64,
+    /// Events added since the start.
+    pub events: u64,
+}
+
+impl Aggregator {
+    /// An empty aggregator; `container`: keep only I/O of that container (id prefix, see
+    /// [`Identity::matches_container`]).
+    pub fn new(resolver: Resolver, container: Option<String>) -> Aggregator {
+        Aggregator {
+            files: IntMap::default(),
+            procs: IntMap::default(),
+            devs: IntMap::default(),
+            cgroups: IntMap::default(),
+            total: Stats::default(),
+            scope: Scope::new(resolver, container),
+            lost_seen: 0,
+            events: 0,
+        }
+    }
+
     /// Adds one event.
     pub fn add(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
-        if !self.wanted(e.cgroup_id) {
+        if !self.scope.wanted(e.cgroup_id) {
             return;
         }
         self.events += 1;
@@ -641,10 +669,7 @@ impl Aggregator {
             if p.s.total_ios() == 0 {
                 continue;
             }
-            let container = self
-                .resolver
-                .get(p.cgroup)
-                .map_or_else(|| "-".to_string(), |c| c.identity.label());
+            let container = self.scope.label(p.cgroup);
             rows.push(Row {
                 key: Key::Proc {
                     pid,
@@ -710,7 +735,7 @@ impl Aggregator {
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            let (path, identity) = match self.resolver.get(id) {
+            let (path, identity) = match self.scope.resolver.get(id) {
                 Some(c) => (c.path.clone(), c.identity.clone()),
                 None => (format!("cgroup:{id}"), Identity::default()),
             };
