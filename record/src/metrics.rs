@@ -26,14 +26,14 @@ use crate::live::{argv_as, read_comm, Scope};
 /// A series without I/O for this long (ns) is dropped.
 pub const IDLE_NS: u64 = 300_000_000_000;
 
-/// Upper bounds (`le`) of the histograms' buckets, in ns: 1 µs × 2^k up to 2^24 µs (16.8 s),
-/// then `+Inf`. A quantile from them (`histogram_quantile`) is within a factor of 2 of the
-/// exact value: both lie in the same bucket.
-pub const BUCKETS_NS: [u64; 25] = {
-    let mut b = [0u64; 25];
+/// Upper bounds (`le`) of the histograms' buckets, in ns: 125 ns × 2^k up to 2^27 × 125 ns
+/// (16.8 s), then `+Inf`. A quantile from them (`histogram_quantile`) is within a factor of 2
+/// of the exact value: both lie in the same bucket.
+pub const BUCKETS_NS: [u64; 28] = {
+    let mut b = [0u64; 28];
     let mut i = 0;
-    while i < 25 {
-        b[i] = 1000 << i;
+    while i < 28 {
+        b[i] = 125 << i;
         i += 1;
     }
     b
@@ -54,8 +54,8 @@ fn bucket(v: u64) -> usize {
     if v <= BUCKETS_NS[0] {
         return 0;
     }
-    // v ≤ 1000·2^k ⟺ ⌈v/1000⌉ ≤ 2^k.
-    let q = v.div_ceil(1000);
+    // v ≤ 125·2^k ⟺ ⌈v/125⌉ ≤ 2^k.
+    let q = v.div_ceil(125);
     let k = (64 - (q - 1).leading_zeros()) as usize;
     k.min(NB - 1)
 }
