@@ -9,14 +9,14 @@
 
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
 
-use common::devices::{Loop, Zram};
+use common::devices::{Ext4OnZram as Fs, Loop};
 use common::{bin, bpf_available, one_line_error, run, TempDir};
 
 /// One recording test at a time (they make devices and watch them).
@@ -156,41 +156,6 @@ fn value(text: &str, prefix: &str) -> Option<f64> {
         .find(|l| l.starts_with(prefix))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
-}
-
-/// ext4 on a zram device, mounted in a temporary directory; undone on drop.
-struct Fs {
-    zram: Zram,
-    dir: PathBuf,
-    mnt: PathBuf,
-}
-
-impl Fs {
-    fn new(name: &str) -> Fs {
-        let zram = Zram::new("512M");
-        let dir = std::env::temp_dir().join(format!("iodump-serve-{name}-{}", std::process::id()));
-        let mnt = dir.join("mnt");
-        std::fs::create_dir_all(&mnt).unwrap();
-        sh(&format!("mkfs.ext4 -q -F {} >/dev/null", zram.node()));
-        sh(&format!("mount {} {}", zram.node(), mnt.display()));
-        Fs { zram, dir, mnt }
-    }
-}
-
-impl Drop for Fs {
-    fn drop(&mut self) {
-        for _ in 0..100 {
-            let st = Command::new("umount")
-                .arg(&self.mnt)
-                .stderr(Stdio::null())
-                .status();
-            if st.is_ok_and(|s| s.success()) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 #[test]

@@ -36,7 +36,7 @@ use iodump_format::inthash::IntMap;
 use iodump_format::text::text_bytes;
 use iodump_format::{DevT, EventBatch, Op, Reader, Syscall};
 
-use crate::export::ExportSummary;
+use crate::export::{each_intact_batch, ExportSummary};
 use crate::AnalyzeError;
 
 /// Width of the bins of the IOPS counters (100 ms); the value is the bin's I/Os per second.
@@ -765,18 +765,7 @@ pub fn export_perfetto(r: &Reader, out: &mut dyn Write) -> Result<ExportSummary,
     }
     let mut heap: BinaryHeap<Reverse<Io>> = BinaryHeap::new();
     let mut seq = 0u64;
-    let mut result = Ok(());
-    r.for_each_segment(|i, b| {
-        if result.is_err() {
-            return;
-        }
-        let b = match b {
-            Ok(b) => b,
-            Err(d) => {
-                summary.damaged.push(d);
-                return;
-            }
-        };
+    let result = each_intact_batch(r, &mut summary.damaged, |i, b| {
         let mut first = u64::MAX;
         for row in 0..b.len() {
             let io = Io::of(b, row, seq, i);
@@ -796,11 +785,9 @@ pub fn export_perfetto(r: &Reader, out: &mut dyn Write) -> Result<ExportSummary,
             }
             let io = *io;
             heap.pop();
-            if let Err(e) = x.io(&io) {
-                result = Err(e);
-                return;
-            }
+            x.io(&io)?;
         }
+        Ok(())
     });
     result.map_err(werr)?;
     while let Some(Reverse(io)) = heap.pop() {

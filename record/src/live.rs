@@ -463,12 +463,59 @@ struct FileEntry {
 
 struct ProcEntry {
     s: Stats,
-    /// The submitter's comm as the kernel gave it (zeros for a dirtier never seen submit).
-    comm_raw: [u8; 16],
-    comm: String,
-    argv: String,
+    names: ProcNames,
     cgroup: u64,
     idle: u16,
+}
+
+/// What a view names a process by: its command name and command line, read when it is first
+/// seen and again when it execs.
+pub(crate) struct ProcNames {
+    /// The submitter's comm as the kernel gave it (zeros for a dirtier never seen submit).
+    comm_raw: [u8; 16],
+    pub(crate) comm: String,
+    pub(crate) argv: String,
+}
+
+impl ProcNames {
+    /// The names of `owner`, the process an I/O is counted for (`e`'s submitter, or the
+    /// dirtier of written-back pages), made text by `text`.
+    pub(crate) fn new(
+        owner: u32,
+        e: &Event,
+        r: &IoEvent,
+        conv: &Converter,
+        text: fn(&[u8]) -> String,
+    ) -> ProcNames {
+        let submitter = owner == e.pid;
+        ProcNames {
+            comm_raw: if submitter { r.comm } else { [0; 16] },
+            comm: if submitter {
+                text(r.comm())
+            } else {
+                read_comm(owner)
+            },
+            argv: argv_as(conv, owner, text),
+        }
+    }
+
+    /// With each of its I/Os: when `owner` submitted it with a new comm (an exec, or first
+    /// seen submitting), its names are read again.
+    #[inline]
+    pub(crate) fn update(
+        &mut self,
+        owner: u32,
+        e: &Event,
+        r: &IoEvent,
+        conv: &Converter,
+        text: fn(&[u8]) -> String,
+    ) {
+        if owner == e.pid && self.comm_raw != r.comm {
+            self.comm_raw = r.comm;
+            self.comm = text(r.comm());
+            self.argv = argv_as(conv, owner, text);
+        }
+    }
 }
 
 struct DevEntry {
@@ -484,12 +531,7 @@ struct CgEntry {
 
 /// The command line of process `pid`, as the trace stores it: the converter's (read once per
 /// process and again after exec) for a submitter, else read now (a writeback's dirtier).
-pub(crate) fn argv_of(conv: &Converter, pid: u32) -> String {
-    argv_as(conv, pid, printable)
-}
-
-/// [`argv_of`] made text by `text`.
-pub(crate) fn argv_as(conv: &Converter, pid: u32, text: fn(&[u8]) -> String) -> String {
+fn argv_as(conv: &Converter, pid: u32, text: fn(&[u8]) -> String) -> String {
     match conv.args(pid) {
         Some(a) => text(a),
         None => crate::convert::read_cmdline(pid).map_or_else(String::new, |a| text(&a)),
@@ -497,13 +539,13 @@ pub(crate) fn argv_as(conv: &Converter, pid: u32, text: fn(&[u8]) -> String) -> 
 }
 
 /// `/proc/PID/comm`, or `?` for a process gone already (a writeback's dirtier that exited).
-pub(crate) fn read_comm(pid: u32) -> String {
+fn read_comm(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim_end().to_string())
         .unwrap_or_else(|_| "?".to_string())
 }
 
-pub(crate) fn printable(b: &[u8]) -> String {
+fn printable(b: &[u8]) -> String {
     String::from_utf8_lossy(b)
         .chars()
         .map(|c| if c.is_control() { '?' } else { c })
@@ -607,24 +649,13 @@ impl Aggregator {
         count_owner(&mut f.owners, owner);
         let p = self.procs.entry(owner).or_insert_with(|| ProcEntry {
             s: Stats::default(),
-            comm_raw: if owner == e.pid { r.comm } else { [0; 16] },
-            comm: if owner == e.pid {
-                printable(r.comm())
-            } else {
-                read_comm(owner)
-            },
-            argv: argv_of(conv, owner),
+            names: ProcNames::new(owner, e, r, conv, printable),
             cgroup: e.cgroup_id,
             idle: 0,
         });
         p.s.add(e);
         p.cgroup = e.cgroup_id;
-        if owner == e.pid && p.comm_raw != r.comm {
-            // exec (or first seen submitting): a new command name and command line.
-            p.comm_raw = r.comm;
-            p.comm = printable(r.comm());
-            p.argv = argv_of(conv, owner);
-        }
+        p.names.update(owner, e, r, conv, printable);
         self.devs
             .entry(e.dev.0)
             .or_insert_with(|| DevEntry {
@@ -673,8 +704,8 @@ impl Aggregator {
             rows.push(Row {
                 key: Key::Proc {
                     pid,
-                    comm: p.comm.clone(),
-                    argv: p.argv.clone(),
+                    comm: p.names.comm.clone(),
+                    argv: p.names.argv.clone(),
                     container,
                 },
                 m: p.s.metrics(secs),
@@ -694,7 +725,7 @@ impl Aggregator {
                 .iter()
                 .max_by_key(|(_, n)| *n)
                 .map_or(0, |(p, _)| *p);
-            let comm = self.procs.get(&pid).map_or("?", |p| p.comm.as_str());
+            let comm = self.procs.get(&pid).map_or("?", |p| p.names.comm.as_str());
             let dev = self.devs.get(&f.dev).map_or("?", |d| d.name.as_str());
             rows.push(Row {
                 key: Key::File {

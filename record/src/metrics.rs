@@ -21,7 +21,7 @@ use iodump_format::{Event, Op};
 use crate::abi::IoEvent;
 use crate::cgroups::Resolver;
 use crate::convert::Converter;
-use crate::live::{argv_as, read_comm, Scope};
+use crate::live::{ProcNames, Scope};
 
 /// A series without I/O for this long (ns) is dropped.
 pub const IDLE_NS: u64 = 300_000_000_000;
@@ -130,9 +130,7 @@ impl Series {
 
 struct Proc {
     s: Series,
-    comm_raw: [u8; 16],
-    comm: String,
-    cmdline: String,
+    names: ProcNames,
     cgroup: u64,
 }
 
@@ -198,23 +196,12 @@ impl Metrics {
             .add(e);
         let p = self.procs.entry(owner).or_insert_with(|| Proc {
             s: Series::default(),
-            comm_raw: if owner == e.pid { r.comm } else { [0; 16] },
-            comm: if owner == e.pid {
-                lossless(r.comm())
-            } else {
-                read_comm(owner)
-            },
-            cmdline: argv_as(conv, owner, lossless),
+            names: ProcNames::new(owner, e, r, conv, lossless),
             cgroup: e.cgroup_id,
         });
         p.s.add(e);
         p.cgroup = e.cgroup_id;
-        if owner == e.pid && p.comm_raw != r.comm {
-            // exec (or first seen submitting): a new command name and command line.
-            p.comm_raw = r.comm;
-            p.comm = lossless(r.comm());
-            p.cmdline = argv_as(conv, owner, lossless);
-        }
+        p.names.update(owner, e, r, conv, lossless);
         self.cgroups.entry(e.cgroup_id).or_default().add(e);
         if self.top_files == 0 {
             return;
@@ -335,8 +322,8 @@ impl Metrics {
             let l = format!(
                 "{},{},{},{}",
                 label("pid", &pid.to_string()),
-                label("comm", &p.comm),
-                label("cmdline", &p.cmdline),
+                label("comm", &p.names.comm),
+                label("cmdline", &p.names.argv),
                 label("container", &container)
             );
             procs.push((l, &p.s));
@@ -466,18 +453,13 @@ impl Expo {
             let mut cum = 0;
             for (i, c) in h.counts.iter().enumerate() {
                 cum += c;
-                if i < BUCKETS_NS.len() {
-                    let le = BUCKETS_NS[i] as f64 / 1e9;
-                    let _ = writeln!(
-                        self.out,
-                        "{name}_bucket{{{labels},op=\"{op}\",le=\"{le}\"}} {cum}"
-                    );
-                } else {
-                    let _ = writeln!(
-                        self.out,
-                        "{name}_bucket{{{labels},op=\"{op}\",le=\"+Inf\"}} {cum}"
-                    );
-                }
+                let le = BUCKETS_NS
+                    .get(i)
+                    .map_or_else(|| "+Inf".to_string(), |&b| (b as f64 / 1e9).to_string());
+                let _ = writeln!(
+                    self.out,
+                    "{name}_bucket{{{labels},op=\"{op}\",le=\"{le}\"}} {cum}"
+                );
             }
             let sum = h.sum_ns as f64 / 1e9;
             let _ = writeln!(self.out, "{name}_sum{{{labels},op=\"{op}\"}} {sum}");
