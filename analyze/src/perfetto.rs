@@ -34,7 +34,7 @@ use std::io::Write;
 
 use iodump_format::inthash::IntMap;
 use iodump_format::text::text_bytes;
-use iodump_format::{DevT, EventBatch, Op, Reader, Syscall};
+use iodump_format::{DevT, Event, Op, Reader, Syscall};
 
 use crate::export::{each_intact_batch, ExportSummary};
 use crate::AnalyzeError;
@@ -219,50 +219,30 @@ const K_PROC_LANE: u64 = 4;
 const K_IN_FLIGHT: u64 = 5;
 const K_IOPS: u64 = 6;
 
-/// One I/O waiting in the reorder heap.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// One I/O waiting in the reorder heap, ordered by start (then arrival).
+#[derive(Clone, Copy, Debug)]
 struct Io {
     ts: u64,
     /// Order of arrival, for a stable order among equal timestamps.
     seq: u64,
-    latency: u64,
-    queue: Option<u64>,
-    dev: u32,
-    sector: u64,
-    bytes: u32,
-    op: u8,
-    flags: u8,
-    pid: u32,
-    tid: u32,
-    path_id: u32,
-    syscall: Option<u16>,
-    error: u16,
-    cgroup: u64,
-    dirtier: Option<u32>,
     segment: u32,
+    e: Event,
 }
 
-impl Io {
-    fn of(b: &EventBatch, i: usize, seq: u64, segment: usize) -> Io {
-        Io {
-            ts: b.timestamp_ns[i],
-            seq,
-            latency: b.latency_ns[i],
-            queue: b.queue_ns.get(i),
-            dev: b.dev[i],
-            sector: b.sector[i],
-            bytes: b.bytes[i],
-            op: b.op[i],
-            flags: b.flags[i],
-            pid: b.pid[i],
-            tid: b.tid[i],
-            path_id: b.path_id[i],
-            syscall: b.syscall.get(i),
-            error: b.error[i],
-            cgroup: b.cgroup_id[i],
-            dirtier: b.dirtier_pid.get(i),
-            segment: segment as u32,
-        }
+impl PartialEq for Io {
+    fn eq(&self, other: &Io) -> bool {
+        (self.ts, self.seq) == (other.ts, other.seq)
+    }
+}
+impl Eq for Io {}
+impl PartialOrd for Io {
+    fn partial_cmp(&self, other: &Io) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Io {
+    fn cmp(&self, other: &Io) -> std::cmp::Ordering {
+        (self.ts, self.seq).cmp(&(other.ts, other.seq))
     }
 }
 
@@ -504,16 +484,16 @@ impl<'a> Exporter<'a> {
     }
 
     fn process(&mut self, io: &Io) {
-        if self.procs.contains_key(&io.pid) {
+        if self.procs.contains_key(&io.e.pid) {
             return;
         }
-        self.procs.insert(io.pid, Lanes::default());
-        let p = self.r.process_of(io.pid, io.tid, io.segment as usize);
+        self.procs.insert(io.e.pid, Lanes::default());
+        let p = self.r.process_of(io.e.pid, io.e.tid, io.segment as usize);
         let p_ = self.packet(None);
         let t = self.pb.begin(f::TRACK_DESCRIPTOR);
-        self.pb.uint(f::UUID, uuid(K_PROC, io.pid as u64));
+        self.pb.uint(f::UUID, uuid(K_PROC, io.e.pid as u64));
         let d = self.pb.begin(f::PROCESS);
-        self.pb.uint(f::PID, io.pid as u64);
+        self.pb.uint(f::PID, io.e.pid as u64);
         if let Some(p) = p {
             self.scratch.clear();
             text_bytes(&mut self.scratch, &p.comm);
@@ -575,14 +555,14 @@ impl<'a> Exporter<'a> {
 
     /// Writes one I/O (events come in start order).
     fn io(&mut self, io: &Io) -> std::io::Result<()> {
-        let end = io.ts.saturating_add(io.latency);
-        self.device(io.dev);
+        let end = io.ts.saturating_add(io.e.latency_ns);
+        self.device(io.e.dev.0);
         self.process(io);
-        let dev = io.dev as u64;
+        let dev = io.e.dev.0 as u64;
         // In flight: the completions up to this start, then this start.
         let in_flight = uuid(K_IN_FLIGHT, dev);
         loop {
-            let d = self.devs.get_mut(&io.dev).expect("device state");
+            let d = self.devs.get_mut(&io.e.dev.0).expect("device state");
             match d.ends.peek() {
                 Some(&Reverse(t)) if t <= io.ts => {
                     d.ends.pop();
@@ -592,7 +572,7 @@ impl<'a> Exporter<'a> {
                 _ => break,
             }
         }
-        let d = self.devs.get_mut(&io.dev).expect("device state");
+        let d = self.devs.get_mut(&io.e.dev.0).expect("device state");
         d.ends.push(Reverse(end));
         let n = d.ends.len() as u64;
         let bin = io.ts / IOPS_BIN_NS;
@@ -606,9 +586,9 @@ impl<'a> Exporter<'a> {
         let dev_name_iid = d.name_iid;
         self.counter(io.ts, in_flight, Some(n), 0.0);
         if let Some((b, ios)) = closed {
-            self.iops_bin(io.dev, b, ios);
+            self.iops_bin(io.e.dev.0, b, ios);
             if bin > b + 1 {
-                self.iops_bin(io.dev, b + 1, 0);
+                self.iops_bin(io.e.dev.0, b + 1, 0);
             }
         }
         let track = uuid(K_DEV_LANE, (dev << 16) | lane as u64);
@@ -616,11 +596,11 @@ impl<'a> Exporter<'a> {
             let name = format!("lane {lane}");
             self.track(track, Some(uuid(K_DEV, dev)), name.as_bytes(), None);
         }
-        let path = self.path_iid(io.path_id);
-        let syscall = io.syscall.map(|s| self.syscall_iid(s));
-        let (cgroup, container) = self.cgroup_iids(io.cgroup);
-        let op_iid = Op::from_code(io.op).code() as u64 + 1;
-        let flags = iodump_format::Flags(io.flags);
+        let path = self.path_iid(io.e.path_id);
+        let syscall = io.e.syscall.map(|s| self.syscall_iid(s.0));
+        let (cgroup, container) = self.cgroup_iids(io.e.cgroup_id);
+        let op_iid = io.e.op.code() as u64 + 1;
+        let flags = io.e.flags;
         self.scratch.clear();
         flags.write_letters(&mut self.scratch);
         let scratch = std::mem::take(&mut self.scratch);
@@ -640,8 +620,8 @@ impl<'a> Exporter<'a> {
             if let Some(p) = path {
                 s_arg(pb, A_PATH, p);
             }
-            u_arg(pb, A_SECTOR, io.sector);
-            u_arg(pb, A_BYTES, io.bytes as u64);
+            u_arg(pb, A_SECTOR, io.e.sector);
+            u_arg(pb, A_BYTES, io.e.bytes as u64);
             if let Some(s) = syscall {
                 s_arg(pb, A_SYSCALL, s);
             }
@@ -649,25 +629,25 @@ impl<'a> Exporter<'a> {
             if let Some(c) = container {
                 s_arg(pb, A_CONTAINER, c);
             }
-            u_arg(pb, A_PID, io.pid as u64);
-            u_arg(pb, A_TID, io.tid as u64);
-            u_arg(pb, A_LATENCY, io.latency);
-            if let Some(q) = io.queue {
+            u_arg(pb, A_PID, io.e.pid as u64);
+            u_arg(pb, A_TID, io.e.tid as u64);
+            u_arg(pb, A_LATENCY, io.e.latency_ns);
+            if let Some(q) = io.e.queue_ns {
                 u_arg(pb, A_QUEUE, q);
             }
-            u_arg(pb, A_ERROR, io.error as u64);
+            u_arg(pb, A_ERROR, io.e.error as u64);
             let a = pb.begin(f::DEBUG_ANNOTATIONS);
             pb.uint(f::DA_NAME_IID, A_FLAGS);
             pb.bytes(f::DA_STRING, &scratch);
             pb.end(a);
-            if let Some(p) = io.dirtier {
+            if let Some(p) = io.e.dirtier_pid {
                 u_arg(pb, A_DIRTIER, p as u64);
             }
         });
         self.scratch = scratch;
-        let issued = match io.queue {
+        let issued = match io.e.queue_ns {
             Some(q) => {
-                let issued = io.ts + q.min(io.latency);
+                let issued = io.ts + q.min(io.e.latency_ns);
                 self.slice(io.ts, track, TYPE_SLICE_BEGIN, NAME_QUEUE, |_| {});
                 self.slice(issued, track, TYPE_SLICE_END, 0, |_| {});
                 issued
@@ -678,14 +658,14 @@ impl<'a> Exporter<'a> {
         self.slice(end, track, TYPE_SLICE_END, 0, |_| {});
         self.slice(end, track, TYPE_SLICE_END, 0, |_| {});
         // The process's lane.
-        let lanes = self.procs.get_mut(&io.pid).expect("process lanes");
+        let lanes = self.procs.get_mut(&io.e.pid).expect("process lanes");
         let (lane, new_lane) = lanes.take(io.ts, end);
-        let track = uuid(K_PROC_LANE, ((io.pid as u64) << 16) | lane as u64);
+        let track = uuid(K_PROC_LANE, ((io.e.pid as u64) << 16) | lane as u64);
         if new_lane {
             let name = format!("I/O {lane}");
             self.track(
                 track,
-                Some(uuid(K_PROC, io.pid as u64)),
+                Some(uuid(K_PROC, io.e.pid as u64)),
                 name.as_bytes(),
                 None,
             );
@@ -701,7 +681,7 @@ impl<'a> Exporter<'a> {
             }
             let a = pb.begin(f::DEBUG_ANNOTATIONS);
             pb.uint(f::DA_NAME_IID, A_BYTES);
-            pb.uint(f::DA_UINT, io.bytes as u64);
+            pb.uint(f::DA_UINT, io.e.bytes as u64);
             pb.end(a);
         });
         self.slice(end, track, TYPE_SLICE_END, 0, |_| {});
@@ -768,7 +748,13 @@ pub fn export_perfetto(r: &Reader, out: &mut dyn Write) -> Result<ExportSummary,
     let result = each_intact_batch(r, &mut summary.damaged, |i, b| {
         let mut first = u64::MAX;
         for row in 0..b.len() {
-            let io = Io::of(b, row, seq, i);
+            let e = b.get(row);
+            let io = Io {
+                ts: e.timestamp_ns,
+                seq,
+                segment: i as u32,
+                e,
+            };
             first = first.min(io.ts);
             seq += 1;
             heap.push(Reverse(io));

@@ -487,23 +487,25 @@ impl Expo {
         for (l, s) in rows {
             self.sample(&format!("{name}_errors_total"), l, s.errors);
         }
-        let lat = format!("iodump_{kind}_io_latency_seconds");
-        self.meta(
-            &lat,
-            "histogram",
-            &format!("Latency (entry into the block layer to completion) per {what} and op"),
-        );
-        for (l, s) in rows {
-            self.hist(&lat, l, &s.lat, &s.ios);
-        }
-        let q = format!("iodump_{kind}_io_queue_seconds");
-        self.meta(
-            &q,
-            "histogram",
-            &format!("Queue time (entry to issue; request-based devices only) per {what} and op"),
-        );
-        for (l, s) in rows {
-            self.hist(&q, l, &s.queue, &s.ios);
+        type Pick = fn(&Series) -> &[Hist; 3];
+        let hists: [(&str, &str, Pick); 2] = [
+            (
+                "latency_seconds",
+                "Latency (entry into the block layer to completion)",
+                |s| &s.lat,
+            ),
+            (
+                "queue_seconds",
+                "Queue time (entry to issue; request-based devices only)",
+                |s| &s.queue,
+            ),
+        ];
+        for (metric, help, pick) in hists {
+            let h = format!("iodump_{kind}_io_{metric}");
+            self.meta(&h, "histogram", &format!("{help} per {what} and op"));
+            for (l, s) in rows {
+                self.hist(&h, l, pick(s), &s.ios);
+            }
         }
     }
 }

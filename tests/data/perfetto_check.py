@@ -22,6 +22,7 @@ assert first.first_packet_on_sequence, "first packet not marked first"
 assert first.sequence_flags & 1, "first packet does not clear incremental state"
 
 names, arg_names, strings = {}, {}, {}
+plain = set()  # argument names given as plain (not interned) strings
 tracks = {}
 slices = collections.defaultdict(list)  # track uuid -> [(ts, order, type, name, args)]
 counters = collections.defaultdict(list)  # track uuid -> [(ts, value)]
@@ -58,6 +59,7 @@ for i, p in enumerate(packets):
                 args[k] = strings[a.string_value_iid]
             elif a.HasField("string_value"):
                 args[k] = a.string_value
+                plain.add(k)
             else:
                 args[k] = a.uint_value
         name = names[e.name_iid] if e.type == BEGIN else None
@@ -147,4 +149,6 @@ for dev, count in per_dev.items():
     assert in_flight[-1][1] == 0 and max(v for _, v in in_flight) >= 1, dev
     iops = counters[kids[f"{dev} IOPS"]]
     assert round(sum(v for _, v in iops) / 10) == count, (dev, iops, count)
+# Paths, syscalls, cgroups and device names are interned, as Perfetto's SDK does.
+assert not plain & {"path", "syscall", "cgroup", "container", "device"}, plain
 print("ok", n)
