@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::devices::{Ext4OnZram as Fs, Loop};
+use common::devices::{Ext4OnZram as Fs, Loop, Zram};
 use common::{bin, bpf_available, one_line_error, run, TempDir};
 
 /// One recording test at a time (they make devices and watch them).
@@ -298,6 +298,50 @@ fn exposition_parses_strictly_with_escaped_labels() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn batch_mode_and_metrics_count_the_same_io() {
+    if !bpf_available("batch_mode_and_metrics_count_the_same_io") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let zram = Zram::new("64M");
+    let dev = zram.name();
+    let (mut top, addr) = serve(&["-b", "-n", "3", "--json", "-d", &dev]);
+    let mut stdout = top.child.stdout.take().unwrap();
+    // -b's first interval starts at the session loop's first tick (within ~100 ms of the
+    // recording line); I/O before it is not in any snapshot.
+    std::thread::sleep(Duration::from_millis(500));
+    sh(&format!(
+        "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",
+        zram.node()
+    ));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sample = format!("iodump_device_io_total{{device=\"{dev}\",op=\"write\"}} ");
+    let scraped = loop {
+        let (st, text) = get(addr, "/metrics", None);
+        assert_eq!(st, 200);
+        let v = value(&text, &sample).unwrap_or(0.0);
+        if v >= 1000.0 || Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // -n 3: top stops by itself; its snapshots count the same writes.
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).unwrap();
+    assert!(top.signal_and_wait().success());
+    let writes: f64 = out
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["total"]["writes"].as_f64().unwrap()
+        })
+        .sum();
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(scraped, 1000.0, "the writes scraped");
+    assert_eq!(writes, 1000.0, "the writes of -b's snapshots: {out}");
 }
 
 /// Writes `n` new files of 4 KiB in `dir` and syncs them (their I/O is writeback).
