@@ -8,7 +8,7 @@
 //! and the server skip without their packages unless `IODUMP_REQUIRE_PROMETHEUS=1` (CI).
 
 use std::io::{BufRead, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::devices::{Ext4OnZram as Fs, Loop, Zram};
-use common::{bin, bpf_available, one_line_error, run, TempDir};
+use common::{
+    bin, bpf_available, http_get as get, one_line_error, run, try_http_get as try_get, TempDir,
+};
 
 /// One recording test at a time (they make devices and watch them).
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -127,27 +129,6 @@ fn serve(args: &[&str]) -> (Stop, SocketAddr) {
         assert!(!s.contains("panicked"), "{s}");
     });
     (stop, addr.expect("the serving line"))
-}
-
-/// `GET path` over HTTP/1.1: status code and body.
-fn get(addr: SocketAddr, path: &str, accept: Option<&str>) -> (u16, String) {
-    try_get(addr, path, accept).unwrap_or_else(|e| panic!("GET http://{addr}{path}: {e}"))
-}
-
-fn try_get(addr: SocketAddr, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
-    let mut c = TcpStream::connect(addr)?;
-    c.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    if let Some(a) = accept {
-        req.push_str(&format!("Accept: {a}\r\n"));
-    }
-    req.push_str("\r\n");
-    c.write_all(req.as_bytes())?;
-    let mut reply = String::new();
-    c.read_to_string(&mut reply)?;
-    let (head, body) = reply.split_once("\r\n\r\n").expect("HTTP reply");
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    Ok((status, body.to_string()))
 }
 
 /// A sample's value in Prometheus text (`name{labels} value`), the first line starting so.

@@ -392,11 +392,17 @@ fn full_screen_view_in_tmux() {
     let writes = fs.mnt.join("writes.dat");
     let _w = fio_and_dd(&reads, &writes);
     let (rp, wp) = (reads.to_str().unwrap(), writes.to_str().unwrap());
+    // The screen and --serve together (a free port on loopback).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let t = Tmux::start(
         160,
         40,
         &format!(
-            "{} top -d {} -i 1s; echo EXIT=$?; sleep 600",
+            "{} top -d {} -i 1s --serve 127.0.0.1:{port}; echo EXIT=$?; sleep 600",
             env!("CARGO_BIN_EXE_iodump"),
             fs.zram.name()
         ),
@@ -408,6 +414,19 @@ fn full_screen_view_in_tmux() {
             && p.iter().any(|l| l.ends_with(wp) && l.contains("dd["))
     });
     assert!(p[1].starts_with("Total: "), "{}", p.join("\n"));
+    let (st, metrics) = common::http_get(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        "/metrics",
+        None,
+    );
+    assert_eq!(st, 200, "{metrics}");
+    assert!(
+        metrics.contains(&format!(
+            "iodump_device_io_total{{device=\"{}\",op=\"read\"}}",
+            fs.zram.name()
+        )),
+        "{metrics}"
+    );
     assert!(
         p[39].starts_with("v/tab view"),
         "footer on the last line: {:?}",
