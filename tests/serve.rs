@@ -211,7 +211,8 @@ fn exposition_parses_strictly_with_escaped_labels() {
              \x20   fams = list(parse(open(path, encoding='utf-8').read()))\n\
              \x20   paths = sorted({s.labels['path'] for f in fams for s in f.samples if 'path' in s.labels})\n\
              \x20   kinds = {f.name: f.type for f in fams}\n\
-             \x20   out[name] = {'paths': paths, 'kinds': kinds, 'samples': sum(len(f.samples) for f in fams)}\n\
+             \x20   cmdlines = sorted({s.labels['cmdline'] for f in fams for s in f.samples if 'cmdline' in s.labels})\n\
+             \x20   out[name] = {'paths': paths, 'kinds': kinds, 'cmdlines': cmdlines, 'samples': sum(len(f.samples) for f in fams)}\n\
              print(json.dumps(out))",
         )
         .arg(&prom)
@@ -235,6 +236,13 @@ fn exposition_parses_strictly_with_escaped_labels() {
             paths.iter().any(|p| p.ends_with(ODD_LABEL_TAIL)),
             "{fmt}: no path label ending in {ODD_LABEL_TAIL:?}: {paths:?}"
         );
+        let cmdlines = v[fmt]["cmdlines"].as_array().unwrap();
+        assert!(
+            cmdlines
+                .iter()
+                .any(|c| c.as_str().unwrap().contains("serve")),
+            "{fmt}: the test's own command line in iodump_process_info: {cmdlines:?}"
+        );
         let kinds = &v[fmt]["kinds"];
         assert_eq!(
             kinds["iodump_device_io_latency_seconds"], "histogram",
@@ -256,6 +264,7 @@ fn exposition_parses_strictly_with_escaped_labels() {
         ("iodump_process_io", "counter"),
         ("iodump_file_io", "counter"),
         ("iodump_lost_events", "counter"),
+        ("iodump_process", "info"),
     ] {
         assert_eq!(v["om"]["kinds"][k], want, "{k}");
     }

@@ -312,23 +312,33 @@ impl Metrics {
         let mut pids: Vec<(u64, u32)> = self.procs.iter().map(|(&k, p)| (p.s.total(), k)).collect();
         top(&mut pids, MAX_PROCESSES);
         let mut procs: Vec<(String, &Series)> = Vec::with_capacity(pids.len());
-        let mut labels = Vec::with_capacity(pids.len());
+        let mut infos: Vec<String> = Vec::with_capacity(pids.len());
+        let mut containers = Vec::with_capacity(pids.len());
         for &(_, pid) in &pids {
             let cg = self.procs[&pid].cgroup;
-            labels.push((pid, self.scope.label(cg)));
+            containers.push((pid, self.scope.label(cg)));
         }
-        for (pid, container) in labels {
+        for (pid, container) in containers {
             let p = &self.procs[&pid];
-            let l = format!(
-                "{},{},{},{}",
-                label("pid", &pid.to_string()),
-                label("comm", &p.names.comm),
+            // The series carry pid and comm; the command line and container are on the info
+            // series only (joined on pid), as they are long.
+            let key = label("pid", &pid.to_string()) + "," + &label("comm", &p.names.comm);
+            infos.push(format!(
+                "{key},{},{}",
                 label("cmdline", &p.names.argv),
                 label("container", &container)
-            );
-            procs.push((l, &p.s));
+            ));
+            procs.push((key, &p.s));
         }
         procs.sort_by(|a, b| a.0.cmp(&b.0));
+        infos.sort();
+        w.info(
+            "iodump_process",
+            "A process's command line and container (1 per process exported)",
+        );
+        for l in &infos {
+            w.sample("iodump_process_info", l, 1);
+        }
         w.families(
             "process",
             "process (the dirtier for writeback, else the submitter)",
@@ -423,6 +433,15 @@ impl Expo {
             self.meta(name, "counter", help);
         } else {
             self.meta(&format!("{name}_total"), "counter", help);
+        }
+    }
+    /// An info family `name` (its one sample per key is `name_info`, value 1): `info` in
+    /// OpenMetrics, a gauge in the Prometheus format, which has no info type.
+    fn info(&mut self, name: &str, help: &str) {
+        if self.om {
+            self.meta(name, "info", help);
+        } else {
+            self.meta(&format!("{name}_info"), "gauge", help);
         }
     }
     fn gauge(&mut self, name: &str, help: &str) {
