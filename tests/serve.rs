@@ -396,8 +396,8 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-/// An instant PromQL query at `time` (Unix seconds): the first result's value.
-fn promql(prom: SocketAddr, q: &str, time: f64) -> Option<f64> {
+/// An instant PromQL query at `time` (Unix seconds): its results (`metric`, `value`).
+fn promql_results(prom: SocketAddr, q: &str, time: f64) -> Vec<serde_json::Value> {
     let (st, body) = get(
         prom,
         &format!("/api/v1/query?query={}&time={time:.3}", encode(q)),
@@ -406,7 +406,12 @@ fn promql(prom: SocketAddr, q: &str, time: f64) -> Option<f64> {
     assert_eq!(st, 200, "{q}: {body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["status"], "success", "{q}: {body}");
-    let r = v["data"]["result"].as_array()?.first()?.clone();
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+/// [`promql_results`]: the first result's value.
+fn promql(prom: SocketAddr, q: &str, time: f64) -> Option<f64> {
+    let r = promql_results(prom, q, time).first()?.clone();
     r["value"][1].as_str()?.parse().ok()
 }
 
@@ -563,6 +568,18 @@ fn prometheus_scrapes_while_fio_runs() {
     assert!(
         q99.is_some_and(|q| q >= 0.0),
         "queue time quantile: {q99:?}"
+    );
+    // The README's join: a process's rate with its command line.
+    let joined = promql_results(
+        prom_addr,
+        "sum by (pid) (rate(iodump_process_io_total[1m])) * on (pid) group_left (cmdline) iodump_process_info",
+        end,
+    );
+    assert!(
+        joined.iter().any(|r| r["metric"]["cmdline"]
+            .as_str()
+            .is_some_and(|c| c.contains("--name=steady"))),
+        "fio's command line joined to its rate: {joined:?}"
     );
     eprintln!(
         "prometheus: {total} reads, rate {rate:.1}/s (trace {trace_rate:.1}), p99 {:.1} us (analyze {:.1} us)",
