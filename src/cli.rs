@@ -40,8 +40,8 @@ pub enum Command {
     /// concurrency; reads only unless --allow-writes.
     Replay(Box<crate::replay::ReplayArgs>),
     #[cfg(feature = "analyze")]
-    /// Write a trace's events as CSV (the original iodump's columns first), JSON lines, or
-    /// a fio iolog (version 3) that `fio --read_iolog` replays.
+    /// Write a trace's events as CSV (the original iodump's columns first), JSON lines, a
+    /// fio iolog (version 3) that `fio --read_iolog` replays, or a Perfetto trace.
     Export(ExportArgs),
     /// Query traces or Parquet datasets: summary, top files and processes, latency, timeline,
     /// seeks, sequential writes, SQL.
@@ -248,6 +248,9 @@ pub enum ExportFormatArg {
     Jsonl,
     /// fio iolog version 3: one file per device (/dev/NAME), offsets in bytes on the device.
     FioIolog,
+    /// Perfetto trace (TrackEvent protobuf) for ui.perfetto.dev: a track per device with a
+    /// slice per I/O (queue and device time nested), a track per process, counters.
+    Perfetto,
 }
 
 #[derive(Debug, Args)]

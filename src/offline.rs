@@ -19,6 +19,7 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         ExportFormatArg::Csv => ExportFormat::Csv,
         ExportFormatArg::Jsonl => ExportFormat::Jsonl,
         ExportFormatArg::FioIolog => ExportFormat::FioIolog,
+        ExportFormatArg::Perfetto => ExportFormat::Perfetto,
     };
     // A file output replaces what was there only once the export succeeded.
     let mut file = None;

@@ -1,7 +1,7 @@
 //! `iodump-analyze` owns offline analysis of traces: the Parquet tables of `iodump convert`
 //! ([`to_parquet`]) and the exports (`export`: CSV with the original iodump's columns first,
-//! JSON lines, fio's version 3 iolog for replay); the queries of `iodump analyze` behind
-//! [`run`] ([`engine`]), answered in one pass ([`onepass`], reading traces and Parquet through
+//! JSON lines, fio's version 3 iolog for replay, a Perfetto trace: [`perfetto`]); the queries
+//! of `iodump analyze` behind [`run`] ([`engine`]), answered in one pass ([`onepass`], reading traces and Parquet through
 //! `onepass_source`) or on the polars table ([`query`]); the report and plots of `iodump
 //! report` and `iodump plot` ([`report`], [`plot`]: binned in one parallel pass, no polars).
 
@@ -12,6 +12,7 @@ pub mod input;
 pub mod layout;
 pub mod onepass;
 mod onepass_source;
+pub mod perfetto;
 pub mod plot;
 pub mod query;
 pub mod report;
