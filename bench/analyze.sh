@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Analyzer benchmark: on one synthetic trace (EVENTS, default 10M), wall time and peak memory
 # of `iodump convert` and `iodump analyze` queries, and in the same run the "top files"
-# question answered the original way (pandas on the CSV export) and with DuckDB on our
-# Parquet, when those can be installed (pip). Prints the figures and the ratios.
+# question answered the original way (pandas on the CSV export), and every one-pass question
+# in DuckDB SQL over our Parquet (bench/analyze_duckdb.py), when those can be installed
+# (pip). Prints the figures and the ratios (iodump's time / DuckDB's).
 #
 #   bash bench/analyze.sh
 #   EVENTS=1000000 bash bench/analyze.sh
@@ -34,11 +35,11 @@ printf '%-34s %10s %12s\n' "step" "wall" "peak memory"
 run "convert to Parquet" "$IODUMP" convert "$WORK/t.iod" -o "$WORK/pq"
 conv=$(cat "$WORK/last")
 python3 -c "print(f'{\"  convert throughput\":34} {$EVENTS/$conv/1e6:8.2f} M events/s')"
-run "analyze --summary" "$IODUMP" analyze "$WORK/t.iod" --summary
-run "analyze --latency" "$IODUMP" analyze "$WORK/t.iod" --latency
-run "analyze --seq-writes" "$IODUMP" analyze "$WORK/t.iod" --seq-writes
-run "analyze --timeline" "$IODUMP" analyze "$WORK/t.iod" --timeline
-run "analyze --seek" "$IODUMP" analyze "$WORK/t.iod" --seek
+declare -A OURS
+for q in summary latency seq-writes timeline seek; do
+  run "analyze --$q" "$IODUMP" analyze "$WORK/t.iod" "--$q"
+  OURS[$q]=$(cat "$WORK/last" 2>/dev/null || echo 0)
+done
 run "analyze --top-files (.iod)" "$IODUMP" analyze "$WORK/t.iod" --top-files
 ours=$(cat "$WORK/last")
 run "analyze --top-files (our Parquet)" "$IODUMP" analyze "$WORK/pq" --top-files
@@ -72,18 +73,19 @@ if [ "$pandas_ok" = 1 ] && python3 -c "import pandas" 2>/dev/null; then
 elif [ "$pandas_ok" = 1 ]; then
   echo "pandas not available: no pandas baseline"
 fi
-cat > "$WORK/topfiles_duckdb.py" <<'EOF'
-import sys, duckdb
-print(duckdb.sql(f"""SELECT path, count(*) AS ios, sum(bytes) AS bytes,
-  avg(latency_ns)/1000 AS mean_us, quantile_cont(latency_ns, 0.99)/1000 AS p99_us
-  FROM '{sys.argv[1]}/io.parquet' GROUP BY path ORDER BY ios DESC LIMIT 20""").fetchall())
-EOF
 if python3 -c "import duckdb" 2>/dev/null; then
-  run "DuckDB top files on our Parquet" python3 "$WORK/topfiles_duckdb.py" "$WORK/pq"
+  run "DuckDB top files on our Parquet" python3 bench/analyze_duckdb.py "$WORK/pq" top-files
   if [ -f "$WORK/last" ]; then
     duck=$(cat "$WORK/last")
-    python3 -c "print(f'  iodump / DuckDB time: {$ours/$duck:.2f} on the trace, {$pq/$duck:.2f} on the same Parquet (target <= 2)')"
+    python3 -c "print(f'  iodump / DuckDB time: {$ours/$duck:.2f} on the trace, {$pq/$duck:.2f} on the same Parquet (target <= 0.5)')"
   fi
+  for q in summary latency seq-writes timeline seek; do
+    run "DuckDB $q on our Parquet" python3 bench/analyze_duckdb.py "$WORK/pq" "$q"
+    if [ -f "$WORK/last" ]; then
+      duck=$(cat "$WORK/last")
+      python3 -c "print(f'  iodump --$q / DuckDB time: {${OURS[$q]}/$duck:.2f} (target <= 0.5)')"
+    fi
+  done
 else
   echo "duckdb not available: no DuckDB baseline"
 fi

@@ -184,8 +184,8 @@ static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl
 	return 0;
 }
 
-static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
-					   struct bio *bio, int btf)
+static __always_inline int bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
+					struct bio *bio, int btf, int again)
 {
 	__u64 key = key_of(cs, lvl, bio, btf);
 	__u64 now = bpf_ktime_get_ns();
@@ -196,10 +196,31 @@ static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lv
 		stack_pop(cs, lvl, bio, key, btf);
 	v = find(&inflight_bio, key, &slot);
 	if (!v)
-		return 0; /* not tracked (filtered, or started before attach) */
+		return 0; /* not tracked (filtered, or started before attach), or done already */
+	if (again)
+		cnt(IODUMP_CNT_BIO_RESCUED);
 	v->ev.error = status_errno(RD(btf, bio, bi_status));
 	finish(&inflight_bio, key, v, slot, now, lvl);
 	return 0;
+}
+
+static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
+					   struct bio *bio, int btf)
+{
+	return bio_complete(cs, lvl, bio, btf, 0);
+}
+
+/* The second program on block_bio_complete (tp_bio_done2) runs after the first on every
+ * completion and finds nothing left to do, except when the kernel skipped the first because
+ * it was already running on this CPU: a bio completed from an interrupt while the first ran
+ * in a task, or, on kernels whose tracing programs can be preempted (7.x with lazy
+ * preemption), by another task on the same CPU. Bio-based completions (dm, md, zram) run in
+ * tasks, so a busy stack lost them. Then the first program is running and the second is
+ * not: one of the two always runs. */
+static __always_inline int on_bio_complete_again(struct iodump_cpu_state *cs, __u32 lvl,
+						 struct bio *bio, int btf)
+{
+	return bio_complete(cs, lvl, bio, btf, 1);
 }
 
 #endif /* IODUMP_COMPLETE_BPF_H */

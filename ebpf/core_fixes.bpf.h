@@ -66,6 +66,15 @@ static __always_inline struct dentry *alias_dentry(struct hlist_node *first)
 	return NULL;
 }
 
+/* The first dentry on an inode's alias list (inode->i_dentry), or NULL; NULL as well on a
+ * kernel whose struct inode has no i_dentry (user space says paths are off). */
+static __always_inline struct dentry *inode_alias(struct inode *inode)
+{
+	if (!bpf_core_field_exists(struct inode, i_dentry))
+		return NULL;
+	return alias_dentry(BPF_CORE_READ(inode, i_dentry.first));
+}
+
 /* A tail page's head, for the page cache behind a large folio: page->compound_head until
  * 6.19 (bit 0 set: the head's address + 1); page->compound_info since 7.0, which holds that,
  * or, where the size of struct page is a power of two, a mask that the tail's own address

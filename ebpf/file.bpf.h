@@ -107,11 +107,17 @@ static __always_inline void resolve_iomap_dio(struct iodump_file_info *fi,
 					      int btf)
 {
 	struct iomap_dio *d = IOD_CAST(dio, struct iomap_dio, btf);
-	struct file *file = RD(btf, d, iocb, ki_filp);
-	struct inode *inode = RD(btf, file, f_inode);
+	struct file *file;
+	struct inode *inode;
 	__u64 ino;
 	__u32 gen;
 
+	/* struct iomap_dio is fs/iomap's own: a kernel that renames its iocb loses only this
+	 * (user space says so) */
+	if (!bpf_core_field_exists(struct iomap_dio, iocb))
+		return;
+	file = RD(btf, d, iocb, ki_filp);
+	inode = RD(btf, file, f_inode);
 	if (!inode)
 		return;
 	fi->file = file;
@@ -231,7 +237,9 @@ static __always_inline void resolve_bio(struct iodump_file_info *fi,
 	struct page *page = bv ? RD(btf, bv, bv_page) : NULL;
 	__u64 mapping = 0, pgflags = 0;
 
-	if (page) {
+	/* (the memdesc work moves fields out of struct page: without a mapping, page-cache
+	 * I/O is not attributed, and user space says so) */
+	if (page && bpf_core_field_exists(struct page, mapping)) {
 		/* compound_head shares its offset with lru.next: the verifier types it as a
 		 * pointer, so take its bits through ptr_bits() as well (7.0+: compound_info,
 		 * core_fixes.bpf.h) */

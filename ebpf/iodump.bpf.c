@@ -193,6 +193,18 @@ int BPF_PROG(raw_bio_done, struct request_queue *q, struct bio *bio)
 	return RUN(on_bio_complete, bio, RAW);
 }
 
+SEC("tp_btf/block_bio_complete")
+int BPF_PROG(tp_bio_done2, struct request_queue *q, struct bio *bio)
+{
+	return RUN(on_bio_complete_again, bio, BTF);
+}
+
+SEC("raw_tp/block_bio_complete")
+int BPF_PROG(raw_bio_done2, struct request_queue *q, struct bio *bio)
+{
+	return RUN(on_bio_complete_again, bio, RAW);
+}
+
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(tp_dirty_folio, struct folio *folio, struct address_space *mapping)
 {

@@ -28,7 +28,7 @@
 #endif
 
 /* Bumped whenever a struct or constant below changes meaning. */
-#define IODUMP_ABI_VERSION 2
+#define IODUMP_ABI_VERSION 3
 
 /* ---------------------------------------------------------------------------------------
  * Ring buffer record kinds: the first __u16 of every record.
@@ -183,10 +183,15 @@
                                       * as IODUMP_CNT_NO_START too */
 #define IODUMP_CNT_NAMES_CHANGED  17 /* renames and unlinks seen (their sys_exit
                                       * tracepoints): each moves names_gen */
-#define IODUMP_CNT_MAX            18
+#define IODUMP_CNT_BIO_RESCUED    18 /* bio completions the second program on
+                                      * block_bio_complete finished because the kernel
+                                      * skipped the first (it was running on that CPU
+                                      * already): recursion misses of tp_bio_done that lost
+                                      * nothing */
+#define IODUMP_CNT_MAX            19
 
 /* ---------------------------------------------------------------------------------------
- * struct iodump_io_event: one block I/O, sent at completion. 112 bytes.
+ * struct iodump_io_event: one block I/O, sent at completion. 120 bytes.
  * ------------------------------------------------------------------------------------- */
 struct iodump_io_event {
 	__u16 kind;        /*   0  IODUMP_EV_IO */
@@ -226,8 +231,11 @@ struct iodump_io_event {
 	                    *      it at hand, so user space finds the file with an array index;
 	                    *      0 = find the record by (ino_dev, ino, ino_gen), or none
 	                    *      (IODUMP_IOF_PATH_LOST: paths off, or the record was lost) */
-	__u32 _reserved;   /* 108  0 */
-};                         /* 112 */
+	__u32 upper_dev;   /* 108  an I/O a stacked device (dm, md) sent down: the stacked
+	                    *      device of the I/O it serves (stack.bpf.h); 0 otherwise */
+	__u64 upper_start_ns; /* 112  and that I/O's start_ns (with upper_dev and this
+	                    *      event's tid, which it inherited, it names that event) */
+};                         /* 120 */
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_path_event: the path of an inode, sent once per (ino_dev, ino, ino_gen)
@@ -281,7 +289,7 @@ struct iodump_path_event {
  * IODUMP_CNT_EMITTED / IODUMP_CNT_LOST_RINGBUF count a batch's events when it is sent
  * (or not); an event waiting in a batch is in neither until then.
  * ------------------------------------------------------------------------------------- */
-#define IODUMP_BATCH_MAX 32 /* events; 8 + 32 * 112 = 3,592 bytes */
+#define IODUMP_BATCH_MAX 32 /* events; 8 + 32 * 120 = 3,848 bytes */
 #define IODUMP_BATCH_HDR 8
 
 struct iodump_batch {
@@ -316,15 +324,15 @@ struct iodump_batch {
 struct iodump_inflight {
 	struct iodump_io_event ev; /*   0  the event being built; ev.sector is whole-disk
 	                            *      based until it is emitted */
-	__u64 part_start;          /* 112  bd_start_sect of ev.dev, subtracted at emit time */
-};                                 /* 120 */
+	__u64 part_start;          /* 120  bd_start_sect of ev.dev, subtracted at emit time */
+};                                 /* 128 */
 
 struct iodump_slot {
 	__u64 key;                 /*   0  address of the owning request/bio; 0 = free;
 	                            *      address | IODUMP_SLOT_COMPLETING = its event is
 	                            *      being copied out (taken by no one else) */
 	struct iodump_inflight v;  /*   8 */
-};                                 /* 128 */
+};                                 /* 136 */
 
 /* Key of the "seen_inodes" map (paths already sent). 16 bytes. */
 struct iodump_inode_key {
@@ -333,8 +341,8 @@ struct iodump_inode_key {
 	__u32 gen;
 };
 
-_Static_assert(sizeof(struct iodump_io_event) == 112, "iodump_io_event size");
-_Static_assert(sizeof(struct iodump_batch) == IODUMP_BATCH_HDR + IODUMP_BATCH_MAX * 112,
+_Static_assert(sizeof(struct iodump_io_event) == 120, "iodump_io_event size");
+_Static_assert(sizeof(struct iodump_batch) == IODUMP_BATCH_HDR + IODUMP_BATCH_MAX * 120,
 	       "iodump_batch size");
 _Static_assert(__builtin_offsetof(struct iodump_batch, count) == 2, "batch count");
 _Static_assert(__builtin_offsetof(struct iodump_batch, ev) == 8, "batch ev");
@@ -360,6 +368,8 @@ _Static_assert(__builtin_offsetof(struct iodump_io_event, cpu) == 84, "cpu");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, syscall) == 86, "syscall");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, comm) == 88, "comm");
 _Static_assert(__builtin_offsetof(struct iodump_io_event, file_id) == 104, "file_id");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, upper_dev) == 108, "upper_dev");
+_Static_assert(__builtin_offsetof(struct iodump_io_event, upper_start_ns) == 112, "upper_start_ns");
 _Static_assert(sizeof(struct iodump_path_event) == 40, "iodump_path_event size");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, path_kind) == 2, "path path_kind");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, pflags) == 3, "path pflags");
@@ -373,7 +383,7 @@ _Static_assert(__builtin_offsetof(struct iodump_path_event, sb_dev) == 28, "path
 _Static_assert(__builtin_offsetof(struct iodump_path_event, file_id) == 32, "path file_id");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, names) == 40, "path names");
 _Static_assert(sizeof(struct iodump_inode_key) == 16, "iodump_inode_key size");
-_Static_assert(sizeof(struct iodump_inflight) == 120, "iodump_inflight size");
-_Static_assert(sizeof(struct iodump_slot) == 128, "iodump_slot size");
+_Static_assert(sizeof(struct iodump_inflight) == 128, "iodump_inflight size");
+_Static_assert(sizeof(struct iodump_slot) == 136, "iodump_slot size");
 
 #endif /* IODUMP_H */

@@ -104,7 +104,7 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 	}
 	if (!d) {
 		/* page cache: the inode's first alias */
-		d = alias_dentry(BPF_CORE_READ(inode, i_dentry.first));
+		d = inode_alias(inode);
 	}
 	if (!d)
 		pflags |= IODUMP_PF_NO_DENTRY;
@@ -177,16 +177,12 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 __noinline __u64 iodump_path_fp(__u64 inode_addr)
 {
 	struct inode *inode = (struct inode *)inode_addr;
-	struct hlist_node *first;
 	struct dentry *d, *parent;
 	__u64 fp = 0xcbf29ce484222325ULL;
 
 	if (!inode)
 		return 0;
-	first = BPF_CORE_READ(inode, i_dentry.first);
-	if (!first)
-		return 1;
-	d = alias_dentry(first);
+	d = inode_alias(inode);
 	if (!d)
 		return 1;
 	for (int i = 0; i < IODUMP_FP_DEPTH; i++) {

@@ -63,17 +63,31 @@ static __always_inline int stack_dev(__u32 dev)
 }
 
 /* Keep an I/O starting on a stacked device (v, filled by start_io) for the I/O it becomes
- * below. key: the bio's address. */
+ * below. key: the bio's address. A stacked device below another one (md under LVM) gets a
+ * clone sharing the upper bio's array, so its entry is there already: the I/O below then
+ * serves this one, which becomes the entry's upper I/O (its dev and start_ns; the owner,
+ * whose completion removes the entry, stays). An entry that is not v's own upper I/O is one
+ * whose completion was missed: v replaces it. */
 static __always_inline void stack_push(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
 				       __u64 key, struct iodump_inflight *v, int btf)
 {
 	__u64 vec = key_of(cs, lvl, RD(btf, bio, bi_io_vec), btf);
+	struct iodump_inflight *e;
 
 	if (!vec)
 		return; /* an empty flush: nothing to attribute */
 	v->ev.complete_ns = key;
-	if (!bpf_map_update_elem(&stack_ios, &vec, v, BPF_NOEXIST))
+	if (!bpf_map_update_elem(&stack_ios, &vec, v, BPF_NOEXIST)) {
 		stack_add(1);
+	} else {
+		e = bpf_map_lookup_elem(&stack_ios, &vec);
+		if (e && e->ev.dev == v->ev.upper_dev && e->ev.start_ns == v->ev.upper_start_ns) {
+			e->ev.dev = v->ev.dev;
+			e->ev.start_ns = v->ev.start_ns;
+		} else if (e) {
+			bpf_map_update_elem(&stack_ios, &vec, v, BPF_EXIST);
+		}
+	}
 	v->ev.complete_ns = 0;
 }
 
@@ -127,10 +141,12 @@ static __always_inline void stack_pop(struct iodump_cpu_state *cs, __u32 lvl, st
 		stack_add(-1);
 }
 
-/* The lower I/O v takes what its upper I/O p knew of its origin. */
+/* The lower I/O v takes what its upper I/O p knew of its origin, and names p. */
 static __always_inline void stack_inherit(struct iodump_inflight *v,
 					  const struct iodump_inflight *p)
 {
+	v->ev.upper_dev = p->ev.dev;
+	v->ev.upper_start_ns = p->ev.start_ns;
 	v->ev.pid = p->ev.pid;
 	v->ev.tid = p->ev.tid;
 	__builtin_memcpy(v->ev.comm, p->ev.comm, sizeof(v->ev.comm));

@@ -223,8 +223,10 @@ fill:
 	v->ev.cpu = bpf_get_smp_processor_id();
 	v->ev.syscall = current_syscall(task, &v->ev.ioflags);
 
-	if ((v->ev.ioflags & IODUMP_IOF_KTHREAD) && bio) {
-		/* cgroup writeback: the bio is charged to the dirtier's cgroup */
+	if ((v->ev.ioflags & IODUMP_IOF_KTHREAD) && bio &&
+	    bpf_core_field_exists(struct bio, bi_blkg)) {
+		/* cgroup writeback: the bio is charged to the dirtier's cgroup (a kernel
+		 * without CONFIG_BLK_CGROUP has no bi_blkg: user space says so) */
 		struct blkcg_gq *blkg = RD(btf, bio, bi_blkg);
 
 		if (blkg)

@@ -40,8 +40,8 @@ pub enum Command {
     /// concurrency; reads only unless --allow-writes.
     Replay(Box<crate::replay::ReplayArgs>),
     #[cfg(feature = "analyze")]
-    /// Write a trace's events as CSV (the original iodump's columns first), JSON lines, or
-    /// a fio iolog (version 3) that `fio --read_iolog` replays.
+    /// Write a trace's events as CSV (the original iodump's columns first), JSON lines, a
+    /// fio iolog (version 3) that `fio --read_iolog` replays, or a Perfetto trace.
     Export(ExportArgs),
     /// Query traces or Parquet datasets: summary, top files and processes, latency, timeline,
     /// seeks, sequential writes, SQL.
@@ -145,6 +145,11 @@ pub struct AnalyzeArgs {
     /// Only I/O matching EXPR (same language as `record -f`).
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Only I/O of this device, named as `iodump info` lists it (sda, sda1, dm-0, md127, or
+    /// MAJ:MIN); repeatable. The disk below LVM, dm-crypt or md RAID answers with the files and
+    /// processes its I/O served.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub devices: Vec<String>,
     /// Only I/O of tasks of this container or pod, from the trace's cgroups table: a prefix
     /// of the container id or pod UID, `RUNTIME:ID` or `pod:UID` (as `record --container`).
     #[arg(long, value_name = "ID")]
@@ -252,6 +257,9 @@ pub enum ExportFormatArg {
     Jsonl,
     /// fio iolog version 3: one file per device (/dev/NAME), offsets in bytes on the device.
     FioIolog,
+    /// Perfetto trace (TrackEvent protobuf) for ui.perfetto.dev: a track per device with a
+    /// slice per I/O (queue and device time nested), a track per process, counters.
+    Perfetto,
 }
 
 #[derive(Debug, Args)]

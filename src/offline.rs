@@ -19,6 +19,7 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         ExportFormatArg::Csv => ExportFormat::Csv,
         ExportFormatArg::Jsonl => ExportFormat::Jsonl,
         ExportFormatArg::FioIolog => ExportFormat::FioIolog,
+        ExportFormatArg::Perfetto => ExportFormat::Perfetto,
     };
     // A file output replaces what was there only once the export succeeded.
     let mut file = None;
@@ -142,12 +143,18 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--filter`, `--container` and `--cgroup` as one expression.
+/// `--filter`, `--device`, `--container` and `--cgroup` as one expression.
 fn analyze_filter(a: &AnalyzeArgs) -> anyhow::Result<Option<iodump_format::expr::Expr>> {
     use iodump_format::expr::Expr;
     let mut parts: Vec<Expr> = Vec::new();
     if let Some(f) = a.filter.as_deref() {
         parts.push(crate::cli::parse_filter("--filter", f)?);
+    }
+    if !a.devices.is_empty() {
+        let inputs = iodump_analyze::input::InputPath::expand(&a.files)?;
+        let devs = iodump_analyze::input::select_devices(&inputs, &a.devices)?;
+        let any: Vec<String> = devs.iter().map(|d| format!("dev == {d:?}")).collect();
+        parts.push(crate::cli::parse_filter("--device", &any.join(" || "))?);
     }
     if let Some(c) = &a.container {
         parts.push(Expr::for_container(c));
@@ -279,36 +286,15 @@ fn lat_by(g: LatByArg) -> iodump_analyze::query::LatencyBy {
 }
 
 /// `100ms`, `1s`, `10s`, `1m`, `1h` → nanoseconds.
+/// `--interval`: a duration in the one grammar of every duration flag
+/// (`iodump_format::units`), from 1us to 292 years.
 fn parse_interval(s: &str) -> anyhow::Result<i64> {
-    let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e6)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1e9)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60e9)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600e9)
-    } else {
-        anyhow::bail!("--interval {s}: give a duration such as 100ms, 1s, 1m")
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| anyhow::anyhow!("--interval {s}: give a duration such as 100ms, 1s, 1m"))?;
-    let ns = (v * mult).round();
-    if ns.is_nan() {
-        anyhow::bail!("--interval {s}: give a duration such as 100ms, 1s, 1m");
-    }
-    if ns < 1e3 {
+    let ns = iodump_format::units::parse_duration_ns(s)
+        .map_err(|e| anyhow::anyhow!("--interval {s}: {e}"))?;
+    if ns < 1_000 {
         anyhow::bail!("--interval {s}: at least 1us");
     }
-    if ns > i64::MAX as f64 {
-        anyhow::bail!("--interval {s}: at most 292 years (2562047h)");
-    }
-    Ok(ns as i64)
+    i64::try_from(ns).map_err(|_| anyhow::anyhow!("--interval {s}: at most 292 years (2562047h)"))
 }
 
 /// Prints the answer's rows on stdout in `fmt`.
@@ -538,15 +524,19 @@ mod tests {
             parse_interval("2562047h").unwrap(),
             9_223_369_200_000_000_000
         );
+        // the grammar of every duration flag (`top -i 2` too): a bare number is seconds
+        assert_eq!(parse_interval("5").unwrap(), 5_000_000_000);
+        assert_eq!(parse_interval("1.5m").unwrap(), 90_000_000_000);
         for (bad, why) in [
             ("0.5us", "at least 1us"),
-            ("-1s", "at least 1us"),
-            ("1e-300s", "at least 1us"),
-            ("1e300s", "at most 292 years"),
-            ("infs", "at most 292 years"),
-            ("1e12s", "at most 292 years"),
-            ("nans", "such as"),
-            ("5", "such as"),
+            ("0", "at least 1us"),
+            ("2562048h", "at most 292 years"),
+            ("-1s", "is not a duration"),
+            ("1e-300s", "is not a duration"),
+            ("1e12d", "is not a duration"),
+            ("infs", "is not a duration"),
+            ("nans", "is not a duration"),
+            ("5 fortnights", "is not a duration"),
         ] {
             let e = parse_interval(bad).unwrap_err().to_string();
             assert!(

@@ -17,6 +17,8 @@ use iodump_record::convert::Converter;
 use iodump_record::live::{
     parse_interval, render, Aggregator, BatchSink, Interval, Screen, Sort, View,
 };
+use iodump_record::metrics::Metrics;
+use iodump_record::serve::{Endpoint, OPENMETRICS, PROMETHEUS};
 use iodump_record::{record_live, LiveSink, RecordConfig};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -91,6 +93,14 @@ pub struct TopArgs {
     /// Also write the trace to FILE (as `iodump record -o`).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Serve Prometheus/OpenMetrics metrics on http://ADDR:PORT/metrics: PORT or :PORT
+    /// listen on 127.0.0.1; another address must be given (0.0.0.0:9100). With the screen,
+    /// with -b, or alone when stdin or stdout is not a terminal.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub serve: Option<String>,
+    /// --serve: files exported (the busiest by I/Os; file paths are unbounded label values).
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "serve")]
+    pub serve_files: usize,
 }
 
 fn view(v: ViewArg) -> View {
@@ -145,9 +155,38 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         ..RecordConfig::default()
     };
     let container = a.container.clone().filter(|c| !c.trim().is_empty());
+    // SAFETY: isatty has no preconditions.
+    let terminal = unsafe { libc::isatty(0) == 1 && libc::isatty(1) == 1 };
+    let serve_only = a.serve.is_some() && !a.batch && !terminal;
+    if serve_only && a.iterations.is_some() {
+        bail!("-n counts refreshes of the screen or of -b; --serve alone runs until stopped");
+    }
+    // The port is taken before anything is loaded: one in use is an error up front.
+    let mut serving = match &a.serve {
+        Some(spec) => {
+            let addr = iodump_record::serve::parse_addr(spec).map_err(anyhow::Error::msg)?;
+            let listener = iodump_record::serve::bind(addr).map_err(anyhow::Error::msg)?;
+            let endpoint = Endpoint::start(listener).context("starting the --serve thread")?;
+            eprintln!(
+                "iodump: serving metrics on http://{}/metrics",
+                endpoint.addr
+            );
+            Some(Serving::new(
+                Metrics::new(Resolver::new(), container.clone(), a.serve_files),
+                endpoint,
+            ))
+        }
+        None => None,
+    };
     let agg = Aggregator::new(Resolver::new(), container);
     let limit = (a.limit > 0).then_some(a.limit);
     crate::signals::install();
+    if serve_only {
+        let serving = serving.as_mut().expect("serving");
+        let s = record_live(&cfg, &crate::signals::STOP, Some(serving))?;
+        finish(&cfg, &s);
+        return Ok(ExitCode::SUCCESS);
+    }
     if a.batch {
         let stdout = std::io::stdout().lock();
         let mut sink = BatchSink::new(
@@ -160,7 +199,10 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             limit,
             a.json,
         );
-        let s = record_live(&cfg, &crate::signals::STOP, Some(&mut sink))?;
+        let s = match serving.as_mut() {
+            Some(sv) => record_live(&cfg, &crate::signals::STOP, Some(&mut sv.with(&mut sink)))?,
+            None => record_live(&cfg, &crate::signals::STOP, Some(&mut sink))?,
+        };
         if let Some(e) = sink.error {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
                 return Err(e).context("writing to stdout");
@@ -169,12 +211,14 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         finish(&cfg, &s);
         return Ok(ExitCode::SUCCESS);
     }
-    // SAFETY: isatty has no preconditions.
-    if unsafe { libc::isatty(0) == 0 || libc::isatty(1) == 0 } {
+    if !terminal {
         bail!("the full-screen view needs a terminal on stdin and stdout; use -b for batch mode");
     }
     let mut sink = Screenful::new(agg, interval, a.iterations, view(a.by), sort(a.sort));
-    let result = record_live(&cfg, &crate::signals::STOP, Some(&mut sink));
+    let result = match serving.as_mut() {
+        Some(sv) => record_live(&cfg, &crate::signals::STOP, Some(&mut sv.with(&mut sink))),
+        None => record_live(&cfg, &crate::signals::STOP, Some(&mut sink)),
+    };
     sink.restore();
     let s = result?;
     if let Some(e) = sink.error.take() {
@@ -195,6 +239,82 @@ fn finish(cfg: &RecordConfig, s: &iodump_record::RecordSummary) {
             p.display(),
             s.bytes_written
         );
+    }
+}
+
+/// `--serve`: the metrics, fed with every event, and the endpoint they are rendered for.
+struct Serving {
+    metrics: Metrics,
+    endpoint: Endpoint,
+    expired: Instant,
+}
+
+/// How often idle series are dropped.
+const EXPIRE_EVERY: Duration = Duration::from_secs(5);
+
+impl Serving {
+    fn new(metrics: Metrics, endpoint: Endpoint) -> Serving {
+        Serving {
+            metrics,
+            endpoint,
+            expired: Instant::now(),
+        }
+    }
+
+    /// This, and `view`'s sink (the screen or -b) too.
+    fn with<'a>(&'a mut self, view: &'a mut dyn LiveSink) -> Both<'a> {
+        Both {
+            serving: self,
+            view,
+        }
+    }
+
+    /// Renders what requests wait for; drops idle series now and then.
+    fn step(&mut self, lost_events: u64) {
+        if self.expired.elapsed() >= EXPIRE_EVERY {
+            self.expired = Instant::now();
+            self.metrics.expire(iodump_record::session::monotonic_ns());
+        }
+        let want = self.endpoint.wanted();
+        if want == 0 {
+            return;
+        }
+        self.metrics.set_lost(lost_events);
+        for format in [PROMETHEUS, OPENMETRICS] {
+            if want & format != 0 {
+                let text = self.metrics.render(format == OPENMETRICS);
+                self.endpoint.publish(format, text);
+            }
+        }
+    }
+}
+
+impl LiveSink for Serving {
+    fn event(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
+        self.metrics.add(e, r, conv);
+    }
+
+    fn tick(&mut self, lost_events: u64) -> bool {
+        self.step(lost_events);
+        false
+    }
+}
+
+/// The metrics of `--serve` and the screen or batch sink.
+struct Both<'a> {
+    serving: &'a mut Serving,
+    view: &'a mut dyn LiveSink,
+}
+
+impl LiveSink for Both<'_> {
+    fn event(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
+        self.serving.metrics.add(e, r, conv);
+        self.view.event(e, r, conv);
+    }
+
+    fn tick(&mut self, lost_events: u64) -> bool {
+        self.serving.step(lost_events);
+        self.view.tick(lost_events)
     }
 }
 

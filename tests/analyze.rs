@@ -777,6 +777,7 @@ fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
             syscall: None,
             dirtier_pid: None,
             cgroup_id: 1,
+            upper: None,
         })
         .unwrap();
     };
@@ -1057,7 +1058,11 @@ fn command_lines_in_top_procs_report_and_exports() {
         .arg(&csv)));
     let text = std::fs::read_to_string(&csv).unwrap();
     assert!(text.starts_with("timestamp,pid,comm,iosize,rw,lba,path,"));
-    assert!(text.lines().next().unwrap().ends_with(",dirtier_pid,args"));
+    assert!(text
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",dirtier_pid,upper_dev,upper_timestamp_ns,args"));
     assert_eq!(text.matches(",postgres: checkpointer\n").count(), 8);
     assert_eq!(text.matches(",reader\n").count(), 7);
     // The report's top processes.

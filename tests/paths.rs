@@ -537,6 +537,7 @@ fn renames_are_named_at_once() {
         let r = Reader::open(&t).unwrap();
         let mnt = fs.mnt.as_os_str().as_bytes().to_vec();
         let (mut checked, mut stale) = (0, 0);
+        let mut first_stale = String::new();
         for e in r.events().filter(|e| e.op == Op::Write && e.bytes == 4096) {
             let Some(p) = r.tables().path(e.path_id) else {
                 continue;
@@ -551,9 +552,28 @@ fn renames_are_named_at_once() {
             checked += 1;
             if p.path != *want || p.deleted != *deleted {
                 stale += 1;
+                if first_stale.is_empty() {
+                    first_stale = format!(
+                        "first: {} (deleted {}) at {} by tid {} sector {}, wanted {} (deleted {})",
+                        String::from_utf8_lossy(&p.path),
+                        p.deleted,
+                        e.timestamp_ns,
+                        e.tid,
+                        e.sector,
+                        String::from_utf8_lossy(want),
+                        deleted
+                    );
+                }
             }
         }
         assert!(checked >= 300, "{kind}: {checked} writes after a change");
+        if stale > 0 {
+            let named: Vec<(u64, bool, String)> = changes
+                .iter()
+                .map(|c| (c.0, c.1, String::from_utf8_lossy(&c.2).into_owned()))
+                .collect();
+            eprintln!("{kind}: {stale} stale; {first_stale}; changes {named:?}");
+        }
         (checked, stale)
     };
     for kind in FILESYSTEMS {
@@ -570,10 +590,11 @@ fn renames_are_named_at_once() {
 
 /// A kernel whose struct fields moved where the program does not know them loads it all the
 /// same, without the features that read them: this kernel's BTF with `struct dentry`'s
-/// `d_u` and `struct page`'s `compound_head` renamed (given with --btf, so no CO-RE
-/// flavour matches), each said in one `warning: off on this kernel:` line and in the
-/// trace's `iodump.off`; the I/O is all recorded, the reads of a file whose names cannot be
-/// walked are `[unknown]` (not its filesystem's root).
+/// `d_u`, `struct page`'s `compound_head` and `mapping`, `struct inode`'s `i_dentry`,
+/// `struct iomap_dio`'s `iocb` and `struct bio`'s `bi_blkg` renamed (given with --btf, so
+/// no CO-RE flavour matches), each said in one `warning: off on this kernel:` line and in
+/// the trace's `iodump.off`; the I/O is all recorded, the reads of a file whose names cannot
+/// be walked are `[unknown]` (not its filesystem's root).
 #[test]
 fn a_kernel_without_a_field_turns_off_one_feature() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -588,6 +609,10 @@ fn a_kernel_without_a_field_turns_off_one_feature() {
     for (from, to) in [
         (&b"\0d_u\0"[..], &b"\0d_w\0"[..]),
         (b"\0compound_head\0", b"\0compound_hexd\0"),
+        (b"\0mapping\0", b"\0mappinx\0"),
+        (b"\0i_dentry\0", b"\0i_dentrx\0"),
+        (b"\0iocb\0", b"\0iocx\0"),
+        (b"\0bi_blkg\0", b"\0bi_blkx\0"),
     ] {
         let table = &btf[strings..strings + len];
         let at = table
@@ -601,17 +626,21 @@ fn a_kernel_without_a_field_turns_off_one_feature() {
     std::fs::write(&patched, &btf).unwrap();
     let f = random_file(&fs, "data/read.bin", 4);
     drop_caches();
+    // `iodump record --btf PATCHED -d DEV -o TRACE -- CMD...`
+    let record = |trace: &PathBuf, cmd: &[std::ffi::OsString]| {
+        Command::new(env!("CARGO_BIN_EXE_iodump"))
+            .args(["record", "--btf"])
+            .arg(&patched)
+            .args(["-d", &fs.dev(), "-o"])
+            .arg(trace)
+            .arg("--")
+            .args(cmd)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap()
+    };
     let t = fs.dir.join("moved.iod");
-    let out = Command::new(env!("CARGO_BIN_EXE_iodump"))
-        .args(["record", "--btf"])
-        .arg(&patched)
-        .args(["-d", &fs.dev(), "-o"])
-        .arg(&t)
-        .args(["--", "cat"])
-        .arg(&f)
-        .stdout(Stdio::null())
-        .output()
-        .unwrap();
+    let out = record(&t, &["cat".into(), f.clone().into()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && !err.contains("panicked"), "{err}");
     let off: Vec<&str> = err
@@ -619,7 +648,35 @@ fn a_kernel_without_a_field_turns_off_one_feature() {
         .filter(|l| l.starts_with("iodump: warning: off on this kernel:"))
         .collect();
     assert!(off.iter().any(|l| l.contains("d_u.d_alias")), "{err}");
-    assert!(off.iter().any(|l| l.contains("compound_head")), "{err}");
+    for field in [
+        "compound_head",
+        "page has no mapping",
+        "i_dentry",
+        "iomap_dio has no iocb",
+        "bi_blkg",
+    ] {
+        assert!(off.iter().any(|l| l.contains(field)), "{field}: {err}");
+    }
+    // Direct reads (iomap) of a file whose iocb cannot be read are not attributed either.
+    let direct = fs.dir.join("moved-direct.iod");
+    let input = format!("if={}", f.display());
+    let dd = ["dd", "bs=64k", "iflag=direct", "of=/dev/null", &input];
+    let out = record(&direct, &dd.map(std::ffi::OsString::from));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rd = Reader::open(&direct).unwrap();
+    let dd: Vec<Event> = by_comm(&rd, b"dd").filter(|e| e.op == Op::Read).collect();
+    assert!(
+        dd.iter().map(|e| u64::from(e.bytes)).sum::<u64>() >= 4 << 20,
+        "dd's direct reads recorded"
+    );
+    assert!(
+        dd.iter().all(|e| path_of(&rd, e).starts_with(b"[")),
+        "no path for direct I/O without iomap_dio.iocb"
+    );
     let r = Reader::open(&t).unwrap();
     let meta = r
         .header()

@@ -987,7 +987,10 @@ fn command_lines_are_recorded_and_read_again_after_exec() {
     assert_eq!(args.iter().filter(|x| **x == b).count(), 10, "{args:?}");
     // The live CSV: args is the last column, quoted as CSV (the script has newlines).
     let header = text.lines().next().unwrap();
-    assert!(header.ends_with(",dirtier_pid,args"), "{header}");
+    assert!(
+        header.ends_with(",dirtier_pid,upper_dev,upper_timestamp_ns,args"),
+        "{header}"
+    );
     let quoted = |s: &str| format!(",\"{}\"\n", s.replace('"', "\"\""));
     assert_eq!(text.matches(&quoted(&a)).count(), 10, "{text}");
     assert_eq!(text.matches(&quoted(&b)).count(), 10, "{text}");

@@ -576,6 +576,7 @@ fn interrupt_during_a_long_pause_stops_at_once() {
             syscall: None,
             dirtier_pid: None,
             cgroup_id: 0,
+            upper: None,
         })
         .unwrap();
     }

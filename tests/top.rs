@@ -12,7 +12,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::devices::Zram;
+use common::devices::Ext4OnZram as Fs;
 use common::{bin, bpf_available, ok, one_line_error, run};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -20,46 +20,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn sh(script: &str) {
     let st = Command::new("sh").arg("-c").arg(script).status().unwrap();
     assert!(st.success(), "failed: {script}");
-}
-
-/// ext4 on a zram device, mounted in a temporary directory; undone on drop.
-struct Fs {
-    zram: Zram,
-    dir: PathBuf,
-    mnt: PathBuf,
-}
-
-impl Fs {
-    fn new(name: &str) -> Fs {
-        let zram = Zram::new("512M");
-        let dir = std::env::temp_dir().join(format!(
-            "iodump-top-{name}-{}-{}",
-            std::process::id(),
-            zram.id
-        ));
-        let mnt = dir.join("mnt");
-        std::fs::create_dir_all(&mnt).unwrap();
-        sh(&format!("mkfs.ext4 -q -F {} >/dev/null", zram.node()));
-        sh(&format!("mount {} {}", zram.node(), mnt.display()));
-        Fs { zram, dir, mnt }
-    }
-}
-
-impl Drop for Fs {
-    fn drop(&mut self) {
-        // The workloads' last processes may still be closing their files: try for a while.
-        for _ in 0..100 {
-            let st = Command::new("umount")
-                .arg(&self.mnt)
-                .stderr(Stdio::null())
-                .status();
-            if st.is_ok_and(|s| s.success()) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// Background workloads, killed (with their process groups) on drop.
@@ -432,11 +392,17 @@ fn full_screen_view_in_tmux() {
     let writes = fs.mnt.join("writes.dat");
     let _w = fio_and_dd(&reads, &writes);
     let (rp, wp) = (reads.to_str().unwrap(), writes.to_str().unwrap());
+    // The screen and --serve together (a free port on loopback).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let t = Tmux::start(
         160,
         40,
         &format!(
-            "{} top -d {} -i 1s; echo EXIT=$?; sleep 600",
+            "{} top -d {} -i 1s --serve 127.0.0.1:{port}; echo EXIT=$?; sleep 600",
             env!("CARGO_BIN_EXE_iodump"),
             fs.zram.name()
         ),
@@ -448,6 +414,19 @@ fn full_screen_view_in_tmux() {
             && p.iter().any(|l| l.ends_with(wp) && l.contains("dd["))
     });
     assert!(p[1].starts_with("Total: "), "{}", p.join("\n"));
+    let (st, metrics) = common::http_get(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        "/metrics",
+        None,
+    );
+    assert_eq!(st, 200, "{metrics}");
+    assert!(
+        metrics.contains(&format!(
+            "iodump_device_io_total{{device=\"{}\",op=\"read\"}}",
+            fs.zram.name()
+        )),
+        "{metrics}"
+    );
     assert!(
         p[39].starts_with("v/tab view"),
         "footer on the last line: {:?}",

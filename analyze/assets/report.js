@@ -541,6 +541,18 @@
     }), [0, 0, 1, 1]));
     wrap.appendChild(right);
     box.appendChild(wrap);
+    if (tr.stack && tr.stack.length) {
+      // What each stacked device (LVM, dm-crypt, md) sent to the devices below it.
+      var st = gridTable(["stacked device", "→ device below", "its I/Os", "I/Os sent down", "per upper I/O",
+        "bytes sent down", "upper mean latency", "lower mean latency"], tr.stack.map(function (s) {
+        return [s.upper, s.lower, fmtNum(s.upper_ios), fmtNum(s.lower_ios),
+          s.lower_ios_per_upper_io === null ? "-" : s.lower_ios_per_upper_io.toFixed(2),
+          fmtBytes(s.lower_bytes), s.upper_ios ? fmtNs(s.upper_latency_mean_ns) : "-", fmtNs(s.lower_latency_mean_ns)];
+      }), [0, 0, 1, 1, 1, 1, 1, 1]);
+      st.setAttribute("data-stack", String(tr.stack.length));
+      box.appendChild(el("h4", { text: "Stacked devices: I/O sent to the devices below" }));
+      box.appendChild(st);
+    }
     if (tr.damage.length) {
       box.appendChild(el("div", { "class": "warn", text: "Damaged trace: " + tr.damage.length + " damaged chunk(s) skipped" +
         (tr.damaged_events ? " (" + tr.damaged_events + " events in damaged segments)" : "") +

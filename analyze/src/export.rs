@@ -1,12 +1,12 @@
 //! Exports of a trace's events: CSV (the original iodump's columns
 //! `timestamp,pid,comm,iosize,rw,lba,path` first, then the rest, the process's command line
 //! `args` last; RFC 4180), JSON lines, and
-//! fio's iolog version 3 for `fio --read_iolog`.
+//! fio's iolog version 3 for `fio --read_iolog`, and a Perfetto trace ([`crate::perfetto`]).
 
 use std::io::Write;
 
 use iodump_format::text::{format_event, header_line, LineFormat};
-use iodump_format::{Damage, DevT, Op, Reader};
+use iodump_format::{Damage, DevT, EventBatch, Op, Reader};
 
 use crate::AnalyzeError;
 
@@ -19,6 +19,8 @@ pub enum ExportFormat {
     Jsonl,
     /// fio iolog version 3: one file per device, offsets in bytes on the device.
     FioIolog,
+    /// A Perfetto trace (TrackEvent protobuf): a track per device and process, counters.
+    Perfetto,
 }
 
 /// What an export wrote.
@@ -49,6 +51,7 @@ pub fn export(
         ExportFormat::Csv => lines(r, LineFormat::Csv, out),
         ExportFormat::Jsonl => lines(r, LineFormat::Json, out),
         ExportFormat::FioIolog => fio_iolog(r, out),
+        ExportFormat::Perfetto => crate::perfetto::export_perfetto(r, out),
     }
 }
 
@@ -58,18 +61,8 @@ fn lines(r: &Reader, fmt: LineFormat, out: &mut dyn Write) -> Result<ExportSumma
         .map_err(werr("the header"))?;
     let mut line = Vec::with_capacity(512);
     let mut buf = Vec::with_capacity(1 << 20);
-    let mut result = Ok(());
-    r.for_each_segment(|i, b| {
-        if result.is_err() {
-            return;
-        }
-        let b = match b {
-            Ok(b) => b,
-            Err(d) => {
-                s.damaged.push(d);
-                return;
-            }
-        };
+    let mut events = 0;
+    let result = each_intact_batch(r, &mut s.damaged, |i, b| {
         for row in 0..b.len() {
             let e = b.get(row);
             let p = r.process_of(e.pid, e.tid, i);
@@ -80,19 +73,38 @@ fn lines(r: &Reader, fmt: LineFormat, out: &mut dyn Write) -> Result<ExportSumma
             format_event(fmt, &mut line, r.header(), &e, comm, path, args);
             buf.extend_from_slice(&line);
             if buf.len() >= 1 << 20 {
-                if let Err(e) = out.write_all(&buf) {
-                    result = Err(e);
-                    return;
-                }
+                out.write_all(&buf)?;
                 buf.clear();
             }
         }
-        s.events += b.len() as u64;
+        events += b.len() as u64;
+        Ok(())
     });
+    s.events = events;
     result.map_err(werr("events"))?;
     out.write_all(&buf).map_err(werr("events"))?;
     out.flush().map_err(werr("events"))?;
     Ok(s)
+}
+
+/// Calls `f` with each intact segment's events in file order (damaged ones are added to
+/// `damaged`), until `f` fails.
+pub(crate) fn each_intact_batch(
+    r: &Reader,
+    damaged: &mut Vec<Damage>,
+    mut f: impl FnMut(usize, &EventBatch) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut result = Ok(());
+    r.for_each_segment(|i, b| {
+        if result.is_err() {
+            return;
+        }
+        match b {
+            Ok(b) => result = f(i, b),
+            Err(d) => damaged.push(d),
+        }
+    });
+    result
 }
 
 /// fio's iolog v3: `fio version 3 iolog`, then `TIMESTAMP FILE ACTION [OFFSET LENGTH]` with the

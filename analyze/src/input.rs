@@ -23,6 +23,57 @@ pub enum InputPath {
     Parquet(PathBuf),
 }
 
+/// A device an input knows, from its device table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnownDevice {
+    /// Kernel name (`sda1`, `dm-0`).
+    pub name: String,
+    /// `MAJ:MIN`.
+    pub dev_t: String,
+    /// `MAJ:MIN` of the disk it is a partition of.
+    pub partition_of: Option<String>,
+}
+
+/// The devices `wanted` names (`analyze -d`), as `MAJ:MIN`: a device by name or number, a
+/// disk with its partitions. A name no input knows is [`AnalyzeError::UnknownDevice`].
+pub fn select_devices(
+    inputs: &[InputPath],
+    wanted: &[String],
+) -> Result<Vec<String>, AnalyzeError> {
+    let mut known: Vec<KnownDevice> = Vec::new();
+    for i in inputs {
+        known.extend(i.devices()?);
+    }
+    let mut out: Vec<String> = Vec::new();
+    for w in wanted {
+        let w = w.strip_prefix("/dev/").unwrap_or(w);
+        let disks: Vec<&str> = known
+            .iter()
+            .filter(|d| d.name == w || d.dev_t == w)
+            .map(|d| d.dev_t.as_str())
+            .collect();
+        if disks.is_empty() {
+            let mut names: Vec<String> = known.iter().map(|d| d.name.clone()).collect();
+            names.sort();
+            names.dedup();
+            return Err(AnalyzeError::UnknownDevice {
+                name: w.to_string(),
+                known: names,
+            });
+        }
+        for d in &known {
+            let hit = disks.contains(&d.dev_t.as_str())
+                || d.partition_of
+                    .as_deref()
+                    .is_some_and(|p| disks.contains(&p));
+            if hit && !out.contains(&d.dev_t) {
+                out.push(d.dev_t.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// True when `dir` holds trace files (`*.iod`) at its top: a recording's directory, not a
 /// Parquet dataset.
 pub fn is_trace_dir(dir: &Path) -> bool {
@@ -90,6 +141,23 @@ impl InputPath {
     /// True for a Parquet dataset.
     pub fn is_parquet(&self) -> bool {
         matches!(self, InputPath::Parquet(_))
+    }
+
+    /// The devices of its device table.
+    pub fn devices(&self) -> Result<Vec<KnownDevice>, AnalyzeError> {
+        match self {
+            InputPath::Parquet(dir) => crate::onepass_source::parquet_devices(dir),
+            InputPath::Trace { .. } => Ok(self
+                .open_trace()?
+                .tables()
+                .devices()
+                .map(|d| KnownDevice {
+                    name: d.name.clone(),
+                    dev_t: d.dev.to_string(),
+                    partition_of: d.partition_of.map(|p| p.to_string()),
+                })
+                .collect()),
+        }
     }
 
     /// Opens the trace (its parts as one).

@@ -1,7 +1,7 @@
 //! `iodump-analyze` owns offline analysis of traces: the Parquet tables of `iodump convert`
 //! ([`to_parquet`]) and the exports (`export`: CSV with the original iodump's columns first,
-//! JSON lines, fio's version 3 iolog for replay); the queries of `iodump analyze` behind
-//! [`run`] ([`engine`]), answered in one pass ([`onepass`], reading traces and Parquet through
+//! JSON lines, fio's version 3 iolog for replay, a Perfetto trace: [`perfetto`]); the queries
+//! of `iodump analyze` behind [`run`] ([`engine`]), answered in one pass ([`onepass`], reading traces and Parquet through
 //! `onepass_source`) or on the polars table ([`query`]); the report and plots of `iodump
 //! report` and `iodump plot` ([`report`], [`plot`]: binned in one parallel pass, no polars).
 
@@ -14,6 +14,7 @@ pub mod layout;
 pub mod loghist;
 pub mod onepass;
 mod onepass_source;
+pub mod perfetto;
 pub mod plot;
 pub mod query;
 pub mod report;
@@ -75,6 +76,13 @@ pub enum AnalyzeError {
     },
     /// Traces and Parquet directories given together.
     MixedInputs,
+    /// A device asked for (`analyze -d`) that no input has.
+    UnknownDevice {
+        /// The name asked for.
+        name: String,
+        /// The devices the inputs have.
+        known: Vec<String>,
+    },
     /// A container or cgroup filter over a Parquet directory (the cgroups table is joined in
     /// Spark or DuckDB, not here).
     CgroupsFromParquet {
@@ -166,6 +174,15 @@ impl fmt::Display for AnalyzeError {
             ),
             AnalyzeError::MixedInputs => f.write_str(
                 "give either .iod traces or directories written by `iodump convert`, not both",
+            ),
+            AnalyzeError::UnknownDevice { name, known } => write!(
+                f,
+                "no device {name:?} in the input (its devices: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
             ),
             AnalyzeError::CgroupsFromParquet { dir } => write!(
                 f,

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
+use iodump_format::segment::{col, Columns};
 use iodump_format::stats::quantile_linear;
 use iodump_format::summary::rfc3339_utc;
 use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
@@ -191,6 +192,31 @@ pub(crate) fn pass<A: Send>(
     init: impl Fn() -> A + Sync + Send,
     seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
     merge: impl Fn(&mut A, A) + Sync + Send,
+    done: impl FnMut(TraceDone<'_, A>),
+) -> Result<PassInfo, AnalyzeError> {
+    pass_reading(
+        Columns::ALL,
+        paths,
+        filter,
+        progress,
+        init,
+        seg,
+        merge,
+        done,
+    )
+}
+
+/// [`pass`] decoding only the columns `want` of each trace segment (the batch `seg` sees has
+/// the others empty; with a filter, every column is decoded).
+#[allow(clippy::too_many_arguments)]
+fn pass_reading<A: Send>(
+    want: Columns,
+    paths: &[InputPath],
+    filter: Option<&Expr>,
+    progress: &(dyn Fn(u64) + Sync),
+    init: impl Fn() -> A + Sync + Send,
+    seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
+    merge: impl Fn(&mut A, A) + Sync + Send,
     mut done: impl FnMut(TraceDone<'_, A>),
 ) -> Result<PassInfo, AnalyzeError> {
     let mut info = PassInfo::default();
@@ -214,7 +240,7 @@ pub(crate) fn pass<A: Send>(
                     )
                 },
                 |(mut p, mut b, mut dec, mut keep), i| {
-                    match inp.load(i, &mut b, &mut dec, &mut keep, filter) {
+                    match inp.load(i, &mut b, &mut dec, &mut keep, filter, want) {
                         Ok(range) => {
                             p.range = union(p.range, range);
                             p.kept += keep.len() as u64;
@@ -298,7 +324,7 @@ fn ordered_pass<R: Send>(
                     .map_init(
                         || (EventBatch::default(), SegmentDecoder::new(), Vec::new()),
                         |(b, dec, keep), i| {
-                            let range = inp.load(i, b, dec, keep, filter)?;
+                            let range = inp.load(i, b, dec, keep, filter, Columns::ALL)?;
                             let mut rows = Vec::with_capacity(keep.len());
                             extract(inp.header(), b, keep, &mut rows);
                             progress(b.len() as u64);
@@ -496,23 +522,38 @@ fn merge_maps<K: std::hash::Hash + Eq, V>(
     }
 }
 
-/// Adds the kept rows of one segment to the files' counters (path id → counters).
+/// Adds the kept rows of one segment to the files' counters (path id → counters). Rows of
+/// one file by one thread often follow each other (a sequential stream, a WAL): such a run
+/// costs one look-up of the file and one of the thread.
 fn add_files(files: &mut IntMap<u32, FileAcc>, b: &EventBatch, keep: &[u32]) {
     let (read, write) = (Op::Read.code(), Op::Write.code());
-    for &k in keep {
-        let i = k as usize;
-        let f = files.entry(b.path_id[i]).or_default();
-        let bytes = u64::from(b.bytes[i]);
-        f.ios += 1;
-        f.bytes += bytes;
-        if b.op[i] == read {
-            f.read_bytes += bytes;
-        } else if b.op[i] == write {
-            f.write_bytes += bytes;
+    let mut k = 0;
+    while k < keep.len() {
+        let path_id = b.path_id[keep[k] as usize];
+        let f = files.entry(path_id).or_default();
+        while k < keep.len() && b.path_id[keep[k] as usize] == path_id {
+            let tid = b.tid[keep[k] as usize];
+            let mut n = 0;
+            while k < keep.len() {
+                let i = keep[k] as usize;
+                if b.path_id[i] != path_id || b.tid[i] != tid {
+                    break;
+                }
+                let bytes = u64::from(b.bytes[i]);
+                f.bytes += bytes;
+                if b.op[i] == read {
+                    f.read_bytes += bytes;
+                } else if b.op[i] == write {
+                    f.write_bytes += bytes;
+                }
+                f.latency_sum_ns += u128::from(b.latency_ns[i]);
+                f.latencies_ns.push(b.latency_ns[i]);
+                n += 1;
+                k += 1;
+            }
+            f.ios += n;
+            *f.by_tid.entry(tid).or_default() += n;
         }
-        f.latency_sum_ns += u128::from(b.latency_ns[i]);
-        f.latencies_ns.push(b.latency_ns[i]);
-        *f.by_tid.entry(b.tid[i]).or_default() += 1;
     }
 }
 
@@ -543,7 +584,8 @@ pub fn top_files(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut rows: Vec<FileRow> = Vec::new();
-    let info = pass(
+    let info = pass_reading(
+        Columns::of(&[col::PATH_ID, col::BYTES, col::OP, col::LATENCY_NS, col::TID]),
         paths,
         filter,
         progress,
@@ -706,7 +748,8 @@ pub fn top_procs(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
-    let info = pass(
+    let info = pass_reading(
+        Columns::of(&[col::PID, col::TID, col::BYTES, col::OP]),
         paths,
         filter,
         progress,
@@ -795,7 +838,15 @@ pub fn latency(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut groups: HashMap<Option<String>, LatAcc> = HashMap::new();
-    let info = pass(
+    let info = pass_reading(
+        Columns::of(&[
+            col::LATENCY_NS,
+            col::QUEUE_NS,
+            col::DEV,
+            col::OP,
+            col::TID,
+            col::PATH_ID,
+        ]),
         paths,
         filter,
         progress,

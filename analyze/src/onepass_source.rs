@@ -15,6 +15,7 @@ use iodump_format::expr::Expr;
 
 use crate::input::InputPath;
 use iodump_format::inthash::IntMap;
+use iodump_format::segment::{col, Columns};
 use iodump_format::text::text_string;
 use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, SegmentDecoder};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -112,7 +113,9 @@ impl Source {
     }
 
     /// Reads unit `i` into `b` and puts the indices of the rows `filter` keeps in `keep`;
-    /// returns their UTC time range.
+    /// returns their UTC time range. A trace's segment has only the columns `want` (and the
+    /// timestamps) decoded, all of them when there is a filter; a dataset's row group has
+    /// every column.
     pub fn load(
         &self,
         i: usize,
@@ -120,11 +123,16 @@ impl Source {
         dec: &mut SegmentDecoder,
         keep: &mut Vec<u32>,
         filter: Option<&Expr>,
+        want: Columns,
     ) -> Result<Option<(i64, i64)>, Damage> {
         keep.clear();
         match &self.src {
             Src::Trace { reader, devs, .. } => {
-                reader.decode_segment_into(i, b, dec)?;
+                let want = match filter {
+                    Some(_) => Columns::ALL,
+                    None => want.union(Columns::of(&[col::TIMESTAMP_NS])),
+                };
+                reader.decode_segment_projected(i, want, b, dec)?;
                 match filter {
                     None => keep.extend(0..b.len() as u32),
                     Some(f) => keep.extend(
@@ -293,6 +301,31 @@ fn small_table<K>(
     Ok(out)
 }
 
+/// The rows of a dataset's `devices` table.
+pub(crate) fn parquet_devices(dir: &Path) -> Result<Vec<crate::input::KnownDevice>, AnalyzeError> {
+    let names = small_table(dir, "devices", ["dev_t", "name"], |c, i| {
+        c.as_any()
+            .downcast_ref::<StringArray>()
+            .map(|a| a.value(i).to_string())
+    })?;
+    let parts = small_table(dir, "devices", ["partition_of", "name"], |c, i| {
+        c.as_any()
+            .downcast_ref::<StringArray>()
+            .map(|a| (!a.is_null(i)).then(|| a.value(i).to_string()))
+    })?;
+    Ok(names
+        .into_iter()
+        .zip(parts)
+        .map(
+            |((_, dev_t, name), (_, partition_of, _))| crate::input::KnownDevice {
+                name,
+                dev_t,
+                partition_of,
+            },
+        )
+        .collect())
+}
+
 /// A row of a dataset's `processes` table: (trace, tid, (comm, args)).
 type ProcRow = (String, u32, (String, String));
 
@@ -336,7 +369,7 @@ fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
             let inode = IntColumn::of(&b, "inode")?;
             let generation = IntColumn::of(&b, "generation").ok();
             for i in 0..b.num_rows() {
-                let dev = parse_dev_t(dev_t.value(i));
+                let dev = parse_dev_t(dev_t.value(i), &p)?;
                 let g = generation
                     .as_ref()
                     .filter(|g| !g.is_null(i))
@@ -352,10 +385,19 @@ fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
     Ok(out)
 }
 
-/// `MAJ:MIN` as the trace's device number (0:0 when it is not one).
-pub(crate) fn parse_dev_t(s: &str) -> u32 {
-    let (ma, mi) = s.split_once(':').unwrap_or(("0", "0"));
-    DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)).0
+/// `MAJ:MIN` (a `dev_t` column of `iodump convert`'s tables) as the trace's device number;
+/// anything else is an error naming the file it was read from.
+pub(crate) fn parse_dev_t(s: &str, file: &Path) -> Result<u32, AnalyzeError> {
+    let parsed = s.split_once(':').and_then(|(ma, mi)| {
+        let (ma, mi) = (ma.parse::<u32>().ok()?, mi.parse::<u32>().ok()?);
+        (ma < 1 << 12 && mi < 1 << 20).then(|| DevT::new(ma, mi).0)
+    });
+    parsed.ok_or_else(|| AnalyzeError::Query {
+        message: format!(
+            "{}: dev_t {s:?} is not a device number (MAJ:MIN)",
+            file.display()
+        ),
+    })
 }
 
 /// A Parquet dataset of `iodump convert`: its `io` row groups and its small tables, re-keyed.
@@ -563,6 +605,7 @@ impl ParquetSet {
         let (queue, latency) = (int("queue_ns")?, int("latency_ns")?);
         let n = batch.num_rows();
         let before = b.len();
+        b.rows += n;
         b.timestamp_ns.extend(ts.iter().map(|&t| t as u64));
         sector.extend_u64(&mut b.sector);
         bytes.extend_u32(&mut b.bytes);
@@ -618,5 +661,34 @@ impl ParquetSet {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_device_number_is_an_error_not_0_0() {
+        let f = Path::new("ds/files/part-0.parquet");
+        assert_eq!(parse_dev_t("8:1", f).unwrap(), DevT::new(8, 1).0);
+        assert_eq!(parse_dev_t("0:0", f).unwrap(), 0);
+        for bad in [
+            "",
+            "8",
+            "8:",
+            ":1",
+            "a:b",
+            "8:1x",
+            "-1:2",
+            "4096:0",
+            "8:1048576",
+        ] {
+            let e = parse_dev_t(bad, f).unwrap_err().to_string();
+            assert!(
+                e.contains("not a device number") && e.contains("part-0"),
+                "{bad}: {e}"
+            );
+        }
     }
 }

@@ -1098,6 +1098,7 @@ pub(crate) fn parquet_filter_mask(
                 .flatten(),
             dirtier_pid: (!dirtier.is_null(i)).then(|| dirtier.u32(i)),
             cgroup_id: cgroup.u64(i),
+            upper: None,
         };
         let (c, p) = (text_unbytes(comm.value(i)), text_unbytes(path.value(i)));
         let v = ResolvedView {
@@ -1261,7 +1262,7 @@ fn parquet_files_table(dir: &Path) -> Result<DataFrame, AnalyzeError> {
                     .map(|g| g.u32(i));
                 by_trace.entry(t.value(i).to_string()).or_default().push((
                     id.u32(i),
-                    u64::from(crate::onepass_source::parse_dev_t(dev.value(i))),
+                    u64::from(crate::onepass_source::parse_dev_t(dev.value(i), &p)?),
                     ino.u64(i),
                     g,
                     pa.value(i).to_string(),

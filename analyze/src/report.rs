@@ -129,6 +129,8 @@ pub struct DeviceAgg {
     pub events: u64,
     /// Bytes on the device.
     pub total_bytes: u64,
+    /// Sum of the latencies of its I/Os.
+    pub latency_sum_ns: u64,
 }
 
 impl DeviceAgg {
@@ -142,6 +144,7 @@ impl DeviceAgg {
             max_end_sector: 0,
             events: 0,
             total_bytes: 0,
+            latency_sum_ns: 0,
         }
     }
 
@@ -205,6 +208,7 @@ impl DeviceAgg {
         self.max_end_sector = self.max_end_sector.max(o.max_end_sector);
         self.events += o.events;
         self.total_bytes += o.total_bytes;
+        self.latency_sum_ns = self.latency_sum_ns.saturating_add(o.latency_sum_ns);
     }
 }
 
@@ -223,6 +227,8 @@ pub struct Aggregate {
     pub(crate) procs: IntMap<u32, (KeyCounters, u32, usize)>,
     /// Per path id.
     pub(crate) files: IntMap<u32, KeyCounters>,
+    /// I/Os a stacked device sent down, per (upper device << 32 | lower device).
+    pub(crate) stack: IntMap<u64, KeyCounters>,
     /// I/Os with an error.
     pub errors: u64,
     /// Events seen.
@@ -242,6 +248,7 @@ impl Aggregate {
             per_op: [[0; 4]; OPS],
             procs: IntMap::default(),
             files: IntMap::default(),
+            stack: IntMap::default(),
             errors: 0,
             events: 0,
             damaged: Vec::new(),
@@ -277,6 +284,9 @@ impl Aggregate {
         for (k, c) in o.files {
             self.files.entry(k).or_default().add(&c);
         }
+        for (k, c) in o.stack {
+            self.stack.entry(k).or_default().add(&c);
+        }
         self.errors += o.errors;
         self.events += o.events;
         self.damaged.extend(o.damaged);
@@ -303,7 +313,9 @@ impl Aggregate {
                 dev_idx = self.device_index(dev);
                 last_dev = dev;
             }
-            self.devices[dev_idx].add(op, class, t, bytes, b.sector[i]);
+            let d = &mut self.devices[dev_idx];
+            d.add(op, class, t, bytes, b.sector[i]);
+            d.latency_sum_ns = d.latency_sum_ns.saturating_add(lat);
             self.add_latency(op, class, t, bytes, lat, b.error[i] != 0);
             let (read_bytes, write_bytes) = match op {
                 0 => (bytes, 0),
@@ -317,6 +329,12 @@ impl Aggregate {
                 latency_sum_ns: lat,
             };
             self.add_keys(seg, b.pid[i], b.tid[i], b.path_id[i], &io);
+            if let Some(up) = b.upper_dev.get(i) {
+                self.stack
+                    .entry((up as u64) << 32 | dev as u64)
+                    .or_default()
+                    .add(&io);
+            }
         }
     }
 
@@ -745,6 +763,7 @@ impl TraceReport {
             "damage": self.damage,
             "latency": self.latency_json(),
             "devices": self.devices_json(),
+            "stack": self.stack_json(),
             "ops": self.ops_json(),
             "time": {"bins": TIME_BINS, "bin_ns": self.bin_ns},
             "series": self.series_json(),
@@ -823,6 +842,36 @@ impl TraceReport {
                     "name": self.device_name(d.dev),
                     "events": d.events,
                     "bytes": d.total_bytes,
+                })
+            })
+            .collect()
+    }
+
+    /// `stack`: per stacked device and device below it, the I/Os it sent down (lower I/Os
+    /// naming an upper I/O on it) against its own I/Os; the largest flow first.
+    fn stack_json(&self) -> Vec<Value> {
+        let dev = |d: u32| self.agg.devices.iter().find(|x| x.dev == d);
+        let mut pairs: Vec<(&u64, &KeyCounters)> = self.agg.stack.iter().collect();
+        pairs.sort_by_key(|(k, c)| (std::cmp::Reverse(c.ios), **k));
+        pairs
+            .into_iter()
+            .map(|(&k, lower)| {
+                let (up, lo) = ((k >> 32) as u32, k as u32);
+                let (up_ios, up_bytes, up_lat) = dev(up).map_or((0, 0, 0), |d| {
+                    (d.events, d.total_bytes, d.latency_sum_ns / d.events.max(1))
+                });
+                json!({
+                    "upper": self.device_name(up),
+                    "upper_dev": iodump_format::DevT(up).to_string(),
+                    "lower": self.device_name(lo),
+                    "lower_dev": iodump_format::DevT(lo).to_string(),
+                    "upper_ios": up_ios,
+                    "upper_bytes": up_bytes,
+                    "upper_latency_mean_ns": up_lat,
+                    "lower_ios": lower.ios,
+                    "lower_bytes": lower.read_bytes + lower.write_bytes,
+                    "lower_latency_mean_ns": lower.latency_mean_ns(),
+                    "lower_ios_per_upper_io": (up_ios > 0).then(|| lower.ios as f64 / up_ios as f64),
                 })
             })
             .collect()

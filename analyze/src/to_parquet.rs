@@ -126,6 +126,8 @@ pub fn io_schema() -> Arc<Schema> {
         Field::new("syscall", Utf8, true),
         Field::new("dirtier_pid", Int64, true),
         Field::new("cgroup_id", Int64, false),
+        Field::new("upper_dev", Utf8, true),
+        Field::new("upper_monotonic_ns", Int64, true),
     ]))
 }
 
@@ -190,6 +192,8 @@ fn io_batch(
     let mut device = Int64Builder::with_capacity(n);
     let mut syscall = StringBuilder::new();
     let mut dirtier = Int64Builder::with_capacity(n);
+    let mut upper_dev = StringBuilder::new();
+    let mut upper_ts = Int64Builder::with_capacity(n);
     let mut last_path = (u32::MAX, String::new());
     let mut last_comm = ((u32::MAX, u32::MAX), String::new());
     for i in rows.clone() {
@@ -238,6 +242,16 @@ fn io_batch(
             None => syscall.append_null(),
         }
         dirtier.append_option(b.dirtier_pid.get(i).map(i64::from));
+        match b.upper(i) {
+            Some(u) => {
+                upper_dev.append_value(dev_names.get(&u.dev.0).map_or("?", |s| s.as_str()));
+                upper_ts.append_value(i64_of(u.timestamp_ns));
+            }
+            None => {
+                upper_dev.append_null();
+                upper_ts.append_null();
+            }
+        }
     }
     let [mut f_sync, mut f_meta, mut f_fua, mut f_pre, mut f_ra] = fl;
     let cols: Vec<ArrayRef> = vec![
@@ -271,6 +285,8 @@ fn io_batch(
         Arc::new(syscall.finish()),
         Arc::new(dirtier.finish()),
         i64_col(&b.cgroup_id[rows.clone()]),
+        Arc::new(upper_dev.finish()),
+        Arc::new(upper_ts.finish()),
     ];
     RecordBatch::try_new(io_schema(), cols).map_err(aerr("io batch"))
 }

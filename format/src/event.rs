@@ -319,6 +319,21 @@ pub struct Event {
     pub dirtier_pid: Option<u32>,
     /// cgroup v2 id of the submitter (the inode number of the cgroup directory); 0 = unknown.
     pub cgroup_id: u64,
+    /// For an I/O a stacked device (device-mapper, md) sent to a device below: the I/O on the
+    /// stacked device it serves (since 1.4). `None` for every other I/O.
+    pub upper: Option<UpperIo>,
+}
+
+/// The I/O on a stacked device that an I/O below it serves ([`Event::upper`]): the event
+/// whose `dev` is `dev`, whose `timestamp_ns` is `timestamp_ns` and whose `tid` is the lower
+/// event's own `tid` (a lower I/O carries its upper I/O's submitter, so the three together
+/// name one event: a thread starts one I/O at a time on a device).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UpperIo {
+    /// The stacked device (`dm-0`, `md127`).
+    pub dev: DevT,
+    /// When that I/O entered the block layer ([`Event::timestamp_ns`] of its event).
+    pub timestamp_ns: u64,
 }
 
 impl Event {

@@ -99,34 +99,66 @@ enum Kind {
     Flag,
 }
 
+/// Every field name the language takes, with its aliases after it: the first name of each
+/// field is the one messages list (the flags' names follow, from [`Flags::NAMES`]).
+const FIELD_NAMES: [(&str, Field); 35] = [
+    ("iosize", Field::Bytes),
+    ("bytes", Field::Bytes),
+    ("size", Field::Bytes),
+    ("rw", Field::Op),
+    ("op", Field::Op),
+    ("lba", Field::Sector),
+    ("sector", Field::Sector),
+    ("pid", Field::Pid),
+    ("tid", Field::Tid),
+    ("comm", Field::Comm),
+    ("path", Field::Path),
+    ("file", Field::Path),
+    ("dev", Field::Dev),
+    ("device", Field::Dev),
+    ("latency", Field::Latency),
+    ("latency_ns", Field::Latency),
+    ("lat", Field::Latency),
+    ("queue_ns", Field::Queue),
+    ("queue", Field::Queue),
+    ("device_ns", Field::DeviceTime),
+    ("service", Field::DeviceTime),
+    ("cpu", Field::Cpu),
+    ("error", Field::Error),
+    ("errno", Field::Error),
+    ("syscall", Field::Syscall),
+    ("cgroup", Field::Cgroup),
+    ("cgroup_id", Field::Cgroup),
+    ("dirtier", Field::Dirtier),
+    ("dirtier_pid", Field::Dirtier),
+    ("cgroup_path", Field::CgroupPath),
+    ("container", Field::Container),
+    ("container_id", Field::Container),
+    ("pod", Field::Pod),
+    ("pod_uid", Field::Pod),
+    ("runtime", Field::Runtime),
+];
+
 impl Field {
     fn parse(name: &str) -> Option<Field> {
-        Some(match name {
-            "iosize" | "bytes" | "size" => Field::Bytes,
-            "rw" | "op" => Field::Op,
-            "lba" | "sector" => Field::Sector,
-            "pid" => Field::Pid,
-            "tid" => Field::Tid,
-            "comm" => Field::Comm,
-            "path" | "file" => Field::Path,
-            "dev" | "device" => Field::Dev,
-            "latency" | "latency_ns" | "lat" => Field::Latency,
-            "queue" | "queue_ns" => Field::Queue,
-            "device_ns" | "service" => Field::DeviceTime,
-            "cpu" => Field::Cpu,
-            "error" | "errno" => Field::Error,
-            "syscall" => Field::Syscall,
-            "cgroup" | "cgroup_id" => Field::Cgroup,
-            "dirtier" | "dirtier_pid" => Field::Dirtier,
-            "cgroup_path" => Field::CgroupPath,
-            "container" | "container_id" => Field::Container,
-            "pod" | "pod_uid" => Field::Pod,
-            "runtime" => Field::Runtime,
-            other => {
-                let f = Flags::NAMES.iter().find(|(_, n, _)| *n == other)?.0;
-                Field::Flag(f)
+        if let Some((_, f)) = FIELD_NAMES.iter().find(|(n, _)| *n == name) {
+            return Some(*f);
+        }
+        let f = Flags::NAMES.iter().find(|(_, n, _)| *n == name)?.0;
+        Some(Field::Flag(f))
+    }
+    /// The fields' names as messages list them: each field's first name, then the flags.
+    pub fn names() -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        let mut seen: Vec<Field> = Vec::new();
+        for (n, f) in FIELD_NAMES {
+            if !seen.contains(&f) {
+                seen.push(f);
+                out.push(n);
             }
-        })
+        }
+        out.extend(Flags::NAMES.iter().map(|(_, n, _)| *n));
+        out
     }
     fn kind(self) -> Kind {
         match self {
@@ -556,9 +588,7 @@ impl Parser<'_> {
         let Some(field) = Field::parse(&name) else {
             return Err(ExprError {
                 at: field_at,
-                message: format!(
-                    "unknown field {name:?} (iosize, rw, lba, pid, tid, comm, path, dev, latency, queue_ns, device_ns, cpu, error, syscall, cgroup, dirtier, sync, meta, fua, preflush, readahead, background, nowait)"
-                ),
+                message: format!("unknown field {name:?} ({})", Field::names().join(", ")),
             });
         };
         let kind = field.kind();
@@ -1101,6 +1131,31 @@ mod tests {
         fn cgroup(&self) -> Option<&Cgroup> {
             None
         }
+    }
+
+    #[test]
+    fn the_unknown_field_message_lists_every_field() {
+        let err = Expr::parse("nosuch > 1").unwrap_err().to_string();
+        let names = Field::names();
+        for n in [
+            "cgroup_path",
+            "container",
+            "pod",
+            "runtime",
+            "dirtier",
+            "nowait",
+        ] {
+            assert!(names.contains(&n) && err.contains(n), "{n}: {err}");
+        }
+        // every name listed is one the parser takes, and each field is listed once
+        for n in &names {
+            assert!(Field::parse(n).is_some(), "{n}");
+        }
+        let mut fields: Vec<Field> = names.iter().filter_map(|n| Field::parse(n)).collect();
+        let all = fields.len();
+        fields.dedup();
+        assert_eq!(fields.len(), all);
+        assert_eq!(all, names.len());
     }
 
     fn ev(bytes: u32, op: Op) -> Event {

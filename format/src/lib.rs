@@ -6,6 +6,34 @@
 //! `schemas/iod-format.md`. Synthetic traces are made by `iodump-synth`.
 //!
 //! This crate depends on nothing kernel-related: it builds and runs on any OS.
+//!
+//! Writing a trace and reading it back:
+//!
+//! ```
+//! use iodump_format::{DevT, EndInfo, Event, Header, Op, Reader, Writer, WriterOptions};
+//!
+//! let header = Header { hostname: "db1".into(), ..Header::default() };
+//! let mut w = Writer::new(Vec::new(), &header, WriterOptions::default())?;
+//! for i in 0..3u64 {
+//!     w.push(&Event {
+//!         timestamp_ns: 1_000_000 * (i + 1),
+//!         dev: DevT::new(259, 0),
+//!         sector: 8 * i,
+//!         bytes: 4096,
+//!         op: Op::Write,
+//!         latency_ns: 50_000,
+//!         ..Event::default()
+//!     })?;
+//! }
+//! let bytes: Vec<u8> = w.finish(EndInfo::default())?;
+//!
+//! let r = Reader::from_bytes(bytes)?;
+//! assert_eq!(r.header().hostname, "db1");
+//! let events: Vec<Event> = r.events().collect();
+//! assert_eq!(events.len(), 3);
+//! assert_eq!(events.iter().map(|e| u64::from(e.bytes)).sum::<u64>(), 3 * 4096);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod bytes;
 pub mod cgroup;
@@ -14,6 +42,7 @@ pub mod column;
 pub mod error;
 pub mod event;
 pub mod expr;
+pub mod frames;
 pub mod inthash;
 pub mod reader;
 pub mod recording;

@@ -14,7 +14,10 @@ use crate::chunk::{
 };
 use crate::error::{Damage, DamageKind, DecodeError, ReadError};
 use crate::event::{DevT, Device, EndInfo, Event, Header, Loss, PathEntry, Process};
-use crate::segment::{decode_segment_into, DecodeScratch, EventBatch};
+use crate::frames;
+use crate::segment::{
+    col, decode_columns, decode_segment_projected, Columns, DecodeScratch, EventBatch,
+};
 
 /// Where the bytes come from.
 enum Source {
@@ -143,6 +146,8 @@ pub struct SegmentInfo {
 pub struct SegmentDecoder {
     stored: Vec<u8>,
     raw: Vec<u8>,
+    /// One decompressed frame of a framed segment, before it joins `raw`.
+    piece: Vec<u8>,
     scratch: DecodeScratch,
     dctx: zstd::bulk::Decompressor<'static>,
 }
@@ -153,6 +158,7 @@ impl SegmentDecoder {
         SegmentDecoder {
             stored: Vec::new(),
             raw: Vec::new(),
+            piece: Vec::new(),
             scratch: DecodeScratch::default(),
             dctx: zstd::bulk::Decompressor::new().expect("zstd decompression context"),
         }
@@ -552,6 +558,16 @@ impl Reader {
 
     /// Reads, verifies and decompresses a chunk's payload into `d.raw`.
     fn payload_into(&self, c: &ChunkInfo, d: &mut SegmentDecoder) -> Result<(), Damage> {
+        self.stored_into(c, d)?;
+        chunk::decompress_into(&c.header, &d.stored, &mut d.raw, &mut d.dctx).map_err(|e| Damage {
+            offset: c.offset,
+            chunk: Some(c.header.kind.name()),
+            kind: DamageKind::Undecodable(e),
+        })
+    }
+
+    /// Reads the stored payload of chunk `c` into `d.stored` and checks its CRC.
+    fn stored_into(&self, c: &ChunkInfo, d: &mut SegmentDecoder) -> Result<(), Damage> {
         let damage = |kind| Damage {
             offset: c.offset,
             chunk: Some(c.header.kind.name()),
@@ -573,8 +589,7 @@ impl Reader {
                 actual: crc,
             }));
         }
-        chunk::decompress_into(&c.header, &d.stored, &mut d.raw, &mut d.dctx)
-            .map_err(|e| damage(DamageKind::Undecodable(e)))
+        Ok(())
     }
 
     /// Loads header, tables, losses, end and footer; lists segments.
@@ -825,6 +840,20 @@ impl Reader {
         out: &mut EventBatch,
         dec: &mut SegmentDecoder,
     ) -> Result<(), Damage> {
+        self.decode_segment_projected(index, Columns::ALL, out, dec)
+    }
+
+    /// Decodes the columns `want` of segment `index` (and those they need,
+    /// [`Columns::needed`]) into `out`; its other columns are left empty. A segment whose
+    /// columns are compressed apart (spec §4.5) has only those columns' frames decompressed.
+    /// On damage `out` is left empty.
+    pub fn decode_segment_projected(
+        &self,
+        index: usize,
+        want: Columns,
+        out: &mut EventBatch,
+        dec: &mut SegmentDecoder,
+    ) -> Result<(), Damage> {
         out.clear();
         let s = self.segments.get(index).ok_or(Damage {
             offset: self.file_bytes,
@@ -840,13 +869,29 @@ impl Reader {
             offset: s.offset,
             header: s.header,
         };
-        self.payload_into(&c, dec)?;
         let damage = |e| Damage {
             offset: c.offset,
             chunk: Some("events"),
             kind: DamageKind::Undecodable(e),
         };
-        let r = decode_segment_into(&dec.raw, out, &mut dec.scratch).map_err(damage);
+        let needed = want.needed();
+        let r = if needed == Columns::ALL || c.header.flags & chunk::FLAG_ZSTD == 0 {
+            self.payload_into(&c, dec)?;
+            decode_segment_projected(&dec.raw, want, out, &mut dec.scratch).map_err(damage)
+        } else {
+            self.stored_into(&c, dec)?;
+            match frames::parse_index(&dec.stored, c.header.raw_len as usize) {
+                Ok(Some(idx)) => decode_framed(&idx, needed, out, dec).map_err(damage),
+                Ok(None) => {
+                    chunk::decompress_into(&c.header, &dec.stored, &mut dec.raw, &mut dec.dctx)
+                        .and_then(|()| {
+                            decode_segment_projected(&dec.raw, want, out, &mut dec.scratch)
+                        })
+                        .map_err(damage)
+                }
+                Err(e) => Err(damage(e)),
+            }
+        };
         if r.is_ok() && out.len() != s.events as usize {
             let n = out.len();
             out.clear();
@@ -1021,6 +1066,92 @@ impl Iterator for Events<'_> {
         self.row += 1;
         Some(e)
     }
+}
+
+/// Decodes the columns `needed` of a framed segment whose stored payload is in `dec.stored`
+/// and whose index is `idx`: only their frames are decompressed (into `dec.raw`).
+fn decode_framed(
+    idx: &frames::Index,
+    needed: Columns,
+    out: &mut EventBatch,
+    dec: &mut SegmentDecoder,
+) -> Result<(), DecodeError> {
+    let SegmentDecoder {
+        stored,
+        raw,
+        piece,
+        scratch,
+        dctx,
+    } = dec;
+    raw.clear();
+    let mut seen = Columns::NONE;
+    let mut ranges = [(0usize, 0usize); col::COUNT];
+    for (k, f) in idx.frames.iter().enumerate() {
+        let known = (1..=col::COUNT as u64).contains(&f.column_id);
+        if known {
+            if seen.contains(f.column_id) {
+                return Err(DecodeError::Inconsistent {
+                    what: "column present twice",
+                    expected: 1,
+                    actual: 2,
+                });
+            }
+            seen = seen.union(Columns::of(&[f.column_id]));
+        }
+        if !known || !needed.contains(f.column_id) {
+            continue;
+        }
+        piece.clear();
+        piece.reserve(f.raw_len);
+        let n = dctx
+            .decompress_to_buffer(&stored[f.offset..f.offset + f.stored_len], piece)
+            .map_err(|e| DecodeError::Zstd {
+                message: e.to_string(),
+            })?;
+        if n != f.raw_len {
+            return Err(DecodeError::Inconsistent {
+                what: "decompressed frame length",
+                expected: f.raw_len as u64,
+                actual: n as u64,
+            });
+        }
+        let mut c = crate::bytes::Cursor::new(&piece[..n]);
+        if k == 0 {
+            let rows = c.varint()?;
+            c.varint()?; // ncols
+            if rows != idx.rows as u64 {
+                return Err(DecodeError::Inconsistent {
+                    what: "segment rows versus its index",
+                    expected: idx.rows as u64,
+                    actual: rows,
+                });
+            }
+        }
+        let id = c.varint()?;
+        if id != f.column_id {
+            return Err(DecodeError::Inconsistent {
+                what: "column id versus the segment index",
+                expected: f.column_id,
+                actual: id,
+            });
+        }
+        let len = c.varint_max(c.remaining() as u64, "column length")? as usize;
+        let start = n - c.remaining();
+        if c.remaining() != len {
+            return Err(DecodeError::TrailingBytes {
+                what: "column frame",
+                extra: c.remaining().saturating_sub(len),
+            });
+        }
+        let at = raw.len();
+        raw.extend_from_slice(&piece[start..start + len]);
+        ranges[f.column_id as usize - 1] = (at, at + len);
+    }
+    let mut blocks: [&[u8]; col::COUNT] = [&[]; col::COUNT];
+    for (b, &(a, z)) in blocks.iter_mut().zip(&ranges) {
+        *b = &raw[a..z];
+    }
+    decode_columns(idx.rows, &blocks, seen, needed, out, scratch)
 }
 
 #[cfg(test)]

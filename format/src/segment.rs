@@ -7,7 +7,7 @@ use crate::column::{
     SeqState, Transform,
 };
 use crate::error::DecodeError;
-use crate::event::{DevT, Event, Flags, Op, Syscall};
+use crate::event::{DevT, Event, Flags, Op, Syscall, UpperIo};
 
 /// Most events one segment may hold (readers reject more).
 pub const MAX_SEGMENT_EVENTS: usize = 1 << 22;
@@ -46,8 +46,64 @@ pub mod col {
     pub const DIRTIER_PID: u64 = 15;
     /// `cgroup_id`, u64.
     pub const CGROUP_ID: u64 = 16;
+    /// `upper_dev`, u32, nullable (since 1.4).
+    pub const UPPER_DEV: u64 = 17;
+    /// `upper_timestamp_ns`, u64, nullable, Delta (since 1.4).
+    pub const UPPER_TIMESTAMP_NS: u64 = 18;
     /// Number of column ids defined by this version.
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 18;
+    /// The nullable columns.
+    pub const NULLABLE: [u64; 5] = [
+        QUEUE_NS,
+        SYSCALL,
+        DIRTIER_PID,
+        UPPER_DEV,
+        UPPER_TIMESTAMP_NS,
+    ];
+}
+
+/// A set of event columns, by column id ([`col`]): what a reader decodes of a segment
+/// ([`decode_segment_projected`]). A column left out is not decoded, and a segment whose
+/// columns are compressed apart (§4.5 of the spec) does not even decompress it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Columns(u32);
+
+impl Columns {
+    /// Every column this version knows.
+    pub const ALL: Columns = Columns(((1u64 << (col::COUNT + 1)) - 2) as u32);
+    /// No column (the rows are still counted).
+    pub const NONE: Columns = Columns(0);
+
+    /// The columns with these ids (ids this version does not know are ignored).
+    pub const fn of(ids: &[u64]) -> Columns {
+        let mut bits = 0u32;
+        let mut i = 0;
+        while i < ids.len() {
+            if ids[i] >= 1 && ids[i] <= col::COUNT as u64 {
+                bits |= 1 << ids[i];
+            }
+            i += 1;
+        }
+        Columns(bits)
+    }
+    /// True when column `id` is in the set.
+    #[inline]
+    pub const fn contains(self, id: u64) -> bool {
+        id <= 31 && self.0 & (1 << id) != 0
+    }
+    /// Both sets.
+    pub const fn union(self, o: Columns) -> Columns {
+        Columns(self.0 | o.0)
+    }
+    /// The set and what decoding it needs: the sector column's sequential transforms are
+    /// undone with the device, byte count and path id of each row.
+    pub const fn needed(self) -> Columns {
+        if self.contains(col::SECTOR) {
+            self.union(Columns::of(&[col::DEV, col::BYTES, col::PATH_ID]))
+        } else {
+            self
+        }
+    }
 }
 
 /// A column that may hold nulls.
@@ -75,9 +131,13 @@ impl<T: Copy> Nullable<T> {
     }
 }
 
-/// The events of one segment, column by column.
+/// The events of one segment, column by column. A batch decoded with a projection
+/// ([`Columns`]) has only those columns: the others are empty, and [`EventBatch::get`] needs
+/// them all.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventBatch {
+    /// Number of events (every column present has this many values).
+    pub rows: usize,
     /// See [`Event::timestamp_ns`].
     pub timestamp_ns: Vec<u64>,
     /// Device numbers ([`DevT`]'s inner value).
@@ -110,12 +170,16 @@ pub struct EventBatch {
     pub dirtier_pid: Nullable<u32>,
     /// See [`Event::cgroup_id`].
     pub cgroup_id: Vec<u64>,
+    /// [`UpperIo::dev`] of [`Event::upper`] (null when there is none).
+    pub upper_dev: Nullable<u32>,
+    /// [`UpperIo::timestamp_ns`] of [`Event::upper`] (null when there is none).
+    pub upper_timestamp_ns: Nullable<u64>,
 }
 
 impl EventBatch {
     /// Number of events.
     pub fn len(&self) -> usize {
-        self.timestamp_ns.len()
+        self.rows
     }
     /// True when there are no events.
     pub fn is_empty(&self) -> bool {
@@ -140,7 +204,16 @@ impl EventBatch {
             syscall: self.syscall.get(i).map(Syscall),
             dirtier_pid: self.dirtier_pid.get(i),
             cgroup_id: self.cgroup_id[i],
+            upper: self.upper(i),
         }
+    }
+    /// [`Event::upper`] of row `i`.
+    #[inline]
+    pub fn upper(&self, i: usize) -> Option<UpperIo> {
+        Some(UpperIo {
+            dev: DevT(self.upper_dev.get(i)?),
+            timestamp_ns: self.upper_timestamp_ns.get(i).unwrap_or(0),
+        })
     }
     /// `latency_ns - queue_ns` of row `i` (see [`Event::device_ns`]).
     pub fn device_ns(&self, i: usize) -> u64 {
@@ -152,6 +225,7 @@ impl EventBatch {
     }
     /// Empties every column, keeping the allocations.
     pub fn clear(&mut self) {
+        self.rows = 0;
         self.timestamp_ns.clear();
         self.dev.clear();
         self.sector.clear();
@@ -171,6 +245,10 @@ impl EventBatch {
         self.dirtier_pid.values.clear();
         self.dirtier_pid.valid = None;
         self.cgroup_id.clear();
+        self.upper_dev.values.clear();
+        self.upper_dev.valid = None;
+        self.upper_timestamp_ns.values.clear();
+        self.upper_timestamp_ns.valid = None;
     }
     /// Builds a batch from events (tests, conversions).
     pub fn from_events(events: &[Event]) -> EventBatch {
@@ -197,6 +275,7 @@ impl EventBatch {
             }
         }
         let len = self.len();
+        self.rows += 1;
         self.timestamp_ns.push(e.timestamp_ns);
         self.dev.push(e.dev.0);
         self.sector.push(e.sector);
@@ -213,6 +292,12 @@ impl EventBatch {
         push_opt(&mut self.syscall, e.syscall.map(|s| s.0), len);
         push_opt(&mut self.dirtier_pid, e.dirtier_pid, len);
         self.cgroup_id.push(e.cgroup_id);
+        push_opt(&mut self.upper_dev, e.upper.map(|u| u.dev.0), len);
+        push_opt(
+            &mut self.upper_timestamp_ns,
+            e.upper.map(|u| u.timestamp_ns),
+            len,
+        );
     }
 }
 
@@ -222,9 +307,13 @@ pub struct SegmentScratch {
     col: EncodeScratch,
     /// Column `id` is `cols[id - 1]`; nullable columns hold their present values only.
     cols: [Vec<u64>; col::COUNT],
-    /// Row validity of the nullable columns: queue_ns, syscall, dirtier_pid.
-    valid: [Vec<bool>; 3],
+    /// Row validity of the nullable columns: queue_ns, syscall, dirtier_pid, upper (both
+    /// upper columns are null together).
+    valid: [Vec<bool>; 4],
     block: Vec<u8>,
+    /// Where each column's `varint column_id` starts, relative to the segment's first byte,
+    /// as (column id, offset): the bounds of the frames of a framed segment.
+    pub(crate) starts: Vec<(u64, usize)>,
 }
 
 /// Encodes `events` (already in the order they are to be stored) as a raw segment payload
@@ -232,6 +321,8 @@ pub struct SegmentScratch {
 pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8>) {
     use Transform::{Delta, None as Plain, Seq, SeqFile};
     let n = events.len();
+    let base = out.len();
+    s.starts.clear();
     put_varint(out, n as u64);
     put_varint(out, col::COUNT as u64);
     // Rows to columns in one pass: a segment (65,536 events of ~100 bytes) is larger than
@@ -244,11 +335,11 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
         v.clear();
         v.reserve(n);
     }
-    let mut all_valid = [true; 3];
+    let mut all_valid = [true; 4];
     {
-        let [ts, dev, sector, bytes, op, flags, pid, tid, path, queue, lat, err, cpu, sys, dirt, cg] =
+        let [ts, dev, sector, bytes, op, flags, pid, tid, path, queue, lat, err, cpu, sys, dirt, cg, up_dev, up_ts] =
             &mut s.cols;
-        let [queue_ok, sys_ok, dirt_ok] = &mut s.valid;
+        let [queue_ok, sys_ok, dirt_ok, up_ok] = &mut s.valid;
         let opt = |col: &mut Vec<u64>, ok: &mut Vec<bool>, all: &mut bool, v: Option<u64>| {
             ok.push(v.is_some());
             match v {
@@ -256,7 +347,7 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
                 None => *all = false,
             }
         };
-        let [q_all, s_all, d_all] = &mut all_valid;
+        let [q_all, s_all, d_all, u_all] = &mut all_valid;
         for e in events {
             ts.push(e.timestamp_ns);
             dev.push(e.dev.0 as u64);
@@ -274,11 +365,19 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
             opt(sys, sys_ok, s_all, e.syscall.map(|s| s.0 as u64));
             opt(dirt, dirt_ok, d_all, e.dirtier_pid.map(|p| p as u64));
             cg.push(e.cgroup_id);
+            up_ok.push(e.upper.is_some());
+            match e.upper {
+                Some(u) => {
+                    up_dev.push(u.dev.0 as u64);
+                    up_ts.push(u.timestamp_ns);
+                }
+                None => *u_all = false,
+            }
         }
     }
     let transforms = |id: u64| -> &'static [Transform] {
         match id {
-            col::TIMESTAMP_NS => &[Delta],
+            col::TIMESTAMP_NS | col::UPPER_TIMESTAMP_NS => &[Delta],
             col::SECTOR => &[Plain, Seq, SeqFile],
             _ => &[Plain],
         }
@@ -288,6 +387,7 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
             col::QUEUE_NS => Some(0),
             col::SYSCALL => Some(1),
             col::DIRTIER_PID => Some(2),
+            col::UPPER_DEV | col::UPPER_TIMESTAMP_NS => Some(3),
             _ => None,
         }
         .filter(|&v| !all_valid[v])
@@ -304,6 +404,7 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
             validity,
         };
         encode_column(&colin, transforms(id), Some(&seq), &mut s.col, &mut s.block);
+        s.starts.push((id, out.len() - base));
         put_varint(out, id);
         put_varint(out, s.block.len() as u64);
         out.extend_from_slice(&s.block);
@@ -361,10 +462,23 @@ pub fn decode_segment_into(
     out: &mut EventBatch,
     s: &mut DecodeScratch,
 ) -> Result<(), DecodeError> {
+    decode_segment_projected(raw, Columns::ALL, out, s)
+}
+
+/// Decodes the columns `want` (and what they need, [`Columns::needed`]) of a raw segment
+/// payload into `out`; the other columns of `out` are left empty and their blocks are not
+/// decoded.
+pub fn decode_segment_projected(
+    raw: &[u8],
+    want: Columns,
+    out: &mut EventBatch,
+    s: &mut DecodeScratch,
+) -> Result<(), DecodeError> {
     let mut c = Cursor::new(raw);
     let rows = c.varint_max(MAX_SEGMENT_EVENTS as u64, "segment event count")? as usize;
     let ncols = c.varint_max(4096, "segment column count")?;
-    s.meta = Default::default();
+    let mut blocks: [&[u8]; col::COUNT] = [&[]; col::COUNT];
+    let mut seen = Columns::NONE;
     for _ in 0..ncols {
         let id = c.varint()?;
         let len = c.varint_max(c.remaining() as u64, "column length")? as usize;
@@ -372,15 +486,42 @@ pub fn decode_segment_into(
         if id == 0 || id > col::COUNT as u64 {
             continue; // a column of a later minor version: skip it
         }
-        let i = id as usize - 1;
-        if s.meta[i].is_some() {
+        if seen.contains(id) {
             return Err(DecodeError::Inconsistent {
                 what: "column present twice",
                 expected: 1,
                 actual: 2,
             });
         }
-        let m = decode_column_into(block, rows, &mut s.values[i], &mut s.valid[i])?;
+        seen = seen.union(Columns::of(&[id]));
+        blocks[id as usize - 1] = block;
+    }
+    if !c.is_empty() {
+        return Err(DecodeError::TrailingBytes {
+            what: "segment",
+            extra: c.remaining(),
+        });
+    }
+    decode_columns(rows, &blocks, seen, want.needed(), out, s)
+}
+
+/// Decodes the column blocks `blocks[id - 1]` (present where `seen` says so) that `want`
+/// names, for `rows` rows.
+pub(crate) fn decode_columns(
+    rows: usize,
+    blocks: &[&[u8]; col::COUNT],
+    seen: Columns,
+    want: Columns,
+    out: &mut EventBatch,
+    s: &mut DecodeScratch,
+) -> Result<(), DecodeError> {
+    s.meta = Default::default();
+    for id in 1..=col::COUNT as u64 {
+        if !seen.contains(id) || !want.contains(id) {
+            continue;
+        }
+        let i = id as usize - 1;
+        let m = decode_column_into(blocks[i], rows, &mut s.values[i], &mut s.valid[i])?;
         if m.pending_seq.is_some() && id != col::SECTOR {
             return Err(DecodeError::UnknownEncoding {
                 what: "seq transform outside the sector column",
@@ -389,19 +530,12 @@ pub fn decode_segment_into(
         }
         s.meta[i] = Some(m);
     }
-    if !c.is_empty() {
-        return Err(DecodeError::TrailingBytes {
-            what: "segment",
-            extra: c.remaining(),
-        });
-    }
     // Missing columns: zeros (non-nullable) or nulls (nullable).
     for i in 0..col::COUNT {
-        if s.meta[i].is_none() {
+        if s.meta[i].is_none() && want.contains(i as u64 + 1) {
             s.values[i].clear();
             s.values[i].resize(rows, 0);
-            let nullable =
-                [col::QUEUE_NS, col::SYSCALL, col::DIRTIER_PID].contains(&(i as u64 + 1));
+            let nullable = col::NULLABLE.contains(&(i as u64 + 1));
             s.valid[i].clear();
             if nullable {
                 s.valid[i].resize(rows, false);
@@ -412,6 +546,14 @@ pub fn decode_segment_into(
             });
         }
     }
+    // Columns not wanted: empty in `out`.
+    for i in 0..col::COUNT {
+        if !want.contains(i as u64 + 1) {
+            s.values[i].clear();
+            s.valid[i].clear();
+        }
+    }
+    out.rows = rows;
     let meta = |s: &DecodeScratch, id: u64| s.meta[id as usize - 1].unwrap_or_default();
     for (id, what) in [
         (col::TIMESTAMP_NS, "null timestamp_ns"),
@@ -511,6 +653,8 @@ pub fn decode_segment_into(
     let (q, qv) = nullable_into(col::QUEUE_NS, u64::MAX, "queue_ns")?;
     let (sc, scv) = nullable_into(col::SYSCALL, U16, "syscall")?;
     let (dp, dpv) = nullable_into(col::DIRTIER_PID, U32, "dirtier_pid")?;
+    let (ud, udv) = nullable_into(col::UPPER_DEV, U32, "upper_dev")?;
+    let (ut, utv) = nullable_into(col::UPPER_TIMESTAMP_NS, u64::MAX, "upper_timestamp_ns")?;
     recycle(
         &mut out.queue_ns.values,
         &mut s.values[col::QUEUE_NS as usize - 1],
@@ -523,8 +667,18 @@ pub fn decode_segment_into(
     out.dirtier_pid.values.clear();
     out.dirtier_pid.values.extend(dp.iter().map(|&x| x as u32));
     out.dirtier_pid.valid = dpv;
+    out.upper_dev.values.clear();
+    out.upper_dev.values.extend(ud.iter().map(|&x| x as u32));
+    out.upper_dev.valid = udv;
+    recycle(
+        &mut out.upper_timestamp_ns.values,
+        &mut s.values[col::UPPER_TIMESTAMP_NS as usize - 1],
+        ut,
+    );
+    out.upper_timestamp_ns.valid = utv;
     s.values[col::SYSCALL as usize - 1] = sc;
     s.values[col::DIRTIER_PID as usize - 1] = dp;
+    s.values[col::UPPER_DEV as usize - 1] = ud;
     // u64 columns move into the batch; the batch's old buffers come back as scratch.
     for (id, dst) in [
         (col::TIMESTAMP_NS, &mut out.timestamp_ns),

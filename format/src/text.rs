@@ -22,7 +22,7 @@ pub enum LineFormat {
 pub fn header_line(fmt: LineFormat) -> &'static [u8] {
     match fmt {
         LineFormat::Text => b"TIME(UTC)       COMM             PID     TID     DEV      SECTOR        BYTES RW FLAGS   LAT(us) QUE(us) PATH\n",
-        LineFormat::Csv => b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid,args\n",
+        LineFormat::Csv => b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid,upper_dev,upper_timestamp_ns,args\n",
         LineFormat::Json => b"",
     }
 }
@@ -211,6 +211,12 @@ pub fn csv_line(l: &mut Vec<u8>, utc_ns: i64, e: &Event, comm: &[u8], path: &[u8
         let _ = write!(l, "{d}");
     }
     l.push(b',');
+    if let Some(u) = e.upper {
+        let _ = write!(l, "{},{}", u.dev, u.timestamp_ns);
+    } else {
+        l.push(b',');
+    }
+    l.push(b',');
     escape_csv(l, args);
     l.push(b'\n');
 }
@@ -246,11 +252,28 @@ pub fn json_line(l: &mut Vec<u8>, utc_ns: i64, e: &Event, comm: &[u8], path: &[u
     }
     l.extend_from_slice(b",\"dirtier_pid\":");
     json_opt(l, e.dirtier_pid.map(u64::from));
-    let _ = write!(l, ",\"cgroup_id\":{},\"path\":", e.cgroup_id);
+    let _ = write!(l, ",\"cgroup_id\":{}", e.cgroup_id);
+    json_upper(l, e);
+    l.extend_from_slice(b",\"path\":");
     escape_json(l, path);
     l.extend_from_slice(b",\"args\":");
     escape_json(l, args);
     l.extend_from_slice(b"}\n");
+}
+
+/// Appends `,"upper_dev":"MAJ:MIN","upper_timestamp_ns":N` (both `null` when the event has
+/// no [`Event::upper`]).
+pub fn json_upper(l: &mut Vec<u8>, e: &Event) {
+    match e.upper {
+        Some(u) => {
+            let _ = write!(
+                l,
+                ",\"upper_dev\":\"{}\",\"upper_timestamp_ns\":{}",
+                u.dev, u.timestamp_ns
+            );
+        }
+        None => l.extend_from_slice(b",\"upper_dev\":null,\"upper_timestamp_ns\":null"),
+    }
 }
 
 /// Appends one event as a line (with its newline) to `l`. `comm`, `path` and `args` are the

@@ -23,6 +23,10 @@ pub struct WriterOptions {
     pub zstd_level: i32,
     /// Write the footer index at [`Writer::finish`]. Default true.
     pub footer: bool,
+    /// Compress each column of a segment of at least [`crate::frames::FRAMED_MIN_ROWS`]
+    /// events apart (spec §4.5), so that a query decompresses only the columns it reads.
+    /// Default true; false writes one frame per segment, as before 1.5.
+    pub column_frames: bool,
 }
 
 impl Default for WriterOptions {
@@ -32,6 +36,7 @@ impl Default for WriterOptions {
             segment_events: 65_536,
             zstd_level: 3,
             footer: true,
+            column_frames: true,
         }
     }
 }
@@ -147,7 +152,7 @@ impl<W: Write> Writer<W> {
         };
         w.write_raw(&signature(), "file signature")?;
         let payload = chunk::encode_header(header);
-        w.write_chunk(ChunkType::Header, 0, &payload, false, (0, 0))?;
+        w.write_chunk(ChunkType::Header, 0, &payload, Compress::Never, (0, 0))?;
         Ok(w)
     }
 
@@ -285,7 +290,22 @@ impl<W: Write> Writer<W> {
             events.first().map_or(0, |e| e.timestamp_ns),
             events.last().map_or(0, |e| e.timestamp_ns),
         );
-        let r = self.write_chunk(ChunkType::Events, events.len() as u32, &raw, true, range);
+        // Large segments: each column its own frame, after an index (spec §4.5), so that a
+        // query decompresses only the columns it reads.
+        let framed = self.opts.column_frames && events.len() >= crate::frames::FRAMED_MIN_ROWS;
+        let starts = std::mem::take(&mut self.scratch.starts);
+        let r = self.write_chunk(
+            ChunkType::Events,
+            events.len() as u32,
+            &raw,
+            if framed {
+                Compress::Framed(&starts)
+            } else {
+                Compress::Whole
+            },
+            range,
+        );
+        self.scratch.starts = starts;
         self.raw = raw;
         events.clear();
         self.events = events;
@@ -304,7 +324,7 @@ impl<W: Write> Writer<W> {
         end.events = self.stats.events;
         end.lost_events = self.stats.lost_events;
         let payload = chunk::encode_end(&end);
-        self.write_chunk(ChunkType::End, 0, &payload, false, (0, 0))?;
+        self.write_chunk(ChunkType::End, 0, &payload, Compress::Never, (0, 0))?;
         if self.opts.footer {
             let footer_offset = self.stats.bytes_written;
             let payload = chunk::encode_footer(&self.index, footer_offset);
@@ -312,7 +332,7 @@ impl<W: Write> Writer<W> {
                 ChunkType::Footer,
                 self.index.len() as u32,
                 &payload,
-                false,
+                Compress::Never,
                 (0, 0),
             )?;
         }
@@ -339,7 +359,7 @@ impl<W: Write> Writer<W> {
                     raw.clear();
                     $enc(&self.$field, &mut raw);
                     let n = self.$field.len() as u32;
-                    r = self.write_chunk($kind, n, &raw, true, (0, 0));
+                    r = self.write_chunk($kind, n, &raw, Compress::Whole, (0, 0));
                     if r.is_ok() {
                         self.$field.clear();
                     }
@@ -378,7 +398,7 @@ impl<W: Write> Writer<W> {
         kind: ChunkType,
         records: u32,
         raw: &[u8],
-        compress: bool,
+        compress: Compress<'_>,
         ts_range: (u64, u64),
     ) -> Result<(), WriteError> {
         if raw.len() > chunk::MAX_CHUNK_PAYLOAD as usize {
@@ -390,15 +410,29 @@ impl<W: Write> Writer<W> {
         buf.clear();
         buf.resize(CHUNK_HEADER_BYTES, 0);
         let mut flags = 0u16;
-        if compress && raw.len() > 64 {
+        if !matches!(compress, Compress::Never) && raw.len() > 64 {
             let mut z = std::mem::take(&mut self.compressed);
             z.clear();
-            z.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-            if let Ok(n) = self.compressor.compress_to_buffer(raw, &mut z) {
-                if n < raw.len() {
-                    flags |= FLAG_ZSTD;
-                    buf.extend_from_slice(&z[..n]);
+            let cctx = &mut self.compressor;
+            // (compress_to_buffer fills a Vec from its start: one piece at a time, appended)
+            let mut pz = Vec::new();
+            let mut one = |piece: &[u8], out: &mut Vec<u8>| -> std::io::Result<usize> {
+                pz.clear();
+                pz.reserve(zstd::zstd_safe::compress_bound(piece.len()));
+                let n = cctx.compress_to_buffer(piece, &mut pz)?;
+                out.extend_from_slice(&pz[..n]);
+                Ok(n)
+            };
+            let ok = match compress {
+                Compress::Framed(starts) if !starts.is_empty() => {
+                    crate::frames::compress_framed(raw, records as usize, starts, &mut z, one)
+                        .is_ok()
                 }
+                _ => one(raw, &mut z).is_ok(),
+            };
+            if ok && z.len() < raw.len() {
+                flags |= FLAG_ZSTD;
+                buf.extend_from_slice(&z);
             }
             self.compressed = z;
         }
@@ -440,6 +474,18 @@ impl<W: Write> Writer<W> {
         }
         Ok(())
     }
+}
+
+/// How a chunk's payload is stored.
+#[derive(Clone, Copy)]
+enum Compress<'a> {
+    /// As it is (header, end, footer).
+    Never,
+    /// One zstd frame, when that is smaller.
+    Whole,
+    /// An event segment: one zstd frame per column after an index frame (spec §4.5), the
+    /// columns' blocks starting at these (column id, offset) in the raw payload.
+    Framed(&'a [(u64, usize)]),
 }
 
 /// The events a sealed loss chunk counts (0 if it does not decode: it was written by a

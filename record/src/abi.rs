@@ -107,8 +107,11 @@ pub mod counter {
     pub const RQ_UNTRACKED: u32 = 16;
     /// Renames and unlinks seen (each moves the names generation).
     pub const NAMES_CHANGED: u32 = 17;
+    /// Bio completions the second program on block_bio_complete finished for the first,
+    /// which the kernel skipped (recursion misses of the first that lost nothing).
+    pub const BIO_RESCUED: u32 = 18;
     /// Number of counters.
-    pub const MAX: u32 = 18;
+    pub const MAX: u32 = 19;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -129,11 +132,12 @@ pub mod counter {
         "flush_no_start",
         "rq_untracked",
         "names_changed",
+        "bio_rescued",
     ];
 }
 
 /// Size of `struct iodump_io_event`.
-pub const IO_EVENT_BYTES: usize = 112;
+pub const IO_EVENT_BYTES: usize = 120;
 /// Size of the fixed part of `struct iodump_path_event`.
 pub const PATH_EVENT_BYTES: usize = 40;
 
@@ -185,6 +189,11 @@ pub struct IoEvent {
     /// `file_id` of the inode's path record; 0 when the kernel did not have it at hand (the
     /// record is found by `(ino_dev, ino, ino_gen)`) or there is none (`io_flag::PATH_LOST`).
     pub file_id: u32,
+    /// For an I/O a stacked device sent down: the stacked device of the I/O it serves; 0
+    /// for every other I/O.
+    pub upper_dev: u32,
+    /// And that I/O's `start_ns`.
+    pub upper_start_ns: u64,
 }
 
 #[inline]
@@ -247,6 +256,8 @@ impl IoEvent {
             syscall: u16_at(b, 86),
             comm,
             file_id: u32_at(b, 104),
+            upper_dev: u32_at(b, 108),
+            upper_start_ns: u64_at(b, 112),
         })
     }
 
@@ -374,6 +385,8 @@ mod tests {
             ("syscall", 86),
             ("comm", 88),
             ("file_id", 104),
+            ("upper_dev", 108),
+            ("upper_start_ns", 112),
         ] {
             let needle = format!("offsetof(struct iodump_io_event, {field}) == {off},");
             assert!(h.contains(&needle), "iodump.h does not pin {needle}");
@@ -415,6 +428,7 @@ mod tests {
             ("IODUMP_CNT_LOST_STALE", counter::LOST_STALE),
             ("IODUMP_CNT_EMITTED", counter::EMITTED),
             ("IODUMP_CNT_BATCHES", counter::BATCHES),
+            ("IODUMP_CNT_BIO_RESCUED", counter::BIO_RESCUED),
             ("IODUMP_CNT_MAX", counter::MAX),
             ("IODUMP_PK_BDEV", path_kind::BDEV as u32),
             ("IODUMP_PK_DIO", path_kind::DIO as u32),
@@ -464,8 +478,11 @@ mod tests {
         b[8..16].copy_from_slice(&77u64.to_le_bytes());
         b[68..72].copy_from_slice(&4096u32.to_le_bytes());
         b[88..92].copy_from_slice(b"dd\0\0");
+        b[108..112].copy_from_slice(&(253u32 << 20).to_le_bytes());
+        b[112..120].copy_from_slice(&70u64.to_le_bytes());
         let e = IoEvent::parse(&b).unwrap();
         assert_eq!((e.op, e.start_ns, e.bytes), (1, 77, 4096));
+        assert_eq!((e.upper_dev, e.upper_start_ns), (253 << 20, 70));
         assert_eq!(e.comm(), b"dd");
         assert!(IoEvent::parse(&b[..50]).is_none());
 

@@ -340,6 +340,9 @@ const RQ_MERGE: Hook = ("block_rq_merge", "tp_rq_merge", "raw_rq_merge");
 const RQ_DONE: Hook = ("block_rq_complete", "tp_rq_done", "raw_rq_done");
 const BIO_QUEUE: Hook = ("block_bio_queue", "tp_bio_queue", "raw_bio_queue");
 const BIO_DONE: Hook = ("block_bio_complete", "tp_bio_done", "raw_bio_done");
+/// A second program on block_bio_complete, for the completions the kernel skips the first
+/// for (it was running on that CPU already; ebpf/complete.bpf.h, on_bio_complete_again).
+const BIO_DONE_AGAIN: Hook = ("block_bio_complete", "tp_bio_done2", "raw_bio_done2");
 const DIRTY_FOLIO: Hook = ("writeback_dirty_folio", "tp_dirty_folio", "raw_dirty_folio");
 const DIRTY_PAGE: Hook = ("writeback_dirty_page", "tp_dirty_page", "raw_dirty_page");
 
@@ -384,6 +387,7 @@ impl HookPlan {
             true,
         ));
         hooks.push((BIO_DONE, true));
+        hooks.push((BIO_DONE_AGAIN, true));
         if has(DIRTY_FOLIO.0) {
             hooks.push((DIRTY_FOLIO, false));
         } else if has(DIRTY_PAGE.0) {
@@ -569,7 +573,7 @@ fn kernel_symbols(kbtf: &KernelBtf, off: &mut Vec<String>) -> HashMap<String, u6
 /// The kernel's struct fields the program reads that have moved between kernels, each with
 /// the alternatives it knows (ebpf/core_fixes.bpf.h): a kernel that has none of them loads
 /// the program all the same, without that one feature, said here.
-const MOVED_FIELDS: [(&str, &[&str], &str); 2] = [
+const MOVED_FIELDS: [(&str, &[&str], &str); 6] = [
     (
         "dentry",
         &["d_u.d_alias", "d_alias"],
@@ -581,6 +585,29 @@ const MOVED_FIELDS: [(&str, &[&str], &str); 2] = [
         &["compound_head", "compound_info"],
         "file paths of page-cache I/O on the tail pages of large folios: struct page has \
          neither compound_head nor compound_info",
+    ),
+    (
+        "page",
+        &["mapping"],
+        "file paths of page-cache I/O (buffered reads and writes, writeback, mmap): struct \
+         page has no mapping",
+    ),
+    (
+        "inode",
+        &["i_dentry"],
+        "file paths found from the inode alone (writeback, page-cache I/O whose file is not \
+         at hand): struct inode has no i_dentry",
+    ),
+    (
+        "iomap_dio",
+        &["iocb"],
+        "file paths of direct I/O through iomap (ext4, xfs): struct iomap_dio has no iocb",
+    ),
+    (
+        "bio",
+        &["bi_blkg"],
+        "the cgroup of writeback submitted by kernel threads (the dirtier's): struct bio has \
+         no bi_blkg (a kernel without CONFIG_BLK_CGROUP)",
     ),
 ];
 
@@ -771,7 +798,9 @@ fn attach_all(
     for (hook, required) in &plan.hooks {
         match attach_one(ebpf, &kbtf.btf, *hook, try_btf) {
             Ok((kind, name)) => {
-                attached.hooks.push((hook.0, kind));
+                if !attached.hooks.contains(&(hook.0, kind)) {
+                    attached.hooks.push((hook.0, kind));
+                }
                 attached_progs.push(name);
             }
             Err(msg) if *required => {
@@ -937,8 +966,23 @@ impl Program {
     }
 
     /// Times the kernel skipped one of our programs because it would have run nested in
-    /// itself on a CPU (`recursion_misses` of `bpf_prog_info`, summed over the programs).
+    /// itself on a CPU and nothing was done in its place: `recursion_misses` of
+    /// `bpf_prog_info`, summed over the programs, less the bio completions the second
+    /// program on block_bio_complete finished for the first (its own misses lose nothing:
+    /// it is skipped only while it runs, after the first has run, so the nested first
+    /// program ran).
     pub fn recursion_misses(&self) -> u64 {
+        let rescued: u64 = self
+            .counters()
+            .ok()
+            .and_then(|c| c.get(counter::BIO_RESCUED as usize).map(|v| v.iter().sum()))
+            .unwrap_or(0);
+        self.raw_recursion_misses(|name| name != BIO_DONE_AGAIN.1 && name != BIO_DONE_AGAIN.2)
+            .saturating_sub(rescued)
+    }
+
+    /// `recursion_misses` summed over the attached programs `count` says yes to.
+    fn raw_recursion_misses(&self, count: impl Fn(&str) -> bool) -> u64 {
         use std::os::fd::{AsFd, AsRawFd};
         let mut total = 0u64;
         let names = self
@@ -946,7 +990,7 @@ impl Program {
             .iter()
             .map(|(n, _)| *n)
             .chain(self.detached.iter().copied());
-        for name in names {
+        for name in names.filter(|n| count(n)) {
             let Some(p) = self.ebpf.program(name) else {
                 continue;
             };

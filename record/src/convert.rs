@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use iodump_format::inthash::IntMap;
 use iodump_format::{
-    DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall, ARGS_MAX_BYTES,
+    DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall, UpperIo, ARGS_MAX_BYTES,
 };
 use iodump_host::mounts::MountTable;
 
@@ -280,6 +280,10 @@ impl Converter {
             syscall: syscall(r),
             dirtier_pid: (r.ioflags & io_flag::DIRTIER != 0).then_some(r.dirtier_pid),
             cgroup_id: r.cgroup_id,
+            upper: (r.upper_dev != 0).then_some(UpperIo {
+                dev: DevT(r.upper_dev),
+                timestamp_ns: r.upper_start_ns,
+            }),
         }
     }
 
@@ -479,6 +483,8 @@ pub(crate) fn sample_io(path_kind: u8, syscall_nr: u16) -> IoEvent {
         syscall: syscall_nr,
         comm,
         file_id: 7,
+        upper_dev: 0,
+        upper_start_ns: 0,
     }
 }
 
@@ -547,6 +553,18 @@ mod tests {
         let je = c.io_record(&j, &mut ne);
         assert_eq!(c.path(je.path_id), b"[journal]");
         assert_eq!(je.syscall, Some(Syscall::JOURNAL));
+    }
+
+    #[test]
+    fn a_lower_io_names_its_upper_io() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        assert_eq!(c.io_record(&io(path_kind::FILE, 17), &mut ne).upper, None);
+        let mut r = io(path_kind::FILE, 17);
+        r.upper_dev = DevT::new(253, 0).0;
+        r.upper_start_ns = 90;
+        let up = c.io_record(&r, &mut ne).upper.unwrap();
+        assert_eq!((up.dev, up.timestamp_ns), (DevT::new(253, 0), 90));
     }
 
     #[test]

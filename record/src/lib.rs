@@ -12,8 +12,10 @@ pub mod error;
 pub mod flight;
 pub mod kernel;
 pub mod live;
+pub mod metrics;
 pub mod names;
 pub mod print;
+pub mod serve;
 pub mod session;
 
 pub use error::RecordError;

@@ -463,12 +463,59 @@ struct FileEntry {
 
 struct ProcEntry {
     s: Stats,
-    /// The submitter's comm as the kernel gave it (zeros for a dirtier never seen submit).
-    comm_raw: [u8; 16],
-    comm: String,
-    argv: String,
+    names: ProcNames,
     cgroup: u64,
     idle: u16,
+}
+
+/// What a view names a process by: its command name and command line, read when it is first
+/// seen and again when it execs.
+pub(crate) struct ProcNames {
+    /// The submitter's comm as the kernel gave it (zeros for a dirtier never seen submit).
+    comm_raw: [u8; 16],
+    pub(crate) comm: String,
+    pub(crate) argv: String,
+}
+
+impl ProcNames {
+    /// The names of `owner`, the process an I/O is counted for (`e`'s submitter, or the
+    /// dirtier of written-back pages), made text by `text`.
+    pub(crate) fn new(
+        owner: u32,
+        e: &Event,
+        r: &IoEvent,
+        conv: &Converter,
+        text: fn(&[u8]) -> String,
+    ) -> ProcNames {
+        let submitter = owner == e.pid;
+        ProcNames {
+            comm_raw: if submitter { r.comm } else { [0; 16] },
+            comm: if submitter {
+                text(r.comm())
+            } else {
+                read_comm(owner)
+            },
+            argv: argv_as(conv, owner, text),
+        }
+    }
+
+    /// With each of its I/Os: when `owner` submitted it with a new comm (an exec, or first
+    /// seen submitting), its names are read again.
+    #[inline]
+    pub(crate) fn update(
+        &mut self,
+        owner: u32,
+        e: &Event,
+        r: &IoEvent,
+        conv: &Converter,
+        text: fn(&[u8]) -> String,
+    ) {
+        if owner == e.pid && self.comm_raw != r.comm {
+            self.comm_raw = r.comm;
+            self.comm = text(r.comm());
+            self.argv = argv_as(conv, owner, text);
+        }
+    }
 }
 
 struct DevEntry {
@@ -484,10 +531,10 @@ struct CgEntry {
 
 /// The command line of process `pid`, as the trace stores it: the converter's (read once per
 /// process and again after exec) for a submitter, else read now (a writeback's dirtier).
-fn argv_of(conv: &Converter, pid: u32) -> String {
+fn argv_as(conv: &Converter, pid: u32, text: fn(&[u8]) -> String) -> String {
     match conv.args(pid) {
-        Some(a) => printable(a),
-        None => crate::convert::read_cmdline(pid).map_or_else(String::new, |a| printable(&a)),
+        Some(a) => text(a),
+        None => crate::convert::read_cmdline(pid).map_or_else(String::new, |a| text(&a)),
     }
 }
 
@@ -505,42 +552,28 @@ fn printable(b: &[u8]) -> String {
         .collect()
 }
 
-/// The per-key counters of the current interval.
-pub struct Aggregator {
-    files: IntMap<u32, FileEntry>,
-    procs: IntMap<u32, ProcEntry>,
-    devs: IntMap<u32, DevEntry>,
-    cgroups: IntMap<u64, CgEntry>,
-    total: Stats,
-    resolver: Resolver,
+/// Which I/O a view counts (`--container`) and the resolver naming cgroups: shared by the
+/// interval aggregator and the metrics of `--serve`.
+pub(crate) struct Scope {
+    pub(crate) resolver: Resolver,
     /// `--container`: only I/O of cgroups whose identity matches this prefix.
     container: Option<String>,
     /// cgroup id → does it match `container` (ids resolved so far).
     cg_match: IntMap<u64, bool>,
-    lost_seen: u64,
-    /// Events added since the start.
-    pub events: u64,
 }
 
-impl Aggregator {
-    /// An empty aggregator; `container`: keep only I/O of that container (id prefix, see
-    /// [`Identity::matches_container`]).
-    pub fn new(resolver: Resolver, container: Option<String>) -> Aggregator {
-        Aggregator {
-            files: IntMap::default(),
-            procs: IntMap::default(),
-            devs: IntMap::default(),
-            cgroups: IntMap::default(),
-            total: Stats::default(),
+impl Scope {
+    pub(crate) fn new(resolver: Resolver, container: Option<String>) -> Scope {
+        Scope {
             resolver,
             container,
             cg_match: IntMap::default(),
-            lost_seen: 0,
-            events: 0,
         }
     }
 
-    fn wanted(&mut self, cgroup_id: u64) -> bool {
+    /// True when I/O of this cgroup is counted.
+    #[inline]
+    pub(crate) fn wanted(&mut self, cgroup_id: u64) -> bool {
         let Some(prefix) = &self.container else {
             return true;
         };
@@ -558,9 +591,46 @@ impl Aggregator {
         }
     }
 
+    /// The container, pod or unit label of a cgroup (`-` when it has none or is unknown).
+    pub(crate) fn label(&mut self, cgroup_id: u64) -> String {
+        self.resolver
+            .get(cgroup_id)
+            .map_or_else(|| "-".to_string(), |c| c.identity.label())
+    }
+}
+
+/// The per-key counters of the current interval.
+pub struct Aggregator {
+    files: IntMap<u32, FileEntry>,
+    procs: IntMap<u32, ProcEntry>,
+    devs: IntMap<u32, DevEntry>,
+    cgroups: IntMap<u64, CgEntry>,
+    total: Stats,
+    scope: Scope,
+    lost_seen: u64,
+    /// Events added since the start.
+    pub events: u64,
+}
+
+impl Aggregator {
+    /// An empty aggregator; `container`: keep only I/O of that container (id prefix, see
+    /// [`Identity::matches_container`]).
+    pub fn new(resolver: Resolver, container: Option<String>) -> Aggregator {
+        Aggregator {
+            files: IntMap::default(),
+            procs: IntMap::default(),
+            devs: IntMap::default(),
+            cgroups: IntMap::default(),
+            total: Stats::default(),
+            scope: Scope::new(resolver, container),
+            lost_seen: 0,
+            events: 0,
+        }
+    }
+
     /// Adds one event.
     pub fn add(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
-        if !self.wanted(e.cgroup_id) {
+        if !self.scope.wanted(e.cgroup_id) {
             return;
         }
         self.events += 1;
@@ -579,24 +649,13 @@ impl Aggregator {
         count_owner(&mut f.owners, owner);
         let p = self.procs.entry(owner).or_insert_with(|| ProcEntry {
             s: Stats::default(),
-            comm_raw: if owner == e.pid { r.comm } else { [0; 16] },
-            comm: if owner == e.pid {
-                printable(r.comm())
-            } else {
-                read_comm(owner)
-            },
-            argv: argv_of(conv, owner),
+            names: ProcNames::new(owner, e, r, conv, printable),
             cgroup: e.cgroup_id,
             idle: 0,
         });
         p.s.add(e);
         p.cgroup = e.cgroup_id;
-        if owner == e.pid && p.comm_raw != r.comm {
-            // exec (or first seen submitting): a new command name and command line.
-            p.comm_raw = r.comm;
-            p.comm = printable(r.comm());
-            p.argv = argv_of(conv, owner);
-        }
+        p.names.update(owner, e, r, conv, printable);
         self.devs
             .entry(e.dev.0)
             .or_insert_with(|| DevEntry {
@@ -641,15 +700,12 @@ impl Aggregator {
             if p.s.total_ios() == 0 {
                 continue;
             }
-            let container = self
-                .resolver
-                .get(p.cgroup)
-                .map_or_else(|| "-".to_string(), |c| c.identity.label());
+            let container = self.scope.label(p.cgroup);
             rows.push(Row {
                 key: Key::Proc {
                     pid,
-                    comm: p.comm.clone(),
-                    argv: p.argv.clone(),
+                    comm: p.names.comm.clone(),
+                    argv: p.names.argv.clone(),
                     container,
                 },
                 m: p.s.metrics(secs),
@@ -669,7 +725,7 @@ impl Aggregator {
                 .iter()
                 .max_by_key(|(_, n)| *n)
                 .map_or(0, |(p, _)| *p);
-            let comm = self.procs.get(&pid).map_or("?", |p| p.comm.as_str());
+            let comm = self.procs.get(&pid).map_or("?", |p| p.names.comm.as_str());
             let dev = self.devs.get(&f.dev).map_or("?", |d| d.name.as_str());
             rows.push(Row {
                 key: Key::File {
@@ -710,7 +766,7 @@ impl Aggregator {
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            let (path, identity) = match self.resolver.get(id) {
+            let (path, identity) = match self.scope.resolver.get(id) {
                 Some(c) => (c.path.clone(), c.identity.clone()),
                 None => (format!("cgroup:{id}"), Identity::default()),
             };
@@ -769,24 +825,14 @@ fn wall_ns() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-/// Parses an interval: `1s`, `500ms`, `2.5s`, `1m`, or bare seconds (`2`).
+/// Parses an interval in the one grammar of every duration flag (`iodump_format::units`):
+/// `1s`, `500ms`, `2.5s`, `1m`, `250us`, or bare seconds (`2`); `None` for a malformed or zero
+/// one.
 pub fn parse_interval(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let v: f64 = num.trim().parse().ok()?;
-    let secs = match unit {
-        "ms" => v / 1e3,
-        "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs > 0.0)
-        .then(|| Duration::try_from_secs_f64(secs).ok())
-        .flatten()
+    iodump_format::units::parse_duration_ns(s)
+        .ok()
+        .filter(|&ns| ns > 0)
+        .map(Duration::from_nanos)
 }
 
 /// A rate for a narrow column: `0`, `3.5`, `1234`.

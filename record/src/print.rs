@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use iodump_format::inthash::IntMap;
 use iodump_format::summary::civil_from_days;
-use iodump_format::text::{csv_line, escape_json, escape_text, json_line, json_opt};
+use iodump_format::text::{
+    csv_line, escape_json, escape_text, header_line, json_line, json_opt, json_upper, LineFormat,
+};
 use iodump_format::{Device, Event, Flags, Header, Op};
 
 use crate::abi::{path_kind, IoEvent};
@@ -513,11 +515,11 @@ fn header_into(fmt: PrintFormat, l: &mut Vec<u8>) {
         PrintFormat::Text => l.extend_from_slice(
             b"TIME(UTC)       COMM             PID     TID     DEV        SECTOR        BYTES RW FLAGS   LAT(us) QUE(us) PATH\n",
         ),
-        PrintFormat::Csv => l.extend_from_slice(CSV_HEADER),
+        PrintFormat::Csv => l.extend_from_slice(header_line(LineFormat::Csv)),
         PrintFormat::Json => {}
         PrintFormat::Original(o) if !o.header => {}
         PrintFormat::Original(o) => match o.style {
-            OriginalStyle::Csv => l.extend_from_slice(CSV_HEADER),
+            OriginalStyle::Csv => l.extend_from_slice(header_line(LineFormat::Csv)),
             OriginalStyle::Json => {}
             OriginalStyle::Columns(c) => {
                 let fields: [(&str, &str, usize, bool, &str); 20] = [
@@ -560,8 +562,6 @@ fn header_into(fmt: PrintFormat, l: &mut Vec<u8>) {
         },
     }
 }
-
-const CSV_HEADER: &[u8] = b"timestamp,pid,comm,iosize,rw,lba,path,tid,dev,flags,latency_ns,queue_ns,syscall,error,cpu,cgroup_id,dirtier_pid,args\n";
 
 /// `2022-03-23T16:42:05` in this machine's time zone (`localtime_r`; UTC if it fails).
 fn local_datetime(secs: i64) -> [u8; 19] {
@@ -626,6 +626,7 @@ fn rows_json(l: &mut Vec<u8>, utc: i64, e: &Event, comm: &[u8], path: &[u8], arg
         e.error, e.cpu, e.cgroup_id
     );
     json_opt(l, e.dirtier_pid.map(u64::from));
+    json_upper(l, e);
     l.extend_from_slice(b",\"args\":");
     escape_json(l, args);
     l.extend_from_slice(b"}\n");
@@ -664,6 +665,7 @@ mod tests {
             syscall: Some(Syscall::PREAD64),
             dirtier_pid: None,
             cgroup_id: 77,
+            upper: None,
         };
         out.push((base, &b"mysql"[..], &b"/var/lib/mysql/ibdata1"[..]));
         let mut e = base;

@@ -476,6 +476,7 @@ mod tests {
             syscall: None,
             dirtier_pid: None,
             cgroup_id: 0,
+            upper: None,
         }
     }
 

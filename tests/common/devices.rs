@@ -34,6 +34,57 @@ impl Drop for Zram {
     }
 }
 
+/// ext4 on a 512 MiB zram device, mounted in a temporary directory; undone on drop.
+pub struct Ext4OnZram {
+    pub zram: Zram,
+    /// The temporary directory (the mount point is in it).
+    pub dir: PathBuf,
+    pub mnt: PathBuf,
+}
+
+impl Ext4OnZram {
+    pub fn new(name: &str) -> Ext4OnZram {
+        let zram = Zram::new("512M");
+        let dir = std::env::temp_dir().join(format!(
+            "iodump-fs-{name}-{}-{}",
+            std::process::id(),
+            zram.id
+        ));
+        let mnt = dir.join("mnt");
+        std::fs::create_dir_all(&mnt).unwrap();
+        let mkfs = Command::new("mkfs.ext4")
+            .args(["-q", "-F", &zram.node()])
+            .stdout(Stdio::null())
+            .status()
+            .expect("mkfs.ext4");
+        assert!(mkfs.success(), "mkfs.ext4 {}", zram.node());
+        let mount = Command::new("mount")
+            .arg(zram.node())
+            .arg(&mnt)
+            .status()
+            .expect("mount");
+        assert!(mount.success(), "mount {}", zram.node());
+        Ext4OnZram { zram, dir, mnt }
+    }
+}
+
+impl Drop for Ext4OnZram {
+    fn drop(&mut self) {
+        // The workloads' last processes may still be closing their files: try for a while.
+        for _ in 0..100 {
+            let st = Command::new("umount")
+                .arg(&self.mnt)
+                .stderr(Stdio::null())
+                .status();
+            if st.is_ok_and(|s| s.success()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A loop device on a sparse file (request-based), detached on drop.
 pub struct Loop {
     pub node: String,

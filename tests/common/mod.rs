@@ -353,3 +353,30 @@ pub fn headless(browser: &str, args: &[&str], page: &Path) -> std::process::Outp
         .output()
         .expect("run chromium")
 }
+
+/// `GET path` over HTTP/1.1 (`iodump top --serve`): status code and body.
+pub fn http_get(addr: std::net::SocketAddr, path: &str, accept: Option<&str>) -> (u16, String) {
+    try_http_get(addr, path, accept).unwrap_or_else(|e| panic!("GET http://{addr}{path}: {e}"))
+}
+
+/// [`http_get`], an error when the server cannot be reached.
+pub fn try_http_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+    accept: Option<&str>,
+) -> std::io::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr)?;
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30)))?;
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    if let Some(a) = accept {
+        req.push_str(&format!("Accept: {a}\r\n"));
+    }
+    req.push_str("\r\n");
+    c.write_all(req.as_bytes())?;
+    let mut reply = String::new();
+    c.read_to_string(&mut reply)?;
+    let (head, body) = reply.split_once("\r\n\r\n").expect("HTTP reply");
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    Ok((status, body.to_string()))
+}

@@ -102,7 +102,11 @@ PY
 }
 
 # stack_check RUNDIR (stack_suite): per upper device and file, the bytes the devices below
-# moved for the file in that device's region, against the bytes the upper device moved for it.
+# moved for the file in that device's region, against the bytes the upper device moved for it;
+# that each of those lower I/Os names an upper I/O in the trace whose chain of upper I/Os
+# reaches the upper device (format 1.4); for writeback, the dirtier; RAID1's fan-out (each
+# write to the md device named by one write on each mirror); `analyze --top-files -d` on the
+# device below; the device table.
 stack_check() {
   local run=$1
   [ -f "$run/rc" ] || return 0
@@ -112,33 +116,73 @@ stack_check() {
   fi
   "$READ_BIN" info --json "$run/stack.iod" > "$run/info.json" 2>> "$run/check.log"
   "$READ_BIN" export "$run/stack.iod" --format jsonl -o "$run/stack.jsonl" 2>> "$run/check.log"
-  python3 - "$run" >> "$RES" 2>> "$run/check.log" <<'PY' ||
-import json, os, sys
-run = sys.argv[1]
+  python3 - "$run" "$READ_BIN" >> "$RES" 2>> "$run/check.log" <<'PY' ||
+import json, os, subprocess, sys
+run, read_bin = sys.argv[1], sys.argv[2]
 info = json.load(open(os.path.join(run, "info.json")))
 devs = {d["name"]: d["dev"] for d in info["devices"]}
 evs = [json.loads(l) for l in open(os.path.join(run, "stack.jsonl"))]
+by_key = {(e["dev"], e["timestamp_ns"], e["tid"]): e for e in evs}
+def upper_of(e):
+    return by_key.get((e["upper_dev"], e["upper_timestamp_ns"], e["tid"])) if e.get("upper_dev") else None
+def reaches(e, top):  # e's chain of upper I/Os reaches an I/O on top
+    for _ in range(4):
+        e = upper_of(e)
+        if e is None:
+            return False
+        if e["dev"] == top:
+            return True
+    return False
 for line in open(os.path.join(run, "devs")):
-    name, dm, mnt, lowers, first, size = line.split()
+    name, dm, mnt, lowers, first, size, table = line.split()
     lo, hi = int(first), int(first) + int(size)
     lower = lowers.split(",")
     ldevs = {devs.get(l) for l in lower}
     below = [e for e in evs if e["dev"] in ldevs and lo <= e["sector"] < hi]
     d = next((d for d in info["devices"] if d["name"] == dm), {})
     want = name if dm.startswith("dm-") else "raid" + name[-1]
-    ok = d.get("label") == want and d.get("stacked_on") == lower
-    print(("PASS" if ok else "FAIL") + " stack.%s-table %s = %s on %s in the device table (%s on %s wanted)" % (
-        name, dm, d.get("label"), ",".join(d.get("stacked_on") or []) or "-", want, ",".join(lower)))
-    for f in ("direct.dat", "fsync.dat"):
+    if table == "1":
+        ok = d.get("label") == want and sorted(d.get("stacked_on") or []) == sorted(lower)
+        print(("PASS" if ok else "FAIL") + " stack.%s-table %s = %s on %s in the device table (%s on %s wanted)" % (
+            name, dm, d.get("label"), ",".join(d.get("stacked_on") or []) or "-", want, ",".join(lower)))
+    tag = name + ("" if table == "1" else "-bottom")
+    for f in ("direct.dat", "fsync.dat", "wb.dat"):
         path = os.path.join(mnt, f)
         up = [e for e in evs if e["dev"] == devs.get(dm) and e["path"] == path]
         down = [e for e in below if e["path"] == path]
         ub, db = sum(e["bytes"] for e in up), sum(e["bytes"] for e in down)
         comms = sorted({e["comm"] for e in down})
-        ok = ub > 0 and db >= 0.9 * ub and comms == ["dd"]
-        print(("PASS" if ok else "FAIL") + " stack.%s-%s %s: %d bytes of %s, %s below: %d bytes (%d I/Os, submitters %s; %d of its %d I/Os in the region carry a path)" % (
-            name, f, dm, ub, f, "+".join(lower), db, len(down), ",".join(comms) or "-",
+        if f == "wb.dat":  # the flusher writes it out for dd: the dirtier goes down
+            udirt = {e["dirtier_pid"] for e in up}
+            ddirt = {e["dirtier_pid"] for e in down}
+            ok = ub > 0 and db >= 0.9 * ub and None not in udirt and ddirt == udirt
+            what = "dirtiers %s above, %s below" % (sorted(udirt, key=str), sorted(ddirt, key=str))
+        else:
+            ok = ub > 0 and db >= 0.9 * ub and comms == ["dd"]
+            what = "submitters " + (",".join(comms) or "-")
+        print(("PASS" if ok else "FAIL") + " stack.%s-%s %s: %d bytes of %s, %s below: %d bytes (%d I/Os, %s; %d of its %d I/Os in the region carry a path)" % (
+            tag, f, dm, ub, f, "+".join(lower), db, len(down), what,
             sum(1 for e in below if e["path"] and not e["path"].startswith("[")), len(below)))
+    files = [e for e in below if e["path"] and e["path"].startswith(mnt + "/")]
+    linked = sum(1 for e in files if reaches(e, devs.get(dm)))
+    print(("PASS" if files and linked == len(files) else "FAIL") + " stack.%s-parent %d of the %d I/Os below carrying a file of %s name an upper I/O in the trace that is, or is served by, one on %s" % (
+        tag, linked, len(files), mnt, dm))
+    if name == "iodr1" and table == "1":
+        writes = [e for e in evs if e["dev"] == devs.get(dm) and e["op"] == "write" and e["path"] == os.path.join(mnt, "direct.dat")]
+        named = {}
+        for e in below:
+            p = upper_of(e)
+            if p is not None:
+                named.setdefault((p["dev"], p["timestamp_ns"], p["tid"]), set()).add(e["dev"])
+        mirrored = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"])) == ldevs)
+        print(("PASS" if writes and mirrored == len(writes) else "FAIL") + " stack.%s-fanout %d of the %d O_DIRECT writes to %s are named by a write on each of %s" % (
+            name, mirrored, len(writes), dm, "+".join(lower)))
+    top = subprocess.run([read_bin, "analyze", os.path.join(run, "stack.iod"), "--top-files", "-d", lower[0],
+                          "--limit", "100", "--format", "json"], capture_output=True, text=True)
+    paths = {r.get("path") for r in json.loads(top.stdout or "[]")} if top.returncode == 0 else set()
+    want_path = os.path.join(mnt, "direct.dat")
+    print(("PASS" if want_path in paths else "FAIL") + " stack.%s-topfiles analyze --top-files -d %s lists %s (exit %d%s)" % (
+        tag, lower[0], want_path, top.returncode, (": " + top.stderr.strip().splitlines()[-1]) if top.returncode else ""))
 PY
     echo "FAIL stack.check python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
 }
@@ -476,12 +520,16 @@ flight_suite() {
 # guest): dm-linear over its first 200 MiB after 1 MiB and dm-crypt (aes-xts-plain64, a fixed
 # key, no header) over the next 200 MiB; md RAID1 over two new zram devices and md RAID0 over
 # two more; ext4 on each. Every device is recorded while dd, on each, writes a file with
-# O_DIRECT, writes another and fsyncs it, and reads the first back with O_DIRECT.
+# O_DIRECT, writes another and fsyncs it, reads the first back with O_DIRECT and writes a
+# third that the flusher writes out (sync). Also LVM on md (dm-linear over md RAID1 of two
+# zram devices) and LVM striped (dm-striped over two zram devices).
 # stack_check: the I/O of the devices below (in the upper device's region) carries the files'
 # paths and dd, for at least as many bytes as the upper device's own I/O of those files
 # (dm-crypt's writes go down from its dmcrypt_write thread over bounce pages; md's from md
-# threads). $run/devs: one line per upper device: label, kernel name, mount point, the
-# devices below (comma-separated), first sector and sectors of its region on them.
+# threads), and names its upper I/O. $run/devs: one line per upper device: label, kernel
+# name, mount point, the devices below (comma-separated), first sector and sectors of its
+# region on them, and 1 when those are the devices it is stacked on (0: the disks below
+# another stacked device, for LVM on md).
 STACK_SECTORS=$((200 * 2048))
 stack_suite() {
   local run=$OUT/stack n d dm key=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
@@ -497,7 +545,7 @@ stack_suite() {
     for d in /sys/block/dm-*; do [ "$(cat "$d/dm/name")" = $n ] && dm=${d##*/}; done
     stack_fs $n "$dm" /dev/mapper/$n || { stack_cleanup; return; }
   done
-  awk -v r="$REQ" -v s=$STACK_SECTORS 'NR == 1 {print $0, r, 2048, s} NR == 2 {print $0, r, 2048 + s, s}' "$run/devs" > "$run/devs.new"
+  awk -v r="$REQ" -v s=$STACK_SECTORS 'NR == 1 {print $0, r, 2048, s, 1} NR == 2 {print $0, r, 2048 + s, s, 1}' "$run/devs" > "$run/devs.new"
   mv "$run/devs.new" "$run/devs"
   if need_mod raid1 && need_mod raid0; then
     for n in 1 0; do
@@ -515,17 +563,49 @@ stack_suite() {
         { fail setup.md-raid$n "$(tr '\n' ' ' < "$run/md$n.out")"; continue; }
       dm=$(basename "$(readlink -f /dev/md/iodr$n)")
       stack_fs iodr$n "$dm" /dev/md/iodr$n || continue
-      sed -i "\$s/\$/ $z1,$z2 0 $(cat /sys/block/$z1/size)/" "$run/devs"
+      sed -i "\$s/\$/ $z1,$z2 0 $(cat /sys/block/$z1/size) 1/" "$run/devs"
     done
+    # LVM on md: a linear device-mapper volume over an md RAID1 of two zram devices. The
+    # disks at the bottom are checked too (their I/O names the md I/O, which names the dm one).
+    local z1 z2 md
+    if zram_dev && z1=$ZR && zram_dev && z2=$ZR &&
+      mdadm --create /dev/md/iodlm --run --quiet --assume-clean --metadata=1.2 --level=1 \
+        --raid-devices=2 /dev/$z1 /dev/$z2 > "$run/mdlm.out" 2>&1; then
+      md=$(basename "$(readlink -f /dev/md/iodlm)")
+      if dmsetup create iodlom --table "0 $STACK_SECTORS linear /dev/$md 0" 2>> "$run/dm.err"; then
+        dmsetup mknodes 2>/dev/null
+        for d in /sys/block/dm-*; do [ "$(cat "$d/dm/name")" = iodlom ] && dm=${d##*/}; done
+        if stack_fs iodlom "$dm" /dev/mapper/iodlom; then
+          sed -i "\$s/\$/ $md 0 $STACK_SECTORS 1/" "$run/devs"
+          echo "iodlom $dm $OUT/stack/mnt-iodlom $z1,$z2 0 $(cat /sys/block/$z1/size) 0" >> "$run/devs"
+        fi
+      else
+        fail setup.dm-on-md "$(tail -1 "$run/dm.err")"
+      fi
+    else
+      fail setup.md-iodlm "$(tr '\n' ' ' < "$run/mdlm.out" 2>/dev/null)"
+    fi
   fi
-  pass setup.stack "$(awk '{printf "%s=%s on %s; ", $2, $1, $4}' "$run/devs")"
+  # LVM's striped volumes: dm-striped over two zram devices, 64 KiB chunks
+  local s1 s2
+  if zram_dev && s1=$ZR && zram_dev && s2=$ZR &&
+    dmsetup create iodstr --table "0 $((2 * STACK_SECTORS)) striped 2 128 /dev/$s1 0 /dev/$s2 0" 2>> "$run/dm.err"; then
+    dmsetup mknodes 2>/dev/null
+    for d in /sys/block/dm-*; do [ "$(cat "$d/dm/name")" = iodstr ] && dm=${d##*/}; done
+    stack_fs iodstr "$dm" /dev/mapper/iodstr &&
+      sed -i "\$s/\$/ $s1,$s2 0 $STACK_SECTORS 1/" "$run/devs"
+  else
+    fail setup.dm-striped "$(tail -1 "$run/dm.err")"
+  fi
+  pass setup.stack "$(awk '$7 == 1 {printf "%s=%s on %s; ", $2, $1, $4}' "$run/devs")"
   local t
   t=$(date +%s.%N)
-  "$BIN" record -o "$run/stack.iod" -- sh -c "for d in $(awk '{printf "%s ", $3}' "$run/devs"); do
+  "$BIN" record -o "$run/stack.iod" -- sh -c "for d in $(awk '$7 == 1 {printf "%s ", $3}' "$run/devs"); do
       dd if=/dev/zero of=\$d/direct.dat bs=64k count=64 oflag=direct status=none &&
       dd if=/dev/zero of=\$d/fsync.dat bs=64k count=64 conv=fsync status=none &&
-      dd if=\$d/direct.dat of=/dev/null bs=64k iflag=direct status=none || exit 1
-    done" > "$run/workload.out" 2> "$run/record.stderr"
+      dd if=\$d/direct.dat of=/dev/null bs=64k iflag=direct status=none &&
+      dd if=/dev/zero of=\$d/wb.dat bs=64k count=64 status=none || exit 1
+    done && sync" > "$run/workload.out" 2> "$run/record.stderr"
   echo $? > "$run/rc"
   say "stack: iodump record exited $(cat "$run/rc") after $(since "$t") s"
   sed 's/^/    /' "$run/record.stderr" | tail -3
@@ -542,9 +622,9 @@ stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
 }
 stack_cleanup() {
   local n
-  for n in iodlin iodcry iodr1 iodr0; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
-  for n in iodr1 iodr0; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
-  for n in iodlin iodcry; do dmsetup remove $n 2>/dev/null; done
+  for n in iodlin iodcry iodr1 iodr0 iodlom iodstr; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
+  for n in iodlin iodcry iodlom iodstr; do dmsetup remove $n 2>/dev/null; done
+  for n in iodr1 iodr0 iodlm; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
 }
 
 for d in $DEVICES; do

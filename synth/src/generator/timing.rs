@@ -106,6 +106,7 @@ impl Generator {
             syscall: d.syscall,
             dirtier_pid: d.dirtier.map(|t| self.threads[t as usize].pid),
             cgroup_id: th.cgroup_id,
+            upper: None,
         }
     }
 

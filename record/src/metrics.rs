@@ -1,0 +1,588 @@
+//! The metrics of `iodump top --serve`: cumulative counters and latency histograms per
+//! device, process, cgroup and (the busiest) file, fed with every recorded event, and their
+//! exposition as Prometheus text (format 0.0.4) or OpenMetrics 1.0 ([`Metrics::render`]).
+//!
+//! Unlike [`crate::live::Aggregator`], nothing is reset: counters only grow. A series whose
+//! key (process, cgroup, file, device) has had no I/O for [`IDLE_NS`] (5 minutes) is dropped,
+//! so a process that exited keeps its series that long. Per event there is no allocation,
+//! formatting or lock: a key's labels are made once, when it is first seen.
+//!
+//! Cardinality: per device, cgroup and process (at most [`MAX_PROCESSES`], the busiest) 3 ops
+//! × (2 counters + 2 histograms of [`BUCKETS_NS`]`.len() + 1` buckets); files only the `top_files`
+//! busiest (`--serve-files`), counters only; at most [`MAX_FILES_TRACKED`] files are counted
+//! at once (the I/O of others is counted in `iodump_file_io_untracked_total`).
+
+use std::fmt::Write as _;
+
+use iodump_format::inthash::IntMap;
+use iodump_format::text::text_bytes;
+use iodump_format::{Event, Op};
+
+use crate::abi::IoEvent;
+use crate::cgroups::Resolver;
+use crate::convert::Converter;
+use crate::live::{ProcNames, Scope};
+
+/// A series without I/O for this long (ns) is dropped.
+pub const IDLE_NS: u64 = 300_000_000_000;
+
+/// Upper bounds (`le`) of the histograms' buckets, in ns: 125 ns × 2^k up to 2^27 × 125 ns
+/// (16.8 s), then `+Inf`. A quantile from them (`histogram_quantile`) is within a factor of 2
+/// of the exact value: both lie in the same bucket.
+pub const BUCKETS_NS: [u64; 28] = {
+    let mut b = [0u64; 28];
+    let mut i = 0;
+    while i < 28 {
+        b[i] = 125 << i;
+        i += 1;
+    }
+    b
+};
+
+/// Buckets of a [`Hist`]: [`BUCKETS_NS`] and `+Inf`.
+const NB: usize = BUCKETS_NS.len() + 1;
+
+/// Processes exported at most (the busiest since they were first seen).
+pub const MAX_PROCESSES: usize = 1000;
+
+/// Files counted at once at most.
+pub const MAX_FILES_TRACKED: usize = 100_000;
+
+/// The bucket of a value (ns): the first whose bound is ≥ it.
+#[inline]
+fn bucket(v: u64) -> usize {
+    if v <= BUCKETS_NS[0] {
+        return 0;
+    }
+    // v ≤ 125·2^k ⟺ ⌈v/125⌉ ≤ 2^k.
+    let q = v.div_ceil(125);
+    let k = (64 - (q - 1).leading_zeros()) as usize;
+    k.min(NB - 1)
+}
+
+/// A cumulative histogram of ns values.
+#[derive(Clone, Debug)]
+struct Hist {
+    counts: [u64; NB],
+    sum_ns: u64,
+}
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist {
+            counts: [0; NB],
+            sum_ns: 0,
+        }
+    }
+}
+
+impl Hist {
+    #[inline]
+    fn add(&mut self, v: u64) {
+        self.counts[bucket(v)] += 1;
+        self.sum_ns = self.sum_ns.wrapping_add(v);
+    }
+}
+
+/// The op label of an event: read, write, or other (flush, discard…).
+#[inline]
+fn op_index(op: Op) -> usize {
+    match op {
+        Op::Read => 0,
+        Op::Write => 1,
+        _ => 2,
+    }
+}
+
+const OPS: [&str; 3] = ["read", "write", "other"];
+
+/// Counters and histograms of one key.
+#[derive(Clone, Debug, Default)]
+struct Series {
+    ios: [u64; 3],
+    bytes: [u64; 3],
+    errors: u64,
+    lat: [Hist; 3],
+    queue: [Hist; 3],
+    /// Timestamp of its last I/O (ns, CLOCK_MONOTONIC).
+    last_ns: u64,
+}
+
+impl Series {
+    #[inline]
+    fn add(&mut self, e: &Event) {
+        let k = op_index(e.op);
+        self.ios[k] += 1;
+        self.bytes[k] += e.bytes as u64;
+        if e.error != 0 {
+            self.errors += 1;
+        }
+        self.lat[k].add(e.latency_ns);
+        if let Some(q) = e.queue_ns {
+            self.queue[k].add(q);
+        }
+        self.last_ns = self.last_ns.max(e.timestamp_ns);
+    }
+    fn total(&self) -> u64 {
+        self.ios.iter().sum()
+    }
+}
+
+struct Proc {
+    s: Series,
+    names: ProcNames,
+    cgroup: u64,
+}
+
+struct File {
+    ios: [u64; 3],
+    bytes: [u64; 3],
+    last_ns: u64,
+    path: String,
+    dev: u32,
+}
+
+/// Text of bytes as the CSV export writes them: valid UTF-8 kept, a backslash doubled, any
+/// other byte `\xNN` (label values must be UTF-8).
+fn lossless(b: &[u8]) -> String {
+    let mut v = Vec::with_capacity(b.len());
+    text_bytes(&mut v, b);
+    String::from_utf8(v).unwrap_or_default()
+}
+
+/// The cumulative metrics of `iodump top --serve`.
+pub struct Metrics {
+    devs: IntMap<u32, (Series, String)>,
+    procs: IntMap<u32, Proc>,
+    cgroups: IntMap<u64, Series>,
+    files: IntMap<u32, File>,
+    scope: Scope,
+    top_files: usize,
+    events: u64,
+    untracked: u64,
+    lost: u64,
+    evicted: u64,
+}
+
+impl Metrics {
+    /// Empty metrics; `container`: only I/O of that container (as `top --container`);
+    /// `top_files`: files exported (the busiest).
+    pub fn new(resolver: Resolver, container: Option<String>, top_files: usize) -> Metrics {
+        Metrics {
+            devs: IntMap::default(),
+            procs: IntMap::default(),
+            cgroups: IntMap::default(),
+            files: IntMap::default(),
+            scope: Scope::new(resolver, container),
+            top_files,
+            events: 0,
+            untracked: 0,
+            lost: 0,
+            evicted: 0,
+        }
+    }
+
+    /// Adds one event.
+    pub fn add(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
+        if !self.scope.wanted(e.cgroup_id) {
+            return;
+        }
+        self.events += 1;
+        let owner = e.dirtier_pid.filter(|&p| p != 0).unwrap_or(e.pid);
+        self.devs
+            .entry(e.dev.0)
+            .or_insert_with(|| (Series::default(), conv.dev_label(e.dev).to_string()))
+            .0
+            .add(e);
+        let p = self.procs.entry(owner).or_insert_with(|| Proc {
+            s: Series::default(),
+            names: ProcNames::new(owner, e, r, conv, lossless),
+            cgroup: e.cgroup_id,
+        });
+        p.s.add(e);
+        p.cgroup = e.cgroup_id;
+        p.names.update(owner, e, r, conv, lossless);
+        self.cgroups.entry(e.cgroup_id).or_default().add(e);
+        if self.top_files == 0 {
+            return;
+        }
+        let full = self.files.len() >= MAX_FILES_TRACKED;
+        let f = match self.files.get_mut(&e.path_id) {
+            Some(f) => f,
+            None if full => {
+                self.untracked += 1;
+                return;
+            }
+            None => self.files.entry(e.path_id).or_insert_with(|| File {
+                ios: [0; 3],
+                bytes: [0; 3],
+                last_ns: 0,
+                path: lossless(conv.path(e.path_id)),
+                dev: e.dev.0,
+            }),
+        };
+        let k = op_index(e.op);
+        f.ios[k] += 1;
+        f.bytes[k] += e.bytes as u64;
+        f.dev = e.dev.0;
+        f.last_ns = f.last_ns.max(e.timestamp_ns);
+    }
+
+    /// Events lost since recording began (the session's count).
+    pub fn set_lost(&mut self, lost_total: u64) {
+        self.lost = lost_total;
+    }
+
+    /// Drops the series idle for [`IDLE_NS`] at `now_ns` (CLOCK_MONOTONIC).
+    pub fn expire(&mut self, now_ns: u64) {
+        let keep = |last: u64| now_ns.saturating_sub(last) < IDLE_NS;
+        let before = self.devs.len() + self.procs.len() + self.cgroups.len() + self.files.len();
+        self.devs.retain(|_, d| keep(d.0.last_ns));
+        self.procs.retain(|_, p| keep(p.s.last_ns));
+        self.cgroups.retain(|_, c| keep(c.last_ns));
+        self.files.retain(|_, f| keep(f.last_ns));
+        let after = self.devs.len() + self.procs.len() + self.cgroups.len() + self.files.len();
+        self.evicted += (before - after) as u64;
+    }
+
+    /// Files counted now.
+    pub fn files_tracked(&self) -> usize {
+        self.files.len()
+    }
+
+    /// The exposition: Prometheus text format 0.0.4, or OpenMetrics 1.0 (`openmetrics`).
+    pub fn render(&mut self, openmetrics: bool) -> String {
+        let mut w = Expo {
+            out: String::with_capacity(64 << 10),
+            om: openmetrics,
+        };
+        w.counter(
+            "iodump_events",
+            "I/Os counted (after the filters), since iodump started",
+        );
+        w.sample("iodump_events_total", "", self.events);
+        w.counter(
+            "iodump_lost_events",
+            "Events lost by the recorder (ring buffer or in-flight table full, completions without a start)",
+        );
+        w.sample("iodump_lost_events_total", "", self.lost);
+        w.counter(
+            "iodump_series_evicted",
+            "Series dropped after 5 minutes without I/O",
+        );
+        w.sample("iodump_series_evicted_total", "", self.evicted);
+        w.gauge("iodump_files_tracked", "Files counted now (at most 100000)");
+        w.sample("iodump_files_tracked", "", self.files.len() as u64);
+        w.counter(
+            "iodump_file_io_untracked",
+            "I/Os to files not counted per file (too many files at once)",
+        );
+        w.sample("iodump_file_io_untracked_total", "", self.untracked);
+
+        // Devices.
+        let mut devs: Vec<(String, &Series)> = self
+            .devs
+            .values()
+            .map(|(s, name)| (label("device", name), s))
+            .collect();
+        devs.sort_by(|a, b| a.0.cmp(&b.0));
+        w.families("device", "device", &devs);
+
+        // cgroups.
+        let ids: Vec<u64> = self.cgroups.keys().copied().collect();
+        let mut cgs: Vec<(String, &Series)> = Vec::with_capacity(ids.len());
+        let mut labels = Vec::with_capacity(ids.len());
+        for id in ids {
+            let (path, container) = match self.scope.resolver.get(id) {
+                Some(c) => (c.path.clone(), c.identity.label()),
+                None => (format!("cgroup:{id}"), "-".to_string()),
+            };
+            labels.push((
+                id,
+                label("cgroup", &path) + "," + &label("container", &container),
+            ));
+        }
+        for (id, l) in labels {
+            cgs.push((l, &self.cgroups[&id]));
+        }
+        cgs.sort_by(|a, b| a.0.cmp(&b.0));
+        w.families("cgroup", "cgroup (container, pod, systemd unit)", &cgs);
+
+        // Processes: the busiest MAX_PROCESSES.
+        let mut pids: Vec<(u64, u32)> = self.procs.iter().map(|(&k, p)| (p.s.total(), k)).collect();
+        top(&mut pids, MAX_PROCESSES);
+        let mut procs: Vec<(String, &Series)> = Vec::with_capacity(pids.len());
+        let mut infos: Vec<String> = Vec::with_capacity(pids.len());
+        let mut containers = Vec::with_capacity(pids.len());
+        for &(_, pid) in &pids {
+            let cg = self.procs[&pid].cgroup;
+            containers.push((pid, self.scope.label(cg)));
+        }
+        for (pid, container) in containers {
+            let p = &self.procs[&pid];
+            // The series carry pid and comm; the command line and container are on the info
+            // series only (joined on pid), as they are long.
+            let key = label("pid", &pid.to_string()) + "," + &label("comm", &p.names.comm);
+            infos.push(format!(
+                "{key},{},{}",
+                label("cmdline", &p.names.argv),
+                label("container", &container)
+            ));
+            procs.push((key, &p.s));
+        }
+        procs.sort_by(|a, b| a.0.cmp(&b.0));
+        infos.sort();
+        w.info(
+            "iodump_process",
+            "A process's command line and container (1 per process exported)",
+        );
+        for l in &infos {
+            w.sample("iodump_process_info", l, 1);
+        }
+        w.families(
+            "process",
+            "process (the dirtier for writeback, else the submitter)",
+            &procs,
+        );
+
+        // Files: the busiest `top_files`, counters only.
+        let mut ids: Vec<(u64, u32)> = self
+            .files
+            .iter()
+            .map(|(&k, f)| (f.ios.iter().sum(), k))
+            .collect();
+        top(&mut ids, self.top_files);
+        let mut files: Vec<(String, &File)> = ids
+            .iter()
+            .map(|(_, id)| {
+                let f = &self.files[id];
+                let dev = self.devs.get(&f.dev).map_or("?", |d| d.1.as_str());
+                (label("path", &f.path) + "," + &label("device", dev), f)
+            })
+            .collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let files: Vec<(String, [u64; 3], [u64; 3])> = files
+            .into_iter()
+            .map(|(l, f)| (l, f.ios, f.bytes))
+            .collect();
+        w.counter(
+            "iodump_file_io",
+            "I/Os per file and op (the busiest files only: --serve-files)",
+        );
+        for (l, ios, _) in &files {
+            w.by_op("iodump_file_io_total", l, ios);
+        }
+        w.counter(
+            "iodump_file_io_bytes",
+            "Bytes per file and op (the busiest files only: --serve-files)",
+        );
+        for (l, _, bytes) in &files {
+            w.by_op("iodump_file_io_bytes_total", l, bytes);
+        }
+        if w.om {
+            w.out.push_str("# EOF\n");
+        }
+        w.out
+    }
+}
+
+/// Keeps the `n` entries with the largest first field (ties: any).
+fn top(v: &mut Vec<(u64, u32)>, n: usize) {
+    if v.len() > n {
+        if n == 0 {
+            v.clear();
+            return;
+        }
+        v.select_nth_unstable_by(n - 1, |a, b| b.0.cmp(&a.0));
+        v.truncate(n);
+    }
+}
+
+/// `name="value"` with the value escaped as the exposition formats require: `\` `"` and a
+/// line feed as `\\`, `\"` and `\n`.
+fn label(name: &str, value: &str) -> String {
+    let mut s = String::with_capacity(name.len() + value.len() + 3);
+    s.push_str(name);
+    s.push_str("=\"");
+    for c in value.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// An exposition being written.
+struct Expo {
+    out: String,
+    om: bool,
+}
+
+impl Expo {
+    fn meta(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.out, "# HELP {name} {help}");
+        let _ = writeln!(self.out, "# TYPE {name} {kind}");
+    }
+    /// A counter family `name` (its samples are `name_total`).
+    fn counter(&mut self, name: &str, help: &str) {
+        if self.om {
+            self.meta(name, "counter", help);
+        } else {
+            self.meta(&format!("{name}_total"), "counter", help);
+        }
+    }
+    /// An info family `name` (its one sample per key is `name_info`, value 1): `info` in
+    /// OpenMetrics, a gauge in the Prometheus format, which has no info type.
+    fn info(&mut self, name: &str, help: &str) {
+        if self.om {
+            self.meta(name, "info", help);
+        } else {
+            self.meta(&format!("{name}_info"), "gauge", help);
+        }
+    }
+    fn gauge(&mut self, name: &str, help: &str) {
+        self.meta(name, "gauge", help);
+    }
+    fn sample(&mut self, name: &str, labels: &str, v: u64) {
+        if labels.is_empty() {
+            let _ = writeln!(self.out, "{name} {v}");
+        } else {
+            let _ = writeln!(self.out, "{name}{{{labels}}} {v}");
+        }
+    }
+    /// One sample per op that has I/O.
+    fn by_op(&mut self, name: &str, labels: &str, v: &[u64; 3]) {
+        for (k, op) in OPS.iter().enumerate() {
+            if v[k] > 0 {
+                let _ = writeln!(self.out, "{name}{{{labels},op=\"{op}\"}} {}", v[k]);
+            }
+        }
+    }
+    fn hist(&mut self, name: &str, labels: &str, hs: &[Hist; 3], ios: &[u64; 3]) {
+        for (k, op) in OPS.iter().enumerate() {
+            let h = &hs[k];
+            let n: u64 = h.counts.iter().sum();
+            if ios[k] == 0 || n == 0 {
+                continue;
+            }
+            let mut cum = 0;
+            for (i, c) in h.counts.iter().enumerate() {
+                cum += c;
+                let le = BUCKETS_NS
+                    .get(i)
+                    .map_or_else(|| "+Inf".to_string(), |&b| (b as f64 / 1e9).to_string());
+                let _ = writeln!(
+                    self.out,
+                    "{name}_bucket{{{labels},op=\"{op}\",le=\"{le}\"}} {cum}"
+                );
+            }
+            let sum = h.sum_ns as f64 / 1e9;
+            let _ = writeln!(self.out, "{name}_sum{{{labels},op=\"{op}\"}} {sum}");
+            let _ = writeln!(self.out, "{name}_count{{{labels},op=\"{op}\"}} {n}");
+        }
+    }
+    /// The five families of one kind of key (`iodump_KIND_io_total`…), `rows` sorted.
+    fn families(&mut self, kind: &str, what: &str, rows: &[(String, &Series)]) {
+        let name = format!("iodump_{kind}_io");
+        self.counter(&name, &format!("I/Os per {what} and op"));
+        for (l, s) in rows {
+            self.by_op(&format!("{name}_total"), l, &s.ios);
+        }
+        self.counter(
+            &format!("{name}_bytes"),
+            &format!("Bytes per {what} and op"),
+        );
+        for (l, s) in rows {
+            self.by_op(&format!("{name}_bytes_total"), l, &s.bytes);
+        }
+        self.counter(
+            &format!("{name}_errors"),
+            &format!("I/Os completed with an error per {what}"),
+        );
+        for (l, s) in rows {
+            self.sample(&format!("{name}_errors_total"), l, s.errors);
+        }
+        type Pick = fn(&Series) -> &[Hist; 3];
+        let hists: [(&str, &str, Pick); 2] = [
+            (
+                "latency_seconds",
+                "Latency (entry into the block layer to completion)",
+                |s| &s.lat,
+            ),
+            (
+                "queue_seconds",
+                "Queue time (entry to issue; request-based devices only)",
+                |s| &s.queue,
+            ),
+        ];
+        for (metric, help, pick) in hists {
+            let h = format!("iodump_{kind}_io_{metric}");
+            self.meta(&h, "histogram", &format!("{help} per {what} and op"));
+            for (l, s) in rows {
+                self.hist(&h, l, pick(s), &s.ios);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets() {
+        for v in [
+            0u64,
+            1,
+            999,
+            1000,
+            1001,
+            1999,
+            2000,
+            2001,
+            4000,
+            4001,
+            16_777_216_000,
+        ] {
+            let b = bucket(v);
+            assert!(v <= BUCKETS_NS[b], "{v} in {b}");
+            assert!(b == 0 || v > BUCKETS_NS[b - 1], "{v} in {b}");
+        }
+        assert_eq!(bucket(16_777_216_001), NB - 1);
+        assert_eq!(bucket(u64::MAX), NB - 1);
+    }
+
+    #[test]
+    fn labels_are_escaped() {
+        assert_eq!(label("path", "/a\"b\\c\nd"), r#"path="/a\"b\\c\nd""#);
+        assert_eq!(lossless(b"/x\xff\\y"), "/x\\xff\\\\y");
+    }
+
+    #[test]
+    fn top_keeps_the_busiest() {
+        let mut v: Vec<(u64, u32)> = (0..100).map(|i| (i as u64, i)).collect();
+        top(&mut v, 3);
+        v.sort();
+        assert_eq!(v, [(97, 97), (98, 98), (99, 99)]);
+    }
+
+    #[test]
+    fn idle_series_are_dropped() {
+        let mut m = Metrics::new(Resolver::with_root(None), None, 10);
+        let s = |last_ns| Series {
+            last_ns,
+            ..Series::default()
+        };
+        m.cgroups.insert(1, s(1_000));
+        m.cgroups.insert(2, s(IDLE_NS));
+        m.expire(IDLE_NS + 1_000);
+        assert!(m.cgroups.contains_key(&2) && !m.cgroups.contains_key(&1));
+        let text = m.render(false);
+        assert!(text.contains("iodump_series_evicted_total 1\n"), "{text}");
+        assert!(m.render(true).ends_with("# EOF\n"));
+    }
+}

@@ -1,0 +1,273 @@
+//! The HTTP endpoint of `iodump top --serve`: a listener bound before recording starts
+//! ([`bind`]), a thread answering `GET /metrics` (HTTP/1.1, one request per connection, no
+//! async runtime), and the hand-over of expositions from the recording thread.
+//!
+//! The recording thread owns the [`crate::metrics::Metrics`]; nothing is locked per event. A
+//! request sets a flag ([`Endpoint::wanted`]) that the recording thread looks at on each tick
+//! (at least every ~100 ms): it renders the exposition asked for and [`Endpoint::publish`]es
+//! it, and the request is answered with it (after 1 s without one, with the last one).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+/// Prometheus text format 0.0.4.
+pub const PROMETHEUS: u8 = 1;
+/// OpenMetrics 1.0 (asked for with `Accept: application/openmetrics-text`).
+pub const OPENMETRICS: u8 = 2;
+
+/// How long a request waits for a fresh exposition.
+const FRESH_WAIT: Duration = Duration::from_secs(1);
+
+/// Parses `--serve`: `PORT`, `:PORT` (both on 127.0.0.1), `HOST:PORT` or `[V6]:PORT`.
+pub fn parse_addr(spec: &str) -> Result<SocketAddr, String> {
+    let s = spec.trim();
+    let full = if s.bytes().all(|b| b.is_ascii_digit()) && !s.is_empty() {
+        format!("127.0.0.1:{s}")
+    } else if let Some(port) = s.strip_prefix(':') {
+        format!("127.0.0.1:{port}")
+    } else {
+        s.to_string()
+    };
+    let mut addrs = full
+        .to_socket_addrs()
+        .map_err(|e| format!("--serve {spec:?}: give PORT, :PORT or ADDR:PORT ({e})"))?;
+    addrs
+        .next()
+        .ok_or_else(|| format!("--serve {spec:?}: no address"))
+}
+
+/// Binds the listener (an error names the address: in use, not permitted…).
+pub fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(addr).map_err(|e| format!("--serve {addr}: cannot listen: {e}"))
+}
+
+#[derive(Default)]
+struct Latest {
+    /// Exposition by format (index: PROMETHEUS, OPENMETRICS), and how many were published.
+    text: [Option<Arc<String>>; 3],
+    generation: [u64; 3],
+}
+
+#[derive(Default)]
+struct Shared {
+    want: AtomicU8,
+    latest: Mutex<Latest>,
+    published: Condvar,
+}
+
+/// The recording thread's side of the endpoint.
+pub struct Endpoint {
+    shared: Arc<Shared>,
+    /// The address listened on.
+    pub addr: SocketAddr,
+}
+
+impl Endpoint {
+    /// Serves `listener` on a thread of its own (it lives as long as the process).
+    pub fn start(listener: TcpListener) -> std::io::Result<Endpoint> {
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("iodump-serve".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    match conn {
+                        Ok(c) => {
+                            let _ = answer(c, &s);
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+            })?;
+        Ok(Endpoint { shared, addr })
+    }
+
+    /// The formats asked for since the last call (bits [`PROMETHEUS`], [`OPENMETRICS`]).
+    #[inline]
+    pub fn wanted(&self) -> u8 {
+        if self.shared.want.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        self.shared.want.swap(0, Ordering::AcqRel)
+    }
+
+    /// Hands an exposition of `format` to the requests waiting for it.
+    pub fn publish(&self, format: u8, text: String) {
+        let mut l = self.shared.latest.lock().unwrap_or_else(|p| p.into_inner());
+        let i = format as usize;
+        l.text[i] = Some(Arc::new(text));
+        l.generation[i] += 1;
+        self.shared.published.notify_all();
+    }
+}
+
+/// The format a request's `Accept` header asks for.
+fn format_of(head: &str) -> u8 {
+    let accept = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case("accept").then_some(v)
+    });
+    if accept.is_some_and(|a| a.contains("application/openmetrics-text")) {
+        OPENMETRICS
+    } else {
+        PROMETHEUS
+    }
+}
+
+/// A fresh exposition of `format`, or the last one after [`FRESH_WAIT`].
+fn exposition(s: &Shared, format: u8) -> Option<Arc<String>> {
+    let i = format as usize;
+    let mut l = s.latest.lock().unwrap_or_else(|p| p.into_inner());
+    let seen = l.generation[i];
+    s.want.fetch_or(format, Ordering::AcqRel);
+    let deadline = std::time::Instant::now() + FRESH_WAIT;
+    while l.generation[i] == seen {
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            break;
+        }
+        l = s
+            .published
+            .wait_timeout(l, deadline - now)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    l.text[i].clone()
+}
+
+fn answer(mut c: TcpStream, s: &Shared) -> std::io::Result<()> {
+    c.set_read_timeout(Some(Duration::from_secs(5)))?;
+    c.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = c.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() > 16 << 10 {
+            return respond(
+                &mut c,
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                b"",
+                true,
+            );
+        }
+    }
+    let head = String::from_utf8_lossy(&buf);
+    let mut first = head.lines().next().unwrap_or("").split_whitespace();
+    let (method, target) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
+    let body_too = method != "HEAD";
+    if method != "GET" && method != "HEAD" {
+        return respond(
+            &mut c,
+            "405 Method Not Allowed",
+            "text/plain",
+            b"GET /metrics\n",
+            true,
+        );
+    }
+    let path = target.split('?').next().unwrap_or("");
+    if path != "/metrics" {
+        return respond(
+            &mut c,
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            b"iodump top: the metrics are at /metrics\n",
+            body_too,
+        );
+    }
+    let format = format_of(&head);
+    match exposition(s, format) {
+        Some(text) => {
+            let ct = if format == OPENMETRICS {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            } else {
+                "text/plain; version=0.0.4; charset=utf-8"
+            };
+            respond(&mut c, "200 OK", ct, text.as_bytes(), body_too)
+        }
+        None => respond(
+            &mut c,
+            "503 Service Unavailable",
+            "text/plain; charset=utf-8",
+            b"iodump top: not recording yet\n",
+            body_too,
+        ),
+    }
+}
+
+fn respond(
+    c: &mut TcpStream,
+    status: &str,
+    ct: &str,
+    body: &[u8],
+    body_too: bool,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    c.write_all(head.as_bytes())?;
+    if body_too {
+        c.write_all(body)?;
+    }
+    c.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(parse_addr("9100").unwrap().to_string(), "127.0.0.1:9100");
+        assert_eq!(parse_addr(":9100").unwrap().to_string(), "127.0.0.1:9100");
+        assert_eq!(
+            parse_addr("0.0.0.0:9100").unwrap().to_string(),
+            "0.0.0.0:9100"
+        );
+        assert_eq!(parse_addr("[::1]:9100").unwrap().to_string(), "[::1]:9100");
+        assert!(parse_addr("nonsense").is_err());
+        assert!(parse_addr("").is_err());
+    }
+
+    #[test]
+    fn serves_what_is_published() {
+        let l = bind(parse_addr("127.0.0.1:0").unwrap()).unwrap();
+        let ep = Endpoint::start(l).unwrap();
+        let addr = ep.addr;
+        let client = std::thread::spawn(move || {
+            let mut c = TcpStream::connect(addr).unwrap();
+            c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n")
+                .unwrap();
+            let mut s = String::new();
+            c.read_to_string(&mut s).unwrap();
+            s
+        });
+        // The recording thread's loop: look for requests, publish.
+        for _ in 0..200 {
+            let w = ep.wanted();
+            if w & OPENMETRICS != 0 {
+                ep.publish(OPENMETRICS, "x_total 1\n# EOF\n".into());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let reply = client.join().unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{reply}");
+        assert!(reply.contains("application/openmetrics-text"), "{reply}");
+        assert!(reply.ends_with("\r\n\r\nx_total 1\n# EOF\n"), "{reply}");
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        assert!(s.starts_with("HTTP/1.1 404"), "{s}");
+    }
+}

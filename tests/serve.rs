@@ -1,0 +1,605 @@
+//! `iodump top --serve`: the /metrics endpoint parsed by strict parsers (prometheus_client's
+//! Prometheus and OpenMetrics parsers, `promtool check metrics`) with label values that need
+//! escaping, its cardinality under 10,000 files churning, a port in use, and a real Prometheus
+//! server (Debian's `prometheus`, on loopback, scraping every second) whose PromQL answers agree
+//! with `iodump analyze` on the trace recorded at the same time.
+//!
+//! Recording needs root and BPF (skipped without, unless `IODUMP_REQUIRE_BPF=1`); the parsers
+//! and the server skip without their packages unless `IODUMP_REQUIRE_PROMETHEUS=1` (CI).
+
+use std::io::{BufRead, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::devices::{Ext4OnZram as Fs, Loop, Zram};
+use common::{
+    bin, bpf_available, http_get as get, one_line_error, run, try_http_get as try_get, TempDir,
+};
+
+/// One recording test at a time (they make devices and watch them).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// True when `what` is there; panics when it is not but must (`IODUMP_REQUIRE_PROMETHEUS=1`),
+/// else prints a `SKIP:` line.
+fn have(test: &str, what: &str, ok: bool) -> bool {
+    if !ok {
+        if std::env::var("IODUMP_REQUIRE_PROMETHEUS").as_deref() == Ok("1") {
+            panic!("IODUMP_REQUIRE_PROMETHEUS=1 but {what} is missing");
+        }
+        eprintln!("SKIP: {test}: {what} is missing");
+    }
+    ok
+}
+
+fn have_prometheus_client(test: &str) -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import prometheus_client.openmetrics.parser"])
+        .status()
+        .is_ok_and(|s| s.success());
+    have(test, "python3's prometheus_client", ok)
+}
+
+fn have_program(test: &str, program: &str) -> bool {
+    let ok = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    have(test, program, ok)
+}
+
+fn sh(script: &str) {
+    let st = Command::new("sh").arg("-c").arg(script).status().unwrap();
+    assert!(st.success(), "failed: {script}");
+}
+
+/// Stops a child on drop (also when the test fails): SIGINT (SIGTERM), then SIGKILL after 10 s.
+struct Stop {
+    child: Child,
+    signal: i32,
+}
+
+impl Stop {
+    fn signal_and_wait(&mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on our own child, not waited for yet.
+        unsafe { libc::kill(self.child.id() as i32, self.signal) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return st;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                return self.child.wait().unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.signal_and_wait();
+        }
+    }
+}
+
+/// `iodump top --serve 127.0.0.1:0 ARGS` with no screen (stdin and stdout not terminals),
+/// once it records: the process and the address it serves on.
+fn serve(args: &[&str]) -> (Stop, SocketAddr) {
+    let mut child = bin()
+        .args(["top", "--serve", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let stop = Stop {
+        child,
+        signal: libc::SIGINT,
+    };
+    let mut addr = None;
+    let mut before = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            panic!("iodump top ended before recording: {before}");
+        }
+        before.push_str(&line);
+        if let Some(a) = line.strip_prefix("iodump: serving metrics on http://") {
+            addr = Some(a.trim().trim_end_matches("/metrics").parse().unwrap());
+        }
+        if line.starts_with("iodump: recording") {
+            break;
+        }
+    }
+    // The rest of stderr is drained so that the recorder never blocks on it.
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        assert!(!s.contains("panicked"), "{s}");
+    });
+    (stop, addr.expect("the serving line"))
+}
+
+/// A sample's value in Prometheus text (`name{labels} value`), the first line starting so.
+fn value(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn port_in_use_is_one_line() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    for args in [vec!["-b", "-n", "1"], vec![]] {
+        let out = run(bin()
+            .args(["top", "--serve", &format!("127.0.0.1:{port}")])
+            .args(&args)
+            .stdin(Stdio::null()));
+        one_line_error(&out, &format!("--serve 127.0.0.1:{port}: cannot listen"));
+    }
+    let out = run(bin().args(["top", "--serve", "no-such-host-x:y", "-b"]));
+    one_line_error(&out, "--serve");
+    drop(taken);
+}
+
+/// A file name with every byte the exposition must escape or that is not UTF-8.
+const ODD_NAME: &[u8] = b"odd \"quoted\" back\\slash\nline \xff end";
+/// Its path's label value after parsing: the lossless text (a backslash doubled, `\xff`).
+const ODD_LABEL_TAIL: &str = "odd \"quoted\" back\\\\slash\nline \\xff end";
+
+#[test]
+fn exposition_parses_strictly_with_escaped_labels() {
+    let test = "exposition_parses_strictly_with_escaped_labels";
+    if !bpf_available(test) || !have_prometheus_client(test) || !have_program(test, "promtool") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let fs = Fs::new("strict");
+    let (mut top, addr) = serve(&["-d", &fs.zram.name()]);
+    use std::os::unix::ffi::OsStrExt;
+    let odd = fs.mnt.join(std::ffi::OsStr::from_bytes(ODD_NAME));
+    let mut f = std::fs::File::create(&odd).unwrap();
+    f.write_all(&vec![7u8; 256 << 10]).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let d = TempDir::new("serve-strict");
+    let (prom, om) = (d.join("prom.txt"), d.join("om.txt"));
+    // Until the recorder has seen the file's I/O (within about a second).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (st, text) = get(addr, "/metrics", None);
+        assert_eq!(st, 200, "{text}");
+        if text.contains("line \\\\xff end") || Instant::now() > deadline {
+            std::fs::write(&prom, &text).unwrap();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (st, text) = get(
+        addr,
+        "/metrics",
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    );
+    assert_eq!(st, 200);
+    assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
+    std::fs::write(&om, &text).unwrap();
+    assert_eq!(get(addr, "/nothing", None).0, 404);
+    top.signal_and_wait();
+
+    // Both strict parsers; the file's path label read back.
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, json\n\
+             from prometheus_client.parser import text_string_to_metric_families as prom\n\
+             from prometheus_client.openmetrics.parser import text_string_to_metric_families as om\n\
+             out = {}\n\
+             for name, parse, path in (('prom', prom, sys.argv[1]), ('om', om, sys.argv[2])):\n\
+             \x20   fams = list(parse(open(path, encoding='utf-8').read()))\n\
+             \x20   paths = sorted({s.labels['path'] for f in fams for s in f.samples if 'path' in s.labels})\n\
+             \x20   kinds = {f.name: f.type for f in fams}\n\
+             \x20   cmdlines = sorted({s.labels['cmdline'] for f in fams for s in f.samples if 'cmdline' in s.labels})\n\
+             \x20   out[name] = {'paths': paths, 'kinds': kinds, 'cmdlines': cmdlines, 'samples': sum(len(f.samples) for f in fams)}\n\
+             print(json.dumps(out))",
+        )
+        .arg(&prom)
+        .arg(&om)
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "a strict parser refused the exposition: {}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&py.stdout).unwrap();
+    for fmt in ["prom", "om"] {
+        let paths: Vec<&str> = v[fmt]["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        assert!(
+            paths.iter().any(|p| p.ends_with(ODD_LABEL_TAIL)),
+            "{fmt}: no path label ending in {ODD_LABEL_TAIL:?}: {paths:?}"
+        );
+        let cmdlines = v[fmt]["cmdlines"].as_array().unwrap();
+        assert!(
+            cmdlines
+                .iter()
+                .any(|c| c.as_str().unwrap().contains("serve")),
+            "{fmt}: the test's own command line in iodump_process_info: {cmdlines:?}"
+        );
+        let kinds = &v[fmt]["kinds"];
+        assert_eq!(
+            kinds["iodump_device_io_latency_seconds"], "histogram",
+            "{fmt}"
+        );
+        assert_eq!(
+            kinds["iodump_process_io_latency_seconds"], "histogram",
+            "{fmt}"
+        );
+        assert!(
+            v[fmt]["samples"].as_u64().unwrap() > 50,
+            "{fmt}: {}",
+            v[fmt]
+        );
+    }
+    for (k, want) in [
+        ("iodump_device_io", "counter"),
+        ("iodump_cgroup_io_bytes", "counter"),
+        ("iodump_process_io", "counter"),
+        ("iodump_file_io", "counter"),
+        ("iodump_lost_events", "counter"),
+        ("iodump_process", "info"),
+    ] {
+        assert_eq!(v["om"]["kinds"][k], want, "{k}");
+    }
+    // promtool's linter: names, suffixes, help text.
+    let mut p = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    p.stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(&prom).unwrap())
+        .unwrap();
+    let out = p.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn batch_mode_and_metrics_count_the_same_io() {
+    if !bpf_available("batch_mode_and_metrics_count_the_same_io") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let zram = Zram::new("64M");
+    let dev = zram.name();
+    let (mut top, addr) = serve(&["-b", "-n", "3", "--json", "-d", &dev]);
+    let mut stdout = top.child.stdout.take().unwrap();
+    // -b's first interval starts at the session loop's first tick (within ~100 ms of the
+    // recording line); I/O before it is not in any snapshot.
+    std::thread::sleep(Duration::from_millis(500));
+    sh(&format!(
+        "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",
+        zram.node()
+    ));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sample = format!("iodump_device_io_total{{device=\"{dev}\",op=\"write\"}} ");
+    let scraped = loop {
+        let (st, text) = get(addr, "/metrics", None);
+        assert_eq!(st, 200);
+        let v = value(&text, &sample).unwrap_or(0.0);
+        if v >= 1000.0 || Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // -n 3: top stops by itself; its snapshots count the same writes.
+    let mut out = String::new();
+    stdout.read_to_string(&mut out).unwrap();
+    assert!(top.signal_and_wait().success());
+    let writes: f64 = out
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["total"]["writes"].as_f64().unwrap()
+        })
+        .sum();
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert_eq!(scraped, 1000.0, "the writes scraped");
+    assert_eq!(writes, 1000.0, "the writes of -b's snapshots: {out}");
+}
+
+/// Writes `n` new files of 4 KiB in `dir` and syncs them (their I/O is writeback).
+fn write_files(dir: &Path, n: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..n {
+        std::fs::write(dir.join(format!("f{i:05}")), [1u8; 4096]).unwrap();
+    }
+    sh("sync");
+}
+
+#[test]
+fn cardinality_is_capped_with_10000_files_churning() {
+    let test = "cardinality_is_capped_with_10000_files_churning";
+    if !bpf_available(test) {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let fs = Fs::new("churn");
+    let (mut top, addr) = serve(&["-d", &fs.zram.name(), "--serve-files", "20"]);
+    let mut tracked_max = 0.0f64;
+    for round in 0..2 {
+        let dir = fs.mnt.join(format!("round{round}"));
+        write_files(&dir, 10_000);
+        std::thread::sleep(Duration::from_millis(1500));
+        let (st, text) = get(addr, "/metrics", None);
+        assert_eq!(st, 200);
+        let mut paths: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("iodump_file_io_total{"))
+            .filter_map(|l| l.split("path=\"").nth(1)?.split("\",device=").next())
+            .collect();
+        paths.sort_unstable();
+        paths.dedup();
+        assert!(
+            !paths.is_empty() && paths.len() <= 20,
+            "round {round}: {} file series",
+            paths.len()
+        );
+        let tracked = value(&text, "iodump_files_tracked ").unwrap();
+        tracked_max = tracked_max.max(tracked);
+        // Every series of the exposition: bounded whatever the files.
+        let samples = text.lines().filter(|l| !l.starts_with('#')).count();
+        assert!(samples < 3000, "round {round}: {samples} samples");
+        std::fs::remove_dir_all(&dir).unwrap();
+        sh("sync");
+    }
+    // The files were counted (and forgotten only after 5 minutes idle).
+    assert!(tracked_max >= 10_000.0, "files tracked {tracked_max}");
+    top.signal_and_wait();
+}
+
+/// Percent-encodes a query parameter.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// An instant PromQL query at `time` (Unix seconds): its results (`metric`, `value`).
+fn promql_results(prom: SocketAddr, q: &str, time: f64) -> Vec<serde_json::Value> {
+    let (st, body) = get(
+        prom,
+        &format!("/api/v1/query?query={}&time={time:.3}", encode(q)),
+        None,
+    );
+    assert_eq!(st, 200, "{q}: {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["status"], "success", "{q}: {body}");
+    v["data"]["result"].as_array().cloned().unwrap_or_default()
+}
+
+/// [`promql_results`]: the first result's value.
+fn promql(prom: SocketAddr, q: &str, time: f64) -> Option<f64> {
+    let r = promql_results(prom, q, time).first()?.clone();
+    r["value"][1].as_str()?.parse().ok()
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn prometheus_scrapes_while_fio_runs() {
+    let test = "prometheus_scrapes_while_fio_runs";
+    if !bpf_available(test) || !have_program(test, "prometheus") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let d = TempDir::new("serve-prometheus");
+    // A request-based device (queue times too).
+    let lo = Loop::new(&d.0, 256);
+    let dev = lo.name().to_string();
+    let trace = d.join("top.iod");
+    let (mut top, addr) = serve(&["-d", &dev, "-o", trace.to_str().unwrap()]);
+    // Prometheus on loopback, scraping iodump every second.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let prom_addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    std::fs::write(
+        d.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: iodump\n    static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            d.join("prometheus.yml").display()
+        ))
+        .arg(format!("--storage.tsdb.path={}", d.join("data").display()))
+        .arg(format!("--web.listen-address={prom_addr}"))
+        .arg("--log.level=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    let _prom = Stop {
+        child,
+        signal: libc::SIGTERM,
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let ready = || -> bool {
+        try_get(prom_addr, "/-/ready", None).is_ok_and(|(st, _)| st == 200)
+            && promql(prom_addr, "up{job=\"iodump\"}", unix_now()) == Some(1.0)
+    };
+    while !ready() {
+        assert!(Instant::now() < deadline, "prometheus never scraped iodump");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // A steady load: 4k random reads at 2000 IOPS for 12 s.
+    let start = unix_now();
+    let fio = Command::new("fio")
+        .args([
+            "--name=steady",
+            &format!("--filename={}", lo.node),
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=psync",
+            "--size=128M",
+            "--time_based",
+            "--runtime=12",
+            "--rate_iops=2000",
+            "--output=/dev/null",
+        ])
+        .status()
+        .unwrap();
+    assert!(fio.success());
+    // Two scrapes after the last I/O.
+    std::thread::sleep(Duration::from_secs(3));
+    let end = unix_now();
+    top.signal_and_wait();
+
+    let sel = format!("device=\"{dev}\",op=\"read\"");
+    // Every I/O: the counter at the end is the trace's count.
+    let total = promql(prom_addr, &format!("iodump_device_io_total{{{sel}}}"), end).unwrap();
+    let lat = common::analyze_rows(&[&trace], &["-d", &dev, "--latency", "--filter", "rw == R"]);
+    let ios = lat[0]["ios"].as_f64().unwrap();
+    assert_eq!(total, ios, "reads counted by Prometheus vs the trace");
+    assert!(ios > 15_000.0, "{ios} reads");
+
+    // rate() over 8 s in the middle of the run vs the trace's reads per second then: within
+    // 8% (scrapes are a second apart, each sees the I/O of up to ~100 ms before).
+    let t = (start + 10.0).floor();
+    let rate = promql(
+        prom_addr,
+        &format!("rate(iodump_device_io_total{{{sel}}}[8s])"),
+        t,
+    )
+    .unwrap();
+    let bins = common::analyze_rows(
+        &[&trace],
+        &[
+            "-d",
+            &dev,
+            "--timeline",
+            "--interval",
+            "1s",
+            "--filter",
+            "rw == R",
+        ],
+    );
+    let in_window: f64 = bins
+        .iter()
+        .filter(|b| {
+            let secs = utc_secs(b["time"].as_str().unwrap());
+            secs >= t - 8.0 && secs < t
+        })
+        .map(|b| b["ios"].as_f64().unwrap())
+        .sum();
+    let trace_rate = in_window / 8.0;
+    assert!(
+        (rate - trace_rate).abs() <= 0.08 * trace_rate,
+        "rate() {rate} vs the trace's {trace_rate} reads/s"
+    );
+
+    // histogram_quantile() over the whole run vs analyze's p99: the same bucket, within a
+    // factor of 2 (the buckets' documented error).
+    let p99 = promql(
+        prom_addr,
+        &format!(
+            "histogram_quantile(0.99, sum by (le) (rate(iodump_device_io_latency_seconds_bucket{{{sel}}}[1m])))"
+        ),
+        end,
+    )
+    .unwrap();
+    let exact = lat[0]["p99_us"].as_f64().unwrap() / 1e6;
+    let ratio = p99 / exact;
+    assert!(
+        (0.5..=2.0).contains(&ratio),
+        "histogram_quantile(0.99) {p99} s vs analyze's p99 {exact} s"
+    );
+    let q99 = promql(
+        prom_addr,
+        &format!(
+            "histogram_quantile(0.99, sum by (le) (rate(iodump_device_io_queue_seconds_bucket{{{sel}}}[1m])))"
+        ),
+        end,
+    );
+    assert!(
+        q99.is_some_and(|q| q >= 0.0),
+        "queue time quantile: {q99:?}"
+    );
+    // The README's join: a process's rate with its command line.
+    let joined = promql_results(
+        prom_addr,
+        "sum by (pid) (rate(iodump_process_io_total[1m])) * on (pid) group_left (cmdline) iodump_process_info",
+        end,
+    );
+    assert!(
+        joined.iter().any(|r| r["metric"]["cmdline"]
+            .as_str()
+            .is_some_and(|c| c.contains("--name=steady"))),
+        "fio's command line joined to its rate: {joined:?}"
+    );
+    eprintln!(
+        "prometheus: {total} reads, rate {rate:.1}/s (trace {trace_rate:.1}), p99 {:.1} us (analyze {:.1} us)",
+        p99 * 1e6,
+        exact * 1e6
+    );
+}
+
+/// `2026-01-15T10:00:12.000000000Z` as Unix seconds (UTC, whole seconds).
+fn utc_secs(t: &str) -> f64 {
+    let n = |r: std::ops::Range<usize>| -> i64 { t[r].parse().unwrap() };
+    let (y, m, d) = (n(0..4), n(5..7), n(8..10));
+    let (hh, mm, ss) = (n(11..13), n(14..16), n(17..19));
+    // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    (days * 86_400 + hh * 3600 + mm * 60 + ss) as f64
+}
