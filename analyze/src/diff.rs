@@ -14,13 +14,14 @@ use std::path::PathBuf;
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
+use iodump_format::segment::{col, Columns};
 use iodump_format::{DevT, EventBatch, Op};
 
 use crate::input::InputPath;
 use crate::loghist::{
     chi_square_test, mann_whitney, proportion_test, quantile_test, rate_test, LogHist,
 };
-use crate::onepass::{pass, PassInfo, TraceDone};
+use crate::onepass::{pass_reading, PassInfo, TraceDone};
 use crate::onepass_source::Source;
 use crate::AnalyzeError;
 
@@ -406,7 +407,23 @@ pub fn read_side(
     on[4] = folded.cgroup;
     let mut groups: HashMap<(Scope, String), Figures> = HashMap::new();
     let mut has_cgroups = false;
-    let info: PassInfo = pass(
+    // The columns the figures read (trace segments decode only those).
+    let mut want = Columns::of(&[
+        col::DEV,
+        col::SECTOR,
+        col::BYTES,
+        col::OP,
+        col::PID,
+        col::TID,
+        col::PATH_ID,
+        col::QUEUE_NS,
+        col::LATENCY_NS,
+    ]);
+    if folded.cgroup {
+        want = want.union(Columns::of(&[col::CGROUP_ID]));
+    }
+    let info: PassInfo = pass_reading(
+        want,
         &inputs,
         filter,
         progress,

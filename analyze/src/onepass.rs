@@ -209,7 +209,7 @@ pub(crate) fn pass<A: Send>(
 /// [`pass`] decoding only the columns `want` of each trace segment (the batch `seg` sees has
 /// the others empty; with a filter, every column is decoded).
 #[allow(clippy::too_many_arguments)]
-fn pass_reading<A: Send>(
+pub(crate) fn pass_reading<A: Send>(
     want: Columns,
     paths: &[InputPath],
     filter: Option<&Expr>,

@@ -15,12 +15,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use iodump_format::expr::Expr;
+use iodump_format::segment::{col, Columns};
 use iodump_format::stats::quantile_linear;
 use serde_json::{json, Value};
 
 use crate::input::InputPath;
 use crate::loghist::{mann_whitney, LogHist};
-use crate::onepass::pass;
+use crate::onepass::pass_reading;
 use crate::AnalyzeError;
 
 /// What to verify.
@@ -51,7 +52,9 @@ struct Row {
 fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<Vec<Row>, AnalyzeError> {
     let inputs = InputPath::expand(std::slice::from_ref(path))?;
     let mut rows: Vec<Row> = Vec::new();
-    let info = pass(
+    let want = Columns::of(&[col::SECTOR, col::BYTES, col::OP, col::TID, col::LATENCY_NS]);
+    let info = pass_reading(
+        want,
         &inputs,
         filter,
         &|_| {},
