@@ -17,8 +17,9 @@
 # that refuse BPF atomic compare-and-exchange (before 5.12); it must hold no such
 # instruction, which is checked here.
 #
-# The object must not depend on where the checkout lives: the compiler runs inside this
-# directory on relative file names, and -ffile-prefix-map rewrites any absolute path that
+# The object must not depend on where the checkout lives: the compiler runs in one fixed
+# directory (/tmp/iodump-ebpf-build, a copy of the sources) on relative file names, and
+# -ffile-prefix-map rewrites any absolute path that
 # still appears (DWARF, BTF line info) to ".". DWARF is then stripped (llvm-strip
 # --strip-debug); .BTF and .BTF.ext stay, they are what CO-RE relocation and the verifier
 # need. Tools: clang-19 and llvm-strip-19 (Debian 12 packages clang-19, llvm-19); the
@@ -46,21 +47,31 @@ for t in "$CLANG" "$STRIP"; do
 done
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+# The sources are compiled in one fixed directory, whatever the checkout's path: with the
+# prefix maps below no path reaches the object, yet clang-19 was seen to order the BTF
+# strings of iodump-noatomics.bpf.o differently when built in /work/main/ebpf than in
+# /tmp/ci/ebpf (the same code). One build at a time (flock) owns the directory.
+src=/tmp/iodump-ebpf-build
+exec 9>"$src.lock"
+flock 9
+rm -rf "$src"
+mkdir -p "$src"
+cp "$here"/*.c "$here"/*.h "$src"/
+trap 'rm -rf "$tmp" "$src"' EXIT INT TERM
 
-# Compile in $here with relative names only. -fno-ident keeps the compiler's version
+# Compile in $src with relative names only. -fno-ident keeps the compiler's version
 # string out of the .comment section; -fdebug-prefix-map and -ffile-prefix-map cover
 # paths clang would otherwise record absolutely.
 compile() { # compile OUTPUT [DEFINES...]
 	o=$1
 	shift
 	(
-		cd "$here"
+		cd "$src"
 		"$CLANG" -target bpf -g -O2 -D__TARGET_ARCH_x86 "$@" \
 			-Wall -Werror \
 			-fno-ident \
-			-ffile-prefix-map="$here"=. \
-			-fdebug-prefix-map="$here"=. \
+			-ffile-prefix-map="$src"=. \
+			-fdebug-prefix-map="$src"=. \
 			-fdebug-compilation-dir=. \
 			-I . \
 			-MD -MF "$o.d" \
@@ -82,11 +93,13 @@ compile() { # compile OUTPUT [DEFINES...]
 			exit 1
 		fi
 	done
-	# ... and must not mention the directory it was built in.
-	if grep -q -F -- "$here" "$o"; then
-		echo "build.sh: object contains the build directory path $here" >&2
-		exit 1
-	fi
+	# ... and must not mention the directory it was built in, or the checkout.
+	for d in "$src" "$here"; do
+		if grep -q -F -- "$d" "$o"; then
+			echo "build.sh: object contains the directory path $d" >&2
+			exit 1
+		fi
+	done
 }
 compile "$tmp/iodump.bpf.o"
 compile "$tmp/iodump-noatomics.bpf.o" -DIODUMP_NO_ATOMICS
