@@ -1140,7 +1140,7 @@ pub fn write_report(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ReportSummary, AnalyzeError> {
     // Before the work: a refused or impossible output fails at once.
-    let mut file = iodump_output::OutputFile::create(out)?;
+    let file = iodump_output::OutputFile::create(out)?;
     let reports: Vec<TraceReport> = inputs
         .iter()
         .map(|(name, r)| aggregate_with_progress(name, r, progress))
@@ -1155,13 +1155,7 @@ pub fn write_report(
         }
     }
     let html = render_html(&reports);
-    std::io::Write::write_all(&mut file, html.as_bytes()).map_err(|source| {
-        AnalyzeError::Write {
-            what: out.display().to_string(),
-            source,
-        }
-    })?;
-    file.commit()?;
+    write_page(file, out, &html)?;
     Ok(ReportSummary {
         events,
         html_bytes: html.len() as u64,
@@ -1170,6 +1164,22 @@ pub fn write_report(
             .flat_map(|r| r.damage.iter().map(|d| (r.name.clone(), d.clone())))
             .collect(),
     })
+}
+
+/// Writes a rendered page into `file` (created for `out`) and gives it its name.
+pub(crate) fn write_page(
+    mut file: iodump_output::OutputFile,
+    out: &std::path::Path,
+    html: &str,
+) -> Result<(), AnalyzeError> {
+    std::io::Write::write_all(&mut file, html.as_bytes()).map_err(|source| {
+        AnalyzeError::Write {
+            what: out.display().to_string(),
+            source,
+        }
+    })?;
+    file.commit()?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -13,7 +13,9 @@ use serde_json::{json, Value};
 
 use crate::diff::{diff, Diff, DiffBy, DiffConfig};
 use crate::input::InputPath;
-use crate::report::{aggregate_with_progress, fill, latency_bin_lower_ns, TraceReport, TIME_BINS};
+use crate::report::{
+    aggregate_with_progress, fill, latency_bin_lower_ns, write_page, TraceReport, TIME_BINS,
+};
 use crate::AnalyzeError;
 
 // The report's page and style (the script sets the page's heading), this module's script.
@@ -120,7 +122,7 @@ pub fn write_diff_report(
     out: &Path,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<DiffReportSummary, AnalyzeError> {
-    let mut file = iodump_output::OutputFile::create(out)?;
+    let file = iodump_output::OutputFile::create(out)?;
     let one = |v: &[PathBuf]| -> Result<PathBuf, AnalyzeError> {
         match v {
             [p] => Ok(p.clone()),
@@ -147,13 +149,7 @@ pub fn write_diff_report(
             ("/*IODUMP_SCRIPT*/", &script),
         ],
     );
-    std::io::Write::write_all(&mut file, html.as_bytes()).map_err(|source| {
-        AnalyzeError::Write {
-            what: out.display().to_string(),
-            source,
-        }
-    })?;
-    file.commit()?;
+    write_page(file, out, &html)?;
     Ok(DiffReportSummary {
         events: [d.a.events, d.b.events],
         significant: d.significant(),
