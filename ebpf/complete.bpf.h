@@ -149,9 +149,9 @@ static __always_inline void finish(void *map, __u64 key, struct iodump_inflight 
 	cnt(IODUMP_CNT_EMITTED);
 }
 
-static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
-					  struct request *rq, __u32 status, __u32 nr_bytes,
-					  int btf)
+static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
+				       struct request *rq, __u32 status, __u32 nr_bytes, int btf,
+				       int again)
 {
 	__u64 key = key_of(cs, lvl, rq, btf);
 	__u64 now = bpf_ktime_get_ns();
@@ -161,9 +161,11 @@ static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl
 
 	/* started at block_getrq and completed without an insert or issue (an empty
 	 * REQ_PREFLUSH request the flush machinery completes itself) */
-	if (!v && cfg_start_at_getrq)
+	if (!v && cfg_start_at_getrq && !again)
 		v = adopt(cs, lvl, rq, key, &slot, btf);
 	if (!v) {
+		if (again)
+			return 0; /* done by the first program, or not tracked */
 		if (norm_op(RD(btf, rq, cmd_flags)) == IODUMP_OP_FLUSH && !RD(btf, rq, bio))
 			cnt(IODUMP_CNT_FLUSH_NO_START);
 		else
@@ -177,11 +179,31 @@ static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl
 	 * __data_len is reduced, so nr_bytes < __data_len means more parts follow. */
 	if (nr_bytes < RD(btf, rq, __data_len)) {
 		v->ev.ioflags |= IODUMP_IOF_PARTIAL;
-		cnt(IODUMP_CNT_PARTIAL);
+		if (!again)
+			cnt(IODUMP_CNT_PARTIAL);
 		return 0;
 	}
+	if (again)
+		cnt(IODUMP_CNT_RQ_RESCUED);
 	finish(&inflight_rq, key, v, slot, now, lvl);
 	return 0;
+}
+
+static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
+					  struct request *rq, __u32 status, __u32 nr_bytes,
+					  int btf)
+{
+	return rq_complete(cs, lvl, rq, status, nr_bytes, btf, 0);
+}
+
+/* The second program on block_rq_complete (tp_rq_done2), as on_bio_complete_again below:
+ * a request completed from a hard interrupt while the first program ran for another one in
+ * a soft interrupt or a task on the same CPU (virtio-blk, loop). */
+static __always_inline int on_rq_complete_again(struct iodump_cpu_state *cs, __u32 lvl,
+						struct request *rq, __u32 status,
+						__u32 nr_bytes, int btf)
+{
+	return rq_complete(cs, lvl, rq, status, nr_bytes, btf, 1);
 }
 
 static __always_inline int bio_complete(struct iodump_cpu_state *cs, __u32 lvl,

@@ -169,6 +169,18 @@ int BPF_PROG(raw_rq_done, struct request *rq, blk_status_t error, unsigned int n
 	return RUN(on_rq_complete, rq, error, nr_bytes, RAW);
 }
 
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(tp_rq_done2, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return RUN(on_rq_complete_again, rq, error, nr_bytes, BTF);
+}
+
+SEC("raw_tp/block_rq_complete")
+int BPF_PROG(raw_rq_done2, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	return RUN(on_rq_complete_again, rq, error, nr_bytes, RAW);
+}
+
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(tp_bio_queue, struct bio *bio)
 {

@@ -188,7 +188,11 @@
                                       * skipped the first (it was running on that CPU
                                       * already): recursion misses of tp_bio_done that lost
                                       * nothing */
-#define IODUMP_CNT_MAX            19
+#define IODUMP_CNT_RQ_RESCUED     19 /* request completions the second program on
+                                      * block_rq_complete finished because the kernel
+                                      * skipped the first (recursion misses of tp_rq_done
+                                      * that lost nothing) */
+#define IODUMP_CNT_MAX            20
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_io_event: one block I/O, sent at completion. 120 bytes.

@@ -110,8 +110,11 @@ pub mod counter {
     /// Bio completions the second program on block_bio_complete finished for the first,
     /// which the kernel skipped (recursion misses of the first that lost nothing).
     pub const BIO_RESCUED: u32 = 18;
+    /// Request completions the second program on block_rq_complete finished for the
+    /// first, which the kernel skipped (recursion misses of the first that lost nothing).
+    pub const RQ_RESCUED: u32 = 19;
     /// Number of counters.
-    pub const MAX: u32 = 19;
+    pub const MAX: u32 = 20;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -133,6 +136,7 @@ pub mod counter {
         "rq_untracked",
         "names_changed",
         "bio_rescued",
+        "rq_rescued",
     ];
 }
 
@@ -429,6 +433,7 @@ mod tests {
             ("IODUMP_CNT_EMITTED", counter::EMITTED),
             ("IODUMP_CNT_BATCHES", counter::BATCHES),
             ("IODUMP_CNT_BIO_RESCUED", counter::BIO_RESCUED),
+            ("IODUMP_CNT_RQ_RESCUED", counter::RQ_RESCUED),
             ("IODUMP_CNT_MAX", counter::MAX),
             ("IODUMP_PK_BDEV", path_kind::BDEV as u32),
             ("IODUMP_PK_DIO", path_kind::DIO as u32),

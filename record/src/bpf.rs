@@ -343,6 +343,8 @@ const BIO_DONE: Hook = ("block_bio_complete", "tp_bio_done", "raw_bio_done");
 /// A second program on block_bio_complete, for the completions the kernel skips the first
 /// for (it was running on that CPU already; ebpf/complete.bpf.h, on_bio_complete_again).
 const BIO_DONE_AGAIN: Hook = ("block_bio_complete", "tp_bio_done2", "raw_bio_done2");
+/// The same on block_rq_complete (on_rq_complete_again).
+const RQ_DONE_AGAIN: Hook = ("block_rq_complete", "tp_rq_done2", "raw_rq_done2");
 const DIRTY_FOLIO: Hook = ("writeback_dirty_folio", "tp_dirty_folio", "raw_dirty_folio");
 const DIRTY_PAGE: Hook = ("writeback_dirty_page", "tp_dirty_page", "raw_dirty_page");
 
@@ -378,6 +380,7 @@ impl HookPlan {
         hooks.push((RQ_ISSUE, true));
         hooks.push((RQ_MERGE, false));
         hooks.push((RQ_DONE, true));
+        hooks.push((RQ_DONE_AGAIN, true));
         hooks.push((
             if with_queue(BIO_QUEUE.0) {
                 BIO_QUEUE_Q
@@ -967,17 +970,23 @@ impl Program {
 
     /// Times the kernel skipped one of our programs because it would have run nested in
     /// itself on a CPU and nothing was done in its place: `recursion_misses` of
-    /// `bpf_prog_info`, summed over the programs, less the bio completions the second
-    /// program on block_bio_complete finished for the first (its own misses lose nothing:
-    /// it is skipped only while it runs, after the first has run, so the nested first
-    /// program ran).
+    /// `bpf_prog_info`, summed over the programs, less the completions the second
+    /// programs on block_bio_complete and block_rq_complete finished for the first (their
+    /// own misses lose nothing: a second program is skipped only while it runs, after the
+    /// first has run, so the nested first program ran).
     pub fn recursion_misses(&self) -> u64 {
         let rescued: u64 = self
             .counters()
-            .ok()
-            .and_then(|c| c.get(counter::BIO_RESCUED as usize).map(|v| v.iter().sum()))
+            .map(|c| {
+                [counter::BIO_RESCUED, counter::RQ_RESCUED]
+                    .iter()
+                    .filter_map(|&i| c.get(i as usize))
+                    .map(|v| v.iter().sum::<u64>())
+                    .sum()
+            })
             .unwrap_or(0);
-        self.raw_recursion_misses(|name| name != BIO_DONE_AGAIN.1 && name != BIO_DONE_AGAIN.2)
+        let second = [BIO_DONE_AGAIN, RQ_DONE_AGAIN];
+        self.raw_recursion_misses(|name| !second.iter().any(|h| name == h.1 || name == h.2))
             .saturating_sub(rescued)
     }
 
