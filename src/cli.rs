@@ -196,7 +196,9 @@ pub struct ConvertArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Trace files (.iod); each gets its own section with its own time axis.
+    /// Trace files (.iod). One: its report. Two: the comparison of B with A (the baseline),
+    /// as `iodump diff A B`. Three or more (or two with `--sections`): one section per trace,
+    /// each with its own time axis.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output HTML file.
@@ -204,9 +206,12 @@ pub struct ReportArgs {
     pub output: PathBuf,
     /// Compare two traces (A, the baseline, and B) as `iodump diff` does, on one page: latency
     /// CDFs overlaid, IOPS and throughput timelines aligned at their starts, the largest
-    /// changes.
-    #[arg(long)]
+    /// changes. What two traces give anyway; with any other number, an error.
+    #[arg(long, conflicts_with = "sections")]
     pub diff: bool,
+    /// One section per trace, also for two traces (which are otherwise compared).
+    #[arg(long)]
+    pub sections: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -389,7 +389,7 @@ fn json_cell(s: &str) -> serde_json::Value {
 }
 
 pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
-    if a.diff {
+    if a.diff || (a.files.len() == 2 && !a.sections) {
         return run_report_diff(a);
     }
     let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
@@ -417,7 +417,7 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `report A B --diff`: the comparison of `iodump diff` as one page.
+/// `report A B` (or `--diff`): the comparison of `iodump diff` as one page.
 fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let [fa, fb] = &a.files[..] else {
         anyhow::bail!(

@@ -589,7 +589,6 @@ fn report_diff_is_one_page_that_renders() {
         .arg("report")
         .arg(&a)
         .arg(&b)
-        .arg("--diff")
         .arg("-o")
         .arg(&page));
     ok(&out);

@@ -41,6 +41,11 @@ fn report(files: &[&Path], out: &Path) -> std::process::Output {
     run(bin().arg("report").args(files).arg("-o").arg(out))
 }
 
+/// Two traces or more, one section each (two are otherwise compared).
+fn report_sections(files: &[&Path], out: &Path) -> std::process::Output {
+    run(bin().arg("report").args(files).arg("--sections").arg("-o").arg(out))
+}
+
 /// The JSON object embedded in the page.
 fn embedded(html: &str) -> Value {
     common::embedded_report_data(html)
@@ -235,7 +240,7 @@ fn report_data_matches_the_trace() {
     let a = synth(&d, "mixed.iod", 60_000, "mixed", 3);
     let b = synth(&d, "oltp.iod", 30_000, "oltp", 4);
     let out = d.join("r.html");
-    let o = report(&[&a, &b], &out);
+    let o = report_sections(&[&a, &b], &out);
     ok(&o);
     let html = std::fs::read_to_string(&out).unwrap();
     assert_self_contained(&html);
@@ -490,7 +495,7 @@ fn chromium_draws_every_plot_without_errors() {
     let bad = d.join("damaged.iod");
     damaged_copy(&b, &bad);
     let page = d.join("report.html");
-    let o = report(&[&a, &bad], &page);
+    let o = report_sections(&[&a, &bad], &page);
     ok(&o);
     // This trace has losses: the page marks them.
     let data = embedded(&std::fs::read_to_string(&page).unwrap());

@@ -1,4 +1,4 @@
-//! `iodump report A B --diff -o diff.html`: the comparison of `iodump diff` as one
+//! `iodump report A B -o diff.html`: the comparison of `iodump diff` as one
 //! self-contained page.
 //!
 //! This module owns that page: the data it embeds (each side's latency CDF from the report's
