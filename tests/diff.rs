@@ -585,12 +585,7 @@ fn report_diff_is_one_page_that_renders() {
         vec![e]
     });
     let page = d.join("diff.html");
-    let out = run(bin()
-        .arg("report")
-        .arg(&a)
-        .arg(&b)
-        .arg("-o")
-        .arg(&page));
+    let out = run(bin().arg("report").arg(&a).arg(&b).arg("-o").arg(&page));
     ok(&out);
     let html = std::fs::read_to_string(&page).unwrap();
     // Self-contained: no external resource.

@@ -43,7 +43,12 @@ fn report(files: &[&Path], out: &Path) -> std::process::Output {
 
 /// Two traces or more, one section each (two are otherwise compared).
 fn report_sections(files: &[&Path], out: &Path) -> std::process::Output {
-    run(bin().arg("report").args(files).arg("--sections").arg("-o").arg(out))
+    run(bin()
+        .arg("report")
+        .args(files)
+        .arg("--sections")
+        .arg("-o")
+        .arg(out))
 }
 
 /// The JSON object embedded in the page.

@@ -300,8 +300,8 @@ fn batch_mode_and_metrics_count_the_same_io() {
     let dev = zram.name();
     let (mut top, addr) = serve(&["-b", "-n", "3", "--json", "-d", &dev]);
     let mut stdout = top.child.stdout.take().unwrap();
-    // -b's first interval starts at the session loop's first tick (within ~100 ms of the
-    // recording line); I/O before it is not in any snapshot.
+    // -b's first snapshot counts the I/O from the recording line on (tests/top.rs); the wait
+    // is for the metrics endpoint.
     std::thread::sleep(Duration::from_millis(500));
     sh(&format!(
         "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",

@@ -277,6 +277,46 @@ fn top_writes_a_trace_with_o() {
 }
 
 #[test]
+fn the_first_snapshot_counts_io_from_the_recording_line_on() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("the_first_snapshot_counts_io_from_the_recording_line_on") {
+        return;
+    }
+    use std::io::BufRead;
+    let zram = common::devices::Zram::new("64M");
+    let mut top = bin()
+        .args([
+            "top",
+            "-b",
+            "-n",
+            "1",
+            "-i",
+            "3s",
+            "--json",
+            "-d",
+            &zram.name(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(top.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("iodump: recording"), "{line}");
+    // At once (a thousand writes take a few ms on zram: all within the first poll).
+    sh(&format!(
+        "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",
+        zram.node()
+    ));
+    let out = top.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let snaps = json_lines(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(snaps.len(), 1);
+    assert_eq!(snaps[0]["total"]["writes"], 1000, "{}", snaps[0]);
+}
+
+#[test]
 fn top_usage_errors() {
     // No BPF needed: these fail before loading anything.
     let out = run(bin().args(["top", "-b", "-i", "0"]));

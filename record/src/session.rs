@@ -586,7 +586,9 @@ impl<'c, 'l> Session<'c, 'l> {
     /// Polls until `stop` is set, the time limit passes, the command exits or the live
     /// sink says stop; then drains once more.
     fn run(&mut self, stop: &AtomicBool) -> Result<(), RecordError> {
-        let mut stopping = false;
+        // The live sink's first tick starts its first interval, before the first drain: the
+        // I/O of the first poll belongs to it.
+        let mut stopping = self.should_stop(stop);
         loop {
             self.wait_for_data();
             self.ingest.drain(&mut self.prog, &mut self.sinks)?;
