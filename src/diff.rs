@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use iodump_analyze::diff::{DiffBy, DiffConfig, Scope};
 
-use crate::cli::TableFormat;
+use crate::args::TableFormat;
 
 /// Which figures are ranked and shown.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -112,7 +112,7 @@ fn config(a: &DiffArgs) -> anyhow::Result<DiffConfig> {
     cfg.filter = a
         .filter
         .as_deref()
-        .map(|f| crate::cli::parse_filter("--filter", f))
+        .map(|f| crate::args::parse_filter("--filter", f))
         .transpose()?;
     cfg.scopes = a
         .group_by
@@ -150,7 +150,7 @@ fn run_replay(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         filter: a
             .filter
             .as_deref()
-            .map(|f| crate::cli::parse_filter("--filter", f))
+            .map(|f| crate::args::parse_filter("--filter", f))
             .transpose()?,
         speed: a.speed,
     };

@@ -2,6 +2,7 @@
 //! library crates, and maps errors to one line on stderr and an exit code (0 success, 1
 //! failure or damaged input, 2 usage).
 
+mod args;
 mod cli;
 #[cfg(feature = "analyze")]
 mod diff;

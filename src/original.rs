@@ -249,7 +249,7 @@ fn sample_every(a: &OriginalArgs) -> anyhow::Result<u32> {
 fn filter(a: &OriginalArgs) -> anyhow::Result<Option<iodump_format::expr::Expr>> {
     let mut terms = Vec::new();
     if let Some(f) = &a.filter {
-        crate::cli::parse_filter("-f", f)?;
+        crate::args::parse_filter("-f", f)?;
         terms.push(format!("({f})"));
     }
     if !a.comm_contains.is_empty() {
@@ -263,7 +263,7 @@ fn filter(a: &OriginalArgs) -> anyhow::Result<Option<iodump_format::expr::Expr>>
     if terms.is_empty() {
         return Ok(None);
     }
-    Ok(Some(crate::cli::parse_filter("-f", &terms.join(" && "))?))
+    Ok(Some(crate::args::parse_filter("-f", &terms.join(" && "))?))
 }
 
 /// `-a ACTION`: one of the original's tracepoint actions is accepted (with a note: iodump
@@ -408,9 +408,9 @@ mod tests {
                 want,
                 "{sub} in {comm}"
             );
-            crate::cli::parse_filter("-C", &format!("comm =~ {g}")).unwrap();
+            crate::args::parse_filter("-C", &format!("comm =~ {g}")).unwrap();
         }
-        crate::cli::parse_filter("-C", &format!("comm =~ {}", contains_glob("a\"b\\c"))).unwrap();
+        crate::args::parse_filter("-C", &format!("comm =~ {}", contains_glob("a\"b\\c"))).unwrap();
     }
 
     fn args(v: &[&str]) -> OriginalArgs {

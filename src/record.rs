@@ -1,10 +1,11 @@
 //! `iodump record`: flags → [`RecordConfig`], signals → a stop flag, summary on stderr.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
 use iodump_format::units::{parse_duration_ns, parse_size_bytes, parse_span, Span};
 use iodump_format::Op;
 use iodump_output::parts::PartsConfig;
@@ -13,7 +14,114 @@ use iodump_record::flight::{is_dir_path, FlightConfig, DEFAULT_RING_BYTES};
 use iodump_record::print::PrintFormat;
 use iodump_record::{record, RecordConfig};
 
-use crate::cli::{PrintArg, RecordArgs};
+use crate::args::Selection;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PrintArg {
+    /// Aligned text, one line per I/O.
+    Text,
+    /// CSV: timestamp,pid,comm,iosize,rw,lba,path first (the original iodump's columns).
+    Csv,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub select: Selection,
+    /// Write the trace to FILE: a new file, mode 0600, that replaces an existing FILE only once
+    /// recording has started (a link or another user's file is refused). Without it, print
+    /// one line per I/O.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Stop after SECS seconds (-1: no limit, the default).
+    #[arg(
+        short = 't',
+        long = "time",
+        value_name = "SECS",
+        allow_hyphen_values = true
+    )]
+    pub seconds: Option<f64>,
+    /// Record a sample of the I/O: a percentage (`10%`, or `10`) or one in N (`1/N`), per
+    /// CPU, in the kernel.
+    #[arg(long, value_name = "RATE")]
+    pub sample: Option<String>,
+    /// Only these operations: read, write, flush, discard, secure_erase, write_zeroes, other
+    /// (comma-separated).
+    #[arg(long, value_name = "OPS", value_delimiter = ',')]
+    pub ops: Vec<String>,
+    /// Only I/O of at least this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub min_bytes: Option<u32>,
+    /// Print one line per I/O in this format (also with -o).
+    #[arg(long, value_enum)]
+    pub print: Option<PrintArg>,
+    /// Kernel ring buffer size in bytes (rounded up to a power of two; default 8 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub buffer_size: Option<u64>,
+    /// Print the kernel side's counters at the end (tracked, emitted, merged, filtered…).
+    #[arg(long)]
+    pub stats: bool,
+    /// Do not resolve file paths (I/O is still recorded).
+    #[arg(long)]
+    pub no_paths: bool,
+    /// The kernel's BTF from FILE, for a kernel without /sys/kernel/btf/vmlinux (BTFHub has
+    /// such files for many distribution kernels); raw tracepoints only.
+    #[arg(long, value_name = "FILE")]
+    pub btf: Option<PathBuf>,
+    /// Benchmarks only: obey the BPF map `bench_ctl` (bench/paths-ab.sh, bench/record-ab.sh).
+    #[arg(long, hide = true)]
+    pub bench_ctl: bool,
+    /// Metadata for the trace header, KEY=VALUE; repeatable.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub metadata: Vec<String>,
+    /// With -o DIR/: close the file being written and start the next after this long or
+    /// this size (`1h`, `10m`, `30s`; `256M`, `1G`); files are named by their start time (UTC).
+    #[arg(long, value_name = "DURATION|SIZE", allow_hyphen_values = true)]
+    pub rotate: Option<String>,
+    /// With -o DIR/: keep at most N trace files in DIR (the oldest are deleted).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub keep: Option<String>,
+    /// With -o DIR/: keep DIR's trace files within SIZE (`10G`; the oldest are deleted).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub max_total: Option<String>,
+    /// Keep the last DURATION (or SIZE) of I/O in memory only (`60s`, `256M`); --trigger and
+    /// SIGUSR1 save it to -o DIR/ as a trace of its own.
+    #[arg(long, value_name = "DURATION|SIZE", allow_hyphen_values = true)]
+    pub ring: Option<String>,
+    /// With --ring: save the window when an I/O matches EXPR (the -f language, e.g.
+    /// 'latency > 200ms', 'error != 0').
+    #[arg(long, value_name = "EXPR", requires = "ring")]
+    pub trigger: Option<String>,
+    /// With --ring: go on writing a snapshot for this long after its trigger (default 10s).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "ring",
+        allow_hyphen_values = true
+    )]
+    pub after: Option<String>,
+    /// With --trigger: no trigger fires sooner than this after the last (default 60s).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "trigger",
+        allow_hyphen_values = true
+    )]
+    pub cooldown: Option<String>,
+    /// With --trigger: at most N snapshots in this run (default: no limit).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "trigger",
+        allow_hyphen_values = true
+    )]
+    pub max_dumps: Option<String>,
+    /// The command to run and record until it exits (after `--`); iodump exits with its status.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
 /// Parses `--sample`: `10%` or a bare `10` (a percentage, as the seed article writes it), or
 /// `1/N`, into "one in N".
@@ -45,7 +153,7 @@ pub fn time_limit(secs: f64) -> anyhow::Result<Option<Duration>> {
     if secs == -1.0 {
         return Ok(None);
     }
-    let shown = crate::cli::show_f64(secs);
+    let shown = crate::args::show_f64(secs);
     if secs.is_nan() || secs <= 0.0 {
         bail!("-t {shown}: give a positive number of seconds, or -1 for no limit");
     }
@@ -158,7 +266,7 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
             let trigger = a
                 .trigger
                 .as_deref()
-                .map(|t| crate::cli::parse_filter("--trigger", t))
+                .map(|t| crate::args::parse_filter("--trigger", t))
                 .transpose()?;
             let max_dumps = a
                 .max_dumps
@@ -209,11 +317,16 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = &a.sample {
         bpf.sample_every = parse_sample(s)?;
     }
-    bpf.pids = a.pids.clone();
-    bpf.comms = a.comms.iter().map(|c| c.as_bytes().to_vec()).collect();
+    bpf.pids = a.select.pids.clone();
+    bpf.comms = a
+        .select
+        .comms
+        .iter()
+        .map(|c| c.as_bytes().to_vec())
+        .collect();
     bpf.op_mask = op_mask(&a.ops)?;
     bpf.min_bytes = a.min_bytes.unwrap_or(0);
-    bpf.cgroup = a.cgroup.clone();
+    bpf.cgroup = a.select.cgroup.clone();
     bpf.paths = !a.no_paths;
     bpf.bench_ctl = a.bench_ctl;
     bpf.btf_file = a.btf.clone();
@@ -235,13 +348,14 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         metadata.push((k.to_string(), v.to_string()));
     }
     let filter = a
+        .select
         .filter
         .as_deref()
-        .map(|f| crate::cli::parse_filter("-f", f))
+        .map(|f| crate::args::parse_filter("-f", f))
         .transpose()?;
     let cfg = RecordConfig {
         filter,
-        devices: a.devices.clone(),
+        devices: a.select.devices.clone(),
         output: a.output.clone(),
         duration,
         print: a.print.map(|p| match p {
@@ -255,7 +369,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         memory_limit_bytes: 64 << 20,
         metadata,
         print_to: None,
-        container: a.container.clone(),
+        container: a.select.container.clone(),
         snapshot: flight.is_some().then_some(&crate::signals::SNAPSHOT),
         parts,
         flight,
