@@ -195,18 +195,7 @@ fn thousands(n: u64) -> String {
 }
 
 fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    iodump_format::units::format_bytes(n as f64)
 }
 
 fn pct(a: u64, b: u64) -> String {

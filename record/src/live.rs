@@ -18,6 +18,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use iodump_format::inthash::IntMap;
+use iodump_format::units::{format_duration_ns, DurationStyle};
 use iodump_format::{DevT, Event, Op};
 
 use crate::abi::IoEvent;
@@ -859,25 +860,12 @@ fn mbps(v: f64) -> String {
     }
 }
 
-/// A latency for a narrow column: `850ns`, `12us`, `1.25ms`, `2.1s`.
+/// A latency for a narrow column: `850ns`, `12us`, `1.25ms`, `2.1s`; `-` for none.
 pub fn latency(ns: u64) -> String {
-    let v = ns as f64;
     if ns == 0 {
         "-".into()
-    } else if ns < 1_000 {
-        format!("{ns}ns")
-    } else if ns < 10_000 {
-        format!("{:.1}us", v / 1e3)
-    } else if ns < 1_000_000 {
-        format!("{:.0}us", v / 1e3)
-    } else if ns < 10_000_000 {
-        format!("{:.2}ms", v / 1e6)
-    } else if ns < 100_000_000 {
-        format!("{:.1}ms", v / 1e6)
-    } else if ns < 1_000_000_000 {
-        format!("{:.0}ms", v / 1e6)
     } else {
-        format!("{:.2}s", v / 1e9)
+        format_duration_ns(ns as f64, DurationStyle::Narrow)
     }
 }
 
@@ -1095,13 +1083,7 @@ impl ColumnWidths {
 
 /// `1s`, `500ms`, `2.5s`.
 pub fn show_duration(d: Duration) -> String {
-    if d.subsec_nanos() == 0 {
-        format!("{}s", d.as_secs())
-    } else if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{}s", d.as_secs_f64())
-    }
+    format_duration_ns(d.as_nanos() as f64, DurationStyle::Exact)
 }
 
 fn metrics_json(m: &Metrics) -> serde_json::Map<String, serde_json::Value> {
