@@ -14,6 +14,7 @@ mod record;
 mod replay;
 mod signals;
 mod top;
+mod top_view;
 
 use std::process::ExitCode;
 

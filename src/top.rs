@@ -14,14 +14,13 @@ use iodump_record::abi::IoEvent;
 use iodump_record::bpf::BpfSettings;
 use iodump_record::cgroups::Resolver;
 use iodump_record::convert::Converter;
-use iodump_record::live::{
-    parse_interval, render, Aggregator, BatchSink, Interval, Screen, Sort, View,
-};
+use iodump_record::live::{parse_interval, Aggregator, Interval, Sort, View};
 use iodump_record::metrics::Metrics;
 use iodump_record::serve::{Endpoint, OPENMETRICS, PROMETHEUS};
 use iodump_record::{record_live, LiveSink, RecordConfig};
 
 use crate::args::{parse_filter, Selection};
+use crate::top_view::{render, show_duration, BatchSink, Screen};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ViewArg {
@@ -471,7 +470,7 @@ impl Screenful {
                 "iodump top - by {} (v)  sort {} (s){status}  collecting, first refresh in {}…",
                 self.view.name(),
                 self.sort.name(),
-                iodump_record::live::show_duration(self.interval)
+                show_duration(self.interval)
             )],
         };
         lines.truncate(h.saturating_sub(1));
