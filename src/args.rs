@@ -1,11 +1,58 @@
 //! Argument helpers shared by the commands: the selection flags of `record` and `top`
-//! ([`Selection`]), the table format of the offline commands, and parsing a filter
-//! expression. A leaf: it imports no other module of the binary, so that `cli` and the
+//! ([`Selection`]), the table format of the offline commands, parsing a filter expression,
+//! and the usage errors found after clap's parsing ([`Usage`], exit status 2). A leaf: it imports no other module of the binary, so that `cli` and the
 //! commands it names (`top`, `replay`, `diff`…) can all use it.
 
+use std::fmt;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+
+/// A usage error found after clap parsed the command line: a bad flag value or combination,
+/// a filter or duration that does not parse, a device no input has. `main` exits with 2 for
+/// it, as clap does for its own; every other error exits with 1.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A [`Usage`] error saying `msg`.
+pub fn usage(msg: impl fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(Usage(msg.to_string()))
+}
+
+/// `bail!` for a usage error: returns a [`Usage`] error formatted as `format!` would.
+macro_rules! usage_bail {
+    ($($arg:tt)*) => {
+        return Err($crate::args::usage(format!($($arg)*)))
+    };
+}
+pub(crate) use usage_bail;
+
+/// Whether `e` is a usage error: a [`Usage`] anywhere in its chain, or an error of a library
+/// crate that is about the flags it was given (a bad replay speed, an unknown `analyze -d`
+/// device).
+pub fn is_usage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        if c.is::<Usage>() {
+            return true;
+        }
+        if let Some(r) = c.downcast_ref::<iodump_replay::ReplayError>() {
+            return r.is_usage();
+        }
+        #[cfg(feature = "analyze")]
+        if let Some(a) = c.downcast_ref::<iodump_analyze::AnalyzeError>() {
+            return a.is_usage();
+        }
+        false
+    })
+}
 
 /// Which I/O `record` and `top` see: the same flags, declared once, with the same conflicts.
 #[derive(Debug, Args)]
@@ -66,7 +113,7 @@ pub fn show_f64(v: f64) -> String {
 pub fn parse_filter(flag: &str, text: &str) -> anyhow::Result<iodump_format::expr::Expr> {
     iodump_format::expr::Expr::parse(text).map_err(|e| {
         if text.len() <= 80 {
-            return anyhow::anyhow!("bad {flag} expression {text:?}: {e}");
+            return usage(format!("bad {flag} expression {text:?}: {e}"));
         }
         let floor = |mut i: usize| {
             while !text.is_char_boundary(i) {
@@ -76,12 +123,12 @@ pub fn parse_filter(flag: &str, text: &str) -> anyhow::Result<iodump_format::exp
         };
         let from = floor(e.at.saturating_sub(30));
         let to = floor((e.at + 30).min(text.len()));
-        anyhow::anyhow!(
+        usage(format!(
             "bad {flag} expression ({} bytes) near {}{:?}{}: {e}",
             text.len(),
             if from > 0 { "…" } else { "" },
             &text[from..to],
             if to < text.len() { "…" } else { "" },
-        )
+        ))
     })
 }

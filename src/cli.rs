@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use iodump_format::WriterOptions;
 use iodump_synth::{write_synth, SynthParams, Workload};
 
+use crate::args::usage_bail;
 #[cfg(feature = "analyze")]
 use crate::offline::{AnalyzeArgs, ConvertArgs, ExportArgs, PlotArgs, ReportArgs};
 use crate::{info::InfoArgs, record::RecordArgs};
@@ -129,11 +130,11 @@ pub fn run_synth(a: &SynthArgs) -> anyhow::Result<ExitCode> {
         };
         match parse_span(r) {
             Ok(Span::Duration(0)) | Ok(Span::Bytes(0)) => {
-                anyhow::bail!("--rotate {r}: give a positive duration (10s) or size (1M)")
+                usage_bail!("--rotate {r}: give a positive duration (10s) or size (1M)")
             }
             Ok(Span::Duration(ns)) => cfg.rotate_ns = Some(ns),
             Ok(Span::Bytes(b)) => cfg.rotate_bytes = Some(b),
-            Err(e) => anyhow::bail!("--rotate {r}: {e}"),
+            Err(e) => usage_bail!("--rotate {r}: {e}"),
         }
         let (summary, st) = iodump_synth::write_synth_parts(&params, cfg, opts)
             .with_context(|| format!("writing {}", a.output.display()))?;

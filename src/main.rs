@@ -58,7 +58,7 @@ fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
             // One line: the error and its causes (a cause its error already shows is left
             // out: `opening x: No such file or directory` once, not twice).
             eprintln!("iodump: error: {}", one_line(&e));
-            ExitCode::from(1)
+            ExitCode::from(if args::is_usage(&e) { 2 } else { 1 })
         }
     }
 }

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use iodump_format::recording::{open_trace, open_traces};
 use iodump_output::OutputFile;
 
-use crate::args::TableFormat;
+use crate::args::{usage, usage_bail, TableFormat};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ByArg {
@@ -303,7 +303,7 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
         match k.as_str() {
             "host" => part.host = true,
             "date" => part.date = true,
-            other => anyhow::bail!("--partition-by {other}: the keys are host and date"),
+            other => usage_bail!("--partition-by {other}: the keys are host and date"),
         }
     }
     let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
@@ -470,7 +470,7 @@ fn parse_min_bytes(s: &str) -> anyhow::Result<u64> {
     iodump_format::expr::parse_number(s)
         .filter(|v| *v >= 0.0)
         .map(|v| v as u64)
-        .ok_or_else(|| anyhow::anyhow!("--min-bytes {s}: give a size such as 1M"))
+        .ok_or_else(|| usage(format!("--min-bytes {s}: give a size such as 1M")))
 }
 
 fn lat_by(g: LatByArg) -> iodump_analyze::query::LatencyBy {
@@ -489,11 +489,11 @@ fn lat_by(g: LatByArg) -> iodump_analyze::query::LatencyBy {
 /// (`iodump_format::units`), from 1us to 292 years.
 fn parse_interval(s: &str) -> anyhow::Result<i64> {
     let ns = iodump_format::units::parse_duration_ns(s)
-        .map_err(|e| anyhow::anyhow!("--interval {s}: {e}"))?;
+        .map_err(|e| usage(format!("--interval {s}: {e}")))?;
     if ns < 1_000 {
-        anyhow::bail!("--interval {s}: at least 1us");
+        usage_bail!("--interval {s}: at least 1us");
     }
-    i64::try_from(ns).map_err(|_| anyhow::anyhow!("--interval {s}: at most 292 years (2562047h)"))
+    i64::try_from(ns).map_err(|_| usage(format!("--interval {s}: at most 292 years (2562047h)")))
 }
 
 /// Prints the answer's rows on stdout in `fmt`.
@@ -619,7 +619,7 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// `report A B --diff`: the comparison of `iodump diff` as one page.
 fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let [fa, fb] = &a.files[..] else {
-        anyhow::bail!(
+        usage_bail!(
             "report --diff compares two traces: give A and B ({} given)",
             a.files.len()
         );
@@ -640,7 +640,7 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::plot::{ImageFormat, PlotKind, PlotOptions};
     if ImageFormat::from_path(&a.output).is_none() {
-        anyhow::bail!(
+        usage_bail!(
             "{}: the output must end in .svg or .png",
             a.output.display()
         );

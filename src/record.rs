@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use iodump_format::units::{parse_duration_ns, parse_size_bytes, parse_span, Span};
 use iodump_format::Op;
@@ -14,7 +14,7 @@ use iodump_record::flight::{is_dir_path, FlightConfig, DEFAULT_RING_BYTES};
 use iodump_record::print::PrintFormat;
 use iodump_record::{record, RecordConfig};
 
-use crate::args::Selection;
+use crate::args::{usage, usage_bail, Selection};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum PrintArg {
@@ -130,19 +130,19 @@ pub fn parse_sample(s: &str) -> anyhow::Result<u32> {
     if let Some(n) = s.strip_prefix("1/") {
         let n: u32 = n
             .trim()
-            .parse()
-            .with_context(|| format!("bad --sample {s:?}"))?;
+            .parse::<u32>()
+            .map_err(|e| usage(format!("bad --sample {s:?}: {e}")))?;
         if n == 0 {
-            bail!("--sample 1/0: N must be at least 1");
+            usage_bail!("--sample 1/0: N must be at least 1");
         }
         return Ok(n);
     }
     let p = s.strip_suffix('%').unwrap_or(s).trim();
     let Ok(p) = p.parse::<f64>() else {
-        bail!("--sample takes a percentage (10 or 10%) or 1/N, not {s:?}")
+        usage_bail!("--sample takes a percentage (10 or 10%) or 1/N, not {s:?}")
     };
     if !(p > 0.0 && p <= 100.0) {
-        bail!("--sample {s}: the percentage must be in (0, 100]");
+        usage_bail!("--sample {s}: the percentage must be in (0, 100]");
     }
     Ok((100.0 / p).round().max(1.0) as u32)
 }
@@ -155,11 +155,11 @@ pub fn time_limit(secs: f64) -> anyhow::Result<Option<Duration>> {
     }
     let shown = crate::args::show_f64(secs);
     if secs.is_nan() || secs <= 0.0 {
-        bail!("-t {shown}: give a positive number of seconds, or -1 for no limit");
+        usage_bail!("-t {shown}: give a positive number of seconds, or -1 for no limit");
     }
     match Duration::try_from_secs_f64(secs) {
         Ok(d) => Ok(Some(d)),
-        Err(_) => bail!(
+        Err(_) => usage_bail!(
             "-t {shown}: at most {} seconds, or -1 for no limit",
             Duration::MAX.as_secs()
         ),
@@ -175,7 +175,7 @@ fn op_mask(ops: &[String]) -> anyhow::Result<u32> {
         let op = Op::ALL
             .iter()
             .find(|x| x.name() == o.as_str() || x.letter().to_string() == o.to_uppercase())
-            .with_context(|| format!("unknown op {o:?} (read, write, flush, discard, secure_erase, write_zeroes, other)"))?;
+            .ok_or_else(|| usage(format!("unknown op {o:?} (read, write, flush, discard, secure_erase, write_zeroes, other)")))?;
         m |= 1 << op.code();
     }
     Ok(m)
@@ -200,12 +200,12 @@ fn warn_format_name(p: &Path) {
 fn count(flag: &str, v: &str, what: &str) -> anyhow::Result<u64> {
     match v.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
-        _ => bail!("{flag} {v}: give a whole number of {what}, at least 1"),
+        _ => usage_bail!("{flag} {v}: give a whole number of {what}, at least 1"),
     }
 }
 
 fn duration(flag: &str, v: &str) -> anyhow::Result<u64> {
-    parse_duration_ns(v).map_err(|e| anyhow::anyhow!("{flag} {v}: {e}"))
+    parse_duration_ns(v).map_err(|e| usage(format!("{flag} {v}: {e}")))
 }
 
 /// `-o DIR/` with `--rotate`, `--keep`, `--max-total`: the recording in parts; with
@@ -223,7 +223,7 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
         } else {
             "--rotate, --keep and --max-total"
         };
-        bail!("{flag} write into a directory: give -o DIR/ (with the trailing slash, or an existing directory)");
+        usage_bail!("{flag} write into a directory: give -o DIR/ (with the trailing slash, or an existing directory)");
     };
     let mut parts = PartsConfig {
         dir: dir.clone(),
@@ -232,23 +232,23 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
     if let Some(r) = &a.rotate {
         match parse_span(r) {
             Ok(Span::Duration(0)) | Ok(Span::Bytes(0)) => {
-                bail!("--rotate {r}: give a positive duration (1h, 10m) or size (256M)")
+                usage_bail!("--rotate {r}: give a positive duration (1h, 10m) or size (256M)")
             }
             Ok(Span::Duration(ns)) => parts.rotate_ns = Some(ns),
             Ok(Span::Bytes(b)) => parts.rotate_bytes = Some(b),
-            Err(e) => bail!("--rotate {r}: {e}"),
+            Err(e) => usage_bail!("--rotate {r}: {e}"),
         }
     }
     if let Some(k) = &a.keep {
         parts.keep = Some(count("--keep", k, "files")? as usize);
     }
     if let Some(m) = &a.max_total {
-        let b = parse_size_bytes(m).map_err(|e| anyhow::anyhow!("--max-total {m}: {e}"))?;
+        let b = parse_size_bytes(m).map_err(|e| usage(format!("--max-total {m}: {e}")))?;
         if b < 1 << 20 {
-            bail!("--max-total {m}: give at least 1M");
+            usage_bail!("--max-total {m}: give at least 1M");
         }
         if parts.rotate_bytes.is_some_and(|r| r > b / 2) {
-            bail!("--rotate {}: at most half of --max-total {m}, so that an older file fits beside the one being written", a.rotate.as_deref().unwrap_or(""));
+            usage_bail!("--rotate {}: at most half of --max-total {m}, so that an older file fits beside the one being written", a.rotate.as_deref().unwrap_or(""));
         }
         parts.max_total_bytes = Some(b);
     }
@@ -257,11 +257,11 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
         Some(r) => {
             let (window_ns, window_bytes) = match parse_span(r) {
                 Ok(Span::Duration(0)) | Ok(Span::Bytes(0)) => {
-                    bail!("--ring {r}: give a positive duration (60s) or size (256M)")
+                    usage_bail!("--ring {r}: give a positive duration (60s) or size (256M)")
                 }
                 Ok(Span::Duration(ns)) => (Some(ns), DEFAULT_RING_BYTES),
                 Ok(Span::Bytes(b)) => (None, b),
-                Err(e) => bail!("--ring {r}: {e}"),
+                Err(e) => usage_bail!("--ring {r}: {e}"),
             };
             let trigger = a
                 .trigger
@@ -332,7 +332,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     bpf.btf_file = a.btf.clone();
     if let Some(b) = a.buffer_size {
         if !(4096..=(1 << 30)).contains(&b) {
-            bail!("--buffer-size {b}: must be between 4096 and 1073741824 bytes");
+            usage_bail!("--buffer-size {b}: must be between 4096 and 1073741824 bytes");
         }
         bpf.ring_bytes = (b as u32).next_power_of_two();
     }
@@ -344,7 +344,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     for m in &a.metadata {
         let (k, v) = m
             .split_once('=')
-            .with_context(|| format!("--meta {m:?}: expected KEY=VALUE"))?;
+            .ok_or_else(|| usage(format!("--meta {m:?}: expected KEY=VALUE")))?;
         metadata.push((k.to_string(), v.to_string()));
     }
     let filter = a

@@ -133,7 +133,7 @@ fn config(a: &ReplayArgs) -> anyhow::Result<ReplayConfig> {
     for m in &a.map {
         let (d, p) = m
             .split_once('=')
-            .with_context(|| format!("--map {m:?}: expected DEV=PATH"))?;
+            .ok_or_else(|| crate::args::usage(format!("--map {m:?}: expected DEV=PATH")))?;
         map.push((d.to_string(), PathBuf::from(p)));
     }
     let filter = a

@@ -19,7 +19,7 @@ use iodump_record::metrics::Metrics;
 use iodump_record::serve::{Endpoint, OPENMETRICS, PROMETHEUS};
 use iodump_record::{record_live, LiveSink, RecordConfig};
 
-use crate::args::{parse_filter, Selection};
+use crate::args::{parse_filter, usage, usage_bail, Selection};
 use crate::top_view::{render, show_duration, BatchSink, Screen};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -103,17 +103,17 @@ fn sort(s: SortArg) -> Sort {
 }
 
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
-    let interval = parse_interval(&a.interval).with_context(|| {
-        format!(
+    let interval = parse_interval(&a.interval).ok_or_else(|| {
+        usage(format!(
             "-i {:?}: give a positive duration (500ms, 1s, 2.5s, 1m)",
             a.interval
-        )
+        ))
     })?;
     if a.iterations == Some(0) {
-        bail!("-n 0: give at least one snapshot");
+        usage_bail!("-n 0: give at least one snapshot");
     }
     if a.json && !a.batch {
-        bail!("--json is for batch mode: add -b");
+        usage_bail!("--json is for batch mode: add -b");
     }
     let filter = a
         .select
@@ -146,7 +146,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let terminal = unsafe { libc::isatty(0) == 1 && libc::isatty(1) == 1 };
     let serve_only = a.serve.is_some() && !a.batch && !terminal;
     if serve_only && a.iterations.is_some() {
-        bail!("-n counts refreshes of the screen or of -b; --serve alone runs until stopped");
+        usage_bail!("-n counts refreshes of the screen or of -b; --serve alone runs until stopped");
     }
     // The port is taken before anything is loaded: one in use is an error up front.
     let mut serving = match &a.serve {

@@ -257,5 +257,5 @@ fn parquet_opens_in_pandas() {
         .arg(fixture("oltp-5k.iod"))
         .args(["--partition-by", "week", "-o"])
         .arg(d.join("bad")));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
 }

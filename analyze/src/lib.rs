@@ -148,6 +148,18 @@ pub enum AnalyzeError {
     },
 }
 
+impl AnalyzeError {
+    /// True when the error is about what was asked rather than about the input: a device no
+    /// input has (`analyze -d`), traces and Parquet directories given together. The binary
+    /// exits with its usage status for these.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            AnalyzeError::UnknownDevice { .. } | AnalyzeError::MixedInputs
+        )
+    }
+}
+
 impl fmt::Display for AnalyzeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

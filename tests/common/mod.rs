@@ -168,6 +168,18 @@ pub fn one_line_error(out: &Output, what: &str) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// A usage error found after clap's parsing (a bad flag value or combination, a filter that
+/// does not parse): one line on stderr, `iodump: error: …` containing `what`, and exit status
+/// 2, as for what clap refuses itself.
+pub fn usage_error(out: &Output, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "expected exit 2 (usage): {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("iodump: error: "), "{err}");
+    assert!(err.contains(what), "expected {what:?} in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 /// The names in a directory, sorted (to show that no temporary file was left behind).
 pub fn names_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
