@@ -403,7 +403,7 @@ fn fio_files(test: &str, d: &TempDir, names: &[&str]) -> Option<(String, Vec<Pat
         return None;
     }
     let Some(dev) = block_device_of(&d.0) else {
-        eprintln!("skipped: {test}: the temporary directory is on no block device");
+        common::skip(test, "a temporary directory on a block device");
         return None;
     };
     let data: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();

@@ -818,7 +818,7 @@ fn the_articles_saved_log_reads_in_pandas() {
     assert!(py.status.success(), "{}", text(&py.stderr));
     assert_eq!(text(&py.stdout).trim(), "512", "2 MiB of 4k reads");
     if !have_pandas() {
-        eprintln!("skipped the pandas part: no pandas");
+        common::skip("", "pandas (the pandas part)");
         return;
     }
     // The article's recipe, unchanged, on the saved file.

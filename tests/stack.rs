@@ -306,7 +306,7 @@ fn python_has(module: &str) -> bool {
             std::env::var("IODUMP_REQUIRE_SPARK").as_deref() != Ok("1"),
             "IODUMP_REQUIRE_SPARK=1 but python3 cannot import {module}"
         );
-        eprintln!("SKIP: python3 cannot import {module}");
+        common::skip("", &format!("python3's {module} module"));
     }
     ok
 }

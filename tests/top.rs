@@ -373,7 +373,7 @@ fn tmux_available(test: &str) -> bool {
     if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
         panic!("IODUMP_REQUIRE_BPF=1 but {test} needs tmux");
     }
-    eprintln!("skipped: {test}: needs tmux");
+    common::skip(test, "tmux");
     false
 }
 
