@@ -11,6 +11,7 @@ pub mod engine;
 pub mod export;
 pub mod files;
 pub mod input;
+mod intact;
 pub mod layout;
 pub mod loghist;
 pub mod onepass;
