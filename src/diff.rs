@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use iodump_analyze::diff::{DiffBy, DiffConfig, Scope};
 
-use crate::cli::TableFormat;
+use crate::args::{usage_bail, TableFormat};
 
 /// Which figures are ranked and shown.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -97,13 +97,13 @@ pub struct DiffArgs {
 /// The flags as a typed comparison.
 fn config(a: &DiffArgs) -> anyhow::Result<DiffConfig> {
     if !(a.alpha > 0.0 && a.alpha < 1.0) {
-        anyhow::bail!(
+        usage_bail!(
             "--alpha {}: give a level between 0 and 1, such as 0.01",
             a.alpha
         );
     }
     if !(a.min_change_pct >= 0.0 && a.min_change_pct.is_finite()) {
-        anyhow::bail!(
+        usage_bail!(
             "--min-change {}: give a percentage, such as 5",
             a.min_change_pct
         );
@@ -112,7 +112,7 @@ fn config(a: &DiffArgs) -> anyhow::Result<DiffConfig> {
     cfg.filter = a
         .filter
         .as_deref()
-        .map(|f| crate::cli::parse_filter("--filter", f))
+        .map(|f| crate::args::parse_filter("--filter", f))
         .transpose()?;
     cfg.scopes = a
         .group_by
@@ -142,7 +142,7 @@ fn config(a: &DiffArgs) -> anyhow::Result<DiffConfig> {
 /// `--replay`: the verification of a replay, as one line and the JSON.
 fn run_replay(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     if !(a.speed > 0.0 && a.speed.is_finite()) {
-        anyhow::bail!("--speed {}: give a positive number", a.speed);
+        usage_bail!("--speed {}: give a positive number", a.speed);
     }
     let cfg = iodump_analyze::verify::VerifyConfig {
         original: a.a.clone(),
@@ -150,7 +150,7 @@ fn run_replay(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         filter: a
             .filter
             .as_deref()
-            .map(|f| crate::cli::parse_filter("--filter", f))
+            .map(|f| crate::args::parse_filter("--filter", f))
             .transpose()?,
         speed: a.speed,
     };

@@ -1,14 +1,24 @@
 //! `iodump info`: prints a trace's [`Summary`] as text or JSON.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::Args;
 use iodump_format::recording::{open_traces, InputError, TraceInput};
 use iodump_format::summary::{rfc3339_utc, summarize, Summary};
 use iodump_format::{DevT, LossReason, Reader};
 use serde_json::json;
 
-use crate::cli::InfoArgs;
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Trace files (.iod).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// One JSON object per file, one per line, instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// What the user named, as traces: the files of one recording in parts together. When that
 /// fails (a file that cannot be read), each name on its own, so that the others are still
@@ -185,18 +195,7 @@ fn thousands(n: u64) -> String {
 }
 
 fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    iodump_format::units::format_bytes(n as f64)
 }
 
 fn pct(a: u64, b: u64) -> String {

@@ -2,6 +2,7 @@
 //! library crates, and maps errors to one line on stderr and an exit code (0 success, 1
 //! failure or damaged input, 2 usage).
 
+mod args;
 mod cli;
 #[cfg(feature = "analyze")]
 mod diff;
@@ -13,6 +14,7 @@ mod record;
 mod replay;
 mod signals;
 mod top;
+mod top_view;
 
 use std::process::ExitCode;
 
@@ -56,7 +58,7 @@ fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
             // One line: the error and its causes (a cause its error already shows is left
             // out: `opening x: No such file or directory` once, not twice).
             eprintln!("iodump: error: {}", one_line(&e));
-            ExitCode::from(1)
+            ExitCode::from(if args::is_usage(&e) { 2 } else { 1 })
         }
     }
 }

@@ -2,15 +2,219 @@
 //! `report`, `plot`);
 //! left out of builds with `--no-default-features`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::{Args, ValueEnum};
 use iodump_format::recording::{open_trace, open_traces};
 use iodump_output::OutputFile;
 
-use crate::cli::{
-    AnalyzeArgs, ByArg, ConvertArgs, EngineArg, ExportArgs, ExportFormatArg, LatByArg, PlotArgs,
-    PlotKindArg, ReportArgs, TableFormat,
-};
+use crate::args::{usage, usage_bail, TableFormat};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ByArg {
+    /// Number of I/Os.
+    Ios,
+    /// Bytes transferred.
+    Bytes,
+    /// p99 latency.
+    Latency,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LatByArg {
+    /// Everything together.
+    All,
+    /// Per device.
+    Dev,
+    /// Per operation.
+    Op,
+    /// Per process (comm).
+    Proc,
+    /// Per file.
+    File,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Trace files (.iod), or directories written by `iodump convert`; several form one
+    /// dataset.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Key figures on one screen (the default).
+    #[arg(long, group = "query")]
+    pub summary: bool,
+    /// Per file: I/Os, IOPS, bytes read and written, mean and p99 latency, main process.
+    #[arg(long, group = "query")]
+    pub top_files: bool,
+    /// Per process: I/Os, IOPS, bytes read and written, MB/s.
+    #[arg(long, group = "query")]
+    pub top_procs: bool,
+    /// Latency percentiles and the queue/device split.
+    #[arg(long, group = "query")]
+    pub latency: bool,
+    /// IOPS, MB/s and p99 latency per interval, device and op.
+    #[arg(long, group = "query")]
+    pub timeline: bool,
+    /// Interval of --timeline: 100ms, 1s, 10s, 1m…
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub interval: String,
+    /// Sequential versus random: seek distances per device (btt's seek statistics).
+    #[arg(long, group = "query")]
+    pub seek: bool,
+    /// Large sequential writes: runs of contiguous writes per device and file.
+    #[arg(long, group = "query")]
+    pub seq_writes: bool,
+    /// Smallest run shown by --seq-writes: 1M, 64k, 4096…
+    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    pub min_bytes: String,
+    /// A polars SQL query over the tables io, processes and files, e.g.
+    /// "SELECT op, count(*) AS n FROM io GROUP BY op".
+    #[arg(long, group = "query", value_name = "QUERY")]
+    pub sql: Option<String>,
+    /// Ranking of --top-files.
+    #[arg(long, value_enum, default_value = "ios")]
+    pub by: ByArg,
+    /// Grouping of --latency.
+    #[arg(long = "group-by", value_enum, default_value = "all")]
+    pub group_by: LatByArg,
+    /// Only I/O matching EXPR (same language as `record -f`).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Only I/O of this device, named as `iodump info` lists it (sda, sda1, dm-0, md127, or
+    /// MAJ:MIN); repeatable. The disk below LVM, dm-crypt or md RAID answers with the files and
+    /// processes its I/O served.
+    #[arg(short = 'd', long = "device", value_name = "DEV")]
+    pub devices: Vec<String>,
+    /// Only I/O of tasks of this container or pod, from the trace's cgroups table: a prefix
+    /// of the container id or pod UID, `RUNTIME:ID` or `pod:UID` (as `record --container`).
+    #[arg(long, value_name = "ID")]
+    pub container: Option<String>,
+    /// Only I/O of tasks in this cgroup or below it, from the trace's cgroups table: a path
+    /// under the cgroup2 mount (/system.slice/nginx.service) or under /sys/fs/cgroup.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: TableFormat,
+    /// Most rows shown.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Query engine: `one-pass` answers every query but --sql while reading the input once
+    /// (little memory); `polars` loads every I/O into a polars table first (what --sql uses;
+    /// about 450 bytes per I/O). Both give the same rows.
+    #[arg(long, value_enum, default_value = "one-pass")]
+    pub engine: EngineArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// One parallel pass over trace segments or Parquet row groups.
+    OnePass,
+    /// The whole polars table.
+    Polars,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Trace files (.iod); several form one dataset (columns trace and host tell them apart).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output directory (created): io.parquet, processes.parquet, files.parquet,
+    /// devices.parquet, losses.parquet.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Write a hive-style dataset partitioned by `host`, `date` (UTC day of the I/O) or
+    /// both (`host,date`): DIR/io/host=H/date=D/part-0.parquet, DIR/files/host=H/…
+    #[arg(long, value_name = "KEYS", value_delimiter = ',')]
+    pub partition_by: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Trace files (.iod). One: its report. Two: the comparison of B with A (the baseline),
+    /// as `iodump diff A B`. Three or more (or two with `--sections`): one section per trace,
+    /// each with its own time axis.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Output HTML file.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Compare two traces (A, the baseline, and B) as `iodump diff` does, on one page: latency
+    /// CDFs overlaid, IOPS and throughput timelines aligned at their starts, the largest
+    /// changes. What two traces give anyway; with any other number, an error.
+    #[arg(long, conflicts_with = "sections")]
+    pub diff: bool,
+    /// One section per trace, also for two traces (which are otherwise compared).
+    #[arg(long)]
+    pub sections: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlotKindArg {
+    /// I/O per second over time, per device and op.
+    Iops,
+    /// Bytes per second over time, per device and op.
+    Throughput,
+    /// Latency over time as a heatmap (log latency bins).
+    LatencyHeatmap,
+    /// Offset over time on one device, coloured by op (seekwatcher's view).
+    Offset,
+    /// Latency histogram (log bins), stacked by op.
+    LatencyHistogram,
+    /// Top processes by I/Os.
+    TopProcs,
+    /// Top files by I/Os.
+    TopFiles,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Trace file (.iod).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// What to draw.
+    #[arg(long, value_enum)]
+    pub kind: PlotKindArg,
+    /// Output file: .svg or .png.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    /// Image height in pixels.
+    #[arg(long, default_value_t = 600)]
+    pub height: u32,
+    /// Offset plot: the device (name such as nvme0n1, or MAJ:MIN); default the busiest.
+    #[arg(long, value_name = "DEV")]
+    pub device: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExportFormatArg {
+    /// CSV: timestamp,pid,comm,iosize,rw,lba,path, then the other fields (RFC 4180).
+    Csv,
+    /// One JSON object per event.
+    Jsonl,
+    /// fio iolog version 3: one file per device (/dev/NAME), offsets in bytes on the device.
+    FioIolog,
+    /// Perfetto trace (TrackEvent protobuf) for ui.perfetto.dev: a track per device with a
+    /// slice per I/O (queue and device time nested), a track per process, counters.
+    Perfetto,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Trace file (.iod).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormatArg,
+    /// Output file (`-` for stdout).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+}
 
 pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::{export, ExportFormat};
@@ -104,7 +308,7 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
         match k.as_str() {
             "host" => part.host = true,
             "date" => part.date = true,
-            other => anyhow::bail!("--partition-by {other}: the keys are host and date"),
+            other => usage_bail!("--partition-by {other}: the keys are host and date"),
         }
     }
     let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
@@ -148,13 +352,13 @@ fn analyze_filter(a: &AnalyzeArgs) -> anyhow::Result<Option<iodump_format::expr:
     use iodump_format::expr::Expr;
     let mut parts: Vec<Expr> = Vec::new();
     if let Some(f) = a.filter.as_deref() {
-        parts.push(crate::cli::parse_filter("--filter", f)?);
+        parts.push(crate::args::parse_filter("--filter", f)?);
     }
     if !a.devices.is_empty() {
         let inputs = iodump_analyze::input::InputPath::expand(&a.files)?;
         let devs = iodump_analyze::input::select_devices(&inputs, &a.devices)?;
         let any: Vec<String> = devs.iter().map(|d| format!("dev == {d:?}")).collect();
-        parts.push(crate::cli::parse_filter("--device", &any.join(" || "))?);
+        parts.push(crate::args::parse_filter("--device", &any.join(" || "))?);
     }
     if let Some(c) = &a.container {
         parts.push(Expr::for_container(c));
@@ -271,7 +475,7 @@ fn parse_min_bytes(s: &str) -> anyhow::Result<u64> {
     iodump_format::expr::parse_number(s)
         .filter(|v| *v >= 0.0)
         .map(|v| v as u64)
-        .ok_or_else(|| anyhow::anyhow!("--min-bytes {s}: give a size such as 1M"))
+        .ok_or_else(|| usage(format!("--min-bytes {s}: give a size such as 1M")))
 }
 
 fn lat_by(g: LatByArg) -> iodump_analyze::query::LatencyBy {
@@ -290,11 +494,11 @@ fn lat_by(g: LatByArg) -> iodump_analyze::query::LatencyBy {
 /// (`iodump_format::units`), from 1us to 292 years.
 fn parse_interval(s: &str) -> anyhow::Result<i64> {
     let ns = iodump_format::units::parse_duration_ns(s)
-        .map_err(|e| anyhow::anyhow!("--interval {s}: {e}"))?;
+        .map_err(|e| usage(format!("--interval {s}: {e}")))?;
     if ns < 1_000 {
-        anyhow::bail!("--interval {s}: at least 1us");
+        usage_bail!("--interval {s}: at least 1us");
     }
-    i64::try_from(ns).map_err(|_| anyhow::anyhow!("--interval {s}: at most 292 years (2562047h)"))
+    i64::try_from(ns).map_err(|_| usage(format!("--interval {s}: at most 292 years (2562047h)")))
 }
 
 /// Prints the answer's rows on stdout in `fmt`.
@@ -420,7 +624,7 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 /// `report A B` (or `--diff`): the comparison of `iodump diff` as one page.
 fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let [fa, fb] = &a.files[..] else {
-        anyhow::bail!(
+        usage_bail!(
             "report --diff compares two traces: give A and B ({} given)",
             a.files.len()
         );
@@ -441,7 +645,7 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::plot::{ImageFormat, PlotKind, PlotOptions};
     if ImageFormat::from_path(&a.output).is_none() {
-        anyhow::bail!(
+        usage_bail!(
             "{}: the output must end in .svg or .png",
             a.output.display()
         );

@@ -19,6 +19,8 @@ use iodump_record::bpf::BpfSettings;
 use iodump_record::print::{Columns, OriginalFormat, OriginalStyle, PrintFormat};
 use iodump_record::{devices, RecordConfig};
 
+use crate::args::{usage, usage_bail};
+
 const AFTER_HELP: &str = "\
 Fields of -o and -O (printed in this order, whatever the order given):
   datetime timestamp comm pid tid iosize sector partition rw rwsec launcher ino (the original's)
@@ -160,7 +162,7 @@ enum Choice {
 
 fn choice(a: &OriginalArgs) -> anyhow::Result<Choice> {
     let fields = |flag: &str, list: &str| {
-        Columns::parse(list).map_err(|e| anyhow::anyhow!("-{flag} {list}: {e}"))
+        Columns::parse(list).map_err(|e| usage(format!("-{flag} {list}: {e}")))
     };
     let c = match a.output.as_deref() {
         None => Choice::Default,
@@ -180,7 +182,7 @@ fn choice(a: &OriginalArgs) -> anyhow::Result<Choice> {
         Choice::Style(OriginalStyle::Columns(c)) => {
             Choice::Style(OriginalStyle::Columns(c.with(extra)))
         }
-        Choice::Style(_) => bail!(
+        Choice::Style(_) => usage_bail!(
             "-O adds fields to the original's columns; -o {} has fixed columns",
             a.output.as_deref().unwrap_or_default()
         ),
@@ -238,7 +240,7 @@ pub fn config(a: &OriginalArgs, argv: Vec<String>) -> anyhow::Result<RecordConfi
 /// `-S N` or `--sample`: record one I/O in N.
 fn sample_every(a: &OriginalArgs) -> anyhow::Result<u32> {
     Ok(match (a.one_in, &a.sample) {
-        (Some(_), Some(_)) => bail!("-S N and --sample say the same: give one"),
+        (Some(_), Some(_)) => usage_bail!("-S N and --sample say the same: give one"),
         (Some(n), None) => n,
         (None, Some(s)) => crate::record::parse_sample(s)?,
         (None, None) => 1,
@@ -249,7 +251,7 @@ fn sample_every(a: &OriginalArgs) -> anyhow::Result<u32> {
 fn filter(a: &OriginalArgs) -> anyhow::Result<Option<iodump_format::expr::Expr>> {
     let mut terms = Vec::new();
     if let Some(f) = &a.filter {
-        crate::cli::parse_filter("-f", f)?;
+        crate::args::parse_filter("-f", f)?;
         terms.push(format!("({f})"));
     }
     if !a.comm_contains.is_empty() {
@@ -263,7 +265,7 @@ fn filter(a: &OriginalArgs) -> anyhow::Result<Option<iodump_format::expr::Expr>>
     if terms.is_empty() {
         return Ok(None);
     }
-    Ok(Some(crate::cli::parse_filter("-f", &terms.join(" && "))?))
+    Ok(Some(crate::args::parse_filter("-f", &terms.join(" && "))?))
 }
 
 /// `-a ACTION`: one of the original's tracepoint actions is accepted (with a note: iodump
@@ -273,7 +275,7 @@ fn check_action(act: &str) -> anyhow::Result<()> {
         .iter()
         .any(|(l, n)| (act.len() == 1 && act.starts_with(*l)) || act == *n);
     if !known {
-        bail!(
+        usage_bail!(
             "-a {act}: not one of the original's actions ({})",
             ACTIONS
                 .iter()
@@ -408,9 +410,9 @@ mod tests {
                 want,
                 "{sub} in {comm}"
             );
-            crate::cli::parse_filter("-C", &format!("comm =~ {g}")).unwrap();
+            crate::args::parse_filter("-C", &format!("comm =~ {g}")).unwrap();
         }
-        crate::cli::parse_filter("-C", &format!("comm =~ {}", contains_glob("a\"b\\c"))).unwrap();
+        crate::args::parse_filter("-C", &format!("comm =~ {}", contains_glob("a\"b\\c"))).unwrap();
     }
 
     fn args(v: &[&str]) -> OriginalArgs {

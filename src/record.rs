@@ -1,10 +1,11 @@
 //! `iodump record`: flags → [`RecordConfig`], signals → a stop flag, summary on stderr.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
+use clap::{Args, ValueEnum};
 use iodump_format::units::{parse_duration_ns, parse_size_bytes, parse_span, Span};
 use iodump_format::Op;
 use iodump_output::parts::PartsConfig;
@@ -13,7 +14,114 @@ use iodump_record::flight::{is_dir_path, FlightConfig, DEFAULT_RING_BYTES};
 use iodump_record::print::PrintFormat;
 use iodump_record::{record, RecordConfig};
 
-use crate::cli::{PrintArg, RecordArgs};
+use crate::args::{usage, usage_bail, Selection};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum PrintArg {
+    /// Aligned text, one line per I/O.
+    Text,
+    /// CSV: timestamp,pid,comm,iosize,rw,lba,path first (the original iodump's columns).
+    Csv,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub select: Selection,
+    /// Write the trace to FILE: a new file, mode 0600, that replaces an existing FILE only once
+    /// recording has started (a link or another user's file is refused). Without it, print
+    /// one line per I/O.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Stop after SECS seconds (-1: no limit, the default).
+    #[arg(
+        short = 't',
+        long = "time",
+        value_name = "SECS",
+        allow_hyphen_values = true
+    )]
+    pub seconds: Option<f64>,
+    /// Record a sample of the I/O: a percentage (`10%`, or `10`) or one in N (`1/N`), per
+    /// CPU, in the kernel.
+    #[arg(long, value_name = "RATE")]
+    pub sample: Option<String>,
+    /// Only these operations: read, write, flush, discard, secure_erase, write_zeroes, other
+    /// (comma-separated).
+    #[arg(long, value_name = "OPS", value_delimiter = ',')]
+    pub ops: Vec<String>,
+    /// Only I/O of at least this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub min_bytes: Option<u32>,
+    /// Print one line per I/O in this format (also with -o).
+    #[arg(long, value_enum)]
+    pub print: Option<PrintArg>,
+    /// Kernel ring buffer size in bytes (rounded up to a power of two; default 8 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub buffer_size: Option<u64>,
+    /// Print the kernel side's counters at the end (tracked, emitted, merged, filtered…).
+    #[arg(long)]
+    pub stats: bool,
+    /// Do not resolve file paths (I/O is still recorded).
+    #[arg(long)]
+    pub no_paths: bool,
+    /// The kernel's BTF from FILE, for a kernel without /sys/kernel/btf/vmlinux (BTFHub has
+    /// such files for many distribution kernels); raw tracepoints only.
+    #[arg(long, value_name = "FILE")]
+    pub btf: Option<PathBuf>,
+    /// Benchmarks only: obey the BPF map `bench_ctl` (bench/paths-ab.sh, bench/record-ab.sh).
+    #[arg(long, hide = true)]
+    pub bench_ctl: bool,
+    /// Metadata for the trace header, KEY=VALUE; repeatable.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    pub metadata: Vec<String>,
+    /// With -o DIR/: close the file being written and start the next after this long or
+    /// this size (`1h`, `10m`, `30s`; `256M`, `1G`); files are named by their start time (UTC).
+    #[arg(long, value_name = "DURATION|SIZE", allow_hyphen_values = true)]
+    pub rotate: Option<String>,
+    /// With -o DIR/: keep at most N trace files in DIR (the oldest are deleted).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub keep: Option<String>,
+    /// With -o DIR/: keep DIR's trace files within SIZE (`10G`; the oldest are deleted).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub max_total: Option<String>,
+    /// Keep the last DURATION (or SIZE) of I/O in memory only (`60s`, `256M`); --trigger and
+    /// SIGUSR1 save it to -o DIR/ as a trace of its own.
+    #[arg(long, value_name = "DURATION|SIZE", allow_hyphen_values = true)]
+    pub ring: Option<String>,
+    /// With --ring: save the window when an I/O matches EXPR (the -f language, e.g.
+    /// 'latency > 200ms', 'error != 0').
+    #[arg(long, value_name = "EXPR", requires = "ring")]
+    pub trigger: Option<String>,
+    /// With --ring: go on writing a snapshot for this long after its trigger (default 10s).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "ring",
+        allow_hyphen_values = true
+    )]
+    pub after: Option<String>,
+    /// With --trigger: no trigger fires sooner than this after the last (default 60s).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "trigger",
+        allow_hyphen_values = true
+    )]
+    pub cooldown: Option<String>,
+    /// With --trigger: at most N snapshots in this run (default: no limit).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "trigger",
+        allow_hyphen_values = true
+    )]
+    pub max_dumps: Option<String>,
+    /// The command to run and record until it exits (after `--`); iodump exits with its status.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
 /// Parses `--sample`: `10%` or a bare `10` (a percentage, as the seed article writes it), or
 /// `1/N`, into "one in N".
@@ -22,19 +130,19 @@ pub fn parse_sample(s: &str) -> anyhow::Result<u32> {
     if let Some(n) = s.strip_prefix("1/") {
         let n: u32 = n
             .trim()
-            .parse()
-            .with_context(|| format!("bad --sample {s:?}"))?;
+            .parse::<u32>()
+            .map_err(|e| usage(format!("bad --sample {s:?}: {e}")))?;
         if n == 0 {
-            bail!("--sample 1/0: N must be at least 1");
+            usage_bail!("--sample 1/0: N must be at least 1");
         }
         return Ok(n);
     }
     let p = s.strip_suffix('%').unwrap_or(s).trim();
     let Ok(p) = p.parse::<f64>() else {
-        bail!("--sample takes a percentage (10 or 10%) or 1/N, not {s:?}")
+        usage_bail!("--sample takes a percentage (10 or 10%) or 1/N, not {s:?}")
     };
     if !(p > 0.0 && p <= 100.0) {
-        bail!("--sample {s}: the percentage must be in (0, 100]");
+        usage_bail!("--sample {s}: the percentage must be in (0, 100]");
     }
     Ok((100.0 / p).round().max(1.0) as u32)
 }
@@ -45,13 +153,13 @@ pub fn time_limit(secs: f64) -> anyhow::Result<Option<Duration>> {
     if secs == -1.0 {
         return Ok(None);
     }
-    let shown = crate::cli::show_f64(secs);
+    let shown = crate::args::show_f64(secs);
     if secs.is_nan() || secs <= 0.0 {
-        bail!("-t {shown}: give a positive number of seconds, or -1 for no limit");
+        usage_bail!("-t {shown}: give a positive number of seconds, or -1 for no limit");
     }
     match Duration::try_from_secs_f64(secs) {
         Ok(d) => Ok(Some(d)),
-        Err(_) => bail!(
+        Err(_) => usage_bail!(
             "-t {shown}: at most {} seconds, or -1 for no limit",
             Duration::MAX.as_secs()
         ),
@@ -67,7 +175,7 @@ fn op_mask(ops: &[String]) -> anyhow::Result<u32> {
         let op = Op::ALL
             .iter()
             .find(|x| x.name() == o.as_str() || x.letter().to_string() == o.to_uppercase())
-            .with_context(|| format!("unknown op {o:?} (read, write, flush, discard, secure_erase, write_zeroes, other)"))?;
+            .ok_or_else(|| usage(format!("unknown op {o:?} (read, write, flush, discard, secure_erase, write_zeroes, other)")))?;
         m |= 1 << op.code();
     }
     Ok(m)
@@ -92,12 +200,12 @@ fn warn_format_name(p: &Path) {
 fn count(flag: &str, v: &str, what: &str) -> anyhow::Result<u64> {
     match v.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
-        _ => bail!("{flag} {v}: give a whole number of {what}, at least 1"),
+        _ => usage_bail!("{flag} {v}: give a whole number of {what}, at least 1"),
     }
 }
 
 fn duration(flag: &str, v: &str) -> anyhow::Result<u64> {
-    parse_duration_ns(v).map_err(|e| anyhow::anyhow!("{flag} {v}: {e}"))
+    parse_duration_ns(v).map_err(|e| usage(format!("{flag} {v}: {e}")))
 }
 
 /// `-o DIR/` with `--rotate`, `--keep`, `--max-total`: the recording in parts; with
@@ -115,7 +223,7 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
         } else {
             "--rotate, --keep and --max-total"
         };
-        bail!("{flag} write into a directory: give -o DIR/ (with the trailing slash, or an existing directory)");
+        usage_bail!("{flag} write into a directory: give -o DIR/ (with the trailing slash, or an existing directory)");
     };
     let mut parts = PartsConfig {
         dir: dir.clone(),
@@ -124,23 +232,23 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
     if let Some(r) = &a.rotate {
         match parse_span(r) {
             Ok(Span::Duration(0)) | Ok(Span::Bytes(0)) => {
-                bail!("--rotate {r}: give a positive duration (1h, 10m) or size (256M)")
+                usage_bail!("--rotate {r}: give a positive duration (1h, 10m) or size (256M)")
             }
             Ok(Span::Duration(ns)) => parts.rotate_ns = Some(ns),
             Ok(Span::Bytes(b)) => parts.rotate_bytes = Some(b),
-            Err(e) => bail!("--rotate {r}: {e}"),
+            Err(e) => usage_bail!("--rotate {r}: {e}"),
         }
     }
     if let Some(k) = &a.keep {
         parts.keep = Some(count("--keep", k, "files")? as usize);
     }
     if let Some(m) = &a.max_total {
-        let b = parse_size_bytes(m).map_err(|e| anyhow::anyhow!("--max-total {m}: {e}"))?;
+        let b = parse_size_bytes(m).map_err(|e| usage(format!("--max-total {m}: {e}")))?;
         if b < 1 << 20 {
-            bail!("--max-total {m}: give at least 1M");
+            usage_bail!("--max-total {m}: give at least 1M");
         }
         if parts.rotate_bytes.is_some_and(|r| r > b / 2) {
-            bail!("--rotate {}: at most half of --max-total {m}, so that an older file fits beside the one being written", a.rotate.as_deref().unwrap_or(""));
+            usage_bail!("--rotate {}: at most half of --max-total {m}, so that an older file fits beside the one being written", a.rotate.as_deref().unwrap_or(""));
         }
         parts.max_total_bytes = Some(b);
     }
@@ -149,16 +257,16 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
         Some(r) => {
             let (window_ns, window_bytes) = match parse_span(r) {
                 Ok(Span::Duration(0)) | Ok(Span::Bytes(0)) => {
-                    bail!("--ring {r}: give a positive duration (60s) or size (256M)")
+                    usage_bail!("--ring {r}: give a positive duration (60s) or size (256M)")
                 }
                 Ok(Span::Duration(ns)) => (Some(ns), DEFAULT_RING_BYTES),
                 Ok(Span::Bytes(b)) => (None, b),
-                Err(e) => bail!("--ring {r}: {e}"),
+                Err(e) => usage_bail!("--ring {r}: {e}"),
             };
             let trigger = a
                 .trigger
                 .as_deref()
-                .map(|t| crate::cli::parse_filter("--trigger", t))
+                .map(|t| crate::args::parse_filter("--trigger", t))
                 .transpose()?;
             let max_dumps = a
                 .max_dumps
@@ -209,17 +317,22 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = &a.sample {
         bpf.sample_every = parse_sample(s)?;
     }
-    bpf.pids = a.pids.clone();
-    bpf.comms = a.comms.iter().map(|c| c.as_bytes().to_vec()).collect();
+    bpf.pids = a.select.pids.clone();
+    bpf.comms = a
+        .select
+        .comms
+        .iter()
+        .map(|c| c.as_bytes().to_vec())
+        .collect();
     bpf.op_mask = op_mask(&a.ops)?;
     bpf.min_bytes = a.min_bytes.unwrap_or(0);
-    bpf.cgroup = a.cgroup.clone();
+    bpf.cgroup = a.select.cgroup.clone();
     bpf.paths = !a.no_paths;
     bpf.bench_ctl = a.bench_ctl;
     bpf.btf_file = a.btf.clone();
     if let Some(b) = a.buffer_size {
         if !(4096..=(1 << 30)).contains(&b) {
-            bail!("--buffer-size {b}: must be between 4096 and 1073741824 bytes");
+            usage_bail!("--buffer-size {b}: must be between 4096 and 1073741824 bytes");
         }
         bpf.ring_bytes = (b as u32).next_power_of_two();
     }
@@ -231,17 +344,18 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     for m in &a.metadata {
         let (k, v) = m
             .split_once('=')
-            .with_context(|| format!("--meta {m:?}: expected KEY=VALUE"))?;
+            .ok_or_else(|| usage(format!("--meta {m:?}: expected KEY=VALUE")))?;
         metadata.push((k.to_string(), v.to_string()));
     }
     let filter = a
+        .select
         .filter
         .as_deref()
-        .map(|f| crate::cli::parse_filter("-f", f))
+        .map(|f| crate::args::parse_filter("-f", f))
         .transpose()?;
     let cfg = RecordConfig {
         filter,
-        devices: a.devices.clone(),
+        devices: a.select.devices.clone(),
         output: a.output.clone(),
         duration,
         print: a.print.map(|p| match p {
@@ -255,7 +369,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         memory_limit_bytes: 64 << 20,
         metadata,
         print_to: None,
-        container: a.container.clone(),
+        container: a.select.container.clone(),
         snapshot: flight.is_some().then_some(&crate::signals::SNAPSHOT),
         parts,
         flight,

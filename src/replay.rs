@@ -133,13 +133,13 @@ fn config(a: &ReplayArgs) -> anyhow::Result<ReplayConfig> {
     for m in &a.map {
         let (d, p) = m
             .split_once('=')
-            .with_context(|| format!("--map {m:?}: expected DEV=PATH"))?;
+            .ok_or_else(|| crate::args::usage(format!("--map {m:?}: expected DEV=PATH")))?;
         map.push((d.to_string(), PathBuf::from(p)));
     }
     let filter = a
         .filter
         .as_deref()
-        .map(|f| crate::cli::parse_filter("-f", f))
+        .map(|f| crate::args::parse_filter("-f", f))
         .transpose()?;
     Ok(ReplayConfig {
         trace: a.file.clone(),
@@ -178,7 +178,7 @@ fn verify(a: &ReplayArgs) -> anyhow::Result<Option<(String, serde_json::Value)>>
         filter: a
             .filter
             .as_deref()
-            .map(|f| crate::cli::parse_filter("-f", f))
+            .map(|f| crate::args::parse_filter("-f", f))
             .transpose()?,
         speed: if a.no_stall { 0.0 } else { a.speed },
     };

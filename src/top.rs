@@ -14,12 +14,13 @@ use iodump_record::abi::IoEvent;
 use iodump_record::bpf::BpfSettings;
 use iodump_record::cgroups::Resolver;
 use iodump_record::convert::Converter;
-use iodump_record::live::{
-    parse_interval, render, Aggregator, BatchSink, Interval, Screen, Sort, View,
-};
+use iodump_record::live::{parse_interval, Aggregator, Interval, Sort, View};
 use iodump_record::metrics::Metrics;
 use iodump_record::serve::{Endpoint, OPENMETRICS, PROMETHEUS};
 use iodump_record::{record_live, LiveSink, RecordConfig};
+
+use crate::args::{parse_filter, usage, usage_bail, Selection};
+use crate::top_view::{render, show_duration, BatchSink, Screen};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ViewArg {
@@ -47,13 +48,8 @@ pub enum SortArg {
 
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// Device to watch (sda, nvme0n1, zram0, /dev/X or MAJ:MIN); repeatable; a disk includes
-    /// its partitions. Default: every device.
-    #[arg(short = 'd', long = "device", value_name = "DEV")]
-    pub devices: Vec<String>,
-    /// Only I/O matching EXPR (the language of `record -f`).
-    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
-    pub filter: Option<String>,
+    #[command(flatten)]
+    pub select: Selection,
     /// Refresh interval: 1s, 500ms, 2 (seconds)…
     #[arg(short = 'i', long, default_value = "1s", value_name = "DURATION")]
     pub interval: String,
@@ -75,21 +71,6 @@ pub struct TopArgs {
     /// Batch mode: most rows per snapshot (0: all).
     #[arg(short = 'l', long, default_value_t = 20)]
     pub limit: usize,
-    /// Only I/O submitted by this process id; repeatable.
-    #[arg(long = "pid", value_name = "PID")]
-    pub pids: Vec<u32>,
-    /// Only I/O submitted by a thread with this command name; repeatable.
-    #[arg(long = "comm", value_name = "NAME")]
-    pub comms: Vec<String>,
-    /// Only I/O of tasks in this cgroup v2 (a directory, or a path under the cgroup2 mount
-    /// such as /system.slice/nginx.service) or below it (in the kernel).
-    #[arg(long, value_name = "PATH")]
-    pub cgroup: Option<PathBuf>,
-    /// Only I/O of the container whose id starts with ID (docker, containerd, CRI-O,
-    /// podman; `RUNTIME:ID` names the runtime too), or of the Kubernetes pod whose UID starts
-    /// with it (`pod:UID`).
-    #[arg(long, value_name = "ID")]
-    pub container: Option<String>,
     /// Also write the trace to FILE (as `iodump record -o`).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -122,44 +103,50 @@ fn sort(s: SortArg) -> Sort {
 }
 
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
-    let interval = parse_interval(&a.interval).with_context(|| {
-        format!(
+    let interval = parse_interval(&a.interval).ok_or_else(|| {
+        usage(format!(
             "-i {:?}: give a positive duration (500ms, 1s, 2.5s, 1m)",
             a.interval
-        )
+        ))
     })?;
     if a.iterations == Some(0) {
-        bail!("-n 0: give at least one snapshot");
+        usage_bail!("-n 0: give at least one snapshot");
     }
     if a.json && !a.batch {
-        bail!("--json is for batch mode: add -b");
+        usage_bail!("--json is for batch mode: add -b");
     }
     let filter = a
+        .select
         .filter
         .as_deref()
-        .map(|f| crate::cli::parse_filter("-f", f))
+        .map(|f| parse_filter("-f", f))
         .transpose()?;
     let bpf = BpfSettings {
-        pids: a.pids.clone(),
-        comms: a.comms.iter().map(|c| c.as_bytes().to_vec()).collect(),
-        cgroup: a.cgroup.clone(),
+        pids: a.select.pids.clone(),
+        comms: a
+            .select
+            .comms
+            .iter()
+            .map(|c| c.as_bytes().to_vec())
+            .collect(),
+        cgroup: a.select.cgroup.clone(),
         ..BpfSettings::default()
     };
     let cfg = RecordConfig {
         filter,
-        devices: a.devices.clone(),
+        devices: a.select.devices.clone(),
         output: a.output.clone(),
         bpf,
         recorder_argv: std::env::args().collect(),
         memory_limit_bytes: 64 << 20,
         ..RecordConfig::default()
     };
-    let container = a.container.clone().filter(|c| !c.trim().is_empty());
+    let container = a.select.container.clone().filter(|c| !c.trim().is_empty());
     // SAFETY: isatty has no preconditions.
     let terminal = unsafe { libc::isatty(0) == 1 && libc::isatty(1) == 1 };
     let serve_only = a.serve.is_some() && !a.batch && !terminal;
     if serve_only && a.iterations.is_some() {
-        bail!("-n counts refreshes of the screen or of -b; --serve alone runs until stopped");
+        usage_bail!("-n counts refreshes of the screen or of -b; --serve alone runs until stopped");
     }
     // The port is taken before anything is loaded: one in use is an error up front.
     let mut serving = match &a.serve {
@@ -483,7 +470,7 @@ impl Screenful {
                 "iodump top - by {} (v)  sort {} (s){status}  collecting, first refresh in {}…",
                 self.view.name(),
                 self.sort.name(),
-                iodump_record::live::show_duration(self.interval)
+                show_duration(self.interval)
             )],
         };
         lines.truncate(h.saturating_sub(1));

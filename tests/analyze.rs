@@ -125,7 +125,7 @@ fn summary_and_bad_input() {
     let out = run(bin()
         .args(["analyze", "--filter", "iosize >"])
         .arg(fixture("oltp-5k.iod")));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     let out = run(bin().args(["analyze", "/nonexistent.iod"]));
     assert_eq!(out.status.code(), Some(1));

@@ -32,9 +32,8 @@ fn apps_available(test: &str, missing: Option<String>) -> bool {
         return false;
     }
     if let Some(what) = missing {
-        let why = format!("{test}: needs {what}");
-        assert!(!required, "IODUMP_REQUIRE_APPS=1 but {why}");
-        eprintln!("skipped: {why}");
+        assert!(!required, "IODUMP_REQUIRE_APPS=1 but {test}: needs {what}");
+        common::skip(test, &what);
         return false;
     }
     true

@@ -217,12 +217,71 @@ fn several_files_one_json_line_each() {
     assert_eq!(lines[1]["events"], 20_000);
 }
 
-/// Asserts a usage mistake gave exit 1 and one `iodump: error:` line containing `needle`.
+/// Asserts a usage mistake gave exit 2 (usage) and one `iodump: error:` line containing
+/// `needle`.
 fn fails_with(out: &Output, needle: &str, what: &str) {
-    assert_eq!(out.status.code(), Some(1), "{what}: {out:?}");
+    assert_eq!(out.status.code(), Some(2), "{what}: {out:?}");
     let line = error_line(out);
     assert!(line.contains(needle), "{what}: {line}");
     assert!(line.len() < 400, "{what}: {} bytes", line.len());
+}
+
+/// The exit statuses of src/main.rs: 0 success, 1 failure or damaged input, 2 usage, both
+/// for what clap refuses and for what is found wrong with the flags after it (a bad flag
+/// combination, filter, duration or device name), with one error line either way.
+#[test]
+fn exit_statuses_are_0_1_and_2() {
+    let d = TempDir::new("exit");
+    let t = d.join("t.iod");
+    synth(&t, 2000, "oltp", 1);
+    let t = t.to_str().unwrap();
+    let code = |args: &[&str]| run(bin().args(args)).status.code();
+    // 0: success.
+    assert_eq!(code(&["info", t]), Some(0));
+    assert_eq!(code(&["analyze", t, "--summary"]), Some(0));
+    // 1: failure or damaged input.
+    let missing = d.join("missing.iod");
+    assert_eq!(code(&["info", missing.to_str().unwrap()]), Some(1));
+    let garbage = d.join("garbage.iod");
+    std::fs::write(&garbage, b"not a trace").unwrap();
+    assert_eq!(code(&["analyze", garbage.to_str().unwrap()]), Some(1));
+    // 2: usage, from clap…
+    assert_eq!(code(&["analyze", t, "--frobnicate"]), Some(2));
+    assert_eq!(
+        code(&["top", "--cgroup", "/", "--container", "x", "-b"]),
+        Some(2)
+    );
+    // …and after it.
+    for (args, needle) in [
+        (
+            &["analyze", t, "--filter", "iosize >"][..],
+            "bad --filter expression",
+        ),
+        (&["analyze", t, "--filter", "latency > 1m"], "ambiguous"),
+        (
+            &["analyze", t, "--timeline", "--interval", "1x"],
+            "--interval 1x",
+        ),
+        (&["analyze", t, "-d", "nosuchdisk"], "nosuchdisk"),
+        (&["top", "-b", "-i", "0"], "-i \"0\""),
+        (&["top", "--json"], "--json is for batch mode"),
+        (
+            &["record", "--ring", "10s"],
+            "--ring write into a directory",
+        ),
+        (&["record", "--sample", "1/0"], "--sample 1/0"),
+        (
+            &["record", "--after", "5s", "--ring", "1x", "-o", "/tmp/"],
+            "--ring 1x",
+        ),
+        (
+            &["report", t, "--diff", "-o", "x.html"],
+            "report --diff compares two traces",
+        ),
+    ] {
+        let out = run(bin().args(args));
+        fails_with(&out, needle, &args.join(" "));
+    }
 }
 
 /// `-t` takes -1 (no limit) or a positive number of seconds a Duration holds; nothing else

@@ -11,7 +11,7 @@ use iodump_format::{Device, EndInfo, Event, Loss, PathEntry, Process, WriteError
 use iodump_synth::{self as synth, SynthParams, SynthSink, Workload};
 use serde_json::Value;
 
-use common::{bin, ok, one_line_error, run, TempDir};
+use common::{bin, ok, one_line_error, run, usage_error, TempDir};
 
 /// A synthetic trace's calls, with its events changed by `edit` (which may add events: it
 /// returns the events to write in place of the one it is given) and processes added by
@@ -353,7 +353,7 @@ fn bad_inputs_are_one_line_errors() {
     assert_eq!(out.status.code(), Some(2));
     let out = run(bin().arg("diff").arg(&a).arg(&a).args(["--by", "nothing"]));
     assert_eq!(out.status.code(), Some(2));
-    one_line_error(
+    usage_error(
         &run(bin()
             .arg("diff")
             .arg(&a)
@@ -403,7 +403,7 @@ fn fio_files(test: &str, d: &TempDir, names: &[&str]) -> Option<(String, Vec<Pat
         return None;
     }
     let Some(dev) = block_device_of(&d.0) else {
-        eprintln!("skipped: {test}: the temporary directory is on no block device");
+        common::skip(test, "a temporary directory on a block device");
         return None;
     };
     let data: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
@@ -617,7 +617,7 @@ fn report_diff_is_one_page_that_renders() {
         .arg("--diff")
         .arg("-o")
         .arg(&page));
-    one_line_error(&out, "give A and B");
+    usage_error(&out, "give A and B");
 
     let Some(browser) = common::chromium() else {
         return;

@@ -58,7 +58,7 @@ fn csv_runs_the_original_pandas_recipe() {
     ok(&py);
     assert_eq!(String::from_utf8_lossy(&py.stdout).trim(), "20000");
     if !have_pandas() {
-        eprintln!("skipped the pandas part: no pandas");
+        common::skip("", "pandas (the pandas part)");
         return;
     }
     // The original's recipe, unchanged.
@@ -191,7 +191,7 @@ fn fio_replays_the_exported_iolog() {
 #[test]
 fn parquet_opens_in_pandas() {
     if !have_pandas() {
-        eprintln!("skipped: no pandas");
+        common::skip("", "pandas");
         return;
     }
     let d = TempDir::new("convert-pandas");
@@ -257,5 +257,5 @@ fn parquet_opens_in_pandas() {
         .arg(fixture("oltp-5k.iod"))
         .args(["--partition-by", "week", "-o"])
         .arg(d.join("bad")));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use common::devices::Zram;
 use common::{
-    analyze_rows, bin, bpf_available, ok, one_line_error, run, same_rows, Recorder, TempDir,
+    analyze_rows, bin, bpf_available, ok, one_line_error, run, same_rows, usage_error, Recorder,
+    TempDir,
 };
 use iodump_format::recording::{trigger_timestamp_ns, META_SNAPSHOT};
 use iodump_format::Reader;
@@ -217,7 +218,7 @@ fn bad_always_on_flags_are_one_line_errors() {
     ];
     for (args, what) in cases {
         let out = run(bin().args(["record", "-o", dir_s]).args(args));
-        one_line_error(&out, what);
+        usage_error(&out, what);
         assert!(!dir.exists(), "{args:?} made {}", dir.display());
     }
     // Not a directory, and a directory that cannot be made.
@@ -225,7 +226,7 @@ fn bad_always_on_flags_are_one_line_errors() {
         .args(["record", "-o"])
         .arg(d.join("x.iod"))
         .args(["--rotate", "1h"]));
-    one_line_error(&out, "give -o DIR/");
+    usage_error(&out, "give -o DIR/");
     let out = run(bin().args(["record", "-o", "/proc/version/sub/", "--rotate", "1h"]));
     one_line_error(&out, "/proc/version/sub/");
 }

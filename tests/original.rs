@@ -14,7 +14,9 @@ use iodump_format::Reader;
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, bpf_available, events_on, ok, one_line_error, run, Recorder, TempDir};
+use common::{
+    bin, bpf_available, events_on, ok, one_line_error, run, usage_error, Recorder, TempDir,
+};
 
 /// Tests create and remove devices: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -124,7 +126,7 @@ fn help_and_bad_flags_are_one_line_errors() {
     ] {
         let mut a = vec!["-p", dev.as_str()];
         a.extend_from_slice(args);
-        one_line_error(&run(bin().args(&a)), what);
+        usage_error(&run(bin().args(&a)), what);
     }
     one_line_error(
         &run(bin().args(["-p", "nosuchdisk9"])),
@@ -816,7 +818,7 @@ fn the_articles_saved_log_reads_in_pandas() {
     assert!(py.status.success(), "{}", text(&py.stderr));
     assert_eq!(text(&py.stdout).trim(), "512", "2 MiB of 4k reads");
     if !have_pandas() {
-        eprintln!("skipped the pandas part: no pandas");
+        common::skip("", "pandas (the pandas part)");
         return;
     }
     // The article's recipe, unchanged, on the saved file.

@@ -24,7 +24,7 @@ fn have_perfetto(test: &str) -> bool {
         if std::env::var("IODUMP_REQUIRE_PERFETTO").as_deref() == Ok("1") {
             panic!("IODUMP_REQUIRE_PERFETTO=1 but python3 cannot import the perfetto package");
         }
-        eprintln!("SKIP: {test}: python3 cannot import the perfetto package");
+        common::skip(test, "python3's perfetto package");
     }
     ok
 }

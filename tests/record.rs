@@ -12,7 +12,8 @@ mod common;
 
 use common::devices::{Loop, Zram};
 use common::{
-    assert_accounted, bin, bpf_available, events_on, ok, run, spawn_recording, Recorder, TempDir,
+    assert_accounted, bin, bpf_available, events_on, ok, run, spawn_recording, usage_error,
+    Recorder, TempDir,
 };
 
 /// Tests create and remove devices and compare device counters: run them one at a time.
@@ -846,7 +847,7 @@ fn bad_arguments_give_one_line_errors() {
     let out = run(bin().args(["record", "-o", "/nonexistent-dir/x.iod", "-t", "1"]));
     assert!(one_line(&out).contains("/nonexistent-dir/x.iod"));
     let out = run(bin().args(["record", "--sample", "0%", "-t", "1"]));
-    one_line(&out);
+    usage_error(&out, "--sample 0%");
     let out = run(bin().args(["record", "-t", "1", "--", "/nonexistent/program"]));
     assert!(one_line(&out).contains("/nonexistent/program"));
     // --btf: a missing file, a file that is not BTF

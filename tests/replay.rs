@@ -13,7 +13,7 @@ use iodump_format::{Event, Op, Reader};
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, bpf_available, events_on, ok, one_line_error, run, TempDir};
+use common::{bin, bpf_available, events_on, ok, one_line_error, run, usage_error, TempDir};
 
 /// Tests create devices and compare what reached them: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -441,16 +441,16 @@ fn bad_input_gets_one_line() {
         "neither a block device",
     );
     one_line_error(&replay(&[&s(&t), "--target", &s(&empty)]), "has size 0");
-    one_line_error(&replay(&[&s(&t)]), "give a target");
-    one_line_error(
+    usage_error(&replay(&[&s(&t)]), "give a target");
+    usage_error(
         &replay(&[&s(&t), "--map", &format!("nosuchdev={}", s(&img))]),
         "the trace has no such device",
     );
-    one_line_error(
+    usage_error(
         &replay(&[&s(&t), "--target", &s(&img), "--speed", "0"]),
         "--speed",
     );
-    one_line_error(
+    usage_error(
         &replay(&[&s(&t), "--target", &s(&img), "-f", "bytes >"]),
         "bad -f expression",
     );

@@ -320,7 +320,7 @@ fn bad_input_gives_one_error_line() {
         .arg(&a)
         .arg("-o")
         .arg(d.join("p.jpg")));
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "a usage error");
     assert!(String::from_utf8_lossy(&o.stderr).contains(".svg or .png"));
     let o = run(bin()
         .args(["plot", "--kind", "offset", "--device", "nope0"])

@@ -31,7 +31,7 @@ fn have(test: &str, what: &str, ok: bool) -> bool {
         if std::env::var("IODUMP_REQUIRE_PROMETHEUS").as_deref() == Ok("1") {
             panic!("IODUMP_REQUIRE_PROMETHEUS=1 but {what} is missing");
         }
-        eprintln!("SKIP: {test}: {what} is missing");
+        common::skip(test, what);
     }
     ok
 }

@@ -47,7 +47,10 @@ fn engines_available() -> bool {
     if std::env::var("IODUMP_REQUIRE_SPARK").as_deref() == Ok("1") {
         panic!("IODUMP_REQUIRE_SPARK=1 but the engines cannot run: {missing}");
     }
-    eprintln!("skipped: Spark, DuckDB, DataFusion, polars or java missing ({missing})");
+    common::skip(
+        "",
+        &format!("Spark, DuckDB, DataFusion, polars and java ({missing})"),
+    );
     false
 }
 

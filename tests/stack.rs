@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{bin, embedded_report_data, ok, one_line_error, run, TempDir};
+use common::{bin, embedded_report_data, ok, run, usage_error, TempDir};
 use iodump_format::*;
 
 const DM: DevT = DevT::new(253, 0);
@@ -158,7 +158,7 @@ fn analyze_answers_for_the_disks_below() {
         .arg("analyze")
         .arg(&t)
         .args(["--top-files", "-d", "sdz"]));
-    one_line_error(&out, "no device");
+    usage_error(&out, "no device");
     let msg = String::from_utf8_lossy(&out.stderr);
     assert!(
         msg.contains("\"sdz\"") && msg.contains("dm-0, sda, sda2, sdb"),
@@ -306,7 +306,7 @@ fn python_has(module: &str) -> bool {
             std::env::var("IODUMP_REQUIRE_SPARK").as_deref() != Ok("1"),
             "IODUMP_REQUIRE_SPARK=1 but python3 cannot import {module}"
         );
-        eprintln!("SKIP: python3 cannot import {module}");
+        common::skip("", &format!("python3's {module} module"));
     }
     ok
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 mod common;
 
 use common::devices::Ext4OnZram as Fs;
-use common::{bin, bpf_available, ok, one_line_error, run};
+use common::{bin, bpf_available, ok, one_line_error, run, usage_error};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -320,18 +320,18 @@ fn the_first_snapshot_counts_io_from_the_recording_line_on() {
 fn top_usage_errors() {
     // No BPF needed: these fail before loading anything.
     let out = run(bin().args(["top", "-b", "-i", "0"]));
-    one_line_error(&out, "-i \"0\"");
+    usage_error(&out, "-i \"0\"");
     let out = run(bin().args(["top", "--json"]));
-    one_line_error(&out, "--json is for batch mode");
+    usage_error(&out, "--json is for batch mode");
     let out = run(bin().args(["top", "-b", "-n", "0"]));
-    one_line_error(&out, "-n 0");
+    usage_error(&out, "-n 0");
     let out = run(bin()
         .args(["top", "-n", "1"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped()));
     one_line_error(&out, "needs a terminal");
     let out = run(bin().args(["top", "-b", "-f", "rw ==="]));
-    one_line_error(&out, "bad -f expression");
+    usage_error(&out, "bad -f expression");
 }
 
 /// A tmux server of its own (a private socket) running one command in a detached session;
@@ -413,7 +413,7 @@ fn tmux_available(test: &str) -> bool {
     if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
         panic!("IODUMP_REQUIRE_BPF=1 but {test} needs tmux");
     }
-    eprintln!("skipped: {test}: needs tmux");
+    common::skip(test, "tmux");
     false
 }
 

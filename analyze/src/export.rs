@@ -6,8 +6,10 @@
 use std::io::Write;
 
 use iodump_format::text::{format_event, header_line, LineFormat};
-use iodump_format::{Damage, DevT, EventBatch, Op, Reader};
+use iodump_format::{DevT, Op, Reader};
 
+use crate::intact::each_intact_batch;
+pub use crate::intact::ExportSummary;
 use crate::AnalyzeError;
 
 /// What to write.
@@ -21,17 +23,6 @@ pub enum ExportFormat {
     FioIolog,
     /// A Perfetto trace (TrackEvent protobuf): a track per device and process, counters.
     Perfetto,
-}
-
-/// What an export wrote.
-#[derive(Clone, Debug, Default)]
-pub struct ExportSummary {
-    /// Events written.
-    pub events: u64,
-    /// Events left out (fio iolog: operations fio cannot replay, e.g. zone management).
-    pub skipped: u64,
-    /// Damaged segments that were skipped.
-    pub damaged: Vec<Damage>,
 }
 
 fn werr(what: &str) -> impl Fn(std::io::Error) -> AnalyzeError + '_ {
@@ -85,26 +76,6 @@ fn lines(r: &Reader, fmt: LineFormat, out: &mut dyn Write) -> Result<ExportSumma
     out.write_all(&buf).map_err(werr("events"))?;
     out.flush().map_err(werr("events"))?;
     Ok(s)
-}
-
-/// Calls `f` with each intact segment's events in file order (damaged ones are added to
-/// `damaged`), until `f` fails.
-pub(crate) fn each_intact_batch(
-    r: &Reader,
-    damaged: &mut Vec<Damage>,
-    mut f: impl FnMut(usize, &EventBatch) -> std::io::Result<()>,
-) -> std::io::Result<()> {
-    let mut result = Ok(());
-    r.for_each_segment(|i, b| {
-        if result.is_err() {
-            return;
-        }
-        match b {
-            Ok(b) => result = f(i, b),
-            Err(d) => damaged.push(d),
-        }
-    });
-    result
 }
 
 /// fio's iolog v3: `fio version 3 iolog`, then `TIMESTAMP FILE ACTION [OFFSET LENGTH]` with the

@@ -146,7 +146,14 @@ impl InputPath {
     /// The devices of its device table.
     pub fn devices(&self) -> Result<Vec<KnownDevice>, AnalyzeError> {
         match self {
-            InputPath::Parquet(dir) => crate::onepass_source::parquet_devices(dir),
+            InputPath::Parquet(dir) => Ok(crate::parquet_input::devices_table(dir)?
+                .into_iter()
+                .map(|d| KnownDevice {
+                    name: d.name,
+                    dev_t: d.dev_t,
+                    partition_of: d.partition_of,
+                })
+                .collect()),
             InputPath::Trace { .. } => Ok(self
                 .open_trace()?
                 .tables()

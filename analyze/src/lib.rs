@@ -2,7 +2,8 @@
 //! ([`to_parquet`]) and the exports (`export`: CSV with the original iodump's columns first,
 //! JSON lines, fio's version 3 iolog for replay, a Perfetto trace: [`perfetto`]); the queries
 //! of `iodump analyze` behind [`run`] ([`engine`]), answered in one pass ([`onepass`], reading traces and Parquet through
-//! `onepass_source`) or on the polars table ([`query`]); the report and plots of `iodump
+//! `onepass_source`) or on the polars table ([`query`]), both reading Parquet datasets
+//! through `parquet_input`; the report and plots of `iodump
 //! report` and `iodump plot` ([`report`], [`plot`]: binned in one parallel pass, no polars).
 
 pub mod diff;
@@ -10,10 +11,12 @@ pub mod engine;
 pub mod export;
 pub mod files;
 pub mod input;
+mod intact;
 pub mod layout;
 pub mod loghist;
 pub mod onepass;
 mod onepass_source;
+mod parquet_input;
 pub mod perfetto;
 pub mod plot;
 pub mod query;
@@ -144,6 +147,18 @@ pub enum AnalyzeError {
         /// The I/O error.
         source: std::io::Error,
     },
+}
+
+impl AnalyzeError {
+    /// True when the error is about what was asked rather than about the input: a device no
+    /// input has (`analyze -d`), traces and Parquet directories given together. The binary
+    /// exits with its usage status for these.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            AnalyzeError::UnknownDevice { .. } | AnalyzeError::MixedInputs
+        )
+    }
 }
 
 impl fmt::Display for AnalyzeError {
@@ -327,7 +342,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let bad = dir.join("io.parquet");
         std::fs::write(&bad, b"not parquet").unwrap();
-        let e = query::read_batches(&bad).unwrap_err();
+        let e = parquet_input::read_batches(&bad).unwrap_err();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
             e.to_string().starts_with(&format!("{}: ", bad.display())),
@@ -340,7 +355,7 @@ mod tests {
         ));
         assert!(e.to_string().ends_with(&cause.to_string()));
 
-        let missing = query::read_batches(&dir.join("none.parquet")).unwrap_err();
+        let missing = parquet_input::read_batches(&dir.join("none.parquet")).unwrap_err();
         let io = missing.source().unwrap().downcast_ref::<ParquetReadError>();
         assert!(
             matches!(io, Some(ParquetReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound)

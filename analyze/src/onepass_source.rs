@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::{RecordBatch, StringArray};
 use iodump_format::expr::Expr;
 
 use crate::input::InputPath;
@@ -23,8 +23,9 @@ use parquet::arrow::ProjectionMask;
 
 use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
-use crate::query::{
-    arrow_col, parquet_files, parquet_filter_mask, parquet_lost_events, read_batches,
+use crate::parquet_input::{
+    arrow_col, devices_table, files_table, parquet_files, parquet_filter_mask, parquet_lost_events,
+    processes_table,
 };
 use crate::{parquet_read_error, AnalyzeError};
 
@@ -277,129 +278,6 @@ impl Source {
     }
 }
 
-/// The (trace, key, name) rows of one of a dataset's small tables; `cols` names the key and
-/// name columns, `key` reads row `i` of the key column (None: wrong type).
-fn small_table<K>(
-    dir: &Path,
-    table: &str,
-    cols: [&str; 2],
-    key: impl Fn(&dyn Array, usize) -> Option<K>,
-) -> Result<Vec<(String, K, String)>, AnalyzeError> {
-    let mut out = Vec::new();
-    for p in parquet_files(dir, table) {
-        for b in read_batches(&p)? {
-            let trace = arrow_col::<StringArray>(&b, "trace")?;
-            let name = arrow_col::<StringArray>(&b, cols[1])?;
-            let bad = || layout::bad_column(cols[0]);
-            let k = b.column_by_name(cols[0]).ok_or_else(bad)?;
-            for i in 0..b.num_rows() {
-                let kv = key(k.as_ref(), i).ok_or_else(bad)?;
-                out.push((trace.value(i).into(), kv, name.value(i).into()));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The rows of a dataset's `devices` table.
-pub(crate) fn parquet_devices(dir: &Path) -> Result<Vec<crate::input::KnownDevice>, AnalyzeError> {
-    let names = small_table(dir, "devices", ["dev_t", "name"], |c, i| {
-        c.as_any()
-            .downcast_ref::<StringArray>()
-            .map(|a| a.value(i).to_string())
-    })?;
-    let parts = small_table(dir, "devices", ["partition_of", "name"], |c, i| {
-        c.as_any()
-            .downcast_ref::<StringArray>()
-            .map(|a| (!a.is_null(i)).then(|| a.value(i).to_string()))
-    })?;
-    Ok(names
-        .into_iter()
-        .zip(parts)
-        .map(
-            |((_, dev_t, name), (_, partition_of, _))| crate::input::KnownDevice {
-                name,
-                dev_t,
-                partition_of,
-            },
-        )
-        .collect())
-}
-
-/// A row of a dataset's `processes` table: (trace, tid, (comm, args)).
-type ProcRow = (String, u32, (String, String));
-
-/// The rows of a dataset's `processes` table; a table without `args` (written before iodump
-/// recorded command lines) gives the comm.
-fn processes_table(dir: &Path) -> Result<Vec<ProcRow>, AnalyzeError> {
-    let mut out = Vec::new();
-    for p in parquet_files(dir, "processes") {
-        for b in read_batches(&p)? {
-            let trace = arrow_col::<StringArray>(&b, "trace")?;
-            let comm = arrow_col::<StringArray>(&b, "comm")?;
-            let args = b
-                .column_by_name("args")
-                .and_then(|c| c.as_any().downcast_ref::<StringArray>());
-            let tid = IntColumn::of(&b, "tid")?;
-            for i in 0..b.num_rows() {
-                let c = comm.value(i).to_string();
-                let a = match args {
-                    Some(a) if !a.is_null(i) => a.value(i).to_string(),
-                    _ => c.clone(),
-                };
-                out.push((trace.value(i).into(), tid.u32(i), (c, a)));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The (trace, (path id, device, inode, generation), path) rows of a dataset's `files` table
-/// (no generation in tables written before iodump recorded it).
-type FileRow = (String, (u32, u32, u64, Option<u32>), String);
-
-fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
-    let mut out = Vec::new();
-    for p in parquet_files(dir, "files") {
-        for b in read_batches(&p)? {
-            let trace = arrow_col::<StringArray>(&b, "trace")?;
-            let path = arrow_col::<StringArray>(&b, "path")?;
-            let dev_t = arrow_col::<StringArray>(&b, "dev_t")?;
-            let id = IntColumn::of(&b, "path_id")?;
-            let inode = IntColumn::of(&b, "inode")?;
-            let generation = IntColumn::of(&b, "generation").ok();
-            for i in 0..b.num_rows() {
-                let dev = parse_dev_t(dev_t.value(i), &p)?;
-                let g = generation
-                    .as_ref()
-                    .filter(|g| !g.is_null(i))
-                    .map(|g| g.u32(i));
-                out.push((
-                    trace.value(i).into(),
-                    (id.u32(i), dev, inode.u64(i), g),
-                    path.value(i).into(),
-                ));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// `MAJ:MIN` (a `dev_t` column of `iodump convert`'s tables) as the trace's device number;
-/// anything else is an error naming the file it was read from.
-pub(crate) fn parse_dev_t(s: &str, file: &Path) -> Result<u32, AnalyzeError> {
-    let parsed = s.split_once(':').and_then(|(ma, mi)| {
-        let (ma, mi) = (ma.parse::<u32>().ok()?, mi.parse::<u32>().ok()?);
-        (ma < 1 << 12 && mi < 1 << 20).then(|| DevT::new(ma, mi).0)
-    });
-    parsed.ok_or_else(|| AnalyzeError::Query {
-        message: format!(
-            "{}: dev_t {s:?} is not a device number (MAJ:MIN)",
-            file.display()
-        ),
-    })
-}
-
 /// A Parquet dataset of `iodump convert`: its `io` row groups and its small tables, re-keyed.
 struct ParquetSet {
     /// (io file, row group).
@@ -471,17 +349,13 @@ impl ParquetSet {
         let (units, rows) = ParquetSet::io_units(dir)?;
         let mut files = files_table(dir)?;
         let procs = processes_table(dir)?;
-        let devices = small_table(dir, "devices", ["dev_t", "name"], |c, i| {
-            c.as_any()
-                .downcast_ref::<StringArray>()
-                .map(|a| a.value(i).to_string())
-        })?;
+        let devices = devices_table(dir)?;
         let lost = parquet_lost_events(dir)?;
         let mut names: Vec<&String> = files
             .iter()
-            .map(|f| &f.0)
-            .chain(procs.iter().map(|p| &p.0))
-            .chain(devices.iter().map(|d| &d.0))
+            .map(|f| &f.trace)
+            .chain(procs.iter().map(|p| &p.trace))
+            .chain(devices.iter().map(|d| &d.trace))
             .collect();
         names.sort();
         names.dedup();
@@ -493,32 +367,32 @@ impl ParquetSet {
             .collect();
         let key = |t: &str, k: u32| u64::from(traces[t]) << 32 | u64::from(k);
         // Path ids in (trace name, path id) order, so that ties ranked by id keep that order.
-        files.sort_by(|a, b| (&a.0, a.1 .0).cmp(&(&b.0, b.1 .0)));
+        files.sort_by(|a, b| (&a.trace, a.path_id).cmp(&(&b.trace, b.path_id)));
         let mut path_ids = IntMap::default();
         let mut paths = Vec::with_capacity(files.len());
         let mut file_ids = Vec::with_capacity(files.len());
         let mut path_trace = Vec::with_capacity(files.len());
-        for (t, (id, dev, inode, generation), path) in files {
-            path_ids.insert(key(&t, id), paths.len() as u32);
-            paths.push(path);
+        for f in files {
+            path_ids.insert(key(&f.trace, f.path_id), paths.len() as u32);
+            paths.push(f.path);
             file_ids.push((
-                u64::from(traces[&t]) << 32 | u64::from(dev),
-                inode,
-                generation,
+                u64::from(traces[&f.trace]) << 32 | u64::from(f.dev),
+                f.inode,
+                f.generation,
             ));
-            path_trace.push(traces[&t]);
+            path_trace.push(traces[&f.trace]);
         }
         let mut tids = IntMap::default();
         let mut comms = Vec::with_capacity(procs.len());
         let mut tid_trace = Vec::with_capacity(procs.len());
-        for (t, tid, comm) in procs {
-            tids.insert(key(&t, tid), comms.len() as u32);
-            comms.push(comm);
-            tid_trace.push(traces[&t]);
+        for p in procs {
+            tids.insert(key(&p.trace, p.tid), comms.len() as u32);
+            comms.push((p.comm, p.args));
+            tid_trace.push(traces[&p.trace]);
         }
         let (devs, dev_names) = devices
             .into_iter()
-            .map(|(t, dev_t, name)| ((traces[&t], dev_t), name))
+            .map(|d| ((traces[&d.trace], d.dev_t), d.name))
             .unzip();
         Ok(ParquetSet {
             units,
@@ -661,34 +535,5 @@ impl ParquetSet {
             );
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_malformed_device_number_is_an_error_not_0_0() {
-        let f = Path::new("ds/files/part-0.parquet");
-        assert_eq!(parse_dev_t("8:1", f).unwrap(), DevT::new(8, 1).0);
-        assert_eq!(parse_dev_t("0:0", f).unwrap(), 0);
-        for bad in [
-            "",
-            "8",
-            "8:",
-            ":1",
-            "a:b",
-            "8:1x",
-            "-1:2",
-            "4096:0",
-            "8:1048576",
-        ] {
-            let e = parse_dev_t(bad, f).unwrap_err().to_string();
-            assert!(
-                e.contains("not a device number") && e.contains("part-0"),
-                "{bad}: {e}"
-            );
-        }
     }
 }

@@ -36,7 +36,7 @@ use iodump_format::inthash::IntMap;
 use iodump_format::text::text_bytes;
 use iodump_format::{DevT, Event, Op, Reader, Syscall};
 
-use crate::export::{each_intact_batch, ExportSummary};
+use crate::intact::{each_intact_batch, ExportSummary};
 use crate::AnalyzeError;
 
 /// Width of the bins of the IOPS counters (100 ms); the value is the bin's I/Os per second.

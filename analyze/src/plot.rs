@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::sync::Once;
 
+use iodump_format::units::{format_bytes, format_duration_ns, DurationStyle};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -146,17 +147,9 @@ fn ramp(f: f64) -> RGBColor {
     )
 }
 
-fn fmt_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if a >= 1e9 {
-        format!("{:.3} s", ns / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.3} ms", ns / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.3} us", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
+/// An axis label of nanoseconds (`1.5 ms`, `2 s`).
+fn label_ns(ns: f64) -> String {
+    format_duration_ns(ns, DurationStyle::Label)
 }
 
 fn fmt_si(v: f64) -> String {
@@ -169,31 +162,6 @@ fn fmt_si(v: f64) -> String {
         format!("{:.1}k", v / 1e3)
     } else {
         format!("{v:.0}")
-    }
-}
-
-fn fmt_bytes(v: f64) -> String {
-    const U: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = v;
-    let mut i = 0;
-    while v.abs() >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{v:.0} B")
-    } else {
-        format!("{v:.1} {}", U[i])
-    }
-}
-
-/// Removes trailing zeros of a decimal label ("1.500 ms" → "1.5 ms").
-fn trim_label(s: String) -> String {
-    match s.split_once(' ') {
-        Some((n, u)) if n.contains('.') => {
-            format!("{} {u}", n.trim_end_matches('0').trim_end_matches('.'))
-        }
-        _ => s,
     }
 }
 
@@ -326,7 +294,7 @@ where
         if kind == PlotKind::Iops {
             fmt_si(*v)
         } else {
-            format!("{}/s", fmt_bytes(*v))
+            format!("{}/s", format_bytes(*v))
         }
     };
     let mut chart = ChartBuilder::on(root)
@@ -450,7 +418,7 @@ where
         .disable_mesh()
         .x_desc("seconds since the first I/O")
         .y_desc("latency")
-        .y_label_formatter(&|v| trim_label(fmt_ns(*v)))
+        .y_label_formatter(&|v| label_ns(*v))
         .label_style(("sans-serif", 12))
         .draw()
         .map_err(perr)?;
@@ -533,7 +501,7 @@ where
         .disable_mesh()
         .x_desc("seconds since the first I/O")
         .y_desc("offset")
-        .y_label_formatter(&|v| fmt_bytes(*v))
+        .y_label_formatter(&|v| format_bytes(*v))
         .label_style(("sans-serif", 12))
         .draw()
         .map_err(perr)?;
@@ -600,7 +568,7 @@ where
         .configure_mesh()
         .x_desc("latency (log scale)")
         .y_desc("I/Os")
-        .x_label_formatter(&|v| trim_label(fmt_ns(*v)))
+        .x_label_formatter(&|v| label_ns(*v))
         .y_label_formatter(&|v| fmt_si(*v))
         .label_style(("sans-serif", 12))
         .draw()
@@ -709,8 +677,8 @@ mod tests {
 
     #[test]
     fn labels() {
-        assert_eq!(trim_label("1.500 ms".into()), "1.5 ms");
-        assert_eq!(trim_label("2.000 s".into()), "2 s");
+        assert_eq!(label_ns(1.5e6), "1.5 ms");
+        assert_eq!(label_ns(2e9), "2 s");
         assert_eq!(shorten("/a/very/long/path", 10), "...ng/path");
         assert_eq!(shorten("abc", 10), "abc");
         assert_eq!(

@@ -7,14 +7,17 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use iodump_format::expr::{Expr, ResolvedView};
+use iodump_format::expr::Expr;
 use iodump_format::{Damage, EventBatch, Op, Reader};
 use polars::prelude::*;
 
 use crate::files::FileIdentities;
 use crate::input::InputPath;
 use crate::layout::IntColumn;
-use crate::{parquet_read_error, AnalyzeError};
+use crate::parquet_input::{
+    self, arrow_col, parquet_files, parquet_filter_mask, parquet_lost_events, read_batches,
+};
+use crate::AnalyzeError;
 
 /// The frame type queries return.
 pub use polars::prelude::DataFrame;
@@ -977,142 +980,6 @@ impl Dataset {
     }
 }
 
-/// Parquet files of `table` under a `convert` output directory: `DIR/TABLE.parquet`, or every
-/// `*.parquet` below `DIR/TABLE/` (a hive-style dataset).
-pub(crate) fn parquet_files(dir: &Path, table: &str) -> Vec<std::path::PathBuf> {
-    let flat = dir.join(format!("{table}.parquet"));
-    if flat.is_file() {
-        return vec![flat];
-    }
-    let mut out = Vec::new();
-    let mut stack = vec![dir.join(table)];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "parquet") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// Events lost while recording: the sum of the `losses` table's counts.
-pub(crate) fn parquet_lost_events(dir: &Path) -> Result<u64, AnalyzeError> {
-    let mut lost = 0u64;
-    for p in parquet_files(dir, "losses") {
-        for b in read_batches(&p)? {
-            lost += IntColumn::of(&b, "count")?.to_u64().iter().sum::<u64>();
-        }
-    }
-    Ok(lost)
-}
-
-pub(crate) fn read_batches(p: &Path) -> Result<Vec<arrow_array::RecordBatch>, AnalyzeError> {
-    let f = std::fs::File::open(p).map_err(parquet_read_error(p))?;
-    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
-        .map_err(parquet_read_error(p))?;
-    crate::layout::check(p, builder.metadata().file_metadata())?;
-    let reader = builder.build().map_err(parquet_read_error(p))?;
-    reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(parquet_read_error(p))
-}
-
-pub(crate) fn arrow_col<'a, T: 'static>(
-    b: &'a arrow_array::RecordBatch,
-    name: &str,
-) -> Result<&'a T, AnalyzeError> {
-    b.column_by_name(name)
-        .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| crate::layout::bad_column(name))
-}
-
-/// Evaluates `f` on each row of an `io` batch, rebuilt as an [`iodump_format::Event`] with its
-/// comm, path and device name (text columns read back with `text_unbytes`).
-pub(crate) fn parquet_filter_mask(
-    b: &arrow_array::RecordBatch,
-    f: &Expr,
-) -> Result<Vec<bool>, AnalyzeError> {
-    use arrow_array::{Array, StringArray};
-    use iodump_format::text::text_unbytes;
-    use iodump_format::{DevT, Event, Flags, Syscall};
-    let s = |name| arrow_col::<StringArray>(b, name);
-    // Integers of any width and sign (layouts 1 and 2), read back as the trace's values.
-    let int = |name| IntColumn::of(b, name);
-    let (u32c, u64c) = (int, int);
-    let (dev, dev_t, op, flags, comm, path, syscall) = (
-        s("dev")?,
-        s("dev_t")?,
-        s("op")?,
-        s("flags")?,
-        s("comm")?,
-        s("path")?,
-        s("syscall")?,
-    );
-    let (pid, tid, path_id, dirtier) = (
-        u32c("pid")?,
-        u32c("tid")?,
-        u32c("path_id")?,
-        u32c("dirtier_pid")?,
-    );
-    let (mono, sector, queue, latency, cgroup) = (
-        u64c("monotonic_ns")?,
-        u64c("sector")?,
-        u64c("queue_ns")?,
-        u64c("latency_ns")?,
-        u64c("cgroup_id")?,
-    );
-    let bytes = u32c("bytes")?;
-    let error = IntColumn::of(b, "error")?;
-    let cpu = IntColumn::of(b, "cpu")?;
-    let mut mask = Vec::with_capacity(b.num_rows());
-    for i in 0..b.num_rows() {
-        let (ma, mi) = dev_t.value(i).split_once(':').unwrap_or(("0", "0"));
-        let e = Event {
-            timestamp_ns: mono.u64(i),
-            dev: DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)),
-            sector: sector.u64(i),
-            bytes: bytes.u32(i),
-            op: Op::ALL
-                .iter()
-                .copied()
-                .find(|o| o.name() == op.value(i))
-                .unwrap_or(Op::Other),
-            flags: Flags::from_letters(flags.value(i)),
-            pid: pid.u32(i),
-            tid: tid.u32(i),
-            path_id: path_id.u32(i),
-            queue_ns: (!queue.is_null(i)).then(|| queue.u64(i)),
-            latency_ns: latency.u64(i),
-            error: error.u16(i),
-            cpu: cpu.u16(i),
-            syscall: (!syscall.is_null(i))
-                .then(|| Syscall::from_name(syscall.value(i)))
-                .flatten(),
-            dirtier_pid: (!dirtier.is_null(i)).then(|| dirtier.u32(i)),
-            cgroup_id: cgroup.u64(i),
-            upper: None,
-        };
-        let (c, p) = (text_unbytes(comm.value(i)), text_unbytes(path.value(i)));
-        let v = ResolvedView {
-            comm: &c,
-            path: &p,
-            dev: dev.value(i),
-            // Parquet carries no cgroups table: `iodump analyze` refuses cgroup fields on it.
-            cgroup: None,
-        };
-        mask.push(f.eval(&e, &v));
-    }
-    Ok(mask)
-}
-
 impl Dataset {
     /// Loads the tables `iodump convert` wrote into `dir` (flat or partitioned), keeping the
     /// I/Os `filter` accepts (evaluated on each row rebuilt as an event, exactly as on a trace).
@@ -1216,27 +1083,13 @@ fn parquet_io_frame(
 
 /// The `processes` tables under `dir` as the polars `processes` table.
 fn parquet_processes(dir: &Path) -> Result<DataFrame, AnalyzeError> {
-    use arrow_array::{Array, StringArray};
     let mut cols = ProcessCols::default();
-    for p in parquet_files(dir, "processes") {
-        for b in read_batches(&p)? {
-            let t = arrow_col::<StringArray>(&b, "trace")?;
-            let c = arrow_col::<StringArray>(&b, "comm")?;
-            // Absent from tables written before iodump recorded command lines.
-            let a = b
-                .column_by_name("args")
-                .and_then(|a| a.as_any().downcast_ref::<StringArray>());
-            for i in 0..b.num_rows() {
-                cols.trace.push(t.value(i).to_string());
-                cols.comm.push(c.value(i).to_string());
-                cols.args.push(match a {
-                    Some(a) if !a.is_null(i) => a.value(i).to_string(),
-                    _ => c.value(i).to_string(),
-                });
-            }
-            IntColumn::of(&b, "tid")?.extend_u32(&mut cols.tid);
-            IntColumn::of(&b, "pid")?.extend_u32(&mut cols.pid);
-        }
+    for r in parquet_input::processes_table(dir)? {
+        cols.trace.push(r.trace);
+        cols.tid.push(r.tid);
+        cols.pid.push(r.pid);
+        cols.comm.push(r.comm);
+        cols.args.push(r.args);
     }
     cols.frame()
 }
@@ -1244,31 +1097,16 @@ fn parquet_processes(dir: &Path) -> Result<DataFrame, AnalyzeError> {
 /// The `files` tables under `dir` as the polars `files` table (path entries grouped by
 /// trace, each trace's files identified by device and inode).
 fn parquet_files_table(dir: &Path) -> Result<DataFrame, AnalyzeError> {
-    use arrow_array::StringArray;
     // Path entries by trace.
     let mut by_trace: std::collections::BTreeMap<String, Vec<FileEntry>> = Default::default();
-    for p in parquet_files(dir, "files") {
-        for b in read_batches(&p)? {
-            let t = arrow_col::<StringArray>(&b, "trace")?;
-            let pa = arrow_col::<StringArray>(&b, "path")?;
-            let dev = arrow_col::<StringArray>(&b, "dev_t")?;
-            let (id, ino) = (IntColumn::of(&b, "path_id")?, IntColumn::of(&b, "inode")?);
-            // Absent from tables written before iodump recorded generations.
-            let generation = IntColumn::of(&b, "generation").ok();
-            for i in 0..b.num_rows() {
-                let g = generation
-                    .as_ref()
-                    .filter(|g| !g.is_null(i))
-                    .map(|g| g.u32(i));
-                by_trace.entry(t.value(i).to_string()).or_default().push((
-                    id.u32(i),
-                    u64::from(crate::onepass_source::parse_dev_t(dev.value(i), &p)?),
-                    ino.u64(i),
-                    g,
-                    pa.value(i).to_string(),
-                ));
-            }
-        }
+    for r in parquet_input::files_table(dir)? {
+        by_trace.entry(r.trace).or_default().push((
+            r.path_id,
+            u64::from(r.dev),
+            r.inode,
+            r.generation,
+            r.path,
+        ));
     }
     let mut files = FilesCols::default();
     for (trace, entries) in by_trace {

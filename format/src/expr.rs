@@ -185,6 +185,10 @@ impl Field {
             | Field::Dirtier => Kind::Number,
         }
     }
+    /// A number of nanoseconds (`latency`, `queue_ns`, `device_ns`).
+    fn is_time(self) -> bool {
+        matches!(self, Field::Latency | Field::Queue | Field::DeviceTime)
+    }
     /// The field's value on `e` when it is numeric.
     fn number(self, e: &Event) -> Option<f64> {
         Some(match self {
@@ -441,34 +445,132 @@ impl Lexer<'_> {
     }
 }
 
-/// Parses `4096`, `0x1000`, `64k`, `1M`, `1MiB`, `2G`, `500us`, `1.5ms`, `2s`: sizes in bytes
-/// (binary multiples), durations in nanoseconds. `None` when `s` is not such a number or its
-/// value is not finite.
-pub fn parse_number(s: &str) -> Option<f64> {
+/// What a unit of [`UNITS`] measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitKind {
+    /// Bytes, in powers of 1024.
+    Size,
+    /// Nanoseconds.
+    Duration,
+}
+
+/// A unit of the numbers in filter expressions.
+#[derive(Debug, Clone, Copy)]
+pub struct Unit {
+    /// Its spellings, matched without regard to case; the first is the one messages show.
+    pub names: &'static [&'static str],
+    /// What it measures.
+    pub kind: UnitKind,
+    /// The value of 1 of it (bytes or nanoseconds).
+    pub scale: f64,
+}
+
+/// The units of the filter language: [`parse_number`] reads them, its error messages and
+/// [`units_help`] list them (schemas/filter-expressions.md says the same). Unlike durations
+/// on the command line ([`crate::units`]), `m` here is a size (MiB), and there are no minutes:
+/// `m` on a time field (`latency > 1m`) is refused as ambiguous.
+pub const UNITS: [Unit; 9] = [
+    Unit {
+        names: &["B"],
+        kind: UnitKind::Size,
+        scale: 1.0,
+    },
+    Unit {
+        names: &["K", "KB", "KiB"],
+        kind: UnitKind::Size,
+        scale: 1024.0,
+    },
+    Unit {
+        names: &["M", "MB", "MiB"],
+        kind: UnitKind::Size,
+        scale: 1024.0 * 1024.0,
+    },
+    Unit {
+        names: &["G", "GB", "GiB"],
+        kind: UnitKind::Size,
+        scale: 1024.0 * 1024.0 * 1024.0,
+    },
+    Unit {
+        names: &["T", "TB", "TiB"],
+        kind: UnitKind::Size,
+        scale: 1024.0 * 1024.0 * 1024.0 * 1024.0,
+    },
+    Unit {
+        names: &["ns"],
+        kind: UnitKind::Duration,
+        scale: 1.0,
+    },
+    Unit {
+        names: &["us", "µs"],
+        kind: UnitKind::Duration,
+        scale: 1e3,
+    },
+    Unit {
+        names: &["ms"],
+        kind: UnitKind::Duration,
+        scale: 1e6,
+    },
+    Unit {
+        names: &["s", "sec"],
+        kind: UnitKind::Duration,
+        scale: 1e9,
+    },
+];
+
+/// The unit of [`UNITS`] spelled `u` (any case).
+fn unit(u: &str) -> Option<&'static Unit> {
+    UNITS
+        .iter()
+        .find(|x| x.names.iter().any(|n| n.eq_ignore_ascii_case(u)))
+}
+
+/// The units of filter numbers, for messages: `sizes (powers of 1024): B, K (KB, KiB), …;
+/// times: ns, us (µs), …`.
+pub fn units_help() -> String {
+    let list = |kind| {
+        UNITS
+            .iter()
+            .filter(|u| u.kind == kind)
+            .map(|u| match u.names {
+                [one] => one.to_string(),
+                [first, rest @ ..] => format!("{first} ({})", rest.join(", ")),
+                [] => String::new(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "sizes (powers of 1024; M is MiB): {}; times: {}",
+        list(UnitKind::Size),
+        list(UnitKind::Duration)
+    )
+}
+
+/// Splits `4k` into (`4`, `k`); `None` for hexadecimal or what does not start with a digit.
+fn split_unit(s: &str) -> Option<(&str, &str)> {
     let s = s.trim();
-    if let Some(h) = s.strip_prefix("0x") {
-        return u64::from_str_radix(h, 16).ok().map(|v| v as f64);
+    if s.starts_with("0x") {
+        return None;
     }
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    if !num.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
-        return None;
+    num.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        .then_some((num, unit))
+}
+
+/// Parses `4096`, `0x1000`, `64k`, `1M`, `1MiB`, `2G`, `500us`, `1.5ms`, `2s`: sizes
+/// in bytes (binary multiples), durations in nanoseconds, with the units of [`UNITS`]. `None`
+/// when `s` is not such a number or its value is not finite.
+pub fn parse_number(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x") {
+        return u64::from_str_radix(h, 16).ok().map(|v| v as f64);
     }
+    let (num, u) = split_unit(s)?;
     let v: f64 = num.parse().ok()?;
-    let mult = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" | "kib" => 1024.0,
-        "m" | "mb" | "mib" => 1024.0 * 1024.0,
-        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        "t" | "tb" | "tib" => 1024f64.powi(4),
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" | "sec" => 1e9,
-        _ => return None,
-    };
+    let mult = if u.is_empty() { 1.0 } else { unit(u)?.scale };
     Some(v * mult).filter(|v| v.is_finite())
 }
 
@@ -641,10 +743,24 @@ impl Parser<'_> {
         let value = match self.tok.take() {
             Some((_, Tok::Word(w))) => match kind {
                 Kind::Number => match parse_number(&w) {
+                    // `m` is MiB in filters but minutes on the command line: on a time, say so.
+                    Some(_)
+                        if field.is_time()
+                            && split_unit(&w).is_some_and(|(_, u)| u.eq_ignore_ascii_case("m")) =>
+                    {
+                        let n = split_unit(&w).map_or("", |(n, _)| n);
+                        let minutes = n.parse::<f64>().unwrap_or(0.0) * 60.0;
+                        return value_err(format!(
+                            "{name} is a time and {w} is ambiguous: m is MiB in filters, not \
+                             minutes; write {minutes}s for minutes or {n}MiB for {} ns",
+                            parse_number(&w).unwrap_or(0.0)
+                        ));
+                    }
                     Some(n) => Value::Num(n),
                     None => {
                         return value_err(format!(
-                            "{name} is a number, {w:?} is not one (sizes: 4096, 64k, 1M; times: 500us, 10ms, 2s)"
+                            "{name} is a number, {w:?} is not one (e.g. 4096, 64k, 500us; {})",
+                            units_help()
                         ))
                     }
                 },
@@ -1262,6 +1378,54 @@ mod tests {
         let p = e.pushdown();
         assert_eq!(p.min_bytes, 1048577);
         assert_eq!(p.op_mask, 1 << Op::Write.code());
+    }
+
+    #[test]
+    fn the_units_table_of_the_docs_is_the_code_s() {
+        let doc = include_str!("../../schemas/filter-expressions.md");
+        let section = doc
+            .split("## Units")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("a Units section");
+        let rows: Vec<&str> = section
+            .lines()
+            .filter(|l| l.starts_with("| "))
+            .skip(1)
+            .collect();
+        assert_eq!(rows.len(), UNITS.len(), "{section}");
+        for (row, u) in rows.iter().zip(&UNITS) {
+            let cell = row.split('|').nth(2).unwrap_or("");
+            let spelled: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+            assert_eq!(spelled, u.names, "{row}");
+        }
+    }
+
+    #[test]
+    fn units_come_from_one_table() {
+        assert_eq!(parse_number("64k"), Some(65536.0));
+        assert_eq!(parse_number("1M"), Some(1048576.0));
+        assert_eq!(parse_number("1m"), Some(1048576.0), "m is MiB in filters");
+        assert_eq!(parse_number("2s"), Some(2e9));
+        assert_eq!(parse_number("1min"), None);
+        let help = units_help();
+        for u in UNITS.iter().flat_map(|u| u.names) {
+            assert!(help.contains(u), "{u} missing from {help}");
+        }
+        // On a size, m is MiB as before; on a time it is an error that says what to write.
+        assert!(Expr::parse("iosize > 1m").is_ok());
+        assert!(Expr::parse("latency > 10ms").is_ok());
+        for t in ["latency > 1m", "queue_ns < 2M", "device_ns >= 1.5m"] {
+            let e = Expr::parse(t).unwrap_err().to_string();
+            assert!(e.contains("ambiguous") && e.contains("MiB"), "{t}: {e}");
+        }
+        let e = Expr::parse("latency > 1m").unwrap_err().to_string();
+        assert!(
+            e.contains("write 60s for minutes or 1MiB for 1048576 ns"),
+            "{e}"
+        );
+        let e = Expr::parse("iosize > 4q").unwrap_err().to_string();
+        assert!(e.contains(&units_help()), "{e}");
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //!   a bare number is bytes.
 //!
 //! [`parse_span`] takes either, for flags such as `--rotate 1h` / `--rotate 256M`.
+//!
+//! The other way round, [`format_duration_ns`] and [`format_bytes`] are the one duration and
+//! the one byte-size formatter of every command's output.
 
 use std::fmt;
 
@@ -148,6 +151,74 @@ pub fn parse_span(s: &str) -> Result<Span, UnitError> {
     Err(err())
 }
 
+/// How [`format_duration_ns`] writes a duration. Every style picks the largest unit of `s`,
+/// `ms`, `us`, `ns` the duration has at least one of, and writes nanoseconds whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurationStyle {
+    /// Tables and reports: one decimal in us, two in ms and s (`812ns`, `15.2us`, `3.41ms`,
+    /// `1.20s`).
+    Short,
+    /// Narrow columns, at most four characters before the unit (`850ns`, `1.2us`, `12us`,
+    /// `1.25ms`, `12.3ms`, `120ms`, `2.10s`).
+    Narrow,
+    /// Axis labels: up to three decimals without trailing zeros, a space before the unit
+    /// (`1.5 ms`, `2 s`, `250 us`).
+    Label,
+    /// As typed on a command line: up to three decimals without trailing zeros (`500ms`,
+    /// `2s`, `2.5s`); what [`parse_duration_ns`] reads back.
+    Exact,
+}
+
+/// The units of [`format_duration_ns`], largest first, with their nanoseconds.
+const DURATION_UNITS: [(f64, &str); 3] = [(1e9, "s"), (1e6, "ms"), (1e3, "us")];
+
+/// A duration in nanoseconds (fractions and negative values allowed: plot axes) in `style`.
+pub fn format_duration_ns(ns: f64, style: DurationStyle) -> String {
+    let sep = if style == DurationStyle::Label {
+        " "
+    } else {
+        ""
+    };
+    let Some((scale, unit)) = DURATION_UNITS.into_iter().find(|&(s, _)| ns.abs() >= s) else {
+        return format!("{ns:.0}{sep}ns");
+    };
+    let v = ns / scale;
+    let decimals = match (style, unit) {
+        (DurationStyle::Short, "us") => 1,
+        (DurationStyle::Short, _) => 2,
+        (DurationStyle::Narrow, "s") => 2,
+        (DurationStyle::Narrow, "us") if v.abs() < 10.0 => 1,
+        (DurationStyle::Narrow, "us") => 0,
+        (DurationStyle::Narrow, _) if v.abs() < 10.0 => 2,
+        (DurationStyle::Narrow, _) if v.abs() < 100.0 => 1,
+        (DurationStyle::Narrow, _) => 0,
+        (DurationStyle::Label | DurationStyle::Exact, _) => {
+            let n = format!("{v:.3}");
+            let n = n.trim_end_matches('0').trim_end_matches('.');
+            return format!("{n}{sep}{unit}");
+        }
+    };
+    format!("{v:.decimals$}{unit}")
+}
+
+/// The units of [`format_bytes`]: powers of 1024.
+const BYTE_UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+
+/// A size in bytes (or bytes per second) in powers of 1024: `812 B`, `1.5 KiB`, `3.0 GiB`.
+pub fn format_bytes(bytes: f64) -> String {
+    let mut v = bytes;
+    let mut i = 0;
+    while v.abs() >= 1024.0 && i < BYTE_UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v:.0} B")
+    } else {
+        format!("{v:.1} {}", BYTE_UNITS[i])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,5 +252,36 @@ mod tests {
             })
         );
         assert!(parse_span("1.2.3s").is_err());
+    }
+
+    #[test]
+    fn durations_and_sizes_are_written_back() {
+        use DurationStyle::*;
+        let f = |ns: u64, st| format_duration_ns(ns as f64, st);
+        assert_eq!(f(812, Short), "812ns");
+        assert_eq!(f(15_240, Short), "15.2us");
+        assert_eq!(f(3_412_000, Short), "3.41ms");
+        assert_eq!(f(1_204_000_000, Short), "1.20s");
+        assert_eq!(f(850, Narrow), "850ns");
+        assert_eq!(f(1_234, Narrow), "1.2us");
+        assert_eq!(f(12_340, Narrow), "12us");
+        assert_eq!(f(1_250_000, Narrow), "1.25ms");
+        assert_eq!(f(12_340_000, Narrow), "12.3ms");
+        assert_eq!(f(123_400_000, Narrow), "123ms");
+        assert_eq!(f(2_100_000_000, Narrow), "2.10s");
+        assert_eq!(f(1_500_000, Label), "1.5 ms");
+        assert_eq!(f(2_000_000_000, Label), "2 s");
+        assert_eq!(format_duration_ns(0.5, Label), "0 ns");
+        assert_eq!(f(500_000_000, Exact), "500ms");
+        assert_eq!(f(2_000_000_000, Exact), "2s");
+        assert_eq!(f(2_500_000_000, Exact), "2.5s");
+        for ns in [1, 999, 250_000, 500_000_000, 2_500_000_000, 60_000_000_000] {
+            assert_eq!(parse_duration_ns(&f(ns, Exact)), Ok(ns));
+        }
+        assert_eq!(format_bytes(0.0), "0 B");
+        assert_eq!(format_bytes(1023.0), "1023 B");
+        assert_eq!(format_bytes(1536.0), "1.5 KiB");
+        assert_eq!(format_bytes(3.0 * (1u64 << 30) as f64), "3.0 GiB");
+        assert_eq!(format_bytes(2.0 * (1u64 << 50) as f64), "2.0 PiB");
     }
 }

@@ -136,6 +136,22 @@ pub enum ReplayError {
     },
 }
 
+impl ReplayError {
+    /// True when the error is about the flags given (a bad speed, no loops, no target, a
+    /// `--map` of a device the trace lacks) rather than about the trace or the targets: the
+    /// binary exits with its usage status for these.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            ReplayError::BadSpeed { .. }
+                | ReplayError::TooSlow { .. }
+                | ReplayError::NoLoops
+                | ReplayError::NoTarget
+                | ReplayError::UnknownDevice { .. }
+        )
+    }
+}
+
 /// A factor as the command line shows numbers: plainly, or in exponent form when very small
 /// or very large (`1e-300`, not 300 zeros).
 fn show_factor(v: f64) -> String {

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use iodump_format::units::{format_duration_ns, DurationStyle};
 use serde_json::{json, Map, Value};
 
 use crate::plan::{IoKind, Plan, Skipped};
@@ -26,18 +27,10 @@ pub type LatencyCells = [(Option<u64>, Option<u64>); QUANTILES.len()];
 /// Per kind: its [`LatencyCells`].
 pub type LatencyRows = Vec<(IoKind, LatencyCells)>;
 
-/// A duration in ns as a short human string (`812ns`, `15.2us`, `3.41ms`, `1.20s`).
+/// A duration in ns as a short human string (`812ns`, `15.2us`, `3.41ms`, `1.20s`): the
+/// one formatter of [`iodump_format::units`].
 pub fn fmt_ns(ns: u64) -> String {
-    let f = ns as f64;
-    if ns < 1_000 {
-        format!("{ns}ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1}us", f / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2}ms", f / 1e6)
-    } else {
-        format!("{:.2}s", f / 1e9)
-    }
+    format_duration_ns(ns as f64, DurationStyle::Short)
 }
 
 fn rate(count: u64, ns: u64) -> f64 {

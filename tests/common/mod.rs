@@ -93,6 +93,47 @@ pub fn run(cmd: &mut Command) -> Output {
     out
 }
 
+/// The file the skipped tests are listed in, one `SKIP …` line each, appended by every test
+/// binary: `iodump-skips.txt` in the target directory (`$CARGO_TARGET_DIR`, else `target`),
+/// found from the test binary's own path (`TARGET/debug/deps/NAME-HASH`). `.ci/run` empties
+/// it before the tests and counts it after.
+pub fn skips_file() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.ancestors().nth(3)?.join("iodump-skips.txt"))
+}
+
+/// Says that a test (or a part of it) does not run for want of `needs`: one line on stderr,
+/// `SKIP tests/FILE.rs::TEST: needs …`, appended to [`skips_file`] too. `test` names it; when
+/// empty, the harness's name of the current thread (the test's name) does.
+pub fn skip(test: &str, needs: &str) {
+    let file = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .map(|stem| match stem.rsplit_once('-') {
+            Some((name, hash)) if hash.bytes().all(|b| b.is_ascii_hexdigit()) => name.to_string(),
+            _ => stem,
+        })
+        .unwrap_or_default();
+    let thread = std::thread::current();
+    let name = match (test, thread.name()) {
+        ("", Some(n)) => n,
+        (t, _) => t,
+    };
+    let line = format!("SKIP tests/{file}.rs::{name}: needs {needs}");
+    eprintln!("{line}");
+    if let Some(p) = skips_file() {
+        use std::io::Write as _;
+        // One short write in append mode: lines of tests running at once do not mix.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+        {
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+    }
+}
+
 /// True when BPF tests can run (root, BTF, zram); panics when they cannot but must
 /// (`IODUMP_REQUIRE_BPF=1`), else says the test is skipped.
 pub fn bpf_available(test: &str) -> bool {
@@ -103,11 +144,11 @@ pub fn bpf_available(test: &str) -> bool {
     if root && btf && zram {
         return true;
     }
-    let why = format!("{test}: needs root, BTF and zram (root={root}, btf={btf}, zram={zram})");
+    let why = format!("root, BTF and zram (root={root}, btf={btf}, zram={zram})");
     if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
-        panic!("IODUMP_REQUIRE_BPF=1 but {why}");
+        panic!("IODUMP_REQUIRE_BPF=1 but {test}: needs {why}");
     }
-    eprintln!("skipped: {why}");
+    skip(test, &why);
     false
 }
 
@@ -122,7 +163,7 @@ pub fn root_available(test: &str) -> bool {
     if std::env::var("IODUMP_REQUIRE_BPF").as_deref() == Ok("1") {
         panic!("IODUMP_REQUIRE_BPF=1 but {test} needs root");
     }
-    eprintln!("skipped: {test}: needs root");
+    skip(test, "root");
     false
 }
 
@@ -162,6 +203,18 @@ pub fn error_line(out: &Output) -> String {
 pub fn one_line_error(out: &Output, what: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "expected exit 1: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("iodump: error: "), "{err}");
+    assert!(err.contains(what), "expected {what:?} in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A usage error found after clap's parsing (a bad flag value or combination, a filter that
+/// does not parse): one line on stderr, `iodump: error: …` containing `what`, and exit status
+/// 2, as for what clap refuses itself.
+pub fn usage_error(out: &Output, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "expected exit 2 (usage): {err}");
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert!(err.starts_with("iodump: error: "), "{err}");
     assert!(err.contains(what), "expected {what:?} in: {err}");
@@ -331,7 +384,7 @@ pub fn chromium() -> Option<String> {
     if std::env::var("IODUMP_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
         panic!("IODUMP_REQUIRE_CHROMIUM=1 but no chromium found");
     }
-    eprintln!("skipped: no chromium");
+    skip("", "chromium");
     None
 }
 

@@ -1,0 +1,312 @@
+//! The Parquet input of both engines ([`crate::onepass`] and [`crate::query`]): the files of a
+//! dataset `iodump convert` wrote (flat or hive-style), and one reader for each of its small
+//! tables (`devices`, `processes`, `files`, `losses`), each handling the older layouts once.
+//! A leaf: it imports only [`crate::layout`] and the crate's error type.
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::{Array, RecordBatch, StringArray};
+use iodump_format::expr::{Expr, ResolvedView};
+use iodump_format::text::text_unbytes;
+use iodump_format::{DevT, Event, Flags, Op, Syscall};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::layout::{self, IntColumn};
+use crate::{parquet_read_error, AnalyzeError};
+
+/// Parquet files of `table` under a `convert` output directory: `DIR/TABLE.parquet`, or every
+/// `*.parquet` below `DIR/TABLE/` (a hive-style dataset).
+pub(crate) fn parquet_files(dir: &Path, table: &str) -> Vec<PathBuf> {
+    let flat = dir.join(format!("{table}.parquet"));
+    if flat.is_file() {
+        return vec![flat];
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![dir.join(table)];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every record batch of one Parquet file, after checking its layout.
+pub(crate) fn read_batches(p: &Path) -> Result<Vec<RecordBatch>, AnalyzeError> {
+    let f = std::fs::File::open(p).map_err(parquet_read_error(p))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(parquet_read_error(p))?;
+    layout::check(p, builder.metadata().file_metadata())?;
+    let reader = builder.build().map_err(parquet_read_error(p))?;
+    reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(parquet_read_error(p))
+}
+
+/// Column `name` of `b` as an array of type `T` (absent or of another type: a layout error).
+pub(crate) fn arrow_col<'a, T: 'static>(
+    b: &'a RecordBatch,
+    name: &str,
+) -> Result<&'a T, AnalyzeError> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .ok_or_else(|| layout::bad_column(name))
+}
+
+/// `MAJ:MIN` (a `dev_t` column of `iodump convert`'s tables) as the trace's device number;
+/// anything else is an error naming the file it was read from.
+pub(crate) fn parse_dev_t(s: &str, file: &Path) -> Result<u32, AnalyzeError> {
+    let parsed = s.split_once(':').and_then(|(ma, mi)| {
+        let (ma, mi) = (ma.parse::<u32>().ok()?, mi.parse::<u32>().ok()?);
+        (ma < 1 << 12 && mi < 1 << 20).then(|| DevT::new(ma, mi).0)
+    });
+    parsed.ok_or_else(|| AnalyzeError::Query {
+        message: format!(
+            "{}: dev_t {s:?} is not a device number (MAJ:MIN)",
+            file.display()
+        ),
+    })
+}
+
+/// A row of a dataset's `devices` table.
+pub(crate) struct DeviceRow {
+    pub trace: String,
+    /// `MAJ:MIN`, as written.
+    pub dev_t: String,
+    /// Kernel name (`sda1`, `dm-0`).
+    pub name: String,
+    /// `MAJ:MIN` of the disk it is a partition of.
+    pub partition_of: Option<String>,
+}
+
+/// The rows of a dataset's `devices` tables.
+pub(crate) fn devices_table(dir: &Path) -> Result<Vec<DeviceRow>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, "devices") {
+        for b in read_batches(&p)? {
+            let trace = arrow_col::<StringArray>(&b, "trace")?;
+            let dev_t = arrow_col::<StringArray>(&b, "dev_t")?;
+            let name = arrow_col::<StringArray>(&b, "name")?;
+            // Read only by `analyze -d`: a table without it names no partitions.
+            let part = match b.column_by_name("partition_of") {
+                None => None,
+                Some(_) => Some(arrow_col::<StringArray>(&b, "partition_of")?),
+            };
+            for i in 0..b.num_rows() {
+                out.push(DeviceRow {
+                    trace: trace.value(i).into(),
+                    dev_t: dev_t.value(i).into(),
+                    name: name.value(i).into(),
+                    partition_of: part
+                        .filter(|a| !a.is_null(i))
+                        .map(|a| a.value(i).to_string()),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A row of a dataset's `processes` table.
+pub(crate) struct ProcessRow {
+    pub trace: String,
+    pub tid: u32,
+    pub pid: u32,
+    pub comm: String,
+    /// The command line; the comm in tables written before iodump recorded command lines.
+    pub args: String,
+}
+
+/// The rows of a dataset's `processes` tables; a table without `args` (written before iodump
+/// recorded command lines) gives the comm.
+pub(crate) fn processes_table(dir: &Path) -> Result<Vec<ProcessRow>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, "processes") {
+        for b in read_batches(&p)? {
+            let trace = arrow_col::<StringArray>(&b, "trace")?;
+            let comm = arrow_col::<StringArray>(&b, "comm")?;
+            let args = b
+                .column_by_name("args")
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>());
+            let (tid, pid) = (IntColumn::of(&b, "tid")?, IntColumn::of(&b, "pid")?);
+            for i in 0..b.num_rows() {
+                let c = comm.value(i).to_string();
+                let a = match args {
+                    Some(a) if !a.is_null(i) => a.value(i).to_string(),
+                    _ => c.clone(),
+                };
+                out.push(ProcessRow {
+                    trace: trace.value(i).into(),
+                    tid: tid.u32(i),
+                    pid: pid.u32(i),
+                    comm: c,
+                    args: a,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A row of a dataset's `files` table.
+pub(crate) struct FileRow {
+    pub trace: String,
+    pub path_id: u32,
+    /// The device number ([`parse_dev_t`]).
+    pub dev: u32,
+    pub inode: u64,
+    /// None in tables written before iodump recorded generations.
+    pub generation: Option<u32>,
+    pub path: String,
+}
+
+/// The rows of a dataset's `files` tables.
+pub(crate) fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, "files") {
+        for b in read_batches(&p)? {
+            let trace = arrow_col::<StringArray>(&b, "trace")?;
+            let path = arrow_col::<StringArray>(&b, "path")?;
+            let dev_t = arrow_col::<StringArray>(&b, "dev_t")?;
+            let id = IntColumn::of(&b, "path_id")?;
+            let inode = IntColumn::of(&b, "inode")?;
+            // Absent from tables written before iodump recorded generations.
+            let generation = IntColumn::of(&b, "generation").ok();
+            for i in 0..b.num_rows() {
+                out.push(FileRow {
+                    trace: trace.value(i).into(),
+                    path_id: id.u32(i),
+                    dev: parse_dev_t(dev_t.value(i), &p)?,
+                    inode: inode.u64(i),
+                    generation: generation
+                        .as_ref()
+                        .filter(|g| !g.is_null(i))
+                        .map(|g| g.u32(i)),
+                    path: path.value(i).into(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Events lost while recording: the sum of the `losses` table's counts.
+pub(crate) fn parquet_lost_events(dir: &Path) -> Result<u64, AnalyzeError> {
+    let mut lost = 0u64;
+    for p in parquet_files(dir, "losses") {
+        for b in read_batches(&p)? {
+            lost += IntColumn::of(&b, "count")?.to_u64().iter().sum::<u64>();
+        }
+    }
+    Ok(lost)
+}
+
+/// Evaluates `f` on each row of an `io` batch, rebuilt as an [`Event`] with its
+/// comm, path and device name (text columns read back with `text_unbytes`).
+pub(crate) fn parquet_filter_mask(b: &RecordBatch, f: &Expr) -> Result<Vec<bool>, AnalyzeError> {
+    let s = |name| arrow_col::<StringArray>(b, name);
+    // Integers of any width and sign (layouts 1 and 2), read back as the trace's values.
+    let int = |name| IntColumn::of(b, name);
+    let (u32c, u64c) = (int, int);
+    let (dev, dev_t, op, flags, comm, path, syscall) = (
+        s("dev")?,
+        s("dev_t")?,
+        s("op")?,
+        s("flags")?,
+        s("comm")?,
+        s("path")?,
+        s("syscall")?,
+    );
+    let (pid, tid, path_id, dirtier) = (
+        u32c("pid")?,
+        u32c("tid")?,
+        u32c("path_id")?,
+        u32c("dirtier_pid")?,
+    );
+    let (mono, sector, queue, latency, cgroup) = (
+        u64c("monotonic_ns")?,
+        u64c("sector")?,
+        u64c("queue_ns")?,
+        u64c("latency_ns")?,
+        u64c("cgroup_id")?,
+    );
+    let bytes = u32c("bytes")?;
+    let error = IntColumn::of(b, "error")?;
+    let cpu = IntColumn::of(b, "cpu")?;
+    let mut mask = Vec::with_capacity(b.num_rows());
+    for i in 0..b.num_rows() {
+        let (ma, mi) = dev_t.value(i).split_once(':').unwrap_or(("0", "0"));
+        let e = Event {
+            timestamp_ns: mono.u64(i),
+            dev: DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)),
+            sector: sector.u64(i),
+            bytes: bytes.u32(i),
+            op: Op::ALL
+                .iter()
+                .copied()
+                .find(|o| o.name() == op.value(i))
+                .unwrap_or(Op::Other),
+            flags: Flags::from_letters(flags.value(i)),
+            pid: pid.u32(i),
+            tid: tid.u32(i),
+            path_id: path_id.u32(i),
+            queue_ns: (!queue.is_null(i)).then(|| queue.u64(i)),
+            latency_ns: latency.u64(i),
+            error: error.u16(i),
+            cpu: cpu.u16(i),
+            syscall: (!syscall.is_null(i))
+                .then(|| Syscall::from_name(syscall.value(i)))
+                .flatten(),
+            dirtier_pid: (!dirtier.is_null(i)).then(|| dirtier.u32(i)),
+            cgroup_id: cgroup.u64(i),
+            upper: None,
+        };
+        let (c, p) = (text_unbytes(comm.value(i)), text_unbytes(path.value(i)));
+        let v = ResolvedView {
+            comm: &c,
+            path: &p,
+            dev: dev.value(i),
+            // Parquet carries no cgroups table: `iodump analyze` refuses cgroup fields on it.
+            cgroup: None,
+        };
+        mask.push(f.eval(&e, &v));
+    }
+    Ok(mask)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_device_number_is_an_error_not_0_0() {
+        let f = Path::new("ds/files/part-0.parquet");
+        assert_eq!(parse_dev_t("8:1", f).unwrap(), DevT::new(8, 1).0);
+        assert_eq!(parse_dev_t("0:0", f).unwrap(), 0);
+        for bad in [
+            "",
+            "8",
+            "8:",
+            ":1",
+            "a:b",
+            "8:1x",
+            "-1:2",
+            "4096:0",
+            "8:1048576",
+        ] {
+            let e = parse_dev_t(bad, f).unwrap_err().to_string();
+            assert!(
+                e.contains("not a device number") && e.contains("part-0"),
+                "{bad}: {e}"
+            );
+        }
+    }
+}
