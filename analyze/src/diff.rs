@@ -276,7 +276,14 @@ impl<K> Default for Keyed<K> {
 impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
     #[inline]
     fn get(&mut self, k: K) -> &mut Entry {
-        let i = match self.last {
+        let i = self.index_of(k);
+        &mut self.entries[i as usize]
+    }
+
+    /// The index of `k`'s entry, made when new.
+    #[inline]
+    fn index_of(&mut self, k: K) -> u32 {
+        match self.last {
             Some((lk, li)) if lk == k => li,
             _ => {
                 let entries = &mut self.entries;
@@ -287,8 +294,7 @@ impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
                 self.last = Some((k, i));
                 i
             }
-        };
-        &mut self.entries[i as usize]
+        }
     }
 
     fn merge(&mut self, o: Keyed<K>) {
@@ -322,6 +328,19 @@ struct Acc {
     threads: Keyed<ThreadKey>,
     /// (dev << 32 | path id).
     file: Keyed<u64>,
+    /// A segment's rows grouped by file ([`Acc::add`]); kept to reuse their memory.
+    by_file: ByFile,
+}
+
+/// A segment's kept rows grouped by their file's entry, each file's rows in their order.
+#[derive(Default)]
+struct ByFile {
+    /// The file entry of each kept row.
+    entry: Vec<u32>,
+    /// Where each entry's rows start in `rows` (then, once placed, end).
+    start: Vec<u32>,
+    /// The rows, grouped.
+    rows: Vec<u32>,
 }
 
 /// What a pass folds besides threads: files, and cgroups (into the thread key).
@@ -335,25 +354,64 @@ impl Acc {
     fn add(&mut self, on: Folded, b: &EventBatch, keep: &[u32]) {
         self.segs += 1;
         let seg = self.segs;
+        let io = |i: usize| Io {
+            dev: b.dev[i],
+            sector: b.sector[i],
+            end_sector: b.sector[i].wrapping_add(u64::from(b.bytes[i]).div_ceil(512)),
+            bytes: b.bytes[i],
+            op: b.op[i],
+            latency_ns: b.latency_ns[i],
+            queue_ns: b.queue_ns.get(i),
+        };
+        // Threads are few: their entries stay in cache.
         for &k in keep {
             let i = k as usize;
-            let io = Io {
-                dev: b.dev[i],
-                sector: b.sector[i],
-                end_sector: b.sector[i].wrapping_add(u64::from(b.bytes[i]).div_ceil(512)),
-                bytes: b.bytes[i],
-                op: b.op[i],
-                latency_ns: b.latency_ns[i],
-                queue_ns: b.queue_ns.get(i),
-            };
             let cgroup = if on.cgroup { b.cgroup_id[i] } else { 0 };
             self.threads
-                .get((io.dev, b.pid[i], b.tid[i], cgroup))
-                .add(seg, &io);
-            if on.file {
-                let key = u64::from(io.dev) << 32 | u64::from(b.path_id[i]);
-                self.file.get(key).add(seg, &io);
+                .get((b.dev[i], b.pid[i], b.tid[i], cgroup))
+                .add(seg, &io(i));
+        }
+        if !on.file {
+            return;
+        }
+        // Files are many (thousands: their entries and histograms do not fit in cache), and
+        // their I/O interleaves: the rows are grouped by file first (a counting sort, each
+        // file's rows kept in order, so sequential I/O is found as before), so that a file's
+        // entry is fetched once per segment rather than once per I/O.
+        let g = &mut self.by_file;
+        g.entry.clear();
+        for &k in keep {
+            let i = k as usize;
+            let key = u64::from(b.dev[i]) << 32 | u64::from(b.path_id[i]);
+            g.entry.push(self.file.index_of(key));
+        }
+        let files = self.file.entries.len();
+        g.start.clear();
+        g.start.resize(files + 1, 0);
+        for &e in &g.entry {
+            g.start[e as usize + 1] += 1;
+        }
+        for f in 0..files {
+            g.start[f + 1] += g.start[f];
+        }
+        g.rows.clear();
+        g.rows.resize(keep.len(), 0);
+        for (&e, &k) in g.entry.iter().zip(keep) {
+            let at = &mut g.start[e as usize];
+            g.rows[*at as usize] = k;
+            *at += 1;
+        }
+        // start[f] is now where file f's rows end, and start[f - 1] where they began.
+        let mut begin = 0;
+        for f in 0..files {
+            let end = g.start[f] as usize;
+            if end > begin {
+                let e = &mut self.file.entries[f];
+                for &k in &g.rows[begin..end] {
+                    e.add(seg, &io(k as usize));
+                }
             }
+            begin = end;
         }
     }
 
