@@ -187,23 +187,35 @@ impl Figures {
     }
 }
 
-/// A stream (a thread on a device, or a file on a device) while a segment is folded: its
-/// figures and the ends of its last I/Os in this segment (sequential I/O is found within a
+/// The ends of a stream's last I/Os in one segment (sequential I/O is found within a
 /// segment, so the figures do not depend on which worker reads which segments).
 #[derive(Default)]
-struct Entry {
-    f: Figures,
-    /// Segment the ends are of.
-    seg: u64,
+struct Seq {
     ends: [(u32, u64); SEQ_TRACK],
     next: usize,
     len: usize,
 }
 
-impl Entry {
-    fn merge(&mut self, o: Entry) {
-        self.f.merge(&o.f);
+impl Seq {
+    /// True when `io` starts where one of the last I/Os ended; then remembers where it ends.
+    #[inline]
+    fn follows(&mut self, io: &Io) -> bool {
+        let hit = self.ends[..self.len].contains(&(io.dev, io.sector));
+        self.ends[self.next] = (io.dev, io.end_sector);
+        self.next = (self.next + 1) % SEQ_TRACK;
+        self.len = (self.len + 1).min(SEQ_TRACK);
+        hit
     }
+}
+
+/// A thread on a device while segments are folded: its figures, and its stream in the
+/// segment being folded.
+#[derive(Default)]
+struct Entry {
+    f: Figures,
+    /// Segment `seq` is of.
+    seg: u64,
+    seq: Seq,
 }
 
 /// The columns of one I/O that a group's figures take.
@@ -217,53 +229,69 @@ struct Io {
     queue_ns: Option<u64>,
 }
 
-impl Entry {
+impl Figures {
+    /// Adds one I/O; a data I/O (read or write) asks `seq` whether it is sequential.
     #[inline]
-    fn add(&mut self, seg: u64, io: &Io) {
-        let f = &mut self.f;
-        f.ios += 1;
-        f.bytes += u64::from(io.bytes);
-        f.bytes_sq += f64::from(io.bytes) * f64::from(io.bytes);
-        f.latency.add(io.latency_ns);
+    fn add(&mut self, io: &Io, seq: impl FnOnce(&Io) -> bool) {
+        self.ios += 1;
+        self.bytes += u64::from(io.bytes);
+        self.bytes_sq += f64::from(io.bytes) * f64::from(io.bytes);
+        self.latency.add(io.latency_ns);
         if let Some(q) = io.queue_ns {
-            f.queue.add(q);
+            self.queue.add(q);
         }
-        let data = if io.op == Op::Read.code() {
-            f.reads += 1;
-            true
+        if io.op == Op::Read.code() {
+            self.reads += 1;
         } else if io.op == Op::Write.code() {
-            f.writes += 1;
-            true
+            self.writes += 1;
         } else {
-            false
-        };
-        if !data {
             return;
         }
-        f.sizes[size_class(io.bytes)] += 1;
-        if self.seg != seg {
-            self.seg = seg;
-            self.len = 0;
-            self.next = 0;
+        self.sizes[size_class(io.bytes)] += 1;
+        if seq(io) {
+            self.sequential += 1;
         }
-        if self.ends[..self.len].contains(&(io.dev, io.sector)) {
-            f.sequential += 1;
-        }
-        self.ends[self.next] = (io.dev, io.end_sector);
-        self.next = (self.next + 1) % SEQ_TRACK;
-        self.len = (self.len + 1).min(SEQ_TRACK);
     }
 }
 
-/// One scope's groups in a worker: entries by key, the last key used remembered (I/Os of one
-/// thread or file often come in runs, so most I/Os find their entry without hashing).
-struct Keyed<K> {
+impl Entry {
+    #[inline]
+    fn add(&mut self, seg: u64, io: &Io) {
+        if self.seg != seg {
+            self.seg = seg;
+            self.seq = Seq::default();
+        }
+        let seq = &mut self.seq;
+        self.f.add(io, |io| seq.follows(io));
+    }
+}
+
+/// What [`Keyed`] keeps per key.
+trait Merge: Default {
+    fn merge_from(&mut self, o: Self);
+}
+
+impl Merge for Entry {
+    fn merge_from(&mut self, o: Entry) {
+        self.f.merge(&o.f);
+    }
+}
+
+impl Merge for Figures {
+    fn merge_from(&mut self, o: Figures) {
+        self.merge(&o);
+    }
+}
+
+/// One scope's groups in a worker: values by key, the last key used remembered (I/Os of one
+/// thread often come in runs, so most I/Os find their entry without hashing).
+struct Keyed<K, V> {
     index: IntMap<K, u32>,
-    entries: Vec<Entry>,
+    entries: Vec<V>,
     last: Option<(K, u32)>,
 }
 
-impl<K> Default for Keyed<K> {
+impl<K, V> Default for Keyed<K, V> {
     fn default() -> Self {
         Keyed {
             index: IntMap::default(),
@@ -273,14 +301,14 @@ impl<K> Default for Keyed<K> {
     }
 }
 
-impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
+impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
     #[inline]
-    fn get(&mut self, k: K) -> &mut Entry {
+    fn get(&mut self, k: K) -> &mut V {
         let i = self.index_of(k);
         &mut self.entries[i as usize]
     }
 
-    /// The index of `k`'s entry, made when new.
+    /// The index of `k`'s value, made when new.
     #[inline]
     fn index_of(&mut self, k: K) -> u32 {
         match self.last {
@@ -288,7 +316,7 @@ impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
             _ => {
                 let entries = &mut self.entries;
                 let i = *self.index.entry(k).or_insert_with(|| {
-                    entries.push(Entry::default());
+                    entries.push(V::default());
                     entries.len() as u32 - 1
                 });
                 self.last = Some((k, i));
@@ -297,18 +325,18 @@ impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
         }
     }
 
-    fn merge(&mut self, o: Keyed<K>) {
-        let mut entries: Vec<Option<Entry>> = o.entries.into_iter().map(Some).collect();
+    fn merge(&mut self, o: Keyed<K, V>) {
+        let mut entries: Vec<Option<V>> = o.entries.into_iter().map(Some).collect();
         for (k, i) in o.index {
             if let Some(e) = entries[i as usize].take() {
-                self.get(k).merge(e);
+                self.get(k).merge_from(e);
             }
         }
     }
 
-    /// Every (key, entry).
-    fn drain(self) -> impl Iterator<Item = (K, Entry)> {
-        let mut entries: Vec<Option<Entry>> = self.entries.into_iter().map(Some).collect();
+    /// Every (key, value).
+    fn drain(self) -> impl Iterator<Item = (K, V)> {
+        let mut entries: Vec<Option<V>> = self.entries.into_iter().map(Some).collect();
         self.index
             .into_iter()
             .filter_map(move |(k, i)| entries[i as usize].take().map(|e| (k, e)))
@@ -319,25 +347,32 @@ impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
 /// whole recording, its devices, processes and cgroups are sums of these.
 type ThreadKey = (u32, u32, u32, u64);
 
-/// What a worker folds one side's segments into: an entry per thread on a device (few, so
-/// their entries stay in cache) and, when files are compared, per file on a device.
+/// Path ids not above this are looked up in [`Acc::dense`] (ids are numbered from 1 within
+/// a trace); larger ones by hashing.
+const DENSE_PATH_IDS: u32 = 1 << 20;
+
+/// What a worker folds one trace's segments into: an entry per thread on a device (few, so
+/// their entries stay in cache) and, when files are compared, figures per file on a device.
 #[derive(Default)]
 struct Acc {
-    /// Segments folded (numbers the segment of [`Entry::ends`]).
+    /// Segments folded (numbers the segment of [`Entry::seq`]).
     segs: u64,
-    threads: Keyed<ThreadKey>,
+    threads: Keyed<ThreadKey, Entry>,
     /// (dev << 32 | path id).
-    file: Keyed<u64>,
+    file: Keyed<u64, Figures>,
+    /// The index in `file` of each (device, path id), by device then path id (u32::MAX: not
+    /// seen yet): a file's index without hashing.
+    dense: Vec<(u32, Vec<u32>)>,
     /// A segment's rows grouped by file ([`Acc::add`]); kept to reuse their memory.
     by_file: ByFile,
 }
 
-/// A segment's kept rows grouped by their file's entry, each file's rows in their order.
+/// A segment's kept rows grouped by their file's index, each file's rows in their order.
 #[derive(Default)]
 struct ByFile {
-    /// The file entry of each kept row.
+    /// The file index of each kept row.
     entry: Vec<u32>,
-    /// Where each entry's rows start in `rows` (then, once placed, end).
+    /// Where each file's rows start in `rows` (then, once placed, end).
     start: Vec<u32>,
     /// The rows, grouped.
     rows: Vec<u32>,
@@ -351,6 +386,37 @@ struct Folded {
 }
 
 impl Acc {
+    /// The index in `file` of path `path_id` on `dev`.
+    #[inline]
+    fn file_index(&mut self, dev: u32, path_id: u32) -> u32 {
+        if path_id > DENSE_PATH_IDS {
+            return self
+                .file
+                .index_of(u64::from(dev) << 32 | u64::from(path_id));
+        }
+        let d = match self.dense.iter().position(|(d, _)| *d == dev) {
+            Some(d) => d,
+            None => {
+                self.dense.push((dev, Vec::new()));
+                self.dense.len() - 1
+            }
+        };
+        let slots = &mut self.dense[d].1;
+        let p = path_id as usize;
+        if let Some(&i) = slots.get(p) {
+            if i != u32::MAX {
+                return i;
+            }
+        } else {
+            slots.resize(p + 1, u32::MAX);
+        }
+        let i = self
+            .file
+            .index_of(u64::from(dev) << 32 | u64::from(path_id));
+        self.dense[d].1[p] = i;
+        i
+    }
+
     fn add(&mut self, on: Folded, b: &EventBatch, keep: &[u32]) {
         self.segs += 1;
         let seg = self.segs;
@@ -374,17 +440,18 @@ impl Acc {
         if !on.file {
             return;
         }
-        // Files are many (thousands: their entries and histograms do not fit in cache), and
-        // their I/O interleaves: the rows are grouped by file first (a counting sort, each
-        // file's rows kept in order, so sequential I/O is found as before), so that a file's
-        // entry is fetched once per segment rather than once per I/O.
-        let g = &mut self.by_file;
-        g.entry.clear();
+        // Files are many (thousands: their figures do not fit in cache), and their I/O
+        // interleaves: the rows are grouped by file first (a counting sort, each file's rows
+        // kept in order, so sequential I/O is found as for a thread), so that a file's
+        // figures are fetched once per segment rather than once per I/O.
+        let mut entry = std::mem::take(&mut self.by_file.entry);
+        entry.clear();
         for &k in keep {
             let i = k as usize;
-            let key = u64::from(b.dev[i]) << 32 | u64::from(b.path_id[i]);
-            g.entry.push(self.file.index_of(key));
+            entry.push(self.file_index(b.dev[i], b.path_id[i]));
         }
+        let g = &mut self.by_file;
+        g.entry = entry;
         let files = self.file.entries.len();
         g.start.clear();
         g.start.resize(files + 1, 0);
@@ -406,9 +473,10 @@ impl Acc {
         for f in 0..files {
             let end = g.start[f] as usize;
             if end > begin {
-                let e = &mut self.file.entries[f];
+                let figures = &mut self.file.entries[f];
+                let mut seq = Seq::default();
                 for &k in &g.rows[begin..end] {
-                    e.add(seg, &io(k as usize));
+                    figures.add(&io(k as usize), |io| seq.follows(io));
                 }
             }
             begin = end;
@@ -418,6 +486,8 @@ impl Acc {
     fn merge(&mut self, o: Acc) {
         self.threads.merge(o.threads);
         self.file.merge(o.file);
+        // Indexes of `file` changed: the dense index is rebuilt when needed.
+        self.dense.clear();
     }
 }
 
@@ -528,7 +598,7 @@ pub fn read_side(
             }
             for (key, e) in t.acc.file.drain() {
                 let (dev, path_id) = ((key >> 32) as u32, key as u32);
-                put(Scope::File, file_name(src, dev, path_id), e.f);
+                put(Scope::File, file_name(src, dev, path_id), e);
             }
             for (id, f) in cgroups {
                 match src.cgroup(id) {
