@@ -402,12 +402,21 @@ fn fio_files(test: &str, d: &TempDir, names: &[&str]) -> Option<(String, Vec<Pat
     if !common::bpf_available(test) {
         return None;
     }
-    let Some(dev) = block_device_of(&d.0) else {
+    // The temporary directory, or (a tmpfs /tmp) the build's, on the checkout's disk (its
+    // files are left there, and written again by the next run).
+    let target_tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let Some((dir, dev)) = [d.0.clone(), target_tmp]
+        .into_iter()
+        .find_map(|dir| block_device_of(&dir).map(|dev| (dir, dev)))
+    else {
         common::skip(test, "a temporary directory on a block device");
         return None;
     };
     let data: Vec<u8> = (0..32u32 << 20).map(|i| (i % 251) as u8).collect();
-    let files: Vec<PathBuf> = names.iter().map(|n| d.join(n)).collect();
+    let files: Vec<PathBuf> = names
+        .iter()
+        .map(|n| dir.join(format!("{test}-{n}")))
+        .collect();
     for f in &files {
         std::fs::write(f, &data).unwrap();
     }
