@@ -485,9 +485,9 @@ impl Acc {
 
     fn merge(&mut self, o: Acc) {
         self.threads.merge(o.threads);
+        // Keys already here keep their index, new ones are appended: `dense` stays true, and
+        // learns the new ones when they are looked up.
         self.file.merge(o.file);
-        // Indexes of `file` changed: the dense index is rebuilt when needed.
-        self.dense.clear();
     }
 }
 
