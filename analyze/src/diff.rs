@@ -17,6 +17,7 @@ use iodump_format::inthash::IntMap;
 use iodump_format::segment::{col, Columns};
 use iodump_format::{DevT, EventBatch, Op};
 
+use crate::grouping::{Groups, DENSE_IDS};
 use crate::input::InputPath;
 use crate::loghist::{
     chi_square_test, mann_whitney, proportion_test, quantile_test, rate_test, LogHist,
@@ -347,10 +348,6 @@ impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
 /// whole recording, its devices, processes and cgroups are sums of these.
 type ThreadKey = (u32, u32, u32, u64);
 
-/// Path ids not above this are looked up in [`Acc::dense`] (ids are numbered from 1 within
-/// a trace); larger ones by hashing.
-const DENSE_PATH_IDS: u32 = 1 << 20;
-
 /// What a worker folds one trace's segments into: an entry per thread on a device (few, so
 /// their entries stay in cache) and, when files are compared, figures per file on a device.
 #[derive(Default)]
@@ -364,18 +361,7 @@ struct Acc {
     /// seen yet): a file's index without hashing.
     dense: Vec<(u32, Vec<u32>)>,
     /// A segment's rows grouped by file ([`Acc::add`]); kept to reuse their memory.
-    by_file: ByFile,
-}
-
-/// A segment's kept rows grouped by their file's index, each file's rows in their order.
-#[derive(Default)]
-struct ByFile {
-    /// The file index of each kept row.
-    entry: Vec<u32>,
-    /// Where each file's rows start in `rows` (then, once placed, end).
-    start: Vec<u32>,
-    /// The rows, grouped.
-    rows: Vec<u32>,
+    groups: Groups,
 }
 
 /// What a pass folds besides threads: files, and cgroups (into the thread key).
@@ -389,7 +375,7 @@ impl Acc {
     /// The index in `file` of path `path_id` on `dev`.
     #[inline]
     fn file_index(&mut self, dev: u32, path_id: u32) -> u32 {
-        if path_id > DENSE_PATH_IDS {
+        if path_id > DENSE_IDS {
             return self
                 .file
                 .index_of(u64::from(dev) << 32 | u64::from(path_id));
@@ -441,46 +427,22 @@ impl Acc {
             return;
         }
         // Files are many (thousands: their figures do not fit in cache), and their I/O
-        // interleaves: the rows are grouped by file first (a counting sort, each file's rows
-        // kept in order, so sequential I/O is found as for a thread), so that a file's
-        // figures are fetched once per segment rather than once per I/O.
-        let mut entry = std::mem::take(&mut self.by_file.entry);
-        entry.clear();
-        for &k in keep {
+        // interleaves: the rows are grouped by file first (each file's rows kept in order, so
+        // sequential I/O is found as for a thread), so that a file's figures are fetched once
+        // per segment rather than once per I/O.
+        let mut groups = std::mem::take(&mut self.groups);
+        groups.group(keep, |k| {
             let i = k as usize;
-            entry.push(self.file_index(b.dev[i], b.path_id[i]));
-        }
-        let g = &mut self.by_file;
-        g.entry = entry;
-        let files = self.file.entries.len();
-        g.start.clear();
-        g.start.resize(files + 1, 0);
-        for &e in &g.entry {
-            g.start[e as usize + 1] += 1;
-        }
-        for f in 0..files {
-            g.start[f + 1] += g.start[f];
-        }
-        g.rows.clear();
-        g.rows.resize(keep.len(), 0);
-        for (&e, &k) in g.entry.iter().zip(keep) {
-            let at = &mut g.start[e as usize];
-            g.rows[*at as usize] = k;
-            *at += 1;
-        }
-        // start[f] is now where file f's rows end, and start[f - 1] where they began.
-        let mut begin = 0;
-        for f in 0..files {
-            let end = g.start[f] as usize;
-            if end > begin {
-                let figures = &mut self.file.entries[f];
-                let mut seq = Seq::default();
-                for &k in &g.rows[begin..end] {
-                    figures.add(&io(k as usize), |io| seq.follows(io));
-                }
+            self.file_index(b.dev[i], b.path_id[i])
+        });
+        groups.each(|f, rows| {
+            let figures = &mut self.file.entries[f];
+            let mut seq = Seq::default();
+            for &k in rows {
+                figures.add(&io(k as usize), |io| seq.follows(io));
             }
-            begin = end;
-        }
+        });
+        self.groups = groups;
     }
 
     fn merge(&mut self, o: Acc) {

@@ -10,6 +10,7 @@ pub mod diff;
 pub mod engine;
 pub mod export;
 pub mod files;
+mod grouping;
 pub mod input;
 mod intact;
 pub mod layout;

@@ -22,6 +22,7 @@ use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
 use polars::prelude::*;
 use rayon::prelude::*;
 
+use crate::grouping::{DenseIds, Groups};
 use crate::input::InputPath;
 use crate::onepass_source::Source;
 use crate::query::{LatencyBy, RankBy};
@@ -522,38 +523,76 @@ fn merge_maps<K: std::hash::Hash + Eq, V>(
     }
 }
 
-/// Adds the kept rows of one segment to the files' counters (path id → counters). Rows of
-/// one file by one thread often follow each other (a sequential stream, a WAL): such a run
-/// costs one look-up of the file and one of the thread.
-fn add_files(files: &mut IntMap<u32, FileAcc>, b: &EventBatch, keep: &[u32]) {
-    let (read, write) = (Op::Read.code(), Op::Write.code());
-    let mut k = 0;
-    while k < keep.len() {
-        let path_id = b.path_id[keep[k] as usize];
-        let f = files.entry(path_id).or_default();
-        while k < keep.len() && b.path_id[keep[k] as usize] == path_id {
-            let tid = b.tid[keep[k] as usize];
-            let mut n = 0;
-            while k < keep.len() {
-                let i = keep[k] as usize;
-                if b.path_id[i] != path_id || b.tid[i] != tid {
-                    break;
-                }
-                let bytes = u64::from(b.bytes[i]);
-                f.bytes += bytes;
-                if b.op[i] == read {
-                    f.read_bytes += bytes;
-                } else if b.op[i] == write {
-                    f.write_bytes += bytes;
-                }
-                f.latency_sum_ns += u128::from(b.latency_ns[i]);
-                f.latencies_ns.push(b.latency_ns[i]);
-                n += 1;
-                k += 1;
-            }
-            f.ios += n;
-            *f.by_tid.entry(tid).or_default() += n;
+/// One worker's files of one trace: figures per path id, found through a dense index.
+#[derive(Default)]
+struct FilesAcc {
+    ids: DenseIds,
+    /// (path id, figures), by index.
+    files: Vec<(u32, FileAcc)>,
+    /// A segment's rows grouped by file; kept to reuse their memory.
+    groups: Groups,
+}
+
+impl FilesAcc {
+    /// The index of `path_id`'s figures, made when new.
+    #[inline]
+    fn index(&mut self, path_id: u32) -> usize {
+        let (i, new) = self.ids.index(path_id);
+        if new {
+            self.files.push((path_id, FileAcc::default()));
         }
+        i as usize
+    }
+
+    /// Adds the kept rows of one segment. Files are many and their I/O interleaves: the rows
+    /// are grouped by file first, so that each file's figures (and the tail of its latency
+    /// samples) are fetched once per segment rather than once per I/O. Within a file, a run of
+    /// rows by one thread costs one look-up of the thread.
+    fn add(&mut self, b: &EventBatch, keep: &[u32]) {
+        let mut groups = std::mem::take(&mut self.groups);
+        groups.group(keep, |k| self.index(b.path_id[k as usize]) as u32);
+        let (read, write) = (Op::Read.code(), Op::Write.code());
+        groups.each(|g, rows| {
+            let f = &mut self.files[g].1;
+            let mut k = 0;
+            while k < rows.len() {
+                let tid = b.tid[rows[k] as usize];
+                let mut n = 0;
+                while k < rows.len() {
+                    let i = rows[k] as usize;
+                    if b.tid[i] != tid {
+                        break;
+                    }
+                    let bytes = u64::from(b.bytes[i]);
+                    f.bytes += bytes;
+                    if b.op[i] == read {
+                        f.read_bytes += bytes;
+                    } else if b.op[i] == write {
+                        f.write_bytes += bytes;
+                    }
+                    f.latency_sum_ns += u128::from(b.latency_ns[i]);
+                    f.latencies_ns.push(b.latency_ns[i]);
+                    n += 1;
+                    k += 1;
+                }
+                f.ios += n;
+                *f.by_tid.entry(tid).or_default() += n;
+            }
+        });
+        self.groups = groups;
+    }
+
+    fn merge(&mut self, o: FilesAcc) {
+        let (mut a, b) = if o.files.len() > self.files.len() {
+            (o, std::mem::take(self))
+        } else {
+            (std::mem::take(self), o)
+        };
+        for (path_id, f) in b.files {
+            let i = a.index(path_id);
+            a.files[i].1.merge(f);
+        }
+        *self = a;
     }
 }
 
@@ -589,13 +628,13 @@ pub fn top_files(
         paths,
         filter,
         progress,
-        IntMap::<u32, FileAcc>::default,
-        |files, _, b, keep| add_files(files, b, keep),
-        |a, b| merge_maps(a, b, FileAcc::merge),
+        FilesAcc::default,
+        |files, _, b, keep| files.add(b, keep),
+        FilesAcc::merge,
         |t| {
             // Path ids → files: the names of a renamed file are added together.
             let mut by_file: IntMap<u32, FileAcc> = IntMap::default();
-            for (path_id, f) in t.acc {
+            for (path_id, f) in t.acc.files {
                 by_file
                     .entry(t.input.file_key(path_id))
                     .or_default()
