@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+#[cfg(feature = "analyze")]
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use iodump_replay::{Beyond, EngineKind, ReplayConfig, Session};

@@ -363,8 +363,13 @@ record() {
   # The device's counters before: read by the traced command itself, so once iodump has
   # attached (its start takes seconds under TCG, in which a filesystem's background work,
   # xfs's log worker, may write: not in the trace, but in a delta taken before the start).
+  # An I/O that completes after the attach but before that read is in the trace and not in
+  # the delta: the kernel's CLOCK_MONOTONIC (the trace's clock) just before and just after
+  # the read (stat1.mono) lets check.py leave those out.
   "$BIN" record -d "$dev" -o "$run/trace.iod" --stats -- \
-    sh -c 'cat "$1" > "$2" && shift 2 && exec "$@"' sh "/sys/block/$dev/stat" "$run/stat1" "$@" \
+    sh -c 'mono() { grep -m1 "now at" /proc/timer_list | tr -dc 0-9; echo; }
+           { mono && cat "$1" > "$2" && mono; } > "$2.mono" && shift 2 && exec "$@"' \
+    sh "/sys/block/$dev/stat" "$run/stat1" "$@" \
     > "$run/workload.out" 2> "$run/record.stderr"
   rc=$?
   cat "/sys/block/$dev/stat" > "$run/stat2"
