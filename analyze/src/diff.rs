@@ -17,7 +17,7 @@ use iodump_format::inthash::IntMap;
 use iodump_format::segment::{col, Columns};
 use iodump_format::{DevT, EventBatch, Op};
 
-use crate::grouping::{Groups, DENSE_IDS};
+use crate::grouping::{DenseSlots, Groups};
 use crate::input::InputPath;
 use crate::loghist::{
     chi_square_test, mann_whitney, proportion_test, quantile_test, rate_test, LogHist,
@@ -359,7 +359,7 @@ struct Acc {
     file: Keyed<u64, Figures>,
     /// The index in `file` of each (device, path id), by device then path id (u32::MAX: not
     /// seen yet): a file's index without hashing.
-    dense: Vec<(u32, Vec<u32>)>,
+    dense: Vec<(u32, DenseSlots)>,
     /// A segment's rows grouped by file ([`Acc::add`]); kept to reuse their memory.
     groups: Groups,
 }
@@ -375,32 +375,23 @@ impl Acc {
     /// The index in `file` of path `path_id` on `dev`.
     #[inline]
     fn file_index(&mut self, dev: u32, path_id: u32) -> u32 {
-        if path_id > DENSE_IDS {
-            return self
-                .file
-                .index_of(u64::from(dev) << 32 | u64::from(path_id));
-        }
+        let key = u64::from(dev) << 32 | u64::from(path_id);
         let d = match self.dense.iter().position(|(d, _)| *d == dev) {
             Some(d) => d,
             None => {
-                self.dense.push((dev, Vec::new()));
+                self.dense.push((dev, DenseSlots::default()));
                 self.dense.len() - 1
             }
         };
-        let slots = &mut self.dense[d].1;
-        let p = path_id as usize;
-        if let Some(&i) = slots.get(p) {
-            if i != u32::MAX {
-                return i;
+        match self.dense[d].1.slot(path_id) {
+            Some(slot) => {
+                if *slot == u32::MAX {
+                    *slot = self.file.index_of(key);
+                }
+                *slot
             }
-        } else {
-            slots.resize(p + 1, u32::MAX);
+            None => self.file.index_of(key),
         }
-        let i = self
-            .file
-            .index_of(u64::from(dev) << 32 | u64::from(path_id));
-        self.dense[d].1[p] = i;
-        i
     }
 
     fn add(&mut self, on: Folded, b: &EventBatch, keep: &[u32]) {

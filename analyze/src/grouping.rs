@@ -1,19 +1,40 @@
 //! Grouping a segment's rows by a small dense key before they are folded, for the passes that
 //! keep figures per file (thousands of them, which do not fit in cache while the rows of
-//! different files interleave): [`Groups`], a counting sort of row numbers that keeps each
-//! group's rows in their order, and [`DenseIds`], the group index of a path id without hashing.
+//! different files interleave): [`Groups`], a counting sort of row numbers or of the rows' values
+//! that keeps each group's rows in their order, and [`DenseIds`], the group index of a path id
+//! without hashing.
 
 use iodump_format::inthash::IntMap;
 
 /// Ids not above this are looked up in a vector (path ids are numbered from 1 within a trace);
 /// larger ones (a damaged or foreign trace) by hashing.
-pub(crate) const DENSE_IDS: u32 = 1 << 20;
+const DENSE_IDS: u32 = 1 << 20;
+
+/// A number per id not above [`DENSE_IDS`], `u32::MAX` until set: the vector behind
+/// [`DenseIds`], and the diff's index of each file per device.
+#[derive(Default)]
+pub(crate) struct DenseSlots(Vec<u32>);
+
+impl DenseSlots {
+    /// The slot of `id` (`u32::MAX`: not set yet); none above [`DENSE_IDS`].
+    #[inline]
+    pub(crate) fn slot(&mut self, id: u32) -> Option<&mut u32> {
+        if id > DENSE_IDS {
+            return None;
+        }
+        let p = id as usize;
+        if p >= self.0.len() {
+            self.0.resize(p + 1, u32::MAX);
+        }
+        Some(&mut self.0[p])
+    }
+}
 
 /// Indices 0, 1, 2 … given to ids in the order they are first seen.
 #[derive(Default)]
 pub(crate) struct DenseIds {
-    /// The index of each id up to [`DENSE_IDS`] (u32::MAX: not seen yet).
-    dense: Vec<u32>,
+    /// The index of each id up to [`DENSE_IDS`].
+    dense: DenseSlots,
     /// The index of each larger id.
     sparse: IntMap<u32, u32>,
     /// Indices given.
@@ -24,80 +45,102 @@ impl DenseIds {
     /// The index of `id`, and whether it is new (then it is the next index, `len() - 1`).
     #[inline]
     pub(crate) fn index(&mut self, id: u32) -> (u32, bool) {
-        if id > DENSE_IDS {
-            let next = self.len;
-            let i = *self.sparse.entry(id).or_insert(next);
-            let new = i == next;
-            self.len += u32::from(new);
-            return (i, new);
-        }
-        let p = id as usize;
-        if let Some(&i) = self.dense.get(p) {
-            if i != u32::MAX {
-                return (i, false);
+        let next = self.len;
+        let (i, new) = match self.dense.slot(id) {
+            Some(slot) if *slot != u32::MAX => (*slot, false),
+            Some(slot) => {
+                *slot = next;
+                (next, true)
             }
-        } else {
-            self.dense.resize(p + 1, u32::MAX);
-        }
-        let i = self.len;
-        self.dense[p] = i;
-        self.len += 1;
-        (i, true)
+            None => {
+                let i = *self.sparse.entry(id).or_insert(next);
+                (i, i == next)
+            }
+        };
+        self.len += u32::from(new);
+        (i, new)
     }
 }
 
-/// A segment's kept rows grouped by a key below a bound, each group's rows in their order.
-/// Its vectors are kept from segment to segment to reuse their memory.
+/// A segment's kept rows grouped by a key below a bound, each group's rows in their order:
+/// [`Groups::key`] gives each row its group, [`Groups::scatter`] places values (row numbers,
+/// or the rows' own values) grouped, in the rows' order within each group. Its vectors are
+/// kept from segment to segment to reuse their memory.
 #[derive(Default)]
 pub(crate) struct Groups {
     /// The group of each kept row.
     group: Vec<u32>,
-    /// Where each group's rows start in `rows` (then, once placed, end).
-    start: Vec<u32>,
-    /// The rows, grouped.
+    /// Where each group's values start in a scattered vector; one more entry, the total.
+    begin: Vec<u32>,
+    /// While values are scattered: where each group's next value goes.
+    next: Vec<u32>,
+    /// The rows, grouped ([`Groups::group`]).
     rows: Vec<u32>,
 }
 
 impl Groups {
-    /// Groups `rows` by `group_of(row)` (small numbers: one counter per number up to the
-    /// largest).
-    pub(crate) fn group(&mut self, rows: &[u32], mut group_of: impl FnMut(u32) -> u32) {
+    /// Gives each of `n` rows its group, `group_of(its position)` (small numbers: one
+    /// counter per number up to the largest), in the rows' order.
+    pub(crate) fn key(&mut self, n: usize, mut group_of: impl FnMut(usize) -> u32) {
         self.group.clear();
         let mut top = 0;
-        self.group.extend(rows.iter().map(|&r| {
-            let g = group_of(r);
+        self.group.extend((0..n).map(|j| {
+            let g = group_of(j);
             top = top.max(g);
             g
         }));
-        let groups = if rows.is_empty() { 0 } else { top as usize + 1 };
-        self.start.clear();
-        self.start.resize(groups + 1, 0);
+        let groups = if n == 0 { 0 } else { top as usize + 1 };
+        self.begin.clear();
+        self.begin.resize(groups + 1, 0);
         for &g in &self.group {
-            self.start[g as usize + 1] += 1;
+            self.begin[g as usize + 1] += 1;
         }
         for g in 0..groups {
-            self.start[g + 1] += self.start[g];
+            self.begin[g + 1] += self.begin[g];
         }
-        self.rows.clear();
-        self.rows.resize(rows.len(), 0);
-        for (&g, &r) in self.group.iter().zip(rows) {
-            let at = &mut self.start[g as usize];
-            self.rows[*at as usize] = r;
+    }
+
+    /// `values` (one per row given to [`Groups::key`], in the same order) into `out`,
+    /// grouped: group `g`'s are `out[r]` for `(g, r)` of [`Groups::ranges`].
+    pub(crate) fn scatter<T: Copy + Default>(
+        &mut self,
+        values: impl IntoIterator<Item = T>,
+        out: &mut Vec<T>,
+    ) {
+        self.next.clear();
+        self.next
+            .extend_from_slice(&self.begin[..self.begin.len().saturating_sub(1)]);
+        out.clear();
+        out.resize(self.group.len(), T::default());
+        for (&g, v) in self.group.iter().zip(values) {
+            let at = &mut self.next[g as usize];
+            out[*at as usize] = v;
             *at += 1;
         }
-        // start[g] is now where group g's rows end, and start[g - 1] where they began.
-        self.start.pop();
+    }
+
+    /// Each group with rows and where its values are in a scattered vector, in the order of
+    /// the groups.
+    pub(crate) fn ranges(&self) -> impl Iterator<Item = (usize, std::ops::Range<usize>)> + '_ {
+        self.begin
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| w[1] > w[0])
+            .map(|(g, w)| (g, w[0] as usize..w[1] as usize))
+    }
+
+    /// Groups `rows` (row numbers) by `group_of(row)`, for [`Groups::each`].
+    pub(crate) fn group(&mut self, rows: &[u32], mut group_of: impl FnMut(u32) -> u32) {
+        self.key(rows.len(), |j| group_of(rows[j]));
+        let mut grouped = std::mem::take(&mut self.rows);
+        self.scatter(rows.iter().copied(), &mut grouped);
+        self.rows = grouped;
     }
 
     /// Calls `f(group, its rows)` for each group with rows, in the order of the groups.
     pub(crate) fn each(&self, mut f: impl FnMut(usize, &[u32])) {
-        let mut begin = 0;
-        for (g, &end) in self.start.iter().enumerate() {
-            let end = end as usize;
-            if end > begin {
-                f(g, &self.rows[begin..end]);
-            }
-            begin = end;
+        for (g, r) in self.ranges() {
+            f(g, &self.rows[r]);
         }
     }
 }
@@ -125,6 +168,22 @@ mod tests {
         assert_eq!(seen, vec![(0, vec![3, 4])]);
         g.group(&[], |_| 0);
         g.each(|_, _| panic!("no rows, no group"));
+    }
+
+    #[test]
+    fn scattered_values_follow_their_rows_groups() {
+        let mut g = Groups::default();
+        let keys = [1u32, 3, 1, 0, 3];
+        g.key(keys.len(), |j| keys[j]);
+        let mut out = Vec::new();
+        g.scatter([10u64, 11, 12, 13, 14], &mut out);
+        let got: Vec<(usize, Vec<u64>)> = g.ranges().map(|(k, r)| (k, out[r].to_vec())).collect();
+        // Group 2 has no rows: no range.
+        assert_eq!(got, vec![(0, vec![13]), (1, vec![10, 12]), (3, vec![11, 14])]);
+        // A second scatter of other values over the same grouping.
+        let mut tids = Vec::new();
+        g.scatter([7u32, 8, 9, 6, 5], &mut tids);
+        assert_eq!(tids, vec![6, 7, 9, 8, 5]);
     }
 
     #[test]

@@ -65,6 +65,37 @@ impl Samples {
         }
     }
 
+    /// Adds `vs` (as [`Samples::push`] each would).
+    fn extend(&mut self, vs: &[u64]) {
+        let Some(top) = vs.iter().copied().max() else {
+            return;
+        };
+        if top > u64::from(u32::MAX) {
+            for &v in vs {
+                self.push(v);
+            }
+            return;
+        }
+        self.len += vs.len();
+        self.max = Some(self.max.map_or(top, |m| m.max(top)));
+        let mut rest = vs;
+        while !rest.is_empty() {
+            match self.narrow.last_mut() {
+                Some(b) if b.len() < BLOCK => {
+                    let (now, later) = rest.split_at((BLOCK - b.len()).min(rest.len()));
+                    // Every value fits in 32 bits (top does).
+                    b.extend(now.iter().map(|&v| v as u32));
+                    rest = later;
+                }
+                _ => {
+                    // The first block grows as usual; later ones are allocated whole.
+                    let cap = if self.narrow.is_empty() { rest.len().clamp(4, BLOCK) } else { BLOCK };
+                    self.narrow.push(Vec::with_capacity(cap));
+                }
+            }
+        }
+    }
+
     fn append(&mut self, o: Samples) {
         self.len += o.len;
         self.max = match (self.max, o.max) {
@@ -477,29 +508,83 @@ where
     Column::new(name.into(), rows.iter().map(f).collect::<Vec<T>>())
 }
 
-/// One file's counters within a trace.
-#[derive(Default)]
-struct FileAcc {
+/// One file's sums within a trace.
+#[derive(Default, Clone, Copy)]
+struct FileSums {
     ios: u64,
     bytes: u64,
     read_bytes: u64,
     write_bytes: u64,
     latency_sum_ns: u128,
-    latencies_ns: Samples,
-    /// I/Os per submitting thread.
-    by_tid: IntMap<u32, u64>,
 }
 
-impl FileAcc {
-    fn merge(&mut self, o: FileAcc) {
+impl FileSums {
+    fn merge(&mut self, o: &FileSums) {
         self.ios += o.ios;
         self.bytes += o.bytes;
         self.read_bytes += o.read_bytes;
         self.write_bytes += o.write_bytes;
         self.latency_sum_ns += o.latency_sum_ns;
+    }
+}
+
+/// One file's counters within a trace.
+#[derive(Default)]
+struct FileAcc {
+    /// (While a worker adds rows they are in [`FilesAcc::sums`]; see [`FilesAcc::into_files`].)
+    sums: FileSums,
+    latencies_ns: Samples,
+    /// I/Os per submitting thread.
+    by_tid: TidCounts,
+}
+
+impl FileAcc {
+    fn merge(&mut self, o: FileAcc) {
+        self.sums.merge(&o.sums);
         self.latencies_ns.append(o.latencies_ns);
-        for (t, n) in o.by_tid {
-            *self.by_tid.entry(t).or_default() += n;
+        self.by_tid.merge(o.by_tid);
+    }
+}
+
+/// Threads a file has beyond which their counts are hashed rather than searched in a list.
+const FEW_TIDS: usize = 32;
+
+/// I/Os per thread of one file: a list searched in order while the file has few threads (in
+/// the synthetic mixed workload a file has 5 in the median, 33 at most), a hash map beyond.
+#[derive(Default)]
+struct TidCounts {
+    few: Vec<(u32, u64)>,
+    many: IntMap<u32, u64>,
+}
+
+impl TidCounts {
+    #[inline]
+    fn add(&mut self, tid: u32, n: u64) {
+        if self.many.is_empty() {
+            if let Some(e) = self.few.iter_mut().find(|e| e.0 == tid) {
+                e.1 += n;
+                return;
+            }
+            if self.few.len() < FEW_TIDS {
+                self.few.push((tid, n));
+                return;
+            }
+            self.many.extend(self.few.drain(..));
+        }
+        *self.many.entry(tid).or_default() += n;
+    }
+
+    /// (thread, I/Os), each thread once.
+    fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.few
+            .iter()
+            .copied()
+            .chain(self.many.iter().map(|(&t, &n)| (t, n)))
+    }
+
+    fn merge(&mut self, o: TidCounts) {
+        for (t, n) in o.iter() {
+            self.add(t, n);
         }
     }
 }
@@ -527,10 +612,16 @@ fn merge_maps<K: std::hash::Hash + Eq, V>(
 #[derive(Default)]
 struct FilesAcc {
     ids: DenseIds,
-    /// (path id, figures), by index.
+    /// Each file's sums, by index, apart from the rest of its figures: a small dense array
+    /// that the rows' pass updates in place.
+    sums: Vec<FileSums>,
+    /// (path id, the rest of its figures), by index.
     files: Vec<(u32, FileAcc)>,
-    /// A segment's rows grouped by file; kept to reuse their memory.
+    /// A segment's rows grouped by file, and their latencies and threads so grouped; kept to
+    /// reuse their memory.
     groups: Groups,
+    latencies_ns: Vec<u64>,
+    tids: Vec<u32>,
 }
 
 impl FilesAcc {
@@ -539,47 +630,65 @@ impl FilesAcc {
     fn index(&mut self, path_id: u32) -> usize {
         let (i, new) = self.ids.index(path_id);
         if new {
+            self.sums.push(FileSums::default());
             self.files.push((path_id, FileAcc::default()));
         }
         i as usize
     }
 
-    /// Adds the kept rows of one segment. Files are many and their I/O interleaves: the rows
-    /// are grouped by file first, so that each file's figures (and the tail of its latency
-    /// samples) are fetched once per segment rather than once per I/O. Within a file, a run of
-    /// rows by one thread costs one look-up of the thread.
+    /// Adds the kept rows of one segment. The sums are added in the rows' order, into the
+    /// files' small array. Files are many and their I/O interleaves: the latencies and
+    /// threads are grouped by file first (a counting sort of the values), so that each
+    /// file's samples and thread counts are fetched once per segment rather than once per
+    /// I/O, and a run of one thread's I/Os costs one look-up of the thread.
     fn add(&mut self, b: &EventBatch, keep: &[u32]) {
         let mut groups = std::mem::take(&mut self.groups);
-        groups.group(keep, |k| self.index(b.path_id[k as usize]) as u32);
         let (read, write) = (Op::Read.code(), Op::Write.code());
-        groups.each(|g, rows| {
-            let f = &mut self.files[g].1;
-            let mut k = 0;
-            while k < rows.len() {
-                let tid = b.tid[rows[k] as usize];
-                let mut n = 0;
-                while k < rows.len() {
-                    let i = rows[k] as usize;
-                    if b.tid[i] != tid {
-                        break;
-                    }
-                    let bytes = u64::from(b.bytes[i]);
-                    f.bytes += bytes;
-                    if b.op[i] == read {
-                        f.read_bytes += bytes;
-                    } else if b.op[i] == write {
-                        f.write_bytes += bytes;
-                    }
-                    f.latency_sum_ns += u128::from(b.latency_ns[i]);
-                    f.latencies_ns.push(b.latency_ns[i]);
-                    n += 1;
-                    k += 1;
-                }
-                f.ios += n;
-                *f.by_tid.entry(tid).or_default() += n;
+        groups.key(keep.len(), |j| {
+            let i = keep[j] as usize;
+            let g = self.index(b.path_id[i]);
+            let s = &mut self.sums[g];
+            let bytes = u64::from(b.bytes[i]);
+            s.ios += 1;
+            s.bytes += bytes;
+            if b.op[i] == read {
+                s.read_bytes += bytes;
+            } else if b.op[i] == write {
+                s.write_bytes += bytes;
             }
+            s.latency_sum_ns += u128::from(b.latency_ns[i]);
+            g as u32
         });
+        let (mut lat, mut tids) = (
+            std::mem::take(&mut self.latencies_ns),
+            std::mem::take(&mut self.tids),
+        );
+        groups.scatter(keep.iter().map(|&k| b.latency_ns[k as usize]), &mut lat);
+        groups.scatter(keep.iter().map(|&k| b.tid[k as usize]), &mut tids);
+        for (g, r) in groups.ranges() {
+            let f = &mut self.files[g].1;
+            f.latencies_ns.extend(&lat[r.clone()]);
+            let mut run = &tids[r];
+            while let Some(&tid) = run.first() {
+                let n = run.iter().take_while(|&&t| t == tid).count();
+                f.by_tid.add(tid, n as u64);
+                run = &run[n..];
+            }
+        }
         self.groups = groups;
+        self.latencies_ns = lat;
+        self.tids = tids;
+    }
+
+    /// Each file's path id and figures.
+    fn into_files(self) -> impl Iterator<Item = (u32, FileAcc)> {
+        self.files
+            .into_iter()
+            .zip(self.sums)
+            .map(|((path_id, mut f), s)| {
+                f.sums = s;
+                (path_id, f)
+            })
     }
 
     fn merge(&mut self, o: FilesAcc) {
@@ -588,9 +697,13 @@ impl FilesAcc {
         } else {
             (std::mem::take(self), o)
         };
-        for (path_id, f) in b.files {
+        for (path_id, f) in b.into_files() {
             let i = a.index(path_id);
-            a.files[i].1.merge(f);
+            a.sums[i].merge(&f.sums);
+            // The live sums are `a.sums`: the rest only.
+            let into = &mut a.files[i].1;
+            into.latencies_ns.append(f.latencies_ns);
+            into.by_tid.merge(f.by_tid);
         }
         *self = a;
     }
@@ -634,7 +747,7 @@ pub fn top_files(
         |t| {
             // Path ids → files: the names of a renamed file are added together.
             let mut by_file: IntMap<u32, FileAcc> = IntMap::default();
-            for (path_id, f) in t.acc.files {
+            for (path_id, f) in t.acc.into_files() {
                 by_file
                     .entry(t.input.file_key(path_id))
                     .or_default()
@@ -642,9 +755,9 @@ pub fn top_files(
             }
             for (key, f) in by_file {
                 let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
-                for (tid, n) in &f.by_tid {
+                for (tid, n) in f.by_tid.iter() {
                     *by_comm
-                        .entry(t.input.comm(*tid).map(String::as_str))
+                        .entry(t.input.comm(tid).map(String::as_str))
                         .or_default() += n;
                 }
                 // Most I/Os; ties: the name that sorts first (no name before any name).
@@ -659,12 +772,13 @@ pub fn top_files(
                     trace: t.input.trace_of_path(key).to_string(),
                     key,
                     path: t.input.path(key),
-                    ios: f.ios,
-                    bytes: f.bytes,
-                    read_bytes: f.read_bytes,
-                    write_bytes: f.write_bytes,
-                    mean_latency_us: (f.ios > 0)
-                        .then(|| f.latency_sum_ns as f64 / f.ios as f64 / 1000.0),
+                    ios: f.sums.ios,
+                    bytes: f.sums.bytes,
+                    read_bytes: f.sums.read_bytes,
+                    write_bytes: f.sums.write_bytes,
+                    mean_latency_us: (f.sums.ios > 0).then(|| {
+                        f.sums.latency_sum_ns as f64 / f.sums.ios as f64 / 1000.0
+                    }),
                     p99_latency_us: p99.map(|v| v / 1000.0),
                     main_process,
                     names: renamed.map_or(1, |r| r.names),
@@ -1566,6 +1680,50 @@ mod tests {
             }
         }
         panic!("a reversed sequence longer than the window was accepted");
+    }
+
+    #[test]
+    fn samples_extended_in_slices_are_the_samples_pushed() {
+        let vals: Vec<u64> = (0..30_000u64).map(|i| i * 7919 % 100_003).collect();
+        let (mut pushed, mut extended) = (Samples::default(), Samples::default());
+        for &v in &vals {
+            pushed.push(v);
+        }
+        // Slices across block boundaries, an empty one, and one with a wide value.
+        let mut at = 0;
+        for n in [0, 3, 8190, 5, 10_000, 11_802] {
+            extended.extend(&vals[at..at + n]);
+            at += n;
+        }
+        assert_eq!(at, vals.len());
+        extended.extend(&[1 << 40, 5]);
+        pushed.push(1 << 40);
+        pushed.push(5);
+        assert_eq!((extended.len, extended.max), (pushed.len, pushed.max));
+        assert!(extended.narrow.iter().all(|b| b.len() <= BLOCK));
+        assert_eq!(extended.wide, vec![1 << 40]);
+        let qs = [0.0, 0.5, 0.99, 1.0];
+        assert_eq!(extended.quantiles(&qs), pushed.quantiles(&qs));
+    }
+
+    #[test]
+    fn thread_counts_stay_exact_past_the_short_list() {
+        let mut c = TidCounts::default();
+        for round in 0..3u64 {
+            for tid in 0..(FEW_TIDS as u32 + 10) {
+                c.add(tid, round + 1);
+            }
+        }
+        let mut other = TidCounts::default();
+        other.add(5, 100);
+        other.add(1000, 1);
+        c.merge(other);
+        let mut got: Vec<(u32, u64)> = c.iter().collect();
+        got.sort_unstable();
+        let mut want: Vec<(u32, u64)> = (0..(FEW_TIDS as u32 + 10)).map(|t| (t, 6)).collect();
+        want[5].1 += 100;
+        want.push((1000, 1));
+        assert_eq!(got, want);
     }
 
     #[test]
