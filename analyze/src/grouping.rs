@@ -179,7 +179,10 @@ mod tests {
         g.scatter([10u64, 11, 12, 13, 14], &mut out);
         let got: Vec<(usize, Vec<u64>)> = g.ranges().map(|(k, r)| (k, out[r].to_vec())).collect();
         // Group 2 has no rows: no range.
-        assert_eq!(got, vec![(0, vec![13]), (1, vec![10, 12]), (3, vec![11, 14])]);
+        assert_eq!(
+            got,
+            vec![(0, vec![13]), (1, vec![10, 12]), (3, vec![11, 14])]
+        );
         // A second scatter of other values over the same grouping.
         let mut tids = Vec::new();
         g.scatter([7u32, 8, 9, 6, 5], &mut tids);

@@ -89,7 +89,11 @@ impl Samples {
                 }
                 _ => {
                     // The first block grows as usual; later ones are allocated whole.
-                    let cap = if self.narrow.is_empty() { rest.len().clamp(4, BLOCK) } else { BLOCK };
+                    let cap = if self.narrow.is_empty() {
+                        rest.len().clamp(4, BLOCK)
+                    } else {
+                        BLOCK
+                    };
                     self.narrow.push(Vec::with_capacity(cap));
                 }
             }
@@ -776,9 +780,8 @@ pub fn top_files(
                     bytes: f.sums.bytes,
                     read_bytes: f.sums.read_bytes,
                     write_bytes: f.sums.write_bytes,
-                    mean_latency_us: (f.sums.ios > 0).then(|| {
-                        f.sums.latency_sum_ns as f64 / f.sums.ios as f64 / 1000.0
-                    }),
+                    mean_latency_us: (f.sums.ios > 0)
+                        .then(|| f.sums.latency_sum_ns as f64 / f.sums.ios as f64 / 1000.0),
                     p99_latency_us: p99.map(|v| v / 1000.0),
                     main_process,
                     names: renamed.map_or(1, |r| r.names),
