@@ -515,19 +515,13 @@ where
 /// One file's sums within a trace.
 #[derive(Default, Clone, Copy)]
 struct FileSums {
-    ios: u64,
-    bytes: u64,
-    read_bytes: u64,
-    write_bytes: u64,
+    io: ProcAcc,
     latency_sum_ns: u128,
 }
 
 impl FileSums {
     fn merge(&mut self, o: &FileSums) {
-        self.ios += o.ios;
-        self.bytes += o.bytes;
-        self.read_bytes += o.read_bytes;
-        self.write_bytes += o.write_bytes;
+        self.io.merge(o.io);
         self.latency_sum_ns += o.latency_sum_ns;
     }
 }
@@ -647,19 +641,11 @@ impl FilesAcc {
     /// I/O, and a run of one thread's I/Os costs one look-up of the thread.
     fn add(&mut self, b: &EventBatch, keep: &[u32]) {
         let mut groups = std::mem::take(&mut self.groups);
-        let (read, write) = (Op::Read.code(), Op::Write.code());
         groups.key(keep.len(), |j| {
             let i = keep[j] as usize;
             let g = self.index(b.path_id[i]);
             let s = &mut self.sums[g];
-            let bytes = u64::from(b.bytes[i]);
-            s.ios += 1;
-            s.bytes += bytes;
-            if b.op[i] == read {
-                s.read_bytes += bytes;
-            } else if b.op[i] == write {
-                s.write_bytes += bytes;
-            }
+            s.io.add(b.op[i], b.bytes[i]);
             s.latency_sum_ns += u128::from(b.latency_ns[i]);
             g as u32
         });
@@ -776,12 +762,12 @@ pub fn top_files(
                     trace: t.input.trace_of_path(key).to_string(),
                     key,
                     path: t.input.path(key),
-                    ios: f.sums.ios,
-                    bytes: f.sums.bytes,
-                    read_bytes: f.sums.read_bytes,
-                    write_bytes: f.sums.write_bytes,
-                    mean_latency_us: (f.sums.ios > 0)
-                        .then(|| f.sums.latency_sum_ns as f64 / f.sums.ios as f64 / 1000.0),
+                    ios: f.sums.io.ios,
+                    bytes: f.sums.io.bytes,
+                    read_bytes: f.sums.io.read_bytes,
+                    write_bytes: f.sums.io.write_bytes,
+                    mean_latency_us: (f.sums.io.ios > 0)
+                        .then(|| f.sums.latency_sum_ns as f64 / f.sums.io.ios as f64 / 1000.0),
                     p99_latency_us: p99.map(|v| v / 1000.0),
                     main_process,
                     names: renamed.map_or(1, |r| r.names),
@@ -839,7 +825,8 @@ fn ranked_files(
     DataFrame::new(rows.len(), cols)
 }
 
-/// One thread's counters: I/Os, bytes read, bytes written, all bytes.
+/// One thread's (or, in [`FileSums`], one file's) counters: I/Os, bytes read, bytes written, all
+/// bytes.
 #[derive(Default, Clone, Copy)]
 struct ProcAcc {
     ios: u64,
@@ -849,6 +836,19 @@ struct ProcAcc {
 }
 
 impl ProcAcc {
+    /// Adds one I/O of `op` (its code) that moved `bytes`.
+    #[inline]
+    fn add(&mut self, op: u8, bytes: u32) {
+        let bytes = u64::from(bytes);
+        self.ios += 1;
+        self.bytes += bytes;
+        if op == Op::Read.code() {
+            self.read_bytes += bytes;
+        } else if op == Op::Write.code() {
+            self.write_bytes += bytes;
+        }
+    }
+
     fn merge(&mut self, o: ProcAcc) {
         self.ios += o.ios;
         self.read_bytes += o.read_bytes;
@@ -859,18 +859,11 @@ impl ProcAcc {
 
 /// Adds the kept rows of one segment to the threads' counters ((pid, tid) → counters).
 fn add_threads(m: &mut IntMap<(u32, u32), ProcAcc>, b: &EventBatch, keep: &[u32]) {
-    let (read, write) = (Op::Read.code(), Op::Write.code());
     for &k in keep {
         let i = k as usize;
-        let a = m.entry((b.pid[i], b.tid[i])).or_default();
-        let bytes = u64::from(b.bytes[i]);
-        a.ios += 1;
-        a.bytes += bytes;
-        if b.op[i] == read {
-            a.read_bytes += bytes;
-        } else if b.op[i] == write {
-            a.write_bytes += bytes;
-        }
+        m.entry((b.pid[i], b.tid[i]))
+            .or_default()
+            .add(b.op[i], b.bytes[i]);
     }
 }
 
