@@ -1187,81 +1187,6 @@ impl TimeAcc {
     }
 }
 
-/// (interval number, device, op code): one cell of the timeline.
-type TimeKey = (i64, u32, u8);
-
-/// Cells recently used, checked before the hash: within an interval a few devices and ops
-/// take turns.
-const RECENT_CELLS: usize = 4;
-
-/// One worker's timeline cells of one trace, by first use, found through a hash of their keys
-/// (or among the last few used).
-#[derive(Default)]
-struct TimeCells {
-    index: IntMap<TimeKey, u32>,
-    cells: Vec<(TimeKey, TimeAcc)>,
-}
-
-impl TimeCells {
-    /// The index of `key`'s cell, made when new.
-    fn cell(&mut self, key: TimeKey) -> usize {
-        let next = self.cells.len() as u32;
-        let i = *self.index.entry(key).or_insert(next);
-        if i == next {
-            self.cells.push((key, TimeAcc::default()));
-        }
-        i as usize
-    }
-
-    /// Adds the kept rows of one segment. A row's interval is computed with a division only
-    /// when its time leaves the previous row's interval (rows come in time order within a
-    /// segment, though any order gives the same cells).
-    fn add(&mut self, h: &Header, b: &EventBatch, keep: &[u32], interval_ns: i64) {
-        let (mut lo, mut hi, mut bucket) = (0i64, 0i64, 0i64);
-        let mut recent = [(None::<TimeKey>, 0usize); RECENT_CELLS];
-        let mut turn = 0;
-        for &k in keep {
-            let i = k as usize;
-            let t = h.to_utc_ns(b.timestamp_ns[i]);
-            if t < lo || t >= hi {
-                bucket = t.div_euclid(interval_ns);
-                (lo, hi) = match bucket.checked_mul(interval_ns) {
-                    Some(l) => (l, l.saturating_add(interval_ns)),
-                    // No interval that fits: computed again for every such row.
-                    None => (t, t),
-                };
-            }
-            let key = (bucket, b.dev[i], b.op[i]);
-            let c = match recent.iter().find(|(r, _)| *r == Some(key)) {
-                Some(&(_, c)) => c,
-                None => {
-                    let c = self.cell(key);
-                    recent[turn] = (Some(key), c);
-                    turn = (turn + 1) % RECENT_CELLS;
-                    c
-                }
-            };
-            let c = &mut self.cells[c].1;
-            c.ios += 1;
-            c.bytes += u64::from(b.bytes[i]);
-            c.latency_ns.push(b.latency_ns[i]);
-        }
-    }
-
-    fn merge(&mut self, o: TimeCells) {
-        let (mut a, b) = if o.cells.len() > self.cells.len() {
-            (o, std::mem::take(self))
-        } else {
-            (std::mem::take(self), o)
-        };
-        for (key, c) in b.cells {
-            let i = a.cell(key);
-            a.cells[i].1.merge(c);
-        }
-        *self = a;
-    }
-}
-
 /// `--timeline` over traces and datasets: the columns and order of [`crate::query::timeline`].
 pub fn timeline(
     paths: &[InputPath],
@@ -1275,11 +1200,20 @@ pub fn timeline(
         paths,
         filter,
         progress,
-        TimeCells::default,
-        |m, h, b, keep| m.add(h, b, keep, interval_ns),
-        TimeCells::merge,
+        IntMap::<(i64, u32, u8), TimeAcc>::default,
+        |m, h, b, keep| {
+            for &k in keep {
+                let i = k as usize;
+                let bucket = h.to_utc_ns(b.timestamp_ns[i]).div_euclid(interval_ns);
+                let c = m.entry((bucket, b.dev[i], b.op[i])).or_default();
+                c.ios += 1;
+                c.bytes += u64::from(b.bytes[i]);
+                c.latency_ns.push(b.latency_ns[i]);
+            }
+        },
+        |a, b| merge_maps(a, b, TimeAcc::merge),
         |t| {
-            for ((bucket, dev, op), c) in t.acc.cells {
+            for ((bucket, dev, op), c) in t.acc {
                 let name = t.input.device(dev);
                 cells
                     .entry((bucket, name, Op::from_code(op).name()))
@@ -1766,64 +1700,6 @@ mod tests {
         assert_eq!(extended.wide, vec![1 << 40]);
         let qs = [0.0, 0.5, 0.99, 1.0];
         assert_eq!(extended.quantiles(&qs), pushed.quantiles(&qs));
-    }
-
-    #[test]
-    fn timeline_cells_match_a_division_per_row_in_any_order() {
-        let h = Header {
-            wall_clock_ns: 1_000_000_007,
-            monotonic_ns: 5,
-            ..Header::default()
-        };
-        let ts: Vec<u64> = vec![
-            10, 20, 999, 1_000, 1_001, 3_500, 40, 2_999, 3_000, 10, 7_000,
-        ];
-        let n = ts.len();
-        let b = EventBatch {
-            rows: n,
-            dev: (0..n as u32).map(|i| i % 2).collect(),
-            op: (0..n as u8).map(|i| i % 3 / 2).collect(),
-            bytes: vec![4096; n],
-            latency_ns: (0..n as u64).map(|i| 100 + i).collect(),
-            timestamp_ns: ts,
-            ..EventBatch::default()
-        };
-        let keep: Vec<u32> = (0..n as u32).collect();
-        let interval_ns = 1_000;
-        let mut cells = TimeCells::default();
-        // Two segments' worth, folded apart and merged, as two workers would.
-        cells.add(&h, &b, &keep[..6], interval_ns);
-        let mut other = TimeCells::default();
-        other.add(&h, &b, &keep[6..], interval_ns);
-        cells.merge(other);
-        let mut want: BTreeMap<TimeKey, (u64, Vec<u64>)> = BTreeMap::new();
-        for i in 0..n {
-            let key = (
-                h.to_utc_ns(b.timestamp_ns[i]).div_euclid(interval_ns),
-                b.dev[i],
-                b.op[i],
-            );
-            let w = want.entry(key).or_default();
-            w.0 += 1;
-            w.1.push(b.latency_ns[i]);
-        }
-        let mut got: BTreeMap<TimeKey, (u64, Vec<u64>)> = BTreeMap::new();
-        for (key, c) in cells.cells {
-            let mut lat: Vec<u64> = c
-                .latency_ns
-                .narrow
-                .iter()
-                .flatten()
-                .map(|&x| u64::from(x))
-                .collect();
-            lat.sort_unstable();
-            assert_eq!(c.bytes, 4096 * c.ios);
-            assert!(got.insert(key, (c.ios, lat)).is_none(), "one cell per key");
-        }
-        for w in want.values_mut() {
-            w.1.sort_unstable();
-        }
-        assert_eq!(got, want);
     }
 
     #[test]
