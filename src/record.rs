@@ -476,6 +476,18 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
             .map(|(n, v)| format!("{n}={v}"))
             .collect();
         eprintln!("iodump: kernel counters: {}", parts.join(" "));
+        let skipped: Vec<String> = s
+            .skipped_nested
+            .iter()
+            .filter(|(_, v)| *v > 0)
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
+        if !skipped.is_empty() {
+            eprintln!(
+                "iodump: programs the kernel skipped as nested: {}",
+                skipped.join(" ")
+            );
+        }
     }
     if let Some(st) = s.command_status {
         return Ok(ExitCode::from(st.clamp(0, 255) as u8));

@@ -992,14 +992,24 @@ impl Program {
 
     /// `recursion_misses` summed over the attached programs `count` says yes to.
     fn raw_recursion_misses(&self, count: impl Fn(&str) -> bool) -> u64 {
+        self.recursion_misses_by_program()
+            .into_iter()
+            .filter(|(n, _)| count(n))
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// `recursion_misses` of each program attached (or attached and since detached), raw:
+    /// a second program's misses included, nothing rescued taken off (`record --stats`).
+    pub fn recursion_misses_by_program(&self) -> Vec<(&'static str, u64)> {
         use std::os::fd::{AsFd, AsRawFd};
-        let mut total = 0u64;
+        let mut out = Vec::new();
         let names = self
             .attached_progs
             .iter()
             .map(|(n, _)| *n)
             .chain(self.detached.iter().copied());
-        for name in names.filter(|n| count(n)) {
+        for name in names {
             let Some(p) = self.ebpf.program(name) else {
                 continue;
             };
@@ -1034,10 +1044,10 @@ impl Program {
                 )
             };
             if r == 0 {
-                total += info.recursion_misses;
+                out.push((name, info.recursion_misses));
             }
         }
-        total
+        out
     }
 }
 

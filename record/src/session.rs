@@ -81,6 +81,8 @@ pub struct RecordSummary {
     pub duration: Duration,
     /// The kernel side's counters at the end, summed over CPUs, by name.
     pub kernel_counters: Vec<(&'static str, u64)>,
+    /// Times the kernel skipped each program as nested in itself, raw, by program name.
+    pub skipped_nested: Vec<(&'static str, u64)>,
     /// A recording in parts: the parts written and those retention deleted.
     pub parts: Option<iodump_output::parts::PartsStats>,
     /// The part being written when recording stopped (the last one).
@@ -837,6 +839,7 @@ impl<'c, 'l> Session<'c, 'l> {
             .unwrap_or_default();
         RecordSummary {
             kernel_counters,
+            skipped_nested: self.prog.recursion_misses_by_program(),
             events: self.ingest.events,
             lost_events: self.losses.total,
             command_status: self.command_status,
