@@ -313,6 +313,11 @@ done
 for series in $KERNELS; do
   grep -E '^(FAIL|SKIP) ' "$KT_OUT/$series/all.txt" | sed "s/^/[$series] /"
 done
+# Recordings whose programs the kernel skipped as nested (`record --stats`): counted losses,
+# shown so that a passing run still says which hook nests where.
+for series in $KERNELS; do
+  grep -H 'skipped as nested' "$KT_OUT/$series"/*/record.stderr 2>/dev/null | sed "s|^$KT_OUT/||; s/^/[$series] note: /"
+done
 echo "results and logs: $KT_OUT/<kernel>/ (all.txt, guest.log, console.log, one directory per recording)"
 echo "total $((SECONDS - START)) s"
 [ "$S" -gt 0 ] && echo "$S skipped (IODUMP_REQUIRE_KERNELS=1 makes them failures)"
