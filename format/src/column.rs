@@ -437,37 +437,61 @@ pub fn encode_column(
     s.seq_state = seq_state;
 }
 
-/// Rebuilds `m` values of `W` bytes from `W` planes of `m` bytes, adding `base`. Works in
-/// blocks so that the block being assembled stays in L1 while each plane is folded in.
-#[inline]
-fn unplane<const W: usize>(planes: &[u8], m: usize, base: u64, t: &mut Vec<u64>) {
-    const BLOCK: usize = 2048;
-    let start = t.len();
-    if W == 1 {
-        t.extend(planes[..m].iter().map(|&b| (b as u64).wrapping_add(base)));
-        return;
-    }
-    t.extend(planes[..m].iter().map(|&b| b as u64));
-    let out = &mut t[start..];
-    let mut i = 0;
-    while i < m {
-        let n = BLOCK.min(m - i);
-        let o = &mut out[i..i + n];
-        for k in 1..W {
-            let plane = &planes[k * m + i..k * m + i + n];
-            let sh = 8 * k as u32;
-            if k == W - 1 && base != 0 {
-                for (v, &b) in o.iter_mut().zip(plane) {
-                    *v = (*v | (b as u64) << sh).wrapping_add(base);
-                }
-            } else {
-                for (v, &b) in o.iter_mut().zip(plane) {
-                    *v |= (b as u64) << sh;
-                }
-            }
+/// A column block's stored values, before the transform is undone.
+enum Values<'a> {
+    /// Every value the same.
+    Const(u64),
+    /// A dictionary and one index per value (checked to be in the dictionary).
+    Dict([u64; MAX_DICT], &'a [u8]),
+    /// `w` byte planes of the values less `base`.
+    Planes {
+        base: u64,
+        w: usize,
+        planes: &'a [u8],
+    },
+}
+
+impl Values<'_> {
+    /// Appends `f` of each of the `m` values to `t`.
+    #[inline]
+    fn fill(&self, m: usize, t: &mut Vec<u64>, f: impl FnMut(u64) -> u64) {
+        match *self {
+            Values::Const(v) => t.extend(std::iter::repeat_n(v, m).map(f)),
+            Values::Dict(ref dict, idx) => t.extend(idx.iter().map(|&i| dict[i as usize]).map(f)),
+            Values::Planes { base, w, planes } => match w {
+                1 => unplane::<1>(planes, m, base, t, f),
+                2 => unplane::<2>(planes, m, base, t, f),
+                3 => unplane::<3>(planes, m, base, t, f),
+                4 => unplane::<4>(planes, m, base, t, f),
+                5 => unplane::<5>(planes, m, base, t, f),
+                6 => unplane::<6>(planes, m, base, t, f),
+                7 => unplane::<7>(planes, m, base, t, f),
+                _ => unplane::<8>(planes, m, base, t, f),
+            },
         }
-        i += n;
     }
+}
+
+/// Appends `f` of `m` values of `W` bytes rebuilt from `W` planes of `m` bytes, plus `base`.
+#[inline]
+fn unplane<const W: usize>(
+    planes: &[u8],
+    m: usize,
+    base: u64,
+    t: &mut Vec<u64>,
+    mut f: impl FnMut(u64) -> u64,
+) {
+    let planes = &planes[..W * m];
+    // Row by row, each value gathered from its W planes in one write (the planes are read
+    // in step, so each stays a sequential stream).
+    let p: [&[u8]; W] = std::array::from_fn(|k| &planes[k * m..(k + 1) * m]);
+    t.extend((0..m).map(|i| {
+        let mut v = 0u64;
+        for (k, plane) in p.iter().enumerate() {
+            v |= (plane[i] as u64) << (8 * k);
+        }
+        f(v.wrapping_add(base))
+    }));
 }
 
 /// `BITS[b][k]` = bit `k` of byte `b` is set.
@@ -548,11 +572,8 @@ pub fn decode_column_into(
         0
     };
     let t = values;
-    match c.u8()? {
-        ENC_CONST => {
-            let v = c.varint()?;
-            t.resize(present, v);
-        }
+    let values = match c.u8()? {
+        ENC_CONST => Values::Const(c.varint()?),
         ENC_DICT => {
             let k = c.varint_max(MAX_DICT as u64, "dictionary size")? as usize;
             let mut dict = [0u64; MAX_DICT];
@@ -569,7 +590,7 @@ pub fn decode_column_into(
                     max: (k as u64).saturating_sub(1),
                 });
             }
-            t.extend(idx.iter().map(|&i| dict[i as usize]));
+            Values::Dict(dict, idx)
         }
         ENC_PLANES => {
             let base = c.varint()?;
@@ -588,16 +609,7 @@ pub fn decode_column_into(
                 value: present as u64,
                 max: u64::MAX / 8,
             })?)?;
-            match w {
-                1 => unplane::<1>(planes, present, base, t),
-                2 => unplane::<2>(planes, present, base, t),
-                3 => unplane::<3>(planes, present, base, t),
-                4 => unplane::<4>(planes, present, base, t),
-                5 => unplane::<5>(planes, present, base, t),
-                6 => unplane::<6>(planes, present, base, t),
-                7 => unplane::<7>(planes, present, base, t),
-                _ => unplane::<8>(planes, present, base, t),
-            }
+            Values::Planes { base, w, planes }
         }
         code => {
             return Err(DecodeError::UnknownEncoding {
@@ -605,34 +617,27 @@ pub fn decode_column_into(
                 code,
             })
         }
-    }
+    };
     if !c.is_empty() {
         return Err(DecodeError::TrailingBytes {
             what: "column block",
             extra: c.remaining(),
         });
     }
-    // Undo the shift and the transform (Seq is finished by `undo_seq`, which needs other
-    // columns).
+    // Undo the shift and the transform as the values are rebuilt, in the same pass (Seq is
+    // finished by `undo_seq`, which needs other columns).
     match tr {
-        Transform::None => {
-            if shift > 0 {
-                for v in t.iter_mut() {
-                    *v <<= shift;
-                }
-            }
-        }
+        Transform::None if shift == 0 => values.fill(present, t, |v| v),
+        Transform::None => values.fill(present, t, |v| v << shift),
         Transform::Delta => {
             let mut prev = delta_start;
-            for v in t.iter_mut() {
-                prev = prev.wrapping_add((unzigzag(*v) << shift) as u64);
-                *v = prev;
-            }
+            values.fill(present, t, |v| {
+                prev = prev.wrapping_add((unzigzag(v) << shift) as u64);
+                prev
+            })
         }
         Transform::Seq | Transform::SeqFile => {
-            for v in t.iter_mut() {
-                *v = (unzigzag(*v) << shift) as u64;
-            }
+            values.fill(present, t, |v| (unzigzag(v) << shift) as u64);
             meta.pending_seq = Some(tr);
         }
     }
