@@ -442,7 +442,7 @@ enum Values<'a> {
     /// Every value the same.
     Const(u64),
     /// A dictionary and one index per value (checked to be in the dictionary).
-    Dict([u64; MAX_DICT], &'a [u8]),
+    Dict(&'a [u64; MAX_DICT], &'a [u8]),
     /// `w` byte planes of the values less `base`.
     Planes {
         base: u64,
@@ -457,7 +457,7 @@ impl Values<'_> {
     fn fill(&self, m: usize, t: &mut Vec<u64>, f: impl FnMut(u64) -> u64) {
         match *self {
             Values::Const(v) => t.extend(std::iter::repeat_n(v, m).map(f)),
-            Values::Dict(ref dict, idx) => t.extend(idx.iter().map(|&i| dict[i as usize]).map(f)),
+            Values::Dict(dict, idx) => t.extend(idx.iter().map(|&i| dict[i as usize]).map(f)),
             Values::Planes { base, w, planes } => match w {
                 1 => unplane::<1>(planes, m, base, t, f),
                 2 => unplane::<2>(planes, m, base, t, f),
@@ -572,11 +572,11 @@ pub fn decode_column_into(
         0
     };
     let t = values;
+    let mut dict = [0u64; MAX_DICT];
     let values = match c.u8()? {
         ENC_CONST => Values::Const(c.varint()?),
         ENC_DICT => {
             let k = c.varint_max(MAX_DICT as u64, "dictionary size")? as usize;
-            let mut dict = [0u64; MAX_DICT];
             for d in dict.iter_mut().take(k) {
                 *d = c.varint()?;
             }
@@ -590,7 +590,7 @@ pub fn decode_column_into(
                     max: (k as u64).saturating_sub(1),
                 });
             }
-            Values::Dict(dict, idx)
+            Values::Dict(&dict, idx)
         }
         ENC_PLANES => {
             let base = c.varint()?;
