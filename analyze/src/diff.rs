@@ -220,6 +220,7 @@ struct Entry {
 }
 
 /// The columns of one I/O that a group's figures take.
+#[derive(Clone, Copy, Default)]
 struct Io {
     dev: u32,
     sector: u64,
@@ -289,6 +290,8 @@ impl Merge for Figures {
 struct Keyed<K, V> {
     index: IntMap<K, u32>,
     entries: Vec<V>,
+    /// The key of each entry.
+    keys: Vec<K>,
     last: Option<(K, u32)>,
 }
 
@@ -297,6 +300,7 @@ impl<K, V> Default for Keyed<K, V> {
         Keyed {
             index: IntMap::default(),
             entries: Vec::new(),
+            keys: Vec::new(),
             last: None,
         }
     }
@@ -315,9 +319,10 @@ impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
         match self.last {
             Some((lk, li)) if lk == k => li,
             _ => {
-                let entries = &mut self.entries;
+                let (entries, keys) = (&mut self.entries, &mut self.keys);
                 let i = *self.index.entry(k).or_insert_with(|| {
                     entries.push(V::default());
+                    keys.push(k);
                     entries.len() as u32 - 1
                 });
                 self.last = Some((k, i));
@@ -333,6 +338,19 @@ impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
                 self.get(k).merge_from(e);
             }
         }
+    }
+
+    /// The index of `k`'s value, made when new, trying `hint` first (a slot the caller keeps
+    /// per some part of the key, `u32::MAX` when unset), which it then holds.
+    #[inline]
+    fn index_hinted(&mut self, k: K, hint: &mut u32) -> u32 {
+        if let Some(&hk) = self.keys.get(*hint as usize) {
+            if hk == k {
+                return *hint;
+            }
+        }
+        *hint = self.index_of(k);
+        *hint
     }
 
     /// Every (key, value).
@@ -355,6 +373,9 @@ struct Acc {
     /// Segments folded (numbers the segment of [`Entry::seq`]).
     segs: u64,
     threads: Keyed<ThreadKey, Entry>,
+    /// The index in `threads` of the last key seen with each thread id: a thread's entry
+    /// without hashing (I/O of several threads interleaves).
+    thread_of_tid: DenseSlots,
     /// (dev << 32 | path id).
     file: Keyed<u64, Figures>,
     /// The index in `file` of each (device, path id), by device then path id (u32::MAX: not
@@ -362,6 +383,9 @@ struct Acc {
     dense: Vec<(u32, DenseSlots)>,
     /// A segment's rows grouped by file ([`Acc::add`]); kept to reuse their memory.
     groups: Groups,
+    /// A segment's kept I/Os in row order, then grouped by file (memory reused).
+    ios: Vec<Io>,
+    grouped: Vec<Io>,
 }
 
 /// What a pass folds besides threads: files, and cgroups (into the thread key).
@@ -406,34 +430,42 @@ impl Acc {
             latency_ns: b.latency_ns[i],
             queue_ns: b.queue_ns.get(i),
         };
+        // The columns the figures take, gathered once per I/O in row order.
+        let mut ios = std::mem::take(&mut self.ios);
+        ios.clear();
+        ios.extend(keep.iter().map(|&k| io(k as usize)));
         // Threads are few: their entries stay in cache.
-        for &k in keep {
+        for (&k, io) in keep.iter().zip(&ios) {
             let i = k as usize;
             let cgroup = if on.cgroup { b.cgroup_id[i] } else { 0 };
-            self.threads
-                .get((b.dev[i], b.pid[i], b.tid[i], cgroup))
-                .add(seg, &io(i));
+            let key = (b.dev[i], b.pid[i], b.tid[i], cgroup);
+            let t = match self.thread_of_tid.slot(b.tid[i]) {
+                Some(hint) => self.threads.index_hinted(key, hint),
+                None => self.threads.index_of(key),
+            };
+            self.threads.entries[t as usize].add(seg, io);
         }
-        if !on.file {
-            return;
-        }
-        // Files are many (thousands: their figures do not fit in cache), and their I/O
-        // interleaves: the rows are grouped by file first (each file's rows kept in order, so
-        // sequential I/O is found as for a thread), so that a file's figures are fetched once
-        // per segment rather than once per I/O.
-        let mut groups = std::mem::take(&mut self.groups);
-        groups.group(keep, |k| {
-            let i = k as usize;
-            self.file_index(b.dev[i], b.path_id[i])
-        });
-        groups.each(|f, rows| {
-            let figures = &mut self.file.entries[f];
-            let mut seq = Seq::default();
-            for &k in rows {
-                figures.add(&io(k as usize), |io| seq.follows(io));
+        if on.file {
+            // Files are many (thousands: their figures do not fit in cache), and their I/O
+            // interleaves: the I/Os are grouped by file first (each file's kept in order, so
+            // sequential I/O is found as for a thread), so that a file's figures are fetched
+            // once per segment rather than once per I/O, and its I/Os are read in a row.
+            let mut groups = std::mem::take(&mut self.groups);
+            groups.key(keep.len(), |j| {
+                let i = keep[j] as usize;
+                self.file_index(b.dev[i], b.path_id[i])
+            });
+            groups.scatter(ios.iter().copied(), &mut self.grouped);
+            for (f, r) in groups.ranges() {
+                let figures = &mut self.file.entries[f];
+                let mut seq = Seq::default();
+                for io in &self.grouped[r] {
+                    figures.add(io, |io| seq.follows(io));
+                }
             }
-        });
-        self.groups = groups;
+            self.groups = groups;
+        }
+        self.ios = ios;
     }
 
     fn merge(&mut self, o: Acc) {

@@ -74,8 +74,6 @@ pub(crate) struct Groups {
     begin: Vec<u32>,
     /// While values are scattered: where each group's next value goes.
     next: Vec<u32>,
-    /// The rows, grouped ([`Groups::group`]).
-    rows: Vec<u32>,
 }
 
 impl Groups {
@@ -128,21 +126,6 @@ impl Groups {
             .filter(|(_, w)| w[1] > w[0])
             .map(|(g, w)| (g, w[0] as usize..w[1] as usize))
     }
-
-    /// Groups `rows` (row numbers) by `group_of(row)`, for [`Groups::each`].
-    pub(crate) fn group(&mut self, rows: &[u32], mut group_of: impl FnMut(u32) -> u32) {
-        self.key(rows.len(), |j| group_of(rows[j]));
-        let mut grouped = std::mem::take(&mut self.rows);
-        self.scatter(rows.iter().copied(), &mut grouped);
-        self.rows = grouped;
-    }
-
-    /// Calls `f(group, its rows)` for each group with rows, in the order of the groups.
-    pub(crate) fn each(&self, mut f: impl FnMut(usize, &[u32])) {
-        for (g, r) in self.ranges() {
-            f(g, &self.rows[r]);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -151,23 +134,24 @@ mod tests {
 
     #[test]
     fn groups_keep_each_groups_rows_in_order() {
-        let rows = [10, 11, 12, 13, 14, 15];
+        let rows = [10u32, 11, 12, 13, 14, 15];
         let key = |r: u32| [2, 0, 2, 1, 0, 2][(r - 10) as usize];
         let mut g = Groups::default();
-        g.group(&rows, key);
-        let mut seen = Vec::new();
-        g.each(|k, rs| seen.push((k, rs.to_vec())));
+        let mut out = Vec::new();
+        let mut grouped = |g: &mut Groups, rows: &[u32]| {
+            g.key(rows.len(), |j| key(rows[j]));
+            g.scatter(rows.iter().copied(), &mut out);
+            g.ranges()
+                .map(|(k, r)| (k, out[r].to_vec()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            seen,
+            grouped(&mut g, &rows),
             vec![(0, vec![11, 14]), (1, vec![13]), (2, vec![10, 12, 15])]
         );
-        // Reused for another segment with fewer groups.
-        g.group(&[3, 4], |_| 0);
-        let mut seen = Vec::new();
-        g.each(|k, rs| seen.push((k, rs.to_vec())));
-        assert_eq!(seen, vec![(0, vec![3, 4])]);
-        g.group(&[], |_| 0);
-        g.each(|_, _| panic!("no rows, no group"));
+        // Reused for another segment with fewer groups, then none.
+        assert_eq!(grouped(&mut g, &[11, 14]), vec![(0, vec![11, 14])]);
+        assert_eq!(grouped(&mut g, &[]), vec![]);
     }
 
     #[test]

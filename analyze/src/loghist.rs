@@ -10,12 +10,12 @@
 //! counts and sums ([`rate_test`]), the two-proportion z-test ([`proportion_test`]) and the
 //! chi-square test of two mixes ([`chi_square_test`]). No per-event storage anywhere.
 
-use crate::report::{latency_bin, latency_bin_lower_ns};
+use crate::report::{latency_bin, latency_bin_lower_ns, LATENCY_BINS};
 
 /// A log-linear histogram of ns values with exact count, sum and maximum; the bins between
 /// the lowest and highest value seen are stored, 4 bytes each until a bin passes 2^32 − 1
 /// (then 8), so about 2 KB at most, usually far less.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct LogHist {
     /// Bin of the first stored count.
     lo: usize,
@@ -28,18 +28,24 @@ pub struct LogHist {
     max: u64,
 }
 
+/// Bins stored beyond the one that made the stored range grow, on the side it grew (values
+/// near a new lowest or highest often follow it): fewer reallocations and moves.
+const SLACK_BINS: usize = 4;
+
 /// The index of bin `b` in `v`, whose first element is bin `*lo`, growing `v` (at either
-/// end) to hold it.
+/// end, by [`SLACK_BINS`] more than needed, within the bins there are) to hold it.
 #[inline]
 fn slot<T: Copy + Default>(v: &mut Vec<T>, lo: &mut usize, b: usize) -> usize {
     if v.is_empty() {
         *lo = b;
         v.push(T::default());
     } else if b < *lo {
-        v.splice(0..0, std::iter::repeat_n(T::default(), *lo - b));
-        *lo = b;
+        let new_lo = b.saturating_sub(SLACK_BINS);
+        v.splice(0..0, std::iter::repeat_n(T::default(), *lo - new_lo));
+        *lo = new_lo;
     } else if b - *lo >= v.len() {
-        v.resize(b - *lo + 1, T::default());
+        let end = (b + 1 + SLACK_BINS).min(LATENCY_BINS.max(b + 1));
+        v.resize(end - *lo, T::default());
     }
     b - *lo
 }
@@ -57,6 +63,22 @@ impl LogHist {
     /// Adds `c` to bin `b`, growing the stored range.
     #[inline]
     fn add_n(&mut self, b: usize, c: u64) {
+        // The common case: a bin already stored, a count that stays within 32 bits.
+        if self.wide.is_empty() {
+            if let Some(x) = self.narrow.get_mut(b.wrapping_sub(self.lo)) {
+                if let Some(y) = u32::try_from(c).ok().and_then(|c| x.checked_add(c)) {
+                    *x = y;
+                    return;
+                }
+            }
+        }
+        self.add_n_slow(b, c);
+    }
+
+    /// [`LogHist::add_n`] when the stored range must grow or the counts widen.
+    #[cold]
+    #[inline(never)]
+    fn add_n_slow(&mut self, b: usize, c: u64) {
         if self.wide.is_empty() {
             let i = slot(&mut self.narrow, &mut self.lo, b);
             match u32::try_from(u64::from(self.narrow[i]) + c) {
@@ -165,6 +187,14 @@ impl LogHist {
         let lo = latency_bin_lower_ns(self.bin_of_rank(lo_rank));
         let hi = self.upper(self.bin_of_rank(hi_rank));
         Some((lo.min(hi), hi))
+    }
+}
+
+/// Equal when they hold the same values: the same counts in the same bins, count, sum and
+/// maximum (whatever range of empty bins each stores).
+impl PartialEq for LogHist {
+    fn eq(&self, o: &LogHist) -> bool {
+        self.n == o.n && self.sum == o.sum && self.max == o.max && self.bins().eq(o.bins())
     }
 }
 
