@@ -228,8 +228,12 @@ struct Io {
     bytes: u32,
     op: u8,
     latency_ns: u64,
-    queue_ns: Option<u64>,
+    /// Valid when `has_queue` (a 48-byte record, not 56 with an `Option`).
+    queue_ns: u64,
+    has_queue: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<Io>() == 48);
 
 impl Figures {
     /// Adds one I/O; a data I/O (read or write) asks `seq` whether it is sequential.
@@ -239,8 +243,8 @@ impl Figures {
         self.bytes += u64::from(io.bytes);
         self.bytes_sq += f64::from(io.bytes) * f64::from(io.bytes);
         self.latency.add(io.latency_ns);
-        if let Some(q) = io.queue_ns {
-            self.queue.add(q);
+        if io.has_queue {
+            self.queue.add(io.queue_ns);
         }
         if io.op == Op::Read.code() {
             self.reads += 1;
@@ -421,14 +425,18 @@ impl Acc {
     fn add(&mut self, on: Folded, b: &EventBatch, keep: &[u32]) {
         self.segs += 1;
         let seg = self.segs;
-        let io = |i: usize| Io {
-            dev: b.dev[i],
-            sector: b.sector[i],
-            end_sector: b.sector[i].wrapping_add(u64::from(b.bytes[i]).div_ceil(512)),
-            bytes: b.bytes[i],
-            op: b.op[i],
-            latency_ns: b.latency_ns[i],
-            queue_ns: b.queue_ns.get(i),
+        let io = |i: usize| {
+            let queue_ns = b.queue_ns.get(i);
+            Io {
+                dev: b.dev[i],
+                sector: b.sector[i],
+                end_sector: b.sector[i].wrapping_add(u64::from(b.bytes[i]).div_ceil(512)),
+                bytes: b.bytes[i],
+                op: b.op[i],
+                latency_ns: b.latency_ns[i],
+                queue_ns: queue_ns.unwrap_or(0),
+                has_queue: queue_ns.is_some(),
+            }
         };
         // The columns the figures take, gathered once per I/O in row order.
         let mut ios = std::mem::take(&mut self.ios);
