@@ -264,8 +264,12 @@ pub(crate) fn pass_reading<A: Send>(
             kept: 0,
             damaged: Vec::new(),
         };
+        // Pieces of at least a quarter of a thread's share: each piece folds into its own
+        // accumulator, and every accumulator is merged at the end.
+        let min_len = inp.units() / (4 * rayon::current_num_threads()).max(1);
         let part = (0..inp.units())
             .into_par_iter()
+            .with_min_len(min_len.max(1))
             .fold(
                 || {
                     (
