@@ -12,6 +12,7 @@
 #
 #   bash bench/replay.sh              # 3 rounds
 #   ROUNDS=1 IOS=50000 bash bench/replay.sh
+#   BASE=/path/to/old/iodump bash bench/replay.sh   # timing: old and new alternating per round
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,7 @@ command -v fio >/dev/null || { echo "bench/replay.sh: needs fio" >&2; exit 1; }
 [ -n "${NO_BUILD:-}" ] || cargo build --release --quiet
 IODUMP=${IODUMP:-$PWD/target/release/iodump}
 EXPORTER=${EXPORTER:-$IODUMP}
+BASE=${BASE:-}
 
 A=""; B=""
 cleanup() {
@@ -59,7 +61,7 @@ fio_replay() { # name -> IOPS
 }
 
 iodump_replay() { # name engine [extra] -> json
-  "$IODUMP" replay "$WORK/$1.iod" --target "/dev/zram$B" --engine "$2" --json "${@:3}"
+  "${BIN:-$IODUMP}" replay "$WORK/$1.iod" --target "/dev/zram$B" --engine "$2" --json "${@:3}"
 }
 
 iops_of() { python3 -c 'import json,sys; v=json.load(sys.stdin); print(int(v["ops"]["read"]["replayed"]*1e9/max(v["elapsed_ns"],1)))'; }
@@ -80,14 +82,18 @@ done
 
 echo
 echo "== timing error at the recorded speed (4 fio threads, psync), io_uring engine"
-printf '%-10s %-6s %12s %12s %12s %12s %12s\n' total_iops round p50_us p99_us max_us lag_p99_us elapsed/span
+printf '%-10s %-6s %-7s %12s %12s %12s %12s %12s %10s\n' total_iops round binary p50_us p99_us max_us lag_p99_us elapsed/span handed_off
 for rate in 2500 10000 25000; do
   record "rate$rate" 4 $((rate * 4)) "$rate"   # 4 s per thread
   for r in $(seq 1 "$ROUNDS"); do
-    iodump_replay "rate$rate" io_uring | python3 -c '
+    for which in ${BASE:+base} new; do
+      if [ "$which" = base ]; then BIN=$BASE; else BIN=$IODUMP; fi
+      BIN=$BIN iodump_replay "rate$rate" io_uring | python3 -c '
 import json,sys
 v=json.load(sys.stdin); t=v["timing_error_ns"]; l=v["scheduler_lag_ns"]
-print("%-10d %-6s %12.1f %12.1f %12.1f %12.1f %12.3f" % ('"$rate"'*4, "'"$r"'", t["p50"]/1e3, t["p99"]/1e3,
-      t["max"]/1e3, l["p99"]/1e3, v["elapsed_ns"]/max(v["recorded_span_ns"],1)))'
+print("%-10d %-6s %-7s %12.1f %12.1f %12.1f %12.1f %12.3f %10s" % ('"$rate"'*4, "'"$r"'", "'"$which"'",
+      t["p50"]/1e3, t["p99"]/1e3, t["max"]/1e3, l["p99"]/1e3,
+      v["elapsed_ns"]/max(v["recorded_span_ns"],1), v.get("handed_off", "-")))'
+    done
   done
 done

@@ -428,7 +428,7 @@ fn worker(
 }
 
 /// Does one request with a synchronous call; returns bytes or a negative errno.
-fn run_sync(files: &[File], is_block: &[bool], r: &Request, buf: *mut u8) -> i32 {
+pub(crate) fn run_sync(files: &[File], is_block: &[bool], r: &Request, buf: *mut u8) -> i32 {
     let t = r.target as usize;
     let (fd, is_block): (RawFd, bool) = (files[t].as_raw_fd(), is_block[t]);
     let off = r.offset_bytes as libc::off_t;

@@ -10,6 +10,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod helper;
 pub mod plan;
 pub mod recorder;
 pub mod report;
@@ -112,6 +113,17 @@ impl ReplayConfig {
             0 if !self.no_stall => cpus.saturating_sub(1).max(1),
             0 => cpus,
             n => n,
+        }
+    }
+
+    /// Helper threads ([`helper`]) beside `threads` schedulers on `cpus` CPUs: one per CPU
+    /// the schedulers leave free, in timed replay only (with `--no-stall` every CPU runs a
+    /// scheduler of its own).
+    pub fn helper_threads(&self, cpus: usize, threads: usize) -> usize {
+        if self.no_stall {
+            0
+        } else {
+            cpus.saturating_sub(threads).min(threads)
         }
     }
 }
@@ -260,6 +272,7 @@ impl Prepared {
         &self,
         engine: EngineKind,
         threads: usize,
+        helpers: usize,
         o: RunOptions,
         stop: &AtomicBool,
         done_ios: &AtomicU64,
@@ -273,7 +286,16 @@ impl Prepared {
             stop,
             done_ios,
         };
-        let parts = run_shards(&self.plan, &shards, &mut engines, slots, o, shared)?;
+        let helpers = self.helpers(helpers.min(shards.len()), shared.start)?;
+        let parts = run_shards(
+            &self.plan,
+            &shards,
+            &mut engines,
+            &helpers,
+            slots,
+            o,
+            shared,
+        )?;
         let mut r = run::merge(parts);
         if fell_back {
             r.engine = "psync (io_uring unavailable)";
@@ -287,6 +309,17 @@ impl Prepared {
             .iter()
             .find(|(d, _)| *d == dev)
             .map_or_else(|| dev.to_string(), |(_, n)| n.clone())
+    }
+
+    /// `n` helper threads over their own handles of the targets.
+    fn helpers(&self, n: usize, start: Instant) -> Result<Vec<helper::Helper>, ReplayError> {
+        let is_block: Vec<bool> = self.targets.iter().map(|t| t.is_block_device()).collect();
+        let slot_bytes = (self.plan.max_len_bytes as usize).max(4096);
+        (0..n)
+            .map(|_| {
+                helper::Helper::spawn(self.target_files()?, is_block.clone(), slot_bytes, start)
+            })
+            .collect()
     }
 
     /// `n` engines of `kind` with `slots` buffers each, and whether io_uring was asked for
@@ -353,6 +386,7 @@ fn run_shards(
     plan: &Plan,
     shards: &[Vec<u32>],
     engines: &mut [Box<dyn engine::Engine>],
+    helpers: &[helper::Helper],
     slots: u32,
     o: RunOptions,
     shared: run::Shared<'_>,
@@ -361,8 +395,10 @@ fn run_shards(
         let handles: Vec<_> = shards
             .iter()
             .zip(engines.iter_mut())
-            .map(|(shard, eng)| {
-                scope.spawn(move || run::run(plan, shard, eng.as_mut(), slots, o, shared))
+            .enumerate()
+            .map(|(i, (shard, eng))| {
+                let helper = helpers.get(i);
+                scope.spawn(move || run::run(plan, shard, eng.as_mut(), slots, o, shared, helper))
             })
             .collect();
         handles

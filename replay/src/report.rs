@@ -166,6 +166,10 @@ pub struct Report {
     pub max_in_flight: u32,
     /// I/Os done inline by the scheduler thread.
     pub inline: u64,
+    /// I/Os handed to the kernel's workers because another was due at once.
+    pub handed_off: u64,
+    /// Offers the helper had not taken in time, done by the scheduler.
+    pub taken_back: u64,
     /// The most frequent error, as (errno, count).
     pub first_error: Option<(i32, u64)>,
     /// With `-o`: block-layer latencies, recorded against the recording of the replay.
@@ -198,6 +202,8 @@ impl Report {
             depth_waits: res.depth_waits,
             max_in_flight: res.max_in_flight,
             inline: res.inline,
+            handed_off: res.handed_off,
+            taken_back: res.taken_back,
             first_error: res.first_error,
             block_latency: None,
         }
@@ -326,12 +332,13 @@ impl Report {
         if let Some(l) = self.scheduler_lag {
             let _ = writeln!(
                 s,
-                "scheduler lag (submit - due and allowed): p50 {} p99 {} max {}; most in flight {}; {} done inline (fast device, nothing in flight)",
+                "scheduler lag (submit - due and allowed): p50 {} p99 {} max {}; most in flight {}; {} done inline (fast device, nothing in flight), {} handed to kernel workers (another due at once)",
                 fmt_ns(l.p50_ns),
                 fmt_ns(l.p99_ns),
                 fmt_ns(l.max_ns),
                 self.max_in_flight,
-                self.inline
+                self.inline,
+                self.handed_off
             );
         }
         if let Some((errno, n)) = self.first_error {
@@ -386,6 +393,8 @@ impl Report {
             "depth_waits": self.depth_waits,
             "max_in_flight": self.max_in_flight,
             "inline": self.inline,
+            "handed_off": self.handed_off,
+            "taken_back": self.taken_back,
             "summary": fmt_ns(self.elapsed_ns),
         });
         if let Some(rows) = &self.block_latency {
@@ -648,7 +657,7 @@ mod tests {
         assert_eq!(v["skipped"]["beyond_end"], 0);
         assert!(v.get("block_latency").is_none());
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
-        assert_eq!(keys.len(), 20, "{keys:?}");
+        assert_eq!(keys.len(), 22, "{keys:?}");
 
         let mut replayed: [Vec<u64>; 5] = Default::default();
         replayed[IoKind::Read as usize] = vec![50, 70];

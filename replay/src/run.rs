@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Completion, Engine, Request};
 use crate::error::ReplayError;
+use crate::helper::{Helper, HelperDone, HelperPoll, MAILBOXES, TAKE_BACK_AFTER};
 use crate::plan::{Plan, PlannedIo, Stream};
 
 /// How to run a plan.
@@ -70,6 +71,11 @@ pub struct RunResult {
     pub max_in_flight: u32,
     /// I/Os done synchronously by the scheduler thread (fast device, nothing in flight).
     pub inline: u64,
+    /// I/Os done by the helper thread because another was due at once (fast device).
+    pub handed_off: u64,
+    /// Offers to the helper it had not taken within [`TAKE_BACK_AFTER`], done by the
+    /// scheduler (counted in `inline` too).
+    pub taken_back: u64,
     /// The most frequent error, as (errno, count).
     pub first_error: Option<(i32, u64)>,
     /// Stopped by the stop flag before the plan ended.
@@ -127,6 +133,8 @@ pub fn merge(parts: Vec<RunResult>) -> RunResult {
         out.slot_waits += p.slot_waits;
         out.max_in_flight += p.max_in_flight;
         out.inline += p.inline;
+        out.handed_off += p.handed_off;
+        out.taken_back += p.taken_back;
         out.interrupted |= p.interrupted;
         if let Some((e, c)) = p.first_error {
             *errors.entry(e).or_default() += c;
@@ -169,6 +177,9 @@ const SPIN: Duration = Duration::from_micros(200);
 /// hand-off to the kernel's or our own worker threads would cost more than the I/O.
 const INLINE_BELOW_NS: f64 = 30_000.0;
 
+/// A parked helper is woken when the scheduler is this late.
+const WAKE_BEHIND_NS: u64 = 5_000;
+
 /// Poll this long for a completion before sleeping in the engine.
 const SPIN_FOR_COMPLETION: Duration = Duration::from_micros(100);
 
@@ -199,10 +210,12 @@ pub fn run(
     slots: u32,
     o: RunOptions,
     shared: Shared<'_>,
+    helper: Option<&Helper>,
 ) -> Result<RunResult, ReplayError> {
-    let mut s = Scheduler::new(plan, shard, engine, slots, o, shared);
+    let mut s = Scheduler::new(plan, shard, engine, slots, o, shared, helper);
     loop {
         s.check_stop();
+        s.poll_helper();
         s.submit_due()?;
         if s.is_done() {
             break;
@@ -267,6 +280,17 @@ struct StreamState {
     blocked: bool,
     /// When its next I/O became allowed by depth, in ns since the start.
     ready_at_ns: u64,
+}
+
+/// The I/O in the helper's mailbox.
+#[derive(Clone, Copy, Debug)]
+struct HelperJob {
+    /// Index into [`Plan::ios`].
+    io: u32,
+    /// Index of the stream in this shard.
+    stream: u32,
+    p: Pushed,
+    offered: Instant,
 }
 
 /// An I/O pushed to the engine but not yet submitted.
@@ -352,6 +376,11 @@ struct Scheduler<'a> {
     done: Vec<Completion>,
     /// I/Os in flight, all streams.
     in_flight: u32,
+    /// Of those, offered to the helper.
+    handed_off: u32,
+    helper: Option<&'a Helper>,
+    /// The I/O offered to the helper in each of its mailboxes.
+    helper_jobs: [Option<HelperJob>; MAILBOXES],
     stopping: bool,
     /// Mean completion time seen so far (exponentially weighted); unknown at first, so the
     /// first I/Os go through the engine.
@@ -372,6 +401,7 @@ impl<'a> Scheduler<'a> {
         slots: u32,
         o: RunOptions,
         shared: Shared<'a>,
+        helper: Option<&'a Helper>,
     ) -> Scheduler<'a> {
         let streams: Vec<&Stream> = shard.iter().map(|&i| &plan.streams[i as usize]).collect();
         let n: usize = streams.iter().map(|st| st.ios.len()).sum();
@@ -411,6 +441,9 @@ impl<'a> Scheduler<'a> {
             pushed: Vec::with_capacity(slots as usize),
             done: Vec::with_capacity(slots as usize),
             in_flight: 0,
+            handed_off: 0,
+            helper,
+            helper_jobs: [None; MAILBOXES],
             stopping: false,
             ewma_latency_ns: f64::INFINITY,
             first_submit: None,
@@ -438,7 +471,12 @@ impl<'a> Scheduler<'a> {
     /// and nothing is in flight, else pushed to the engine and sent in one submit.
     fn submit_due(&mut self) -> Result<(), ReplayError> {
         let mut now_ns = self.clock.now_ns();
-        while let Some((s, due_ns, slot)) = self.pop_due(now_ns) {
+        loop {
+            // Before a slot is picked: what the helper finished frees slots.
+            self.poll_helper();
+            let Some((s, due_ns, slot)) = self.pop_due(now_ns) else {
+                break;
+            };
             let st = &mut self.state[s];
             let idx = self.streams[s].ios[st.next];
             st.next += 1;
@@ -448,16 +486,136 @@ impl<'a> Scheduler<'a> {
                 due_ns,
                 allowed_ns,
             };
-            if self.in_flight == 0
+            if self.in_flight == self.handed_off
                 && self.pushed.is_empty()
                 && self.ewma_latency_ns < INLINE_BELOW_NS
             {
-                now_ns = self.run_inline(s, idx, p);
+                let offered = self
+                    .helper_mailbox(due_ns, now_ns)
+                    .is_some_and(|i| self.offer(i, s, idx, p, now_ns));
+                if !offered {
+                    now_ns = self.run_inline(s, idx, p);
+                }
             } else {
                 self.push(s, idx, p, now_ns)?;
             }
         }
         self.submit_pushed()
+    }
+
+    /// The helper's empty mailbox when there is a helper, it is awake and the due I/O
+    /// popped at `due_ns` is not its only work; a parked helper is woken when the scheduler
+    /// is [`WAKE_BEHIND_NS`] late.
+    fn helper_mailbox(&self, due_ns: u64, now_ns: u64) -> Option<usize> {
+        let h = self.helper?;
+        let i = self.helper_jobs.iter().position(Option::is_none)?;
+        if !self.another_due(now_ns) {
+            return None;
+        }
+        if h.awake() {
+            return Some(i);
+        }
+        if now_ns.saturating_sub(due_ns) >= WAKE_BEHIND_NS {
+            h.wake();
+        }
+        None
+    }
+
+    /// Offers I/O `idx` of stream `s` to the helper in mailbox `i`, in slot `p.slot` (kept
+    /// for it while offered, so that a take-back has one); queues the stream's next I/O if
+    /// its depth allows it now, else marks the stream blocked. False when the offer failed.
+    fn offer(&mut self, i: usize, s: usize, idx: u32, p: Pushed, now_ns: u64) -> bool {
+        let Some(h) = self.helper else { return false };
+        if !h.offer(i, &request(p.slot, &self.plan.ios[idx as usize])) {
+            return false;
+        }
+        self.free.pop();
+        self.helper_jobs[i] = Some(HelperJob {
+            io: idx,
+            stream: s as u32,
+            p,
+            offered: Instant::now(),
+        });
+        self.state[s].in_flight += 1;
+        self.in_flight += 1;
+        self.handed_off += 1;
+        if !self.queue_next_if_allowed(s, now_ns) {
+            self.state[s].blocked = true;
+        }
+        true
+    }
+
+    /// Accounts the helper's I/Os that are done; takes back and does here an offer the
+    /// helper has not taken within [`TAKE_BACK_AFTER`].
+    fn poll_helper(&mut self) {
+        let Some(h) = self.helper else { return };
+        for i in 0..MAILBOXES {
+            let Some(job) = self.helper_jobs[i] else {
+                continue;
+            };
+            match h.poll(i) {
+                HelperPoll::Done(d) => {
+                    self.res.handed_off += 1;
+                    self.finish_helper_job(i, job, d);
+                }
+                HelperPoll::Offered
+                    if job.offered.elapsed() >= TAKE_BACK_AFTER && h.take_back(i) =>
+                {
+                    let io = &self.plan.ios[job.io as usize];
+                    let t0 = self.clock.now_ns();
+                    let result = self.engine.run_inline(&request(job.p.slot, io));
+                    let t1 = self.clock.now_ns();
+                    self.res.inline += 1;
+                    self.res.taken_back += 1;
+                    self.finish_helper_job(
+                        i,
+                        job,
+                        HelperDone {
+                            result,
+                            call_ns: t0,
+                            return_ns: t1,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Accounts the helper's I/O `job` of mailbox `i`, done as `d` (by the helper, or here
+    /// after a take-back): its submit time is when it was called.
+    fn finish_helper_job(&mut self, i: usize, job: HelperJob, d: HelperDone) {
+        self.helper_jobs[i] = None;
+        let io = &self.plan.ios[job.io as usize];
+        let call = self.clock.start + Duration::from_nanos(d.call_ns);
+        let ret = self.clock.start + Duration::from_nanos(d.return_ns);
+        self.first_submit = Some(self.first_submit.map_or(call, |f| f.min(call)));
+        self.last_completion = self.last_completion.max(ret);
+        count_submit(&mut self.res, d.call_ns, job.p, io);
+        self.res.max_in_flight = self.res.max_in_flight.max(self.in_flight);
+        let lat = d.return_ns.saturating_sub(d.call_ns);
+        // Not in the mean that decides inline work: a helper descheduled during its call
+        // would make the device look slow to the scheduler.
+        complete(&mut self.res, &mut self.errors, io, d.result, lat);
+        self.progress.unpublished += 1;
+        self.progress.publish_if_due();
+        self.free.push(job.p.slot);
+        self.in_flight -= 1;
+        self.handed_off -= 1;
+        let s = job.stream as usize;
+        self.state[s].in_flight -= 1;
+        if self.state[s].blocked && !self.stopping && self.queue_next_if_allowed(s, d.return_ns) {
+            self.state[s].blocked = false;
+        }
+    }
+
+    /// True when another stream's I/O is due by `now_ns` and a second slot is free.
+    fn another_due(&self, now_ns: u64) -> bool {
+        self.free.len() >= 2
+            && self
+                .queue
+                .peek()
+                .is_some_and(|Reverse((d, _))| *d <= now_ns)
     }
 
     /// The stream whose next I/O is due by `now_ns`, with that time and the slot it gets
@@ -495,7 +653,12 @@ impl<'a> Scheduler<'a> {
         self.progress.unpublished += 1;
         self.progress.publish_if_due();
         let now_ns = self.clock.ns_since_start(t1);
-        if let Some(&ni) = self.streams[s].ios.get(self.state[s].next) {
+        if self.state[s].in_flight > 0 {
+            // One of its I/Os is with the helper: its depth decides.
+            if !self.queue_next_if_allowed(s, now_ns) {
+                self.state[s].blocked = true;
+            }
+        } else if let Some(&ni) = self.streams[s].ios.get(self.state[s].next) {
             self.state[s].ready_at_ns = now_ns;
             let due = self.clock.due_ns(self.plan.ios[ni as usize].sched_ns);
             self.queue.push(Reverse((due, s as u32)));
@@ -568,7 +731,16 @@ impl<'a> Scheduler<'a> {
         } else {
             self.queue.peek().map(|Reverse((d, _))| *d)
         };
-        let wait = wait_time(next_due_ns, now_ns);
+        let mut wait = wait_time(next_due_ns, now_ns);
+        if self.handed_off > 0 {
+            // The helper's I/O takes microseconds: poll, never block.
+            if self.in_flight == self.handed_off {
+                // Yield: should the helper share this CPU, it finishes at once.
+                std::thread::yield_now();
+                return Ok(());
+            }
+            wait = Some(Duration::ZERO);
+        }
         if self.in_flight == 0 {
             if let Some(w) = wait.filter(|w| !w.is_zero()) {
                 std::thread::sleep(w);
@@ -628,6 +800,13 @@ impl<'a> Scheduler<'a> {
 
     /// Publishes the last completions and hands over the result.
     fn finish(mut self) -> RunResult {
+        if cfg!(debug_assertions) && self.in_flight == 0 {
+            // Every slot back exactly once.
+            let mut free = self.free.clone();
+            free.sort_unstable();
+            let all: Vec<u32> = (0..self.slot_info.len() as u32).collect();
+            assert_eq!(free, all, "buffer slots lost or given twice");
+        }
         self.progress.publish();
         let mut res = self.res;
         if let Some(f) = self.first_submit {
@@ -791,6 +970,8 @@ mod tests {
         inline: usize,
         most_in_flight: usize,
         result: Option<i32>,
+        /// How long an inline I/O takes.
+        inline_time: Duration,
     }
 
     impl Engine for FakeEngine {
@@ -819,6 +1000,10 @@ mod tests {
         }
         fn run_inline(&mut self, r: &Request) -> i32 {
             self.inline += 1;
+            let t = Instant::now();
+            while t.elapsed() < self.inline_time {
+                std::hint::spin_loop();
+            }
             self.result.unwrap_or(r.len_bytes as i32)
         }
         fn reap(
@@ -907,7 +1092,15 @@ mod tests {
         let plan = plan_with_depths(&[&[1, 2, 3], &[1, 1]]);
         let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
         let mut eng = FakeEngine::default();
-        let mut s = Scheduler::new(&plan, &[0, 1], &mut eng, 16, NO_STALL, shared(&stop, &done));
+        let mut s = Scheduler::new(
+            &plan,
+            &[0, 1],
+            &mut eng,
+            16,
+            NO_STALL,
+            shared(&stop, &done),
+            None,
+        );
         s.submit_due().unwrap();
         assert_eq!(s.in_flight, 4, "all of stream 0, the first of stream 1");
         assert!(s.state[1].blocked && !s.state[0].blocked);
@@ -952,7 +1145,15 @@ mod tests {
         let plan = plan_with_depths(&[&[1, 2, 3, 4]]);
         let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
         let mut eng = FakeEngine::default();
-        let mut s = Scheduler::new(&plan, &[0], &mut eng, 2, NO_STALL, shared(&stop, &done));
+        let mut s = Scheduler::new(
+            &plan,
+            &[0],
+            &mut eng,
+            2,
+            NO_STALL,
+            shared(&stop, &done),
+            None,
+        );
         s.submit_due().unwrap();
         assert_eq!(s.in_flight, 2);
         assert_eq!(s.res.slot_waits, 1);
@@ -976,7 +1177,15 @@ mod tests {
         let plan = plan_with_depths(&[&[1, 1, 1], &[1, 2]]);
         let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
         let mut eng = FakeEngine::default();
-        let mut s = Scheduler::new(&plan, &[0, 1], &mut eng, 16, NO_STALL, shared(&stop, &done));
+        let mut s = Scheduler::new(
+            &plan,
+            &[0, 1],
+            &mut eng,
+            16,
+            NO_STALL,
+            shared(&stop, &done),
+            None,
+        );
         s.submit_due().unwrap();
         assert_eq!(s.in_flight, 3);
         stop.store(true, Ordering::Relaxed);
@@ -988,6 +1197,41 @@ mod tests {
         let res = s.finish();
         assert_eq!(res.kinds[0].issued, 3);
         assert_eq!(res.kinds[0].ok, 3);
+    }
+
+    #[test]
+    fn a_helper_takes_due_io_and_every_io_is_done_once() {
+        // Depth-1 streams all due at once (no stall), each inline I/O 5 µs: the scheduler is
+        // behind from the start, wakes the helper and offers it I/Os while it does others.
+        let d = vec![1u32; 5000];
+        let plan = plan_with_depths(&[&d, &d, &d, &d, &[1, 2, 2, 1]]);
+        let n = plan.ios.len();
+        let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
+        let sh = shared(&stop, &done);
+        let zero = std::fs::File::open("/dev/zero").unwrap();
+        let helper = Helper::spawn(vec![zero], vec![false], 4096, sh.start).unwrap();
+        let mut eng = FakeEngine {
+            inline_time: Duration::from_micros(5),
+            ..FakeEngine::default()
+        };
+        let res = run(
+            &plan,
+            &[0, 1, 2, 3, 4],
+            &mut eng,
+            8,
+            NO_STALL,
+            sh,
+            Some(&helper),
+        )
+        .unwrap();
+        let k = &res.kinds[IoKind::Read as usize];
+        assert_eq!((k.issued, k.ok, k.errors), (n as u64, n as u64, 0));
+        assert_eq!(k.bytes, n as u64 * 4096);
+        assert_eq!(res.timing_error_ns.len(), n);
+        assert_eq!(done.load(Ordering::Relaxed), n as u64);
+        assert!(res.handed_off > 0, "the helper did none of {n}");
+        assert_eq!(eng.pushes + eng.inline + res.handed_off as usize, n);
+        assert!(res.taken_back <= eng.inline as u64);
     }
 
     #[test]
@@ -1005,6 +1249,7 @@ mod tests {
             4,
             NO_STALL,
             shared(&stop, &done),
+            None,
         )
         .unwrap();
         let k = &res.kinds[IoKind::Read as usize];

@@ -166,8 +166,9 @@ impl Session {
             no_stall: self.cfg.no_stall,
         };
         let threads = self.cfg.scheduler_threads(cpus);
+        let helpers = self.cfg.helper_threads(cpus, threads);
         self.prepared
-            .execute(self.cfg.engine, threads, o, stop, done_ios)
+            .execute(self.cfg.engine, threads, helpers, o, stop, done_ios)
     }
 
     /// Stops the recorder whatever `result` is, so that its trace is complete; then the
