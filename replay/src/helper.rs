@@ -67,16 +67,15 @@ struct Shared {
     stop: AtomicBool,
 }
 
-/// A finished I/O: its result and when the helper called and returned, in ns since the
-/// schedule's start.
+/// A finished I/O: its result and when the helper called and returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HelperDone {
     /// Bytes transferred (≥ 0) or a negative errno.
     pub result: i32,
     /// When the helper called.
-    pub call_ns: u64,
+    pub call: Instant,
     /// When the call returned.
-    pub return_ns: u64,
+    pub returned: Instant,
 }
 
 /// What the mailbox holds for the scheduler.
@@ -98,17 +97,18 @@ pub struct Helper {
     thread: Option<JoinHandle<()>>,
     /// Offers made so far (only the scheduler offers).
     offers: AtomicU64,
+    epoch: Instant,
 }
 
 impl Helper {
-    /// Starts a helper over `files` (its own handles) with its own buffer of `slot_bytes`;
-    /// times are in ns since `start`.
+    /// Starts a helper over `files` (its own handles) with its own buffer of `slot_bytes`.
     pub fn spawn(
         files: Vec<File>,
         is_block: Vec<bool>,
         slot_bytes: usize,
-        start: Instant,
     ) -> Result<Helper, ReplayError> {
+        // The mailboxes carry times as ns since this.
+        let epoch = Instant::now();
         let mailbox = || Mailbox {
             state: AtomicU32::new(EMPTY),
             seq: AtomicU64::new(0),
@@ -126,13 +126,14 @@ impl Helper {
         let m = Arc::clone(&sh);
         let thread = std::thread::Builder::new()
             .name("iodump-helper".into())
-            .spawn(move || helper_loop(&m, &files, &is_block, slot_bytes, start))
+            .spawn(move || helper_loop(&m, &files, &is_block, slot_bytes, epoch))
             .map_err(|source| ReplayError::Engine {
                 what: "spawning the helper thread",
                 source,
             })?;
         Ok(Helper {
             sh,
+            epoch,
             thread: Some(thread),
             offers: AtomicU64::new(0),
         })
@@ -181,8 +182,9 @@ impl Helper {
             DONE => {
                 let d = HelperDone {
                     result: mb.result.load(Ordering::Relaxed),
-                    call_ns: mb.call_ns.load(Ordering::Relaxed),
-                    return_ns: mb.return_ns.load(Ordering::Relaxed),
+                    call: self.epoch + Duration::from_nanos(mb.call_ns.load(Ordering::Relaxed)),
+                    returned: self.epoch
+                        + Duration::from_nanos(mb.return_ns.load(Ordering::Relaxed)),
                 };
                 mb.state.store(EMPTY, Ordering::Release);
                 HelperPoll::Done(d)
@@ -240,9 +242,9 @@ fn oldest_offer(sh: &Shared) -> Option<&Mailbox> {
         .min_by_key(|mb| mb.seq.load(Ordering::Relaxed))
 }
 
-fn helper_loop(sh: &Shared, files: &[File], is_block: &[bool], slot_bytes: usize, start: Instant) {
+fn helper_loop(sh: &Shared, files: &[File], is_block: &[bool], slot_bytes: usize, epoch: Instant) {
     let buf = Buffers::new(1, slot_bytes);
-    let ns = |t: Instant| t.saturating_duration_since(start).as_nanos() as u64;
+    let ns = |t: Instant| t.saturating_duration_since(epoch).as_nanos() as u64;
     // Parked until the scheduler first falls behind: a spinning helper would slow the
     // engine's first I/Os, by which the scheduler judges the device.
     let mut last_work = Instant::now()
@@ -298,8 +300,7 @@ mod tests {
     #[test]
     fn helper_does_offered_io_and_offers_can_be_taken_back() {
         let f = File::open("/dev/zero").unwrap();
-        let start = Instant::now();
-        let h = Helper::spawn(vec![f], vec![false], 4096, start).unwrap();
+        let h = Helper::spawn(vec![f], vec![false], 4096).unwrap();
         let r = Request {
             slot: 7,
             kind: IoKind::Read,
@@ -320,8 +321,8 @@ mod tests {
             assert!(h.offer(1, &r));
             let (a, b) = (done(0), done(1));
             assert_eq!((a.result, b.result), (512, 512));
-            assert!(a.call_ns <= a.return_ns);
-            assert!(a.return_ns <= b.call_ns, "the older offer first");
+            assert!(a.call <= a.returned);
+            assert!(a.returned <= b.call, "the older offer first");
         }
         // An offer is either taken back or done, never both.
         let mut back = 0;

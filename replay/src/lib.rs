@@ -280,13 +280,13 @@ impl Prepared {
         let shards = run::shard_streams(&self.plan, threads);
         let slots = (self.slots / shards.len().max(1) as u32).max(16);
         let (mut engines, fell_back) = self.engines(engine, shards.len(), slots)?;
+        let helpers = self.helpers(helpers.min(shards.len()))?;
         // Time zero a little in the future so that no thread's first I/O is late by the setup.
         let shared = run::Shared {
             start: Instant::now() + Duration::from_micros(500),
             stop,
             done_ios,
         };
-        let helpers = self.helpers(helpers.min(shards.len()), shared.start)?;
         let parts = run_shards(
             &self.plan,
             &shards,
@@ -312,13 +312,11 @@ impl Prepared {
     }
 
     /// `n` helper threads over their own handles of the targets.
-    fn helpers(&self, n: usize, start: Instant) -> Result<Vec<helper::Helper>, ReplayError> {
+    fn helpers(&self, n: usize) -> Result<Vec<helper::Helper>, ReplayError> {
         let is_block: Vec<bool> = self.targets.iter().map(|t| t.is_block_device()).collect();
         let slot_bytes = (self.plan.max_len_bytes as usize).max(4096);
         (0..n)
-            .map(|_| {
-                helper::Helper::spawn(self.target_files()?, is_block.clone(), slot_bytes, start)
-            })
+            .map(|_| helper::Helper::spawn(self.target_files()?, is_block.clone(), slot_bytes))
             .collect()
     }
 

@@ -562,9 +562,9 @@ impl<'a> Scheduler<'a> {
                     if job.offered.elapsed() >= TAKE_BACK_AFTER && h.take_back(i) =>
                 {
                     let io = &self.plan.ios[job.io as usize];
-                    let t0 = self.clock.now_ns();
+                    let t0 = Instant::now();
                     let result = self.engine.run_inline(&request(job.p.slot, io));
-                    let t1 = self.clock.now_ns();
+                    let t1 = Instant::now();
                     self.res.inline += 1;
                     self.res.taken_back += 1;
                     self.finish_helper_job(
@@ -572,8 +572,8 @@ impl<'a> Scheduler<'a> {
                         job,
                         HelperDone {
                             result,
-                            call_ns: t0,
-                            return_ns: t1,
+                            call: t0,
+                            returned: t1,
                         },
                     );
                 }
@@ -587,13 +587,15 @@ impl<'a> Scheduler<'a> {
     fn finish_helper_job(&mut self, i: usize, job: HelperJob, d: HelperDone) {
         self.helper_jobs[i] = None;
         let io = &self.plan.ios[job.io as usize];
-        let call = self.clock.start + Duration::from_nanos(d.call_ns);
-        let ret = self.clock.start + Duration::from_nanos(d.return_ns);
-        self.first_submit = Some(self.first_submit.map_or(call, |f| f.min(call)));
-        self.last_completion = self.last_completion.max(ret);
-        count_submit(&mut self.res, d.call_ns, job.p, io);
+        let (call_ns, return_ns) = (
+            self.clock.ns_since_start(d.call),
+            self.clock.ns_since_start(d.returned),
+        );
+        self.first_submit = Some(self.first_submit.map_or(d.call, |f| f.min(d.call)));
+        self.last_completion = self.last_completion.max(d.returned);
+        count_submit(&mut self.res, call_ns, job.p, io);
         self.res.max_in_flight = self.res.max_in_flight.max(self.in_flight);
-        let lat = d.return_ns.saturating_sub(d.call_ns);
+        let lat = d.returned.saturating_duration_since(d.call).as_nanos() as u64;
         // Not in the mean that decides inline work: a helper descheduled during its call
         // would make the device look slow to the scheduler.
         complete(&mut self.res, &mut self.errors, io, d.result, lat);
@@ -604,7 +606,7 @@ impl<'a> Scheduler<'a> {
         self.handed_off -= 1;
         let s = job.stream as usize;
         self.state[s].in_flight -= 1;
-        if self.state[s].blocked && !self.stopping && self.queue_next_if_allowed(s, d.return_ns) {
+        if self.state[s].blocked && !self.stopping && self.queue_next_if_allowed(s, return_ns) {
             self.state[s].blocked = false;
         }
     }
@@ -1209,7 +1211,7 @@ mod tests {
         let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
         let sh = shared(&stop, &done);
         let zero = std::fs::File::open("/dev/zero").unwrap();
-        let helper = Helper::spawn(vec![zero], vec![false], 4096, sh.start).unwrap();
+        let helper = Helper::spawn(vec![zero], vec![false], 4096).unwrap();
         let mut eng = FakeEngine {
             inline_time: Duration::from_micros(5),
             ..FakeEngine::default()
