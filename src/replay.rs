@@ -84,7 +84,8 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value = "io_uring")]
     pub engine: EngineArg,
     /// Scheduler threads, each with its own engine and its share of the streams (0: one per
-    /// CPU but one, or one per CPU with --no-stall; never more than there are streams).
+    /// CPU but one, or one per CPU with --no-stall; never more than there are streams). In a
+    /// timed replay each CPU they leave free runs a helper thread for one of them.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub threads: usize,
     /// I/O past the target's end: wrap around or skip.

@@ -166,7 +166,7 @@ pub struct Report {
     pub max_in_flight: u32,
     /// I/Os done inline by the scheduler thread.
     pub inline: u64,
-    /// I/Os handed to the kernel's workers because another was due at once.
+    /// I/Os the helper thread did because another was due at once.
     pub handed_off: u64,
     /// Offers the helper had not taken in time, done by the scheduler.
     pub taken_back: u64,
@@ -332,13 +332,14 @@ impl Report {
         if let Some(l) = self.scheduler_lag {
             let _ = writeln!(
                 s,
-                "scheduler lag (submit - due and allowed): p50 {} p99 {} max {}; most in flight {}; {} done inline (fast device, nothing in flight), {} handed to kernel workers (another due at once)",
+                "scheduler lag (submit - due and allowed): p50 {} p99 {} max {}; most in flight {}; {} done inline (fast device, nothing in flight), {} by the helper thread (another due at once), {} taken back from it",
                 fmt_ns(l.p50_ns),
                 fmt_ns(l.p99_ns),
                 fmt_ns(l.max_ns),
                 self.max_in_flight,
                 self.inline,
-                self.handed_off
+                self.handed_off,
+                self.taken_back
             );
         }
         if let Some((errno, n)) = self.first_error {
