@@ -1027,6 +1027,17 @@ mod tests {
         no_stall: true,
     };
 
+    /// A scheduler of `shard` with no stall and no helper.
+    fn untimed<'a>(
+        plan: &'a Plan,
+        shard: &[u32],
+        eng: &'a mut FakeEngine,
+        slots: u32,
+        sh: Shared<'a>,
+    ) -> Scheduler<'a> {
+        Scheduler::new(plan, shard, eng, slots, NO_STALL, sh, None)
+    }
+
     fn shared<'a>(stop: &'a AtomicBool, done: &'a AtomicU64) -> Shared<'a> {
         Shared {
             start: Instant::now(),
@@ -1094,15 +1105,7 @@ mod tests {
         let plan = plan_with_depths(&[&[1, 2, 3], &[1, 1]]);
         let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
         let mut eng = FakeEngine::default();
-        let mut s = Scheduler::new(
-            &plan,
-            &[0, 1],
-            &mut eng,
-            16,
-            NO_STALL,
-            shared(&stop, &done),
-            None,
-        );
+        let mut s = untimed(&plan, &[0, 1], &mut eng, 16, shared(&stop, &done));
         s.submit_due().unwrap();
         assert_eq!(s.in_flight, 4, "all of stream 0, the first of stream 1");
         assert!(s.state[1].blocked && !s.state[0].blocked);
@@ -1147,15 +1150,7 @@ mod tests {
         let plan = plan_with_depths(&[&[1, 2, 3, 4]]);
         let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
         let mut eng = FakeEngine::default();
-        let mut s = Scheduler::new(
-            &plan,
-            &[0],
-            &mut eng,
-            2,
-            NO_STALL,
-            shared(&stop, &done),
-            None,
-        );
+        let mut s = untimed(&plan, &[0], &mut eng, 2, shared(&stop, &done));
         s.submit_due().unwrap();
         assert_eq!(s.in_flight, 2);
         assert_eq!(s.res.slot_waits, 1);
@@ -1179,15 +1174,7 @@ mod tests {
         let plan = plan_with_depths(&[&[1, 1, 1], &[1, 2]]);
         let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
         let mut eng = FakeEngine::default();
-        let mut s = Scheduler::new(
-            &plan,
-            &[0, 1],
-            &mut eng,
-            16,
-            NO_STALL,
-            shared(&stop, &done),
-            None,
-        );
+        let mut s = untimed(&plan, &[0, 1], &mut eng, 16, shared(&stop, &done));
         s.submit_due().unwrap();
         assert_eq!(s.in_flight, 3);
         stop.store(true, Ordering::Relaxed);
