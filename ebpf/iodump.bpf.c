@@ -184,13 +184,25 @@ int BPF_PROG(raw_rq_done2, struct request *rq, blk_status_t error, unsigned int 
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(tp_bio_queue, struct bio *bio)
 {
-	return RUN(on_bio_queue, bio, BTF);
+	return RUN(on_bio_queue_first, bio, BTF);
 }
 
 SEC("raw_tp/block_bio_queue")
 int BPF_PROG(raw_bio_queue, struct bio *bio)
 {
-	return RUN(on_bio_queue, bio, RAW);
+	return RUN(on_bio_queue_first, bio, RAW);
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(tp_bio_queue2, struct bio *bio)
+{
+	return RUN(on_bio_queue_again, bio, BTF);
+}
+
+SEC("raw_tp/block_bio_queue")
+int BPF_PROG(raw_bio_queue2, struct bio *bio)
+{
+	return RUN(on_bio_queue_again, bio, RAW);
 }
 
 SEC("tp_btf/block_bio_complete")

@@ -192,7 +192,11 @@
                                       * block_rq_complete finished because the kernel
                                       * skipped the first (recursion misses of tp_rq_done
                                       * that lost nothing) */
-#define IODUMP_CNT_MAX            20
+#define IODUMP_CNT_QUEUE_RESCUED  20 /* bio starts the second program on block_bio_queue
+                                      * did because the kernel skipped the first
+                                      * (recursion misses of tp_bio_queue that lost
+                                      * nothing) */
+#define IODUMP_CNT_MAX            21
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_io_event: one block I/O, sent at completion. 120 bytes.

@@ -243,6 +243,10 @@ struct {
  */
 struct iodump_cpu_state {
 	__u32 nest;
+	__u32 _pad0;
+	/* key of the bio the first program on block_bio_queue last began on this CPU (0: done
+	 * with), see on_bio_queue_again() */
+	__u64 queued_key;
 	__u32 seen_id; /* ensure_path's answer for seen_ino/seen_dev/seen_gen */
 	__u64 sample_ctr;
 	/* last inode whose path record is known to be sent */

@@ -362,4 +362,34 @@ static __always_inline int on_bio_queue(struct iodump_cpu_state *cs, __u32 lvl,
 	return 0;
 }
 
+/* The first program on block_bio_queue: notes the bio it begins, for the second. */
+static __always_inline int on_bio_queue_first(struct iodump_cpu_state *cs, __u32 lvl,
+					      struct bio *bio, int btf)
+{
+	cs->queued_key = key_of(cs, lvl, bio, btf);
+	return on_bio_queue(cs, lvl, bio, btf);
+}
+
+/* The second program on block_bio_queue runs after the first on every bio and finds the
+ * bio the first noted, except when the kernel skipped the first because it was already
+ * running on this CPU: a bio submitted from an interrupt while the first ran in a task, or,
+ * on kernels whose tracing programs can be preempted (7.x with lazy preemption), by another
+ * task on the same CPU. Then it does the bio itself, unless the bio is tracked already (the
+ * first ran, and another task's first program ran between the two). */
+static __always_inline int on_bio_queue_again(struct iodump_cpu_state *cs, __u32 lvl,
+					      struct bio *bio, int btf)
+{
+	__u64 key = key_of(cs, lvl, bio, btf);
+	struct iodump_slot *slot;
+
+	if (cs->queued_key == key) {
+		cs->queued_key = 0;
+		return 0;
+	}
+	if (find(&inflight_bio, key, &slot))
+		return 0;
+	cnt(IODUMP_CNT_QUEUE_RESCUED);
+	return on_bio_queue(cs, lvl, bio, btf);
+}
+
 #endif /* IODUMP_START_BPF_H */

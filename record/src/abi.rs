@@ -113,8 +113,11 @@ pub mod counter {
     /// Request completions the second program on block_rq_complete finished for the
     /// first, which the kernel skipped (recursion misses of the first that lost nothing).
     pub const RQ_RESCUED: u32 = 19;
+    /// Bio starts the second program on block_bio_queue did for the first, which the
+    /// kernel skipped (recursion misses of the first that lost nothing).
+    pub const QUEUE_RESCUED: u32 = 20;
     /// Number of counters.
-    pub const MAX: u32 = 20;
+    pub const MAX: u32 = 21;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -137,6 +140,7 @@ pub mod counter {
         "names_changed",
         "bio_rescued",
         "rq_rescued",
+        "queue_rescued",
     ];
 }
 
@@ -434,6 +438,7 @@ mod tests {
             ("IODUMP_CNT_BATCHES", counter::BATCHES),
             ("IODUMP_CNT_BIO_RESCUED", counter::BIO_RESCUED),
             ("IODUMP_CNT_RQ_RESCUED", counter::RQ_RESCUED),
+            ("IODUMP_CNT_QUEUE_RESCUED", counter::QUEUE_RESCUED),
             ("IODUMP_CNT_MAX", counter::MAX),
             ("IODUMP_PK_BDEV", path_kind::BDEV as u32),
             ("IODUMP_PK_DIO", path_kind::DIO as u32),

@@ -345,6 +345,9 @@ const BIO_DONE: Hook = ("block_bio_complete", "tp_bio_done", "raw_bio_done");
 const BIO_DONE_AGAIN: Hook = ("block_bio_complete", "tp_bio_done2", "raw_bio_done2");
 /// The same on block_rq_complete (on_rq_complete_again).
 const RQ_DONE_AGAIN: Hook = ("block_rq_complete", "tp_rq_done2", "raw_rq_done2");
+/// The same on block_bio_queue (ebpf/start.bpf.h, on_bio_queue_again), with today's
+/// arguments only.
+const BIO_QUEUE_AGAIN: Hook = ("block_bio_queue", "tp_bio_queue2", "raw_bio_queue2");
 const DIRTY_FOLIO: Hook = ("writeback_dirty_folio", "tp_dirty_folio", "raw_dirty_folio");
 const DIRTY_PAGE: Hook = ("writeback_dirty_page", "tp_dirty_page", "raw_dirty_page");
 
@@ -381,14 +384,12 @@ impl HookPlan {
         hooks.push((RQ_MERGE, false));
         hooks.push((RQ_DONE, true));
         hooks.push((RQ_DONE_AGAIN, true));
-        hooks.push((
-            if with_queue(BIO_QUEUE.0) {
-                BIO_QUEUE_Q
-            } else {
-                BIO_QUEUE
-            },
-            true,
-        ));
+        if with_queue(BIO_QUEUE.0) {
+            hooks.push((BIO_QUEUE_Q, true));
+        } else {
+            hooks.push((BIO_QUEUE, true));
+            hooks.push((BIO_QUEUE_AGAIN, true));
+        }
         hooks.push((BIO_DONE, true));
         hooks.push((BIO_DONE_AGAIN, true));
         if has(DIRTY_FOLIO.0) {
@@ -978,14 +979,18 @@ impl Program {
         let rescued: u64 = self
             .counters()
             .map(|c| {
-                [counter::BIO_RESCUED, counter::RQ_RESCUED]
-                    .iter()
-                    .filter_map(|&i| c.get(i as usize))
-                    .map(|v| v.iter().sum::<u64>())
-                    .sum()
+                [
+                    counter::BIO_RESCUED,
+                    counter::RQ_RESCUED,
+                    counter::QUEUE_RESCUED,
+                ]
+                .iter()
+                .filter_map(|&i| c.get(i as usize))
+                .map(|v| v.iter().sum::<u64>())
+                .sum()
             })
             .unwrap_or(0);
-        let second = [BIO_DONE_AGAIN, RQ_DONE_AGAIN];
+        let second = [BIO_DONE_AGAIN, RQ_DONE_AGAIN, BIO_QUEUE_AGAIN];
         self.raw_recursion_misses(|name| !second.iter().any(|h| name == h.1 || name == h.2))
             .saturating_sub(rescued)
     }
