@@ -138,11 +138,18 @@ fn main() {
             column_frames: false,
             ..WriterOptions::default()
         });
+        // And with zstd's own minimum match for the level (before 2026-12-03).
+        let (own_mm, _) = encode(WriterOptions {
+            zstd_min_match: 0,
+            ..WriterOptions::default()
+        });
         let file_bytes = bytes.len() as u64;
         let whole_bytes = whole.len() as u64;
+        let own_mm_bytes = own_mm.len() as u64;
 
         let r = Reader::from_bytes(bytes).unwrap();
         let rw = Reader::from_bytes(whole).unwrap();
+        let rm = Reader::from_bytes(own_mm).unwrap();
         // Decode, one thread.
         let t0 = Instant::now();
         let mut decoded = 0u64;
@@ -182,6 +189,21 @@ fn main() {
         rw.for_each_segment(|_, b| decoded_w += b.unwrap().len() as u64);
         let dec1w_s = t0.elapsed().as_secs_f64();
         assert_eq!(decoded_w, n);
+        // Every column and three, with zstd's own minimum match, one thread.
+        let t0 = Instant::now();
+        let mut decoded_m = 0u64;
+        rm.for_each_segment(|_, b| decoded_m += b.unwrap().len() as u64);
+        let dec1m_s = t0.elapsed().as_secs_f64();
+        assert_eq!(decoded_m, n);
+        let dec3m_s = dec3(&rm);
+        println!(
+            "{:<9} zstd's own minimum match: {:.2} B/event (default / own {:.4}); dec1 {:.1} Mev/s, dec3 {:.1} Mev/s",
+            w.name(),
+            own_mm_bytes as f64 / n as f64,
+            file_bytes as f64 / own_mm_bytes as f64,
+            n as f64 / dec1m_s / 1e6,
+            n as f64 / dec3m_s / 1e6,
+        );
         println!(
             "{:<9} one frame per segment: {:.2} B/event (framed / one frame {:.4}); dec1 {:.1} Mev/s, dec3 {:.1} Mev/s",
             w.name(),

@@ -330,6 +330,38 @@ fn memory_limit_bounds_segment_size() {
 }
 
 #[test]
+fn every_zstd_minimum_match_reads_back_and_a_bad_one_is_refused() {
+    let events = edge_events();
+    for m in [0, 3, 5, 7] {
+        let bytes = write_trace(
+            &events,
+            WriterOptions {
+                zstd_min_match: m,
+                ..small_opts()
+            },
+        );
+        let r = Reader::from_bytes(bytes).unwrap();
+        assert!(r.damage().is_empty(), "minimum match {m}");
+        assert_eq!(r.events().collect::<Vec<_>>(), events, "minimum match {m}");
+    }
+    let bad = Writer::new(
+        Vec::new(),
+        &header(),
+        WriterOptions {
+            zstd_min_match: 99,
+            ..WriterOptions::default()
+        },
+    );
+    match bad {
+        Err(WriteError::BadOptions { what }) => {
+            assert!(what.contains("minimum match 99"), "{what}")
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("a minimum match of 99 was accepted"),
+    }
+}
+
+#[test]
 fn file_round_trip_and_errors() {
     let dir = std::env::temp_dir().join(format!("iodump-rt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
