@@ -451,22 +451,59 @@ enum Values<'a> {
     },
 }
 
+/// An unsigned integer type a column decodes into.
+pub trait Lane: Copy + Default {
+    /// Its largest value, `2^k - 1`.
+    const MAX: u64;
+    /// `v` as this type, bits above it dropped (the caller checks the values fit).
+    fn narrow(v: u64) -> Self;
+}
+
+macro_rules! lane {
+    ($($t:ty),*) => {$(
+        impl Lane for $t {
+            const MAX: u64 = <$t>::MAX as u64;
+            #[inline(always)]
+            fn narrow(v: u64) -> Self {
+                v as $t
+            }
+        }
+    )*};
+}
+lane!(u8, u16, u32, u64);
+
+/// `f` narrowed to `T`, OR-ing each value into `or` when `T` is narrower than 64 bits (a
+/// value too large for `T` then shows in `or`, as `T::MAX` is `2^k - 1`).
+#[inline(always)]
+fn narrowing<'a, T: Lane, F: FnMut(u64) -> u64 + 'a>(
+    or: &'a mut u64,
+    mut f: F,
+) -> impl FnMut(u64) -> T + 'a {
+    move |v| {
+        let x = f(v);
+        if T::MAX != u64::MAX {
+            *or |= x;
+        }
+        T::narrow(x)
+    }
+}
+
 impl Values<'_> {
     /// Appends `f` of each of the `m` values to `t`.
     #[inline]
-    fn fill(&self, m: usize, t: &mut Vec<u64>, f: impl FnMut(u64) -> u64) {
+    fn fill<T>(&self, m: usize, t: &mut Vec<T>, f: impl FnMut(u64) -> T) {
         match *self {
             Values::Const(v) => t.extend(std::iter::repeat_n(v, m).map(f)),
             Values::Dict(dict, idx) => t.extend(idx.iter().map(|&i| dict[i as usize]).map(f)),
             Values::Planes { base, w, planes } => match w {
-                1 => unplane::<1>(planes, m, base, t, f),
-                2 => unplane::<2>(planes, m, base, t, f),
-                3 => unplane::<3>(planes, m, base, t, f),
-                4 => unplane::<4>(planes, m, base, t, f),
-                5 => unplane::<5>(planes, m, base, t, f),
-                6 => unplane::<6>(planes, m, base, t, f),
-                7 => unplane::<7>(planes, m, base, t, f),
-                _ => unplane::<8>(planes, m, base, t, f),
+                1 => unplane::<1, T>(planes, m, base, t, f),
+                2 => unplane::<2, T>(planes, m, base, t, f),
+                3 => unplane::<3, T>(planes, m, base, t, f),
+                4 => unplane::<4, T>(planes, m, base, t, f),
+                5 => unplane::<5, T>(planes, m, base, t, f),
+                6 => unplane::<6, T>(planes, m, base, t, f),
+                7 => unplane::<7, T>(planes, m, base, t, f),
+                _ => unplane::<8, T>(planes, m, base, t, f),
             },
         }
     }
@@ -474,12 +511,12 @@ impl Values<'_> {
 
 /// Appends `f` of `m` values of `W` bytes rebuilt from `W` planes of `m` bytes, plus `base`.
 #[inline]
-fn unplane<const W: usize>(
+fn unplane<const W: usize, T>(
     planes: &[u8],
     m: usize,
     base: u64,
-    t: &mut Vec<u64>,
-    mut f: impl FnMut(u64) -> u64,
+    t: &mut Vec<T>,
+    mut f: impl FnMut(u64) -> T,
 ) {
     let planes = &planes[..W * m];
     // Row by row, each value gathered from its W planes in one write (the planes are read
@@ -514,17 +551,21 @@ static BITS: [[bool; 8]; 256] = {
 pub struct ColumnMeta {
     /// Some rows are null (the validity buffer was filled).
     pub has_nulls: bool,
+    /// The OR of every value when decoded into a type narrower than 64 bits (0 otherwise):
+    /// above the type's maximum when some value did not fit (and was cut).
+    pub or_bits: u64,
     /// A Seq transform still to be undone (see [`undo_seq`]).
     pub pending_seq: Option<Transform>,
 }
 
 /// Decodes one column block of a segment of `rows` rows into `values` (one per row, 0 where
 /// null) and, when some rows are null, `valid` (one flag per row). Both buffers are cleared
-/// first and reused, so a warm decoder allocates nothing.
-pub fn decode_column_into(
+/// first and reused, so a warm decoder allocates nothing. Values are narrowed to `T` as
+/// they are rebuilt; [`ColumnMeta::or_bits`] tells the caller whether they all fit.
+pub fn decode_column_into<T: Lane>(
     block: &[u8],
     rows: usize,
-    values: &mut Vec<u64>,
+    values: &mut Vec<T>,
     valid: &mut Vec<bool>,
 ) -> Result<ColumnMeta, DecodeError> {
     values.clear();
@@ -534,7 +575,7 @@ pub fn decode_column_into(
     let present = match c.u8()? {
         VALID_ALL => rows,
         VALID_NONE => {
-            values.resize(rows, 0);
+            values.resize(rows, T::default());
             valid.resize(rows, false);
             meta.has_nulls = true;
             return Ok(meta);
@@ -625,32 +666,42 @@ pub fn decode_column_into(
         });
     }
     // Undo the shift and the transform as the values are rebuilt, in the same pass (Seq is
-    // finished by `undo_seq`, which needs other columns).
+    // finished by `undo_seq`, which needs other columns), and narrow them to `T`.
+    let mut or = 0u64;
     match tr {
-        Transform::None if shift == 0 => values.fill(present, t, |v| v),
-        Transform::None => values.fill(present, t, |v| v << shift),
+        Transform::None if shift == 0 => values.fill(present, t, narrowing(&mut or, |v| v)),
+        Transform::None => values.fill(present, t, narrowing(&mut or, |v| v << shift)),
         Transform::Delta => {
             let mut prev = delta_start;
-            values.fill(present, t, |v| {
-                prev = prev.wrapping_add((unzigzag(v) << shift) as u64);
-                prev
-            })
+            values.fill(
+                present,
+                t,
+                narrowing(&mut or, |v| {
+                    prev = prev.wrapping_add((unzigzag(v) << shift) as u64);
+                    prev
+                }),
+            )
         }
         Transform::Seq | Transform::SeqFile => {
-            values.fill(present, t, |v| (unzigzag(v) << shift) as u64);
+            values.fill(
+                present,
+                t,
+                narrowing(&mut or, |v| (unzigzag(v) << shift) as u64),
+            );
             meta.pending_seq = Some(tr);
         }
     }
+    meta.or_bits = or;
     // Spread present values to their rows, in place, from the back.
     if meta.has_nulls && present < rows {
-        t.resize(rows, 0);
+        t.resize(rows, T::default());
         let mut src = present;
         for (i, &p) in valid.iter().enumerate().rev() {
             let v = if p {
                 src -= 1;
                 t[src]
             } else {
-                0
+                T::default()
             };
             t[i] = v;
         }
@@ -725,7 +776,7 @@ mod tests {
             validity: Some(&validity),
         };
         encode_column(&col, &[Transform::None], None, &mut s, &mut out);
-        let (mut v, mut valid) = (Vec::new(), Vec::new());
+        let (mut v, mut valid) = (Vec::<u64>::new(), Vec::new());
         let m = decode_column_into(&out, rows, &mut v, &mut valid).unwrap();
         assert!(m.has_nulls);
         assert_eq!(valid, validity);
@@ -772,13 +823,57 @@ mod tests {
     }
 
     #[test]
+    fn narrow_columns_fit_or_say_they_do_not() {
+        let values: Vec<u64> = vec![0, 255, 7, 200, 1];
+        let mut s = EncodeScratch::default();
+        let mut out = Vec::new();
+        let col = ColumnIn {
+            values: &values,
+            rows: values.len(),
+            validity: None,
+        };
+        encode_column(
+            &col,
+            &[Transform::None, Transform::Delta],
+            None,
+            &mut s,
+            &mut out,
+        );
+        let (mut v8, mut valid) = (Vec::<u8>::new(), Vec::new());
+        let m = decode_column_into(&out, values.len(), &mut v8, &mut valid).unwrap();
+        assert!(m.or_bits <= u8::MAX as u64);
+        assert_eq!(v8, vec![0, 255, 7, 200, 1]);
+        // One value past a byte: the OR says so, whatever the encoding chosen.
+        let big: Vec<u64> = vec![0, 256, 7, 200, 1];
+        let col = ColumnIn {
+            values: &big,
+            rows: big.len(),
+            validity: None,
+        };
+        for tr in [Transform::None, Transform::Delta] {
+            out.clear();
+            encode_column(&col, &[tr], None, &mut s, &mut out);
+            let m = decode_column_into(&out, big.len(), &mut v8, &mut valid).unwrap();
+            assert!(m.or_bits > u8::MAX as u64, "{tr:?}");
+            let mut v16 = Vec::<u16>::new();
+            let m = decode_column_into(&out, big.len(), &mut v16, &mut valid).unwrap();
+            assert!(m.or_bits <= u16::MAX as u64);
+            assert_eq!(v16, vec![0, 256, 7, 200, 1]);
+        }
+    }
+
+    #[test]
     fn garbage_never_panics() {
         for len in 0..64 {
             for seed in 0..64u64 {
                 let bytes: Vec<u8> = (0..len)
                     .map(|i| (seed.wrapping_mul(31).wrapping_add(i as u64 * 17) % 256) as u8)
                     .collect();
-                let _ = decode_column_into(&bytes, (seed % 20) as usize, &mut vec![], &mut vec![]);
+                let rows = (seed % 20) as usize;
+                let _ = decode_column_into::<u8>(&bytes, rows, &mut vec![], &mut vec![]);
+                let _ = decode_column_into::<u16>(&bytes, rows, &mut vec![], &mut vec![]);
+                let _ = decode_column_into::<u32>(&bytes, rows, &mut vec![], &mut vec![]);
+                let _ = decode_column_into::<u64>(&bytes, rows, &mut vec![], &mut vec![]);
             }
         }
     }

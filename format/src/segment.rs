@@ -3,8 +3,8 @@
 
 use crate::bytes::{put_varint, Cursor};
 use crate::column::{
-    decode_column_into, encode_column, undo_seq, ColumnIn, ColumnMeta, EncodeScratch, SeqContext,
-    SeqState, Transform,
+    decode_column_into, encode_column, undo_seq, ColumnIn, ColumnMeta, EncodeScratch, Lane,
+    SeqContext, SeqState, Transform,
 };
 use crate::error::DecodeError;
 use crate::event::{DevT, Event, Flags, Op, Syscall, UpperIo};
@@ -414,39 +414,106 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
 /// Reusable buffers for [`decode_segment_into`]: a warm decoder allocates nothing.
 #[derive(Default)]
 pub struct DecodeScratch {
-    values: [Vec<u64>; col::COUNT],
+    /// Validity flags of the columns whose rows are all present (their batch holds `None`).
     valid: [Vec<bool>; col::COUNT],
-    meta: [Option<ColumnMeta>; col::COUNT],
     seq: SeqState,
 }
 
-/// Lossless narrowing of a decoded column into `out`; a value above `max` is an error.
-/// `max` is always `2^k - 1`, so a value exceeds it exactly when the OR of all values does:
-/// one pass converts and checks.
-fn narrow_into<T: Copy>(
-    v: &[u64],
-    out: &mut Vec<T>,
-    max: u64,
-    what: &'static str,
-    conv: impl Fn(u64) -> T,
-) -> Result<(), DecodeError> {
-    debug_assert!(max.wrapping_add(1).is_power_of_two() || max == u64::MAX);
-    out.clear();
-    let mut or = 0u64;
-    out.extend(v.iter().map(|&x| {
-        or |= x;
-        conv(x)
-    }));
-    if or > max {
-        let m = v.iter().copied().fold(0, u64::max);
-        return Err(DecodeError::OutOfRange {
-            what,
-            at: 0,
-            value: m,
-            max,
-        });
+/// Decodes the wanted columns of one segment straight into their batch columns.
+struct Columnar<'a> {
+    rows: usize,
+    blocks: &'a [&'a [u8]; col::COUNT],
+    seen: Columns,
+    want: Columns,
+    /// The sector column's Seq transform, still to be undone.
+    seq: Option<Transform>,
+}
+
+impl Columnar<'_> {
+    /// Decodes column `id` into `values` and `valid` (cleared first): rows the segment lacks
+    /// the column for are 0 and, `nullable`, null. Values too large for `T` are an error
+    /// naming `name`.
+    fn decode<T: Lane>(
+        &mut self,
+        id: u64,
+        name: &'static str,
+        nullable: bool,
+        values: &mut Vec<T>,
+        valid: &mut Vec<bool>,
+    ) -> Result<ColumnMeta, DecodeError> {
+        values.clear();
+        valid.clear();
+        if !self.want.contains(id) {
+            return Ok(ColumnMeta::default());
+        }
+        if !self.seen.contains(id) {
+            values.resize(self.rows, T::default());
+            if nullable {
+                valid.resize(self.rows, false);
+            }
+            return Ok(ColumnMeta {
+                has_nulls: nullable,
+                ..ColumnMeta::default()
+            });
+        }
+        let m = decode_column_into(self.blocks[id as usize - 1], self.rows, values, valid)?;
+        if let Some(tr) = m.pending_seq {
+            if id != col::SECTOR {
+                return Err(DecodeError::UnknownEncoding {
+                    what: "seq transform outside the sector column",
+                    code: 2,
+                });
+            }
+            self.seq = Some(tr);
+        }
+        if m.or_bits > T::MAX {
+            return Err(DecodeError::OutOfRange {
+                what: name,
+                at: 0,
+                value: m.or_bits,
+                max: T::MAX,
+            });
+        }
+        Ok(m)
     }
-    Ok(())
+
+    /// Decodes a column that may not hold nulls (`null`: the error's name for one).
+    fn plain<T: Lane>(
+        &mut self,
+        id: u64,
+        (name, null): (&'static str, &'static str),
+        values: &mut Vec<T>,
+        spare: &mut Vec<bool>,
+    ) -> Result<(), DecodeError> {
+        if self.decode(id, name, false, values, spare)?.has_nulls {
+            let first = spare.iter().position(|&p| !p).unwrap_or(0);
+            return Err(DecodeError::Inconsistent {
+                what: null,
+                expected: 0,
+                actual: first as u64 + 1,
+            });
+        }
+        Ok(())
+    }
+
+    /// Decodes a nullable column; its validity flags are `Some` only when a row is null
+    /// (their buffer otherwise kept in `spare`).
+    fn nullable<T: Lane>(
+        &mut self,
+        id: u64,
+        name: &'static str,
+        c: &mut Nullable<T>,
+        spare: &mut Vec<bool>,
+    ) -> Result<(), DecodeError> {
+        let mut valid = c.valid.take().unwrap_or_else(|| std::mem::take(spare));
+        let m = self.decode(id, name, true, &mut c.values, &mut valid)?;
+        if m.has_nulls {
+            c.valid = Some(valid);
+        } else {
+            *spare = valid;
+        }
+        Ok(())
+    }
 }
 
 /// Decodes a raw (decompressed) segment payload.
@@ -506,7 +573,7 @@ pub fn decode_segment_projected(
 }
 
 /// Decodes the column blocks `blocks[id - 1]` (present where `seen` says so) that `want`
-/// names, for `rows` rows.
+/// names, for `rows` rows, each straight into its column of `out` (the others left empty).
 pub(crate) fn decode_columns(
     rows: usize,
     blocks: &[&[u8]; col::COUNT],
@@ -515,180 +582,70 @@ pub(crate) fn decode_columns(
     out: &mut EventBatch,
     s: &mut DecodeScratch,
 ) -> Result<(), DecodeError> {
-    s.meta = Default::default();
-    for id in 1..=col::COUNT as u64 {
-        if !seen.contains(id) || !want.contains(id) {
-            continue;
-        }
-        let i = id as usize - 1;
-        let m = decode_column_into(blocks[i], rows, &mut s.values[i], &mut s.valid[i])?;
-        if m.pending_seq.is_some() && id != col::SECTOR {
-            return Err(DecodeError::UnknownEncoding {
-                what: "seq transform outside the sector column",
-                code: 2,
-            });
-        }
-        s.meta[i] = Some(m);
-    }
-    // Missing columns: zeros (non-nullable) or nulls (nullable).
-    for i in 0..col::COUNT {
-        if s.meta[i].is_none() && want.contains(i as u64 + 1) {
-            s.values[i].clear();
-            s.values[i].resize(rows, 0);
-            let nullable = col::NULLABLE.contains(&(i as u64 + 1));
-            s.valid[i].clear();
-            if nullable {
-                s.valid[i].resize(rows, false);
-            }
-            s.meta[i] = Some(ColumnMeta {
-                has_nulls: nullable,
-                pending_seq: None,
-            });
-        }
-    }
-    // Columns not wanted: empty in `out`.
-    for i in 0..col::COUNT {
-        if !want.contains(i as u64 + 1) {
-            s.values[i].clear();
-            s.valid[i].clear();
-        }
-    }
-    out.rows = rows;
-    let meta = |s: &DecodeScratch, id: u64| s.meta[id as usize - 1].unwrap_or_default();
-    for (id, what) in [
-        (col::TIMESTAMP_NS, "null timestamp_ns"),
-        (col::DEV, "null dev"),
-        (col::SECTOR, "null sector"),
-        (col::BYTES, "null bytes"),
-        (col::OP, "null op"),
-        (col::FLAGS, "null flags"),
-        (col::PID, "null pid"),
-        (col::TID, "null tid"),
-        (col::PATH_ID, "null path_id"),
-        (col::LATENCY_NS, "null latency_ns"),
-        (col::ERROR, "null error"),
-        (col::CPU, "null cpu"),
-        (col::CGROUP_ID, "null cgroup_id"),
-    ] {
-        if meta(s, id).has_nulls {
-            let first = s.valid[id as usize - 1]
-                .iter()
-                .position(|&p| !p)
-                .unwrap_or(0);
-            return Err(DecodeError::Inconsistent {
-                what,
-                expected: 0,
-                actual: first as u64 + 1,
-            });
-        }
-    }
-    let v = |_: &DecodeScratch, id: u64| -> usize { id as usize - 1 };
-    const U32: u64 = u32::MAX as u64;
-    const U16: u64 = u16::MAX as u64;
-    narrow_into(&s.values[v(s, col::DEV)], &mut out.dev, U32, "dev", |x| {
-        x as u32
-    })?;
-    narrow_into(
-        &s.values[v(s, col::BYTES)],
-        &mut out.bytes,
-        U32,
-        "bytes",
-        |x| x as u32,
-    )?;
-    narrow_into(&s.values[v(s, col::OP)], &mut out.op, 255, "op", |x| {
-        x as u8
-    })?;
-    narrow_into(
-        &s.values[v(s, col::FLAGS)],
-        &mut out.flags,
-        255,
-        "flags",
-        |x| x as u8,
-    )?;
-    narrow_into(&s.values[v(s, col::PID)], &mut out.pid, U32, "pid", |x| {
-        x as u32
-    })?;
-    narrow_into(&s.values[v(s, col::TID)], &mut out.tid, U32, "tid", |x| {
-        x as u32
-    })?;
-    narrow_into(
-        &s.values[v(s, col::PATH_ID)],
-        &mut out.path_id,
-        U32,
-        "path_id",
-        |x| x as u32,
-    )?;
-    narrow_into(
-        &s.values[v(s, col::ERROR)],
-        &mut out.error,
-        U16,
-        "error",
-        |x| x as u16,
-    )?;
-    narrow_into(&s.values[v(s, col::CPU)], &mut out.cpu, U16, "cpu", |x| {
-        x as u16
-    })?;
-    let mut nullable_into = |id: u64,
-                             max: u64,
-                             what: &'static str|
-     -> Result<(Vec<u64>, Option<Vec<bool>>), DecodeError> {
-        let i = id as usize - 1;
-        let or = s.values[i].iter().fold(0, |a, &x| a | x);
-        if or > max {
-            let m = s.values[i].iter().copied().fold(0, u64::max);
-            return Err(DecodeError::OutOfRange {
-                what,
-                at: 0,
-                value: m,
-                max,
-            });
-        }
-        let valid = if s.meta[i].unwrap_or_default().has_nulls {
-            Some(std::mem::take(&mut s.valid[i]))
-        } else {
-            None
-        };
-        Ok((std::mem::take(&mut s.values[i]), valid))
+    let mut c = Columnar {
+        rows,
+        blocks,
+        seen,
+        want,
+        seq: None,
     };
-    let (q, qv) = nullable_into(col::QUEUE_NS, u64::MAX, "queue_ns")?;
-    let (sc, scv) = nullable_into(col::SYSCALL, U16, "syscall")?;
-    let (dp, dpv) = nullable_into(col::DIRTIER_PID, U32, "dirtier_pid")?;
-    let (ud, udv) = nullable_into(col::UPPER_DEV, U32, "upper_dev")?;
-    let (ut, utv) = nullable_into(col::UPPER_TIMESTAMP_NS, u64::MAX, "upper_timestamp_ns")?;
-    recycle(
-        &mut out.queue_ns.values,
-        &mut s.values[col::QUEUE_NS as usize - 1],
-        q,
-    );
-    out.queue_ns.valid = qv;
-    out.syscall.values.clear();
-    out.syscall.values.extend(sc.iter().map(|&x| x as u16));
-    out.syscall.valid = scv;
-    out.dirtier_pid.values.clear();
-    out.dirtier_pid.values.extend(dp.iter().map(|&x| x as u32));
-    out.dirtier_pid.valid = dpv;
-    out.upper_dev.values.clear();
-    out.upper_dev.values.extend(ud.iter().map(|&x| x as u32));
-    out.upper_dev.valid = udv;
-    recycle(
-        &mut out.upper_timestamp_ns.values,
-        &mut s.values[col::UPPER_TIMESTAMP_NS as usize - 1],
-        ut,
-    );
-    out.upper_timestamp_ns.valid = utv;
-    s.values[col::SYSCALL as usize - 1] = sc;
-    s.values[col::DIRTIER_PID as usize - 1] = dp;
-    s.values[col::UPPER_DEV as usize - 1] = ud;
-    // u64 columns move into the batch; the batch's old buffers come back as scratch.
-    for (id, dst) in [
-        (col::TIMESTAMP_NS, &mut out.timestamp_ns),
-        (col::SECTOR, &mut out.sector),
-        (col::LATENCY_NS, &mut out.latency_ns),
-        (col::CGROUP_ID, &mut out.cgroup_id),
-    ] {
-        std::mem::swap(dst, &mut s.values[id as usize - 1]);
-    }
-    if let Some(tr) = meta(s, col::SECTOR).pending_seq {
+    let [ts, dev, sector, bytes, op, flags, pid, tid, path, queue, lat, error, cpu, sys, dirtier, cgroup, udev, uts] =
+        &mut s.valid;
+    c.plain(
+        col::TIMESTAMP_NS,
+        ("timestamp_ns", "null timestamp_ns"),
+        &mut out.timestamp_ns,
+        ts,
+    )?;
+    c.plain(col::DEV, ("dev", "null dev"), &mut out.dev, dev)?;
+    c.plain(
+        col::SECTOR,
+        ("sector", "null sector"),
+        &mut out.sector,
+        sector,
+    )?;
+    c.plain(col::BYTES, ("bytes", "null bytes"), &mut out.bytes, bytes)?;
+    c.plain(col::OP, ("op", "null op"), &mut out.op, op)?;
+    c.plain(col::FLAGS, ("flags", "null flags"), &mut out.flags, flags)?;
+    c.plain(col::PID, ("pid", "null pid"), &mut out.pid, pid)?;
+    c.plain(col::TID, ("tid", "null tid"), &mut out.tid, tid)?;
+    c.plain(
+        col::PATH_ID,
+        ("path_id", "null path_id"),
+        &mut out.path_id,
+        path,
+    )?;
+    c.nullable(col::QUEUE_NS, "queue_ns", &mut out.queue_ns, queue)?;
+    c.plain(
+        col::LATENCY_NS,
+        ("latency_ns", "null latency_ns"),
+        &mut out.latency_ns,
+        lat,
+    )?;
+    c.plain(col::ERROR, ("error", "null error"), &mut out.error, error)?;
+    c.plain(col::CPU, ("cpu", "null cpu"), &mut out.cpu, cpu)?;
+    c.nullable(col::SYSCALL, "syscall", &mut out.syscall, sys)?;
+    c.nullable(
+        col::DIRTIER_PID,
+        "dirtier_pid",
+        &mut out.dirtier_pid,
+        dirtier,
+    )?;
+    c.plain(
+        col::CGROUP_ID,
+        ("cgroup_id", "null cgroup_id"),
+        &mut out.cgroup_id,
+        cgroup,
+    )?;
+    c.nullable(col::UPPER_DEV, "upper_dev", &mut out.upper_dev, udev)?;
+    c.nullable(
+        col::UPPER_TIMESTAMP_NS,
+        "upper_timestamp_ns",
+        &mut out.upper_timestamp_ns,
+        uts,
+    )?;
+    out.rows = rows;
+    if let Some(tr) = c.seq {
         undo_seq(
             tr,
             &mut out.sector,
@@ -701,7 +658,80 @@ pub(crate) fn decode_columns(
     Ok(())
 }
 
-/// Puts `new` in `dst` and keeps `dst`'s old allocation in `spare`.
-fn recycle(dst: &mut Vec<u64>, spare: &mut Vec<u64>, new: Vec<u64>) {
-    *spare = std::mem::replace(dst, new);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bytes::put_varint;
+
+    /// A column of a test segment: id, present values, validity.
+    type TestColumn = (u64, Vec<u64>, Option<Vec<bool>>);
+
+    /// A segment payload of `rows` rows holding `cols`.
+    fn payload(rows: usize, cols: &[TestColumn]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_varint(&mut out, rows as u64);
+        put_varint(&mut out, cols.len() as u64);
+        let mut s = EncodeScratch::default();
+        for (id, values, validity) in cols {
+            let mut block = Vec::new();
+            let c = ColumnIn {
+                values,
+                rows,
+                validity: validity.as_deref(),
+            };
+            encode_column(&c, &[Transform::None], None, &mut s, &mut block);
+            put_varint(&mut out, *id);
+            put_varint(&mut out, block.len() as u64);
+            out.extend_from_slice(&block);
+        }
+        out
+    }
+
+    #[test]
+    fn values_wider_than_their_column_are_errors_naming_it() {
+        for (id, name, big, fits) in [
+            (col::DEV, "dev", 1u64 << 32, u32::MAX as u64),
+            (col::OP, "op", 256, 255),
+            (col::ERROR, "error", 1 << 16, u16::MAX as u64),
+            (col::SYSCALL, "syscall", 1 << 16, u16::MAX as u64),
+            (col::DIRTIER_PID, "dirtier_pid", u64::MAX, u32::MAX as u64),
+        ] {
+            let p = payload(3, &[(id, vec![1, big, 2], None)]);
+            match decode_segment(&p) {
+                Err(DecodeError::OutOfRange { what, max, .. }) => {
+                    assert_eq!(what, name);
+                    assert!(max < big);
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+            // The largest value of the type fits.
+            let p = payload(3, &[(id, vec![1, fits, 2], None)]);
+            assert!(decode_segment(&p).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn nulls_where_none_may_be_are_errors_and_nullable_columns_keep_them() {
+        let validity = Some(vec![true, false, true]);
+        let p = payload(3, &[(col::PID, vec![4, 5], validity.clone())]);
+        match decode_segment(&p) {
+            Err(DecodeError::Inconsistent { what, actual, .. }) => {
+                assert_eq!((what, actual), ("null pid", 2));
+            }
+            other => panic!("{other:?}"),
+        }
+        let p = payload(3, &[(col::QUEUE_NS, vec![4, 5], validity.clone())]);
+        let b = decode_segment(&p).unwrap();
+        assert_eq!(b.queue_ns.values, vec![4, 0, 5]);
+        assert_eq!(b.queue_ns.valid, validity);
+        // Columns the segment lacks: zeros, and nulls where nullable.
+        assert_eq!(b.pid, vec![0, 0, 0]);
+        assert_eq!(b.syscall.valid, Some(vec![false; 3]));
+        // Decoded again into the same batch: a column with every row present holds no flags.
+        let mut b2 = b.clone();
+        let p = payload(3, &[(col::QUEUE_NS, vec![4, 5, 6], None)]);
+        decode_segment_into(&p, &mut b2, &mut DecodeScratch::default()).unwrap();
+        assert_eq!(b2.queue_ns.values, vec![4, 5, 6]);
+        assert_eq!(b2.queue_ns.valid, None);
+    }
 }
