@@ -236,10 +236,19 @@ fn decode(mb: &Mailbox) -> Request {
 
 /// The oldest offer's mailbox, if any.
 fn oldest_offer(sh: &Shared) -> Option<&Mailbox> {
-    sh.boxes
-        .iter()
-        .filter(|mb| mb.state.load(Ordering::Acquire) == OFFERED)
-        .min_by_key(|mb| mb.seq.load(Ordering::Relaxed))
+    let look = || {
+        sh.boxes
+            .iter()
+            .filter(|mb| mb.state.load(Ordering::Acquire) == OFFERED)
+            .min_by_key(|mb| mb.seq.load(Ordering::Relaxed))
+    };
+    // One look reads the mailboxes one after the other, so it can miss an older offer made
+    // while it read (the first mailbox read before its offer, the second after hers). The
+    // scheduler makes its offers in order, so once one offer is seen every older one is
+    // visible (each state is published with a release store, read with an acquire load): a
+    // second look finds the oldest.
+    look()?;
+    look()
 }
 
 fn helper_loop(sh: &Shared, files: &[File], is_block: &[bool], slot_bytes: usize, epoch: Instant) {
