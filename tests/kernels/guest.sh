@@ -629,8 +629,8 @@ stack_suite() {
   local t
   t=$(date +%s.%N)
   # Each file system's writeback is flushed (syncfs: the flusher writes wb.dat out for dd)
-  # before the next device's I/O starts, not all six at the final sync: on kernels whose
-  # tracing programs can be preempted (7.x), six stacks' flushers and their dm/md workers
+  # before the next device's I/O starts, not all six at the final sync: on sid's 7.2
+  # (likely its tracing programs being preempted), six stacks' flushers and dm/md workers
   # at once on two slow emulated CPUs made the kernel skip both start programs for whole
   # bursts of bios (counted as lost, `nested`; README, Limits).
   "$BIN" record -o "$run/stack.iod" --stats -- sh -c "for d in $(awk '$7 == 1 {printf "%s ", $3}' "$run/devs"); do
