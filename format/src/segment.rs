@@ -441,12 +441,12 @@ impl Columnar<'_> {
         values: &mut Vec<T>,
         valid: &mut Vec<bool>,
     ) -> Result<ColumnMeta, DecodeError> {
-        values.clear();
-        valid.clear();
-        if !self.want.contains(id) {
-            return Ok(ColumnMeta::default());
-        }
-        if !self.seen.contains(id) {
+        if !self.want.contains(id) || !self.seen.contains(id) {
+            values.clear();
+            valid.clear();
+            if !self.want.contains(id) {
+                return Ok(ColumnMeta::default());
+            }
             values.resize(self.rows, T::default());
             if nullable {
                 valid.resize(self.rows, false);
@@ -456,7 +456,8 @@ impl Columnar<'_> {
                 ..ColumnMeta::default()
             });
         }
-        let m = decode_column_into(self.blocks[id as usize - 1], self.rows, values, valid)?;
+        let block = self.blocks[id as usize - 1];
+        let m = decode_column_into(block, self.rows, values, valid)?;
         if let Some(tr) = m.pending_seq {
             if id != col::SECTOR {
                 return Err(DecodeError::UnknownEncoding {
@@ -467,10 +468,13 @@ impl Columnar<'_> {
             self.seq = Some(tr);
         }
         if m.or_bits > T::MAX {
+            // Cold: decoded again at full width to name the largest value, not the OR.
+            let mut wide = Vec::<u64>::new();
+            decode_column_into(block, self.rows, &mut wide, valid)?;
             return Err(DecodeError::OutOfRange {
                 what: name,
                 at: 0,
-                value: m.or_bits,
+                value: wide.iter().copied().max().unwrap_or(m.or_bits),
                 max: T::MAX,
             });
         }
@@ -698,9 +702,12 @@ mod tests {
         ] {
             let p = payload(3, &[(id, vec![1, big, 2], None)]);
             match decode_segment(&p) {
-                Err(DecodeError::OutOfRange { what, max, .. }) => {
+                Err(DecodeError::OutOfRange {
+                    what, max, value, ..
+                }) => {
                     assert_eq!(what, name);
                     assert!(max < big);
+                    assert_eq!(value, big, "{name}: the largest value, not the OR of all");
                 }
                 other => panic!("{name}: {other:?}"),
             }
