@@ -22,7 +22,7 @@ use crate::input::InputPath;
 use crate::loghist::{
     chi_square_test, mann_whitney, proportion_test, quantile_test, rate_test, LogHist,
 };
-use crate::onepass::{pass_reading, PassInfo, TraceDone};
+use crate::onepass::{pass, PassInfo, TraceDone};
 use crate::onepass_source::Source;
 use crate::AnalyzeError;
 
@@ -543,7 +543,7 @@ pub fn read_side(
     if folded.cgroup {
         want = want.union(Columns::of(&[col::CGROUP_ID]));
     }
-    let info: PassInfo = pass_reading(
+    let info: PassInfo = pass(
         want,
         &inputs,
         filter,

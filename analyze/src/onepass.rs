@@ -217,35 +217,14 @@ struct Part<A> {
     damaged: Vec<(usize, Damage)>,
 }
 
-/// One parallel pass over the segments of every trace: each worker folds the segments it
-/// decodes into its own accumulator (`init`, then `seg` with the header, the batch and the
-/// indices of the rows the filter kept), accumulators are combined with `merge`, and `done`
-/// receives each trace's total. Memory is one accumulator per worker, not per segment.
-pub(crate) fn pass<A: Send>(
-    paths: &[InputPath],
-    filter: Option<&Expr>,
-    progress: &(dyn Fn(u64) + Sync),
-    init: impl Fn() -> A + Sync + Send,
-    seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
-    merge: impl Fn(&mut A, A) + Sync + Send,
-    done: impl FnMut(TraceDone<'_, A>),
-) -> Result<PassInfo, AnalyzeError> {
-    pass_reading(
-        Columns::ALL,
-        paths,
-        filter,
-        progress,
-        init,
-        seg,
-        merge,
-        done,
-    )
-}
-
-/// [`pass`] decoding only the columns `want` of each trace segment (the batch `seg` sees has
-/// the others empty; with a filter, every column is decoded).
+/// One parallel pass over the segments of every trace, decoding only the columns `want` of
+/// each trace segment (the batch `seg` sees has the others empty; with a filter, every column
+/// is decoded): each worker folds the segments it decodes into its own accumulator (`init`,
+/// then `seg` with the header, the batch and the indices of the rows the filter kept),
+/// accumulators are combined with `merge`, and `done` receives each trace's total. Memory is
+/// one accumulator per worker, not per segment.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn pass_reading<A: Send>(
+pub(crate) fn pass<A: Send>(
     want: Columns,
     paths: &[InputPath],
     filter: Option<&Expr>,
@@ -730,7 +709,7 @@ pub fn top_files(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut rows: Vec<FileRow> = Vec::new();
-    let info = pass_reading(
+    let info = pass(
         Columns::of(&[col::PATH_ID, col::BYTES, col::OP, col::LATENCY_NS, col::TID]),
         paths,
         filter,
@@ -901,7 +880,7 @@ pub fn top_procs(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
-    let info = pass_reading(
+    let info = pass(
         Columns::of(&[col::PID, col::TID, col::BYTES, col::OP]),
         paths,
         filter,
@@ -991,7 +970,7 @@ pub fn latency(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut groups: HashMap<Option<String>, LatAcc> = HashMap::new();
-    let info = pass_reading(
+    let info = pass(
         Columns::of(&[
             col::LATENCY_NS,
             col::QUEUE_NS,
@@ -1118,6 +1097,14 @@ pub fn summary(
     let mut files: Vec<(u64, Option<String>, String, u32)> = Vec::new();
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
     let info = pass(
+        Columns::of(&[
+            col::BYTES,
+            col::OP,
+            col::LATENCY_NS,
+            col::PATH_ID,
+            col::PID,
+            col::TID,
+        ]),
         paths,
         filter,
         progress,
@@ -1201,6 +1188,13 @@ pub fn timeline(
     // (interval number, device name, op name) in the output's order.
     let mut cells: BTreeMap<(i64, Option<String>, &'static str), TimeAcc> = BTreeMap::new();
     let info = pass(
+        Columns::of(&[
+            col::TIMESTAMP_NS,
+            col::DEV,
+            col::OP,
+            col::BYTES,
+            col::LATENCY_NS,
+        ]),
         paths,
         filter,
         progress,

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::input::InputPath;
 use crate::loghist::{mann_whitney, LogHist};
-use crate::onepass::pass_reading;
+use crate::onepass::pass;
 use crate::AnalyzeError;
 
 /// What to verify.
@@ -53,7 +53,7 @@ fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<Vec<Row>, AnalyzeE
     let inputs = InputPath::expand(std::slice::from_ref(path))?;
     let mut rows: Vec<Row> = Vec::new();
     let want = Columns::of(&[col::SECTOR, col::BYTES, col::OP, col::TID, col::LATENCY_NS]);
-    let info = pass_reading(
+    let info = pass(
         want,
         &inputs,
         filter,
