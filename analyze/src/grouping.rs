@@ -98,6 +98,11 @@ impl Groups {
         }
     }
 
+    /// Groups of the rows given to [`Groups::key`]: one more than the largest.
+    pub(crate) fn count(&self) -> usize {
+        self.begin.len().saturating_sub(1)
+    }
+
     /// `values` (one per row given to [`Groups::key`], in the same order) into `out`,
     /// grouped: group `g`'s are `out[r]` for `(g, r)` of [`Groups::ranges`].
     pub(crate) fn scatter<T: Copy + Default>(

@@ -232,10 +232,34 @@ pub(crate) fn pass<A: Send>(
     init: impl Fn() -> A + Sync + Send,
     seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
     merge: impl Fn(&mut A, A) + Sync + Send,
+    done: impl FnMut(TraceDone<'_, A>),
+) -> Result<PassInfo, AnalyzeError> {
+    pass_over(
+        &open_all(paths)?,
+        want,
+        filter,
+        progress,
+        init,
+        seg,
+        merge,
+        done,
+    )
+}
+
+/// [`pass`] over inputs already open.
+#[allow(clippy::too_many_arguments)]
+fn pass_over<A: Send>(
+    inputs: &[Source],
+    want: Columns,
+    filter: Option<&Expr>,
+    progress: &(dyn Fn(u64) + Sync),
+    init: impl Fn() -> A + Sync + Send,
+    seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
+    merge: impl Fn(&mut A, A) + Sync + Send,
     mut done: impl FnMut(TraceDone<'_, A>),
 ) -> Result<PassInfo, AnalyzeError> {
     let mut info = PassInfo::default();
-    for inp in open_all(paths)?.iter() {
+    for inp in inputs {
         let h = inp.header();
         let fresh = || Part {
             acc: init(),
@@ -503,27 +527,51 @@ struct FileSums {
 }
 
 impl FileSums {
+    #[inline]
+    fn add(&mut self, op: u8, bytes: u32, latency_ns: u64) {
+        self.io.add(op, bytes);
+        self.latency_sum_ns += u128::from(latency_ns);
+    }
+
     fn merge(&mut self, o: &FileSums) {
         self.io.merge(o.io);
         self.latency_sum_ns += o.latency_sum_ns;
     }
 }
 
-/// One file's counters within a trace.
+/// One file's latencies and threads within a trace: what its p99 and main process are
+/// computed from.
 #[derive(Default)]
-struct FileAcc {
-    /// (While a worker adds rows they are in [`FilesAcc::sums`]; see [`FilesAcc::into_files`].)
-    sums: FileSums,
+struct FileDetail {
     latencies_ns: Samples,
     /// I/Os per submitting thread.
     by_tid: TidCounts,
 }
 
-impl FileAcc {
-    fn merge(&mut self, o: FileAcc) {
-        self.sums.merge(&o.sums);
+impl FileDetail {
+    fn merge(&mut self, o: FileDetail) {
         self.latencies_ns.append(o.latencies_ns);
         self.by_tid.merge(o.by_tid);
+    }
+
+    /// The p99 of the file's latencies, in µs.
+    fn p99_us(&self) -> Option<f64> {
+        self.latencies_ns.quantiles(&[0.99])[0].map(|v| v / 1000.0)
+    }
+
+    /// The name of the process that did most of the file's I/O; ties: the name that sorts
+    /// first (no name before any name).
+    fn main_process(&self, input: &Source) -> Option<String> {
+        let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
+        for (tid, n) in self.by_tid.iter() {
+            *by_comm
+                .entry(input.comm(tid).map(String::as_str))
+                .or_default() += n;
+        }
+        by_comm
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
+            .and_then(|(c, _)| c.map(str::to_string))
     }
 }
 
@@ -589,15 +637,14 @@ fn merge_maps<K: std::hash::Hash + Eq, V>(
     }
 }
 
-/// One worker's files of one trace: figures per path id, found through a dense index.
+/// The [`FileDetail`] of files numbered 0, 1, 2 … (by the caller). Files are many and their
+/// I/O interleaves: a segment's latencies and threads are grouped by file first (a counting
+/// sort of the values), so that each file's samples and thread counts are fetched once per
+/// segment rather than once per I/O, and a run of one thread's I/Os costs one look-up of the
+/// thread.
 #[derive(Default)]
-struct FilesAcc {
-    ids: DenseIds,
-    /// Each file's sums, by index, apart from the rest of its figures: a small dense array
-    /// that the rows' pass updates in place.
-    sums: Vec<FileSums>,
-    /// (path id, the rest of its figures), by index.
-    files: Vec<(u32, FileAcc)>,
+struct FileDetails {
+    files: Vec<FileDetail>,
     /// A segment's rows grouped by file, and their latencies and threads so grouped; kept to
     /// reuse their memory.
     groups: Groups,
@@ -605,41 +652,19 @@ struct FilesAcc {
     tids: Vec<u32>,
 }
 
-impl FilesAcc {
-    /// The index of `path_id`'s figures, made when new.
-    #[inline]
-    fn index(&mut self, path_id: u32) -> usize {
-        let (i, new) = self.ids.index(path_id);
-        if new {
-            self.sums.push(FileSums::default());
-            self.files.push((path_id, FileAcc::default()));
+impl FileDetails {
+    /// Adds rows `keep` of `b`, the `j`th of them to file `file_of(j)`.
+    fn add(&mut self, b: &EventBatch, keep: &[u32], file_of: impl FnMut(usize) -> u32) {
+        self.groups.key(keep.len(), file_of);
+        let groups = &mut self.groups;
+        if self.files.len() < groups.count() {
+            self.files.resize_with(groups.count(), FileDetail::default);
         }
-        i as usize
-    }
-
-    /// Adds the kept rows of one segment. The sums are added in the rows' order, into the
-    /// files' small array. Files are many and their I/O interleaves: the latencies and
-    /// threads are grouped by file first (a counting sort of the values), so that each
-    /// file's samples and thread counts are fetched once per segment rather than once per
-    /// I/O, and a run of one thread's I/Os costs one look-up of the thread.
-    fn add(&mut self, b: &EventBatch, keep: &[u32]) {
-        let mut groups = std::mem::take(&mut self.groups);
-        groups.key(keep.len(), |j| {
-            let i = keep[j] as usize;
-            let g = self.index(b.path_id[i]);
-            let s = &mut self.sums[g];
-            s.io.add(b.op[i], b.bytes[i]);
-            s.latency_sum_ns += u128::from(b.latency_ns[i]);
-            g as u32
-        });
-        let (mut lat, mut tids) = (
-            std::mem::take(&mut self.latencies_ns),
-            std::mem::take(&mut self.tids),
-        );
-        groups.scatter(keep.iter().map(|&k| b.latency_ns[k as usize]), &mut lat);
-        groups.scatter(keep.iter().map(|&k| b.tid[k as usize]), &mut tids);
+        let (lat, tids) = (&mut self.latencies_ns, &mut self.tids);
+        groups.scatter(keep.iter().map(|&k| b.latency_ns[k as usize]), lat);
+        groups.scatter(keep.iter().map(|&k| b.tid[k as usize]), tids);
         for (g, r) in groups.ranges() {
-            let f = &mut self.files[g].1;
+            let f = &mut self.files[g];
             f.latencies_ns.extend(&lat[r.clone()]);
             let mut run = &tids[r];
             while let Some(&tid) = run.first() {
@@ -648,37 +673,165 @@ impl FilesAcc {
                 run = &run[n..];
             }
         }
-        self.groups = groups;
-        self.latencies_ns = lat;
-        self.tids = tids;
     }
 
-    /// Each file's path id and figures.
-    fn into_files(self) -> impl Iterator<Item = (u32, FileAcc)> {
-        self.files
+    /// Adds `o`'s files to the files of the same numbers.
+    fn merge(&mut self, o: FileDetails) {
+        if self.files.len() < o.files.len() {
+            self.files.resize_with(o.files.len(), FileDetail::default);
+        }
+        for (into, f) in self.files.iter_mut().zip(o.files) {
+            into.merge(f);
+        }
+    }
+}
+
+/// The sums of files by path id, found through a dense index.
+#[derive(Default)]
+struct FileSumsById {
+    ids: DenseIds,
+    /// Each file's path id, by index.
+    path_ids: Vec<u32>,
+    /// Each file's sums, by index: a small dense array that the rows' pass updates in place.
+    sums: Vec<FileSums>,
+}
+
+impl FileSumsById {
+    /// The index of `path_id`'s sums, made when new.
+    #[inline]
+    fn index(&mut self, path_id: u32) -> usize {
+        let (i, new) = self.ids.index(path_id);
+        if new {
+            self.sums.push(FileSums::default());
+            self.path_ids.push(path_id);
+        }
+        i as usize
+    }
+
+    /// Adds row `i` of `b`; returns the index of its file.
+    #[inline]
+    fn add(&mut self, b: &EventBatch, i: usize) -> usize {
+        let g = self.index(b.path_id[i]);
+        self.sums[g].add(b.op[i], b.bytes[i], b.latency_ns[i]);
+        g
+    }
+}
+
+/// One worker's files of one trace: figures per path id.
+#[derive(Default)]
+struct FilesAcc {
+    sums: FileSumsById,
+    /// Each file's latencies and threads, by the index of its sums; none kept by
+    /// [`FilesAcc::add_sums`].
+    details: FileDetails,
+}
+
+impl FilesAcc {
+    /// Adds the kept rows of one segment: sums, latencies and threads. The sums are added in
+    /// the rows' order, into the files' small array.
+    fn add(&mut self, b: &EventBatch, keep: &[u32]) {
+        let sums = &mut self.sums;
+        self.details
+            .add(b, keep, |j| sums.add(b, keep[j] as usize) as u32);
+    }
+
+    /// Adds the sums of the kept rows of one segment, and nothing else.
+    fn add_sums(&mut self, b: &EventBatch, keep: &[u32]) {
+        for &k in keep {
+            self.sums.add(b, k as usize);
+        }
+    }
+
+    /// Each file's path id, sums and details (empty ones after [`FilesAcc::add_sums`]).
+    fn into_files(self) -> impl Iterator<Item = (u32, FileSums, FileDetail)> {
+        let mut details = self.details.files.into_iter();
+        self.sums
+            .path_ids
             .into_iter()
-            .zip(self.sums)
-            .map(|((path_id, mut f), s)| {
-                f.sums = s;
-                (path_id, f)
-            })
+            .zip(self.sums.sums)
+            .map(move |(p, s)| (p, s, details.next().unwrap_or_default()))
     }
 
     fn merge(&mut self, o: FilesAcc) {
-        let (mut a, b) = if o.files.len() > self.files.len() {
+        let (mut a, b) = if o.sums.path_ids.len() > self.sums.path_ids.len() {
             (o, std::mem::take(self))
         } else {
             (std::mem::take(self), o)
         };
-        for (path_id, f) in b.into_files() {
-            let i = a.index(path_id);
-            a.sums[i].merge(&f.sums);
-            // The live sums are `a.sums`: the rest only.
-            let into = &mut a.files[i].1;
-            into.latencies_ns.append(f.latencies_ns);
-            into.by_tid.merge(f.by_tid);
+        for (path_id, s, d) in b.into_files() {
+            let i = a.sums.index(path_id);
+            a.sums.sums[i].merge(&s);
+            if a.details.files.len() <= i {
+                a.details.files.resize_with(i + 1, FileDetail::default);
+            }
+            a.details.files[i].merge(d);
         }
         *self = a;
+    }
+}
+
+/// The slot of each chosen path id: the second pass of `--top-files` keeps the latencies and
+/// threads of the rows of these only.
+#[derive(Default)]
+struct Chosen {
+    /// The slot of each path id below its length (`u32::MAX`: not chosen).
+    dense: Vec<u32>,
+    /// The slot of each chosen larger path id.
+    sparse: IntMap<u32, u32>,
+}
+
+impl Chosen {
+    fn new(ids: impl IntoIterator<Item = (u32, u32)>) -> Chosen {
+        let mut c = Chosen::default();
+        for (id, slot) in ids {
+            if id < 1 << 20 {
+                let p = id as usize;
+                if c.dense.len() <= p {
+                    c.dense.resize(p + 1, u32::MAX);
+                }
+                c.dense[p] = slot;
+            } else {
+                c.sparse.insert(id, slot);
+            }
+        }
+        c
+    }
+
+    #[inline]
+    fn slot(&self, id: u32) -> Option<u32> {
+        match self.dense.get(id as usize) {
+            Some(&s) => (s != u32::MAX).then_some(s),
+            None if self.sparse.is_empty() => None,
+            None => self.sparse.get(&id).copied(),
+        }
+    }
+}
+
+/// One worker's part of the second pass of `--top-files`: the chosen files' details, by slot.
+#[derive(Default)]
+struct ChosenAcc {
+    details: FileDetails,
+    /// A segment's rows of chosen files, and the slot of each; kept to reuse their memory.
+    keep: Vec<u32>,
+    slots: Vec<u32>,
+}
+
+impl ChosenAcc {
+    fn add(&mut self, chosen: &Chosen, b: &EventBatch, keep: &[u32]) {
+        self.keep.clear();
+        self.slots.clear();
+        for &k in keep {
+            if let Some(s) = chosen.slot(b.path_id[k as usize]) {
+                self.keep.push(k);
+                self.slots.push(s);
+            }
+        }
+        let slots = &self.slots;
+        self.details.add(b, &self.keep, |j| slots[j]);
+    }
+
+    fn merge(&mut self, o: ChosenAcc) {
+        self.details.merge(o.details);
     }
 }
 
@@ -697,10 +850,44 @@ struct FileRow {
     main_process: Option<String>,
     names: u32,
     renamed_from: Option<String>,
+    /// Which input the file is of, and its path ids (when the figures above are completed
+    /// by a second pass).
+    input: usize,
+    path_ids: Vec<u32>,
+}
+
+impl FileRow {
+    /// The row of file `key` of `input` (number `at`), with `sums`; its p99 and main process
+    /// are to be filled in.
+    fn new(input: &Source, at: usize, key: u32, s: &FileSums) -> FileRow {
+        let renamed = input.renamed(key);
+        FileRow {
+            trace: input.trace_of_path(key).to_string(),
+            key,
+            path: input.path(key),
+            ios: s.io.ios,
+            bytes: s.io.bytes,
+            read_bytes: s.io.read_bytes,
+            write_bytes: s.io.write_bytes,
+            mean_latency_us: (s.io.ios > 0)
+                .then(|| s.latency_sum_ns as f64 / s.io.ios as f64 / 1000.0),
+            p99_latency_us: None,
+            main_process: None,
+            names: renamed.map_or(1, |r| r.names),
+            renamed_from: renamed.map(|r| r.renamed_from.clone()),
+            input: at,
+            path_ids: Vec::new(),
+        }
+    }
 }
 
 /// `--top-files` over traces and datasets: the columns and order of [`crate::query::top_files`].
 /// A file renamed while recording is one row, under its latest name (see [`crate::files`]).
+///
+/// Ranked by I/Os or bytes, without a filter, it reads twice: a first pass sums every file;
+/// a second keeps the latencies and threads of the files shown only (their p99 and main
+/// process). Ranked by p99, or with a filter (which decodes every column), one pass keeps
+/// every file's.
 pub fn top_files(
     paths: &[InputPath],
     filter: Option<&Expr>,
@@ -708,70 +895,96 @@ pub fn top_files(
     limit: usize,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
+    let inputs = open_all(paths)?;
+    let two_passes = by != RankBy::Latency && filter.is_none();
     let mut rows: Vec<FileRow> = Vec::new();
-    let info = pass(
-        Columns::of(&[col::PATH_ID, col::BYTES, col::OP, col::LATENCY_NS, col::TID]),
-        paths,
+    let mut at = 0;
+    let want = if two_passes {
+        Columns::of(&[col::PATH_ID, col::BYTES, col::OP, col::LATENCY_NS])
+    } else {
+        Columns::of(&[col::PATH_ID, col::BYTES, col::OP, col::LATENCY_NS, col::TID])
+    };
+    let info = pass_over(
+        &inputs,
+        want,
         filter,
         progress,
         FilesAcc::default,
-        |files, _, b, keep| files.add(b, keep),
+        |files, _, b, keep| {
+            if two_passes {
+                files.add_sums(b, keep)
+            } else {
+                files.add(b, keep)
+            }
+        },
         FilesAcc::merge,
         |t| {
             // Path ids → files: the names of a renamed file are added together.
-            let mut by_file: IntMap<u32, FileAcc> = IntMap::default();
-            for (path_id, f) in t.acc.into_files() {
-                by_file
-                    .entry(t.input.file_key(path_id))
-                    .or_default()
-                    .merge(f);
+            let mut by_file: IntMap<u32, (FileSums, FileDetail, Vec<u32>)> = IntMap::default();
+            for (path_id, s, d) in t.acc.into_files() {
+                let f = by_file.entry(t.input.file_key(path_id)).or_default();
+                f.0.merge(&s);
+                f.1.merge(d);
+                f.2.push(path_id);
             }
-            for (key, f) in by_file {
-                let mut by_comm: HashMap<Option<&str>, u64> = HashMap::new();
-                for (tid, n) in f.by_tid.iter() {
-                    *by_comm
-                        .entry(t.input.comm(tid).map(String::as_str))
-                        .or_default() += n;
+            for (key, (s, d, path_ids)) in by_file {
+                let mut row = FileRow::new(t.input, at, key, &s);
+                if two_passes {
+                    row.path_ids = path_ids;
+                } else {
+                    row.p99_latency_us = d.p99_us();
+                    row.main_process = d.main_process(t.input);
                 }
-                // Most I/Os; ties: the name that sorts first (no name before any name).
-                let main_process = by_comm
-                    .into_iter()
-                    .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))
-                    .and_then(|(c, _)| c.map(str::to_string));
-                // p99 only where it is shown or ranked on: the copy for selection costs.
-                let p99 = f.latencies_ns.quantiles(&[0.99])[0];
-                let renamed = t.input.renamed(key);
-                rows.push(FileRow {
-                    trace: t.input.trace_of_path(key).to_string(),
-                    key,
-                    path: t.input.path(key),
-                    ios: f.sums.io.ios,
-                    bytes: f.sums.io.bytes,
-                    read_bytes: f.sums.io.read_bytes,
-                    write_bytes: f.sums.io.write_bytes,
-                    mean_latency_us: (f.sums.io.ios > 0)
-                        .then(|| f.sums.latency_sum_ns as f64 / f.sums.io.ios as f64 / 1000.0),
-                    p99_latency_us: p99.map(|v| v / 1000.0),
-                    main_process,
-                    names: renamed.map_or(1, |r| r.names),
-                    renamed_from: renamed.map(|r| r.renamed_from.clone()),
-                });
+                rows.push(row);
             }
+            at += 1;
         },
     )?;
-    let frame = ranked_files(rows, by, limit, info.duration_s(), info.several_traces());
+    rank_files(&mut rows, by, limit);
+    if two_passes {
+        complete_files(&inputs, &mut rows)?;
+    }
+    let frame = files_frame(rows, info.duration_s(), info.several_traces());
     info.answer(frame)
 }
 
-/// The first `limit` files by `by` as the `--top-files` table (with a `trace` column when
-/// the files are of `several_traces`).
-fn ranked_files(
-    mut rows: Vec<FileRow>,
-    by: RankBy,
-    limit: usize,
-    dur_s: f64,
-    several_traces: bool,
-) -> PolarsResult<DataFrame> {
+/// The second pass of `--top-files`: the p99 and main process of each file of `rows`, from
+/// the rows of their path ids, input by input.
+fn complete_files(inputs: &[Source], rows: &mut [FileRow]) -> Result<(), AnalyzeError> {
+    for (at, input) in inputs.iter().enumerate() {
+        let of_input: Vec<usize> = (0..rows.len()).filter(|&r| rows[r].input == at).collect();
+        if of_input.is_empty() {
+            continue;
+        }
+        let chosen = Chosen::new(
+            of_input
+                .iter()
+                .enumerate()
+                .flat_map(|(slot, &r)| rows[r].path_ids.iter().map(move |&p| (p, slot as u32))),
+        );
+        let mut details = Vec::new();
+        pass_over(
+            std::slice::from_ref(input),
+            Columns::of(&[col::PATH_ID, col::LATENCY_NS, col::TID]),
+            None,
+            &|_| {},
+            ChosenAcc::default,
+            |a, _, b, keep| a.add(&chosen, b, keep),
+            ChosenAcc::merge,
+            |t| details = t.acc.details.files,
+        )?;
+        let mut details = details.into_iter();
+        for r in of_input {
+            let d = details.next().unwrap_or_default();
+            rows[r].p99_latency_us = d.p99_us();
+            rows[r].main_process = d.main_process(input);
+        }
+    }
+    Ok(())
+}
+
+/// Sorts `rows` by `by` and keeps the first `limit`.
+fn rank_files(rows: &mut Vec<FileRow>, by: RankBy, limit: usize) {
     let key = |r: &FileRow| -> f64 {
         match by {
             RankBy::Ios => r.ios as f64,
@@ -789,6 +1002,11 @@ fn ranked_files(
             .then_with(|| a.key.cmp(&b.key))
     });
     rows.truncate(limit);
+}
+
+/// The `--top-files` table of ranked `rows` (with a `trace` column when the files are of
+/// `several_traces`).
+fn files_frame(rows: Vec<FileRow>, dur_s: f64, several_traces: bool) -> PolarsResult<DataFrame> {
     let mut cols = Vec::new();
     if several_traces {
         cols.push(col("trace", &rows, |r| r.trace.clone()));
