@@ -884,10 +884,10 @@ impl FileRow {
 /// `--top-files` over traces and datasets: the columns and order of [`crate::query::top_files`].
 /// A file renamed while recording is one row, under its latest name (see [`crate::files`]).
 ///
-/// Ranked by I/Os or bytes, without a filter, it reads twice: a first pass sums every file;
-/// a second keeps the latencies and threads of the files shown only (their p99 and main
-/// process). Ranked by p99, or with a filter (which decodes every column), one pass keeps
-/// every file's.
+/// Ranked by I/Os or bytes, without a filter, traces are read twice: a first pass sums every
+/// file; a second keeps the latencies and threads of the files shown only (their p99 and main
+/// process), decoding three columns. Ranked by p99, with a filter, or on a Parquet dataset
+/// (where either would read every column twice), one pass keeps every file's.
 pub fn top_files(
     paths: &[InputPath],
     filter: Option<&Expr>,
@@ -896,7 +896,8 @@ pub fn top_files(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let inputs = open_all(paths)?;
-    let two_passes = by != RankBy::Latency && filter.is_none();
+    let two_passes =
+        by != RankBy::Latency && filter.is_none() && inputs.iter().all(Source::projects);
     let mut rows: Vec<FileRow> = Vec::new();
     let mut at = 0;
     let want = if two_passes {

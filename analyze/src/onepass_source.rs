@@ -105,6 +105,12 @@ impl Source {
         }
     }
 
+    /// True when [`Source::load`] decodes only the columns asked for (a trace); a dataset's
+    /// row groups are read whole.
+    pub fn projects(&self) -> bool {
+        matches!(self.src, Src::Trace { .. })
+    }
+
     /// Rows of all units, as announced by the input's index (for progress).
     pub fn announced_rows(&self) -> u64 {
         match &self.src {
