@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
 use iodump_format::segment::{col, Columns};
-use iodump_format::stats::quantile_linear;
+use iodump_format::stats::{quantile_linear, QuantileRank};
 use iodump_format::summary::rfc3339_utc;
 use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
 use polars::prelude::*;
@@ -110,9 +110,27 @@ impl Samples {
         self.wide.extend(o.wide);
     }
 
-    /// The `qs` quantiles ([`quantile_linear`], as polars' `QuantileMethod::Linear`); one
-    /// contiguous copy of the samples lives while they are computed.
+    /// The `qs` quantiles ([`quantile_linear`], as polars' `QuantileMethod::Linear`). Of few
+    /// samples, from one contiguous copy of them; of many, from the order statistics
+    /// [`Samples::order_stats`] finds without copying them all.
     fn quantiles(&self, qs: &[f64]) -> Vec<Option<f64>> {
+        if self.len >= MANY_SAMPLES {
+            let ranks: Vec<Option<QuantileRank>> =
+                qs.iter().map(|&q| QuantileRank::of(self.len, q)).collect();
+            let mut wanted: Vec<usize> = ranks
+                .iter()
+                .flatten()
+                .flat_map(|r| [r.lo, r.lo + usize::from(r.between)])
+                .collect();
+            wanted.sort_unstable();
+            wanted.dedup();
+            let got = self.order_stats(&wanted);
+            let at = |k: usize| got[wanted.binary_search(&k).expect("a wanted rank")];
+            return ranks
+                .iter()
+                .map(|r| r.map(|r| r.value(at(r.lo), || at(r.lo + 1))))
+                .collect();
+        }
         if self.wide.is_empty() {
             let mut v: Vec<u32> = Vec::with_capacity(self.len);
             for b in &self.narrow {
@@ -129,6 +147,83 @@ impl Samples {
         }
     }
 }
+
+impl Samples {
+    /// The order statistics `ranks` (0-based, ascending, each below `len`) of the samples.
+    /// Values above 32 bits (`wide`) are above every narrow one. The narrow ones are counted
+    /// by their top 16 bits (one read of them all, in parallel), which gives the bucket of
+    /// each rank; then only the values of those buckets are copied, and each rank selected
+    /// within its bucket.
+    fn order_stats(&self, ranks: &[usize]) -> Vec<u64> {
+        const BUCKETS: usize = 1 << 16;
+        // A bucket's slot is a byte.
+        assert!(ranks.len() < usize::from(u8::MAX));
+        let narrow_len = self.len - self.wide.len();
+        let counts = self
+            .narrow
+            .par_iter()
+            .fold(
+                || vec![0u64; BUCKETS],
+                |mut c, b| {
+                    for &v in b {
+                        c[(v >> 16) as usize] += 1;
+                    }
+                    c
+                },
+            )
+            .reduce(
+                || vec![0u64; BUCKETS],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    a
+                },
+            );
+        // The bucket of each narrow rank, and where that bucket starts among the ranks.
+        let mut starts = Vec::with_capacity(BUCKETS + 1);
+        let mut sum = 0u64;
+        for &c in &counts {
+            starts.push(sum);
+            sum += c;
+        }
+        starts.push(sum);
+        let bucket_of = |r: usize| starts.partition_point(|&s| s <= r as u64) - 1;
+        let mut slot_of_bucket = vec![u8::MAX; BUCKETS];
+        let mut buckets: Vec<(usize, Vec<u32>)> = Vec::new();
+        for &r in ranks.iter().filter(|&&r| r < narrow_len) {
+            let b = bucket_of(r);
+            if slot_of_bucket[b] == u8::MAX {
+                slot_of_bucket[b] = buckets.len() as u8;
+                buckets.push((b, Vec::with_capacity(counts[b] as usize)));
+            }
+        }
+        if !buckets.is_empty() {
+            for b in &self.narrow {
+                for &v in b {
+                    let s = slot_of_bucket[(v >> 16) as usize];
+                    if s != u8::MAX {
+                        buckets[s as usize].1.push(v);
+                    }
+                }
+            }
+        }
+        let mut wide = self.wide.clone();
+        ranks
+            .iter()
+            .map(|&r| {
+                if r < narrow_len {
+                    let b = bucket_of(r);
+                    let values = &mut buckets[slot_of_bucket[b] as usize].1;
+                    u64::from(*values.select_nth_unstable(r - starts[b] as usize).1)
+                } else {
+                    *wide.select_nth_unstable(r - narrow_len).1
+                }
+            })
+            .collect()
+    }
+}
+
+/// Samples from which [`Samples::quantiles`] counts by buckets rather than copying them all.
+const MANY_SAMPLES: usize = 1 << 20;
 
 /// What a one-pass query read.
 pub struct OnePassRead {
@@ -974,11 +1069,14 @@ fn complete_files(inputs: &[Source], rows: &mut [FileRow]) -> Result<(), Analyze
             ChosenAcc::merge,
             |t| details = t.acc.details.files,
         )?;
-        let mut details = details.into_iter();
-        for r in of_input {
-            let d = details.next().unwrap_or_default();
-            rows[r].p99_latency_us = d.p99_us();
-            rows[r].main_process = d.main_process(input);
+        details.resize_with(of_input.len(), FileDetail::default);
+        let figures: Vec<(Option<f64>, Option<String>)> = details
+            .par_iter()
+            .map(|d| (d.p99_us(), d.main_process(input)))
+            .collect();
+        for (r, (p99, main)) in of_input.into_iter().zip(figures) {
+            rows[r].p99_latency_us = p99;
+            rows[r].main_process = main;
         }
     }
     Ok(())
@@ -1967,5 +2065,39 @@ mod tests {
             assert_eq!(got, quantile_linear(&mut v, q));
         }
         assert!(s.narrow.iter().all(|b| b.len() <= BLOCK) && s.wide.len() == 21);
+    }
+
+    #[test]
+    fn many_samples_give_the_quantiles_of_a_copy() {
+        // Spread values, values bunched in one bucket of the top 16 bits, a few above 32
+        // bits, and equal ones; quantiles near the ends and between two buckets.
+        let mut x: u64 = 99;
+        let mut s = Samples::default();
+        let mut all = Vec::new();
+        for i in 0..MANY_SAMPLES as u64 + 54_321 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = match i % 10 {
+                0 => x % (1 << 32),
+                1..=6 => 200_000 + x % 5_000,
+                7 if i % 1_000 == 7 => (1 << 33) + x % 1_000,
+                _ => 1_000,
+            };
+            s.push(v);
+            all.push(v);
+        }
+        let qs = [0.0, 0.1, 0.3, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
+        let got = s.quantiles(&qs);
+        for (q, got) in qs.into_iter().zip(got) {
+            let mut v = all.clone();
+            assert_eq!(got, quantile_linear(&mut v, q), "q {q}");
+        }
+        assert!(!s.wide.is_empty());
+        // Only narrow values.
+        let mut t = Samples::default();
+        t.extend(&all.iter().map(|&v| v % (1 << 32)).collect::<Vec<_>>());
+        let mut v: Vec<u64> = all.iter().map(|&v| v % (1 << 32)).collect();
+        assert_eq!(t.quantiles(&[0.99])[0], quantile_linear(&mut v, 0.99));
     }
 }

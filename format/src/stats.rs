@@ -11,21 +11,50 @@
 /// (v[floor(h) + 1] - v[floor(h)])`. `None` when `v` is empty. Reorders `v` (a selection, not
 /// a full sort: O(len) per call).
 pub fn quantile_linear<T: Copy + Ord + Into<u64>>(v: &mut [T], q: f64) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let float_idx = (v.len() - 1) as f64 * q;
-    let lo = float_idx.floor() as usize;
-    let hi = (float_idx.ceil() as usize).min(v.len() - 1);
-    let (_, &mut a, rest) = v.select_nth_unstable(lo);
-    let a = a.into() as f64;
-    if lo == hi {
-        return Some(a);
-    }
+    let rank = QuantileRank::of(v.len(), q)?;
+    let (_, &mut a, rest) = v.select_nth_unstable(rank.lo);
+    let a = a.into();
     // The next order statistic is the smallest of what lies above `lo`.
-    let b = rest.iter().copied().min().map_or(a, |b| b.into() as f64);
-    let frac = float_idx - lo as f64;
-    Some(a + (b - a) * frac)
+    Some(rank.value(a, || rest.iter().copied().min().map_or(a, Into::into)))
+}
+
+/// Where the `q`-quantile of `len` samples lies, as [`quantile_linear`] computes it: between
+/// order statistics `lo` and `lo + 1` (0-based), `frac` of the way.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QuantileRank {
+    /// The lower order statistic.
+    pub lo: usize,
+    /// True when the upper one (`lo + 1`) is needed too.
+    pub between: bool,
+    frac: f64,
+}
+
+impl QuantileRank {
+    /// The rank of the `q`-quantile of `len` samples; `None` when there are none.
+    pub fn of(len: usize, q: f64) -> Option<QuantileRank> {
+        if len == 0 {
+            return None;
+        }
+        let float_idx = (len - 1) as f64 * q;
+        let lo = float_idx.floor() as usize;
+        let hi = (float_idx.ceil() as usize).min(len - 1);
+        Some(QuantileRank {
+            lo,
+            between: lo != hi,
+            frac: float_idx - lo as f64,
+        })
+    }
+
+    /// The quantile, from order statistic `lo` (`a`) and, when [`QuantileRank::between`],
+    /// `lo + 1` (`b()`).
+    pub fn value(self, a: u64, b: impl FnOnce() -> u64) -> f64 {
+        let a = a as f64;
+        if !self.between {
+            return a;
+        }
+        let b = b() as f64;
+        a + (b - a) * self.frac
+    }
 }
 
 #[cfg(test)]
