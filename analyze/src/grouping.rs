@@ -28,6 +28,13 @@ impl DenseSlots {
         }
         Some(&mut self.0[p])
     }
+
+    /// The slot of `id` without setting it: `None` when it is not set (or above
+    /// [`DENSE_IDS`]; those are the caller's to keep).
+    #[inline]
+    pub(crate) fn get(&self, id: u32) -> Option<u32> {
+        self.0.get(id as usize).copied().filter(|&s| s != u32::MAX)
+    }
 }
 
 /// Indices 0, 1, 2 … given to ids in the order they are first seen.

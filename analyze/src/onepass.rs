@@ -22,7 +22,7 @@ use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use crate::grouping::{DenseIds, Groups};
+use crate::grouping::{DenseIds, DenseSlots, Groups};
 use crate::input::InputPath;
 use crate::onepass_source::Source;
 use crate::query::{LatencyBy, RankBy};
@@ -146,9 +146,7 @@ impl Samples {
             qs.iter().map(|&q| quantile_linear(&mut v, q)).collect()
         }
     }
-}
 
-impl Samples {
     /// The order statistics `ranks` (0-based, ascending, each below `len`) of the samples.
     /// Values above 32 bits (`wide`) are above every narrow one. The narrow ones are counted
     /// by their top 16 bits (one read of them all, in parallel), which gives the bucket of
@@ -869,8 +867,8 @@ impl FilesAcc {
 /// threads of the rows of these only.
 #[derive(Default)]
 struct Chosen {
-    /// The slot of each path id below its length (`u32::MAX`: not chosen).
-    dense: Vec<u32>,
+    /// The slot of each path id up to the dense bound.
+    dense: DenseSlots,
     /// The slot of each chosen larger path id.
     sparse: IntMap<u32, u32>,
 }
@@ -879,14 +877,11 @@ impl Chosen {
     fn new(ids: impl IntoIterator<Item = (u32, u32)>) -> Chosen {
         let mut c = Chosen::default();
         for (id, slot) in ids {
-            if id < 1 << 20 {
-                let p = id as usize;
-                if c.dense.len() <= p {
-                    c.dense.resize(p + 1, u32::MAX);
+            match c.dense.slot(id) {
+                Some(s) => *s = slot,
+                None => {
+                    c.sparse.insert(id, slot);
                 }
-                c.dense[p] = slot;
-            } else {
-                c.sparse.insert(id, slot);
             }
         }
         c
@@ -894,8 +889,8 @@ impl Chosen {
 
     #[inline]
     fn slot(&self, id: u32) -> Option<u32> {
-        match self.dense.get(id as usize) {
-            Some(&s) => (s != u32::MAX).then_some(s),
+        match self.dense.get(id) {
+            Some(s) => Some(s),
             None if self.sparse.is_empty() => None,
             None => self.sparse.get(&id).copied(),
         }
