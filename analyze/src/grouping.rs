@@ -1,8 +1,8 @@
 //! Grouping a segment's rows by a small dense key before they are folded, for the passes that
 //! keep figures per file (thousands of them, which do not fit in cache while the rows of
 //! different files interleave): [`Groups`], a counting sort of row numbers or of the rows' values
-//! that keeps each group's rows in their order, and [`DenseIds`], the group index of a path id
-//! without hashing.
+//! that keeps each group's rows in their order, [`DenseIds`], the group index of a path id
+//! without hashing, and [`DenseMap`], values by path id through that index.
 
 use iodump_format::inthash::IntMap;
 
@@ -66,6 +66,75 @@ impl DenseIds {
         };
         self.len += u32::from(new);
         (i, new)
+    }
+}
+
+/// Values by id, found through a [`DenseIds`] index (no hashing for the ids a trace numbers
+/// densely), kept in a small dense array in the order their ids were first seen.
+pub(crate) struct DenseMap<T> {
+    ids: DenseIds,
+    /// Each value's id, by index.
+    keys: Vec<u32>,
+    /// The values, by index.
+    values: Vec<T>,
+}
+
+impl<T> Default for DenseMap<T> {
+    fn default() -> Self {
+        DenseMap {
+            ids: DenseIds::default(),
+            keys: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+}
+
+impl<T: Default> DenseMap<T> {
+    /// The index of `id`'s value, made when new.
+    #[inline]
+    pub(crate) fn index(&mut self, id: u32) -> usize {
+        let (i, new) = self.ids.index(id);
+        if new {
+            self.values.push(T::default());
+            self.keys.push(id);
+        }
+        i as usize
+    }
+
+    /// `id`'s value, made when new.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, id: u32) -> &mut T {
+        let i = self.index(id);
+        &mut self.values[i]
+    }
+
+    /// The value at `index` (of [`DenseMap::index`]).
+    #[inline]
+    pub(crate) fn at_mut(&mut self, index: usize) -> &mut T {
+        &mut self.values[index]
+    }
+
+    /// Ids with a value.
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Every (id, value), in the order the ids were first seen.
+    pub(crate) fn into_entries(self) -> impl Iterator<Item = (u32, T)> {
+        self.keys.into_iter().zip(self.values)
+    }
+
+    /// Adds `o`'s values with `add` (the smaller map into the larger).
+    pub(crate) fn merge(&mut self, o: DenseMap<T>, mut add: impl FnMut(&mut T, T)) {
+        let (mut a, b) = if o.len() > self.len() {
+            (o, std::mem::take(self))
+        } else {
+            (std::mem::take(self), o)
+        };
+        for (id, v) in b.into_entries() {
+            add(a.get_mut(id), v);
+        }
+        *self = a;
     }
 }
 
@@ -194,5 +263,20 @@ mod tests {
         assert_eq!(d.index(1), (2, true));
         assert_eq!(d.index(DENSE_IDS + 5), (1, false));
         assert_eq!(d.index(u32::MAX), (3, true));
+    }
+
+    #[test]
+    fn dense_maps_merge_by_id() {
+        let mut a: DenseMap<u64> = DenseMap::default();
+        *a.get_mut(3) += 1;
+        *a.get_mut(DENSE_IDS + 1) += 2;
+        let mut b: DenseMap<u64> = DenseMap::default();
+        for id in [5, 3, 9] {
+            *b.get_mut(id) += 10;
+        }
+        a.merge(b, |x, y| *x += y);
+        let mut got: Vec<(u32, u64)> = a.into_entries().collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![(3, 11), (5, 10), (9, 10), (DENSE_IDS + 1, 2)]);
     }
 }

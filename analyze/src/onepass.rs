@@ -22,7 +22,7 @@ use iodump_format::{Damage, EventBatch, Header, Op, SegmentDecoder};
 use polars::prelude::*;
 use rayon::prelude::*;
 
-use crate::grouping::{DenseIds, DenseSlots, Groups};
+use crate::grouping::{DenseMap, DenseSlots, Groups};
 use crate::input::InputPath;
 use crate::onepass_source::Source;
 use crate::query::{LatencyBy, RankBy};
@@ -67,30 +67,37 @@ impl Samples {
 
     /// Adds `vs` (as [`Samples::push`] each would).
     fn extend(&mut self, vs: &[u64]) {
-        let Some(top) = vs.iter().copied().max() else {
+        self.extend_by(vs.len(), |j| vs[j]);
+    }
+
+    /// Adds `value(j)` for `j` in `0..n` (as [`Samples::push`] each would): the largest is
+    /// found first, and when it fits in 32 bits the values are copied into the blocks in runs.
+    #[inline]
+    fn extend_by(&mut self, n: usize, value: impl Fn(usize) -> u64) {
+        let Some(top) = (0..n).map(&value).max() else {
             return;
         };
         if top > u64::from(u32::MAX) {
-            for &v in vs {
-                self.push(v);
+            for j in 0..n {
+                self.push(value(j));
             }
             return;
         }
-        self.len += vs.len();
+        self.len += n;
         self.max = Some(self.max.map_or(top, |m| m.max(top)));
-        let mut rest = vs;
-        while !rest.is_empty() {
+        let mut j = 0;
+        while j < n {
             match self.narrow.last_mut() {
                 Some(b) if b.len() < BLOCK => {
-                    let (now, later) = rest.split_at((BLOCK - b.len()).min(rest.len()));
+                    let now = (BLOCK - b.len()).min(n - j);
                     // Every value fits in 32 bits (top does).
-                    b.extend(now.iter().map(|&v| v as u32));
-                    rest = later;
+                    b.extend((j..j + now).map(|k| value(k) as u32));
+                    j += now;
                 }
                 _ => {
                     // The first block grows as usual; later ones are allocated whole.
                     let cap = if self.narrow.is_empty() {
-                        rest.len().clamp(4, BLOCK)
+                        (n - j).clamp(4, BLOCK)
                     } else {
                         BLOCK
                     };
@@ -98,6 +105,12 @@ impl Samples {
                 }
             }
         }
+    }
+
+    /// Adds `values[r]` of each row `r` of `rows`.
+    #[inline]
+    fn extend_rows(&mut self, values: &[u64], rows: &[u32]) {
+        self.extend_by(rows.len(), |j| values[rows[j] as usize]);
     }
 
     fn append(&mut self, o: Samples) {
@@ -149,11 +162,10 @@ impl Samples {
 
     /// The order statistics `ranks` (0-based, ascending, each below `len`) of the samples.
     /// Values above 32 bits (`wide`) are above every narrow one. The narrow ones are counted
-    /// by their top 16 bits (one read of them all, in parallel), which gives the bucket of
-    /// each rank; then only the values of those buckets are copied, and each rank selected
-    /// within its bucket.
+    /// by [`fine_bucket`] (one read of them all, in parallel), which gives the bucket of each
+    /// rank; then only the values of those buckets are copied (in parallel), and each rank
+    /// selected within its bucket.
     fn order_stats(&self, ranks: &[usize]) -> Vec<u64> {
-        const BUCKETS: usize = 1 << 16;
         // A bucket's slot is a byte.
         assert!(ranks.len() < usize::from(u8::MAX));
         let narrow_len = self.len - self.wide.len();
@@ -161,23 +173,23 @@ impl Samples {
             .narrow
             .par_iter()
             .fold(
-                || vec![0u64; BUCKETS],
+                || vec![0u64; FINE_BUCKETS],
                 |mut c, b| {
                     for &v in b {
-                        c[(v >> 16) as usize] += 1;
+                        c[fine_bucket(v)] += 1;
                     }
                     c
                 },
             )
             .reduce(
-                || vec![0u64; BUCKETS],
+                || vec![0u64; FINE_BUCKETS],
                 |mut a, b| {
                     a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
                     a
                 },
             );
         // The bucket of each narrow rank, and where that bucket starts among the ranks.
-        let mut starts = Vec::with_capacity(BUCKETS + 1);
+        let mut starts = Vec::with_capacity(FINE_BUCKETS + 1);
         let mut sum = 0u64;
         for &c in &counts {
             starts.push(sum);
@@ -185,38 +197,71 @@ impl Samples {
         }
         starts.push(sum);
         let bucket_of = |r: usize| starts.partition_point(|&s| s <= r as u64) - 1;
-        let mut slot_of_bucket = vec![u8::MAX; BUCKETS];
-        let mut buckets: Vec<(usize, Vec<u32>)> = Vec::new();
+        let mut slot_of_bucket = vec![u8::MAX; FINE_BUCKETS];
+        let mut wanted = 0usize;
         for &r in ranks.iter().filter(|&&r| r < narrow_len) {
             let b = bucket_of(r);
             if slot_of_bucket[b] == u8::MAX {
-                slot_of_bucket[b] = buckets.len() as u8;
-                buckets.push((b, Vec::with_capacity(counts[b] as usize)));
+                slot_of_bucket[b] = wanted as u8;
+                wanted += 1;
             }
         }
-        if !buckets.is_empty() {
-            for b in &self.narrow {
-                for &v in b {
-                    let s = slot_of_bucket[(v >> 16) as usize];
-                    if s != u8::MAX {
-                        buckets[s as usize].1.push(v);
-                    }
-                }
-            }
-        }
+        let mut buckets: Vec<Vec<u32>> = if wanted == 0 {
+            Vec::new()
+        } else {
+            self.narrow
+                .par_iter()
+                .fold(
+                    || vec![Vec::new(); wanted],
+                    |mut got: Vec<Vec<u32>>, b| {
+                        for &v in b {
+                            let s = slot_of_bucket[fine_bucket(v)];
+                            if s != u8::MAX {
+                                got[s as usize].push(v);
+                            }
+                        }
+                        got
+                    },
+                )
+                .reduce(
+                    || vec![Vec::new(); wanted],
+                    |mut a, b| {
+                        a.iter_mut().zip(b).for_each(|(x, y)| x.extend(y));
+                        a
+                    },
+                )
+        };
         let mut wide = self.wide.clone();
         ranks
             .iter()
             .map(|&r| {
                 if r < narrow_len {
                     let b = bucket_of(r);
-                    let values = &mut buckets[slot_of_bucket[b] as usize].1;
+                    let values = &mut buckets[slot_of_bucket[b] as usize];
                     u64::from(*values.select_nth_unstable(r - starts[b] as usize).1)
                 } else {
                     *wide.select_nth_unstable(r - narrow_len).1
                 }
             })
             .collect()
+    }
+}
+
+/// Mantissa bits of a [`fine_bucket`]: 2^11 buckets per power of two.
+const FINE_BITS: u32 = 11;
+/// Buckets [`fine_bucket`] gives a `u32`.
+const FINE_BUCKETS: usize = ((32 - FINE_BITS as usize) << FINE_BITS) + (1 << FINE_BITS);
+
+/// A log-linear bucket of `v`, in `v`'s order: each value below 2^11 its own, then 2^11 per
+/// power of two (each at most 1/2048 of its values wide), so that a rank's bucket holds few
+/// samples whatever the scale of the values.
+#[inline]
+fn fine_bucket(v: u32) -> usize {
+    if v < 1 << FINE_BITS {
+        v as usize
+    } else {
+        let shift = 31 - v.leading_zeros() - FINE_BITS;
+        (((shift + 1) << FINE_BITS) | ((v >> shift) & ((1 << FINE_BITS) - 1))) as usize
     }
 }
 
@@ -711,6 +756,23 @@ impl TidCounts {
     }
 }
 
+/// Calls `f(key, rows)` for each run of consecutive `keep` rows with the same `key_of(row)`:
+/// a group's samples of a run are added at once (a segment's rows mostly come in runs of one
+/// device, op or thread).
+#[inline]
+fn for_runs<K: PartialEq>(keep: &[u32], key_of: impl Fn(usize) -> K, mut f: impl FnMut(K, &[u32])) {
+    let mut j = 0;
+    while j < keep.len() {
+        let key = key_of(keep[j] as usize);
+        let mut end = j + 1;
+        while end < keep.len() && key_of(keep[end] as usize) == key {
+            end += 1;
+        }
+        f(key, &keep[j..end]);
+        j = end;
+    }
+}
+
 /// Merges map `b` into map `a` with `f`, iterating the smaller one.
 fn merge_maps<K: std::hash::Hash + Eq, V>(
     a: &mut IntMap<K, V>,
@@ -779,35 +841,15 @@ impl FileDetails {
     }
 }
 
-/// The sums of files by path id, found through a dense index.
-#[derive(Default)]
-struct FileSumsById {
-    ids: DenseIds,
-    /// Each file's path id, by index.
-    path_ids: Vec<u32>,
-    /// Each file's sums, by index: a small dense array that the rows' pass updates in place.
-    sums: Vec<FileSums>,
-}
+/// The sums of files by path id: a small dense array that the rows' pass updates in place.
+type FileSumsById = DenseMap<FileSums>;
 
-impl FileSumsById {
-    /// The index of `path_id`'s sums, made when new.
-    #[inline]
-    fn index(&mut self, path_id: u32) -> usize {
-        let (i, new) = self.ids.index(path_id);
-        if new {
-            self.sums.push(FileSums::default());
-            self.path_ids.push(path_id);
-        }
-        i as usize
-    }
-
-    /// Adds row `i` of `b`; returns the index of its file.
-    #[inline]
-    fn add(&mut self, b: &EventBatch, i: usize) -> usize {
-        let g = self.index(b.path_id[i]);
-        self.sums[g].add(b.op[i], b.bytes[i], b.latency_ns[i]);
-        g
-    }
+/// Adds row `i` of `b` to its file's sums; returns the index of its file.
+#[inline]
+fn add_file_sums(sums: &mut FileSumsById, b: &EventBatch, i: usize) -> usize {
+    let g = sums.index(b.path_id[i]);
+    sums.at_mut(g).add(b.op[i], b.bytes[i], b.latency_ns[i]);
+    g
 }
 
 /// One worker's files of one trace: figures per path id.
@@ -825,13 +867,13 @@ impl FilesAcc {
     fn add(&mut self, b: &EventBatch, keep: &[u32]) {
         let sums = &mut self.sums;
         self.details
-            .add(b, keep, |j| sums.add(b, keep[j] as usize) as u32);
+            .add(b, keep, |j| add_file_sums(sums, b, keep[j] as usize) as u32);
     }
 
     /// Adds the sums of the kept rows of one segment, and nothing else.
     fn add_sums(&mut self, b: &EventBatch, keep: &[u32]) {
         for &k in keep {
-            self.sums.add(b, k as usize);
+            add_file_sums(&mut self.sums, b, k as usize);
         }
     }
 
@@ -839,21 +881,19 @@ impl FilesAcc {
     fn into_files(self) -> impl Iterator<Item = (u32, FileSums, FileDetail)> {
         let mut details = self.details.files.into_iter();
         self.sums
-            .path_ids
-            .into_iter()
-            .zip(self.sums.sums)
+            .into_entries()
             .map(move |(p, s)| (p, s, details.next().unwrap_or_default()))
     }
 
     fn merge(&mut self, o: FilesAcc) {
-        let (mut a, b) = if o.sums.path_ids.len() > self.sums.path_ids.len() {
+        let (mut a, b) = if o.sums.len() > self.sums.len() {
             (o, std::mem::take(self))
         } else {
             (std::mem::take(self), o)
         };
         for (path_id, s, d) in b.into_files() {
             let i = a.sums.index(path_id);
-            a.sums.sums[i].merge(&s);
+            a.sums.at_mut(i).merge(&s);
             if a.details.files.len() <= i {
                 a.details.files.resize_with(i + 1, FileDetail::default);
             }
@@ -1152,13 +1192,48 @@ impl ProcAcc {
     }
 }
 
-/// Adds the kept rows of one segment to the threads' counters ((pid, tid) → counters).
-fn add_threads(m: &mut IntMap<(u32, u32), ProcAcc>, b: &EventBatch, keep: &[u32]) {
-    for &k in keep {
-        let i = k as usize;
-        m.entry((b.pid[i], b.tid[i]))
-            .or_default()
-            .add(b.op[i], b.bytes[i]);
+/// Each thread's I/O by (pid, tid), found by its tid without hashing (a tid is one pid's at a
+/// time: the threads whose tid was first seen with another pid are kept apart).
+#[derive(Default)]
+struct Threads {
+    /// By tid: the pid first seen with it, and that thread's counts.
+    by_tid: DenseMap<(Option<u32>, ProcAcc)>,
+    /// Threads of a tid first seen with another pid.
+    others: IntMap<(u32, u32), ProcAcc>,
+}
+
+impl Threads {
+    /// Thread (pid, tid)'s counts, made when new.
+    #[inline]
+    fn get(&mut self, pid: u32, tid: u32) -> &mut ProcAcc {
+        let (first, a) = self.by_tid.get_mut(tid);
+        if *first.get_or_insert(pid) == pid {
+            a
+        } else {
+            self.others.entry((pid, tid)).or_default()
+        }
+    }
+
+    /// Adds the kept rows of one segment.
+    fn add(&mut self, b: &EventBatch, keep: &[u32]) {
+        for &k in keep {
+            let i = k as usize;
+            self.get(b.pid[i], b.tid[i]).add(b.op[i], b.bytes[i]);
+        }
+    }
+
+    fn merge(&mut self, o: Threads) {
+        for (key, a) in o.into_entries() {
+            self.get(key.0, key.1).merge(a);
+        }
+    }
+
+    /// Every ((pid, tid), counts).
+    fn into_entries(self) -> impl Iterator<Item = ((u32, u32), ProcAcc)> {
+        self.by_tid
+            .into_entries()
+            .filter_map(|(tid, (pid, a))| pid.map(|pid| ((pid, tid), a)))
+            .chain(self.others)
     }
 }
 
@@ -1197,11 +1272,11 @@ pub fn top_procs(
         paths,
         filter,
         progress,
-        IntMap::<(u32, u32), ProcAcc>::default,
-        |m, _, b, keep| add_threads(m, b, keep),
-        |a, b| merge_maps(a, b, ProcAcc::merge),
+        Threads::default,
+        |m, _, b, keep| m.add(b, keep),
+        Threads::merge,
         |t| {
-            for ((pid, tid), a) in t.acc {
+            for ((pid, tid), a) in t.acc.into_entries() {
                 procs
                     .entry(proc_key(t.input, pid, tid))
                     .or_default()
@@ -1250,27 +1325,50 @@ impl LatAcc {
     }
 }
 
-/// Adds the kept rows of one segment to the latency groups, keyed by what `by` groups on
-/// (device number, op code, thread id or path id; 0 for everything).
-fn add_latency(m: &mut IntMap<u32, LatAcc>, b: &EventBatch, keep: &[u32], by: LatencyBy) {
-    for &k in keep {
-        let i = k as usize;
-        let key = match by {
+/// One worker's latency groups, keyed by what `by` groups on (device number, op code, thread
+/// id or path id; 0 for everything).
+#[derive(Default)]
+struct LatGroups {
+    groups: IntMap<u32, LatAcc>,
+    /// A run's device times (memory reused).
+    device_ns: Vec<u64>,
+}
+
+impl LatGroups {
+    /// Adds the kept rows of one segment, a run of rows of one group at a time.
+    fn add(&mut self, b: &EventBatch, keep: &[u32], by: LatencyBy) {
+        let key_of = |i: usize| match by {
             LatencyBy::All => 0,
             LatencyBy::Dev => b.dev[i],
             LatencyBy::Op => u32::from(b.op[i]),
             LatencyBy::Proc => b.tid[i],
             LatencyBy::File => b.path_id[i],
         };
-        let a = m.entry(key).or_default();
-        let dev = b.device_ns(i);
-        a.latency_ns.push(b.latency_ns[i]);
-        a.device_ns.push(dev);
-        a.device_sum_ns += u128::from(dev);
-        if let Some(q) = b.queue_ns.get(i) {
-            a.queue_sum_ns += u128::from(q);
-            a.queue_n += 1;
-        }
+        let (groups, device_ns) = (&mut self.groups, &mut self.device_ns);
+        for_runs(keep, key_of, |key, rows| {
+            let a = groups.entry(key).or_default();
+            a.latency_ns.extend_rows(&b.latency_ns, rows);
+            device_ns.clear();
+            for &r in rows {
+                let i = r as usize;
+                let latency_ns = b.latency_ns[i];
+                let (queue_ns, queued) = match b.queue_ns.get(i) {
+                    Some(q) => (q, 1),
+                    None => (0, 0),
+                };
+                // As `EventBatch::device_ns`.
+                let dev_ns = latency_ns.saturating_sub(queue_ns);
+                device_ns.push(dev_ns);
+                a.device_sum_ns += u128::from(dev_ns);
+                a.queue_sum_ns += u128::from(queue_ns);
+                a.queue_n += queued;
+            }
+            a.device_ns.extend(device_ns);
+        });
+    }
+
+    fn merge(&mut self, o: LatGroups) {
+        merge_maps(&mut self.groups, o.groups, LatAcc::merge);
     }
 }
 
@@ -1282,23 +1380,28 @@ pub fn latency(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut groups: HashMap<Option<String>, LatAcc> = HashMap::new();
+    // The latencies, and the column of the group's key.
+    let key_column = match by {
+        LatencyBy::All => None,
+        LatencyBy::Dev => Some(col::DEV),
+        LatencyBy::Op => Some(col::OP),
+        LatencyBy::Proc => Some(col::TID),
+        LatencyBy::File => Some(col::PATH_ID),
+    };
+    let mut want = Columns::of(&[col::LATENCY_NS, col::QUEUE_NS]);
+    if let Some(c) = key_column {
+        want = want.union(Columns::of(&[c]));
+    }
     let info = pass(
-        Columns::of(&[
-            col::LATENCY_NS,
-            col::QUEUE_NS,
-            col::DEV,
-            col::OP,
-            col::TID,
-            col::PATH_ID,
-        ]),
+        want,
         paths,
         filter,
         progress,
-        IntMap::<u32, LatAcc>::default,
-        |m, _, b, keep| add_latency(m, b, keep, by),
-        |a, b| merge_maps(a, b, LatAcc::merge),
+        LatGroups::default,
+        |m, _, b, keep| m.add(b, keep, by),
+        LatGroups::merge,
         |t| {
-            for (key, a) in t.acc {
+            for (key, a) in t.acc.groups {
                 let name = match by {
                     LatencyBy::All => Some("all".to_string()),
                     LatencyBy::Dev => t.input.device(key),
@@ -1369,9 +1472,9 @@ struct SummaryAcc {
     writes: u64,
     latency_ns: Samples,
     /// I/Os per path id (for the top file).
-    files: IntMap<u32, u64>,
+    files: DenseMap<u64>,
     /// I/Os per (pid, tid) (for the top process).
-    threads: IntMap<(u32, u32), ProcAcc>,
+    threads: Threads,
 }
 
 impl SummaryAcc {
@@ -1382,10 +1485,10 @@ impl SummaryAcc {
             self.bytes += u64::from(b.bytes[i]);
             self.reads += u64::from(b.op[i] == read);
             self.writes += u64::from(b.op[i] == write);
-            self.latency_ns.push(b.latency_ns[i]);
-            *self.files.entry(b.path_id[i]).or_default() += 1;
+            *self.files.get_mut(b.path_id[i]) += 1;
         }
-        add_threads(&mut self.threads, b, keep);
+        self.latency_ns.extend_rows(&b.latency_ns, keep);
+        self.threads.add(b, keep);
     }
 
     fn merge(&mut self, o: SummaryAcc) {
@@ -1393,8 +1496,8 @@ impl SummaryAcc {
         self.reads += o.reads;
         self.writes += o.writes;
         self.latency_ns.append(o.latency_ns);
-        merge_maps(&mut self.files, o.files, |a, b| *a += b);
-        merge_maps(&mut self.threads, o.threads, ProcAcc::merge);
+        self.files.merge(o.files, |a, b| *a += b);
+        self.threads.merge(o.threads);
     }
 }
 
@@ -1426,14 +1529,14 @@ pub fn summary(
         |t| {
             let mut acc = t.acc;
             let mut by_file: IntMap<u32, u64> = IntMap::default();
-            for (path_id, n) in std::mem::take(&mut acc.files) {
+            for (path_id, n) in std::mem::take(&mut acc.files).into_entries() {
                 *by_file.entry(t.input.file_key(path_id)).or_default() += n;
             }
             for (key, n) in by_file {
                 let trace = t.input.trace_of_path(key).to_string();
                 files.push((n, t.input.path(key), trace, key));
             }
-            for ((pid, tid), a) in std::mem::take(&mut acc.threads) {
+            for ((pid, tid), a) in std::mem::take(&mut acc.threads).into_entries() {
                 procs
                     .entry(proc_key(t.input, pid, tid))
                     .or_default()
@@ -2063,9 +2166,53 @@ mod tests {
     }
 
     #[test]
+    fn threads_of_a_reused_tid_stay_apart() {
+        let mut a = Threads::default();
+        a.get(10, 7).add(Op::Read.code(), 4096);
+        // Tid 7 again, in another process.
+        a.get(20, 7).add(Op::Write.code(), 512);
+        a.get(10, 7).add(Op::Read.code(), 4096);
+        let mut b = Threads::default();
+        // Seen first with the second pid in another worker.
+        b.get(20, 7).add(Op::Write.code(), 512);
+        b.get(30, 8).add(Op::Read.code(), 1);
+        a.merge(b);
+        let mut got: Vec<((u32, u32), u64, u64, u64)> = a
+            .into_entries()
+            .map(|(k, p)| (k, p.ios, p.read_bytes, p.write_bytes))
+            .collect();
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            vec![
+                ((10, 7), 2, 8192, 0),
+                ((20, 7), 2, 0, 1024),
+                ((30, 8), 1, 1, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn fine_buckets_follow_the_values_order() {
+        let mut last = 0;
+        for v in (0..1u32 << 16).chain((16..32).flat_map(|e| {
+            let p = 1u32 << e;
+            [p - 1, p, p + 1, p | (p >> 1), p | (p - 1)]
+        })) {
+            let b = fine_bucket(v);
+            assert!(b >= last && b < FINE_BUCKETS, "{v}: {b} after {last}");
+            last = b;
+        }
+        assert_eq!(fine_bucket(u32::MAX), FINE_BUCKETS - 1);
+        // Exact below 2^12: bucket == value.
+        assert_eq!(fine_bucket(4095), 4095);
+        assert_eq!(fine_bucket(4096), fine_bucket(4097));
+    }
+
+    #[test]
     fn many_samples_give_the_quantiles_of_a_copy() {
-        // Spread values, values bunched in one bucket of the top 16 bits, a few above 32
-        // bits, and equal ones; quantiles near the ends and between two buckets.
+        // Spread values, values bunched in one fine bucket, a few above 32 bits, and equal
+        // ones; quantiles near the ends and between two buckets.
         let mut x: u64 = 99;
         let mut s = Samples::default();
         let mut all = Vec::new();
@@ -2075,7 +2222,8 @@ mod tests {
             x ^= x << 17;
             let v = match i % 10 {
                 0 => x % (1 << 32),
-                1..=6 => 200_000 + x % 5_000,
+                1..=3 => 200_000 + x % 64,
+                4..=6 => 200_000 + x % 5_000,
                 7 if i % 1_000 == 7 => (1 << 33) + x % 1_000,
                 _ => 1_000,
             };

@@ -216,6 +216,7 @@ impl EventBatch {
         })
     }
     /// `latency_ns - queue_ns` of row `i` (see [`Event::device_ns`]).
+    #[inline]
     pub fn device_ns(&self, i: usize) -> u64 {
         self.latency_ns[i].saturating_sub(self.queue_ns.get(i).unwrap_or(0))
     }
