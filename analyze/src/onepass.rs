@@ -113,6 +113,16 @@ impl Samples {
         self.extend_by(rows.len(), |j| values[rows[j] as usize]);
     }
 
+    /// The sum of the samples.
+    fn sum(&self) -> u128 {
+        let narrow: u128 = self
+            .narrow
+            .iter()
+            .map(|b| u128::from(b.iter().map(|&v| u64::from(v)).sum::<u64>()))
+            .sum();
+        narrow + self.wide.iter().map(|&v| u128::from(v)).sum::<u128>()
+    }
+
     fn append(&mut self, o: Samples) {
         self.len += o.len;
         self.max = match (self.max, o.max) {
@@ -844,11 +854,12 @@ impl FileDetails {
 /// The sums of files by path id: a small dense array that the rows' pass updates in place.
 type FileSumsById = DenseMap<FileSums>;
 
-/// Adds row `i` of `b` to its file's sums; returns the index of its file.
+/// Adds row `i` of `b`, whose latency is `latency_ns`, to its file's sums; returns the index
+/// of its file.
 #[inline]
-fn add_file_sums(sums: &mut FileSumsById, b: &EventBatch, i: usize) -> usize {
+fn add_file_sums(sums: &mut FileSumsById, b: &EventBatch, i: usize, latency_ns: u64) -> usize {
     let g = sums.index(b.path_id[i]);
-    sums.at_mut(g).add(b.op[i], b.bytes[i], b.latency_ns[i]);
+    sums.at_mut(g).add(b.op[i], b.bytes[i], latency_ns);
     g
 }
 
@@ -866,14 +877,17 @@ impl FilesAcc {
     /// the rows' order, into the files' small array.
     fn add(&mut self, b: &EventBatch, keep: &[u32]) {
         let sums = &mut self.sums;
-        self.details
-            .add(b, keep, |j| add_file_sums(sums, b, keep[j] as usize) as u32);
+        self.details.add(b, keep, |j| {
+            let i = keep[j] as usize;
+            add_file_sums(sums, b, i, b.latency_ns[i]) as u32
+        });
     }
 
-    /// Adds the sums of the kept rows of one segment, and nothing else.
+    /// Adds the I/Os and bytes of the kept rows of one segment, and nothing else (not their
+    /// latencies: the segment's latency column is not decoded).
     fn add_sums(&mut self, b: &EventBatch, keep: &[u32]) {
         for &k in keep {
-            add_file_sums(&mut self.sums, b, k as usize);
+            add_file_sums(&mut self.sums, b, k as usize, 0);
         }
     }
 
@@ -1015,8 +1029,8 @@ impl FileRow {
 /// A file renamed while recording is one row, under its latest name (see [`crate::files`]).
 ///
 /// Ranked by I/Os or bytes, without a filter, traces are read twice: a first pass sums every
-/// file; a second keeps the latencies and threads of the files shown only (their p99 and main
-/// process), decoding three columns. Ranked by p99, with a filter, or on a Parquet dataset
+/// file's I/Os and bytes (decoding three columns); a second keeps the latencies and threads of
+/// the files shown only (their mean and p99 latency and main process; three columns). Ranked by p99, with a filter, or on a Parquet dataset
 /// (where either would read every column twice), one pass keeps every file's.
 pub fn top_files(
     paths: &[InputPath],
@@ -1031,7 +1045,7 @@ pub fn top_files(
     let mut rows: Vec<FileRow> = Vec::new();
     let mut at = 0;
     let want = if two_passes {
-        Columns::of(&[col::PATH_ID, col::BYTES, col::OP, col::LATENCY_NS])
+        Columns::of(&[col::PATH_ID, col::BYTES, col::OP])
     } else {
         Columns::of(&[col::PATH_ID, col::BYTES, col::OP, col::LATENCY_NS, col::TID])
     };
@@ -1079,8 +1093,8 @@ pub fn top_files(
     info.answer(frame)
 }
 
-/// The second pass of `--top-files`: the p99 and main process of each file of `rows`, from
-/// the rows of their path ids, input by input.
+/// The second pass of `--top-files`: the mean and p99 latency and the main process of each
+/// file of `rows`, from the rows of their path ids, input by input.
 fn complete_files(inputs: &[Source], rows: &mut [FileRow]) -> Result<(), AnalyzeError> {
     for (at, input) in inputs.iter().enumerate() {
         let of_input: Vec<usize> = (0..rows.len()).filter(|&r| rows[r].input == at).collect();
@@ -1105,13 +1119,17 @@ fn complete_files(inputs: &[Source], rows: &mut [FileRow]) -> Result<(), Analyze
             |t| details = t.acc.details.files,
         )?;
         details.resize_with(of_input.len(), FileDetail::default);
-        let figures: Vec<(Option<f64>, Option<String>)> = details
+        let figures: Vec<(u128, Option<f64>, Option<String>)> = details
             .par_iter()
-            .map(|d| (d.p99_us(), d.main_process(input)))
+            .map(|d| (d.latencies_ns.sum(), d.p99_us(), d.main_process(input)))
             .collect();
-        for (r, (p99, main)) in of_input.into_iter().zip(figures) {
-            rows[r].p99_latency_us = p99;
-            rows[r].main_process = main;
+        for (r, (latency_sum_ns, p99, main)) in of_input.into_iter().zip(figures) {
+            let row = &mut rows[r];
+            // As `FileRow::new` from one pass's sums.
+            row.mean_latency_us =
+                (row.ios > 0).then(|| latency_sum_ns as f64 / row.ios as f64 / 1000.0);
+            row.p99_latency_us = p99;
+            row.main_process = main;
         }
     }
     Ok(())
@@ -1177,11 +1195,9 @@ impl ProcAcc {
         let bytes = u64::from(bytes);
         self.ios += 1;
         self.bytes += bytes;
-        if op == Op::Read.code() {
-            self.read_bytes += bytes;
-        } else if op == Op::Write.code() {
-            self.write_bytes += bytes;
-        }
+        // Without branches: reads and writes interleave unpredictably.
+        self.read_bytes += bytes * u64::from(op == Op::Read.code());
+        self.write_bytes += bytes * u64::from(op == Op::Write.code());
     }
 
     fn merge(&mut self, o: ProcAcc) {

@@ -120,9 +120,9 @@ impl Source {
     }
 
     /// Reads unit `i` into `b` and puts the indices of the rows `filter` keeps in `keep`;
-    /// returns their UTC time range. A trace's segment has only the columns `want` (and the
-    /// timestamps) decoded, all of them when there is a filter; a dataset's row group has
-    /// every column.
+    /// returns their UTC time range. A trace's segment has only the columns `want` decoded
+    /// (and the timestamps, when its footer does not give their range), all of them when
+    /// there is a filter; a dataset's row group has every column.
     pub fn load(
         &self,
         i: usize,
@@ -135,9 +135,17 @@ impl Source {
         keep.clear();
         match &self.src {
             Src::Trace { reader, devs, .. } => {
-                let want = match filter {
-                    Some(_) => Columns::ALL,
-                    None => want.union(Columns::of(&[col::TIMESTAMP_NS])),
+                // Without a filter every row is kept, and the footer's smallest and largest
+                // timestamp of the segment (when the trace has a footer) are its rows' time
+                // range: the timestamps are decoded only when the query reads them.
+                let footer_range = match filter {
+                    None => reader.segments().get(i).and_then(|s| s.time_range_ns),
+                    Some(_) => None,
+                };
+                let want = match (filter, footer_range) {
+                    (Some(_), _) => Columns::ALL,
+                    (None, Some(_)) => want,
+                    (None, None) => want.union(Columns::of(&[col::TIMESTAMP_NS])),
                 };
                 reader.decode_segment_projected(i, want, b, dec)?;
                 match filter {
@@ -146,6 +154,11 @@ impl Source {
                         (0..b.len() as u32)
                             .filter(|&k| f.eval_in(reader, i, &b.get(k as usize), devs)),
                     ),
+                }
+                if let Some((first, last)) = footer_range {
+                    let h = reader.header();
+                    let (a, z) = (h.to_utc_ns(first), h.to_utc_ns(last));
+                    return Ok((!keep.is_empty()).then_some((a.min(z), a.max(z))));
                 }
             }
             Src::Parquet(s) => s.load(i, b, keep, filter).map_err(|e| Damage {

@@ -52,7 +52,14 @@ struct Row {
 fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<Vec<Row>, AnalyzeError> {
     let inputs = InputPath::expand(std::slice::from_ref(path))?;
     let mut rows: Vec<Row> = Vec::new();
-    let want = Columns::of(&[col::SECTOR, col::BYTES, col::OP, col::TID, col::LATENCY_NS]);
+    let want = Columns::of(&[
+        col::TIMESTAMP_NS,
+        col::SECTOR,
+        col::BYTES,
+        col::OP,
+        col::TID,
+        col::LATENCY_NS,
+    ]);
     let info = pass(
         want,
         &inputs,
