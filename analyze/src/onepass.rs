@@ -1030,8 +1030,9 @@ impl FileRow {
 ///
 /// Ranked by I/Os or bytes, without a filter, traces are read twice: a first pass sums every
 /// file's I/Os and bytes (decoding three columns); a second keeps the latencies and threads of
-/// the files shown only (their mean and p99 latency and main process; three columns). Ranked by p99, with a filter, or on a Parquet dataset
-/// (where either would read every column twice), one pass keeps every file's.
+/// the files shown only (their mean and p99 latency and main process; three columns). Ranked
+/// by p99, with a filter, or on a Parquet dataset (where either would read every column
+/// twice), one pass keeps every file's.
 pub fn top_files(
     paths: &[InputPath],
     filter: Option<&Expr>,
