@@ -1368,17 +1368,13 @@ impl LatGroups {
             device_ns.clear();
             for &r in rows {
                 let i = r as usize;
-                let latency_ns = b.latency_ns[i];
-                let (queue_ns, queued) = match b.queue_ns.get(i) {
-                    Some(q) => (q, 1),
-                    None => (0, 0),
-                };
-                // As `EventBatch::device_ns`.
-                let dev_ns = latency_ns.saturating_sub(queue_ns);
+                let dev_ns = b.device_ns(i);
                 device_ns.push(dev_ns);
                 a.device_sum_ns += u128::from(dev_ns);
-                a.queue_sum_ns += u128::from(queue_ns);
-                a.queue_n += queued;
+                if let Some(q) = b.queue_ns.get(i) {
+                    a.queue_sum_ns += u128::from(q);
+                    a.queue_n += 1;
+                }
             }
             a.device_ns.extend(device_ns);
         });

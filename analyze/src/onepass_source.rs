@@ -138,10 +138,10 @@ impl Source {
                 // Without a filter every row is kept, and the footer's smallest and largest
                 // timestamp of the segment (when the trace has a footer) are its rows' time
                 // range: the timestamps are decoded only when the query reads them.
-                let footer_range = match filter {
-                    None => reader.segments().get(i).and_then(|s| s.time_range_ns),
-                    Some(_) => None,
-                };
+                let footer_range = filter
+                    .is_none()
+                    .then(|| reader.segments().get(i).and_then(|s| s.time_range_ns))
+                    .flatten();
                 let want = match (filter, footer_range) {
                     (Some(_), _) => Columns::ALL,
                     (None, Some(_)) => want,
