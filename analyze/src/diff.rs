@@ -188,99 +188,70 @@ impl Figures {
     }
 }
 
-/// The ends of a stream's last I/Os in one segment (sequential I/O is found within a
-/// segment, so the figures do not depend on which worker reads which segments).
-#[derive(Default)]
-struct Seq {
-    ends: [(u32, u64); SEQ_TRACK],
-    next: usize,
-    len: usize,
-}
-
-impl Seq {
-    /// True when `io` starts where one of the last I/Os ended; then remembers where it ends.
-    #[inline]
-    fn follows(&mut self, io: &Io) -> bool {
-        let hit = self.ends[..self.len].contains(&(io.dev, io.sector));
-        self.ends[self.next] = (io.dev, io.end_sector);
-        self.next = (self.next + 1) % SEQ_TRACK;
-        self.len = (self.len + 1).min(SEQ_TRACK);
-        hit
-    }
-}
-
-/// A thread on a device while segments are folded: its figures, and its stream in the
-/// segment being folded.
-#[derive(Default)]
-struct Entry {
-    f: Figures,
-    /// Segment `seq` is of.
-    seg: u64,
-    seq: Seq,
-}
-
 /// The columns of one I/O that a group's figures take.
 #[derive(Clone, Copy, Default)]
 struct Io {
-    dev: u32,
     sector: u64,
-    end_sector: u64,
+    latency_ns: u64,
+    /// Valid when `has_queue`.
+    queue_ns: u64,
     bytes: u32,
     op: u8,
-    latency_ns: u64,
-    /// Valid when `has_queue` (a 48-byte record, not 56 with an `Option`).
-    queue_ns: u64,
     has_queue: bool,
 }
 
-const _: () = assert!(std::mem::size_of::<Io>() == 48);
+const _: () = assert!(std::mem::size_of::<Io>() == 32);
 
 impl Figures {
-    /// Adds one I/O; a data I/O (read or write) asks `seq` whether it is sequential.
-    #[inline]
-    fn add(&mut self, io: &Io, seq: impl FnOnce(&Io) -> bool) {
-        self.ios += 1;
-        self.bytes += u64::from(io.bytes);
-        self.bytes_sq += f64::from(io.bytes) * f64::from(io.bytes);
-        self.latency.add(io.latency_ns);
-        if io.has_queue {
-            self.queue.add(io.queue_ns);
+    /// Adds a run of I/Os of one stream (a thread or a file, on one device) in one segment,
+    /// in their order: a data I/O (read or write) is sequential when it starts where one of
+    /// the stream's last [`SEQ_TRACK`] data I/Os of the run ended (so the figures do not
+    /// depend on which worker reads which segments). The sums are kept in locals over the
+    /// run and added once.
+    fn add_run(&mut self, run: &[Io]) {
+        let (mut bytes, mut bytes_sq) = (self.bytes, self.bytes_sq);
+        let (mut reads, mut writes, mut sequential) = (self.reads, self.writes, self.sequential);
+        let (mut lat_sum, mut lat_max) = (0u128, 0u64);
+        let (mut q_n, mut q_sum, mut q_max) = (0u64, 0u128, 0u64);
+        // Where the run's last data I/Os ended (the first `seen` are valid).
+        let mut ends = [0u64; SEQ_TRACK];
+        let (mut next, mut seen) = (0usize, 0usize);
+        for io in run {
+            bytes += u64::from(io.bytes);
+            bytes_sq += f64::from(io.bytes) * f64::from(io.bytes);
+            self.latency.add_bin(io.latency_ns);
+            lat_sum += u128::from(io.latency_ns);
+            lat_max = lat_max.max(io.latency_ns);
+            if io.has_queue {
+                self.queue.add_bin(io.queue_ns);
+                q_n += 1;
+                q_sum += u128::from(io.queue_ns);
+                q_max = q_max.max(io.queue_ns);
+            }
+            if io.op == Op::Read.code() {
+                reads += 1;
+            } else if io.op == Op::Write.code() {
+                writes += 1;
+            } else {
+                continue;
+            }
+            self.sizes[size_class(io.bytes)] += 1;
+            sequential += u64::from(ends[..seen].contains(&io.sector));
+            ends[next] = io.sector.wrapping_add(u64::from(io.bytes).div_ceil(512));
+            next = (next + 1) % SEQ_TRACK;
+            seen = (seen + 1).min(SEQ_TRACK);
         }
-        if io.op == Op::Read.code() {
-            self.reads += 1;
-        } else if io.op == Op::Write.code() {
-            self.writes += 1;
-        } else {
-            return;
-        }
-        self.sizes[size_class(io.bytes)] += 1;
-        if seq(io) {
-            self.sequential += 1;
-        }
-    }
-}
-
-impl Entry {
-    #[inline]
-    fn add(&mut self, seg: u64, io: &Io) {
-        if self.seg != seg {
-            self.seg = seg;
-            self.seq = Seq::default();
-        }
-        let seq = &mut self.seq;
-        self.f.add(io, |io| seq.follows(io));
+        self.ios += run.len() as u64;
+        (self.bytes, self.bytes_sq) = (bytes, bytes_sq);
+        (self.reads, self.writes, self.sequential) = (reads, writes, sequential);
+        self.latency.add_totals(run.len() as u64, lat_sum, lat_max);
+        self.queue.add_totals(q_n, q_sum, q_max);
     }
 }
 
 /// What [`Keyed`] keeps per key.
 trait Merge: Default {
     fn merge_from(&mut self, o: Self);
-}
-
-impl Merge for Entry {
-    fn merge_from(&mut self, o: Entry) {
-        self.f.merge(&o.f);
-    }
 }
 
 impl Merge for Figures {
@@ -370,13 +341,11 @@ impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
 /// whole recording, its devices, processes and cgroups are sums of these.
 type ThreadKey = (u32, u32, u32, u64);
 
-/// What a worker folds one trace's segments into: an entry per thread on a device (few, so
-/// their entries stay in cache) and, when files are compared, figures per file on a device.
+/// What a worker folds one trace's segments into: figures per thread on a device (few) and,
+/// when files are compared, per file on a device (thousands).
 #[derive(Default)]
 struct Acc {
-    /// Segments folded (numbers the segment of [`Entry::seq`]).
-    segs: u64,
-    threads: Keyed<ThreadKey, Entry>,
+    threads: Keyed<ThreadKey, Figures>,
     /// The index in `threads` of the last key seen with each thread id: a thread's entry
     /// without hashing (I/O of several threads interleaves).
     thread_of_tid: DenseSlots,
@@ -385,9 +354,10 @@ struct Acc {
     /// The index in `file` of each (device, path id), by device then path id (u32::MAX: not
     /// seen yet): a file's index without hashing.
     dense: Vec<(u32, DenseSlots)>,
-    /// A segment's rows grouped by file ([`Acc::add`]); kept to reuse their memory.
+    /// A segment's rows grouped by thread, then by file ([`Acc::add`]); kept to reuse their
+    /// memory.
     groups: Groups,
-    /// A segment's kept I/Os in row order, then grouped by file (memory reused).
+    /// A segment's kept I/Os in row order, then grouped (memory reused).
     ios: Vec<Io>,
     grouped: Vec<Io>,
 }
@@ -422,57 +392,57 @@ impl Acc {
         }
     }
 
+    /// The index in `threads` of the thread of row `i`.
+    #[inline]
+    fn thread_index(&mut self, on: Folded, b: &EventBatch, i: usize) -> u32 {
+        let cgroup = if on.cgroup { b.cgroup_id[i] } else { 0 };
+        let key = (b.dev[i], b.pid[i], b.tid[i], cgroup);
+        match self.thread_of_tid.slot(b.tid[i]) {
+            Some(hint) => self.threads.index_hinted(key, hint),
+            None => self.threads.index_of(key),
+        }
+    }
+
+    /// Folds a segment's kept rows: grouped by thread, then by file (each group's rows kept
+    /// in their order, so sequential I/O is found within the group), each group's rows
+    /// added in a run ([`Figures::add_run`]): a group's figures are fetched once per segment
+    /// rather than once per I/O (thousands of files do not fit in cache), and its sums stay
+    /// in registers over the run.
     fn add(&mut self, on: Folded, b: &EventBatch, keep: &[u32]) {
-        self.segs += 1;
-        let seg = self.segs;
-        let io = |i: usize| {
-            let queue_ns = b.queue_ns.get(i);
-            Io {
-                dev: b.dev[i],
-                sector: b.sector[i],
-                end_sector: b.sector[i].wrapping_add(u64::from(b.bytes[i]).div_ceil(512)),
-                bytes: b.bytes[i],
-                op: b.op[i],
-                latency_ns: b.latency_ns[i],
-                queue_ns: queue_ns.unwrap_or(0),
-                has_queue: queue_ns.is_some(),
-            }
-        };
         // The columns the figures take, gathered once per I/O in row order.
         let mut ios = std::mem::take(&mut self.ios);
         ios.clear();
-        ios.extend(keep.iter().map(|&k| io(k as usize)));
-        // Threads are few: their entries stay in cache.
-        for (&k, io) in keep.iter().zip(&ios) {
+        ios.extend(keep.iter().map(|&k| {
             let i = k as usize;
-            let cgroup = if on.cgroup { b.cgroup_id[i] } else { 0 };
-            let key = (b.dev[i], b.pid[i], b.tid[i], cgroup);
-            let t = match self.thread_of_tid.slot(b.tid[i]) {
-                Some(hint) => self.threads.index_hinted(key, hint),
-                None => self.threads.index_of(key),
-            };
-            self.threads.entries[t as usize].add(seg, io);
+            let queue_ns = b.queue_ns.get(i);
+            Io {
+                sector: b.sector[i],
+                latency_ns: b.latency_ns[i],
+                queue_ns: queue_ns.unwrap_or(0),
+                bytes: b.bytes[i],
+                op: b.op[i],
+                has_queue: queue_ns.is_some(),
+            }
+        }));
+        let mut groups = std::mem::take(&mut self.groups);
+        let mut grouped = std::mem::take(&mut self.grouped);
+        groups.key(keep.len(), |j| self.thread_index(on, b, keep[j] as usize));
+        groups.scatter(ios.iter().copied(), &mut grouped);
+        for (t, r) in groups.ranges() {
+            self.threads.entries[t].add_run(&grouped[r]);
         }
         if on.file {
-            // Files are many (thousands: their figures do not fit in cache), and their I/O
-            // interleaves: the I/Os are grouped by file first (each file's kept in order, so
-            // sequential I/O is found as for a thread), so that a file's figures are fetched
-            // once per segment rather than once per I/O, and its I/Os are read in a row.
-            let mut groups = std::mem::take(&mut self.groups);
             groups.key(keep.len(), |j| {
                 let i = keep[j] as usize;
                 self.file_index(b.dev[i], b.path_id[i])
             });
-            groups.scatter(ios.iter().copied(), &mut self.grouped);
+            groups.scatter(ios.iter().copied(), &mut grouped);
             for (f, r) in groups.ranges() {
-                let figures = &mut self.file.entries[f];
-                let mut seq = Seq::default();
-                for io in &self.grouped[r] {
-                    figures.add(io, |io| seq.follows(io));
-                }
+                self.file.entries[f].add_run(&grouped[r]);
             }
-            self.groups = groups;
         }
+        self.groups = groups;
+        self.grouped = grouped;
         self.ios = ios;
     }
 
@@ -556,7 +526,7 @@ pub fn read_side(
             // The groups of this trace by raw key (total, device, (pid, tid), cgroup), then
             // by name.
             let mut by: [IntMap<u64, Figures>; 4] = Default::default();
-            for ((dev, pid, tid, cgroup), e) in t.acc.threads.drain() {
+            for ((dev, pid, tid, cgroup), f) in t.acc.threads.drain() {
                 let keys = [
                     0,
                     u64::from(dev),
@@ -566,7 +536,7 @@ pub fn read_side(
                 for (s, k) in [0, 1, 2, 4].into_iter().zip(keys) {
                     if on[s] {
                         let slot = if s == 4 { 3 } else { s };
-                        by[slot].entry(k).or_default().merge(&e.f);
+                        by[slot].entry(k).or_default().merge(&f);
                     }
                 }
             }

@@ -60,6 +60,21 @@ impl LogHist {
         self.max = self.max.max(v);
     }
 
+    /// Counts `v` in its bin only: the count, sum and maximum are the caller's to add
+    /// ([`LogHist::add_totals`]), so that a run of values keeps them in registers.
+    #[inline]
+    pub fn add_bin(&mut self, v: u64) {
+        self.add_n(latency_bin(v), 1);
+    }
+
+    /// Adds the count, sum and maximum of values given to [`LogHist::add_bin`].
+    #[inline]
+    pub fn add_totals(&mut self, n: u64, sum: u128, max: u64) {
+        self.n += n;
+        self.sum += sum;
+        self.max = self.max.max(max);
+    }
+
     /// Adds `c` to bin `b`, growing the stored range.
     #[inline]
     fn add_n(&mut self, b: usize, c: u64) {
@@ -111,8 +126,25 @@ impl LogHist {
 
     /// Adds another histogram.
     pub fn merge(&mut self, o: &LogHist) {
-        for (b, c) in o.bins() {
-            self.add_n(b, c);
+        if o.len() == 0 {
+            // Nothing stored: nothing to add but the totals.
+        } else if self.len() == 0 {
+            self.lo = o.lo;
+            self.narrow.clone_from(&o.narrow);
+            self.wide.clone_from(&o.wide);
+        } else if self.wide.is_empty() && o.wide.is_empty() && self.n + o.n <= u64::from(u32::MAX) {
+            // No bin can pass 32 bits: room for `o`'s range at once, then its counts added
+            // in place.
+            slot(&mut self.narrow, &mut self.lo, o.lo);
+            slot(&mut self.narrow, &mut self.lo, o.lo + o.len() - 1);
+            let at = o.lo - self.lo;
+            for (x, &y) in self.narrow[at..].iter_mut().zip(&o.narrow) {
+                *x += y;
+            }
+        } else {
+            for (b, c) in o.bins() {
+                self.add_n(b, c);
+            }
         }
         self.n += o.n;
         self.sum += o.sum;
@@ -386,6 +418,41 @@ mod tests {
         m.merge(&hist(values[..10_000].iter().copied()));
         assert_eq!(m, h);
         assert!(LogHist::default().quantile(0.5).is_none());
+    }
+
+    #[test]
+    fn merges_of_any_two_ranges_hold_every_value() {
+        let low: Vec<u64> = (0..500).map(|i| 20 + i * 3).collect();
+        let mid: Vec<u64> = (0..500).map(|i| 900 + i * 50).collect();
+        let high: Vec<u64> = (0..500).map(|i| 3_000_000 + i * 977).collect();
+        let all_of = |parts: &[&[u64]]| hist(parts.iter().flat_map(|p| p.iter().copied()));
+        for (a, b) in [
+            (&low[..], &high[..]),
+            (&high[..], &low[..]),
+            (&mid[..], &mid[200..]),
+            (&mid[..300], &mid[100..]),
+            (&low[..], &[][..]),
+            (&[][..], &high[..]),
+        ] {
+            let mut m = hist(a.iter().copied());
+            m.merge(&hist(b.iter().copied()));
+            assert_eq!(m, all_of(&[a, b]));
+            assert_eq!(
+                m.bins().map(|(_, c)| c).sum::<u64>(),
+                (a.len() + b.len()) as u64
+            );
+        }
+        // Bins and totals added apart are the same as `add`.
+        let mut split = LogHist::default();
+        for &v in &mid {
+            split.add_bin(v);
+        }
+        split.add_totals(
+            mid.len() as u64,
+            mid.iter().map(|&v| u128::from(v)).sum(),
+            25_850,
+        );
+        assert_eq!(split, hist(mid.iter().copied()));
     }
 
     #[test]

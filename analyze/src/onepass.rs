@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
@@ -415,42 +416,49 @@ fn pass_over<A: Send>(
             kept: 0,
             damaged: Vec::new(),
         };
-        // Pieces of at least a quarter of a thread's share: each piece folds into its own
-        // accumulator, and every accumulator is merged at the end.
-        let min_len = inp.units() / (4 * rayon::current_num_threads()).max(1);
-        let part = (0..inp.units())
-            .into_par_iter()
-            .with_min_len(min_len.max(1))
-            .fold(
-                || {
-                    (
-                        fresh(),
-                        EventBatch::default(),
-                        SegmentDecoder::new(),
-                        Vec::new(),
-                    )
-                },
-                |(mut p, mut b, mut dec, mut keep), i| {
-                    match inp.load(i, &mut b, &mut dec, &mut keep, filter, want) {
-                        Ok(range) => {
-                            p.range = union(p.range, range);
-                            p.kept += keep.len() as u64;
-                            seg(&mut p.acc, h, &b, &keep);
-                            progress(b.len() as u64);
-                        }
-                        Err(d) => p.damaged.push((i, d)),
-                    }
-                    (p, b, dec, keep)
-                },
-            )
+        // One accumulator per worker thread, kept for the whole trace (segments are handed
+        // out one at a time, so the work stays balanced); merged at the end. An
+        // accumulator per piece of work would be merged as often as rayon splits the range,
+        // and each would grow its groups again from nothing.
+        type Worker<A> = (Part<A>, EventBatch, SegmentDecoder, Vec<u32>);
+        let workers: Vec<Mutex<Option<Worker<A>>>> = (0..rayon::current_num_threads().max(1))
+            .map(|_| Mutex::new(None))
+            .collect();
+        (0..inp.units()).into_par_iter().for_each(|i| {
+            let w = rayon::current_thread_index().unwrap_or(0) % workers.len();
+            // Only this worker thread takes its slot: the lock is never contended, and a
+            // panic elsewhere cannot leave it half-updated for another.
+            let mut slot = workers[w].lock().unwrap_or_else(|e| e.into_inner());
+            let (p, b, dec, keep) = slot.get_or_insert_with(|| {
+                (
+                    fresh(),
+                    EventBatch::default(),
+                    SegmentDecoder::new(),
+                    Vec::new(),
+                )
+            });
+            match inp.load(i, b, dec, keep, filter, want) {
+                Ok(range) => {
+                    p.range = union(p.range, range);
+                    p.kept += keep.len() as u64;
+                    seg(&mut p.acc, h, b, keep);
+                    progress(b.len() as u64);
+                }
+                Err(d) => p.damaged.push((i, d)),
+            }
+        });
+        let part = workers
+            .into_iter()
+            .filter_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
             .map(|(p, ..)| p)
-            .reduce(fresh, |mut a, b| {
+            .reduce(|mut a, b| {
                 merge(&mut a.acc, b.acc);
                 a.range = union(a.range, b.range);
                 a.kept += b.kept;
                 a.damaged.extend(b.damaged);
                 a
-            });
+            })
+            .unwrap_or_else(fresh);
         let mut damaged = part.damaged;
         damaged.sort_by_key(|d| d.0);
         info.damaged

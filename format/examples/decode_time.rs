@@ -1,4 +1,4 @@
-//! Times decoding a trace's segments on one thread, every column and a projection
+//! Times decoding a trace's segments on one thread, every column and some projections
 //! (`cargo run --release -p iodump-format --example decode_time -- FILE [ROUNDS]`).
 use std::time::Instant;
 
@@ -21,6 +21,24 @@ fn main() {
         (
             "path id, bytes, latency",
             Columns::of(&[col::PATH_ID, col::BYTES, col::LATENCY_NS]),
+        ),
+        (
+            "path id, bytes, op (top files' first pass)",
+            Columns::of(&[col::PATH_ID, col::BYTES, col::OP]),
+        ),
+        (
+            "the nine columns `iodump diff` reads",
+            Columns::of(&[
+                col::DEV,
+                col::SECTOR,
+                col::BYTES,
+                col::OP,
+                col::PID,
+                col::TID,
+                col::PATH_ID,
+                col::QUEUE_NS,
+                col::LATENCY_NS,
+            ]),
         ),
     ] {
         let mut best = f64::MAX;
