@@ -424,12 +424,19 @@ fn pass_over<A: Send>(
         let workers: Vec<Mutex<Option<Worker<A>>>> = (0..rayon::current_num_threads().max(1))
             .map(|_| Mutex::new(None))
             .collect();
+        let join = |a: &mut Part<A>, b: Part<A>| {
+            merge(&mut a.acc, b.acc);
+            a.range = union(a.range, b.range);
+            a.kept += b.kept;
+            a.damaged.extend(b.damaged);
+        };
         (0..inp.units()).into_par_iter().for_each(|i| {
-            let w = rayon::current_thread_index().unwrap_or(0) % workers.len();
-            // Only this worker thread takes its slot: the lock is never contended, and a
-            // panic elsewhere cannot leave it half-updated for another.
-            let mut slot = workers[w].lock().unwrap_or_else(|e| e.into_inner());
-            let (p, b, dec, keep) = slot.get_or_insert_with(|| {
+            let slot = &workers[rayon::current_thread_index().unwrap_or(0) % workers.len()];
+            // Taken out of its slot while the segment is folded, so that no lock is held
+            // over the caller's code; a fold that itself runs rayon work could come back to
+            // this thread, which then starts another accumulator, merged below.
+            let taken = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let (mut p, mut b, mut dec, mut keep) = taken.unwrap_or_else(|| {
                 (
                     fresh(),
                     EventBatch::default(),
@@ -437,25 +444,27 @@ fn pass_over<A: Send>(
                     Vec::new(),
                 )
             });
-            match inp.load(i, b, dec, keep, filter, want) {
+            match inp.load(i, &mut b, &mut dec, &mut keep, filter, want) {
                 Ok(range) => {
                     p.range = union(p.range, range);
                     p.kept += keep.len() as u64;
-                    seg(&mut p.acc, h, b, keep);
+                    seg(&mut p.acc, h, &b, &keep);
                     progress(b.len() as u64);
                 }
                 Err(d) => p.damaged.push((i, d)),
             }
+            let mut back = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((other, ..)) = back.take() {
+                join(&mut p, other);
+            }
+            *back = Some((p, b, dec, keep));
         });
         let part = workers
             .into_iter()
             .filter_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
             .map(|(p, ..)| p)
             .reduce(|mut a, b| {
-                merge(&mut a.acc, b.acc);
-                a.range = union(a.range, b.range);
-                a.kept += b.kept;
-                a.damaged.extend(b.damaged);
+                join(&mut a, b);
                 a
             })
             .unwrap_or_else(fresh);
@@ -2082,6 +2091,80 @@ mod tests {
         fn ts(&self) -> i64 {
             self.0
         }
+    }
+
+    #[test]
+    fn a_fold_that_lets_rayon_run_other_work_loses_no_rows() {
+        use iodump_format::{EndInfo, Event, Writer, WriterOptions};
+        use std::sync::atomic::AtomicU32;
+        // 40 segments of 100 events.
+        let path = std::env::temp_dir().join(format!("iodump-nested-{}.iod", std::process::id()));
+        let opts = WriterOptions {
+            segment_events: 100,
+            ..WriterOptions::default()
+        };
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w = Writer::new(file, &Header::default(), opts).unwrap();
+        for i in 0..4_000u64 {
+            w.push(&Event {
+                timestamp_ns: 1_000 + i,
+                bytes: 4096,
+                latency_ns: 1_000 + i % 7,
+                ..Event::default()
+            })
+            .unwrap();
+        }
+        w.finish(EndInfo {
+            events: 4_000,
+            ..EndInfo::default()
+        })
+        .unwrap();
+        let inputs = InputPath::expand(std::slice::from_ref(&path)).unwrap();
+        // On one thread, the first segment's fold lets rayon run pending work until it has
+        // run other segments' folds on this same thread (what a fold that waits on rayon
+        // work of its own may do): those start an accumulator of their own while the first
+        // is out of its slot, and every accumulator is merged.
+        let (depth, reentered) = (AtomicU32::new(0), AtomicU32::new(0));
+        let mut total = (0u64, 0u64);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            pass(
+                Columns::of(&[col::LATENCY_NS]),
+                &inputs,
+                None,
+                &|_| {},
+                || (0u64, 0u64),
+                |acc, _, b, keep| {
+                    if depth.fetch_add(1, Ordering::SeqCst) > 0 {
+                        reentered.fetch_add(1, Ordering::SeqCst);
+                    } else {
+                        while reentered.load(Ordering::SeqCst) < 5
+                            && rayon::yield_now() == Some(rayon::Yield::Executed)
+                        {
+                        }
+                    }
+                    acc.0 += keep.len() as u64;
+                    acc.1 += keep.iter().map(|&i| b.latency_ns[i as usize]).sum::<u64>();
+                    depth.fetch_sub(1, Ordering::SeqCst);
+                },
+                |a, b| {
+                    a.0 += b.0;
+                    a.1 += b.1;
+                },
+                |t| total = t.acc,
+            )
+            .unwrap()
+        });
+        std::fs::remove_file(&path).unwrap();
+        assert!(
+            reentered.load(Ordering::SeqCst) >= 5,
+            "other folds ran inside one"
+        );
+        let want: u64 = (0..4_000u64).map(|i| 1_000 + i % 7).sum();
+        assert_eq!(total, (4_000, want));
     }
 
     #[test]
