@@ -1,5 +1,7 @@
-//! Times decoding a trace's segments on one thread, every column and some projections
-//! (`cargo run --release -p iodump-format --example decode_time -- FILE [ROUNDS]`).
+//! Times decoding a trace's segments on one thread, every column and some projections, and
+//! the columns of ids `IDS` (comma-separated, as `schemas/iod-format.md` §4.2 numbers them)
+//! when given (`cargo run --release -p iodump-format --example decode_time -- FILE [ROUNDS
+//! [IDS]]`).
 use std::time::Instant;
 
 use iodump_format::segment::{col, Columns};
@@ -8,7 +10,7 @@ use iodump_format::{EventBatch, Reader, SegmentDecoder};
 fn main() {
     let path = std::env::args()
         .nth(1)
-        .expect("usage: decode_time FILE [ROUNDS]");
+        .expect("usage: decode_time FILE [ROUNDS [IDS]]");
     let rounds: usize = std::env::args()
         .nth(2)
         .and_then(|v| v.parse().ok())
@@ -16,31 +18,26 @@ fn main() {
     let r = Reader::open(&path).expect("open the trace");
     let mut b = EventBatch::default();
     let mut dec = SegmentDecoder::new();
-    for (name, want) in [
-        ("every column", Columns::ALL),
+    let ids: Option<Vec<u64>> = std::env::args().nth(3).map(|a| {
+        a.split(',')
+            .map(|x| x.trim().parse().expect("IDS: comma-separated column ids"))
+            .collect()
+    });
+    let mut runs = vec![
+        ("every column".to_string(), Columns::ALL),
         (
-            "path id, bytes, latency",
+            "path id, bytes, latency".to_string(),
             Columns::of(&[col::PATH_ID, col::BYTES, col::LATENCY_NS]),
         ),
         (
-            "path id, bytes, op (top files' first pass)",
+            "path id, bytes, op (top files' first pass)".to_string(),
             Columns::of(&[col::PATH_ID, col::BYTES, col::OP]),
         ),
-        (
-            "the nine columns `iodump diff` reads",
-            Columns::of(&[
-                col::DEV,
-                col::SECTOR,
-                col::BYTES,
-                col::OP,
-                col::PID,
-                col::TID,
-                col::PATH_ID,
-                col::QUEUE_NS,
-                col::LATENCY_NS,
-            ]),
-        ),
-    ] {
+    ];
+    if let Some(ids) = ids {
+        runs.push((format!("columns {ids:?}"), Columns::of(&ids)));
+    }
+    for (name, want) in runs {
         let mut best = f64::MAX;
         let mut n = 0;
         for _ in 0..rounds {
