@@ -1,9 +1,13 @@
 //! Times decoding a trace's segments on one thread, every column and some projections, and
 //! the columns of ids `IDS` (comma-separated, as `schemas/iod-format.md` §4.2 numbers them)
-//! when given (`cargo run --release -p iodump-format --example decode_time -- FILE [ROUNDS
-//! [IDS]]`).
+//! when given; then zstd alone: decompressing every segment's frames (§4.5) from memory,
+//! with no column decoded, in all and per column (`cargo run --release -p iodump-format
+//! --example decode_time -- FILE [ROUNDS [IDS]]`).
+use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
+use iodump_format::chunk::CHUNK_HEADER_BYTES;
+use iodump_format::frames::parse_index;
 use iodump_format::segment::{col, Columns};
 use iodump_format::{EventBatch, Reader, SegmentDecoder};
 
@@ -54,5 +58,75 @@ fn main() {
             "{name}: {n} events, best of {rounds}: {:.1} M events/s",
             n as f64 / best / 1e6
         );
+    }
+    zstd_alone(&path, &r, rounds);
+}
+
+/// Times zstd's decompression of every frame of every segment, the stored payloads read
+/// into memory first; a segment stored as one frame counts as column 0.
+fn zstd_alone(path: &str, r: &Reader, rounds: usize) {
+    let f = std::fs::File::open(path).expect("open the trace");
+    // (stored payload, [(column id, offset, stored length, raw length)])
+    let mut segs = Vec::new();
+    let mut rows = 0usize;
+    for s in r.segments() {
+        let mut stored = vec![0u8; s.header.stored_len as usize];
+        f.read_exact_at(&mut stored, s.offset + CHUNK_HEADER_BYTES as u64)
+            .expect("read a segment");
+        let frames: Vec<(u64, usize, usize, usize)> =
+            match parse_index(&stored, s.header.raw_len as usize).expect("segment index") {
+                Some(idx) => idx
+                    .frames
+                    .iter()
+                    .map(|fr| (fr.column_id, fr.offset, fr.stored_len, fr.raw_len))
+                    .collect(),
+                None => vec![(0, 0, stored.len(), s.header.raw_len as usize)],
+            };
+        rows += s.events as usize;
+        segs.push((stored, frames));
+    }
+    let mut dctx = zstd::bulk::Decompressor::new().expect("zstd context");
+    let mut piece: Vec<u8> = Vec::new();
+    let ids = col::COUNT + 1;
+    let (mut best, mut best_col) = (f64::MAX, vec![f64::MAX; ids]);
+    let (mut stored_col, mut raw_col) = (vec![0usize; ids], vec![0usize; ids]);
+    for round in 0..rounds {
+        let mut t_col = vec![0f64; ids];
+        let t0 = Instant::now();
+        for (stored, frames) in &segs {
+            for &(id, at, len, raw) in frames {
+                let k = (id as usize).min(ids - 1);
+                piece.clear();
+                piece.reserve(raw);
+                let t = Instant::now();
+                dctx.decompress_to_buffer(&stored[at..at + len], &mut piece)
+                    .expect("decompress a frame");
+                t_col[k] += t.elapsed().as_secs_f64();
+                if round == 0 {
+                    stored_col[k] += len;
+                    raw_col[k] += raw;
+                }
+            }
+        }
+        best = best.min(t0.elapsed().as_secs_f64());
+        for (b, t) in best_col.iter_mut().zip(&t_col) {
+            *b = b.min(*t);
+        }
+    }
+    let ns = |t: f64| t * 1e9 / rows.max(1) as f64;
+    println!(
+        "zstd alone, every frame: {rows} events, best of {rounds}: {:.1} M events/s ({:.2} ns/event)",
+        rows as f64 / best / 1e6,
+        ns(best)
+    );
+    for k in 0..ids {
+        if raw_col[k] > 0 {
+            println!(
+                "  column {k}: {:.2} ns/event, {:.2} B/event raw, {:.2} stored",
+                ns(best_col[k]),
+                raw_col[k] as f64 / rows.max(1) as f64,
+                stored_col[k] as f64 / rows.max(1) as f64
+            );
+        }
     }
 }
