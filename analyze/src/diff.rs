@@ -249,28 +249,17 @@ impl Figures {
     }
 }
 
-/// What [`Keyed`] keeps per key.
-trait Merge: Default {
-    fn merge_from(&mut self, o: Self);
-}
-
-impl Merge for Figures {
-    fn merge_from(&mut self, o: Figures) {
-        self.merge(&o);
-    }
-}
-
-/// One scope's groups in a worker: values by key, the last key used remembered (I/Os of one
+/// One scope's groups in a worker: figures by key, the last key used remembered (I/Os of one
 /// thread often come in runs, so most I/Os find their entry without hashing).
-struct Keyed<K, V> {
+struct Keyed<K> {
     index: IntMap<K, u32>,
-    entries: Vec<V>,
+    entries: Vec<Figures>,
     /// The key of each entry.
     keys: Vec<K>,
     last: Option<(K, u32)>,
 }
 
-impl<K, V> Default for Keyed<K, V> {
+impl<K> Default for Keyed<K> {
     fn default() -> Self {
         Keyed {
             index: IntMap::default(),
@@ -281,9 +270,9 @@ impl<K, V> Default for Keyed<K, V> {
     }
 }
 
-impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
+impl<K: Copy + Eq + std::hash::Hash> Keyed<K> {
     #[inline]
-    fn get(&mut self, k: K) -> &mut V {
+    fn get(&mut self, k: K) -> &mut Figures {
         let i = self.index_of(k);
         &mut self.entries[i as usize]
     }
@@ -296,7 +285,7 @@ impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
             _ => {
                 let (entries, keys) = (&mut self.entries, &mut self.keys);
                 let i = *self.index.entry(k).or_insert_with(|| {
-                    entries.push(V::default());
+                    entries.push(Figures::default());
                     keys.push(k);
                     entries.len() as u32 - 1
                 });
@@ -306,12 +295,9 @@ impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
         }
     }
 
-    fn merge(&mut self, o: Keyed<K, V>) {
-        let mut entries: Vec<Option<V>> = o.entries.into_iter().map(Some).collect();
+    fn merge(&mut self, o: Keyed<K>) {
         for (k, i) in o.index {
-            if let Some(e) = entries[i as usize].take() {
-                self.get(k).merge_from(e);
-            }
+            self.get(k).merge(&o.entries[i as usize]);
         }
     }
 
@@ -329,8 +315,8 @@ impl<K: Copy + Eq + std::hash::Hash, V: Merge> Keyed<K, V> {
     }
 
     /// Every (key, value).
-    fn drain(self) -> impl Iterator<Item = (K, V)> {
-        let mut entries: Vec<Option<V>> = self.entries.into_iter().map(Some).collect();
+    fn drain(self) -> impl Iterator<Item = (K, Figures)> {
+        let mut entries: Vec<Option<Figures>> = self.entries.into_iter().map(Some).collect();
         self.index
             .into_iter()
             .filter_map(move |(k, i)| entries[i as usize].take().map(|e| (k, e)))
@@ -345,12 +331,12 @@ type ThreadKey = (u32, u32, u32, u64);
 /// when files are compared, per file on a device (thousands).
 #[derive(Default)]
 struct Acc {
-    threads: Keyed<ThreadKey, Figures>,
+    threads: Keyed<ThreadKey>,
     /// The index in `threads` of the last key seen with each thread id: a thread's entry
     /// without hashing (I/O of several threads interleaves).
     thread_of_tid: DenseSlots,
     /// (dev << 32 | path id).
-    file: Keyed<u64, Figures>,
+    file: Keyed<u64>,
     /// The index in `file` of each (device, path id), by device then path id (u32::MAX: not
     /// seen yet): a file's index without hashing.
     dense: Vec<(u32, DenseSlots)>,
