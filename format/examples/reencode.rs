@@ -1,26 +1,34 @@
-//! Writes a trace's events again with each given zstd minimum match (0: the level's own) and
-//! prints, for each, bytes per event, the encoding rate and the rate of decoding every
-//! column, one thread, best of five (`cargo run --release -p iodump-format --example
-//! reencode -- FILE [MIN_MATCH...]`, default `0 7`). Real recordings measure what
-//! synthetic ones cannot: their values are narrower.
+//! Writes a trace's events again with each given setting and prints, for each, bytes per
+//! event, the encoding rate and the rate of decoding every column, one thread, best of five
+//! (`cargo run --release -p iodump-format --example reencode -- FILE [SETTING...]`, default
+//! `7 7:columns`). A setting is a zstd minimum match (0: the level's own), optionally
+//! followed by `:columns` for one zstd frame per column (format 1.5's layout) instead of one
+//! per plane. Real recordings measure what synthetic ones cannot: their values are narrower.
 use std::time::Instant;
 
 use iodump_format::{EndInfo, Event, EventBatch, Reader, SegmentDecoder, Writer, WriterOptions};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let path = args.next().expect("usage: reencode FILE [MIN_MATCH...]");
-    let mut matches: Vec<u32> = args.map(|a| a.parse().expect("a minimum match")).collect();
-    if matches.is_empty() {
-        matches = vec![0, 7];
+    let path = args.next().expect("usage: reencode FILE [SETTING...]");
+    let mut settings: Vec<String> = args.collect();
+    if settings.is_empty() {
+        settings = vec!["7".into(), "7:columns".into()];
     }
     let r = Reader::open(&path).expect("open the trace");
     let events: Vec<Event> = r.events().collect();
     let n = events.len() as f64;
-    for m in matches {
+    for setting in settings {
+        let (m, layout) = setting.split_once(':').unwrap_or((&setting, "planes"));
+        let m: u32 = m.parse().expect("a minimum match");
         let t0 = Instant::now();
         let opts = WriterOptions {
             zstd_min_match: m,
+            plane_frames: match layout {
+                "planes" => true,
+                "columns" => false,
+                other => panic!("layout {other}: planes or columns"),
+            },
             ..WriterOptions::default()
         };
         let mut w = Writer::new(Vec::new(), r.header(), opts).expect("writer");
@@ -43,7 +51,7 @@ fn main() {
             best = best.min(t0.elapsed().as_secs_f64());
         }
         println!(
-            "{path}: minimum match {m}: {n} events, {:.3} B/event, encode {:.2} M events/s, decode {:.1} M events/s",
+            "{path}: minimum match {m}, frames per {layout}: {n} events, {:.3} B/event, encode {:.2} M events/s, decode {:.1} M events/s",
             size / n,
             n / enc_s / 1e6,
             n / best / 1e6

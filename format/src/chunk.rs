@@ -11,7 +11,7 @@ pub const MAGIC: [u8; 8] = [0x89, b'I', b'O', b'D', b'\r', b'\n', 0x1a, b'\n'];
 /// Major version written; readers refuse files with a larger major version.
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor version written; readers accept any minor version of their major version.
-pub const VERSION_MINOR: u16 = 5;
+pub const VERSION_MINOR: u16 = 6;
 /// Size of the file signature (magic, major, minor, CRC-32 of the first 12 bytes).
 pub const SIGNATURE_BYTES: usize = 16;
 /// Sync marker that starts every chunk header.

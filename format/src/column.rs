@@ -325,11 +325,28 @@ fn build_dict(t: &[u64], s: &mut EncodeScratch) -> bool {
     true
 }
 
-fn put_planes_block(out: &mut Vec<u8>, t: &[u64], base: u64, w: usize) {
+/// Where [`encode_column`] put the planes of a `planes` encoding (spec §4.3) in its output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Planes {
+    /// Offset of plane 0 in the output buffer.
+    pub at: usize,
+    /// Bytes per plane (the present rows).
+    pub plane_bytes: usize,
+    /// How many planes (the width `w`).
+    pub count: usize,
+}
+
+fn put_planes_block(out: &mut Vec<u8>, t: &[u64], base: u64, w: usize) -> Planes {
     out.push(ENC_PLANES);
     put_varint(out, base);
     out.push(w as u8);
+    let at = out.len();
     put_planes(out, t, base, w);
+    Planes {
+        at,
+        plane_bytes: t.len(),
+        count: w,
+    }
 }
 
 fn put_planes(out: &mut Vec<u8>, t: &[u64], base: u64, w: usize) {
@@ -346,20 +363,21 @@ fn put_planes(out: &mut Vec<u8>, t: &[u64], base: u64, w: usize) {
 }
 
 /// Encodes one column block and appends it (without the column id / length prefix) to `out`.
-/// `transforms` lists the transforms to try; the smallest result is kept.
+/// `transforms` lists the transforms to try; the smallest result is kept. Returns where the
+/// planes went when the block is `planes`-encoded.
 pub fn encode_column(
     col: &ColumnIn<'_>,
     transforms: &[Transform],
     seq: Option<&SeqContext<'_>>,
     s: &mut EncodeScratch,
     out: &mut Vec<u8>,
-) {
+) -> Option<Planes> {
     // Validity.
     match col.validity {
         None => out.push(VALID_ALL),
         Some(_) if col.values.is_empty() => {
             out.push(VALID_NONE);
-            return;
+            return None;
         }
         Some(v) => {
             out.push(VALID_BITMAP);
@@ -375,7 +393,7 @@ pub fn encode_column(
     let values = col.values;
     if values.is_empty() {
         out.extend_from_slice(&[Transform::None as u8, 0, ENC_CONST, 0]);
-        return;
+        return None;
     }
     // Choose the transform by estimated size (ties: first listed).
     let mut best: Option<(u64, Transform, u32)> = None;
@@ -409,6 +427,7 @@ pub fn encode_column(
     }
     let first = t[0];
     debug_assert_eq!(st.min == st.max, t.iter().all(|&v| v == first));
+    let mut planes = None;
     if st.min == st.max {
         out.push(ENC_CONST);
         put_varint(out, first);
@@ -428,13 +447,14 @@ pub fn encode_column(
                 *o = s.dict_vals.binary_search(v).expect("value in dictionary") as u8;
             }
         } else {
-            put_planes_block(out, &t, st.min, w);
+            planes = Some(put_planes_block(out, &t, st.min, w));
         }
     } else {
-        put_planes_block(out, &t, st.min, w);
+        planes = Some(put_planes_block(out, &t, st.min, w));
     }
     s.t = t;
     s.seq_state = seq_state;
+    planes
 }
 
 /// A column block's stored values, before the transform is undone.

@@ -17,6 +17,11 @@ pub const INDEX_TAG: &[u8; 4] = b"IODX";
 /// Segments with fewer events are compressed as one frame (the index and the frames would
 /// cost more than projection saves).
 pub const FRAMED_MIN_ROWS: usize = 4096;
+/// Planes of at least this many bytes are compressed as zstd frames of their own within their
+/// column's frame (since 1.6): each plane gets its own Huffman table and block type, so a
+/// plane of random low bytes is stored raw and a skewed one compressed, instead of one
+/// table for all.
+pub const PLANE_FRAME_MIN_BYTES: usize = 4096;
 
 /// One column's frame, as the index lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,12 +48,14 @@ pub struct Index {
 
 /// Compresses a raw segment payload (as `encode_segment` wrote it, its column blocks
 /// starting at `starts`: (column id, offset of its `varint column_id`)) one frame per
-/// column, after an index frame, into `out`. `compress` compresses one piece into the end of
-/// `out` and returns its length.
+/// column, after an index frame, into `out`; a column's frame is itself cut into zstd frames
+/// at the offsets of `cuts` (ascending) that fall inside it. `compress` compresses one piece
+/// into the end of `out` and returns its length.
 pub fn compress_framed(
     raw: &[u8],
     rows: usize,
     starts: &[(u64, usize)],
+    cuts: &[usize],
     out: &mut Vec<u8>,
     mut compress: impl FnMut(&[u8], &mut Vec<u8>) -> std::io::Result<usize>,
 ) -> std::io::Result<()> {
@@ -62,9 +69,17 @@ pub fn compress_framed(
     // The index frame is written last, when the frames' lengths are known: reserve nothing,
     // compress the frames after a placeholder, then insert the index before them.
     let mut frames: Vec<(u64, usize, usize)> = Vec::with_capacity(starts.len());
+    let mut cuts = cuts.iter().copied().peekable();
     for (k, &(id, _)) in starts.iter().enumerate() {
         let (from, to) = bounds(k);
-        let n = compress(&raw[from..to], out)?;
+        let (mut at, mut n) = (from, 0);
+        while let Some(cut) = cuts.next_if(|&c| c < to) {
+            if cut > at {
+                n += compress(&raw[at..cut], out)?;
+                at = cut;
+            }
+        }
+        n += compress(&raw[at..to], out)?;
         frames.push((id, n, to - from));
     }
     let mut index = Vec::with_capacity(16 + 8 * frames.len());
@@ -165,7 +180,9 @@ mod tests {
         let raw: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         let starts = [(1u64, 0usize), (2, 3000), (5, 7000)];
         let mut out = Vec::new();
-        compress_framed(&raw, 77, &starts, &mut out, |piece, out| {
+        // Column 1's frame cut once, column 2's twice (1.6's plane frames), column 5's not.
+        let cuts = [1000usize, 5000, 5500];
+        compress_framed(&raw, 77, &starts, &cuts, &mut out, |piece, out| {
             let z = zstd::bulk::compress(piece, 3)?;
             out.extend_from_slice(&z);
             Ok(z.len())
@@ -182,6 +199,21 @@ mod tests {
             zstd::bulk::decompress(&out[second.offset..second.offset + second.stored_len], 4000)
                 .unwrap();
         assert_eq!(piece, raw[3000..7000]);
+        // each column's frame is as many zstd frames as its pieces
+        let zstd_frames = |mut b: &[u8]| {
+            let mut k = 0;
+            while !b.is_empty() {
+                let n = zstd::zstd_safe::find_frame_compressed_size(b).unwrap();
+                (b, k) = (&b[n..], k + 1);
+            }
+            k
+        };
+        let counts: Vec<usize> = idx
+            .frames
+            .iter()
+            .map(|f| zstd_frames(&out[f.offset..f.offset + f.stored_len]))
+            .collect();
+        assert_eq!(counts, [2, 3, 1]);
         // an index that does not add up is an error, a payload without one is not framed
         assert!(parse_index(&out, raw.len() + 1).is_err());
         assert!(parse_index(&out[..out.len() - 1], raw.len()).is_err());

@@ -315,6 +315,10 @@ pub struct SegmentScratch {
     /// Where each column's `varint column_id` starts, relative to the segment's first byte,
     /// as (column id, offset): the bounds of the frames of a framed segment.
     pub(crate) starts: Vec<(u64, usize)>,
+    /// Where each plane after the first of a column's planes of at least
+    /// [`crate::frames::PLANE_FRAME_MIN_BYTES`] starts, relative to the segment's first byte,
+    /// in ascending order: where a framed segment's column frame is cut into zstd frames.
+    pub(crate) plane_cuts: Vec<usize>,
 }
 
 /// Encodes `events` (already in the order they are to be stored) as a raw segment payload
@@ -324,6 +328,7 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
     let n = events.len();
     let base = out.len();
     s.starts.clear();
+    s.plane_cuts.clear();
     put_varint(out, n as u64);
     put_varint(out, col::COUNT as u64);
     // Rows to columns in one pass: a segment (65,536 events of ~100 bytes) is larger than
@@ -404,11 +409,16 @@ pub fn encode_segment(events: &[Event], s: &mut SegmentScratch, out: &mut Vec<u8
             rows: n,
             validity,
         };
-        encode_column(&colin, transforms(id), Some(&seq), &mut s.col, &mut s.block);
+        let planes = encode_column(&colin, transforms(id), Some(&seq), &mut s.col, &mut s.block);
         s.starts.push((id, out.len() - base));
         put_varint(out, id);
         put_varint(out, s.block.len() as u64);
+        let block_at = out.len() - base;
         out.extend_from_slice(&s.block);
+        if let Some(p) = planes.filter(|p| p.plane_bytes >= crate::frames::PLANE_FRAME_MIN_BYTES) {
+            s.plane_cuts
+                .extend((1..p.count).map(|j| block_at + p.at + j * p.plane_bytes));
+        }
     }
 }
 

@@ -33,6 +33,10 @@ pub struct WriterOptions {
     /// events apart (spec §4.5), so that a query decompresses only the columns it reads.
     /// Default true; false writes one frame per segment, as before 1.5.
     pub column_frames: bool,
+    /// Within a column's frame, compress each byte plane of at least
+    /// [`crate::frames::PLANE_FRAME_MIN_BYTES`] as a zstd frame of its own (spec §4.5, since
+    /// 1.6). Default true; false writes one zstd frame per column, as 1.5 did.
+    pub plane_frames: bool,
 }
 
 impl Default for WriterOptions {
@@ -44,6 +48,7 @@ impl Default for WriterOptions {
             zstd_min_match: 7,
             footer: true,
             column_frames: true,
+            plane_frames: true,
         }
     }
 }
@@ -308,18 +313,20 @@ impl<W: Write> Writer<W> {
         // query decompresses only the columns it reads.
         let framed = self.opts.column_frames && events.len() >= crate::frames::FRAMED_MIN_ROWS;
         let starts = std::mem::take(&mut self.scratch.starts);
+        let cuts = std::mem::take(&mut self.scratch.plane_cuts);
         let r = self.write_chunk(
             ChunkType::Events,
             events.len() as u32,
             &raw,
             if framed {
-                Compress::Framed(&starts)
+                Compress::Framed(&starts, if self.opts.plane_frames { &cuts } else { &[] })
             } else {
                 Compress::Whole
             },
             range,
         );
         self.scratch.starts = starts;
+        self.scratch.plane_cuts = cuts;
         self.raw = raw;
         events.clear();
         self.events = events;
@@ -438,8 +445,8 @@ impl<W: Write> Writer<W> {
                 Ok(n)
             };
             let ok = match compress {
-                Compress::Framed(starts) if !starts.is_empty() => {
-                    crate::frames::compress_framed(raw, records as usize, starts, &mut z, one)
+                Compress::Framed(starts, cuts) if !starts.is_empty() => {
+                    crate::frames::compress_framed(raw, records as usize, starts, cuts, &mut z, one)
                         .is_ok()
                 }
                 _ => one(raw, &mut z).is_ok(),
@@ -498,8 +505,9 @@ enum Compress<'a> {
     /// One zstd frame, when that is smaller.
     Whole,
     /// An event segment: one zstd frame per column after an index frame (spec §4.5), the
-    /// columns' blocks starting at these (column id, offset) in the raw payload.
-    Framed(&'a [(u64, usize)]),
+    /// columns' blocks starting at these (column id, offset) in the raw payload, a column's
+    /// frame cut into zstd frames at the offsets of the second slice.
+    Framed(&'a [(u64, usize)], &'a [usize]),
 }
 
 /// The events a sealed loss chunk counts (0 if it does not decode: it was written by a

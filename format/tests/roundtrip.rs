@@ -242,7 +242,7 @@ fn round_trip_every_field() {
         Some(&b"/usr/sbin/mysqld --datadir=/var/lib/a b,\"c\"\n\xff"[..])
     );
     assert_eq!(r.args(1000, 1001, 4), Some(&b"fio"[..]));
-    assert_eq!(r.version(), (1, 5));
+    assert_eq!(r.version(), (1, 6));
     assert!(t.has_cgroup_table());
     let c = t.cgroup(42).unwrap();
     assert_eq!(c.path, "/system.slice/docker-0123456789abcdef.scope");
@@ -609,6 +609,42 @@ fn framed_segments_read_whole_and_projected() {
         .expect("a framed segment");
     assert_eq!(idx.rows, events.len());
     assert_eq!(idx.frames.len(), col::COUNT);
+    // Since 1.6 a column's planes are zstd frames of their own within its frame; without
+    // plane frames (1.5's layout) each column is one zstd frame, and both read the same.
+    let zstd_frames = |stored: &[u8], idx: &iodump_format::frames::Index| -> Vec<usize> {
+        idx.frames
+            .iter()
+            .map(|f| {
+                let (mut b, mut k) = (&stored[f.offset..f.offset + f.stored_len], 0);
+                while !b.is_empty() {
+                    let n = zstd::zstd_safe::find_frame_compressed_size(b).unwrap();
+                    (b, k) = (&b[n..], k + 1);
+                }
+                k
+            })
+            .collect()
+    };
+    let counts = zstd_frames(stored, &idx);
+    assert!(counts.iter().any(|&k| k > 1), "no plane frames: {counts:?}");
+    let one = write_trace(
+        &events,
+        WriterOptions {
+            plane_frames: false,
+            ..WriterOptions::default()
+        },
+    );
+    let r1 = Reader::from_bytes(one.clone()).unwrap();
+    let s1 = &r1.segments()[0];
+    let st1 = &one[s1.offset as usize + 32..][..s1.header.stored_len as usize];
+    let idx1 = parse_index(st1, s1.header.raw_len as usize)
+        .unwrap()
+        .unwrap();
+    assert!(zstd_frames(st1, &idx1).iter().all(|&k| k == 1));
+    assert_eq!(r1.events().collect::<Vec<_>>(), events);
+    assert_eq!(
+        zstd::bulk::decompress(st1, s1.header.raw_len as usize).unwrap(),
+        zstd::bulk::decompress(stored, seg.header.raw_len as usize).unwrap()
+    );
     assert_eq!(
         zstd::bulk::decompress(stored, seg.header.raw_len as usize)
             .unwrap()
