@@ -4,6 +4,8 @@
 //! `7 7:columns`). A setting is a zstd minimum match (0: the level's own), optionally
 //! followed by `:columns` for one zstd frame per column (format 1.5's layout) instead of one
 //! per plane. Real recordings measure what synthetic ones cannot: their values are narrower.
+//! With `KEEP=DIR` each rewritten trace is also saved as `DIR/SETTING.iod` (for
+//! `decode_time`).
 use std::time::Instant;
 
 use iodump_format::{EndInfo, Event, EventBatch, Reader, SegmentDecoder, Writer, WriterOptions};
@@ -38,6 +40,10 @@ fn main() {
         let bytes = w.finish(EndInfo::default()).expect("finish");
         let enc_s = t0.elapsed().as_secs_f64();
         let size = bytes.len() as f64;
+        if let Some(dir) = std::env::var_os("KEEP") {
+            let to = std::path::Path::new(&dir).join(format!("{setting}.iod"));
+            std::fs::write(&to, &bytes).expect("write the rewritten trace");
+        }
         let again = Reader::from_bytes(bytes).expect("read back");
         let (mut b, mut dec) = (EventBatch::default(), SegmentDecoder::new());
         let mut best = f64::MAX;
