@@ -143,13 +143,21 @@ fn main() {
             plane_frames: false,
             ..WriterOptions::default()
         });
+        // And with plane frames always from zstd's match finder (1.6's first writer, before
+        // literals-only planes).
+        let (lz, enclz_s) = encode(WriterOptions {
+            literal_planes: false,
+            ..WriterOptions::default()
+        });
         let file_bytes = bytes.len() as u64;
         let whole_bytes = whole.len() as u64;
         let v15_bytes = v15.len() as u64;
+        let lz_bytes = lz.len() as u64;
 
         let r = Reader::from_bytes(bytes).unwrap();
         let rw = Reader::from_bytes(whole).unwrap();
         let rm = Reader::from_bytes(v15).unwrap();
+        let rl = Reader::from_bytes(lz).unwrap();
         // Decode, one thread.
         let t0 = Instant::now();
         let mut decoded = 0u64;
@@ -196,6 +204,12 @@ fn main() {
         let dec1m_s = t0.elapsed().as_secs_f64();
         assert_eq!(decoded_m, n);
         let dec3m_s = dec3(&rm);
+        let t0 = Instant::now();
+        let mut decoded_l = 0u64;
+        rl.for_each_segment(|_, b| decoded_l += b.unwrap().len() as u64);
+        let dec1l_s = t0.elapsed().as_secs_f64();
+        assert_eq!(decoded_l, n);
+        let dec3l_s = dec3(&rl);
         // The two other layouts against the default: bytes per event, their ratio, rates.
         let variant = |what: &str, bytes: u64, dec1_s: f64, dec3_s: f64| {
             println!(
@@ -214,6 +228,17 @@ fn main() {
             n as f64 / enc15_s / 1e6
         );
         variant("one frame per segment", whole_bytes, dec1w_s, dec3w_s);
+        variant(
+            "planes without literals-only frames",
+            lz_bytes,
+            dec1l_s,
+            dec3l_s,
+        );
+        println!(
+            "{:<9} planes without literals-only frames: encode {:.2} Mev/s",
+            w.name(),
+            n as f64 / enclz_s / 1e6
+        );
 
         let mut csv = Counter(0);
         write_csv(&c, &header, &mut csv).unwrap();

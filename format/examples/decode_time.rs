@@ -1,13 +1,15 @@
 //! Times decoding a trace's segments on one thread, every column and some projections, and
 //! the columns of ids `IDS` (comma-separated, as `schemas/iod-format.md` §4.2 numbers them)
 //! when given; then zstd alone: decompressing every segment's frames (§4.5) from memory,
-//! with no column decoded, in all and per column (`cargo run --release -p iodump-format
+//! with no column decoded, in all and per column (with how many of its zstd frames code no
+//! sequence: literals only, raw or RLE) (`cargo run --release -p iodump-format
 //! --example decode_time -- FILE [ROUNDS [IDS]]`).
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
 use iodump_format::chunk::CHUNK_HEADER_BYTES;
-use iodump_format::frames::parse_index;
+use iodump_format::frames::{parse_index, zstd_frames};
+use iodump_format::literals::frame_has_sequences;
 use iodump_format::segment::{col, Columns};
 use iodump_format::{EventBatch, Reader, SegmentDecoder};
 
@@ -90,6 +92,8 @@ fn zstd_alone(path: &str, r: &Reader, rounds: usize) {
     let ids = col::COUNT + 1;
     let (mut best, mut best_col) = (f64::MAX, vec![f64::MAX; ids]);
     let (mut stored_col, mut raw_col) = (vec![0usize; ids], vec![0usize; ids]);
+    // zstd frames, and those without sequences (literals only, raw or RLE blocks)
+    let (mut frames_col, mut literal_col) = (vec![0usize; ids], vec![0usize; ids]);
     for round in 0..rounds {
         let mut t_col = vec![0f64; ids];
         let t0 = Instant::now();
@@ -105,6 +109,10 @@ fn zstd_alone(path: &str, r: &Reader, rounds: usize) {
                 if round == 0 {
                     stored_col[k] += len;
                     raw_col[k] += raw;
+                    for z in zstd_frames(&stored[at..at + len]).expect("zstd frames") {
+                        frames_col[k] += 1;
+                        literal_col[k] += usize::from(frame_has_sequences(z) == Some(false));
+                    }
                 }
             }
         }
@@ -122,10 +130,12 @@ fn zstd_alone(path: &str, r: &Reader, rounds: usize) {
     for k in 0..ids {
         if raw_col[k] > 0 {
             println!(
-                "  column {k}: {:.2} ns/event, {:.2} B/event raw, {:.2} stored",
+                "  column {k}: {:.2} ns/event, {:.2} B/event raw, {:.2} stored, {} of {} zstd frames without sequences",
                 ns(best_col[k]),
                 raw_col[k] as f64 / rows.max(1) as f64,
-                stored_col[k] as f64 / rows.max(1) as f64
+                stored_col[k] as f64 / rows.max(1) as f64,
+                literal_col[k],
+                frames_col[k]
             );
         }
     }

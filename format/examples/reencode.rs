@@ -3,7 +3,8 @@
 //! (`cargo run --release -p iodump-format --example reencode -- FILE [SETTING...]`, default
 //! `7 7:columns`). A setting is a zstd minimum match (0: the level's own), optionally
 //! followed by `:columns` for one zstd frame per column (format 1.5's layout) instead of one
-//! per plane. Real recordings measure what synthetic ones cannot: their values are narrower.
+//! per plane, or by `:lz` for plane frames always from zstd's match finder (no
+//! literals-only frames, `WriterOptions::literal_planes` off). Real recordings measure what synthetic ones cannot: their values are narrower.
 //! With `KEEP=DIR` each rewritten trace is also saved as `DIR/SETTING.iod` (for
 //! `decode_time`).
 use std::time::Instant;
@@ -27,10 +28,11 @@ fn main() {
         let opts = WriterOptions {
             zstd_min_match: m,
             plane_frames: match layout {
-                "planes" => true,
+                "planes" | "lz" => true,
                 "columns" => false,
-                other => panic!("layout {other}: planes or columns"),
+                other => panic!("layout {other}: planes, lz or columns"),
             },
+            literal_planes: layout == "planes",
             ..WriterOptions::default()
         };
         let mut w = Writer::new(Vec::new(), r.header(), opts).expect("writer");

@@ -163,6 +163,19 @@ pub fn parse_index(stored: &[u8], raw_len: usize) -> Result<Option<Index>, Decod
     }))
 }
 
+/// The zstd frames `b` is made of, in order (a column's frame since 1.6: one per plane);
+/// `None` when `b` is not a sequence of whole zstd frames.
+pub fn zstd_frames(mut b: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut frames = Vec::new();
+    while !b.is_empty() {
+        let n = zstd::zstd_safe::find_frame_compressed_size(b).ok()?;
+        let (frame, rest) = b.split_at_checked(n)?;
+        frames.push(frame);
+        b = rest;
+    }
+    Some(frames)
+}
+
 fn bad(what: &'static str, expected: usize, actual: usize) -> DecodeError {
     DecodeError::Inconsistent {
         what,
@@ -200,20 +213,17 @@ mod tests {
                 .unwrap();
         assert_eq!(piece, raw[3000..7000]);
         // each column's frame is as many zstd frames as its pieces
-        let zstd_frames = |mut b: &[u8]| {
-            let mut k = 0;
-            while !b.is_empty() {
-                let n = zstd::zstd_safe::find_frame_compressed_size(b).unwrap();
-                (b, k) = (&b[n..], k + 1);
-            }
-            k
-        };
         let counts: Vec<usize> = idx
             .frames
             .iter()
-            .map(|f| zstd_frames(&out[f.offset..f.offset + f.stored_len]))
+            .map(|f| {
+                zstd_frames(&out[f.offset..f.offset + f.stored_len])
+                    .unwrap()
+                    .len()
+            })
             .collect();
         assert_eq!(counts, [2, 3, 1]);
+        assert_eq!(zstd_frames(&out[second.offset..second.offset + 5]), None);
         // an index that does not add up is an error, a payload without one is not framed
         assert!(parse_index(&out, raw.len() + 1).is_err());
         assert!(parse_index(&out[..out.len() - 1], raw.len()).is_err());

@@ -44,6 +44,7 @@ pub mod event;
 pub mod expr;
 pub mod frames;
 pub mod inthash;
+pub mod literals;
 pub mod reader;
 pub mod recording;
 pub mod segment;
