@@ -6,7 +6,7 @@
 //! per plane, or by `:lz` for plane frames always from zstd's match finder (no
 //! literals-only frames, `WriterOptions::literal_planes` off). Real recordings measure what synthetic ones cannot: their values are narrower.
 //! With `KEEP=DIR` each rewritten trace is also saved as `DIR/SETTING.iod` (for
-//! `decode_time`).
+//! `decode_time`); `SEGMENT_EVENTS=N` writes segments of N events (default 65,536).
 use std::time::Instant;
 
 use iodump_format::{EndInfo, Event, EventBatch, Reader, SegmentDecoder, Writer, WriterOptions};
@@ -33,6 +33,9 @@ fn main() {
                 other => panic!("layout {other}: planes, lz or columns"),
             },
             literal_planes: layout == "planes",
+            segment_events: std::env::var("SEGMENT_EVENTS")
+                .ok()
+                .map_or(65_536, |v| v.parse().expect("SEGMENT_EVENTS: a number")),
             ..WriterOptions::default()
         };
         let mut w = Writer::new(Vec::new(), r.header(), opts).expect("writer");

@@ -146,8 +146,6 @@ pub struct SegmentInfo {
 pub struct SegmentDecoder {
     stored: Vec<u8>,
     raw: Vec<u8>,
-    /// One decompressed frame of a framed segment, before it joins `raw`.
-    piece: Vec<u8>,
     scratch: DecodeScratch,
     dctx: zstd::bulk::Decompressor<'static>,
 }
@@ -158,7 +156,6 @@ impl SegmentDecoder {
         SegmentDecoder {
             stored: Vec::new(),
             raw: Vec::new(),
-            piece: Vec::new(),
             scratch: DecodeScratch::default(),
             dctx: zstd::bulk::Decompressor::new().expect("zstd decompression context"),
         }
@@ -1079,7 +1076,6 @@ fn decode_framed(
     let SegmentDecoder {
         stored,
         raw,
-        piece,
         scratch,
         dctx,
     } = dec;
@@ -1101,21 +1097,25 @@ fn decode_framed(
         if !known || !needed.contains(f.column_id) {
             continue;
         }
-        piece.clear();
-        piece.reserve(f.raw_len);
+        // Decompressed straight after what `raw` holds (no copy): the frame's varints, then
+        // the column's block, whose range is kept.
+        let at = raw.len();
+        raw.reserve(f.raw_len);
+        let mut tail = std::io::Cursor::new(&mut *raw);
+        tail.set_position(at as u64);
         let n = dctx
-            .decompress_to_buffer(&stored[f.offset..f.offset + f.stored_len], piece)
+            .decompress_to_buffer(&stored[f.offset..f.offset + f.stored_len], &mut tail)
             .map_err(|e| DecodeError::Zstd {
                 message: e.to_string(),
             })?;
-        if n != f.raw_len {
+        if n != f.raw_len || raw.len() != at + n {
             return Err(DecodeError::Inconsistent {
                 what: "decompressed frame length",
                 expected: f.raw_len as u64,
                 actual: n as u64,
             });
         }
-        let mut c = crate::bytes::Cursor::new(&piece[..n]);
+        let mut c = crate::bytes::Cursor::new(&raw[at..at + n]);
         if k == 0 {
             let rows = c.varint()?;
             c.varint()?; // ncols
@@ -1143,9 +1143,7 @@ fn decode_framed(
                 extra: c.remaining().saturating_sub(len),
             });
         }
-        let at = raw.len();
-        raw.extend_from_slice(&piece[start..start + len]);
-        ranges[f.column_id as usize - 1] = (at, at + len);
+        ranges[f.column_id as usize - 1] = (at + start, at + start + len);
     }
     let mut blocks: [&[u8]; col::COUNT] = [&[]; col::COUNT];
     for (b, &(a, z)) in blocks.iter_mut().zip(&ranges) {
