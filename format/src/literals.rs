@@ -209,6 +209,15 @@ mod tests {
         assert!(frame_has_sequences(&lz_skewed).is_some());
         assert_eq!(frame_has_sequences(&lz[..lz.len() - 1]), None);
         assert_eq!(frame_has_sequences(b"not a zstd frame"), None);
+        // more than one block of 128 KiB, and a negative (fast) level
+        let big: Vec<u8> = skewed.iter().cycle().take(300_000).copied().collect();
+        for level in [3, -5] {
+            let mut c = LiteralsCompressor::new(level).unwrap();
+            let mut z = Vec::new();
+            c.compress(&big, &mut z).unwrap();
+            assert_eq!(zstd::bulk::decompress(&z, big.len()).unwrap(), big);
+            assert_eq!(frame_has_sequences(&z), Some(false));
+        }
         // empty input is a valid frame too
         let mut e = Vec::new();
         c.compress(&[], &mut e).unwrap();
