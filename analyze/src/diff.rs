@@ -423,7 +423,19 @@ impl Acc {
                 self.file_index(b.dev[i], b.path_id[i])
             });
             groups.scatter(ios.iter().copied(), &mut grouped);
-            for (f, r) in groups.ranges() {
+            // Thousands of files' histograms do not stay in cache: the bins of the next
+            // file's run are fetched while this one's are added.
+            let mut runs = groups.ranges().peekable();
+            while let Some((f, r)) = runs.next() {
+                if let Some((nf, nr)) = runs.peek() {
+                    let next = &self.file.entries[*nf];
+                    for io in &grouped[nr.clone()] {
+                        next.latency.prefetch(io.latency_ns);
+                        if io.has_queue {
+                            next.queue.prefetch(io.queue_ns);
+                        }
+                    }
+                }
                 self.file.entries[f].add_run(&grouped[r]);
             }
         }

@@ -28,6 +28,19 @@ pub struct LogHist {
     max: u64,
 }
 
+/// A prefetch of the cache line at `at` (a hint: it never faults, whatever the address, and
+/// changes nothing the program sees).
+#[inline(always)]
+fn prefetch(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` only hints the cache; it reads nothing and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
 /// Bins stored beyond the one that made the stored range grow, on the side it grew (values
 /// near a new lowest or highest often follow it): fewer reallocations and moves.
 const SLACK_BINS: usize = 4;
@@ -73,6 +86,15 @@ impl LogHist {
         self.n += n;
         self.sum += sum;
         self.max = self.max.max(max);
+    }
+
+    /// Asks the CPU to fetch the bin of `v` into cache, if it is stored (a hint: nothing
+    /// changes), so that a later [`LogHist::add_bin`] finds it there.
+    #[inline]
+    pub fn prefetch(&self, v: u64) {
+        if let Some(x) = self.narrow.get(latency_bin(v).wrapping_sub(self.lo)) {
+            prefetch((x as *const u32).cast());
+        }
     }
 
     /// Adds `c` to bin `b`, growing the stored range.
