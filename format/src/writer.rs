@@ -64,8 +64,9 @@ impl Default for WriterOptions {
 /// Bytes of writer memory per buffered event: the event itself, the raw segment bytes
 /// (at most ~60 per event) and the compressed copy.
 const BYTES_PER_BUFFERED_EVENT: usize = std::mem::size_of::<Event>() + 2 * 80;
-/// Memory set aside for the zstd context and fixed buffers.
-const FIXED_BYTES: usize = 3 << 20;
+/// Memory set aside for the zstd contexts (the second, for literals-only planes, about
+/// 0.9 MiB once used) and fixed buffers.
+const FIXED_BYTES: usize = 4 << 20;
 
 /// What a [`Writer`] has written so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -103,7 +104,7 @@ pub struct Writer<W: Write> {
     chunk: Vec<u8>,
     compressed: Vec<u8>,
     compressor: zstd::bulk::Compressor<'static>,
-    /// For [`WriterOptions::literal_planes`].
+    /// For [`WriterOptions::literal_planes`], made for the first segment with plane frames.
     literals: Option<LiteralsCompressor>,
     stats: WriterStats,
     failed: bool,
@@ -158,11 +159,6 @@ impl<W: Write> Writer<W> {
                     what: format!("zstd minimum match {}: {e}", opts.zstd_min_match),
                 })?;
         }
-        let literals = if opts.literal_planes && opts.plane_frames {
-            LiteralsCompressor::new(opts.zstd_level)
-        } else {
-            None
-        };
         let mut w = Writer {
             out,
             opts,
@@ -180,7 +176,7 @@ impl<W: Write> Writer<W> {
             chunk: Vec::new(),
             compressed: Vec::new(),
             compressor,
-            literals,
+            literals: None,
             stats: WriterStats::default(),
             failed: false,
             sealed: None,
@@ -462,6 +458,10 @@ impl<W: Write> Writer<W> {
             };
             let ok = match compress {
                 Compress::Framed(starts, cuts) if !starts.is_empty() => {
+                    if self.literals.is_none() && self.opts.literal_planes && self.opts.plane_frames
+                    {
+                        self.literals = LiteralsCompressor::new(self.opts.zstd_level);
+                    }
                     let literals = &mut self.literals;
                     // A plane's piece: the smaller of zstd's frame and one of literals only.
                     let best = |piece: &[u8], out: &mut Vec<u8>| -> std::io::Result<usize> {
