@@ -642,22 +642,24 @@ fn framed_segments_read_whole_and_projected() {
             .filter(|z| iodump_format::literals::frame_has_sequences(z) == Some(false))
             .count()
     };
-    let lz = write_trace(
-        &events,
-        WriterOptions {
-            literal_planes: false,
-            ..WriterOptions::default()
-        },
-    );
-    let rz = Reader::from_bytes(lz.clone()).unwrap();
-    let sz = &rz.segments()[0];
-    let stz = &lz[sz.offset as usize + 32..][..sz.header.stored_len as usize];
-    let idxz = parse_index(stz, sz.header.raw_len as usize)
-        .unwrap()
-        .unwrap();
+    // The trace written with other options: its bytes, reader, first segment's stored
+    // payload, index and raw length.
+    let other = |opts: WriterOptions| {
+        let bytes = write_trace(&events, opts);
+        let r = Reader::from_bytes(bytes.clone()).unwrap();
+        let s = &r.segments()[0];
+        let stored = bytes[s.offset as usize + 32..][..s.header.stored_len as usize].to_vec();
+        let raw_len = s.header.raw_len as usize;
+        let idx = parse_index(&stored, raw_len).unwrap().unwrap();
+        (bytes, r, stored, idx, raw_len)
+    };
+    let (lz, rz, stz, idxz, rawz) = other(WriterOptions {
+        literal_planes: false,
+        ..WriterOptions::default()
+    });
     let (lit_frames, lz_frames) = (
         without_sequences(stored, &idx),
-        without_sequences(stz, &idxz),
+        without_sequences(&stz, &idxz),
     );
     assert!(
         lit_frames > lz_frames,
@@ -671,26 +673,17 @@ fn framed_segments_read_whole_and_projected() {
     );
     assert_eq!(rz.events().collect::<Vec<_>>(), events);
     assert_eq!(
-        zstd::bulk::decompress(stz, sz.header.raw_len as usize).unwrap(),
+        zstd::bulk::decompress(&stz, rawz).unwrap(),
         zstd::bulk::decompress(stored, seg.header.raw_len as usize).unwrap()
     );
-    let one = write_trace(
-        &events,
-        WriterOptions {
-            plane_frames: false,
-            ..WriterOptions::default()
-        },
-    );
-    let r1 = Reader::from_bytes(one.clone()).unwrap();
-    let s1 = &r1.segments()[0];
-    let st1 = &one[s1.offset as usize + 32..][..s1.header.stored_len as usize];
-    let idx1 = parse_index(st1, s1.header.raw_len as usize)
-        .unwrap()
-        .unwrap();
-    assert!(zstd_frames(st1, &idx1).iter().all(|&k| k == 1));
+    let (_, r1, st1, idx1, raw1) = other(WriterOptions {
+        plane_frames: false,
+        ..WriterOptions::default()
+    });
+    assert!(zstd_frames(&st1, &idx1).iter().all(|&k| k == 1));
     assert_eq!(r1.events().collect::<Vec<_>>(), events);
     assert_eq!(
-        zstd::bulk::decompress(st1, s1.header.raw_len as usize).unwrap(),
+        zstd::bulk::decompress(&st1, raw1).unwrap(),
         zstd::bulk::decompress(stored, seg.header.raw_len as usize).unwrap()
     );
     assert_eq!(
