@@ -161,7 +161,7 @@ impl Source {
                     return Ok((!keep.is_empty()).then_some((a.min(z), a.max(z))));
                 }
             }
-            Src::Parquet(s) => s.load(i, b, keep, filter).map_err(|e| Damage {
+            Src::Parquet(s) => s.load(i, b, keep, filter, want).map_err(|e| Damage {
                 offset: 0,
                 chunk: Some("parquet row group"),
                 kind: DamageKind::Unreadable {
@@ -325,19 +325,19 @@ struct ParquetSet {
     lost: u64,
 }
 
-/// The `io` columns the one-pass queries read (all of them when a filter needs the rest),
-/// besides the time ([`layout::utc_ns_column`]).
-const IO_COLUMNS: [&str; 10] = [
-    "trace",
-    "dev_t",
-    "sector",
-    "bytes",
-    "op",
-    "pid",
-    "tid",
-    "path_id",
-    "queue_ns",
-    "latency_ns",
+/// The `io` columns the one-pass queries read, with the trace column ids they fill (a
+/// query reads those of the ids it wants, all of them when a filter needs the rest); the
+/// `trace` column and the time ([`layout::utc_ns_column`]) are always read.
+const IO_COLUMNS: [(&str, u64); 9] = [
+    ("dev_t", col::DEV),
+    ("sector", col::SECTOR),
+    ("bytes", col::BYTES),
+    ("op", col::OP),
+    ("pid", col::PID),
+    ("tid", col::TID),
+    ("path_id", col::PATH_ID),
+    ("queue_ns", col::QUEUE_NS),
+    ("latency_ns", col::LATENCY_NS),
 ];
 
 impl ParquetSet {
@@ -438,22 +438,33 @@ impl ParquetSet {
             .map_or(or, String::as_str)
     }
 
-    /// Reads row group `i` into `b`, re-keyed; `keep` gets the rows `filter` accepts.
+    /// Reads row group `i` into `b`, re-keyed; `keep` gets the rows `filter` accepts. Without
+    /// a filter only the columns `want` needs are read (and filled in `b`), as from a trace.
     fn load(
         &self,
         i: usize,
         b: &mut EventBatch,
         keep: &mut Vec<u32>,
         filter: Option<&Expr>,
+        want: Columns,
     ) -> Result<(), AnalyzeError> {
         let (path, rg) = &self.units[i];
         b.clear();
         let file = File::open(path).map_err(parquet_read_error(path))?;
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_read_error(path))?;
+        let want = if filter.is_none() {
+            want.needed()
+        } else {
+            Columns::ALL
+        };
         let builder = if filter.is_none() {
             let ts = layout::utc_ns_column(builder.schema());
-            let cols = IO_COLUMNS.iter().copied().chain([ts]);
+            let cols = IO_COLUMNS
+                .iter()
+                .filter(|(_, id)| want.contains(*id))
+                .map(|(name, _)| *name)
+                .chain(["trace", ts]);
             let mask = ProjectionMask::columns(builder.parquet_schema(), cols);
             builder.with_projection(mask)
         } else {
@@ -467,7 +478,7 @@ impl ParquetSet {
         for batch in reader {
             let batch = batch.map_err(parquet_read_error(path))?;
             let mask = filter.map(|f| parquet_filter_mask(&batch, f)).transpose()?;
-            self.append(&batch, b, &ops)?;
+            self.append(&batch, b, &ops, want)?;
             let base = b.len() - batch.num_rows();
             match mask {
                 None => keep.extend(base as u32..b.len() as u32),
@@ -482,34 +493,62 @@ impl ParquetSet {
         Ok(())
     }
 
-    /// Appends the rows of one `io` batch to `b`.
+    /// Appends the rows of one `io` batch to `b`: the time, and the columns of `want` (the
+    /// others stay empty).
     fn append(
         &self,
         batch: &RecordBatch,
         b: &mut EventBatch,
         ops: &[(&str, u8)],
+        want: Columns,
     ) -> Result<(), AnalyzeError> {
-        let s = |n| arrow_col::<StringArray>(batch, n);
-        let (trace, dev_t, op) = (s("trace")?, s("dev_t")?, s("op")?);
+        let s = |id, n| {
+            want.contains(id)
+                .then(|| arrow_col::<StringArray>(batch, n))
+                .transpose()
+        };
+        let trace = arrow_col::<StringArray>(batch, "trace")?;
+        let (dev_t, op) = (s(col::DEV, "dev_t")?, s(col::OP, "op")?);
         let ts = layout::utc_ns(batch)?;
-        let int = |n| IntColumn::of(batch, n);
-        let (sector, bytes) = (int("sector")?, int("bytes")?);
-        let (pid, tid, path_id) = (int("pid")?, int("tid")?, int("path_id")?);
-        let (queue, latency) = (int("queue_ns")?, int("latency_ns")?);
+        let int = |id, n| {
+            want.contains(id)
+                .then(|| IntColumn::of(batch, n))
+                .transpose()
+        };
+        let (sector, bytes) = (int(col::SECTOR, "sector")?, int(col::BYTES, "bytes")?);
+        let (pid, tid) = (int(col::PID, "pid")?, int(col::TID, "tid")?);
+        let path_id = int(col::PATH_ID, "path_id")?;
+        let (queue, latency) = (
+            int(col::QUEUE_NS, "queue_ns")?,
+            int(col::LATENCY_NS, "latency_ns")?,
+        );
         let n = batch.num_rows();
         let before = b.len();
         b.rows += n;
         b.timestamp_ns.extend(ts.iter().map(|&t| t as u64));
-        sector.extend_u64(&mut b.sector);
-        bytes.extend_u32(&mut b.bytes);
-        pid.extend_u32(&mut b.pid);
-        latency.extend_u64(&mut b.latency_ns);
-        // Queue times: nullable (bio-based devices have none).
-        if queue.null_count() > 0 || b.queue_ns.valid.is_some() {
-            let valid = b.queue_ns.valid.get_or_insert_with(|| vec![true; before]);
-            valid.extend((0..n).map(|i| !queue.is_null(i)));
+        if let Some(c) = sector {
+            c.extend_u64(&mut b.sector);
         }
-        queue.extend_u64(&mut b.queue_ns.values);
+        if let Some(c) = bytes {
+            c.extend_u32(&mut b.bytes);
+        }
+        if let Some(c) = pid {
+            c.extend_u32(&mut b.pid);
+        }
+        if let Some(c) = latency {
+            c.extend_u64(&mut b.latency_ns);
+        }
+        // Queue times: nullable (bio-based devices have none).
+        if let Some(queue) = queue {
+            if queue.null_count() > 0 || b.queue_ns.valid.is_some() {
+                let valid = b.queue_ns.valid.get_or_insert_with(|| vec![true; before]);
+                valid.extend((0..n).map(|i| !queue.is_null(i)));
+            }
+            queue.extend_u64(&mut b.queue_ns.values);
+        }
+        if dev_t.is_none() && op.is_none() && path_id.is_none() && tid.is_none() {
+            return Ok(());
+        }
         // Re-keyed ids; the text columns repeat, so each row compares with the previous one.
         let mut last_trace: (&str, u32) = ("\0", UNKNOWN);
         let mut last_dev: (&str, u32, u32) = ("\0", UNKNOWN, UNKNOWN);
@@ -520,38 +559,46 @@ impl ParquetSet {
                 last_trace = (t, self.traces.get(t).copied().unwrap_or(UNKNOWN));
             }
             let ti = last_trace.1;
-            let d = dev_t.value(i);
-            if d != last_dev.0 || ti != last_dev.1 {
-                let id = self
-                    .devs
-                    .iter()
-                    .position(|(t, x)| *t == ti && x == d)
-                    .map_or(UNKNOWN, |p| p as u32);
-                last_dev = (d, ti, id);
+            if let Some(dev_t) = dev_t {
+                let d = dev_t.value(i);
+                if d != last_dev.0 || ti != last_dev.1 {
+                    let id = self
+                        .devs
+                        .iter()
+                        .position(|(t, x)| *t == ti && x == d)
+                        .map_or(UNKNOWN, |p| p as u32);
+                    last_dev = (d, ti, id);
+                }
+                b.dev.push(last_dev.2);
             }
-            b.dev.push(last_dev.2);
-            let o = op.value(i);
-            if o != last_op.0 {
-                let code = ops
-                    .iter()
-                    .find(|x| x.0 == o)
-                    .map_or(Op::Other.code(), |x| x.1);
-                last_op = (o, code);
+            if let Some(op) = op {
+                let o = op.value(i);
+                if o != last_op.0 {
+                    let code = ops
+                        .iter()
+                        .find(|x| x.0 == o)
+                        .map_or(Op::Other.code(), |x| x.1);
+                    last_op = (o, code);
+                }
+                b.op.push(last_op.1);
             }
-            b.op.push(last_op.1);
             let k = u64::from(ti) << 32;
-            b.path_id.push(
-                self.path_ids
-                    .get(&(k | u64::from(path_id.u32(i))))
-                    .copied()
-                    .unwrap_or(UNKNOWN),
-            );
-            b.tid.push(
-                self.tids
-                    .get(&(k | u64::from(tid.u32(i))))
-                    .copied()
-                    .unwrap_or(UNKNOWN),
-            );
+            if let Some(path_id) = &path_id {
+                b.path_id.push(
+                    self.path_ids
+                        .get(&(k | u64::from(path_id.u32(i))))
+                        .copied()
+                        .unwrap_or(UNKNOWN),
+                );
+            }
+            if let Some(tid) = &tid {
+                b.tid.push(
+                    self.tids
+                        .get(&(k | u64::from(tid.u32(i))))
+                        .copied()
+                        .unwrap_or(UNKNOWN),
+                );
+            }
         }
         Ok(())
     }
