@@ -582,22 +582,16 @@ impl ParquetSet {
                 }
                 b.op.push(last_op.1);
             }
-            let k = u64::from(ti) << 32;
+            // A trace's own id, as this dataset numbers it.
+            let rekey = |ids: &IntMap<u64, u32>, id: u32| {
+                let key = u64::from(ti) << 32 | u64::from(id);
+                ids.get(&key).copied().unwrap_or(UNKNOWN)
+            };
             if let Some(path_id) = &path_id {
-                b.path_id.push(
-                    self.path_ids
-                        .get(&(k | u64::from(path_id.u32(i))))
-                        .copied()
-                        .unwrap_or(UNKNOWN),
-                );
+                b.path_id.push(rekey(&self.path_ids, path_id.u32(i)));
             }
             if let Some(tid) = &tid {
-                b.tid.push(
-                    self.tids
-                        .get(&(k | u64::from(tid.u32(i))))
-                        .copied()
-                        .unwrap_or(UNKNOWN),
-                );
+                b.tid.push(rekey(&self.tids, tid.u32(i)));
             }
         }
         Ok(())

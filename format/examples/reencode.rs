@@ -4,7 +4,8 @@
 //! `7 7:columns`). A setting is a zstd minimum match (0: the level's own), optionally
 //! followed by `:columns` for one zstd frame per column (format 1.5's layout) instead of one
 //! per plane, or by `:lz` for plane frames always from zstd's match finder (no
-//! literals-only frames, `WriterOptions::literal_planes` off). Real recordings measure what synthetic ones cannot: their values are narrower.
+//! literals-only frames, `WriterOptions::literal_planes` off). Real recordings measure what
+//! synthetic ones cannot: their values are narrower.
 //! With `KEEP=DIR` each rewritten trace is also saved as `DIR/SETTING.iod` (for
 //! `decode_time`); `SEGMENT_EVENTS=N` writes segments of N events (default 65,536).
 use std::time::Instant;

@@ -77,6 +77,29 @@ impl LiteralsCompressor {
     }
 }
 
+impl LiteralsCompressor {
+    /// Given `src` just compressed by zstd's match finder into the last `lz_len` bytes of
+    /// `out`, replaces that frame with one of literals only when it is no larger; returns
+    /// the length of the frame kept.
+    pub fn keep_smaller(
+        &mut self,
+        src: &[u8],
+        out: &mut Vec<u8>,
+        lz_len: usize,
+    ) -> std::io::Result<usize> {
+        let at = out.len();
+        let m = self.compress(src, out)?;
+        if m <= lz_len {
+            out.copy_within(at.., at - lz_len);
+            out.truncate(at - lz_len + m);
+            Ok(m)
+        } else {
+            out.truncate(at);
+            Ok(lz_len)
+        }
+    }
+}
+
 impl Drop for LiteralsCompressor {
     fn drop(&mut self) {
         // SAFETY: the context is owned by `self` and freed once, here.
@@ -218,6 +241,22 @@ mod tests {
             assert_eq!(zstd::bulk::decompress(&z, big.len()).unwrap(), big);
             assert_eq!(frame_has_sequences(&z), Some(false));
         }
+        // the smaller frame replaces the one before it, after what `out` held
+        let mut out = vec![1u8, 2];
+        out.extend_from_slice(&lz);
+        assert_eq!(
+            c.keep_smaller(&periodic, &mut out, lz.len()).unwrap(),
+            lz.len()
+        );
+        assert_eq!(out[2..], lz[..]);
+        let mut out = vec![1u8, 2];
+        out.extend_from_slice(&lz_skewed);
+        let kept = c.keep_smaller(&skewed, &mut out, lz_skewed.len()).unwrap();
+        assert!(kept <= lz_skewed.len() && out.len() == 2 + kept && out[..2] == [1, 2]);
+        assert_eq!(
+            zstd::bulk::decompress(&out[2..], skewed.len()).unwrap(),
+            skewed
+        );
         // empty input is a valid frame too
         let mut e = Vec::new();
         c.compress(&[], &mut e).unwrap();

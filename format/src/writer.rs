@@ -472,16 +472,7 @@ impl<W: Write> Writer<W> {
                         if piece.len() < crate::frames::PLANE_FRAME_MIN_BYTES {
                             return Ok(n);
                         }
-                        let at = out.len();
-                        let m = lit.compress(piece, out)?;
-                        if m <= n {
-                            out.copy_within(at.., at - n);
-                            out.truncate(at - n + m);
-                            Ok(m)
-                        } else {
-                            out.truncate(at);
-                            Ok(n)
-                        }
+                        lit.keep_smaller(piece, out, n)
                     };
                     crate::frames::compress_framed(
                         raw,
