@@ -203,6 +203,11 @@ fn main() {
         // Every column and three, 1.5's layout and plane frames without literals only.
         let (dec1m_s, dec3m_s) = (dec1(&rm), dec3(&rm));
         let (dec1l_s, dec3l_s) = (dec1(&rl), dec3(&rl));
+        // Every column and three of the same trace with the baseline loops (what a CPU
+        // without AVX2 runs, `simd::use_x86_64_v3`).
+        iodump_format::simd::use_x86_64_v3(false);
+        let (dec1b_s, dec3b_s) = (dec1(&r), dec3(&r));
+        iodump_format::simd::use_x86_64_v3(true);
         // The two other layouts against the default: bytes per event, their ratio, rates.
         let variant = |what: &str, bytes: u64, dec1_s: f64, dec3_s: f64| {
             println!(
@@ -221,6 +226,12 @@ fn main() {
             n as f64 / enc15_s / 1e6
         );
         variant("one frame per segment", whole_bytes, dec1w_s, dec3w_s);
+        variant(
+            "this trace, baseline loops (no AVX2)",
+            file_bytes,
+            dec1b_s,
+            dec3b_s,
+        );
         variant(
             "planes without literals-only frames",
             lz_bytes,

@@ -17,6 +17,9 @@ fn main() {
     let path = std::env::args()
         .nth(1)
         .expect("usage: decode_time FILE [ROUNDS [IDS]]");
+    if std::env::var_os("BASELINE_LOOPS").is_some() {
+        iodump_format::simd::use_x86_64_v3(false);
+    }
     let rounds: usize = std::env::args()
         .nth(2)
         .and_then(|v| v.parse().ok())
@@ -43,6 +46,9 @@ fn main() {
     if let Some(ids) = ids {
         runs.push((format!("columns {ids:?}"), Columns::of(&ids)));
     }
+    if std::env::var_os("DT_EVERY").is_some() {
+        runs.truncate(1);
+    }
     for (name, want) in runs {
         let mut best = f64::MAX;
         let mut n = 0;
@@ -61,7 +67,9 @@ fn main() {
             n as f64 / best / 1e6
         );
     }
-    zstd_alone(&path, &r, rounds);
+    if std::env::var_os("DT_EVERY").is_none() {
+        zstd_alone(&path, &r, rounds);
+    }
 }
 
 /// Times zstd's decompression of every frame of every segment, the stored payloads read

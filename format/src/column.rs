@@ -90,11 +90,7 @@ pub struct SeqContext<'a> {
 /// `dev << 32 | path_id`, or `dev` alone); reused across segments.
 #[derive(Default)]
 pub struct SeqState {
-    keys: Vec<u64>,
-    vals: Vec<u64>,
-    used: Vec<bool>,
-    len: usize,
-    last: Option<(u64, usize)>,
+    table: SeqTable,
     /// Per-file streams indexed by path id: (dev, epoch, expected). A slot belongs to the
     /// first device that uses it in a segment; other devices with the same path id go to
     /// the hash table.
@@ -102,16 +98,22 @@ pub struct SeqState {
     epoch: u32,
 }
 
+/// The hash table of [`SeqState`]: keys, values, which slots are used.
+#[derive(Default)]
+struct SeqTable {
+    keys: Vec<u64>,
+    vals: Vec<u64>,
+    used: Vec<bool>,
+    len: usize,
+    last: Option<(u64, usize)>,
+}
+
 /// Path ids below this use the dense table.
 const DENSE_PATHS: u32 = 1 << 20;
 
 impl SeqState {
     fn clear(&mut self) {
-        if self.len > 0 {
-            self.used.iter_mut().for_each(|u| *u = false);
-        }
-        self.len = 0;
-        self.last = None;
+        self.table.clear();
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.dense.iter_mut().for_each(|d| *d = (0, 0, 0));
@@ -119,14 +121,20 @@ impl SeqState {
         }
     }
 
+    /// Makes the dense table hold path ids up to `max_path` (below [`DENSE_PATHS`]).
+    fn reserve_dense(&mut self, max_path: u32) {
+        let p = max_path as usize;
+        if self.dense.len() <= p {
+            self.dense.resize((p + 1).next_power_of_two(), (0, 0, 0));
+        }
+    }
+
     /// The expected next sector of stream `(dev, path)` (Seq-file) or `dev` (Seq).
     #[inline]
     fn stream(&mut self, tr: Transform, dev: u64, path: u64) -> &mut u64 {
         if tr == Transform::SeqFile && path < DENSE_PATHS as u64 && dev <= u32::MAX as u64 {
+            self.reserve_dense(path as u32);
             let p = path as usize;
-            if self.dense.len() <= p {
-                self.dense.resize((p + 1).next_power_of_two(), (0, 0, 0));
-            }
             let epoch = self.epoch;
             let slot = &mut self.dense[p];
             if slot.1 != epoch {
@@ -137,7 +145,17 @@ impl SeqState {
                 return &mut self.dense[p].2;
             }
         }
-        self.slot(seq_key(tr, dev, path))
+        self.table.slot(seq_key(tr, dev, path))
+    }
+}
+
+impl SeqTable {
+    fn clear(&mut self) {
+        if self.len > 0 {
+            self.used.iter_mut().for_each(|u| *u = false);
+        }
+        self.len = 0;
+        self.last = None;
     }
 
     #[inline]
@@ -509,9 +527,29 @@ fn narrowing<'a, T: Lane, F: FnMut(u64) -> u64 + 'a>(
 }
 
 impl Values<'_> {
-    /// Appends `f` of each of the `m` values to `t`.
+    /// Appends `f` of each of the `m` values to `t`. On an x86-64 CPU with AVX2 (x86-64-v3,
+    /// asked at run time) the loops run compiled for it.
     #[inline]
     fn fill<T>(&self, m: usize, t: &mut Vec<T>, f: impl FnMut(u64) -> T) {
+        #[cfg(target_arch = "x86_64")]
+        if crate::simd::has_x86_64_v3() {
+            // SAFETY: the CPU has every feature `fill_v3` is compiled for (`has_x86_64_v3`
+            // asked it at run time).
+            return unsafe { self.fill_v3(m, t, f) };
+        }
+        self.fill_loops(m, t, f)
+    }
+
+    /// [`Values::fill`] compiled for x86-64-v3 (AVX2, BMI1/2, LZCNT, POPCNT, MOVBE, FMA).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt,movbe,fma")]
+    unsafe fn fill_v3<T>(&self, m: usize, t: &mut Vec<T>, f: impl FnMut(u64) -> T) {
+        self.fill_loops(m, t, f)
+    }
+
+    /// The loops of [`Values::fill`], inlined into each build of it.
+    #[inline(always)]
+    fn fill_loops<T>(&self, m: usize, t: &mut Vec<T>, f: impl FnMut(u64) -> T) {
         match *self {
             Values::Const(v) => t.extend(std::iter::repeat_n(v, m).map(f)),
             Values::Dict(dict, idx) => t.extend(idx.iter().map(|&i| dict[i as usize]).map(f)),
@@ -592,6 +630,8 @@ pub fn decode_column_into<T: Lane>(
     valid.clear();
     let mut c = Cursor::new(block);
     let mut meta = ColumnMeta::default();
+    // The validity bitmap, when there is one.
+    let mut bitmap: &[u8] = &[];
     let present = match c.u8()? {
         VALID_ALL => rows,
         VALID_NONE => {
@@ -608,7 +648,8 @@ pub fn decode_column_into<T: Lane>(
             }
             valid.truncate(rows);
             meta.has_nulls = true;
-            valid.iter().filter(|&&p| p).count()
+            bitmap = bm;
+            count_present(bm, rows)
         }
         code => {
             return Err(DecodeError::UnknownEncoding {
@@ -712,21 +753,97 @@ pub fn decode_column_into<T: Lane>(
         }
     }
     meta.or_bits = or;
-    // Spread present values to their rows, in place, from the back.
+    // Spread present values to their rows.
     if meta.has_nulls && present < rows {
         t.resize(rows, T::default());
-        let mut src = present;
-        for (i, &p) in valid.iter().enumerate().rev() {
-            let v = if p {
-                src -= 1;
-                t[src]
-            } else {
-                T::default()
-            };
-            t[i] = v;
-        }
+        spread_present(t, bitmap, present);
     }
     Ok(meta)
+}
+
+/// The set bits of the first `rows` bits of `bitmap` (which holds `rows.div_ceil(8)` bytes).
+fn count_present(bitmap: &[u8], rows: usize) -> usize {
+    let full = rows / 8;
+    let mut n: usize = bitmap[..full].iter().map(|b| b.count_ones() as usize).sum();
+    if !rows.is_multiple_of(8) {
+        n += (bitmap[full] & ((1u8 << (rows % 8)) - 1)).count_ones() as usize;
+    }
+    n
+}
+
+/// Moves the `present` values at the front of `t` to the rows whose bit is set in `bitmap`
+/// (bit `i % 8` of byte `i / 8` for row `i`; `present` of the first `t.len()` bits are set)
+/// and zeroes the other rows, in place, from the back: eight rows per bitmap byte (the
+/// present values of a byte's rows are the `count_ones` before those of the rows after it).
+fn spread_present<T: Lane>(t: &mut [T], bitmap: &[u8], present: usize) {
+    let rows = t.len();
+    let full = rows / 8;
+    let mut src = present;
+    // The rows after the last full byte, one by one.
+    for i in (full * 8..rows).rev() {
+        let p = (bitmap[i / 8] >> (i % 8)) & 1 == 1;
+        src -= p as usize;
+        let v = t[src];
+        t[i] = if p { v } else { T::default() };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::mem::size_of::<T>() >= 4 && crate::simd::has_avx512() {
+        // SAFETY: the CPU has AVX-512F and VL (`has_avx512` asked it at run time); the
+        // bytes and counts are those of `t`'s rows as the function requires.
+        unsafe { spread_bytes_avx512(t, &bitmap[..full], src) };
+        return;
+    }
+    for g in (0..full).rev() {
+        let b = bitmap[g];
+        src -= b.count_ones() as usize;
+        let i = g * 8;
+        match b {
+            // `src + 8` is the count of present rows up to this byte's last: `<= i + 8`.
+            0xFF => t.copy_within(src..src + 8, i),
+            0 => t[i..i + 8].fill(T::default()),
+            _ => {
+                // A null among the eight, so fewer than `i + 8 <= rows` values are present
+                // up to here: every index read is in `t`; all read before any is written.
+                let v: [T; 8] =
+                    std::array::from_fn(|j| t[src + (b & ((1u8 << j) - 1)).count_ones() as usize]);
+                for (j, (o, v)) in t[i..i + 8].iter_mut().zip(v).enumerate() {
+                    *o = if (b >> j) & 1 == 1 { v } else { T::default() };
+                }
+            }
+        }
+    }
+}
+
+/// [`spread_present`]'s bytes of eight rows with AVX-512: each byte's present values loaded
+/// straight to their rows (`expandload`), the others zero. `src` is the count of present
+/// rows before `8 * bytes.len()`. `T` is `u32` or `u64`.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512VL; `t` holds at least `8 * bytes.len()` rows and
+/// `src` is the number of set bits of `bytes`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl")]
+unsafe fn spread_bytes_avx512<T: Lane>(t: &mut [T], bytes: &[u8], mut src: usize) {
+    use std::arch::x86_64::*;
+    assert!(t.len() >= bytes.len() * 8);
+    let p = t.as_mut_ptr();
+    for g in (0..bytes.len()).rev() {
+        let b = bytes[g];
+        src -= b.count_ones() as usize;
+        // SAFETY: the load reads the `count_ones(b)` values at `src`, which end at or before
+        // row `8 * g + 8` (the present rows up to this byte's last); the store writes rows
+        // `8 * g .. 8 * g + 8`, inside `t` (asserted above); `T` is 4 or 8 bytes wide, so
+        // the pointers are to `u32` or `u64` values (unaligned loads and stores).
+        unsafe {
+            if std::mem::size_of::<T>() == 8 {
+                let v = _mm512_maskz_expandloadu_epi64(b, p.add(src) as *const i64);
+                _mm512_storeu_si512(p.add(8 * g) as *mut __m512i, v);
+            } else {
+                let v = _mm256_maskz_expandloadu_epi32(b, p.add(src) as *const i32);
+                _mm256_storeu_si256(p.add(8 * g) as *mut __m256i, v);
+            }
+        }
+    }
 }
 
 /// Finishes a Seq-transformed column given the device, byte count and path id of every row.
@@ -739,6 +856,31 @@ pub fn undo_seq(
     state: &mut SeqState,
 ) {
     state.clear();
+    let max_path = path.iter().copied().max().unwrap_or(0);
+    if tr == Transform::SeqFile && max_path < DENSE_PATHS {
+        // Every stream's slot in the dense table, without a branch on whether the slot is
+        // new in this segment (as good as random: a file's first I/O in the segment).
+        state.reserve_dense(max_path);
+        let epoch = state.epoch;
+        let (dense, table) = (&mut state.dense[..], &mut state.table);
+        for (((v, &d), &b), &p) in deltas.iter_mut().zip(dev).zip(bytes).zip(path) {
+            let slot = &mut dense[p as usize];
+            let fresh = slot.1 != epoch;
+            if !fresh && slot.0 != d {
+                // Another device's I/O to the same path id: the hash table's stream.
+                let e = table.slot(seq_key(tr, d as u64, p as u64));
+                let sector = e.wrapping_add(*v);
+                *e = sector.wrapping_add(sectors_of(b as u64));
+                *v = sector;
+                continue;
+            }
+            let expected = if fresh { 0 } else { slot.2 };
+            let sector = expected.wrapping_add(*v);
+            *slot = (d, epoch, sector.wrapping_add(sectors_of(b as u64)));
+            *v = sector;
+        }
+        return;
+    }
     for (((v, &d), &b), &p) in deltas.iter_mut().zip(dev).zip(bytes).zip(path) {
         let e = state.stream(tr, d as u64, p as u64);
         let sector = e.wrapping_add(*v);
@@ -801,6 +943,98 @@ mod tests {
         assert!(m.has_nulls);
         assert_eq!(valid, validity);
         assert_eq!(v, vec![5, 0, 0, 500_000, 0, 0, 7, 0, 0, 1 << 40]);
+    }
+
+    /// A xorshift generator for test data.
+    fn rng(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed | 1;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    /// Nullable columns of every width and many null patterns decode the same with the
+    /// baseline loops and with the CPU's wider ones (AVX2, AVX-512's expanding loads), row
+    /// counts not a multiple of 8 included.
+    #[test]
+    fn nulls_spread_to_their_rows_on_every_path() {
+        let mut next = rng(7);
+        let mut s = EncodeScratch::default();
+        for wide in [false, true] {
+            crate::simd::use_x86_64_v3(wide);
+            for rows in [1usize, 7, 8, 9, 64, 255, 1000, 4099] {
+                // Share of present rows, in 1/8: none, a few, half, most, all but one.
+                for density in [0u64, 1, 4, 7, 8] {
+                    let mut validity: Vec<bool> = (0..rows).map(|_| next() % 8 < density).collect();
+                    if density == 8 {
+                        validity[rows / 2] = false;
+                    }
+                    let present: Vec<u64> = validity
+                        .iter()
+                        .filter(|&&p| p)
+                        .map(|_| next() % 60_000 + 1)
+                        .collect();
+                    let mut want = Vec::with_capacity(rows);
+                    let mut it = present.iter();
+                    for &p in &validity {
+                        want.push(if p { *it.next().unwrap() } else { 0 });
+                    }
+                    let col = ColumnIn {
+                        values: &present,
+                        rows,
+                        validity: Some(&validity),
+                    };
+                    let mut out = Vec::new();
+                    encode_column(&col, &[Transform::None], None, &mut s, &mut out);
+                    let mut valid = Vec::new();
+                    let (mut v16, mut v32, mut v64) =
+                        (Vec::<u16>::new(), Vec::<u32>::new(), Vec::<u64>::new());
+                    decode_column_into(&out, rows, &mut v16, &mut valid).unwrap();
+                    decode_column_into(&out, rows, &mut v32, &mut valid).unwrap();
+                    let m = decode_column_into(&out, rows, &mut v64, &mut valid).unwrap();
+                    assert!(m.has_nulls);
+                    assert_eq!(valid, validity, "rows {rows}, density {density}");
+                    assert_eq!(v64, want, "rows {rows}, density {density}, wide {wide}");
+                    let w32: Vec<u32> = want.iter().map(|&v| v as u32).collect();
+                    assert_eq!(v32, w32, "rows {rows}, density {density}, wide {wide}");
+                    let w16: Vec<u16> = want.iter().map(|&v| v as u16).collect();
+                    assert_eq!(v16, w16, "rows {rows}, density {density}, wide {wide}");
+                }
+            }
+        }
+        crate::simd::use_x86_64_v3(true);
+    }
+
+    /// Byte planes of every width, with and without a delta, decode the same with the
+    /// baseline loops and the x86-64-v3 ones.
+    #[test]
+    fn planes_decode_the_same_on_every_path() {
+        let mut next = rng(11);
+        for wide in [false, true] {
+            crate::simd::use_x86_64_v3(wide);
+            for w in 1..=8u32 {
+                let top = if w == 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * w)) - 1
+                };
+                let values: Vec<u64> = (0..3001).map(|_| next() & top).collect();
+                round_trip(&values, &[Transform::None]);
+                let mut acc = 0u64;
+                let rising: Vec<u64> = values
+                    .iter()
+                    .map(|&v| {
+                        acc = acc.wrapping_add(v >> 2);
+                        acc
+                    })
+                    .collect();
+                round_trip(&rising, &[Transform::Delta]);
+            }
+        }
+        crate::simd::use_x86_64_v3(true);
     }
 
     #[test]

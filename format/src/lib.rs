@@ -48,6 +48,7 @@ pub mod literals;
 pub mod reader;
 pub mod recording;
 pub mod segment;
+pub mod simd;
 pub mod stats;
 pub mod summary;
 pub mod syscalls;

@@ -570,8 +570,10 @@ impl Reader {
             chunk: Some(c.header.kind.name()),
             kind,
         };
-        d.stored.clear();
-        d.stored.resize(c.header.stored_len as usize, 0);
+        // Every byte is read over, so only new room is zeroed.
+        let len = c.header.stored_len as usize;
+        d.stored.truncate(len);
+        d.stored.resize(len, 0);
         self.source
             .read_at(c.offset + CHUNK_HEADER_BYTES as u64, &mut d.stored)
             .map_err(|e| {
