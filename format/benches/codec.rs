@@ -3,7 +3,8 @@
 //! blktrace-style records measured on the same events.
 //!
 //! `cargo bench -p iodump-format --bench codec` (10M events per workload; set
-//! `IODUMP_BENCH_EVENTS` to change it). Prints figures; asserts nothing.
+//! `IODUMP_BENCH_EVENTS` to change it). Prints figures; asserts nothing. Each decoding figure
+//! is the fastest of three passes over the trace.
 
 use std::io::Write;
 use std::time::Instant;
@@ -43,6 +44,14 @@ impl SynthSink for Collect {
         self.losses.push(*l);
         Ok(())
     }
+}
+
+/// Passes over the whole trace per decode figure: the fastest one counts.
+const DECODE_PASSES: usize = 3;
+
+/// The smallest of `DECODE_PASSES` timings of `pass`.
+fn best_of(mut pass: impl FnMut() -> f64) -> f64 {
+    (0..DECODE_PASSES).map(|_| pass()).fold(f64::MAX, f64::min)
 }
 
 struct Counter(u64);
@@ -158,47 +167,51 @@ fn main() {
         let rw = Reader::from_bytes(whole).unwrap();
         let rm = Reader::from_bytes(v15).unwrap();
         let rl = Reader::from_bytes(lz).unwrap();
-        // Decode, one thread.
-        let t0 = Instant::now();
-        let mut decoded = 0u64;
-        r.for_each_segment(|_, b| decoded += b.unwrap().len() as u64);
-        let dec1_s = t0.elapsed().as_secs_f64();
-        assert_eq!(decoded, n);
+        // Decode, one thread: every column. Each decode is timed as the fastest of
+        // `DECODE_PASSES` passes over the whole trace (the host's other work only ever
+        // slows a pass down).
+        let dec1 = |r: &Reader| {
+            best_of(|| {
+                let t0 = Instant::now();
+                let mut decoded = 0u64;
+                r.for_each_segment(|_, b| decoded += b.unwrap().len() as u64);
+                assert_eq!(decoded, n);
+                t0.elapsed().as_secs_f64()
+            })
+        };
+        let dec1_s = dec1(&r);
         // Decode, all threads.
-        let t0 = Instant::now();
-        let total: u64 = r
-            .par_map_segments(|_, b| b.len() as u64)
-            .into_iter()
-            .map(|(_, x)| x.unwrap())
-            .sum();
-        let decn_s = t0.elapsed().as_secs_f64();
-        assert_eq!(total, n);
+        let decn_s = best_of(|| {
+            let t0 = Instant::now();
+            let total: u64 = r
+                .par_map_segments(|_, b| b.len() as u64)
+                .into_iter()
+                .map(|(_, x)| x.unwrap())
+                .sum();
+            assert_eq!(total, n);
+            t0.elapsed().as_secs_f64()
+        });
         // Decode three columns (what top files reads: path id, bytes, latency), one thread,
         // from both layouts.
         let want = Columns::of(&[col::PATH_ID, col::BYTES, col::LATENCY_NS]);
         let dec3 = |r: &Reader| {
-            let t0 = Instant::now();
-            let mut b = EventBatch::default();
-            let mut dec = SegmentDecoder::new();
-            let mut projected = 0u64;
-            for i in 0..r.segments().len() {
-                r.decode_segment_projected(i, want, &mut b, &mut dec)
-                    .unwrap();
-                projected += b.len() as u64;
-            }
-            assert_eq!(projected, n);
-            t0.elapsed().as_secs_f64()
+            best_of(|| {
+                let t0 = Instant::now();
+                let mut b = EventBatch::default();
+                let mut dec = SegmentDecoder::new();
+                let mut projected = 0u64;
+                for i in 0..r.segments().len() {
+                    r.decode_segment_projected(i, want, &mut b, &mut dec)
+                        .unwrap();
+                    projected += b.len() as u64;
+                }
+                assert_eq!(projected, n);
+                t0.elapsed().as_secs_f64()
+            })
         };
         let dec3_s = dec3(&r);
         let dec3w_s = dec3(&rw);
         // Every column from another layout, one thread.
-        let dec1 = |r: &Reader| {
-            let t0 = Instant::now();
-            let mut decoded = 0u64;
-            r.for_each_segment(|_, b| decoded += b.unwrap().len() as u64);
-            assert_eq!(decoded, n);
-            t0.elapsed().as_secs_f64()
-        };
         let dec1w_s = dec1(&rw);
         // Every column and three, 1.5's layout and plane frames without literals only.
         let (dec1m_s, dec3m_s) = (dec1(&rm), dec3(&rm));
@@ -281,5 +294,7 @@ fn main() {
     println!(
         "dec3: decode three columns (path id, bytes, latency: what top files reads), 1 thread."
     );
+    println!("Every decode figure is the fastest of {DECODE_PASSES} passes; the decoding loops are those the");
+    println!("CPU allows (x86-64-v3, AVX-512), \"baseline loops\" those of a CPU without AVX2.");
     println!("Targets: dec1 >= 40 Mev/s, dec3 >= 100 Mev/s (issue 28).");
 }
