@@ -3,7 +3,9 @@
 //! when given; then zstd alone: decompressing every segment's frames (§4.5) from memory,
 //! with no column decoded, in all and per column (with how many of its zstd frames code no
 //! sequence: literals only, raw or RLE) (`cargo run --release -p iodump-format
-//! --example decode_time -- FILE [ROUNDS [IDS]]`).
+//! --example decode_time -- FILE [ROUNDS [IDS]]`). With `DT_EVERY=1` only every column is
+//! timed (for `perf`); with `BASELINE_LOOPS=1` the decoder runs the loops of a CPU without
+//! AVX2 (`simd::use_x86_64_v3(false)`).
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
 
