@@ -12,19 +12,25 @@ static V3: AtomicU8 = AtomicU8::new(0);
 /// [`use_x86_64_v3`] did not turn them off.
 #[inline]
 pub fn has_x86_64_v3() -> bool {
-    match V3.load(Ordering::Relaxed) {
+    asked_once(&V3, detect)
+}
+
+/// `flag`'s answer (0: not asked yet, 1: no, 2: yes), asking `detect` the first time.
+#[inline]
+fn asked_once(flag: &AtomicU8, detect: fn() -> bool) -> bool {
+    match flag.load(Ordering::Relaxed) {
         0 => {
             let yes = detect();
-            V3.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            flag.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
             yes
         }
         v => v == 2,
     }
 }
 
-/// Uses the x86-64-v3 loops where the CPU has them (`true`, the default) or the baseline
-/// loops everywhere (`false`): both decode the same values; benchmarks and tests compare
-/// them.
+/// Uses the loops beyond the baseline (x86-64-v3's, AVX-512's) where the CPU has them
+/// (`true`, the default) or the baseline loops everywhere (`false`): both decode the same
+/// values; benchmarks and tests compare them.
 pub fn use_x86_64_v3(on: bool) {
     V3.store(if on && detect() { 2 } else { 1 }, Ordering::Relaxed);
     AVX512.store(if on && detect_avx512() { 2 } else { 1 }, Ordering::Relaxed);
@@ -54,14 +60,7 @@ static AVX512: AtomicU8 = AtomicU8::new(0);
 /// loops beyond the baseline off.
 #[inline]
 pub fn has_avx512() -> bool {
-    match AVX512.load(Ordering::Relaxed) {
-        0 => {
-            let yes = detect_avx512();
-            AVX512.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-            yes
-        }
-        v => v == 2,
-    }
+    asked_once(&AVX512, detect_avx512)
 }
 
 #[cfg(target_arch = "x86_64")]
