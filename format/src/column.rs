@@ -489,16 +489,24 @@ enum Values<'a> {
     },
 }
 
-/// An unsigned integer type a column decodes into.
-pub trait Lane: Copy + Default {
+/// An unsigned integer type a column decodes into: `u8`, `u16`, `u32` or `u64`, and no
+/// other (the trait is sealed: the AVX-512 null spreading moves a `Lane`'s values as the
+/// 4- or 8-byte integers they are, and zero is their default).
+pub trait Lane: Copy + Default + sealed::Sealed {
     /// Its largest value, `2^k - 1`.
     const MAX: u64;
     /// `v` as this type, bits above it dropped (the caller checks the values fit).
     fn narrow(v: u64) -> Self;
 }
 
+mod sealed {
+    /// Implemented only by `u8`, `u16`, `u32` and `u64`.
+    pub trait Sealed {}
+}
+
 macro_rules! lane {
     ($($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
         impl Lane for $t {
             const MAX: u64 = <$t>::MAX as u64;
             #[inline(always)]
@@ -787,9 +795,11 @@ fn spread_present<T: Lane>(t: &mut [T], bitmap: &[u8], present: usize) {
         t[i] = if p { v } else { T::default() };
     }
     #[cfg(target_arch = "x86_64")]
-    if std::mem::size_of::<T>() >= 4 && crate::simd::has_avx512() {
-        // SAFETY: the CPU has AVX-512F and VL (`has_avx512` asked it at run time); the
-        // bytes and counts are those of `t`'s rows as the function requires.
+    let four_or_eight = matches!(std::mem::size_of::<T>(), 4 | 8);
+    if four_or_eight && crate::simd::has_avx512() {
+        // SAFETY: the CPU has AVX-512F and VL (`has_avx512` asked it at run time); `T` is
+        // `u32` or `u64` (a sealed `Lane` of 4 or 8 bytes); `src` is the set bits of the
+        // full bytes (the tail's were taken off above) and `t` has `8 * full` rows or more.
         unsafe { spread_bytes_avx512(t, &bitmap[..full], src) };
         return;
     }
@@ -819,8 +829,8 @@ fn spread_present<T: Lane>(t: &mut [T], bitmap: &[u8], present: usize) {
 /// rows before `8 * bytes.len()`. `T` is `u32` or `u64`.
 ///
 /// # Safety
-/// The CPU must have AVX-512F and AVX-512VL; `t` holds at least `8 * bytes.len()` rows and
-/// `src` is the number of set bits of `bytes`.
+/// The CPU must have AVX-512F and AVX-512VL; `T` is `u32` or `u64`; `t` holds at least
+/// `8 * bytes.len()` rows and `src` is the number of set bits of `bytes`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl")]
 unsafe fn spread_bytes_avx512<T: Lane>(t: &mut [T], bytes: &[u8], mut src: usize) {
