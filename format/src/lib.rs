@@ -5,7 +5,9 @@
 //! renderings of events and x86_64 syscall names. The byte layout is specified in
 //! `schemas/iod-format.md`. Synthetic traces are made by `iodump-synth`.
 //!
-//! This crate depends on nothing kernel-related: it builds and runs on any OS.
+//! This crate depends on nothing kernel-related: it builds and runs on any OS. On x86-64 its
+//! hottest decoding loops also exist compiled for AVX2 (x86-64-v3) and AVX-512, chosen at run
+//! time by what the CPU has ([`simd`]); every CPU decodes the same values.
 //!
 //! Writing a trace and reading it back:
 //!
