@@ -795,8 +795,7 @@ fn spread_present<T: Lane>(t: &mut [T], bitmap: &[u8], present: usize) {
         t[i] = if p { v } else { T::default() };
     }
     #[cfg(target_arch = "x86_64")]
-    let four_or_eight = matches!(std::mem::size_of::<T>(), 4 | 8);
-    if four_or_eight && crate::simd::has_avx512() {
+    if matches!(std::mem::size_of::<T>(), 4 | 8) && crate::simd::has_avx512() {
         // SAFETY: the CPU has AVX-512F and VL (`has_avx512` asked it at run time); `T` is
         // `u32` or `u64` (a sealed `Lane` of 4 or 8 bytes); `src` is the set bits of the
         // full bytes (the tail's were taken off above) and `t` has `8 * full` rows or more.
