@@ -7,7 +7,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use iodump_format::{Device, EndInfo, Event, Loss, PathEntry, Process, WriteError, Writer};
+use iodump_format::{
+    Device, EndInfo, Event, Loss, LossReason, PathEntry, Process, WriteError, Writer,
+};
 use iodump_synth::{self as synth, SynthParams, SynthSink, Workload};
 use serde_json::Value;
 
@@ -64,6 +66,17 @@ fn write_edited(
     extra_procs: Vec<Process>,
     edit: impl FnMut(&Event) -> Vec<Event>,
 ) -> PathBuf {
+    write_edited_lossy(path, seed, extra_procs, edit, || None)
+}
+
+/// [`write_edited`], then the loss record `loss` gives once every event is written.
+fn write_edited_lossy(
+    path: &Path,
+    seed: u64,
+    extra_procs: Vec<Process>,
+    edit: impl FnMut(&Event) -> Vec<Event>,
+    loss: impl FnOnce() -> Option<Loss>,
+) -> PathBuf {
     let p = params(seed);
     let f = std::fs::File::create(path).unwrap();
     let mut w = Writer::new(f, &synth::header(&p), Default::default()).unwrap();
@@ -76,6 +89,9 @@ fn write_edited(
         },
     )
     .unwrap();
+    if let Some(l) = loss() {
+        w.add_loss(l).unwrap();
+    }
     w.finish(EndInfo {
         end_monotonic_ns: span.last_timestamp_ns + 1_000_000,
         ..EndInfo::default()
@@ -373,9 +389,10 @@ fn block_device_of(dir: &Path) -> Option<String> {
     (major != 0).then(|| format!("{major}:{minor}"))
 }
 
-/// Records fio reading `file` with O_DIRECT in blocks of `bs` (on the device `dev`).
-fn record_fio(dev: &str, file: &Path, bs: &str, out: &Path) {
-    ok(&run(bin()
+/// Records fio reading `file` with O_DIRECT in blocks of `bs` (on the device `dev`), 1500
+/// reads at random, into `out`; the recorder's stderr.
+fn record_fio(dev: &str, file: &Path, bs: &str, out: &Path) -> String {
+    let o = run(bin()
         .args(["record", "-d", dev, "-o"])
         .arg(out)
         .args(["--", "fio", "--name=read", "--direct=1", "--ioengine=psync"])
@@ -388,7 +405,9 @@ fn record_fio(dev: &str, file: &Path, bs: &str, out: &Path) {
             "--randseed=3",
             "--readonly",
             "--output=/dev/null",
-        ])));
+        ]));
+    ok(&o);
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Tests that record fio on the same disk: one at a time.
@@ -459,29 +478,51 @@ fn diff_replay_scores_a_synthetic_replay() {
     let d = TempDir::new("diff-replay");
     let orig = write_edited(&d.join("orig.iod"), 15, Vec::new(), |e| vec![*e]);
     // The "replay": every I/O but one in 10 reads, 2 ms later, by one thread of another
-    // process, 20 µs slower.
+    // process, 20 µs slower; its recorder says it lost 7 events.
     let mut n = 0u64;
-    let rep = write_edited(&d.join("rep.iod"), 15, Vec::new(), |e| {
-        n += 1;
-        let mut r = *e;
-        r.timestamp_ns += 2_000_000;
-        r.pid = 4242;
-        r.tid = 4242;
-        r.latency_ns += 20_000;
-        if n.is_multiple_of(10) && e.op == iodump_format::Op::Read {
-            Vec::new()
-        } else {
-            vec![r]
-        }
-    });
+    let rep = write_edited_lossy(
+        &d.join("rep.iod"),
+        15,
+        Vec::new(),
+        |e| {
+            n += 1;
+            let mut r = *e;
+            r.timestamp_ns += 2_000_000;
+            r.pid = 4242;
+            r.tid = 4242;
+            r.latency_ns += 20_000;
+            if n.is_multiple_of(10) && e.op == iodump_format::Op::Read {
+                Vec::new()
+            } else {
+                vec![r]
+            }
+        },
+        || {
+            Some(Loss {
+                cpu: 0,
+                reason: LossReason::RingBufferFull,
+                count: 7,
+                start_ns: 0,
+                end_ns: 1,
+            })
+        },
+    );
     let out = run(bin().arg("diff").arg("--replay").arg(&orig).arg(&rep));
     ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text.lines();
     let summary = lines.next().unwrap();
     assert!(summary.starts_with("replay: "), "{summary}");
+    assert!(
+        summary.contains("events lost by the recorders: 0 of the original's, 7 of the replay's"),
+        "{summary}"
+    );
     let v: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
     assert_eq!(v["recorded_ios"], EVENTS);
+    assert_eq!(
+        (&v["recorded_lost_events"], &v["replayed_lost_events"]),
+        (&0.into(), &7.into())
+    );
     assert_eq!(v["matched_by"], "sector");
     let (matched, replayed) = (
         v["matched_ios"].as_u64().unwrap(),
@@ -531,7 +572,7 @@ fn replay_verify_scores_a_real_replay_of_fio() {
     };
     let (file, target) = (files[0].clone(), files[1].clone());
     let rec = d.join("rec.iod");
-    record_fio(&dev, &file, "4k", &rec);
+    let rec_err = record_fio(&dev, &file, "4k", &rec);
     let replayed = d.join("replayed.iod");
     // The reads of the file only (not fio's start, nor other work on the disk).
     let only = format!(
@@ -549,19 +590,39 @@ fn replay_verify_scores_a_real_replay_of_fio() {
     ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let verify = &v["verify"];
+    // What to show when an assertion fails: the score, the replay's own counts and the
+    // stderr of both recordings (their recorders' lines say what they lost).
+    let ctx = format!(
+        "{verify}\nreplay: {}\nrecording: {rec_err}\nreplay stderr: {}",
+        v["ops"],
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The reads were issued (one may be merged or split differently at the block layer),
     // in order.
     let recorded = verify["recorded_ios"].as_u64().unwrap();
-    assert!((1490..=1510).contains(&recorded), "{verify}");
-    assert!(verify["issued_pct"].as_f64().unwrap() >= 99.0, "{verify}");
+    assert!((1490..=1510).contains(&recorded), "{ctx}");
+    assert_eq!(
+        v["ops"]["read"]["replayed"].as_u64(),
+        Some(recorded),
+        "{ctx}"
+    );
+    assert_eq!(v["ops"]["read"]["errors"].as_u64(), Some(0), "{ctx}");
+    // Each issued read is in the replay's recording, or among the events its recorder
+    // counted as lost (which the score names).
+    let matched = verify["matched_ios"].as_u64().unwrap();
+    let lost = verify["replayed_lost_events"].as_u64().unwrap();
+    assert!((matched + lost) * 100 >= recorded * 99, "{ctx}");
+    if lost == 0 {
+        assert!(verify["issued_pct"].as_f64().unwrap() >= 99.0, "{ctx}");
+    }
     assert_eq!(
         (&verify["streams"], &verify["streams_in_order"]),
         (&1.into(), &1.into()),
-        "{verify}"
+        "{ctx}"
     );
     assert!(
         verify["latency"]["replayed"]["p50_us"].as_f64().is_some(),
-        "{verify}"
+        "{ctx}"
     );
     // The same score from the two traces.
     let out = run(bin()

@@ -48,8 +48,8 @@ struct Row {
     op: u8,
 }
 
-/// Every I/O of one side, in time order, and the number of damaged chunks skipped.
-fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<Vec<Row>, AnalyzeError> {
+/// Every I/O of one side, in time order, and the events its recorder counted as lost.
+fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<(Vec<Row>, u64), AnalyzeError> {
     let inputs = InputPath::expand(std::slice::from_ref(path))?;
     let mut rows: Vec<Row> = Vec::new();
     let want = Columns::of(&[
@@ -97,7 +97,7 @@ fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<Vec<Row>, AnalyzeE
         });
     }
     rows.sort_by_key(|r| r.ts_ns);
-    Ok(rows)
+    Ok((rows, info.lost_events))
 }
 
 /// Latency percentiles of one side (histogram estimates, [`LogHist::quantile`]), µs.
@@ -140,6 +140,12 @@ pub struct Verification {
     pub recorded_ios: u64,
     /// I/Os of the replayed trace.
     pub replayed_ios: u64,
+    /// Events the recorder of the original counted as lost (its loss records; the filter
+    /// cannot apply to them).
+    pub recorded_lost_events: u64,
+    /// Events the recorder of the replay counted as lost: replayed I/Os that may be missing
+    /// from the replayed trace, so from the pairs.
+    pub replayed_lost_events: u64,
     /// Original I/Os matched by a replayed one (same op, sector and size; see `match_ios`).
     pub matched_ios: u64,
     /// The pairs were matched by sector; false when fewer than half the I/Os matched so and
@@ -173,9 +179,13 @@ const TIMELINE_BINS: u64 = 100;
 
 /// Scores the replay `cfg.replayed` of `cfg.original`.
 pub fn verify(cfg: &VerifyConfig) -> Result<Verification, AnalyzeError> {
-    let orig = read_rows(&cfg.original, cfg.filter.as_ref())?;
-    let rep = read_rows(&cfg.replayed, None)?;
-    Ok(score(&orig, &rep, cfg.speed))
+    let (orig, orig_lost) = read_rows(&cfg.original, cfg.filter.as_ref())?;
+    let (rep, rep_lost) = read_rows(&cfg.replayed, None)?;
+    Ok(Verification {
+        recorded_lost_events: orig_lost,
+        replayed_lost_events: rep_lost,
+        ..score(&orig, &rep, cfg.speed)
+    })
 }
 
 /// (original index, replayed index) of each matched pair, in the originals' time order.
@@ -298,6 +308,8 @@ fn score(orig: &[Row], rep: &[Row], speed: f64) -> Verification {
     Verification {
         recorded_ios: orig.len() as u64,
         replayed_ios: rep.len() as u64,
+        recorded_lost_events: 0,
+        replayed_lost_events: 0,
         matched_ios: pairs.len() as u64,
         matched_by_sector: by_sector,
         streams: broken.len() as u64,
@@ -347,7 +359,7 @@ impl Verification {
             )
         };
         format!(
-            "replay: {} of {} recorded I/Os issued ({}{}), {} replayed; order kept in {} of {} \
+            "replay: {} of {} recorded I/Os issued ({}{}), {} replayed{}; order kept in {} of {} \
              streams ({} of pairs); issue-time error p50 {} p99 {}; IOPS correlation {}; \
              latency {} recorded, {} replayed",
             self.matched_ios,
@@ -359,6 +371,12 @@ impl Verification {
                 ", matched by op and size"
             },
             self.replayed_ios,
+            match (self.recorded_lost_events, self.replayed_lost_events) {
+                (0, 0) => String::new(),
+                (o, r) => format!(
+                    " (events lost by the recorders: {o} of the original's, {r} of the replay's)"
+                ),
+            },
             self.streams_in_order,
             self.streams,
             opt(self.pairs_in_order_pct, &|v| format!("{v:.2}%")),
@@ -375,6 +393,8 @@ impl Verification {
         json!({
             "recorded_ios": self.recorded_ios,
             "replayed_ios": self.replayed_ios,
+            "recorded_lost_events": self.recorded_lost_events,
+            "replayed_lost_events": self.replayed_lost_events,
             "matched_ios": self.matched_ios,
             "matched_by": if self.matched_by_sector { "sector" } else { "op-size-order" },
             "issued_pct": self.issued_pct(),
