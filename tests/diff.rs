@@ -390,10 +390,10 @@ fn block_device_of(dir: &Path) -> Option<String> {
 }
 
 /// Records fio reading `file` with O_DIRECT in blocks of `bs` (on the device `dev`), 1500
-/// reads at random, into `out`; the recorder's stderr.
+/// reads at random, into `out`; the recorder's stderr (with the kernel side's counters).
 fn record_fio(dev: &str, file: &Path, bs: &str, out: &Path) -> String {
     let o = run(bin()
-        .args(["record", "-d", dev, "-o"])
+        .args(["record", "--stats", "-d", dev, "-o"])
         .arg(out)
         .args(["--", "fio", "--name=read", "--direct=1", "--ioengine=psync"])
         .arg(format!("--filename={}", file.display()))
