@@ -25,7 +25,7 @@ pub enum EngineArg {
 /// What to do with I/O past the target's end.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum BeyondArg {
-    /// Wrap the offset around (modulo the target's size, aligned).
+    /// Wrap the offset around, keeping its alignment up to 1 MiB.
     Wrap,
     /// Skip the I/O and count it.
     Skip,
@@ -46,7 +46,8 @@ pub enum BeyondArg {
 /// compared by device and inode, devices by number: a hard link, bind mount or symbolic link
 /// is refused like the original).
 ///
-/// I/O past the target's end is wrapped (offset modulo the target's size) by default, or
+/// I/O past the target's end is wrapped by default (offset modulo the largest multiple of
+/// 1 MiB that fits, so it keeps its alignment: a 4 KiB-aligned read stays 4 KiB-aligned), or
 /// skipped with --beyond skip; I/O larger than the whole target is always skipped. Nothing is
 /// ever written past the end.
 #[derive(Args, Debug)]

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use iodump_format::{
-    Device, EndInfo, Event, Loss, LossReason, PathEntry, Process, WriteError, Writer,
+    Device, EndInfo, Event, Loss, LossReason, Op, PathEntry, Process, WriteError, Writer,
 };
 use iodump_synth::{self as synth, SynthParams, SynthSink, Workload};
 use serde_json::Value;
@@ -614,6 +614,21 @@ fn replay_verify_scores_a_real_replay_of_fio() {
         (&verify["streams"], &verify["streams_in_order"]),
         (&1.into(), &1.into()),
         "{ctx}"
+    );
+    // fio's reads were at 4 KiB offsets in the file; the replay wraps them into the smaller
+    // target keeping that alignment, so each reaches the disk as one aligned 4 KiB read (off
+    // its block it would span two, and split where the target's blocks are not contiguous).
+    let r = iodump_format::Reader::open(&replayed).unwrap();
+    let misaligned: Vec<(u64, u32)> = r
+        .events()
+        .filter(|e| e.op == Op::Read && (e.sector % 8 != 0 || e.bytes != 4096))
+        .map(|e| (e.sector, e.bytes))
+        .collect();
+    assert!(
+        misaligned.is_empty(),
+        "{} reads off 4 KiB or not 4 KiB long (sector, bytes), the first: {:?}\n{ctx}",
+        misaligned.len(),
+        &misaligned[..misaligned.len().min(5)]
     );
     assert!(
         verify["latency"]["replayed"]["p50_us"].as_f64().is_some(),

@@ -108,7 +108,7 @@ pub struct Stream {
 /// Where I/O that does not fit in a target goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Beyond {
-    /// Offsets past the end wrap around (offset modulo the target's size, aligned).
+    /// Offsets past the end wrap around, keeping their alignment up to 1 MiB ([`wrap`]).
     #[default]
     Wrap,
     /// I/O past the end is skipped and counted.
@@ -213,6 +213,22 @@ fn align_down(v: u64, a: u64) -> u64 {
 
 fn align_up(v: u64, a: u64) -> u64 {
     v.div_ceil(a) * a
+}
+
+/// The alignment a wrapped offset keeps: an I/O recorded at an offset aligned to 4 KiB
+/// blocks, a 64 KiB stripe or a 1 MiB unit is replayed at an offset aligned alike (a 4 KiB
+/// read shifted off its block would span two of the target's blocks: two physical sectors,
+/// or two I/Os where a file's blocks are not contiguous).
+const WRAP_KEEPS_ALIGN_BYTES: u64 = 1 << 20;
+
+/// `offset` (of an I/O that does not fit) wrapped into `0..=limit` (the last offset where it
+/// fits), aligned down to `align`: modulo the largest multiple of 1 MiB (of the largest power
+/// of two, when less than 1 MiB fits) that is at most `limit + 1`, so that the offset keeps
+/// its alignment up to [`WRAP_KEEPS_ALIGN_BYTES`].
+fn wrap(offset: u64, limit: u64, align: u64) -> u64 {
+    let room = limit.saturating_add(1);
+    let unit = WRAP_KEEPS_ALIGN_BYTES.min(1 << (63 - room.leading_zeros()));
+    align_down(offset % align_down(room, unit), align)
 }
 
 impl Plan {
@@ -396,8 +412,7 @@ impl Plan {
                     return None;
                 }
                 Beyond::Wrap => {
-                    let limit = g.size_bytes - len;
-                    offset = align_down(offset % (limit + 1), a);
+                    offset = wrap(offset, g.size_bytes - len, a);
                     self.wrapped += 1;
                 }
             }
@@ -584,6 +599,37 @@ mod tests {
         let p = Plan::build(&r, &o).unwrap();
         assert_eq!(p.skipped.beyond_end, 2);
         assert_eq!(p.ios.len(), 1);
+    }
+
+    #[test]
+    fn wrapped_offsets_keep_their_alignment() {
+        // A 32 MiB file with 512-byte direct I/O alignment; 4 KiB and 64 KiB reads recorded
+        // far past its end, at offsets aligned to 4 KiB, 64 KiB and 1 MiB.
+        let (size, len) = (32u64 << 20, 4096u64);
+        for (recorded, keeps) in [
+            ((5u64 << 30) + 7 * 4096, 4096u64),
+            ((7u64 << 30) + 3 * 65536, 65536),
+            (9u64 << 30, 1 << 20),
+        ] {
+            let w = wrap(recorded, size - len, 512);
+            assert!(w + len <= size, "{recorded}: {w}");
+            assert_eq!(w % keeps, 0, "{recorded} wrapped to {w}");
+        }
+        // Through the plan: every wrapped 4 KiB read stays on a 4 KiB boundary.
+        let events: Vec<Event> = (0..64u64)
+            .map(|i| ev(i * 10, 1, Op::Read, (1 << 30) / 512 + i * 8 * 997, 4096, 10))
+            .collect();
+        let p = Plan::build(&reader(&events), &opts(size, 512)).unwrap();
+        assert_eq!(p.wrapped, 64);
+        for io in &p.ios {
+            assert_eq!(io.offset_bytes % 4096, 0, "{io:?}");
+            assert!(io.offset_bytes + 4096 <= size);
+        }
+        // A target smaller than 1 MiB: the largest power of two that fits; an I/O as long
+        // as the target goes to 0.
+        assert_eq!(wrap(3 * 65536 + 4096, 3 * 65536 - 4096, 512) % 65536, 4096);
+        assert_eq!(wrap(12345 * 512, 0, 512), 0);
+        assert_eq!(wrap(u64::MAX / 4096 * 4096, u64::MAX - 1, 512) % 4096, 0);
     }
 
     #[test]
