@@ -186,6 +186,12 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    if let Some(side) = d.cgroups_unknown() {
+        eprintln!(
+            "iodump: note: cgroups not compared: {} has no cgroups table (a trace before format 1.2, a synthetic one, or a dataset of such)",
+            side.name
+        );
+    }
     eprintln!(
         "iodump: A {}: {} I/Os over {:.3} s; B {}: {} I/Os over {:.3} s; {} of {} figures changed significantly",
         d.a.name,

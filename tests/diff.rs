@@ -7,6 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use iodump_format::cgroup::{Cgroup, Identity, Runtime};
 use iodump_format::{
     Device, EndInfo, Event, Loss, LossReason, Op, PathEntry, Process, WriteError, Writer,
 };
@@ -22,6 +23,7 @@ struct Edit<'a, F> {
     w: &'a mut Writer<std::fs::File>,
     edit: F,
     extra_procs: Vec<Process>,
+    cgroups: Vec<Cgroup>,
 }
 
 impl<F: FnMut(&Event) -> Vec<Event>> SynthSink for Edit<'_, F> {
@@ -38,6 +40,9 @@ impl<F: FnMut(&Event) -> Vec<Event>> SynthSink for Edit<'_, F> {
     fn event(&mut self, e: &Event) -> Result<(), WriteError> {
         for p in self.extra_procs.drain(..) {
             self.w.add_process(p)?;
+        }
+        for c in self.cgroups.drain(..) {
+            self.w.add_cgroup(c)?;
         }
         for e in (self.edit)(e) {
             self.w.push(&e)?;
@@ -77,6 +82,18 @@ fn write_edited_lossy(
     edit: impl FnMut(&Event) -> Vec<Event>,
     loss: Option<Loss>,
 ) -> PathBuf {
+    write_trace(path, seed, extra_procs, Vec::new(), edit, loss)
+}
+
+/// [`write_edited_lossy`], with the cgroups table `cgroups`.
+fn write_trace(
+    path: &Path,
+    seed: u64,
+    extra_procs: Vec<Process>,
+    cgroups: Vec<Cgroup>,
+    edit: impl FnMut(&Event) -> Vec<Event>,
+    loss: Option<Loss>,
+) -> PathBuf {
     let p = params(seed);
     let f = std::fs::File::create(path).unwrap();
     let mut w = Writer::new(f, &synth::header(&p), Default::default()).unwrap();
@@ -86,6 +103,7 @@ fn write_edited_lossy(
             w: &mut w,
             edit,
             extra_procs,
+            cgroups,
         },
     )
     .unwrap();
@@ -333,6 +351,133 @@ fn a_trace_and_its_parquet_dataset_do_not_differ() {
         .filter(|r| r["metric"] == "ios" && (r["a"] == 0 || r["b"] == 0))
         .collect();
     assert!(one_sided.is_empty(), "{one_sided:?}");
+}
+
+#[test]
+fn a_trace_with_cgroups_and_its_parquet_dataset_do_not_differ() {
+    let d = TempDir::new("diff-parquet-cgroups");
+    // Three cgroups of the table (a container, a service, a pod's container) and one id the
+    // table does not name; each I/O in one of them by its pid.
+    let cg = |id: u64, path: &str, identity: Identity| Cgroup {
+        id,
+        path: path.into(),
+        identity,
+    };
+    let container = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let cgroups = vec![
+        cg(
+            100,
+            &format!("/system.slice/docker-{container}.scope"),
+            Identity {
+                runtime: Some(Runtime::Docker),
+                container_id: Some(container.into()),
+                ..Identity::default()
+            },
+        ),
+        cg(
+            101,
+            "/system.slice/postgresql.service",
+            Identity {
+                unit: Some("postgresql.service".into()),
+                ..Identity::default()
+            },
+        ),
+        cg(
+            102,
+            "/kubepods.slice/kubepods-pod1a2b3c4d_0000_1111_2222_333344445555.slice/cri-containerd-feed.scope",
+            Identity {
+                runtime: Some(Runtime::Containerd),
+                container_id: Some("feed".into()),
+                pod_uid: Some("1a2b3c4d-0000-1111-2222-333344445555".into()),
+                qos: Some("besteffort".into()),
+                ..Identity::default()
+            },
+        ),
+    ];
+    let a = write_trace(
+        &d.join("a.iod"),
+        13,
+        Vec::new(),
+        cgroups,
+        |e| {
+            vec![Event {
+                cgroup_id: 100 + u64::from(e.pid % 4),
+                ..*e
+            }]
+        },
+        None,
+    );
+    let pq = d.join("a-parquet");
+    ok(&run(bin().arg("convert").arg(&a).arg("-o").arg(&pq)));
+    let rows = diff_rows(&a, &pq, &[]);
+    assert!(significant(&rows).is_empty(), "{:?}", significant(&rows));
+    let one_sided: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["metric"] == "ios" && (r["a"] == 0 || r["b"] == 0))
+        .collect();
+    assert!(one_sided.is_empty(), "{one_sided:?}");
+    // The cgroups are groups on both sides, by the same names, with the trace's figures.
+    let mut names: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["scope"] == "cgroup" && r["metric"] == "ios")
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "/kubepods.slice/kubepods-pod*.slice/cri-containerd-*.scope",
+            "/system.slice/docker-*.scope",
+            "/system.slice/postgresql.service",
+            "cgroup:103",
+        ],
+        "{rows:?}"
+    );
+    // Every figure of the trace against itself, the same against its dataset; but the
+    // sequential share, found within a trace's segment or a dataset's row group (whose
+    // bounds differ), which the rows above found not significantly changed.
+    let comparable = |rows: Vec<Value>| -> Vec<String> {
+        let mut v: Vec<String> = rows
+            .iter()
+            .filter(|r| r["metric"] != "sequential_pct")
+            .map(Value::to_string)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (rows, same) = (comparable(rows), comparable(diff_rows(&a, &a, &[])));
+    let only = |x: &[String], y: &[String]| -> Vec<String> {
+        x.iter()
+            .filter(|r| !y.contains(r))
+            .take(5)
+            .cloned()
+            .collect()
+    };
+    assert!(
+        rows == same,
+        "against the dataset only: {:?}\nagainst the trace only: {:?}",
+        only(&rows, &same),
+        only(&same, &rows)
+    );
+    // Against a trace without a cgroups table (the same I/O): no cgroup is compared (it
+    // would be one-sided), and a note says why.
+    let plain = write_edited(&d.join("plain.iod"), 13, Vec::new(), |e| vec![*e]);
+    let out = run(bin()
+        .arg("diff")
+        .arg(&a)
+        .arg(&plain)
+        .args(["--format", "json", "--limit", "0"]));
+    ok(&out);
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| r["scope"] != "cgroup"), "{rows:?}");
+    assert!(significant(&rows).is_empty(), "{:?}", significant(&rows));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("note: cgroups not compared: ")
+            && err.contains("plain.iod has no cgroups table"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -24,6 +24,7 @@ use crate::loghist::{
 };
 use crate::onepass::{pass, PassInfo, TraceDone};
 use crate::onepass_source::Source;
+use crate::parquet_input::cgroups_table;
 use crate::AnalyzeError;
 
 /// The groups a comparison is made for.
@@ -468,6 +469,9 @@ pub struct Side {
     pub damaged: Vec<(String, iodump_format::Damage)>,
     /// True when a cgroups table was read (cgroup groups exist).
     pub has_cgroups: bool,
+    /// True when one of its inputs has a cgroups table (a trace of format 1.2 or later, a
+    /// dataset with rows in its `cgroups` table), or the cgroups were not asked for.
+    pub knows_cgroups: bool,
 }
 
 /// Reads one side in one parallel pass.
@@ -569,7 +573,11 @@ pub fn read_side(
                     }
                     // A trace of the side without a cgroups table: no cgroup groups.
                     None if id == 0 || !src.has_cgroup_table() => {}
-                    None => put(Scope::Cgroup, format!("cgroup:{id}"), f),
+                    None => put(
+                        Scope::Cgroup,
+                        format!("cgroup:{}", src.recorded_cgroup_id(id)),
+                        f,
+                    ),
                 }
             }
         },
@@ -607,15 +615,17 @@ pub fn read_side(
         lost_events: info.lost_events,
         damaged: info.damaged,
         has_cgroups,
+        knows_cgroups: folded.cgroup || !scopes.is_empty() && !scopes.contains(&Scope::Cgroup),
     })
 }
 
-/// True when an input is a trace with a cgroups table (one that cannot be opened is left to
-/// the pass to report).
+/// True when an input is a trace with a cgroups table or a dataset whose `cgroups` table has
+/// rows (one that cannot be read is left to the pass to report).
 fn any_cgroup_table(inputs: &[InputPath]) -> bool {
-    inputs
-        .iter()
-        .any(|i| !i.is_parquet() && i.open_trace().is_ok_and(|r| r.tables().has_cgroup_table()))
+    inputs.iter().any(|i| match i {
+        InputPath::Parquet(dir) => cgroups_table(dir).is_ok_and(|rows| !rows.is_empty()),
+        _ => i.open_trace().is_ok_and(|r| r.tables().has_cgroup_table()),
+    })
 }
 
 /// A device's name in the trace, or `MAJ:MIN`.
@@ -977,6 +987,16 @@ impl Diff {
         (COLUMNS.iter().map(|s| s.to_string()).collect(), rows)
     }
 
+    /// The side whose cgroups are not known (no cgroups table) while the other's are: then
+    /// no cgroup is compared.
+    pub fn cgroups_unknown(&self) -> Option<&Side> {
+        match (self.a.knows_cgroups, self.b.knows_cgroups) {
+            (true, false) => Some(&self.b),
+            (false, true) => Some(&self.a),
+            _ => None,
+        }
+    }
+
     /// Rows with a significant change.
     pub fn significant(&self) -> usize {
         self.rows
@@ -1001,8 +1021,13 @@ fn compare(a: &Side, b: &Side, cfg: &DiffConfig) -> Vec<DiffRow> {
     let mut keys: Vec<&(Scope, String)> = a.groups.keys().chain(b.groups.keys()).collect();
     keys.sort();
     keys.dedup();
+    // Cgroups only when both sides know theirs: a side without a cgroups table has none.
+    let cgroups = a.knows_cgroups && b.knows_cgroups;
     let mut rows = Vec::new();
     for key in keys {
+        if key.0 == Scope::Cgroup && !cgroups {
+            continue;
+        }
         let (fa, fb) = (a.groups.get(key), b.groups.get(key));
         for m in Metric::ALL {
             if m.is_queue()

@@ -3,7 +3,7 @@
 //! Parquet row group), so the same one-pass queries serve both, in parallel over units.
 //!
 //! A Parquet dataset can hold several traces; its rows are re-keyed to ids unique in the
-//! dataset (paths sorted by trace name then path id, threads, devices), so that it reads as
+//! dataset (paths sorted by trace name then path id, threads, devices, cgroups), so that it reads as
 //! one trace whose tables know every name.
 
 use std::collections::HashMap;
@@ -24,13 +24,17 @@ use parquet::arrow::ProjectionMask;
 use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
 use crate::parquet_input::{
-    arrow_col, devices_table, files_table, parquet_files, parquet_filter_mask, parquet_lost_events,
-    processes_table,
+    arrow_col, cgroups_table, devices_table, files_table, parquet_files, parquet_filter_mask,
+    parquet_lost_events, processes_table,
 };
 use crate::{parquet_read_error, AnalyzeError};
 
 /// Id of a path, thread or device that the dataset's tables do not know.
 const UNKNOWN: u32 = u32::MAX;
+
+/// Set in a re-keyed cgroup id that the dataset's `cgroups` table does not know, above the
+/// id the recording gave it (re-keyed known ids are small: their index + 1).
+const UNKNOWN_CGROUP: u64 = 1 << 63;
 
 /// One input of a query: a trace, or a Parquet dataset read as one trace.
 pub(crate) struct Source {
@@ -263,20 +267,31 @@ impl Source {
         }
     }
 
-    /// The cgroups table's entry of a cgroup id (traces of format 1.2 and later; never for a
-    /// Parquet dataset, whose cgroups table is not read).
+    /// The cgroups table's entry of a cgroup id as the batches carry it (traces of format 1.2
+    /// and later; a Parquet dataset's `cgroups` table, its ids re-keyed).
     pub fn cgroup(&self, id: u64) -> Option<&iodump_format::cgroup::Cgroup> {
         match &self.src {
             Src::Trace { reader, .. } => reader.tables().cgroup(id),
-            Src::Parquet(_) => None,
+            Src::Parquet(s) => id
+                .checked_sub(1)
+                .and_then(|i| s.cgroups.get(usize::try_from(i).ok()?)),
         }
     }
 
-    /// True for a trace with a cgroups table.
+    /// The id the recording gave a cgroup id of the batches that [`Source::cgroup`] does not
+    /// know (to name it).
+    pub fn recorded_cgroup_id(&self, id: u64) -> u64 {
+        match &self.src {
+            Src::Trace { .. } => id,
+            Src::Parquet(_) => id & !UNKNOWN_CGROUP,
+        }
+    }
+
+    /// True for a trace with a cgroups table, or a dataset whose `cgroups` table has rows.
     pub fn has_cgroup_table(&self) -> bool {
         match &self.src {
             Src::Trace { reader, .. } => reader.tables().has_cgroup_table(),
-            Src::Parquet(_) => false,
+            Src::Parquet(s) => !s.cgroups.is_empty(),
         }
     }
 
@@ -322,13 +337,16 @@ struct ParquetSet {
     /// lookup borrows the row's text.
     devs: Vec<(u32, String)>,
     dev_names: Vec<String>,
+    /// (trace, cgroup id) → re-keyed id (index in `cgroups` + 1; 0 stays 0: no cgroup).
+    cgroup_ids: HashMap<(u32, u64), u64>,
+    cgroups: Vec<iodump_format::cgroup::Cgroup>,
     lost: u64,
 }
 
 /// The `io` columns the one-pass queries read, with the trace column ids they fill (a
 /// query reads those of the ids it wants, all of them when a filter needs the rest); the
 /// `trace` column and the time ([`layout::utc_ns_column`]) are always read.
-const IO_COLUMNS: [(&str, u64); 9] = [
+const IO_COLUMNS: [(&str, u64); 10] = [
     ("dev_t", col::DEV),
     ("sector", col::SECTOR),
     ("bytes", col::BYTES),
@@ -338,6 +356,7 @@ const IO_COLUMNS: [(&str, u64); 9] = [
     ("path_id", col::PATH_ID),
     ("queue_ns", col::QUEUE_NS),
     ("latency_ns", col::LATENCY_NS),
+    ("cgroup_id", col::CGROUP_ID),
 ];
 
 impl ParquetSet {
@@ -370,11 +389,13 @@ impl ParquetSet {
         let procs = processes_table(dir)?;
         let devices = devices_table(dir)?;
         let lost = parquet_lost_events(dir)?;
+        let cgroup_rows = cgroups_table(dir)?;
         let mut names: Vec<&String> = files
             .iter()
             .map(|f| &f.trace)
             .chain(procs.iter().map(|p| &p.trace))
             .chain(devices.iter().map(|d| &d.trace))
+            .chain(cgroup_rows.iter().map(|c| &c.trace))
             .collect();
         names.sort();
         names.dedup();
@@ -413,6 +434,15 @@ impl ParquetSet {
             .into_iter()
             .map(|d| ((traces[&d.trace], d.dev_t), d.name))
             .unzip();
+        let mut cgroup_ids = HashMap::new();
+        let mut cgroups = Vec::with_capacity(cgroup_rows.len());
+        for c in cgroup_rows {
+            let at = (traces[&c.trace], c.cgroup.id);
+            if c.cgroup.id != 0 && !cgroup_ids.contains_key(&at) {
+                cgroups.push(c.cgroup);
+                cgroup_ids.insert(at, cgroups.len() as u64);
+            }
+        }
         Ok(ParquetSet {
             units,
             rows,
@@ -428,6 +458,8 @@ impl ParquetSet {
             tid_trace,
             devs,
             dev_names,
+            cgroup_ids,
+            cgroups,
             lost,
         })
     }
@@ -522,6 +554,16 @@ impl ParquetSet {
             int(col::QUEUE_NS, "queue_ns")?,
             int(col::LATENCY_NS, "latency_ns")?,
         );
+        // Absent from datasets written before iodump recorded cgroups: no cgroup (0).
+        let cgroup = want
+            .contains(col::CGROUP_ID)
+            .then(|| {
+                batch
+                    .column_by_name("cgroup_id")
+                    .map(|_| IntColumn::of(batch, "cgroup_id"))
+            })
+            .map(Option::transpose)
+            .transpose()?;
         let n = batch.num_rows();
         let before = b.len();
         b.rows += n;
@@ -546,13 +588,20 @@ impl ParquetSet {
             }
             queue.extend_u64(&mut b.queue_ns.values);
         }
-        if dev_t.is_none() && op.is_none() && path_id.is_none() && tid.is_none() {
+        if let Some(None) = cgroup {
+            b.cgroup_id.resize(b.cgroup_id.len() + n, 0);
+        }
+        let cgroup = cgroup.flatten();
+        if dev_t.is_none() && op.is_none() && path_id.is_none() && tid.is_none() && cgroup.is_none()
+        {
             return Ok(());
         }
         // Re-keyed ids; the text columns repeat, so each row compares with the previous one.
         let mut last_trace: (&str, u32) = ("\0", UNKNOWN);
         let mut last_dev: (&str, u32, u32) = ("\0", UNKNOWN, UNKNOWN);
         let mut last_op: (&str, u8) = ("\0", Op::Other.code());
+        // (trace, recorded cgroup id, re-keyed id) of the previous row.
+        let mut last_cgroup: (u32, u64, u64) = (UNKNOWN, 0, 0);
         for i in 0..n {
             let t = trace.value(i);
             if t != last_trace.0 {
@@ -592,6 +641,18 @@ impl ParquetSet {
             }
             if let Some(tid) = &tid {
                 b.tid.push(rekey(&self.tids, tid.u32(i)));
+            }
+            if let Some(cgroup) = &cgroup {
+                let id = cgroup.u64(i);
+                if (ti, id) != (last_cgroup.0, last_cgroup.1) {
+                    let k = match self.cgroup_ids.get(&(ti, id)) {
+                        Some(&k) => k,
+                        None if id == 0 => 0,
+                        None => id | UNKNOWN_CGROUP,
+                    };
+                    last_cgroup = (ti, id, k);
+                }
+                b.cgroup_id.push(last_cgroup.2);
             }
         }
         Ok(())

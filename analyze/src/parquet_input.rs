@@ -1,11 +1,12 @@
 //! The Parquet input of both engines ([`crate::onepass`] and [`crate::query`]): the files of a
 //! dataset `iodump convert` wrote (flat or hive-style), and one reader for each of its small
-//! tables (`devices`, `processes`, `files`, `losses`), each handling the older layouts once.
+//! tables (`devices`, `processes`, `files`, `losses`, `cgroups`), each handling the older layouts once.
 //! A leaf: it imports only [`crate::layout`] and the crate's error type.
 
 use std::path::{Path, PathBuf};
 
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
+use iodump_format::cgroup::{Cgroup, Identity, Runtime};
 use iodump_format::expr::{Expr, ResolvedView};
 use iodump_format::text::text_unbytes;
 use iodump_format::{DevT, Event, Flags, Op, Syscall};
@@ -149,6 +150,49 @@ pub(crate) fn processes_table(dir: &Path) -> Result<Vec<ProcessRow>, AnalyzeErro
                     pid: pid.u32(i),
                     comm: c,
                     args: a,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A row of a dataset's `cgroups` table.
+pub(crate) struct CgroupRow {
+    pub trace: String,
+    pub cgroup: Cgroup,
+}
+
+/// The rows of a dataset's `cgroups` tables (none in datasets written before iodump recorded
+/// cgroups, or of traces without a cgroups table).
+pub(crate) fn cgroups_table(dir: &Path) -> Result<Vec<CgroupRow>, AnalyzeError> {
+    let mut out = Vec::new();
+    for p in parquet_files(dir, "cgroups") {
+        for b in read_batches(&p)? {
+            let s = |name| arrow_col::<StringArray>(&b, name);
+            let (trace, path) = (s("trace")?, s("path")?);
+            let (runtime, container_id) = (s("runtime")?, s("container_id")?);
+            let (pod_uid, qos, unit) = (s("pod_uid")?, s("qos")?, s("unit")?);
+            let monitor = arrow_col::<BooleanArray>(&b, "monitor")?;
+            let id = IntColumn::of(&b, "cgroup_id")?;
+            for i in 0..b.num_rows() {
+                let text = |a: &StringArray| (!a.is_null(i)).then(|| a.value(i).to_string());
+                let runtime =
+                    text(runtime).and_then(|r| Runtime::ALL.into_iter().find(|x| x.name() == r));
+                out.push(CgroupRow {
+                    trace: trace.value(i).into(),
+                    cgroup: Cgroup {
+                        id: id.u64(i),
+                        path: path.value(i).into(),
+                        identity: Identity {
+                            runtime,
+                            container_id: text(container_id),
+                            monitor: monitor.value(i),
+                            pod_uid: text(pod_uid),
+                            qos: text(qos),
+                            unit: text(unit),
+                        },
+                    },
                 });
             }
         }
