@@ -3,8 +3,8 @@
 //! Parquet row group), so the same one-pass queries serve both, in parallel over units.
 //!
 //! A Parquet dataset can hold several traces; its rows are re-keyed to ids unique in the
-//! dataset (paths sorted by trace name then path id, threads, devices, cgroups), so that it reads as
-//! one trace whose tables know every name.
+//! dataset (paths sorted by trace name then path id, threads, devices, cgroups), so that it
+//! reads as one trace whose tables know every name.
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -1,7 +1,7 @@
 //! The Parquet input of both engines ([`crate::onepass`] and [`crate::query`]): the files of a
 //! dataset `iodump convert` wrote (flat or hive-style), and one reader for each of its small
-//! tables (`devices`, `processes`, `files`, `losses`, `cgroups`), each handling the older layouts once.
-//! A leaf: it imports only [`crate::layout`] and the crate's error type.
+//! tables (`devices`, `processes`, `files`, `losses`, `cgroups`), each handling the older
+//! layouts once. A leaf: it imports only [`crate::layout`] and the crate's error type.
 
 use std::path::{Path, PathBuf};
 
