@@ -133,8 +133,8 @@ pub struct ConvertArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Trace files (.iod). One: its report. Two: the comparison of B with A (the baseline),
-    /// as `iodump diff A B`. Three or more (or two with `--sections`): one section per trace,
-    /// each with its own time axis.
+    /// as `iodump diff A B` (which also takes Parquet datasets). Three or more (or two with
+    /// `--sections`): one section per trace, each with its own time axis.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Output HTML file.
@@ -148,6 +148,11 @@ pub struct ReportArgs {
     /// One section per trace, also for two traces (which are otherwise compared).
     #[arg(long)]
     pub sections: bool,
+    /// When two traces are compared: compare what is intact of a damaged one (refused by
+    /// default: the comparison would be biased). A report of one trace or of sections shows
+    /// what can be decoded anyway.
+    #[arg(long)]
+    pub allow_damaged: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -629,7 +634,8 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
             a.files.len()
         );
     };
-    let cfg = iodump_analyze::diff::DiffConfig::new(vec![fa.clone()], vec![fb.clone()]);
+    let mut cfg = iodump_analyze::diff::DiffConfig::new(vec![fa.clone()], vec![fb.clone()]);
+    cfg.allow_damaged = a.allow_damaged;
     let s = iodump_analyze::report_diff::write_diff_report(&cfg, &a.output, &|_| {})?;
     eprintln!(
         "iodump: wrote {} (A {} I/Os, B {} I/Os, {} figures changed significantly, {} bytes)",
@@ -639,6 +645,12 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         s.significant,
         s.html_bytes
     );
+    if let Some((trace, d)) = s.damaged.first() {
+        eprintln!(
+            "iodump: warning: {} damaged chunk(s) skipped, the comparison is of what could be decoded (first: {trace}: {d})",
+            s.damaged.len()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -863,3 +863,53 @@ fn report_diff_is_one_page_that_renders() {
     }
     assert!(dom.contains(r#"class="changes" data-rows="40""#));
 }
+
+#[test]
+fn report_diff_takes_what_diff_takes() {
+    let d = TempDir::new("diff-report-inputs");
+    let a = write_edited(&d.join("a.iod"), 17, Vec::new(), |e| vec![*e]);
+    let pq = d.join("a-parquet");
+    ok(&run(bin().arg("convert").arg(&a).arg("-o").arg(&pq)));
+    // A trace against its own Parquet dataset: the same picture on both sides, no change.
+    let page = d.join("diff.html");
+    ok(&run(bin()
+        .arg("report")
+        .arg(&a)
+        .arg(&pq)
+        .arg("-o")
+        .arg(&page)));
+    let data = common::embedded_report_data(&std::fs::read_to_string(&page).unwrap());
+    for k in [
+        "events",
+        "duration_ns",
+        "bin_ns",
+        "ios",
+        "bytes",
+        "latency_cdf",
+    ] {
+        assert_eq!(data["a"][k], data["b"][k], "{k}");
+    }
+    assert_eq!(data["a"]["events"], EVENTS);
+    assert_eq!(data["significant"], 0);
+    // A damaged trace: refused with the flag to pass, which report takes; then a warning.
+    let bytes = std::fs::read(&a).unwrap();
+    let cut = d.join("cut.iod");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let report = |extra: &[&str]| {
+        run(bin()
+            .arg("report")
+            .arg(&cut)
+            .arg(&a)
+            .arg("-o")
+            .arg(&page)
+            .args(extra))
+    };
+    one_line_error(&report(&[]), "pass --allow-damaged");
+    let out = report(&["--allow-damaged"]);
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: 1 damaged chunk(s) skipped"), "{err}");
+    let data = common::embedded_report_data(&std::fs::read_to_string(&page).unwrap());
+    let intact = data["a"]["events"].as_u64().unwrap();
+    assert!(intact > 0 && intact < EVENTS, "{intact}");
+}

@@ -1,21 +1,23 @@
 //! `iodump report A B -o diff.html`: the comparison of `iodump diff` as one
 //! self-contained page.
 //!
-//! This module owns that page: the data it embeds (each side's latency CDF from the report's
-//! latency histogram, its IOPS and throughput per time bin from the report's aggregation
-//! ([`crate::report::aggregate_with_progress`]), and the largest changes of
-//! [`crate::diff::diff`]), and its template and script (`assets/diff.html`, `assets/diff.js`;
-//! the style is the report's). Like the report, nothing in it grows with the number of I/Os.
+//! This module owns that page: the data it embeds (each side's latency CDF in the report's
+//! latency bins and its IOPS and throughput per time bin, binned through the one-pass driver
+//! from the same inputs as the comparison, traces or Parquet datasets, and the largest changes
+//! of [`crate::diff::diff`]), and its script (`assets/diff.js`; the page and style are the
+//! report's). Like the report, nothing in it grows with the number of I/Os.
 
 use std::path::{Path, PathBuf};
 
+use iodump_format::expr::Expr;
+use iodump_format::segment::{col, Columns};
+use iodump_format::{EventBatch, Header};
 use serde_json::{json, Value};
 
 use crate::diff::{diff, Diff, DiffBy, DiffConfig};
 use crate::input::InputPath;
-use crate::report::{
-    aggregate_with_progress, fill, latency_bin_lower_ns, write_page, TraceReport, TIME_BINS,
-};
+use crate::onepass::pass;
+use crate::report::{fill, latency_bin, latency_bin_lower_ns, write_page, LATENCY_BINS, TIME_BINS};
 use crate::AnalyzeError;
 
 // The report's page and style (the script sets the page's heading), this module's script.
@@ -35,50 +37,119 @@ pub struct DiffReportSummary {
     pub significant: usize,
     /// Bytes of HTML written.
     pub html_bytes: u64,
+    /// Damaged chunks skipped, of A then B (only with [`DiffConfig::allow_damaged`]).
+    pub damaged: Vec<(String, iodump_format::Damage)>,
 }
 
-/// The binned picture of one side (a trace, or a recording's parts as one).
-fn side(path: &Path, progress: &(dyn Fn(u64) + Sync)) -> Result<TraceReport, AnalyzeError> {
-    let inputs = InputPath::expand(&[path.to_path_buf()])?;
-    let [input] = &inputs[..] else {
-        return Err(AnalyzeError::Query {
-            message: format!(
-                "{}: give one trace or one recording per side, not {}",
-                path.display(),
-                inputs.len()
-            ),
-        });
-    };
-    let r = input.open_trace().map_err(|e| match e {
-        AnalyzeError::Read(source) => AnalyzeError::Open {
-            path: path.to_path_buf(),
-            source,
-        },
-        e => e,
-    })?;
-    Ok(aggregate_with_progress(&input.name(), &r, progress))
+/// One side's picture, of the I/Os the comparison's filter keeps: I/Os and bytes per time
+/// bin from its first I/O, and its latency histogram (the report's bins).
+struct Picture {
+    name: String,
+    events: u64,
+    span_ns: u64,
+    bin_ns: u64,
+    ios: Vec<u64>,
+    bytes: Vec<u64>,
+    latency: Vec<u64>,
 }
 
-/// One side's JSON: name, I/Os, duration, I/Os and bytes per time bin (all devices and ops),
-/// and the latency CDF as (upper edge of a histogram bin in ns, share of I/Os at or below).
-fn side_json(t: &TraceReport) -> Value {
-    let mut ios = vec![0u64; TIME_BINS];
-    let mut bytes = vec![0u64; TIME_BINS];
-    for d in &t.agg.devices {
-        for (i, &n) in d.ios.iter().enumerate() {
-            ios[i % TIME_BINS] += u64::from(n);
-        }
-        for (i, &b) in d.bytes.iter().enumerate() {
-            bytes[i % TIME_BINS] += b;
+/// What a worker bins: I/Os, bytes and latencies.
+#[derive(Clone)]
+struct Bins {
+    ios: Vec<u64>,
+    bytes: Vec<u64>,
+    latency: Vec<u64>,
+}
+
+impl Bins {
+    fn new() -> Bins {
+        Bins {
+            ios: vec![0; TIME_BINS],
+            bytes: vec![0; TIME_BINS],
+            latency: vec![0; LATENCY_BINS],
         }
     }
+
+    fn merge(&mut self, o: Bins) {
+        for (a, b) in [
+            (&mut self.ios, o.ios),
+            (&mut self.bytes, o.bytes),
+            (&mut self.latency, o.latency),
+        ] {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+}
+
+/// The picture of one side (a trace, a recording's parts, a Parquet dataset), through the
+/// one-pass driver as the comparison reads it: a pass for the time range of the kept I/Os
+/// (a trace's footer gives it without decoding), then one that bins them.
+fn picture(
+    path: &Path,
+    filter: Option<&Expr>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Picture, AnalyzeError> {
+    let inputs = InputPath::expand(&[path.to_path_buf()])?;
+    let name = inputs.first().map_or_else(String::new, InputPath::name);
+    let nothing = |_: &mut (), _: &Header, _: &EventBatch, _: &[u32]| {};
+    let range = pass(
+        Columns::NONE,
+        &inputs,
+        filter,
+        &|_| {},
+        || (),
+        nothing,
+        |_, _| {},
+        |_| {},
+    )?
+    .ts_range;
+    let (t0_ns, t1_ns) = range.unwrap_or((0, 0));
+    let span_ns = t1_ns.saturating_sub(t0_ns).max(0) as u64;
+    // Bins cover [t0, t0 + TIME_BINS * bin_ns), which holds t1.
+    let bin_ns = span_ns / TIME_BINS as u64 + 1;
+    let mut bins = Bins::new();
+    let want = Columns::of(&[col::TIMESTAMP_NS, col::BYTES, col::LATENCY_NS]);
+    let info = pass(
+        want,
+        &inputs,
+        filter,
+        progress,
+        Bins::new,
+        |acc, h, b, keep| {
+            for &k in keep {
+                let i = k as usize;
+                let since_ns = h.to_utc_ns(b.timestamp_ns[i]).saturating_sub(t0_ns).max(0) as u64;
+                let t = ((since_ns / bin_ns) as usize).min(TIME_BINS - 1);
+                acc.ios[t] += 1;
+                acc.bytes[t] += u64::from(b.bytes[i]);
+                acc.latency[latency_bin(b.latency_ns[i])] += 1;
+            }
+        },
+        Bins::merge,
+        |t| bins.merge(t.acc),
+    )?;
+    Ok(Picture {
+        name,
+        events: info.kept,
+        span_ns,
+        bin_ns,
+        ios: bins.ios,
+        bytes: bins.bytes,
+        latency: bins.latency,
+    })
+}
+
+/// One side's JSON: name, I/Os, duration, I/Os and bytes per time bin, and the latency CDF
+/// as (upper edge of a histogram bin in ns, share of I/Os at or below).
+fn side_json(t: &Picture) -> Value {
     // The bins that hold the recording (the last ones are empty past its end).
     let used = ((t.span_ns / t.bin_ns.max(1)) as usize + 1).min(TIME_BINS);
-    let hist = t.latency_histogram();
-    let total: u64 = hist.iter().sum();
+    let total: u64 = t.latency.iter().sum();
     let mut cdf = Vec::new();
     let mut seen = 0u64;
-    for (i, &c) in hist.iter().enumerate() {
+    for (i, &c) in t.latency.iter().enumerate() {
         if c == 0 {
             continue;
         }
@@ -93,17 +164,17 @@ fn side_json(t: &TraceReport) -> Value {
     }
     json!({
         "name": t.name,
-        "events": t.agg.events,
+        "events": t.events,
         "duration_ns": t.span_ns,
         "bin_ns": t.bin_ns,
-        "ios": &ios[..used],
-        "bytes": &bytes[..used],
+        "ios": &t.ios[..used],
+        "bytes": &t.bytes[..used],
         "latency_cdf": cdf,
     })
 }
 
 /// The page's data: both sides and the largest changes.
-fn page_data(a: &TraceReport, b: &TraceReport, d: &Diff) -> Value {
+fn page_data(a: &Picture, b: &Picture, d: &Diff) -> Value {
     let (columns, rows) = d.table(DiffBy::Change, DIFF_ROWS);
     json!({
         "a": side_json(a),
@@ -133,7 +204,8 @@ pub fn write_diff_report(
     };
     let (pa, pb) = (one(&cfg.a)?, one(&cfg.b)?);
     let d = diff(cfg, progress)?;
-    let (ra, rb) = (side(&pa, progress)?, side(&pb, progress)?);
+    let f = cfg.filter.as_ref();
+    let (ra, rb) = (picture(&pa, f, progress)?, picture(&pb, f, progress)?);
     let data = page_data(&ra, &rb, &d).to_string().replace('<', "\\u003c");
     let title = format!("{} vs {}", ra.name, rb.name)
         .replace('&', "&amp;")
@@ -154,5 +226,9 @@ pub fn write_diff_report(
         events: [d.a.events, d.b.events],
         significant: d.significant(),
         html_bytes: html.len() as u64,
+        damaged: [&d.a, &d.b]
+            .into_iter()
+            .flat_map(|s| s.damaged.iter().cloned())
+            .collect(),
     })
 }
