@@ -459,6 +459,38 @@ fn a_trace_with_cgroups_and_its_parquet_dataset_do_not_differ() {
         only(&rows, &same),
         only(&same, &rows)
     );
+    // Filters on the cgroups keep the same I/O of the trace and of its dataset.
+    for filter in [
+        "cgroup_path == \"/system.slice/postgresql.service\"",
+        &format!("container == \"{container}\""),
+        "pod == \"1a2b3c4d-0000-1111-2222-333344445555\" || runtime == \"docker\"",
+    ] {
+        let rows = diff_rows(&a, &pq, &["--filter", filter, "--group-by", "total"]);
+        let ios = find(&rows, "total", "all", "ios");
+        assert!(ios["a"].as_u64().unwrap() > 0, "{filter}: {ios}");
+        assert_eq!(ios["a"], ios["b"], "{filter}: {ios}");
+        assert!(
+            significant(&rows).is_empty(),
+            "{filter}: {:?}",
+            significant(&rows)
+        );
+        // The dataset alone answers as the trace does.
+        let summary = |input: &Path| {
+            let out = run(bin()
+                .args([
+                    "analyze",
+                    "--summary",
+                    "--format",
+                    "json",
+                    "--filter",
+                    filter,
+                ])
+                .arg(input));
+            ok(&out);
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        assert_eq!(summary(&a), summary(&pq), "{filter}");
+    }
     // Against a trace without a cgroups table (the same I/O): no cgroup is compared (it
     // would be one-sided), and a note says why.
     let plain = write_edited(&d.join("plain.iod"), 13, Vec::new(), |e| vec![*e]);
@@ -478,6 +510,13 @@ fn a_trace_with_cgroups_and_its_parquet_dataset_do_not_differ() {
             && err.contains("plain.iod has no cgroups table"),
         "{err}"
     );
+    // A cgroup filter on it would keep nothing of that side: refused.
+    let out = run(bin()
+        .arg("diff")
+        .arg(&a)
+        .arg(&plain)
+        .args(["--filter", "runtime == \"docker\""]));
+    one_line_error(&out, "plain.iod: no cgroups table");
 }
 
 #[test]

@@ -483,6 +483,10 @@ pub fn read_side(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Side, AnalyzeError> {
     let inputs = InputPath::expand(paths)?;
+    // A container or cgroup filter on a side without a cgroups table would keep nothing.
+    if filter.is_some_and(Expr::uses_cgroup_table) {
+        crate::engine::check_cgroup_tables(&inputs)?;
+    }
     let name = paths
         .iter()
         .map(|p| p.display().to_string())

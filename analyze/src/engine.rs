@@ -289,12 +289,16 @@ fn catch_engine_panic<T>(f: impl FnOnce() -> Result<T, AnalyzeError>) -> Result<
     })
 }
 
-/// Container and cgroup names come from a trace's cgroups table: input without one would
-/// match nothing, which is refused rather than shown as an empty result.
-fn check_cgroup_tables(inputs: &[InputPath]) -> Result<(), AnalyzeError> {
+/// Container and cgroup names come from a trace's cgroups table (a dataset's `cgroups`
+/// table): input without one would match nothing, which is refused rather than shown as an
+/// empty result.
+pub(crate) fn check_cgroup_tables(inputs: &[InputPath]) -> Result<(), AnalyzeError> {
     for p in inputs {
         if let InputPath::Parquet(dir) = p {
-            return Err(AnalyzeError::CgroupsFromParquet { dir: dir.clone() });
+            if crate::parquet_input::cgroups_table(dir)?.is_empty() {
+                return Err(AnalyzeError::NoCgroupTable { trace: dir.clone() });
+            }
+            continue;
         }
         let r = p.open_trace().map_err(|e| match e {
             AnalyzeError::Read(source) => AnalyzeError::Open {
@@ -405,7 +409,7 @@ mod tests {
         let files = vec![dir.clone()];
         assert!(matches!(
             Inputs::check(&q, &files),
-            Err(AnalyzeError::CgroupsFromParquet { .. })
+            Err(AnalyzeError::NoCgroupTable { .. })
         ));
         std::fs::remove_dir_all(&dir).unwrap();
         let missing = vec![std::env::temp_dir().join("iodump-no-such-trace.iod")];

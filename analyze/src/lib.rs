@@ -87,15 +87,10 @@ pub enum AnalyzeError {
         /// The devices the inputs have.
         known: Vec<String>,
     },
-    /// A container or cgroup filter over a Parquet directory (the cgroups table is joined in
-    /// Spark or DuckDB, not here).
-    CgroupsFromParquet {
-        /// The directory.
-        dir: std::path::PathBuf,
-    },
-    /// A container or cgroup filter over a trace without a cgroups table.
+    /// A container or cgroup filter over a trace (or a Parquet dataset) without a cgroups
+    /// table.
     NoCgroupTable {
-        /// The trace.
+        /// The trace or the dataset's directory.
         trace: std::path::PathBuf,
     },
     /// An input could not be opened.
@@ -200,16 +195,10 @@ impl fmt::Display for AnalyzeError {
                     known.join(", ")
                 }
             ),
-            AnalyzeError::CgroupsFromParquet { dir } => write!(
-                f,
-                "{CGROUP_FIELDS} are read from .iod traces, not from Parquet ({}): give the \
-                 trace, or join io with the Parquet cgroups table in Spark or DuckDB",
-                dir.display()
-            ),
             AnalyzeError::NoCgroupTable { trace } => write!(
                 f,
-                "{}: no cgroups table (traces of iodump before format 1.2 and synthetic ones \
-                 have none), so {CGROUP_FIELDS} cannot be matched",
+                "{}: no cgroups table (traces of iodump before format 1.2 and synthetic ones, \
+                 and their Parquet datasets, have none), so {CGROUP_FIELDS} cannot be matched",
                 trace.display()
             ),
             AnalyzeError::Open { path, .. } => write!(f, "cannot read {}", path.display()),

@@ -509,7 +509,14 @@ impl ParquetSet {
         let ops: Vec<(&str, u8)> = Op::ALL.iter().map(|o| (o.name(), o.code())).collect();
         for batch in reader {
             let batch = batch.map_err(parquet_read_error(path))?;
-            let mask = filter.map(|f| parquet_filter_mask(&batch, f)).transpose()?;
+            let cgroup_of = |trace: &str, id: u64| {
+                let t = *self.traces.get(trace)?;
+                let k = *self.cgroup_ids.get(&(t, id))?;
+                self.cgroups.get(usize::try_from(k - 1).ok()?)
+            };
+            let mask = filter
+                .map(|f| parquet_filter_mask(&batch, f, &cgroup_of))
+                .transpose()?;
             self.append(&batch, b, &ops, want)?;
             let base = b.len() - batch.num_rows();
             match mask {

@@ -200,6 +200,30 @@ pub(crate) fn cgroups_table(dir: &Path) -> Result<Vec<CgroupRow>, AnalyzeError> 
     Ok(out)
 }
 
+/// A dataset's cgroups by trace and cgroup id, for filters on container and cgroup fields.
+#[derive(Default)]
+pub(crate) struct DatasetCgroups(
+    std::collections::HashMap<String, std::collections::HashMap<u64, Cgroup>>,
+);
+
+impl DatasetCgroups {
+    /// The cgroups of the `cgroups` tables under `dir`.
+    pub(crate) fn load(dir: &Path) -> Result<DatasetCgroups, AnalyzeError> {
+        let mut by = DatasetCgroups::default();
+        for r in cgroups_table(dir)? {
+            by.0.entry(r.trace)
+                .or_default()
+                .insert(r.cgroup.id, r.cgroup);
+        }
+        Ok(by)
+    }
+
+    /// The cgroup `id` of trace `trace`.
+    pub(crate) fn get(&self, trace: &str, id: u64) -> Option<&Cgroup> {
+        self.0.get(trace)?.get(&id)
+    }
+}
+
 /// A row of a dataset's `files` table.
 pub(crate) struct FileRow {
     pub trace: String,
@@ -254,8 +278,14 @@ pub(crate) fn parquet_lost_events(dir: &Path) -> Result<u64, AnalyzeError> {
 }
 
 /// Evaluates `f` on each row of an `io` batch, rebuilt as an [`Event`] with its
-/// comm, path and device name (text columns read back with `text_unbytes`).
-pub(crate) fn parquet_filter_mask(b: &RecordBatch, f: &Expr) -> Result<Vec<bool>, AnalyzeError> {
+/// comm, path and device name (text columns read back with `text_unbytes`) and its cgroup
+/// (`cgroup_of(trace, cgroup id)`, from the dataset's `cgroups` table).
+pub(crate) fn parquet_filter_mask<'c>(
+    b: &RecordBatch,
+    f: &Expr,
+    cgroup_of: &dyn Fn(&str, u64) -> Option<&'c Cgroup>,
+) -> Result<Vec<bool>, AnalyzeError> {
+    let trace = arrow_col::<StringArray>(b, "trace")?;
     let s = |name| arrow_col::<StringArray>(b, name);
     // Integers of any width and sign (layouts 1 and 2), read back as the trace's values.
     let int = |name| IntColumn::of(b, name);
@@ -318,8 +348,7 @@ pub(crate) fn parquet_filter_mask(b: &RecordBatch, f: &Expr) -> Result<Vec<bool>
             comm: &c,
             path: &p,
             dev: dev.value(i),
-            // Parquet carries no cgroups table: `iodump analyze` refuses cgroup fields on it.
-            cgroup: None,
+            cgroup: cgroup_of(trace.value(i), e.cgroup_id),
         };
         mask.push(f.eval(&e, &v));
     }

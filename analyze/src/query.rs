@@ -990,10 +990,14 @@ impl Dataset {
                 message: format!("{}: no io table (io.parquet or io/)", dir.display()),
             });
         }
+        let cgroups = match filter {
+            Some(f) if f.uses_cgroup_table() => parquet_input::DatasetCgroups::load(dir)?,
+            _ => parquet_input::DatasetCgroups::default(),
+        };
         let mut frames = Vec::new();
         for p in &io_files {
             for b in read_batches(p)? {
-                frames.push(parquet_io_frame(&b, filter)?.lazy());
+                frames.push(parquet_io_frame(&b, filter, &cgroups)?.lazy());
             }
         }
         let io = concat(frames, UnionArgs::default())
@@ -1017,6 +1021,7 @@ impl Dataset {
 fn parquet_io_frame(
     b: &arrow_array::RecordBatch,
     filter: Option<&Expr>,
+    cgroups: &parquet_input::DatasetCgroups,
 ) -> Result<DataFrame, AnalyzeError> {
     use arrow_array::StringArray;
     let n = b.num_rows();
@@ -1073,7 +1078,7 @@ fn parquet_io_frame(
     .map_err(perr)?;
     Ok(match filter {
         Some(f) => {
-            let mask = parquet_filter_mask(b, f)?;
+            let mask = parquet_filter_mask(b, f, &|t, id| cgroups.get(t, id))?;
             df.filter(&BooleanChunked::from_slice("mask".into(), &mask))
                 .map_err(perr)?
         }
