@@ -155,6 +155,16 @@ fn run_replay(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         speed: a.speed,
     };
     let v = iodump_analyze::verify::verify(&cfg)?;
+    if v.recorded_ios == 0 {
+        let of = format!("the recording replayed ({})", a.a.display());
+        crate::offline::warn_no_io(cfg.filter.is_some(), &of);
+    }
+    if v.replayed_ios == 0 {
+        crate::offline::warn_no_io(
+            false,
+            &format!("the replay's recording ({})", a.b.display()),
+        );
+    }
     if !matches!(a.format, TableFormat::Json) {
         println!("{}", v.summary());
     }
@@ -184,6 +194,12 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
                 "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
                 side.damaged.len()
             );
+        }
+    }
+    for (label, side) in [("A", &d.a), ("B", &d.b)] {
+        if side.events == 0 {
+            let of = format!("{label} ({})", side.name);
+            crate::offline::warn_no_io(cfg.filter.is_some(), &of);
         }
     }
     if let Some(side) = d.cgroups_unknown() {

@@ -471,8 +471,21 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
             answer.damaged.len()
         );
     }
+    if answer.ios == 0 {
+        warn_no_io(query.filter.is_some(), "the input");
+    }
     print_table(a.format, &answer.columns, &answer.rows);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The warning for an answer of no I/O (not an error: an empty table is an answer, but a
+/// silent one would look like a tool that found nothing for another reason).
+pub(crate) fn warn_no_io(filtered: bool, of: &str) {
+    if filtered {
+        eprintln!("iodump: warning: the filter kept no I/O of {of}");
+    } else {
+        eprintln!("iodump: warning: {of} holds no I/O");
+    }
 }
 
 /// `--min-bytes`: 1M, 64k, 4096…

@@ -1168,3 +1168,37 @@ fn a_trace_without_its_footer_gives_the_same_answers() {
         );
     }
 }
+
+#[test]
+fn an_answer_of_no_io_says_why() {
+    let trace = fixture("mixed-20k.iod");
+    let analyze = |filter: &str| {
+        let out = run(bin()
+            .args(["analyze", "--top-files", "--filter", filter])
+            .arg(&trace));
+        ok(&out);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // A filter that keeps nothing: an empty table, and a warning saying so.
+    let err = analyze("path == \"/no/such/file\"");
+    assert!(
+        err.contains("warning: the filter kept no I/O of the input"),
+        "{err}"
+    );
+    // One that keeps some: no warning.
+    assert!(!analyze("bytes > 0").contains("warning"));
+    // diff: each side the filter emptied, named.
+    let out = run(bin()
+        .arg("diff")
+        .arg(&trace)
+        .arg(&trace)
+        .args(["--filter", "pid == 0 && pid == 1"]));
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("warning: the filter kept no I/O of").count(),
+        2,
+        "{err}"
+    );
+    assert!(err.contains("of A (") && err.contains("of B ("), "{err}");
+}

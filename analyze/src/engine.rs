@@ -129,6 +129,8 @@ pub struct Answer {
     pub rows: Vec<Vec<Option<String>>>,
     /// Damaged chunks skipped, by trace (some I/O may be missing from the answer).
     pub damaged: Vec<(String, Damage)>,
+    /// I/Os the answer is of (those the filter kept).
+    pub ios: u64,
 }
 
 /// Answers `query` over `inputs`: `.iod` traces, or directories written by `iodump convert`
@@ -254,6 +256,7 @@ fn finish(
         columns,
         rows,
         damaged,
+        ios: rows_read,
     })
 }
 
