@@ -930,6 +930,9 @@ fn report_diff_takes_what_diff_takes() {
     }
     assert_eq!(data["a"]["events"], EVENTS);
     assert_eq!(data["significant"], 0);
+    // The report of one trace reads traces only: a dataset is named as such.
+    let out = run(bin().arg("report").arg(&pq).arg("-o").arg(&page));
+    one_line_error(&out, "holds a Parquet dataset");
     // A damaged trace: refused with the flag to pass, which report takes; then a warning.
     let bytes = std::fs::read(&a).unwrap();
     let cut = d.join("cut.iod");

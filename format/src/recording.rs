@@ -167,7 +167,14 @@ pub fn trace_files_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     }
     files.sort();
     if files.is_empty() {
-        return Err(err(std::io::Error::other("no trace files (*.iod) in it")));
+        // `iodump convert`'s output (its `io` table, flat or hive-style) is not a recording.
+        let why = if dir.join("io.parquet").is_file() || dir.join("io").is_dir() {
+            "no trace files (*.iod) in it: it holds a Parquet dataset (`iodump convert`'s \
+             output), not a recording"
+        } else {
+            "no trace files (*.iod) in it"
+        };
+        return Err(err(std::io::Error::other(why)));
     }
     Ok(files)
 }
