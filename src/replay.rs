@@ -53,7 +53,8 @@ pub enum BeyondArg {
 #[derive(Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct ReplayArgs {
-    /// Trace to replay.
+    /// Trace to replay, or a directory holding one recording in parts (`record -o DIR/
+    /// --rotate`).
     pub file: PathBuf,
     /// Block device or regular file that receives the I/O of every recorded device not
     /// given with --map.

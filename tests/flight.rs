@@ -146,6 +146,30 @@ fn a_recording_in_parts_reads_as_one_trace() {
         .arg(&dir)
         .args(["--kind", "iops", "-o"])
         .arg(d.join("p.svg"))));
+    // replay takes the directory: the same I/O as the file, op by op (reads only, onto a
+    // sparse file).
+    let target = d.join("target.img");
+    std::fs::File::create(&target)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let replay = |input: &Path| {
+        let out = run(bin()
+            .arg("replay")
+            .arg(input)
+            .arg("--target")
+            .arg(&target)
+            .args(["--no-stall", "--json"]));
+        ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ops = v["ops"].as_object().unwrap().clone();
+        ops.into_iter()
+            .map(|(op, c)| (op, c["recorded"].clone(), c["replayed"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let ops = replay(&one);
+    assert!(ops.iter().any(|(_, _, n)| n.as_u64() > Some(0)), "{ops:?}");
+    assert_eq!(replay(&dir), ops);
     // Another recording in the same directory: two traces, apart.
     ok(&run(bin()
         .args([
@@ -177,6 +201,14 @@ fn a_recording_in_parts_reads_as_one_trace() {
         .args(["--format", "csv", "-o"])
         .arg(d.join("c.csv")));
     one_line_error(&out, "holds 2 traces");
+    // Nor for replay.
+    let out = run(bin()
+        .arg("replay")
+        .arg(&dir)
+        .arg("--target")
+        .arg(&target)
+        .arg("--no-stall"));
+    one_line_error(&out, "holds 2 recordings");
 }
 
 /// Bad values are one-line errors before anything is recorded (no root needed: nothing is

@@ -18,6 +18,14 @@ pub enum ReplayError {
         /// Why.
         source: ReadError,
     },
+    /// What was named holds several recordings (a directory of ring snapshots, or of
+    /// several recorders' parts): a replay replays one.
+    NotOneRecording {
+        /// The file or directory named.
+        path: PathBuf,
+        /// Recordings found in it.
+        recordings: usize,
+    },
     /// A target could not be opened or inspected.
     Open {
         /// The target.
@@ -166,6 +174,12 @@ impl fmt::Display for ReplayError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReplayError::Trace { path, .. } => write!(f, "cannot read trace {}", path.display()),
+            ReplayError::NotOneRecording { path, recordings } => write!(
+                f,
+                "{} holds {recordings} recordings (each ring snapshot is one, and so is each \
+                 recorder's set of parts): give the files of one",
+                path.display()
+            ),
             ReplayError::Open { path, .. } => write!(f, "cannot open target {}", path.display()),
             ReplayError::NotBlockOrFile { path } => write!(
                 f,

@@ -226,12 +226,28 @@ fn buffer_slots(plan: &Plan, memory_limit_bytes: u64) -> Result<u32, ReplayError
     Ok(slots)
 }
 
+/// The recording at `path`: a trace file (one part of a recording in parts is that part
+/// alone), or a directory that holds one recording (`record -o DIR/ --rotate …`: its parts
+/// read as one trace).
+fn open_recording(path: &std::path::Path) -> Result<Reader, ReplayError> {
+    let mut traces = iodump_format::recording::open_traces(&[path.to_path_buf()]).map_err(|e| {
+        ReplayError::Trace {
+            path: e.path,
+            source: e.source,
+        }
+    })?;
+    if traces.len() != 1 {
+        return Err(ReplayError::NotOneRecording {
+            path: path.to_path_buf(),
+            recordings: traces.len(),
+        });
+    }
+    Ok(traces.remove(0).reader)
+}
+
 /// Reads the trace, opens the targets (safety checks included) and builds the plan.
 pub fn prepare(cfg: &ReplayConfig) -> Result<Prepared, ReplayError> {
-    let reader = Reader::open(&cfg.trace).map_err(|source| ReplayError::Trace {
-        path: cfg.trace.clone(),
-        source,
-    })?;
+    let reader = open_recording(&cfg.trace)?;
     let t = open_targets(cfg, &reader)?;
     let po = PlanOptions {
         allow_writes: cfg.allow_writes,
