@@ -337,7 +337,7 @@ fn check_table_fits(events: u64, available_bytes: Option<u64>) -> Result<(), Ana
 }
 
 /// `MemAvailable` of /proc/meminfo, when it can be read.
-fn mem_available_bytes() -> Option<u64> {
+pub(crate) fn mem_available_bytes() -> Option<u64> {
     let m = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kb = m
         .lines()

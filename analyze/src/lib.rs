@@ -109,6 +109,16 @@ pub enum AnalyzeError {
         /// Memory available (`MemAvailable`).
         available_bytes: u64,
     },
+    /// Scoring a replay would need more memory than is available (it holds every I/O of
+    /// both recordings).
+    TooLargeToScore {
+        /// I/Os of both recordings.
+        ios: u64,
+        /// Memory it would take (estimate).
+        need_bytes: u64,
+        /// Memory available (`MemAvailable`).
+        available_bytes: u64,
+    },
     /// The query engine panicked.
     EnginePanicked {
         /// The panic's message.
@@ -211,6 +221,17 @@ impl fmt::Display for AnalyzeError {
                 "the in-memory table of {events} events needs about {:.1} GB and {:.1} GB are \
                  available: narrow it with --filter, or `iodump convert` the trace and query \
                  the Parquet with DuckDB",
+                *need_bytes as f64 / 1e9,
+                *available_bytes as f64 / 1e9
+            ),
+            AnalyzeError::TooLargeToScore {
+                ios,
+                need_bytes,
+                available_bytes,
+            } => write!(
+                f,
+                "scoring the replay holds both recordings' {ios} I/Os in memory, about {:.1} GB, \
+                 and {:.1} GB are available: score a part with --filter (the part replayed)",
                 *need_bytes as f64 / 1e9,
                 *available_bytes as f64 / 1e9
             ),
