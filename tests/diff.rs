@@ -341,16 +341,23 @@ fn an_added_process_and_a_slower_device_are_found() {
 fn a_trace_and_its_parquet_dataset_do_not_differ() {
     let d = TempDir::new("diff-parquet");
     let a = write_edited(&d.join("a.iod"), 13, Vec::new(), |e| vec![*e]);
+    against_its_dataset(&d, &a, &["--group-by", "total,dev,proc,file"]);
+}
+
+/// Converts trace `a` into a Parquet dataset in `d` and compares them with `args`: no figure
+/// changed significantly, and every group is matched (none is on one side only). The
+/// dataset and the rows.
+fn against_its_dataset(d: &TempDir, a: &Path, args: &[&str]) -> (PathBuf, Vec<Value>) {
     let pq = d.join("a-parquet");
-    ok(&run(bin().arg("convert").arg(&a).arg("-o").arg(&pq)));
-    let rows = diff_rows(&a, &pq, &["--group-by", "total,dev,proc,file"]);
+    ok(&run(bin().arg("convert").arg(a).arg("-o").arg(&pq)));
+    let rows = diff_rows(a, &pq, args);
     assert!(significant(&rows).is_empty(), "{:?}", significant(&rows));
-    // Every group is matched: none is on one side only.
     let one_sided: Vec<&Value> = rows
         .iter()
         .filter(|r| r["metric"] == "ios" && (r["a"] == 0 || r["b"] == 0))
         .collect();
     assert!(one_sided.is_empty(), "{one_sided:?}");
+    (pq, rows)
 }
 
 #[test]
@@ -407,15 +414,7 @@ fn a_trace_with_cgroups_and_its_parquet_dataset_do_not_differ() {
         },
         None,
     );
-    let pq = d.join("a-parquet");
-    ok(&run(bin().arg("convert").arg(&a).arg("-o").arg(&pq)));
-    let rows = diff_rows(&a, &pq, &[]);
-    assert!(significant(&rows).is_empty(), "{:?}", significant(&rows));
-    let one_sided: Vec<&Value> = rows
-        .iter()
-        .filter(|r| r["metric"] == "ios" && (r["a"] == 0 || r["b"] == 0))
-        .collect();
-    assert!(one_sided.is_empty(), "{one_sided:?}");
+    let (pq, rows) = against_its_dataset(&d, &a, &[]);
     // The cgroups are groups on both sides, by the same names, with the trace's figures.
     let mut names: Vec<&str> = rows
         .iter()
