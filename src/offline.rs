@@ -153,6 +153,10 @@ pub struct ReportArgs {
     /// what can be decoded anyway.
     #[arg(long)]
     pub allow_damaged: bool,
+    /// When two traces are compared: compare the I/Os this keeps (the -f language), as
+    /// `iodump diff --filter`; the page's CDFs and timelines are of those I/Os too.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -614,6 +618,11 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     if a.diff || (a.files.len() == 2 && !a.sections) {
         return run_report_diff(a);
     }
+    if a.filter.is_some() {
+        usage_bail!(
+            "--filter applies to the comparison of two traces (report A B); a report shows all I/O"
+        );
+    }
     let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
         .into_iter()
         .map(|t| (t.name, t.reader))
@@ -649,6 +658,11 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let mut cfg = iodump_analyze::diff::DiffConfig::new(vec![fa.clone()], vec![fb.clone()]);
     cfg.allow_damaged = a.allow_damaged;
+    cfg.filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::args::parse_filter("--filter", f))
+        .transpose()?;
     let s = iodump_analyze::report_diff::write_diff_report(&cfg, &a.output, &|_| {})?;
     eprintln!(
         "iodump: wrote {} (A {} I/Os, B {} I/Os, {} figures changed significantly, {} bytes)",
@@ -658,6 +672,11 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         s.significant,
         s.html_bytes
     );
+    for (label, path, events) in [("A", fa, s.events[0]), ("B", fb, s.events[1])] {
+        if events == 0 {
+            warn_no_io(a.filter.is_some(), &format!("{label} ({})", path.display()));
+        }
+    }
     if let Some((trace, d)) = s.damaged.first() {
         eprintln!(
             "iodump: warning: {} damaged chunk(s) skipped, the comparison is of what could be decoded (first: {trace}: {d})",

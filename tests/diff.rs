@@ -929,6 +929,25 @@ fn report_diff_takes_what_diff_takes() {
     }
     assert_eq!(data["a"]["events"], EVENTS);
     assert_eq!(data["significant"], 0);
+    // With a filter: the page is of the I/Os it keeps, on both sides.
+    ok(&run(bin()
+        .arg("report")
+        .arg(&a)
+        .arg(&pq)
+        .args(["--filter", "bytes > 8192", "-o"])
+        .arg(&page)));
+    let data = common::embedded_report_data(&std::fs::read_to_string(&page).unwrap());
+    let kept = data["a"]["events"].as_u64().unwrap();
+    assert!(kept > 0 && kept < EVENTS, "{kept}");
+    for k in ["events", "ios", "bytes", "latency_cdf"] {
+        assert_eq!(data["a"][k], data["b"][k], "{k}");
+    }
+    let out = run(bin()
+        .arg("report")
+        .arg(&a)
+        .args(["--filter", "bytes > 8192", "-o"])
+        .arg(&page));
+    usage_error(&out, "--filter applies to the comparison of two traces");
     // The report of one trace reads traces only: a dataset is named as such.
     let out = run(bin().arg("report").arg(&pq).arg("-o").arg(&page));
     one_line_error(&out, "holds a Parquet dataset");
