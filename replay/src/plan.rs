@@ -108,7 +108,8 @@ pub struct Stream {
 /// Where I/O that does not fit in a target goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Beyond {
-    /// Offsets past the end wrap around, keeping their alignment up to 1 MiB ([`wrap`]).
+    /// Offsets past the end wrap around, keeping their alignment up to 1 MiB (the offset
+    /// modulo the largest multiple of 1 MiB that fits).
     #[default]
     Wrap,
     /// I/O past the end is skipped and counted.
