@@ -315,6 +315,8 @@ pub(crate) fn parquet_filter_mask<'c>(
     let bytes = u32c("bytes")?;
     let error = IntColumn::of(b, "error")?;
     let cpu = IntColumn::of(b, "cpu")?;
+    // A row's cgroup is looked up only for a filter that reads it.
+    let cgroups = f.uses_cgroup_table();
     let mut mask = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
         let (ma, mi) = dev_t.value(i).split_once(':').unwrap_or(("0", "0"));
@@ -348,7 +350,9 @@ pub(crate) fn parquet_filter_mask<'c>(
             comm: &c,
             path: &p,
             dev: dev.value(i),
-            cgroup: cgroup_of(trace.value(i), e.cgroup_id),
+            cgroup: cgroups
+                .then(|| cgroup_of(trace.value(i), e.cgroup_id))
+                .flatten(),
         };
         mask.push(f.eval(&e, &v));
     }
