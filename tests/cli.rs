@@ -197,6 +197,43 @@ fn bad_input_gives_one_line_and_nonzero_exit() {
         "nope",
     ]));
     assert_eq!(out.status.code(), Some(2));
+
+    // Every offline command names the input it could not read.
+    let garbage = garbage.to_str().unwrap();
+    for args in [
+        vec!["analyze", garbage, "--summary"],
+        vec!["analyze", garbage, "--top-files"],
+        vec!["analyze", garbage, "--engine", "polars", "--summary"],
+    ] {
+        let out = run(bin().args(&args));
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let line = error_line(&out);
+        assert!(
+            line.contains("garbage.iod") && line.contains("not an iodump trace"),
+            "{args:?}: {line}"
+        );
+    }
+    // A directory that is neither a recording in parts nor a Parquet dataset is named as such
+    // (not as a dataset without its io table).
+    let dir = d.join("nothing-here");
+    std::fs::create_dir(&dir).unwrap();
+    let dir = dir.to_str().unwrap();
+    let good = d.join("good.iod");
+    synth(&good, 1000, "oltp", 1);
+    let good = good.to_str().unwrap();
+    for args in [
+        vec!["analyze", dir, "--summary"],
+        vec!["diff", good, dir],
+        vec!["diff", dir, good],
+    ] {
+        let out = run(bin().args(&args));
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let line = error_line(&out);
+        assert!(
+            line.contains("nothing-here") && line.contains("neither a recording"),
+            "{args:?}: {line}"
+        );
+    }
 }
 
 #[test]

@@ -585,17 +585,7 @@ pub fn read_side(
                 }
             }
         },
-    )
-    .map_err(|e| match e {
-        // Say which input could not be read.
-        AnalyzeError::Read(source) => AnalyzeError::Open {
-            path: inputs
-                .first()
-                .map_or_else(PathBuf::new, |i| i.path().to_path_buf()),
-            source,
-        },
-        e => e,
-    })?;
+    )?;
     if let Some((trace, d)) = info.damaged.first() {
         if info.kept == 0 && filter.is_none() {
             return Err(AnalyzeError::NothingReadable {

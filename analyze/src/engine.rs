@@ -303,13 +303,7 @@ pub(crate) fn check_cgroup_tables(inputs: &[InputPath]) -> Result<(), AnalyzeErr
             }
             continue;
         }
-        let r = p.open_trace().map_err(|e| match e {
-            AnalyzeError::Read(source) => AnalyzeError::Open {
-                path: p.path().to_path_buf(),
-                source,
-            },
-            e => e,
-        })?;
+        let r = p.open_trace()?;
         if !r.tables().has_cgroup_table() {
             return Err(AnalyzeError::NoCgroupTable {
                 trace: p.path().to_path_buf(),
@@ -382,15 +376,22 @@ mod tests {
 
     #[test]
     fn traces_and_parquet_are_not_mixed() {
-        // An empty directory (a directory holding .iod files would be a recording's).
+        // A directory with an io table is a dataset (one holding .iod files would be a
+        // recording's); an empty one is neither.
         let dir = std::env::temp_dir().join(format!("iodump-mixed-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let files = vec![dir.clone(), dir.join("no-such-trace.iod")];
         let q = Query {
             question: Question::Summary,
             engine: Engine::OnePass,
             filter: None,
         };
+        assert!(matches!(
+            Inputs::check(&q, std::slice::from_ref(&dir)),
+            Err(AnalyzeError::NotAnInput { path }) if path == dir
+        ));
+        std::fs::create_dir_all(dir.join("io")).unwrap();
+        std::fs::write(dir.join("io/part-0.parquet"), b"").unwrap();
+        let files = vec![dir.clone(), dir.join("no-such-trace.iod")];
         assert!(matches!(
             Inputs::check(&q, &files),
             Err(AnalyzeError::MixedInputs)
@@ -407,8 +408,10 @@ mod tests {
             engine: Engine::OnePass,
             filter: Some(Expr::for_cgroup("/system.slice")),
         };
+        // A stand-in dataset: an io table, no cgroups table.
         let dir = std::env::temp_dir().join(format!("iodump-cg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(dir.join("io")).unwrap();
+        std::fs::write(dir.join("io/part-0.parquet"), b"").unwrap();
         let files = vec![dir.clone()];
         assert!(matches!(
             Inputs::check(&q, &files),

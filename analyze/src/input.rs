@@ -113,6 +113,9 @@ impl InputPath {
         let mut traces = traces.into_iter();
         for p in paths {
             if p.is_dir() && !is_trace_dir(p) {
+                if crate::parquet_input::parquet_files(p, "io").is_empty() {
+                    return Err(AnalyzeError::NotAnInput { path: p.clone() });
+                }
                 out.push(InputPath::Parquet(p.clone()));
             } else if let Some(t) = traces.next() {
                 out.push(t);
@@ -171,7 +174,10 @@ impl InputPath {
     pub fn open_trace(&self) -> Result<Reader, AnalyzeError> {
         match self {
             InputPath::Trace { files, .. } if files.len() == 1 => {
-                Reader::open(&files[0]).map_err(AnalyzeError::Read)
+                Reader::open(&files[0]).map_err(|source| AnalyzeError::Open {
+                    path: files[0].clone(),
+                    source,
+                })
             }
             InputPath::Trace { files, .. } => {
                 let mut parts = Vec::new();

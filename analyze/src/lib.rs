@@ -37,8 +37,12 @@ use std::fmt;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum AnalyzeError {
-    /// The trace could not be read at all.
-    Read(iodump_format::ReadError),
+    /// A directory that is neither a recording in parts (no `*.iod` files at its top) nor a
+    /// Parquet dataset (no `io` table).
+    NotAnInput {
+        /// The directory.
+        path: std::path::PathBuf,
+    },
     /// A query cannot be answered on this input (no `io` table, a column missing or of
     /// another type); errors of the engine itself are [`AnalyzeError::Polars`].
     Query {
@@ -170,7 +174,11 @@ impl AnalyzeError {
 impl fmt::Display for AnalyzeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AnalyzeError::Read(e) => write!(f, "{e}"),
+            AnalyzeError::NotAnInput { path } => write!(
+                f,
+                "{}: neither a recording (no *.iod files in it) nor a Parquet dataset (no io.parquet or io/)",
+                path.display()
+            ),
             AnalyzeError::Query { message } => write!(f, "query failed: {message}"),
             AnalyzeError::NothingReadable { trace, damage } => {
                 write!(f, "{trace}: nothing could be read (first damage: {damage})")
@@ -257,7 +265,6 @@ impl std::error::Error for AnalyzeError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             // Shown through Display, so their causes are the next in the chain.
-            AnalyzeError::Read(e) => e.source(),
             AnalyzeError::Output(e) => e.source(),
             // The causes (their text is in Display too: a printer of the chain such as the
             // binary's leaves out a cause its error already ends with).

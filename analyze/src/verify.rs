@@ -81,14 +81,7 @@ fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<(Vec<Row>, u64), A
         },
         |a, b| a.extend(b),
         |t| rows.extend(t.acc),
-    )
-    .map_err(|e| match e {
-        AnalyzeError::Read(source) => AnalyzeError::Open {
-            path: path.clone(),
-            source,
-        },
-        e => e,
-    })?;
+    )?;
     if let Some((trace, d)) = info.damaged.first() {
         return Err(AnalyzeError::Damaged {
             trace: trace.clone(),
