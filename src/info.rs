@@ -38,20 +38,20 @@ fn inputs(files: &[std::path::PathBuf]) -> Vec<Result<TraceInput, InputError>> {
 
 pub fn run(a: &InfoArgs) -> anyhow::Result<ExitCode> {
     let mut damaged_files = Vec::new();
-    let mut failed = None;
+    let mut failed = false;
     let inputs = inputs(&a.files);
     let many = inputs.len() > 1;
     for (i, t) in inputs.into_iter().enumerate() {
         let t = match t {
             Ok(t) => t,
             Err(e) => {
-                let path = e.path.clone();
                 let e = anyhow::Error::new(e);
                 if !many {
                     return Err(e);
                 }
-                eprintln!("iodump: error: {e:#}");
-                failed = Some(path);
+                // One line per input that failed; the others are still shown.
+                eprintln!("iodump: error: {}", crate::one_line(&e));
+                failed = true;
                 continue;
             }
         };
@@ -91,8 +91,8 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    if let Some(p) = failed {
-        eprintln!("iodump: error: {} could not be read", p.display());
+    if failed {
+        // Its error line is above.
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{bin, error_line, ok, run, TempDir};
+use common::{bin, error_line, ok, one_line_error, run, TempDir};
 
 fn synth(path: &Path, events: u64, workload: &str, seed: u64) {
     let out = run(bin().args([
@@ -221,6 +221,13 @@ fn bad_input_gives_one_line_and_nonzero_exit() {
     let good = d.join("good.iod");
     synth(&good, 1000, "oltp", 1);
     let good = good.to_str().unwrap();
+    // info of a trace and a non-trace: the trace shown, one line for the other, its cause
+    // once.
+    let out = run(bin().args(["info", good, garbage]));
+    one_line_error(&out, "garbage.iod: not an iodump trace");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("not an iodump trace").count(), 1, "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("good.iod"));
     for args in [
         vec!["analyze", dir, "--summary"],
         vec!["diff", good, dir],
