@@ -547,6 +547,42 @@ fn damaged_parquet_is_reported_not_fatal() {
     }
 }
 
+/// A dataset without one of the tables `convert` writes (copied in part, say) is refused with
+/// one line naming the table: without `files` every I/O would count as of no file (and a
+/// diff against its trace would find every file gone), without `processes` every process
+/// nameless.
+#[test]
+fn incomplete_dataset_is_refused() {
+    let d = common::TempDir::new("analyze-partpq");
+    let pq = d.join("pq");
+    let trace = fixture("mixed-20k.iod");
+    ok(&run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq)));
+    ok(&run(bin().arg("analyze").arg(&pq).arg("--top-files")));
+    for table in ["processes", "files", "devices", "losses"] {
+        let file = pq.join(format!("{table}.parquet"));
+        let away = d.join(&format!("{table}.parquet"));
+        std::fs::rename(&file, &away).unwrap();
+        let html = d.join("diff.html");
+        for args in [
+            vec!["analyze".into(), pq.clone(), "--top-files".into()],
+            vec!["analyze".into(), pq.clone(), "--summary".into()],
+            vec!["diff".into(), trace.clone(), pq.clone()],
+            vec![
+                "report".into(),
+                trace.clone(),
+                pq.clone(),
+                "-o".into(),
+                html.clone(),
+            ],
+        ] {
+            let out = run(bin().args(&args));
+            common::one_line_error(&out, &format!("without its {table} table"));
+        }
+        assert!(!html.exists());
+        std::fs::rename(&away, &file).unwrap();
+    }
+}
+
 /// Traces are written in completion order, so a device's I/Os are not quite in time order:
 /// `--seek` and `--seq-writes` put them back in order on the fly, and when a trace is too far
 /// out of order for that they say so and sort the whole table; both give polars' rows.

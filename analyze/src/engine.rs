@@ -374,6 +374,15 @@ mod tests {
         assert_eq!(catch_engine_panic(|| Ok(3)).unwrap(), 3);
     }
 
+    /// Makes `dir` look like a dataset to the input's check: an empty part file for each
+    /// table but `cgroups` (nothing in them is read by these tests).
+    fn stand_in_dataset(dir: &std::path::Path) {
+        for t in crate::input::DATASET_TABLES {
+            std::fs::create_dir_all(dir.join(t)).unwrap();
+            std::fs::write(dir.join(t).join("part-0.parquet"), b"").unwrap();
+        }
+    }
+
     #[test]
     fn traces_and_parquet_are_not_mixed() {
         // A directory with an io table is a dataset (one holding .iod files would be a
@@ -389,8 +398,7 @@ mod tests {
             Inputs::check(&q, std::slice::from_ref(&dir)),
             Err(AnalyzeError::NotAnInput { path }) if path == dir
         ));
-        std::fs::create_dir_all(dir.join("io")).unwrap();
-        std::fs::write(dir.join("io/part-0.parquet"), b"").unwrap();
+        stand_in_dataset(&dir);
         let files = vec![dir.clone(), dir.join("no-such-trace.iod")];
         assert!(matches!(
             Inputs::check(&q, &files),
@@ -408,10 +416,9 @@ mod tests {
             engine: Engine::OnePass,
             filter: Some(Expr::for_cgroup("/system.slice")),
         };
-        // A stand-in dataset: an io table, no cgroups table.
+        // A stand-in dataset without a cgroups table.
         let dir = std::env::temp_dir().join(format!("iodump-cg-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("io")).unwrap();
-        std::fs::write(dir.join("io/part-0.parquet"), b"").unwrap();
+        stand_in_dataset(&dir);
         let files = vec![dir.clone()];
         assert!(matches!(
             Inputs::check(&q, &files),

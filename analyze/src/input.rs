@@ -113,9 +113,7 @@ impl InputPath {
         let mut traces = traces.into_iter();
         for p in paths {
             if p.is_dir() && !is_trace_dir(p) {
-                if crate::parquet_input::parquet_files(p, "io").is_empty() {
-                    return Err(AnalyzeError::NotAnInput { path: p.clone() });
-                }
+                check_dataset(p)?;
                 out.push(InputPath::Parquet(p.clone()));
             } else if let Some(t) = traces.next() {
                 out.push(t);
@@ -193,6 +191,30 @@ impl InputPath {
                 message: format!("{} is a Parquet dataset, not a trace", p.display()),
             }),
         }
+    }
+}
+
+/// The tables every dataset `iodump convert` writes (`cgroups` came later: older datasets do
+/// not have it). Without `files` every I/O would count as of no file, without `processes`
+/// every process as of no name: a dataset that lacks one is refused rather than answered
+/// wrongly.
+pub const DATASET_TABLES: [&str; 5] = ["io", "processes", "files", "devices", "losses"];
+
+/// Checks that directory `dir` (not a recording's) is a dataset with every table of
+/// [`DATASET_TABLES`].
+fn check_dataset(dir: &Path) -> Result<(), AnalyzeError> {
+    let has = |table| !crate::parquet_input::parquet_files(dir, table).is_empty();
+    if !has("io") {
+        return Err(AnalyzeError::NotAnInput {
+            path: dir.to_path_buf(),
+        });
+    }
+    match DATASET_TABLES.into_iter().find(|t| !has(t)) {
+        Some(table) => Err(AnalyzeError::IncompleteDataset {
+            path: dir.to_path_buf(),
+            table,
+        }),
+        None => Ok(()),
     }
 }
 

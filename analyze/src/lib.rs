@@ -43,6 +43,14 @@ pub enum AnalyzeError {
         /// The directory.
         path: std::path::PathBuf,
     },
+    /// A Parquet dataset without one of the tables `iodump convert` writes
+    /// ([`input::DATASET_TABLES`]).
+    IncompleteDataset {
+        /// The dataset's directory.
+        path: std::path::PathBuf,
+        /// The table it lacks.
+        table: &'static str,
+    },
     /// A query cannot be answered on this input (no `io` table, a column missing or of
     /// another type); errors of the engine itself are [`AnalyzeError::Polars`].
     Query {
@@ -178,6 +186,12 @@ impl fmt::Display for AnalyzeError {
                 f,
                 "{}: neither a recording (no *.iod files in it) nor a Parquet dataset (no io.parquet or io/)",
                 path.display()
+            ),
+            AnalyzeError::IncompleteDataset { path, table } => write!(
+                f,
+                "{}: a Parquet dataset without its {table} table ({table}.parquet or {table}/): iodump convert writes {}; convert the traces again",
+                path.display(),
+                crate::input::DATASET_TABLES.join(", ")
             ),
             AnalyzeError::Query { message } => write!(f, "query failed: {message}"),
             AnalyzeError::NothingReadable { trace, damage } => {
