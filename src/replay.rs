@@ -193,6 +193,22 @@ fn verify(a: &ReplayArgs) -> anyhow::Result<Option<(String, serde_json::Value)>>
 
 pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::prepare(config(a)?)?;
+    // A score that cannot be made is refused before the replay, not after it.
+    #[cfg(feature = "analyze")]
+    if a.verify {
+        let filter = a
+            .filter
+            .as_deref()
+            .map(|f| crate::args::parse_filter("-f", f))
+            .transpose()?;
+        iodump_analyze::verify::check_before_replay(
+            &a.file,
+            filter.as_ref(),
+            session.planned_ios(),
+            a.loops,
+        )
+        .context("--verify (nothing was replayed)")?;
+    }
     for n in session.notices() {
         eprintln!("iodump: {n}");
     }

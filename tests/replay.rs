@@ -456,6 +456,15 @@ fn bad_input_gets_one_line() {
     );
     let out = replay(&[&s(&t), "--target", &s(&img), "--engine", "aio"]);
     assert_eq!(out.status.code(), Some(2), "usage error");
+    // Every loop is laid out in memory: more loops than fit (≈ 180 I/Os × 10^7, 180 GB), or than
+    // a plan can index, are refused with one line (they aborted on a failed allocation).
+    for (loops, why) in [
+        ("10000000", "GB are available: use fewer --loops"),
+        ("4294967295", "more than one replay can hold"),
+    ] {
+        let out = replay(&[&s(&t), "--target", &s(&img), "--loops", loops]);
+        one_line_error(&out, why);
+    }
 
     // A truncated or bit-flipped trace: what is intact is replayed, with a warning.
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");

@@ -12,7 +12,7 @@
 //! diff`, the matching holds both traces' I/Os in memory (32 bytes each).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use iodump_format::expr::Expr;
 use iodump_format::segment::{col, Columns};
@@ -188,6 +188,40 @@ fn check_fits(ios: u64, need_bytes: u64, available_bytes: Option<u64>) -> Result
         }
         _ => Ok(()),
     }
+}
+
+/// Before a replay of `original` that is to be scored (`replay --verify`): refuses when
+/// scoring would not fit in memory, so that a long replay is not run for a score that cannot
+/// be made. The replay's recording holds about `planned_ios` I/Os; of the original, scoring
+/// holds what `filter` keeps (without one, every I/O; with one, at least the I/Os of one of
+/// the `loops`, which is all that is known before it is read).
+pub fn check_before_replay(
+    original: &Path,
+    filter: Option<&Expr>,
+    planned_ios: u64,
+    loops: u32,
+) -> Result<(), AnalyzeError> {
+    let ios = ios_to_score(original, filter, planned_ios, loops)?;
+    check_fits(
+        ios,
+        ios.saturating_mul(SCORE_BYTES_PER_IO),
+        crate::engine::mem_available_bytes(),
+    )
+}
+
+/// The I/Os scoring a replay of `planned_ios` I/Os of `original` will hold, as far as known
+/// before the replay ([`check_before_replay`]).
+fn ios_to_score(
+    original: &Path,
+    filter: Option<&Expr>,
+    planned_ios: u64,
+    loops: u32,
+) -> Result<u64, AnalyzeError> {
+    let original_ios = match filter {
+        None => crate::onepass::announced_rows(&InputPath::expand(&[original.to_path_buf()])?),
+        Some(_) => planned_ios / u64::from(loops.max(1)),
+    };
+    Ok(original_ios.saturating_add(planned_ios))
 }
 
 /// Scores the replay `cfg.replayed` of `cfg.original`.
@@ -471,6 +505,16 @@ mod tests {
         );
         check_fits(ios, need, Some(need)).unwrap();
         check_fits(ios, need, None).unwrap();
+    }
+
+    #[test]
+    fn what_scoring_will_hold_is_known_before_the_replay() {
+        let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/oltp-5k.iod");
+        // The whole original (5,000 I/Os, writes included) and the replay's I/Os.
+        assert_eq!(ios_to_score(&trace, None, 6_000, 2).unwrap(), 11_000);
+        // With a filter, one loop's I/Os stand for the part of the original it keeps.
+        let f = Expr::parse("op == \"read\"").unwrap();
+        assert_eq!(ios_to_score(&trace, Some(&f), 6_000, 2).unwrap(), 9_000);
     }
 
     fn row(ts_ns: u64, sector: u64, tid: u32) -> Row {

@@ -90,6 +90,18 @@ pub enum ReplayError {
         /// The limit.
         limit_bytes: u64,
     },
+    /// The plan (every loop laid out) would not fit in memory, or has more I/Os than it can
+    /// index.
+    PlanTooLarge {
+        /// I/Os of every loop.
+        ios: u64,
+        /// Loops.
+        loops: u32,
+        /// Memory it would take (estimate).
+        need_bytes: u64,
+        /// Memory available (`MemAvailable`; `u64::MAX` when not known).
+        available_bytes: u64,
+    },
     /// The I/O engine failed (not an I/O error of one request: those are counted).
     Engine {
         /// Which step.
@@ -221,6 +233,24 @@ impl fmt::Display for ReplayError {
             } => write!(
                 f,
                 "I/O buffers would need {needed_bytes} bytes, more than the limit of {limit_bytes}"
+            ),
+            ReplayError::PlanTooLarge { ios, loops, .. } if *ios > u64::from(u32::MAX) => write!(
+                f,
+                "{loops} loops make {ios} I/Os to replay, more than one replay can hold ({}): use fewer --loops and run it again",
+                u32::MAX
+            ),
+            ReplayError::PlanTooLarge {
+                ios,
+                loops,
+                need_bytes,
+                available_bytes,
+            } => write!(
+                f,
+                "{loops} loop{} of {} I/Os make {ios} I/Os to replay, which take about {:.1} GB in memory, and {:.1} GB are available: use fewer --loops, or --filter",
+                if *loops == 1 { "" } else { "s" },
+                ios / u64::from((*loops).max(1)),
+                *need_bytes as f64 / 1e9,
+                *available_bytes as f64 / 1e9
             ),
             ReplayError::Engine { what, .. } => write!(f, "I/O engine: {what}"),
             ReplayError::BadSpeed { speed } => write!(

@@ -229,6 +229,19 @@ fn buffer_slots(plan: &Plan, memory_limit_bytes: u64) -> Result<u32, ReplayError
 /// The recording at `path`: a trace file (one part of a recording in parts is that part
 /// alone), or a directory that holds one recording (`record -o DIR/ --rotate …`: its parts
 /// read as one trace).
+/// `MemAvailable` of /proc/meminfo, when it can be read.
+fn mem_available_bytes() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
 fn open_recording(path: &std::path::Path) -> Result<Reader, ReplayError> {
     let mut traces = iodump_format::recording::open_traces(&[path.to_path_buf()]).map_err(|e| {
         ReplayError::Trace {
@@ -264,6 +277,7 @@ pub fn prepare(cfg: &ReplayConfig) -> Result<Prepared, ReplayError> {
                 align_bytes: t.align_bytes,
             })
             .collect(),
+        available_bytes: mem_available_bytes(),
     };
     let plan = Plan::build(&reader, &po)?;
     let slots = buffer_slots(&plan, cfg.memory_limit_bytes)?;
