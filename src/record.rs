@@ -393,7 +393,22 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
     if cfg.flight.is_some() {
         crate::signals::install_snapshot();
     }
-    let s = record(cfg, &crate::signals::STOP)?;
+    let s = record(cfg, &crate::signals::STOP).map_err(|e| match (&e, &cfg.output) {
+        // Which file, and that what was written before the failure is kept.
+        (iodump_record::error::RecordError::Write(_), Some(p)) => {
+            let hint = match &cfg.parts {
+                Some(pc) if pc.keep.is_none() && pc.max_total_bytes.is_none() => {
+                    "; with --keep or --max-total the oldest parts are deleted to go on when the file system is full"
+                }
+                _ => "",
+            };
+            anyhow::Error::new(e).context(format!(
+                "{}: recording stopped (the trace keeps what was written before{hint})",
+                p.display()
+            ))
+        }
+        _ => e.into(),
+    })?;
     let total = s.events + s.lost_events;
     let lost_pct = if total > 0 {
         s.lost_events as f64 * 100.0 / total as f64
@@ -445,6 +460,12 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
         ));
     }
     eprintln!("{line}");
+    if let Some(n) = s.parts.map(|st| st.disk_full).filter(|&n| n > 0) {
+        eprintln!(
+            "iodump: warning: the file system was full {n} time{}: the oldest parts were deleted to go on, nothing was lost (a part cut there has no end chunk)",
+            if n == 1 { "" } else { "s" },
+        );
+    }
     // I/O in flight when the programs attached completes without a start: up to a queue
     // depth or so per device. Far more than that means the start hooks miss I/O.
     if unmatched > 256 && unmatched * 100 > s.events + unmatched {

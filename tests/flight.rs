@@ -404,6 +404,142 @@ fn rotation_loses_nothing_at_boundaries() {
     assert!(err.contains("deleted by retention"), "{err}");
 }
 
+/// A small tmpfs mounted on a directory of its own, unmounted when dropped.
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn new(dir: &Path, size: &str) -> SmallFs {
+        std::fs::create_dir_all(dir).unwrap();
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mount tmpfs on {}", dir.display());
+        SmallFs(dir.to_path_buf())
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// The file system of a recording in parts fills up: with a retention bound the recorder
+/// deletes its oldest parts and goes on, the segment that found no room written into the
+/// next part (the one it was cut from ends at its last complete chunk), with a warning on
+/// stderr; without one it stops with one line naming the directory, and what it wrote reads;
+/// so does a single file.
+#[test]
+fn a_full_file_system_costs_old_parts_not_the_recording() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("a_full_file_system_costs_old_parts_not_the_recording") {
+        return;
+    }
+    let z = zram_filled();
+    let d = TempDir::new("diskfull");
+    let fs = SmallFs::new(&d.join("small"), "512k");
+    let mut fio = fio(&z.node(), 3);
+    fio.args(["--rw=randread", "--ioengine=psync", "--iodepth=1"]);
+    let record = |dir: &Path, retention: &[&str]| {
+        let mut c = bin();
+        c.args(["record", "-d", &z.name(), "-o", dir.to_str().unwrap()])
+            .args(["--rotate", "64K"])
+            .args(retention)
+            .arg("--")
+            .arg(fio.get_program())
+            .args(fio.get_args());
+        run(&mut c)
+    };
+
+    let bounded = fs.0.join("bounded/");
+    let out = record(&bounded, &["--max-total", "10M"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: no space left in") && err.contains("nothing was lost"),
+        "{err}"
+    );
+    assert!(err.contains("deleted by retention"), "{err}");
+    // Every part left reads whole (a part cut at its last complete chunk has no end, nothing
+    // damaged); no writer loss; and the events of consecutive parts follow each other with
+    // no hole where a segment found no room.
+    let files = parts_of(&bounded);
+    assert!(files.len() >= 3, "{files:?}");
+    let mut cut = 0;
+    let mut spans = Vec::new();
+    for f in &files {
+        let r = Reader::open(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(r.validate().is_empty(), "{} damaged", f.display());
+        assert_eq!(r.events().count() as u64, r.announced_events());
+        assert!(r
+            .losses()
+            .iter()
+            .all(|l| l.reason != iodump_format::LossReason::Writer));
+        cut += usize::from(r.end().is_none() && f != files.last().unwrap());
+        let ts: Vec<u64> = r.events().map(|e| e.timestamp_ns).collect();
+        if let (Some(a), Some(b)) = (ts.iter().min(), ts.iter().max()) {
+            spans.push((*a, *b));
+        }
+    }
+    assert!(cut >= 1, "a part was cut: {files:?}");
+    // A lost segment would leave a hole as long as a part's span (a part holds one segment
+    // here); ring-buffer losses on a busy machine leave far shorter ones.
+    let part_ns = spans.iter().map(|(a, b)| b - a).max().unwrap();
+    for w in spans.windows(2) {
+        let gap_ns = w[1].0.saturating_sub(w[0].1);
+        assert!(
+            gap_ns < part_ns / 2,
+            "a hole of {gap_ns} ns between parts of {part_ns} ns"
+        );
+    }
+    ok(&run(bin().arg("analyze").arg(&bounded).arg("--summary")));
+    std::fs::remove_dir_all(&bounded).unwrap();
+
+    let unbounded = fs.0.join("unbounded/");
+    let out = record(&unbounded, &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.trim_end().lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("iodump: error: ")
+            && last.contains("unbounded/: recording stopped")
+            && last.contains("--max-total")
+            && last.contains("No space left on device"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let events = info_json(&[&unbounded])[0]["events"].as_u64().unwrap();
+    assert!(events > 0, "what was written before reads");
+    std::fs::remove_dir_all(&unbounded).unwrap();
+
+    // One file: stopped, named, and cut at its last complete chunk (read whole, no end).
+    let file = fs.0.join("one.iod");
+    let mut c = bin();
+    c.args([
+        "record",
+        "-d",
+        &z.name(),
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+    ])
+    .arg(fio.get_program())
+    .args(fio.get_args());
+    let out = run(&mut c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.trim_end().lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("iodump: error: ") && last.contains("one.iod: recording stopped"),
+        "{err}"
+    );
+    let r = Reader::open(&file).unwrap();
+    assert!(r.validate().is_empty() && r.end().is_none());
+    assert!(r.events().count() > 0);
+}
+
 /// kill -9 while parts rotate: every file left is readable, every part but the last closed.
 #[test]
 fn kill_9_during_rotation_leaves_every_file_readable() {

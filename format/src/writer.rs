@@ -236,6 +236,34 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
+    /// Loss records added but not yet in a written chunk (after a failed write: those the
+    /// output does not hold).
+    pub fn unwritten_losses(&self) -> &[Loss] {
+        &self.losses
+    }
+
+    /// The output (to cut a file at the end of its last complete chunk after a failed
+    /// write: [`WriterStats::bytes_written`] counts only chunks written whole).
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
+    /// Takes the events buffered, not in a written segment (after a failed write: those of
+    /// the segment that could not be written), to be written elsewhere; they no longer count
+    /// in [`WriterStats::events`].
+    pub fn take_buffered(&mut self) -> Vec<Event> {
+        let events = std::mem::take(&mut self.events);
+        self.stats.events -= events.len() as u64;
+        events
+    }
+
+    /// Buffers `events` (of [`Writer::take_buffered`] of another writer) as if pushed, without
+    /// writing a segment: the next [`Writer::flush`] or push writes them.
+    pub fn extend_buffered(&mut self, events: &[Event]) {
+        self.events.extend_from_slice(events);
+        self.stats.events += events.len() as u64;
+    }
+
     /// Events buffered, not yet in a written segment.
     pub fn buffered_events(&self) -> usize {
         self.events.len()
@@ -340,7 +368,10 @@ impl<W: Write> Writer<W> {
         self.scratch.starts = starts;
         self.scratch.plane_cuts = cuts;
         self.raw = raw;
-        events.clear();
+        // A segment that could not be written stays buffered ([`Writer::take_buffered`]).
+        if r.is_ok() {
+            events.clear();
+        }
         self.events = events;
         r?;
         self.stats.segments += 1;

@@ -732,3 +732,69 @@ fn framed_segments_read_whole_and_projected() {
         .is_err());
     assert!(b.is_empty());
 }
+
+/// A sink that takes `room` bytes, then fails as a full file system does.
+struct Full {
+    out: Vec<u8>,
+    room: usize,
+}
+
+impl std::io::Write for Full {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let n = b.len().min(self.room - self.out.len());
+        if n == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        }
+        self.out.extend_from_slice(&b[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A segment that could not be written stays buffered: taken from the failed writer and
+/// given to another, it is written there whole; the failed output cut at the bytes the
+/// writer counts reads as a trace of the segments before, none damaged.
+#[test]
+fn a_segment_that_found_no_room_can_be_written_elsewhere() {
+    let events = edge_events();
+    // Room for about half the trace.
+    let room = write_trace(&events, small_opts()).len() / 2;
+    let mut w = Writer::new(
+        Full {
+            out: Vec::new(),
+            room,
+        },
+        &header(),
+        small_opts(),
+    )
+    .unwrap();
+    let mut failed_at = None;
+    for (i, e) in events.iter().enumerate() {
+        if w.push(e).is_err() {
+            failed_at = Some(i);
+            break;
+        }
+    }
+    let failed_at = failed_at.expect("the sink fills up");
+    let pending = w.take_buffered();
+    assert!(!pending.is_empty() && pending.len() <= 1000);
+    assert_eq!(w.stats().events as usize, failed_at + 1 - pending.len());
+    let mut cut = w.get_ref().out.clone();
+    cut.truncate(w.stats().bytes_written as usize);
+    let before = Reader::from_bytes(cut).unwrap();
+    assert!(before.validate().is_empty());
+    assert_eq!(before.events().count() as u64, w.stats().events);
+
+    let mut next = Writer::new(Vec::new(), &header(), small_opts()).unwrap();
+    next.extend_buffered(&pending);
+    for e in &events[failed_at + 1..] {
+        next.push(e).unwrap();
+    }
+    let after = Reader::from_bytes(next.finish(EndInfo::default()).unwrap()).unwrap();
+    let mut all: Vec<Event> = before.events().collect();
+    all.extend(after.events());
+    all.sort_by_key(|e| e.timestamp_ns);
+    assert_eq!(all, sorted(events), "every event, once");
+}

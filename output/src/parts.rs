@@ -97,6 +97,9 @@ pub struct PartsStats {
     pub bytes_written: u64,
     /// Parts deleted by retention.
     pub deleted: u32,
+    /// Times the file system was full and the oldest parts were deleted to go on (only with
+    /// a retention bound: [`PartsConfig::keep`] or [`PartsConfig::max_total_bytes`]).
+    pub disk_full: u32,
 }
 
 /// The file name of a part: `iodump-YYYYmmddTHHMMSS.mmmZ-NNNNNN.iod`.
@@ -253,8 +256,10 @@ impl RotatingTrace {
     /// start the next).
     #[inline]
     pub fn push(&mut self, e: &Event) -> Result<(), PartsError> {
+        if let Err(err) = self.writer_mut()?.push(e) {
+            return self.go_on_after(err.into());
+        }
         let w = self.writer_mut()?;
-        w.push(e)?;
         if w.buffered_events() == 0 && self.cfg.max_total_bytes.is_some() {
             // A segment was just written: the directory may have grown past its bound.
             self.retain()?;
@@ -265,7 +270,9 @@ impl RotatingTrace {
     /// Writes what is buffered (once a second), keeps the directory within its bounds, and
     /// every few seconds has the part synced to disk (in the background).
     pub fn flush(&mut self) -> Result<(), PartsError> {
-        self.writer_mut()?.flush()?;
+        if let Err(err) = self.writer_mut()?.flush() {
+            return self.go_on_after(err.into());
+        }
         if self.syncer.due() {
             if let Ok(f) = self.current.try_clone_file() {
                 self.syncer.sync(f);
@@ -314,20 +321,27 @@ impl RotatingTrace {
     }
 
     fn close_current(&mut self, end: EndInfo) -> Result<(), PartsError> {
-        let Some(w) = self.writer.take() else {
+        let Some(mut w) = self.writer.take() else {
             return Ok(());
         };
+        // After a failed write (a full file system) the part may end in part of a chunk: it
+        // is cut at the last complete one, so that it reads as a part that did not finish,
+        // not as a damaged one.
+        let flushed = w.flush();
         let ws = w.stats();
-        let r = w.finish(end);
         self.stats.events += ws.events;
         self.stats.lost_events += ws.lost_events;
-        match r {
+        let file = w.get_ref().try_clone().ok();
+        match flushed.and_then(|()| w.finish(end)) {
             Ok(f) => {
                 self.stats.bytes_written += f.metadata().map(|m| m.len()).unwrap_or(0);
                 self.syncer.sync(f);
                 Ok(())
             }
             Err(e) => {
+                if let Some(f) = file {
+                    let _ = f.set_len(ws.bytes_written);
+                }
                 self.stats.bytes_written += ws.bytes_written;
                 Err(e.into())
             }
@@ -341,6 +355,107 @@ impl RotatingTrace {
         r?;
         self.retain()?;
         Ok(self.stats)
+    }
+
+    /// After `err` writing the part: when it is the file system being full and the directory
+    /// has a retention bound (its old parts are there to be deleted), the part is cut at its
+    /// last complete chunk (a part without an end, read as such), and the oldest parts are
+    /// deleted until the next part can be started with what the failed write held (the
+    /// segment and loss records that found no room): nothing is lost, the recording goes on.
+    /// Otherwise, and when no older part is left to delete, `err`.
+    #[cold]
+    fn go_on_after(&mut self, err: PartsError) -> Result<(), PartsError> {
+        let bounded = self.cfg.keep.is_some() || self.cfg.max_total_bytes.is_some();
+        if !bounded || !is_disk_full(&err) {
+            return Err(err);
+        }
+        let Some(mut w) = self.writer.take() else {
+            return Err(err);
+        };
+        let pending = w.take_buffered();
+        let unwritten: Vec<Loss> = w.unwritten_losses().to_vec();
+        let ws = w.stats();
+        let file = w.get_ref().try_clone();
+        drop(w);
+        file.and_then(|f| f.set_len(ws.bytes_written))
+            .map_err(|source| {
+                PartsError::Output(OutputError::Io {
+                    path: self.current.path().to_path_buf(),
+                    what: "cannot cut the part at its last complete chunk".into(),
+                    source,
+                })
+            })?;
+        let unwritten_lost: u64 = unwritten.iter().map(|l| l.count).sum();
+        self.stats.events += ws.events;
+        self.stats.lost_events += ws.lost_events - unwritten_lost;
+        self.stats.bytes_written += ws.bytes_written;
+        let cut = self.current.path().to_path_buf();
+        self.part += 1;
+        loop {
+            if !self.delete_oldest(&cut)? {
+                return Err(err);
+            }
+            let now = now_pair();
+            // The part is committed (given its name) only once what found no room is in it.
+            let next = open_part(
+                &self.cfg.dir,
+                &self.template,
+                &self.opts,
+                &self.recording,
+                self.part,
+                now,
+                &self.mirror,
+            )
+            .and_then(|(mut current, mut writer)| {
+                for l in &unwritten {
+                    writer.add_loss(*l)?;
+                }
+                writer.extend_buffered(&pending);
+                writer.flush()?;
+                current.commit()?;
+                Ok((current, writer))
+            });
+            match next {
+                Ok((current, writer)) => {
+                    self.current = current;
+                    self.writer = Some(writer);
+                    self.part_start_mono_ns = now.1;
+                    break;
+                }
+                Err(e) if is_disk_full(&e) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        self.stats.parts += 1;
+        self.stats.disk_full += 1;
+        Ok(())
+    }
+
+    /// Deletes the oldest part file of the directory but `keep_path` (the part just cut) and
+    /// the one being written; false when there is none.
+    fn delete_oldest(&mut self, keep_path: &Path) -> Result<bool, PartsError> {
+        let parts = list_parts(&self.cfg.dir).map_err(|e| {
+            PartsError::Output(OutputError::Io {
+                path: self.cfg.dir.clone(),
+                what: "cannot list the directory".into(),
+                source: e,
+            })
+        })?;
+        let Some((p, _)) = parts.into_iter().find(|(p, _)| p != keep_path) else {
+            return Ok(false);
+        };
+        match std::fs::remove_file(&p) {
+            Ok(()) => {
+                self.stats.deleted += 1;
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+            Err(e) => Err(PartsError::Output(OutputError::Io {
+                path: p,
+                what: "cannot delete it (retention)".into(),
+                source: e,
+            })),
+        }
     }
 
     /// Deletes the oldest part files of the directory (by name: by start time) while there are
@@ -387,6 +502,41 @@ impl RotatingTrace {
         }
         Ok(())
     }
+}
+
+/// True when `e` comes from the file system being full (or a quota reached).
+fn is_disk_full(e: &PartsError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            ) {
+                return true;
+            }
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// Wall-clock and monotonic ns, read together (a part's header ties the two).
+fn now_pair() -> (i64, u64) {
+    let mut rt = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let mut mono = rt;
+    // SAFETY: clock_gettime only writes the timespecs we pass, which live on our stack.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut mono);
+        libc::clock_gettime(libc::CLOCK_REALTIME, &mut rt);
+    }
+    (
+        rt.tv_sec * 1_000_000_000 + rt.tv_nsec,
+        mono.tv_sec as u64 * 1_000_000_000 + mono.tv_nsec as u64,
+    )
 }
 
 /// The part files of `dir` (regular files only, links are not followed) with their sizes,

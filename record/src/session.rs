@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -501,6 +501,9 @@ struct Session<'c, 'l> {
     start_mono_ns: u64,
     started: Instant,
     last_flush: Instant,
+    /// Times a full file system was reported (a recording in parts goes on by deleting its
+    /// oldest parts).
+    disk_full_reported: u32,
     last_batch_flush: Instant,
     command_status: Option<i32>,
 }
@@ -580,6 +583,7 @@ impl<'c, 'l> Session<'c, 'l> {
             start_mono_ns: header.monotonic_ns,
             started: Instant::now(),
             last_flush: Instant::now(),
+            disk_full_reported: 0,
             last_batch_flush: Instant::now(),
             command_status: None,
         })
@@ -654,6 +658,16 @@ impl<'c, 'l> Session<'c, 'l> {
         }
         if let Err(e) = self.sinks.flush(now) {
             result = Err(e);
+        }
+        if let Some(p) = &self.sinks.parts {
+            let st = p.stats();
+            if st.disk_full > self.disk_full_reported {
+                self.disk_full_reported = st.disk_full;
+                eprintln!(
+                    "iodump: warning: no space left in {}: deleted its oldest parts to go on (nothing lost)",
+                    p.current_path().parent().unwrap_or(Path::new(".")).display(),
+                );
+            }
         }
         if let Some(p) = &mut self.sinks.printer {
             p.flush();
@@ -765,20 +779,28 @@ impl<'c, 'l> Session<'c, 'l> {
                 Err(e) => result = result.and(Err(e.into())),
             }
         }
-        if let Some(w) = self.sinks.writer.take() {
+        if let Some(mut w) = self.sinks.writer.take() {
             let end = EndInfo {
                 end_monotonic_ns: monotonic_ns(),
                 command_exit_status: self.command_status,
                 ..EndInfo::default()
             };
-            let stats_before = w.stats();
-            match w.finish(end) {
+            // After a failed write (a full file system) the file may end in part of a
+            // chunk: it is cut at the last complete one, so that it reads as a trace that did
+            // not finish, not as a damaged one.
+            let flushed = w.flush();
+            let good_bytes = w.stats().bytes_written;
+            let file = w.get_ref().try_clone().ok();
+            match flushed.and_then(|()| w.finish(end)) {
                 Ok(f) => {
                     let _ = f.sync_all();
                     summary.bytes_written = f.metadata().map(|m| m.len()).unwrap_or(0);
                 }
                 Err(e) => {
-                    summary.bytes_written = stats_before.bytes_written;
+                    if let Some(f) = file {
+                        let _ = f.set_len(good_bytes).and_then(|()| f.sync_all());
+                    }
+                    summary.bytes_written = good_bytes;
                     result = result.and(Err(write_err(e)));
                 }
             }
