@@ -437,6 +437,12 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
         ));
     } else if cfg.flight.is_some() {
         line.push_str(&format!("; {} snapshot(s) saved", s.snapshots.len()));
+        if !s.failed_snapshots.is_empty() {
+            line.push_str(&format!(
+                ", {} not saved whole (warnings above)",
+                s.failed_snapshots.len()
+            ));
+        }
     } else if let Some(p) = &cfg.output {
         line.push_str(&format!(
             "; wrote {} ({} bytes, {:.2} bytes/event)",
@@ -512,6 +518,14 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
     }
     if let Some(st) = s.command_status {
         return Ok(ExitCode::from(st.clamp(0, 255) as u8));
+    }
+    if let Some((p, why)) = s.failed_snapshots.first() {
+        eprintln!(
+            "iodump: error: {} snapshot(s) could not be saved whole (first: {}: {why})",
+            s.failed_snapshots.len(),
+            p.display()
+        );
+        return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -538,6 +538,93 @@ fn a_full_file_system_costs_old_parts_not_the_recording() {
     let r = Reader::open(&file).unwrap();
     assert!(r.validate().is_empty() && r.end().is_none());
     assert!(r.events().count() > 0);
+    std::fs::remove_file(&file).unwrap();
+
+    // A ring larger than the room left: its snapshot cannot be saved whole; the ring goes on,
+    // and the exit status says a snapshot failed; what is left in the directory reads.
+    let ring = fs.0.join("ring/");
+    let rec = record_into(&z.name(), &ring, &["--ring", "60s"]);
+    assert!(fio.status().unwrap().success());
+    rec.signal(libc::SIGUSR1);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (st, _, err) = rec.stop();
+    assert_eq!(st.code(), Some(1), "{err}");
+    assert!(err.contains("the ring goes on"), "{err}");
+    let last = err.trim_end().lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("iodump: error: 1 snapshot(s) could not be saved whole"),
+        "{err}"
+    );
+    for e in std::fs::read_dir(&ring).unwrap() {
+        let p = e.unwrap().path();
+        let r = Reader::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(r.validate().is_empty(), "{} damaged", p.display());
+    }
+}
+
+/// CLOCK_MONOTONIC now, in ns (the clock of event timestamps).
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass, which lives on our stack.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Under more I/O than the recorder keeps up with (full-speed reads on zram against a debug
+/// build), SIGUSR1 is still answered at once: the snapshot holds the window before the
+/// signal and the `--after` that follows it (the session drained the ring buffer until
+/// empty, which it never was, and answered the signal only once the load stopped).
+#[test]
+fn sigusr1_is_answered_under_overload() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("sigusr1_is_answered_under_overload") {
+        return;
+    }
+    let z = zram_filled();
+    let d = TempDir::new("overload");
+    let dir = d.join("ring/");
+    let rec = record_into(&z.name(), &dir, &["--ring", "1s", "--after", "2s"]);
+    // Two readers, one per CPU: the recorder's consumer gets a share of a CPU at most.
+    let mut load = fio(&z.node(), 5);
+    load.args([
+        "--rw=randread",
+        "--ioengine=psync",
+        "--iodepth=1",
+        "--numjobs=2",
+    ]);
+    let mut load = load.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    let signal_ns = monotonic_ns();
+    rec.signal(libc::SIGUSR1);
+    assert!(load.wait().unwrap().success());
+    let (_, _, err) = rec.stop();
+    let files = parts_of_any(&dir);
+    assert_eq!(files.len(), 1, "{files:?} {err}");
+    let v = &info_json(&[&files[0]])[0];
+    let (first, last) = (
+        v["first_timestamp_ns"].as_u64().unwrap(),
+        v["last_timestamp_ns"].as_u64().unwrap(),
+    );
+    assert!(
+        first + 500_000_000 < signal_ns && last > signal_ns + 1_000_000_000,
+        "the snapshot spans {:.2} s before the signal to {:.2} s after it: {err}",
+        (signal_ns as f64 - first as f64) / 1e9,
+        (last as f64 - signal_ns as f64) / 1e9
+    );
+}
+
+/// The trace files in `dir`, whatever their names.
+fn parts_of_any(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "iod"))
+        .collect();
+    v.sort();
+    v
 }
 
 /// kill -9 while parts rotate: every file left is readable, every part but the last closed.

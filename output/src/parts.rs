@@ -297,12 +297,9 @@ impl RotatingTrace {
         by_size || by_age
     }
 
-    /// Closes the part being written (everything buffered goes into it; then its end and
-    /// footer) and starts the next at `now`. `end` says when and how the part ended.
-    pub fn rotate(&mut self, end: EndInfo, now: (i64, u64)) -> Result<(), PartsError> {
-        self.close_current(end)?;
-        self.part += 1;
-        let (mut current, mut writer) = open_part(
+    /// Creates part `self.part`, starting at `now` ([`open_part`]).
+    fn open_next(&self, now: (i64, u64)) -> Result<(OutputFile, Writer<File>), PartsError> {
+        open_part(
             &self.cfg.dir,
             &self.template,
             &self.opts,
@@ -310,7 +307,15 @@ impl RotatingTrace {
             self.part,
             now,
             &self.mirror,
-        )?;
+        )
+    }
+
+    /// Closes the part being written (everything buffered goes into it; then its end and
+    /// footer) and starts the next at `now`. `end` says when and how the part ended.
+    pub fn rotate(&mut self, end: EndInfo, now: (i64, u64)) -> Result<(), PartsError> {
+        self.close_current(end)?;
+        self.part += 1;
+        let (mut current, mut writer) = self.open_next(now)?;
         writer.flush()?;
         current.commit()?;
         self.current = current;
@@ -397,16 +402,7 @@ impl RotatingTrace {
             }
             let now = now_pair();
             // The part is committed (given its name) only once what found no room is in it.
-            let next = open_part(
-                &self.cfg.dir,
-                &self.template,
-                &self.opts,
-                &self.recording,
-                self.part,
-                now,
-                &self.mirror,
-            )
-            .and_then(|(mut current, mut writer)| {
+            let next = self.open_next(now).and_then(|(mut current, mut writer)| {
                 for l in &unwritten {
                     writer.add_loss(*l)?;
                 }
@@ -521,8 +517,9 @@ fn is_disk_full(e: &PartsError) -> bool {
     false
 }
 
-/// Wall-clock and monotonic ns, read together (a part's header ties the two).
-fn now_pair() -> (i64, u64) {
+/// Wall-clock and monotonic ns (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`), read together: a
+/// trace's header ties the two.
+pub fn now_pair() -> (i64, u64) {
     let mut rt = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

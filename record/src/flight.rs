@@ -65,6 +65,9 @@ pub struct Flight {
     dump: Option<Dump>,
     /// Snapshots written.
     pub dumps: Vec<PathBuf>,
+    /// Snapshots that could not be written whole (a full file system, the directory gone):
+    /// their files, and why. The ring goes on.
+    pub failed_dumps: Vec<(PathBuf, String)>,
     last_fire_mono_ns: Option<u64>,
     said_max: bool,
     said_size: bool,
@@ -92,6 +95,7 @@ impl Flight {
             newest_ns: 0,
             dump: None,
             dumps: Vec::new(),
+            failed_dumps: Vec::new(),
             last_fire_mono_ns: None,
             said_max: false,
             said_size: false,
@@ -115,7 +119,9 @@ impl Flight {
         g: impl Fn(&mut Writer<File>, T) -> Result<(), WriteError>,
     ) -> Result<(), RecordError> {
         if let Some(d) = &mut self.dump {
-            g(&mut d.writer, v.clone()).map_err(RecordError::Write)?;
+            if let Err(e) = g(&mut d.writer, v.clone()) {
+                self.dump_failed(RecordError::Write(e));
+            }
         }
         f(&mut self.writer, v).map_err(RecordError::Write)
     }
@@ -201,7 +207,9 @@ impl Flight {
                 continue;
             }
             if let Some(d) = &mut self.dump {
-                d.writer.append_sealed(&c).map_err(RecordError::Write)?;
+                if let Err(e) = d.writer.append_sealed(&c) {
+                    self.dump_failed(RecordError::Write(e));
+                }
             }
             self.ring_bytes += c.bytes.len() as u64;
             self.ring.push_back(c);
@@ -316,17 +324,19 @@ impl Flight {
             .cfg
             .dir
             .join(snapshot_name(now.0, &slug, self.dumps.len() as u32 + 1));
-        let mut out = OutputFile::create(&path)?;
-        let mut writer = Writer::new(out.try_clone_file()?, &header, self.opts.clone())
-            .map_err(RecordError::Write)?;
-        self.mirror
-            .write_into(&mut writer)
-            .map_err(RecordError::Write)?;
-        for c in &self.ring {
-            writer.append_sealed(c).map_err(RecordError::Write)?;
-        }
-        writer.flush().map_err(RecordError::Write)?;
-        out.commit()?;
+        let (out, writer) = match self.start_dump(&path, &header) {
+            Ok(d) => d,
+            Err(e) => {
+                // Nothing of it is left (its file was not given its name); the ring goes on.
+                let why = one_line(&e);
+                eprintln!(
+                    "iodump: warning: snapshot {} not saved: {why}; the ring goes on",
+                    path.display()
+                );
+                self.failed_dumps.push((path, why));
+                return Ok(());
+            }
+        };
         eprintln!(
             "iodump: snapshot ({}): writing {}",
             match why {
@@ -344,15 +354,77 @@ impl Flight {
         Ok(())
     }
 
-    fn end_dump(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
+    /// A snapshot's file with its header, every table entry and the ring, given its name.
+    fn start_dump(
+        &self,
+        path: &Path,
+        header: &Header,
+    ) -> Result<(OutputFile, Writer<File>), RecordError> {
+        let mut out = OutputFile::create(path)?;
+        let mut writer = Writer::new(out.try_clone_file()?, header, self.opts.clone())
+            .map_err(RecordError::Write)?;
+        self.mirror
+            .write_into(&mut writer)
+            .map_err(RecordError::Write)?;
+        for c in &self.ring {
+            writer.append_sealed(c).map_err(RecordError::Write)?;
+        }
+        writer.flush().map_err(RecordError::Write)?;
+        out.commit()?;
+        Ok((out, writer))
+    }
+
+    /// The snapshot being written failed (`e`): it ends there, cut at its last complete
+    /// chunk (a trace that did not finish, not a damaged one); a warning says so, and the
+    /// ring goes on.
+    #[cold]
+    fn dump_failed(&mut self, e: RecordError) {
         let Some(d) = self.dump.take() else {
+            return;
+        };
+        let (path, why) = (d.out.path().to_path_buf(), one_line(&e));
+        if let Ok(f) = d.writer.get_ref().try_clone() {
+            let _ = f.set_len(d.writer.stats().bytes_written);
+        }
+        eprintln!(
+            "iodump: warning: snapshot {} cut short: {why}; the ring goes on",
+            path.display()
+        );
+        self.failed_dumps.push((path, why));
+    }
+
+    fn end_dump(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
+        let Some(mut d) = self.dump.take() else {
             return Ok(());
         };
         let end = EndInfo {
             end_monotonic_ns: now_mono_ns,
             ..EndInfo::default()
         };
-        let f = d.writer.finish(end).map_err(RecordError::Write)?;
+        if let Err(e) = d.writer.flush() {
+            self.dump = Some(d);
+            self.dump_failed(RecordError::Write(e));
+            return Ok(());
+        }
+        let (good_bytes, file) = (
+            d.writer.stats().bytes_written,
+            d.writer.get_ref().try_clone(),
+        );
+        let f = match d.writer.finish(end) {
+            Ok(f) => f,
+            Err(e) => {
+                if let Ok(f) = file {
+                    let _ = f.set_len(good_bytes);
+                }
+                let (path, why) = (d.out.path().to_path_buf(), one_line(&e));
+                eprintln!(
+                    "iodump: warning: snapshot {} cut short: {why}; the ring goes on",
+                    path.display()
+                );
+                self.failed_dumps.push((path, why));
+                return Ok(());
+            }
+        };
         drop(d.out);
         // On disk without holding up the recorder.
         std::thread::spawn(move || {
@@ -369,6 +441,20 @@ impl Flight {
         }
         self.end_dump(now_mono_ns)
     }
+}
+
+/// An error and its causes on one line (a cause its text already ends with left out).
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let t = c.to_string();
+        if !msg.ends_with(&t) {
+            msg = format!("{msg}: {t}");
+        }
+        cause = c.source();
+    }
+    msg
 }
 
 /// Why a snapshot is written.

@@ -13,7 +13,7 @@ use iodump_format::{Device, EndInfo, Event, Header, Loss, LossReason, Writer, Wr
 use iodump_format::expr::{Expr, ResolvedView};
 use iodump_format::inthash::IntMap;
 use iodump_host::mounts::MountTable;
-use iodump_output::parts::{PartsConfig, RotatingTrace};
+use iodump_output::parts::{now_pair, PartsConfig, RotatingTrace};
 use iodump_output::OutputFile;
 
 use crate::abi::{self, counter, IoEvent, PathEvent};
@@ -89,23 +89,8 @@ pub struct RecordSummary {
     pub last_part: Option<PathBuf>,
     /// Snapshots of the ring written.
     pub snapshots: Vec<PathBuf>,
-}
-
-fn now_pair() -> (i64, u64) {
-    let mut rt = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    let mut mono = rt;
-    // SAFETY: clock_gettime only writes the timespec we pass, which lives on our stack.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut mono);
-        libc::clock_gettime(libc::CLOCK_REALTIME, &mut rt);
-    }
-    (
-        rt.tv_sec * 1_000_000_000 + rt.tv_nsec,
-        mono.tv_sec as u64 * 1_000_000_000 + mono.tv_nsec as u64,
-    )
+    /// Snapshots that could not be written whole, and why (the ring went on).
+    pub failed_snapshots: Vec<(PathBuf, String)>,
 }
 
 /// Monotonic nanoseconds now (the clock of event timestamps).
@@ -597,7 +582,8 @@ impl<'c, 'l> Session<'c, 'l> {
         let mut stopping = self.should_stop(stop);
         loop {
             self.wait_for_data();
-            self.ingest.drain(&mut self.prog, &mut self.sinks)?;
+            self.ingest
+                .drain(&mut self.prog, &mut self.sinks, Some(DRAIN_SLICE))?;
             if stopping || self.last_flush.elapsed() >= Duration::from_secs(1) {
                 self.flush()?;
             }
@@ -741,7 +727,7 @@ impl<'c, 'l> Session<'c, 'l> {
         self.prog.detach();
         let (leftover, leftover_events) = self.prog.drain_batches();
         if result.is_ok() {
-            result = self.ingest.drain(&mut self.prog, &mut self.sinks);
+            result = self.ingest.drain(&mut self.prog, &mut self.sinks, None);
         }
         for rec in &leftover {
             if result.is_ok() {
@@ -763,6 +749,7 @@ impl<'c, 'l> Session<'c, 'l> {
         if let Some(mut f) = self.sinks.flight.take() {
             result = result.and(f.finish(end_mono));
             summary.snapshots = std::mem::take(&mut f.dumps);
+            summary.failed_snapshots = std::mem::take(&mut f.failed_dumps);
         }
         if let Some(p) = self.sinks.parts.take() {
             summary.last_part = Some(p.current_path().to_path_buf());
@@ -1033,12 +1020,34 @@ struct Ingest<'a> {
 /// How often partial batches of events are fetched from the kernel (`flush_batch`).
 const BATCH_TICK: Duration = Duration::from_millis(100);
 
+/// The longest the session loop drains the ring buffer before it looks at signals, the
+/// clock and the flight recorder's snapshots again: under a load the consumer cannot keep up
+/// with, the ring never empties, and a drain until empty would hold them off for seconds.
+const DRAIN_SLICE: Duration = Duration::from_millis(100);
+
+/// Ring-buffer records handled between two looks at the clock while draining.
+const RECORDS_PER_CLOCK_LOOK: u32 = 256;
+
 impl Ingest<'_> {
-    /// Handles every record waiting in the ring buffer.
-    fn drain(&mut self, prog: &mut Program, sinks: &mut Sinks) -> Result<(), RecordError> {
+    /// Handles the records waiting in the ring buffer: every one, or (with `slice`) those
+    /// handled within about that long.
+    fn drain(
+        &mut self,
+        prog: &mut Program,
+        sinks: &mut Sinks,
+        slice: Option<Duration>,
+    ) -> Result<(), RecordError> {
+        let start = Instant::now();
+        let mut n = 0u32;
         while let Some(item) = prog.ring.next() {
             let rec: &[u8] = &item;
             self.record(rec, sinks)?;
+            n = n.wrapping_add(1);
+            if n.is_multiple_of(RECORDS_PER_CLOCK_LOOK)
+                && slice.is_some_and(|s| start.elapsed() >= s)
+            {
+                break;
+            }
         }
         Ok(())
     }
