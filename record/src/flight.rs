@@ -382,15 +382,20 @@ impl Flight {
         let Some(d) = self.dump.take() else {
             return;
         };
-        let (path, why) = (d.out.path().to_path_buf(), one_line(&e));
         if let Ok(f) = d.writer.get_ref().try_clone() {
             let _ = f.set_len(d.writer.stats().bytes_written);
         }
+        self.cut_short(d.out.path(), &e);
+    }
+
+    /// Says that the snapshot at `path` was cut short by `e`, and counts it.
+    fn cut_short(&mut self, path: &Path, e: &dyn std::error::Error) {
+        let why = one_line(e);
         eprintln!(
             "iodump: warning: snapshot {} cut short: {why}; the ring goes on",
             path.display()
         );
-        self.failed_dumps.push((path, why));
+        self.failed_dumps.push((path.to_path_buf(), why));
     }
 
     fn end_dump(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
@@ -416,12 +421,7 @@ impl Flight {
                 if let Ok(f) = file {
                     let _ = f.set_len(good_bytes);
                 }
-                let (path, why) = (d.out.path().to_path_buf(), one_line(&e));
-                eprintln!(
-                    "iodump: warning: snapshot {} cut short: {why}; the ring goes on",
-                    path.display()
-                );
-                self.failed_dumps.push((path, why));
+                self.cut_short(d.out.path(), &e);
                 return Ok(());
             }
         };
