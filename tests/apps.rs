@@ -17,7 +17,7 @@ use iodump_format::{Event, Flags, Op, PathEntry, PathKind, Reader};
 mod common;
 
 use common::devices::{Loop, Zram};
-use common::{bin, ok, run, Recorder, TempDir};
+use common::{bin, monotonic_ns, ok, run, Recorder, TempDir};
 
 /// The tests make devices and mounts: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -42,17 +42,6 @@ fn apps_available(test: &str, missing: Option<String>) -> bool {
 fn sh(script: &str) {
     let st = Command::new("sh").arg("-c").arg(script).status().unwrap();
     assert!(st.success(), "failed: {script}");
-}
-
-/// CLOCK_MONOTONIC in ns: the clock of the trace's timestamps.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec on our stack.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// An ext4 filesystem on `node`, mounted at `mnt`; unmounted on drop.

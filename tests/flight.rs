@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::devices::Zram;
 use common::{
-    analyze_rows, bin, bpf_available, ok, one_line_error, run, same_rows, usage_error, Recorder,
-    TempDir,
+    analyze_rows, bin, bpf_available, monotonic_ns, ok, one_line_error, run, same_rows,
+    usage_error, Recorder, TempDir,
 };
 use iodump_format::recording::{trigger_timestamp_ns, META_SNAPSHOT};
 use iodump_format::Reader;
@@ -560,17 +560,6 @@ fn a_full_file_system_costs_old_parts_not_the_recording() {
         let r = Reader::open(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
         assert!(r.validate().is_empty(), "{} damaged", p.display());
     }
-}
-
-/// CLOCK_MONOTONIC now, in ns (the clock of event timestamps).
-fn monotonic_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec we pass, which lives on our stack.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// Under more I/O than the recorder keeps up with (full-speed reads on zram against a debug

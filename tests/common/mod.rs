@@ -6,6 +6,17 @@ pub mod devices;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// CLOCK_MONOTONIC now, in ns: the clock of a trace's timestamps.
+pub fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass, which lives on our stack.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// The `iodump` binary under test.
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iodump"))
