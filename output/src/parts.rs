@@ -313,16 +313,71 @@ impl RotatingTrace {
     /// Closes the part being written (everything buffered goes into it; then its end and
     /// footer) and starts the next at `now`. `end` says when and how the part ended.
     pub fn rotate(&mut self, end: EndInfo, now: (i64, u64)) -> Result<(), PartsError> {
-        self.close_current(end)?;
+        // What is buffered goes into this part first; a full file system there starts the
+        // next part as anywhere else ([`RotatingTrace::go_on_after`]).
+        if let Err(err) = self.writer_mut()?.flush() {
+            return self.go_on_after(err.into());
+        }
+        let closed = self.current.path().to_path_buf();
+        if let Err(e) = self.close_current(end) {
+            // Only its end and footer are missing (the part is cut before them).
+            if !(self.bounded() && is_disk_full(&e)) {
+                return Err(e);
+            }
+        }
         self.part += 1;
-        let (mut current, mut writer) = self.open_next(now)?;
-        writer.flush()?;
-        current.commit()?;
-        self.current = current;
-        self.writer = Some(writer);
-        self.part_start_mono_ns = now.1;
-        self.stats.parts += 1;
+        self.start_next(now, &closed, &[], &[], None)?;
         self.retain()
+    }
+
+    /// True when the directory has a retention bound: its old parts are there to be deleted.
+    fn bounded(&self) -> bool {
+        self.cfg.keep.is_some() || self.cfg.max_total_bytes.is_some()
+    }
+
+    /// Starts part `self.part` at `now` with `losses` and `events` (what a failed write
+    /// held) in it, committed only once they are written; when the file system is full and
+    /// the directory has a retention bound, deletes the oldest parts but `keep` one at a time
+    /// until it fits (counted in [`PartsStats::disk_full`]). `full` is the error that made
+    /// room necessary already, returned when no part is left to delete.
+    fn start_next(
+        &mut self,
+        now: (i64, u64),
+        keep: &Path,
+        losses: &[Loss],
+        events: &[Event],
+        mut full: Option<PartsError>,
+    ) -> Result<(), PartsError> {
+        let mut made_room = false;
+        loop {
+            if let Some(err) = full.take() {
+                if !self.delete_oldest(keep)? {
+                    return Err(err);
+                }
+                made_room = true;
+            }
+            let next = self.open_next(now).and_then(|(mut current, mut writer)| {
+                for l in losses {
+                    writer.add_loss(*l)?;
+                }
+                writer.extend_buffered(events);
+                writer.flush()?;
+                current.commit()?;
+                Ok((current, writer))
+            });
+            match next {
+                Ok((current, writer)) => {
+                    self.current = current;
+                    self.writer = Some(writer);
+                    self.part_start_mono_ns = now.1;
+                    self.stats.parts += 1;
+                    self.stats.disk_full += u32::from(made_room);
+                    return Ok(());
+                }
+                Err(e) if self.bounded() && is_disk_full(&e) => full = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     fn close_current(&mut self, end: EndInfo) -> Result<(), PartsError> {
@@ -370,8 +425,7 @@ impl RotatingTrace {
     /// Otherwise, and when no older part is left to delete, `err`.
     #[cold]
     fn go_on_after(&mut self, err: PartsError) -> Result<(), PartsError> {
-        let bounded = self.cfg.keep.is_some() || self.cfg.max_total_bytes.is_some();
-        if !bounded || !is_disk_full(&err) {
+        if !self.bounded() || !is_disk_full(&err) {
             return Err(err);
         }
         let Some(mut w) = self.writer.take() else {
@@ -396,35 +450,7 @@ impl RotatingTrace {
         self.stats.bytes_written += ws.bytes_written;
         let cut = self.current.path().to_path_buf();
         self.part += 1;
-        loop {
-            if !self.delete_oldest(&cut)? {
-                return Err(err);
-            }
-            let now = now_pair();
-            // The part is committed (given its name) only once what found no room is in it.
-            let next = self.open_next(now).and_then(|(mut current, mut writer)| {
-                for l in &unwritten {
-                    writer.add_loss(*l)?;
-                }
-                writer.extend_buffered(&pending);
-                writer.flush()?;
-                current.commit()?;
-                Ok((current, writer))
-            });
-            match next {
-                Ok((current, writer)) => {
-                    self.current = current;
-                    self.writer = Some(writer);
-                    self.part_start_mono_ns = now.1;
-                    break;
-                }
-                Err(e) if is_disk_full(&e) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        self.stats.parts += 1;
-        self.stats.disk_full += 1;
-        Ok(())
+        self.start_next(now_pair(), &cut, &unwritten, &pending, Some(err))
     }
 
     /// Deletes the oldest part file of the directory but `keep_path` (the part just cut) and
