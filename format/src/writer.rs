@@ -127,6 +127,32 @@ pub struct SealedChunk {
     pub bytes: Vec<u8>,
 }
 
+impl Writer<std::fs::File> {
+    /// Cuts the file at the end of its last complete chunk: after a failed write (a full file
+    /// system) it may end in part of one, and would read as damaged; cut, it reads as a trace
+    /// that did not finish.
+    pub fn cut_at_last_chunk(&self) -> std::io::Result<()> {
+        self.out.set_len(self.stats.bytes_written)
+    }
+
+    /// [`Writer::finish`], and when that fails, the file cut at the end of its last complete
+    /// chunk ([`Writer::cut_at_last_chunk`]); the error comes with the bytes the file keeps.
+    pub fn finish_or_cut(mut self, end: EndInfo) -> Result<std::fs::File, (WriteError, u64)> {
+        if let Err(e) = self.flush() {
+            let _ = self.cut_at_last_chunk();
+            return Err((e, self.stats.bytes_written));
+        }
+        // Everything is written but the end and the footer.
+        let (kept_bytes, file) = (self.stats.bytes_written, self.out.try_clone());
+        self.finish(end).map_err(|e| {
+            if let Ok(f) = file {
+                let _ = f.set_len(kept_bytes);
+            }
+            (e, kept_bytes)
+        })
+    }
+}
+
 impl<W: Write> Writer<W> {
     /// Starts a trace: writes the signature and the header chunk.
     pub fn new(out: W, header: &Header, opts: WriterOptions) -> Result<Self, WriteError> {

@@ -381,28 +381,22 @@ impl RotatingTrace {
     }
 
     fn close_current(&mut self, end: EndInfo) -> Result<(), PartsError> {
-        let Some(mut w) = self.writer.take() else {
+        let Some(w) = self.writer.take() else {
             return Ok(());
         };
-        // After a failed write (a full file system) the part may end in part of a chunk: it
-        // is cut at the last complete one, so that it reads as a part that did not finish,
-        // not as a damaged one.
-        let flushed = w.flush();
         let ws = w.stats();
         self.stats.events += ws.events;
         self.stats.lost_events += ws.lost_events;
-        let file = w.get_ref().try_clone().ok();
-        match flushed.and_then(|()| w.finish(end)) {
+        // After a failed write (a full file system) the part is cut at its last complete
+        // chunk.
+        match w.finish_or_cut(end) {
             Ok(f) => {
                 self.stats.bytes_written += f.metadata().map(|m| m.len()).unwrap_or(0);
                 self.syncer.sync(f);
                 Ok(())
             }
-            Err(e) => {
-                if let Some(f) = file {
-                    let _ = f.set_len(ws.bytes_written);
-                }
-                self.stats.bytes_written += ws.bytes_written;
+            Err((e, kept_bytes)) => {
+                self.stats.bytes_written += kept_bytes;
                 Err(e.into())
             }
         }
@@ -434,16 +428,15 @@ impl RotatingTrace {
         let pending = w.take_buffered();
         let unwritten: Vec<Loss> = w.unwritten_losses().to_vec();
         let ws = w.stats();
-        let file = w.get_ref().try_clone();
+        let cut = w.cut_at_last_chunk();
         drop(w);
-        file.and_then(|f| f.set_len(ws.bytes_written))
-            .map_err(|source| {
-                PartsError::Output(OutputError::Io {
-                    path: self.current.path().to_path_buf(),
-                    what: "cannot cut the part at its last complete chunk".into(),
-                    source,
-                })
-            })?;
+        cut.map_err(|source| {
+            PartsError::Output(OutputError::Io {
+                path: self.current.path().to_path_buf(),
+                what: "cannot cut the part at its last complete chunk".into(),
+                source,
+            })
+        })?;
         let unwritten_lost: u64 = unwritten.iter().map(|l| l.count).sum();
         self.stats.events += ws.events;
         self.stats.lost_events += ws.lost_events - unwritten_lost;

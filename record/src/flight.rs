@@ -382,9 +382,7 @@ impl Flight {
         let Some(d) = self.dump.take() else {
             return;
         };
-        if let Ok(f) = d.writer.get_ref().try_clone() {
-            let _ = f.set_len(d.writer.stats().bytes_written);
-        }
+        let _ = d.writer.cut_at_last_chunk();
         self.cut_short(d.out.path(), &e);
     }
 
@@ -399,28 +397,16 @@ impl Flight {
     }
 
     fn end_dump(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
-        let Some(mut d) = self.dump.take() else {
+        let Some(d) = self.dump.take() else {
             return Ok(());
         };
         let end = EndInfo {
             end_monotonic_ns: now_mono_ns,
             ..EndInfo::default()
         };
-        if let Err(e) = d.writer.flush() {
-            self.dump = Some(d);
-            self.dump_failed(RecordError::Write(e));
-            return Ok(());
-        }
-        let (good_bytes, file) = (
-            d.writer.stats().bytes_written,
-            d.writer.get_ref().try_clone(),
-        );
-        let f = match d.writer.finish(end) {
+        let f = match d.writer.finish_or_cut(end) {
             Ok(f) => f,
-            Err(e) => {
-                if let Ok(f) = file {
-                    let _ = f.set_len(good_bytes);
-                }
+            Err((e, _)) => {
                 self.cut_short(d.out.path(), &e);
                 return Ok(());
             }

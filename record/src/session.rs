@@ -766,28 +766,21 @@ impl<'c, 'l> Session<'c, 'l> {
                 Err(e) => result = result.and(Err(e.into())),
             }
         }
-        if let Some(mut w) = self.sinks.writer.take() {
+        if let Some(w) = self.sinks.writer.take() {
             let end = EndInfo {
                 end_monotonic_ns: monotonic_ns(),
                 command_exit_status: self.command_status,
                 ..EndInfo::default()
             };
-            // After a failed write (a full file system) the file may end in part of a
-            // chunk: it is cut at the last complete one, so that it reads as a trace that did
-            // not finish, not as a damaged one.
-            let flushed = w.flush();
-            let good_bytes = w.stats().bytes_written;
-            let file = w.get_ref().try_clone().ok();
-            match flushed.and_then(|()| w.finish(end)) {
+            // After a failed write (a full file system) the file is cut at its last
+            // complete chunk.
+            match w.finish_or_cut(end) {
                 Ok(f) => {
                     let _ = f.sync_all();
                     summary.bytes_written = f.metadata().map(|m| m.len()).unwrap_or(0);
                 }
-                Err(e) => {
-                    if let Some(f) = file {
-                        let _ = f.set_len(good_bytes).and_then(|()| f.sync_all());
-                    }
-                    summary.bytes_written = good_bytes;
+                Err((e, kept_bytes)) => {
+                    summary.bytes_written = kept_bytes;
                     result = result.and(Err(write_err(e)));
                 }
             }
