@@ -10,6 +10,15 @@ use iodump_format::summary::{rfc3339_utc, summarize, Summary};
 use iodump_format::{DevT, LossReason, Reader};
 use serde_json::json;
 
+/// `println!` for the text output, whose lines carry names from the trace (host, command
+/// lines, devices, containers, files): their control characters are escaped, so that a
+/// trace cannot send the terminal an escape sequence.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", iodump_format::text::escape_controls(&format!($($arg)*)))
+    };
+}
+
 #[derive(Debug, Args)]
 pub struct InfoArgs {
     /// Trace files (.iod).
@@ -129,7 +138,7 @@ fn print_parts(t: &TraceInput) {
     let first = t.parts.first().copied().unwrap_or(0);
     let last = t.parts.last().copied().unwrap_or(0);
     let missing = (last.saturating_sub(first) as usize + 1).saturating_sub(t.parts.len());
-    println!(
+    say!(
         "recording     {id}: {} file{} (parts {first}–{last}{}{})",
         t.files.len(),
         if t.files.len() == 1 { "" } else { "s" },
@@ -146,14 +155,14 @@ fn print_parts(t: &TraceInput) {
     );
     for (f, n, st) in part_rows(t) {
         match st {
-            Some((ev, lost, bytes, span)) => println!(
+            Some((ev, lost, bytes, span)) => say!(
                 "  part {n:<6} {f} ({}): {} events, {} lost{}",
                 human_bytes(bytes),
                 thousands(ev),
                 thousands(lost),
                 span.map_or_else(String::new, |(a, b)| format!(", {a} .. {b}"))
             ),
-            None => println!("  part {n:<6} {f}: cannot be read"),
+            None => say!("  part {n:<6} {f}: cannot be read"),
         }
     }
 }
@@ -247,41 +256,43 @@ fn print_text(name: &str, r: &Reader, s: &Summary) {
 fn print_origin(name: &str, r: &Reader, s: &Summary) {
     let h = r.header();
     let (maj, min) = r.version();
-    println!(
+    say!(
         "file          {name} ({}, format {maj}.{min})",
         human_bytes(s.file_bytes)
     );
     if r.header_ok() {
-        println!(
+        say!(
             "host          {} (kernel {}), written by {}",
-            h.hostname, h.kernel_release, h.tool_version
+            h.hostname,
+            h.kernel_release,
+            h.tool_version
         );
-        println!("recorded by   {}", shell_join(&h.recorder_argv));
+        say!("recorded by   {}", shell_join(&h.recorder_argv));
         if let Some(cmd) = &h.command_argv {
             let status = match r.end().and_then(|e| e.command_exit_status) {
                 Some(st) => format!("exit status {st}"),
                 None => "exit status unknown".into(),
             };
-            println!("command       {} ({status})", shell_join(cmd));
+            say!("command       {} ({status})", shell_join(cmd));
         }
     } else {
-        println!("host          unknown (header damaged)");
+        say!("host          unknown (header damaged)");
     }
     match (s.first_timestamp_ns, s.last_timestamp_ns) {
-        (Some(a), Some(b)) => println!(
+        (Some(a), Some(b)) => say!(
             "time          {} .. {} ({:.3} s)",
             rfc3339_utc(h.to_utc_ns(a)),
             rfc3339_utc(h.to_utc_ns(b)),
             (b - a) as f64 / 1e9
         ),
-        _ => println!("time          no events"),
+        _ => say!("time          no events"),
     }
 }
 
 /// Events, losses by reason, segments, bytes per event.
 fn print_events(r: &Reader, s: &Summary) {
     let total = s.events + s.lost_events;
-    println!(
+    say!(
         "events        {} (lost {} = {} of all I/O seen)",
         thousands(s.events),
         thousands(s.lost_events),
@@ -299,21 +310,21 @@ fn print_events(r: &Reader, s: &Summary) {
             .iter()
             .map(|(k, n)| format!("{} {}", k.name(), thousands(*n)))
             .collect();
-        println!(
+        say!(
             "losses        {} records: {}",
             r.losses().len(),
             parts.join(", ")
         );
     }
-    println!(
+    say!(
         "segments      {} ({} damaged), footer index {}",
         s.segments,
         s.damaged_segments,
         if r.has_footer() { "present" } else { "absent" }
     );
     match s.bytes_per_event() {
-        Some(b) => println!("bytes/event   {b:.2}"),
-        None => println!("bytes/event   -"),
+        Some(b) => say!("bytes/event   {b:.2}"),
+        None => say!("bytes/event   -"),
     }
 }
 
@@ -340,15 +351,15 @@ fn stack_of(r: &Reader) -> Vec<String> {
 fn print_devices(r: &Reader, s: &Summary) {
     let idle = s.devices.iter().filter(|d| d.events == 0).count();
     if idle > 0 {
-        println!(
+        say!(
             "devices       {} ({idle} without I/O not shown)",
             s.devices.len()
         );
     } else {
-        println!("devices       {}", s.devices.len());
+        say!("devices       {}", s.devices.len());
     }
     for d in s.devices.iter().filter(|d| d.events > 0) {
-        println!(
+        say!(
             "  {:<14} {:<9} {:>14} events {:>12}",
             d.name,
             d.dev.to_string(),
@@ -358,20 +369,20 @@ fn print_devices(r: &Reader, s: &Summary) {
     }
     let stack = stack_of(r);
     if !stack.is_empty() {
-        println!("stack         {}", stack.join("; "));
+        say!("stack         {}", stack.join("; "));
     }
 }
 
 /// Processes, cgroups, paths, how I/O is attributed, errors.
 fn print_tables(r: &Reader, s: &Summary) {
-    println!(
+    say!(
         "processes     {} ({} threads)",
         thousands(s.processes),
         thousands(s.threads)
     );
     if r.tables().has_cgroup_table() {
         let labels = container_labels(r);
-        println!(
+        say!(
             "cgroups       {}{}",
             thousands(r.tables().cgroups().count() as u64),
             if labels.is_empty() {
@@ -381,15 +392,15 @@ fn print_tables(r: &Reader, s: &Summary) {
             }
         );
     }
-    println!("paths         {}", thousands(s.paths));
-    println!(
+    say!("paths         {}", thousands(s.paths));
+    say!(
         "attribution   file path {}, label {}, neither {}",
         pct(s.events_with_file, s.events),
         pct(s.events_with_label, s.events),
         pct(s.events_without_path, s.events)
     );
     if s.events_with_error > 0 {
-        println!(
+        say!(
             "errors        {} I/Os failed",
             thousands(s.events_with_error)
         );
@@ -400,24 +411,23 @@ fn print_tables(r: &Reader, s: &Summary) {
 fn print_integrity(r: &Reader, s: &Summary) {
     let h = r.header();
     for (k, v) in &h.metadata {
-        let v = v.replace('\n', "\\n");
-        println!("meta          {k} = {v}");
+        say!("meta          {k} = {v}");
     }
     if s.damaged.is_empty() {
         match r.end() {
-            Some(_) => println!("integrity     ok"),
+            Some(_) => say!("integrity     ok"),
             None => {
-                println!("integrity     ok, but no end chunk: the recording did not finish cleanly")
+                say!("integrity     ok, but no end chunk: the recording did not finish cleanly")
             }
         }
     } else {
-        println!(
+        say!(
             "integrity     DAMAGED: {} region(s), {} events in damaged segments",
             s.damaged.len(),
             thousands(s.damaged_events)
         );
         for d in &s.damaged {
-            println!("  {d}");
+            say!("  {d}");
         }
     }
 }

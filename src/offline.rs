@@ -534,12 +534,23 @@ pub(crate) fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
 
-/// Columns padded to their widest cell, two spaces apart, nulls as `-`.
+/// Columns padded to their widest cell, two spaces apart, nulls as `-`; control characters
+/// in a cell (a file, process or cgroup name may hold any) escaped, so that a name can
+/// neither break a row nor send the terminal an escape sequence.
 fn aligned_table(names: &[String], rows: &[Vec<Option<String>>]) -> String {
+    use iodump_format::text::escape_controls;
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| escape_controls(c.as_deref().unwrap_or("-")))
+                .collect()
+        })
+        .collect();
     let mut w: Vec<usize> = names.iter().map(|n| n.chars().count()).collect();
-    for r in rows {
+    for r in &rows {
         for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.as_deref().unwrap_or("-").chars().count());
+            w[i] = w[i].max(c.chars().count());
         }
     }
     let line = |cells: Vec<&str>| -> String {
@@ -555,10 +566,8 @@ fn aligned_table(names: &[String], rows: &[Vec<Option<String>>]) -> String {
         l
     };
     let mut out = line(names.iter().map(|s| s.as_str()).collect());
-    for r in rows {
-        out.push_str(&line(
-            r.iter().map(|c| c.as_deref().unwrap_or("-")).collect(),
-        ));
+    for r in &rows {
+        out.push_str(&line(r.iter().map(|c| c.as_ref()).collect()));
     }
     out
 }
@@ -759,6 +768,21 @@ mod tests {
         assert_eq!(
             json_table(&names, &rows).to_string(),
             r#"[{"dev":"sda","ios":12,"p99_us":null},{"dev":"a,b","ios":3,"p99_us":1.5}]"#
+        );
+        // A name with control characters stays on its row and sends no escape sequence;
+        // CSV and JSON keep it as it is (quoted, escaped by JSON).
+        let evil = vec![vec![
+            Some("/d/x\u{1b}[2J\ny".to_string()),
+            Some("1".to_string()),
+            None,
+        ]];
+        assert_eq!(
+            aligned_table(&names, &evil),
+            "dev             ios  p99_us\n/d/x\\x1b[2J\\ny  1    -\n"
+        );
+        assert_eq!(
+            csv_table(&names, &evil),
+            "dev,ios,p99_us\n\"/d/x\u{1b}[2J\ny\",1,\n"
         );
         assert_eq!(json_cell("inf"), serde_json::Value::String("inf".into()));
         assert_eq!(json_cell("-2"), serde_json::json!(-2.0));

@@ -2,10 +2,14 @@
 //! ([`iodump_record::live`]) made, drawn as the full screen's or `-b`'s table ([`render`]) or
 //! as one JSON line ([`to_json`]); and the sink of `-b` ([`BatchSink`]) that prints them.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+// Names (files, processes, containers, cgroups) may hold control characters; each is
+// escaped before it is drawn.
+use iodump_format::text::escape_controls as shown;
 use iodump_format::units::{format_duration_ns, DurationStyle};
 use iodump_format::Event;
 use iodump_record::abi::IoEvent;
@@ -174,21 +178,23 @@ struct ColumnWidths {
 }
 
 impl ColumnWidths {
-    fn of(shown: &[Row]) -> ColumnWidths {
-        let container = shown
+    fn of(rows: &[Row]) -> ColumnWidths {
+        let container = rows
             .iter()
             .map(|r| match &r.key {
-                Key::Proc { container, .. } => container.chars().count(),
-                Key::Cgroup { identity, .. } => identity.label().chars().count(),
+                Key::Proc { container, .. } => shown(container).chars().count(),
+                Key::Cgroup { identity, .. } => shown(&identity.label()).chars().count(),
                 _ => 0,
             })
             .max()
             .unwrap_or(0)
             .clamp(9, 40);
-        let process = shown
+        let process = rows
             .iter()
             .map(|r| match &r.key {
-                Key::File { pid, comm, .. } => comm.chars().count() + pid.to_string().len() + 2,
+                Key::File { pid, comm, .. } => {
+                    shown(comm).chars().count() + pid.to_string().len() + 2
+                }
                 _ => 0,
             })
             .max()
@@ -225,9 +231,9 @@ impl ColumnWidths {
             Key::File {
                 path, pid, comm, ..
             } => {
-                let who = format!("{comm}[{pid}]");
+                let who = format!("{}[{pid}]", shown(comm));
                 let _ = write!(l, " {:<pw$} ", fit(&who, pw, false));
-                (path.as_str(), true)
+                (shown(path), true)
             }
             Key::Proc {
                 pid,
@@ -238,20 +244,19 @@ impl ColumnWidths {
                 let _ = write!(
                     l,
                     " {pid:>7} {:<15} {:<cw$} ",
-                    fit(comm, 15, false),
-                    fit(container, cw, false)
+                    fit(&shown(comm), 15, false),
+                    fit(&shown(container), cw, false)
                 );
-                let shown = if argv.is_empty() { comm } else { argv };
-                (shown.as_str(), false)
+                (shown(if argv.is_empty() { comm } else { argv }), false)
             }
             Key::Dev { dev, name } => {
-                let _ = write!(l, " {:<12} ", fit(name, 12, false));
+                let _ = write!(l, " {:<12} ", fit(&shown(name), 12, false));
                 l.push_str(&dev.to_string());
-                ("", false)
+                (Cow::Borrowed(""), false)
             }
             Key::Cgroup { path, identity, .. } => {
-                let _ = write!(l, " {:<cw$} ", fit(&identity.label(), cw, false));
-                (path.as_str(), true)
+                let _ = write!(l, " {:<cw$} ", fit(&shown(&identity.label()), cw, false));
+                (shown(path), true)
             }
         };
         match width {
@@ -260,10 +265,10 @@ impl ColumnWidths {
                 if used >= w {
                     l = fit(&l, w, false);
                 } else {
-                    l.push_str(&fit(last, w - used, keep_end));
+                    l.push_str(&fit(&last, w - used, keep_end));
                 }
             }
-            None => l.push_str(last),
+            None => l.push_str(&last),
         }
         l
     }
@@ -571,6 +576,31 @@ mod tests {
         assert_eq!(json["rows"][0]["read_iops"], 50.0);
         assert_eq!(json["total"]["lost_events"], 1);
         assert_eq!(json["rows"][0]["queue_us"], serde_json::Value::Null);
+    }
+
+    /// A file or process name with control characters is drawn escaped: no escape sequence
+    /// reaches the terminal, no row is broken in two.
+    #[test]
+    fn names_are_drawn_without_control_characters() {
+        let mut iv = sample_interval();
+        if let Key::File { path, comm, .. } = &mut iv.files[0].key {
+            *path = "/mnt/x\u{1b}[2J\nrow".into();
+            *comm = "d\u{1b}]0;t\u{7}".into();
+        }
+        let scr = Screen {
+            interval: Duration::from_secs(1),
+            ..Screen::default()
+        };
+        let lines = render(&iv, View::File, Sort::Iops, &scr);
+        for l in &lines {
+            assert!(!l.chars().any(char::is_control), "{l:?}");
+        }
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.ends_with("/mnt/x\\x1b[2J\\nrow") && l.contains("d\\x1b]0;t\\x07[42]")),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -1238,3 +1238,162 @@ fn an_answer_of_no_io_says_why() {
     );
     assert!(err.contains("of A (") && err.contains("of B ("), "{err}");
 }
+
+/// Names as a hostile user can make them: a file name, a command name and a command line
+/// with terminal escape sequences, a newline, HTML and a byte that is not UTF-8; a host and
+/// a device name with an escape sequence (a trace from elsewhere). Four reads and four
+/// writes of the file by one process.
+fn hostile_trace(path: &Path) {
+    use iodump_format::*;
+    let header = Header {
+        wall_clock_ns: 1_767_225_600_000_000_000,
+        monotonic_ns: 1_000_000_000,
+        hostname: "h\x1b[2Jost".into(),
+        recorder_argv: vec!["iodump".into(), "record\x1b]0;title\x07".into()],
+        ..Header::default()
+    };
+    let f = std::fs::File::create(path).unwrap();
+    let mut w = Writer::new(f, &header, WriterOptions::default()).unwrap();
+    let dev = DevT::new(8, 1);
+    w.add_device(Device {
+        dev,
+        name: "sd\x1b[5ma".into(),
+        partition_of: None,
+        sector_size: 512,
+        start_sector: 0,
+        bio_based: false,
+        label: String::new(),
+        stacked_on: Vec::new(),
+    })
+    .unwrap();
+    w.add_process(Process {
+        tid: 7,
+        pid: 7,
+        comm: b"d\x1b[2Jd".to_vec(),
+        cgroup_id: 1,
+        args: Some(b"d\x1b[2Jd arg\x1b]0;x\x07\nrow2".to_vec()),
+    })
+    .unwrap();
+    w.add_path(PathEntry {
+        path_id: 1,
+        dev,
+        inode: 12,
+        kind: PathKind::File,
+        truncated: false,
+        deleted: false,
+        path: b"/mnt/x\x1b[31mRED\x1b[0m\nline2,\"q\" <img src=x onerror=alert(1)> \xff".to_vec(),
+        generation: Some(1),
+    })
+    .unwrap();
+    for i in 0..8u64 {
+        w.push(&Event {
+            timestamp_ns: 1_000_000_000 + i * 1_000_000,
+            dev,
+            sector: i * 8,
+            bytes: 4096,
+            op: if i % 2 == 0 { Op::Read } else { Op::Write },
+            flags: Flags(0),
+            pid: 7,
+            tid: 7,
+            path_id: 1,
+            queue_ns: Some(1000),
+            latency_ns: 50_000 + i * 1000,
+            error: 0,
+            cpu: 0,
+            syscall: None,
+            dirtier_pid: None,
+            cgroup_id: 1,
+            upper: None,
+        })
+        .unwrap();
+    }
+    w.finish(EndInfo::default()).unwrap();
+}
+
+/// The control bytes of `b` other than newline (an escape sequence, a carriage return…).
+fn control_bytes(b: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(b)
+        .chars()
+        .filter(|&c| c != '\n' && c.is_control())
+        .map(|c| c as u32 as u8)
+        .collect()
+}
+
+/// A name cannot act on the terminal of whoever reads a trace, break a table's row or make an
+/// SVG invalid: `info`, the tables of `analyze` and `diff`, and the SVG plots show control
+/// characters escaped; the HTML report carries the names as escaped JSON; CSV and JSON keep
+/// the name whole.
+#[test]
+fn hostile_names_are_shown_escaped() {
+    let d = common::TempDir::new("analyze-hostile");
+    let trace = d.join("hostile.iod");
+    hostile_trace(&trace);
+    let t = trace.to_str().unwrap();
+    for args in [
+        vec!["info", t],
+        vec!["analyze", t, "--top-files"],
+        vec!["analyze", t, "--top-procs"],
+        vec!["analyze", t, "--top-files", "--by", "latency"],
+        vec!["analyze", t, "--latency", "--group-by", "dev"],
+        vec!["analyze", t, "--latency", "--group-by", "proc"],
+        vec!["diff", t, t, "--limit", "0"],
+    ] {
+        let out = run(bin().args(&args));
+        ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(control_bytes(&out.stdout), b"", "{args:?}:\n{text}");
+        if args[0] == "analyze" && args[2].starts_with("--top") {
+            // The header and one row: the newline in the names did not split it.
+            assert_eq!(text.lines().count(), 2, "{args:?}:\n{text}");
+        }
+    }
+    let info = run(bin().args(["info", t]));
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(info.contains("host          h\\x1b[2Jost"), "{info}");
+    let files = run(bin().args(["analyze", t, "--top-files"]));
+    let files = String::from_utf8_lossy(&files.stdout);
+    assert!(
+        files.contains(
+            "/mnt/x\\x1b[31mRED\\x1b[0m\\nline2,\"q\" <img src=x onerror=alert(1)> \\xff"
+        ),
+        "{files}"
+    );
+    // CSV and JSON are data: the name whole (RFC 4180 quoting; JSON's escapes).
+    let csv = run(bin().args(["analyze", t, "--top-files", "--format", "csv"]));
+    assert!(
+        csv.stdout
+            .windows(16)
+            .any(|w| w == b"\"/mnt/x\x1b[31mRED\x1b"),
+        "{}",
+        String::from_utf8_lossy(&csv.stdout)
+    );
+    let rows = common::analyze_rows(&[&trace], &["--top-files"]);
+    assert_eq!(
+        rows[0]["path"],
+        "/mnt/x\x1b[31mRED\x1b[0m\nline2,\"q\" <img src=x onerror=alert(1)> \\xff"
+    );
+    for kind in ["top-files", "top-procs", "iops", "offset"] {
+        let svg = d.join(&format!("{kind}.svg"));
+        ok(&run(bin().args([
+            "plot",
+            "--kind",
+            kind,
+            "-o",
+            svg.to_str().unwrap(),
+            t,
+        ])));
+        let body = std::fs::read(&svg).unwrap();
+        assert_eq!(control_bytes(&body), b"", "{kind}");
+        assert!(!String::from_utf8_lossy(&body).contains("<img"), "{kind}");
+    }
+    let html = d.join("r.html");
+    ok(&run(bin().args([
+        "report",
+        t,
+        "-o",
+        html.to_str().unwrap(),
+    ])));
+    let page = std::fs::read(&html).unwrap();
+    assert_eq!(control_bytes(&page), b"");
+    assert!(!String::from_utf8_lossy(&page).contains("<img src=x"));
+}

@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::sync::Once;
 
+use iodump_format::text::escape_controls;
 use iodump_format::units::{format_bytes, format_duration_ns, DurationStyle};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -275,7 +276,10 @@ where
                     .map(|&x| x as f64 / secs)
                     .collect()
             };
-            series.push((format!("{} {}", rep.device_name(d.dev), o.name()), v));
+            series.push((
+                format!("{} {}", escape_controls(&rep.device_name(d.dev)), o.name()),
+                v,
+            ));
         }
     }
     let ymax = series
@@ -485,7 +489,7 @@ where
     let xmax = span_s(rep, OFFSET_TIME_BINS, rep.bin_ns * 6);
     let cells = OFFSET_TIME_BINS * OFFSET_BINS;
     let max = d.offset_cells.iter().copied().max().unwrap_or(1).max(1) as f64;
-    let name = rep.device_name(d.dev);
+    let name = escape_controls(&rep.device_name(d.dev)).into_owned();
     let mut chart = ChartBuilder::on(root)
         .caption(
             format!("{}: offset over time on {name}", rep.name),
@@ -606,8 +610,10 @@ where
         .map_err(perr)
 }
 
-/// Keeps the end of a long label (paths: the file name matters most).
+/// Keeps the end of a long label (paths: the file name matters most), its control characters
+/// escaped (they would make the SVG invalid XML).
 fn shorten(s: &str, max_chars: usize) -> String {
+    let s = escape_controls(s);
     let n = s.chars().count();
     if n <= max_chars {
         return s.to_string();
@@ -681,6 +687,7 @@ mod tests {
         assert_eq!(label_ns(2e9), "2 s");
         assert_eq!(shorten("/a/very/long/path", 10), "...ng/path");
         assert_eq!(shorten("abc", 10), "abc");
+        assert_eq!(shorten("d\u{1b}[2Jd", 10), "d\\x1b[2Jd");
         assert_eq!(
             ImageFormat::from_path(Path::new("x.PNG")),
             Some(ImageFormat::Png)

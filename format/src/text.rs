@@ -27,8 +27,8 @@ pub fn header_line(fmt: LineFormat) -> &'static [u8] {
     }
 }
 
-/// Appends `b` to `out`, escaping for a terminal: `\n`, `\t`, `\\`, other control bytes and
-/// invalid UTF-8 as `\xNN`.
+/// Appends `b` to `out`, escaping for a terminal: `\n`, `\t`, `\\`, other control characters
+/// as `\xNN` (C1 as `\u{NN}`), invalid UTF-8 as `\xNN`.
 pub fn escape_text(out: &mut Vec<u8>, b: &[u8]) {
     for chunk in b.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -36,8 +36,12 @@ pub fn escape_text(out: &mut Vec<u8>, b: &[u8]) {
                 '\n' => out.extend_from_slice(b"\\n"),
                 '\t' => out.extend_from_slice(b"\\t"),
                 '\\' => out.extend_from_slice(b"\\\\"),
-                c if c.is_control() => {
+                c if c.is_control() && (c as u32) < 0x80 => {
                     out.extend_from_slice(format!("\\x{:02x}", c as u32).as_bytes())
+                }
+                // C1: not `\xNN`, which is an invalid byte
+                c if c.is_control() => {
+                    out.extend_from_slice(format!("\\u{{{:x}}}", c as u32).as_bytes())
                 }
                 c => {
                     let mut buf = [0u8; 4];
@@ -112,6 +116,31 @@ pub fn text_string(b: &[u8]) -> String {
             String::from_utf8(v).unwrap_or_default()
         }
     }
+}
+
+/// Text (a [`text_string`], or any label) made safe to show on a terminal or in an SVG:
+/// `\n` and `\t` as those two characters, every other control character as `\xNN` (C0 and
+/// DEL) or `\u{NN}` (C1), so that a file, process or cgroup name cannot move the cursor,
+/// clear the screen, break a table's row or make an XML document invalid. Backslashes are
+/// left as they are ([`text_string`] has doubled them already). Borrows when there is
+/// nothing to escape.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x80 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Appends `b` as one RFC 4180 CSV field: the text of [`text_bytes`], quoted (with doubled
@@ -328,6 +357,23 @@ pub fn format_event(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A name is shown with no control character left in it, and names without any are
+    /// shown as they are (borrowed).
+    #[test]
+    fn names_shown_on_a_terminal_hold_no_control_character() {
+        let evil = "/mnt/evil\u{1b}[31mRED\u{1b}[0m\nline2\t\u{7f}\u{9b}2J \\\\x1b";
+        let shown = escape_controls(evil);
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert_eq!(
+            shown,
+            "/mnt/evil\\x1b[31mRED\\x1b[0m\\nline2\\t\\x7f\\u{9b}2J \\\\x1b"
+        );
+        assert!(matches!(
+            escape_controls("/var/lib/é \\ db"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     /// escape_json writes what JSON-escaping the text of text_bytes gives (its definition),
     /// in one pass.

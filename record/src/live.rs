@@ -17,6 +17,7 @@
 use std::time::Duration;
 
 use iodump_format::inthash::IntMap;
+use iodump_format::text::text_string;
 use iodump_format::{DevT, Event, Op};
 
 use crate::abi::IoEvent;
@@ -468,41 +469,29 @@ pub(crate) struct ProcNames {
 
 impl ProcNames {
     /// The names of `owner`, the process an I/O is counted for (`e`'s submitter, or the
-    /// dirtier of written-back pages), made text by `text`.
-    pub(crate) fn new(
-        owner: u32,
-        e: &Event,
-        r: &IoEvent,
-        conv: &Converter,
-        text: fn(&[u8]) -> String,
-    ) -> ProcNames {
+    /// dirtier of written-back pages), as text (`text_string`: every byte kept; whoever
+    /// draws them escapes what a terminal must not see).
+    pub(crate) fn new(owner: u32, e: &Event, r: &IoEvent, conv: &Converter) -> ProcNames {
         let submitter = owner == e.pid;
         ProcNames {
             comm_raw: if submitter { r.comm } else { [0; 16] },
             comm: if submitter {
-                text(r.comm())
+                text_string(r.comm())
             } else {
                 read_comm(owner)
             },
-            argv: argv_as(conv, owner, text),
+            argv: argv_as(conv, owner),
         }
     }
 
     /// With each of its I/Os: when `owner` submitted it with a new comm (an exec, or first
     /// seen submitting), its names are read again.
     #[inline]
-    pub(crate) fn update(
-        &mut self,
-        owner: u32,
-        e: &Event,
-        r: &IoEvent,
-        conv: &Converter,
-        text: fn(&[u8]) -> String,
-    ) {
+    pub(crate) fn update(&mut self, owner: u32, e: &Event, r: &IoEvent, conv: &Converter) {
         if owner == e.pid && self.comm_raw != r.comm {
             self.comm_raw = r.comm;
-            self.comm = text(r.comm());
-            self.argv = argv_as(conv, owner, text);
+            self.comm = text_string(r.comm());
+            self.argv = argv_as(conv, owner);
         }
     }
 }
@@ -520,10 +509,10 @@ struct CgEntry {
 
 /// The command line of process `pid`, as the trace stores it: the converter's (read once per
 /// process and again after exec) for a submitter, else read now (a writeback's dirtier).
-fn argv_as(conv: &Converter, pid: u32, text: fn(&[u8]) -> String) -> String {
+fn argv_as(conv: &Converter, pid: u32) -> String {
     match conv.args(pid) {
-        Some(a) => text(a),
-        None => crate::convert::read_cmdline(pid).map_or_else(String::new, |a| text(&a)),
+        Some(a) => text_string(a),
+        None => crate::convert::read_cmdline(pid).map_or_else(String::new, |a| text_string(&a)),
     }
 }
 
@@ -532,13 +521,6 @@ fn read_comm(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .map(|s| s.trim_end().to_string())
         .unwrap_or_else(|_| "?".to_string())
-}
-
-fn printable(b: &[u8]) -> String {
-    String::from_utf8_lossy(b)
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 /// Which I/O a view counts (`--container`) and the resolver naming cgroups: shared by the
@@ -628,7 +610,7 @@ impl Aggregator {
         let owner = e.dirtier_pid.filter(|&p| p != 0).unwrap_or(e.pid);
         let f = self.files.entry(e.path_id).or_insert_with(|| FileEntry {
             s: Stats::default(),
-            path: printable(conv.path(e.path_id)),
+            path: text_string(conv.path(e.path_id)),
             dev: e.dev.0,
             owners: [(0, 0); OWNERS],
             idle: 0,
@@ -638,13 +620,13 @@ impl Aggregator {
         count_owner(&mut f.owners, owner);
         let p = self.procs.entry(owner).or_insert_with(|| ProcEntry {
             s: Stats::default(),
-            names: ProcNames::new(owner, e, r, conv, printable),
+            names: ProcNames::new(owner, e, r, conv),
             cgroup: e.cgroup_id,
             idle: 0,
         });
         p.s.add(e);
         p.cgroup = e.cgroup_id;
-        p.names.update(owner, e, r, conv, printable);
+        p.names.update(owner, e, r, conv);
         self.devs
             .entry(e.dev.0)
             .or_insert_with(|| DevEntry {

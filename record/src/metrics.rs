@@ -15,7 +15,7 @@
 use std::fmt::Write as _;
 
 use iodump_format::inthash::IntMap;
-use iodump_format::text::text_bytes;
+use iodump_format::text::text_string;
 use iodump_format::{Event, Op};
 
 use crate::abi::IoEvent;
@@ -142,14 +142,6 @@ struct File {
     dev: u32,
 }
 
-/// Text of bytes as the CSV export writes them: valid UTF-8 kept, a backslash doubled, any
-/// other byte `\xNN` (label values must be UTF-8).
-fn lossless(b: &[u8]) -> String {
-    let mut v = Vec::with_capacity(b.len());
-    text_bytes(&mut v, b);
-    String::from_utf8(v).unwrap_or_default()
-}
-
 /// The cumulative metrics of `iodump top --serve`.
 pub struct Metrics {
     devs: IntMap<u32, (Series, String)>,
@@ -196,12 +188,12 @@ impl Metrics {
             .add(e);
         let p = self.procs.entry(owner).or_insert_with(|| Proc {
             s: Series::default(),
-            names: ProcNames::new(owner, e, r, conv, lossless),
+            names: ProcNames::new(owner, e, r, conv),
             cgroup: e.cgroup_id,
         });
         p.s.add(e);
         p.cgroup = e.cgroup_id;
-        p.names.update(owner, e, r, conv, lossless);
+        p.names.update(owner, e, r, conv);
         self.cgroups.entry(e.cgroup_id).or_default().add(e);
         if self.top_files == 0 {
             return;
@@ -217,7 +209,7 @@ impl Metrics {
                 ios: [0; 3],
                 bytes: [0; 3],
                 last_ns: 0,
-                path: lossless(conv.path(e.path_id)),
+                path: text_string(conv.path(e.path_id)),
                 dev: e.dev.0,
             }),
         };
@@ -559,7 +551,7 @@ mod tests {
     #[test]
     fn labels_are_escaped() {
         assert_eq!(label("path", "/a\"b\\c\nd"), r#"path="/a\"b\\c\nd""#);
-        assert_eq!(lossless(b"/x\xff\\y"), "/x\\xff\\\\y");
+        assert_eq!(text_string(b"/x\xff\\y"), "/x\\xff\\\\y");
     }
 
     #[test]
