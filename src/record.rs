@@ -118,6 +118,19 @@ pub struct RecordArgs {
         allow_hyphen_values = true
     )]
     pub max_dumps: Option<String>,
+    /// With --ring: keep at most N snapshot files in DIR, of this run and earlier ones (the
+    /// oldest are deleted, never the one being written).
+    #[arg(long, value_name = "N", requires = "ring", allow_hyphen_values = true)]
+    pub keep_dumps: Option<String>,
+    /// With --ring: keep DIR's snapshot files within SIZE (`1G`), of this run and earlier
+    /// ones (the oldest are deleted, never the one being written).
+    #[arg(
+        long,
+        value_name = "SIZE",
+        requires = "ring",
+        allow_hyphen_values = true
+    )]
+    pub max_dumps_total: Option<String>,
     /// The command to run and record until it exits (after `--`); iodump exits with its status.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -274,6 +287,23 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
                 .map(|m| count("--max-dumps", m, "snapshots"))
                 .transpose()?
                 .map(|n| n.min(u32::MAX as u64) as u32);
+            let keep_dumps = a
+                .keep_dumps
+                .as_deref()
+                .map(|k| count("--keep-dumps", k, "snapshots"))
+                .transpose()?
+                .map(|n| n as usize);
+            let max_dumps_total_bytes = match &a.max_dumps_total {
+                None => None,
+                Some(m) => {
+                    let b = parse_size_bytes(m)
+                        .map_err(|e| usage(format!("--max-dumps-total {m}: {e}")))?;
+                    if b < 1 << 20 {
+                        usage_bail!("--max-dumps-total {m}: give at least 1M");
+                    }
+                    Some(b)
+                }
+            };
             Some(FlightConfig {
                 dir,
                 window_ns,
@@ -289,6 +319,8 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
                     .as_deref()
                     .map_or(Ok(60_000_000_000), |v| duration("--cooldown", v))?,
                 max_dumps,
+                keep_dumps,
+                max_dumps_total_bytes,
             })
         }
     };
@@ -435,7 +467,15 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
                 String::new()
             }
         ));
-    } else if cfg.flight.is_some() {
+    } else if let (Some(p), None) = (&cfg.output, &cfg.flight) {
+        line.push_str(&format!(
+            "; wrote {} ({} bytes, {:.2} bytes/event)",
+            p.display(),
+            s.bytes_written,
+            per_event(s.bytes_written, s.events)
+        ));
+    }
+    if cfg.flight.is_some() {
         line.push_str(&format!("; {} snapshot(s) saved", s.snapshots.len()));
         if !s.failed_snapshots.is_empty() {
             line.push_str(&format!(
@@ -443,13 +483,12 @@ pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
                 s.failed_snapshots.len()
             ));
         }
-    } else if let Some(p) = &cfg.output {
-        line.push_str(&format!(
-            "; wrote {} ({} bytes, {:.2} bytes/event)",
-            p.display(),
-            s.bytes_written,
-            per_event(s.bytes_written, s.events)
-        ));
+        if s.deleted_snapshots > 0 {
+            line.push_str(&format!(
+                "; {} older snapshot(s) deleted by retention",
+                s.deleted_snapshots
+            ));
+        }
     }
     // Completions without a start, less those of requests filtered or sampled out at
     // their start (which had a start, not tracked on purpose).

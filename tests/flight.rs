@@ -218,7 +218,7 @@ fn bad_always_on_flags_are_one_line_errors() {
     let d = TempDir::new("flight-bad");
     let dir = d.join("out/");
     let dir_s = dir.to_str().unwrap();
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--rotate", "0"], "--rotate 0"),
         (&["--rotate", "10x"], "--rotate 10x"),
         (&["--rotate", "1h", "--keep", "-1"], "--keep -1"),
@@ -247,12 +247,24 @@ fn bad_always_on_flags_are_one_line_errors() {
             ],
             "--after soon",
         ),
+        (&["--ring", "60s", "--keep-dumps", "0"], "--keep-dumps 0"),
+        (
+            &["--ring", "60s", "--max-dumps-total", "10K"],
+            "--max-dumps-total 10K: give at least 1M",
+        ),
     ];
     for (args, what) in cases {
         let out = run(bin().args(["record", "-o", dir_s]).args(args));
         usage_error(&out, what);
         assert!(!dir.exists(), "{args:?} made {}", dir.display());
     }
+    // Snapshot retention without a ring: clap's usage error.
+    let out =
+        run(bin()
+            .args(["record", "-o", dir_s])
+            .args(["--rotate", "1h", "--keep-dumps", "3"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--ring"));
     // Not a directory, and a directory that cannot be made.
     let out = run(bin()
         .args(["record", "-o"])
@@ -783,6 +795,50 @@ fn trigger_and_sigusr1_save_the_window() {
     let (st, _, err) = rec.stop();
     assert!(st.success(), "{err}");
     assert_eq!(std::fs::read_dir(&quiet).unwrap().count(), 0, "{err}");
+    // Snapshot retention: three snapshots of an earlier run, then two of this one with
+    // --keep-dumps 2: the earlier ones are deleted as the new ones start; no other file is
+    // touched.
+    let earlier: Vec<String> = (1..=3)
+        .map(|i| format!("trigger-20250101T00000{i}.000Z-00{i}-sigusr1.iod"))
+        .collect();
+    for f in &earlier {
+        std::fs::write(quiet.join(f), b"an earlier snapshot").unwrap();
+    }
+    let others = ["iodump-20250101T000000.000Z-000001.iod", "notes.iod"];
+    for f in others {
+        std::fs::write(quiet.join(f), b"not a snapshot").unwrap();
+    }
+    let rec = record_into(
+        &name,
+        &quiet,
+        &["--ring", "10s", "--after", "200ms", "--keep-dumps", "2"],
+    );
+    for _ in 0..2 {
+        small(0);
+        rec.signal(libc::SIGUSR1);
+        std::thread::sleep(Duration::from_millis(800));
+    }
+    let (st, _, err) = rec.stop();
+    assert!(st.success(), "{err}");
+    assert!(
+        err.contains("2 snapshot(s) saved; 3 older snapshot(s) deleted by retention"),
+        "{err}"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&quiet)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left.len(), 4, "{left:?}");
+    assert_eq!(&left[..2], others.map(String::from), "{left:?}");
+    for new in &left[2..] {
+        assert!(
+            new.starts_with("trigger-") && new.ends_with("-sigusr1.iod"),
+            "{new}"
+        );
+        assert!(!earlier.contains(new), "{new}");
+        assert!(Reader::open(quiet.join(new)).is_ok(), "{new}");
+    }
 }
 
 /// The systemd unit's command line (dist/iodump.service) runs as it is, into a directory of

@@ -558,14 +558,26 @@ pub fn now_pair() -> (i64, u64) {
 /// The part files of `dir` (regular files only, links are not followed) with their sizes,
 /// oldest first.
 pub fn list_parts(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
+    list_named(dir, is_part_name)
+}
+
+/// The regular files of `dir` whose names `is_name` accepts (links are not followed), with
+/// their sizes, sorted by name: by time, for names that start with their UTC start time.
+pub fn list_named(dir: &Path, is_name: fn(&str) -> bool) -> std::io::Result<Vec<(PathBuf, u64)>> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(dir)? {
         let e = e?;
         let name = e.file_name();
-        if !is_part_name(&name.to_string_lossy()) {
+        if !is_name(&name.to_string_lossy()) {
             continue;
         }
-        let meta = std::fs::symlink_metadata(e.path())?;
+        // A file deleted or moved away meanwhile (a person cleaning up, a shipper taking
+        // closed parts) is not there: not an error.
+        let meta = match std::fs::symlink_metadata(e.path()) {
+            Ok(m) => m,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => return Err(err),
+        };
         if meta.is_file() {
             v.push((e.path(), meta.len()));
         }

@@ -39,6 +39,12 @@ pub struct FlightConfig {
     pub cooldown_ns: u64,
     /// At most this many snapshots in this run (then triggers are ignored, said once).
     pub max_dumps: Option<u32>,
+    /// Keep at most this many snapshot files in the directory, of this run and earlier ones
+    /// (the oldest are deleted; never the one being written).
+    pub keep_dumps: Option<usize>,
+    /// Keep the directory's snapshot files within this many bytes (the oldest are deleted;
+    /// never the one being written).
+    pub max_dumps_total_bytes: Option<u64>,
 }
 
 /// The most memory a ring of time takes when no size was given.
@@ -68,6 +74,8 @@ pub struct Flight {
     /// Snapshots that could not be written whole (a full file system, the directory gone):
     /// their files, and why. The ring goes on.
     pub failed_dumps: Vec<(PathBuf, String)>,
+    /// Older snapshot files deleted to keep within `keep_dumps` and `max_dumps_total_bytes`.
+    pub deleted_dumps: u64,
     last_fire_mono_ns: Option<u64>,
     said_max: bool,
     said_size: bool,
@@ -96,6 +104,7 @@ impl Flight {
             dump: None,
             dumps: Vec::new(),
             failed_dumps: Vec::new(),
+            deleted_dumps: 0,
             last_fire_mono_ns: None,
             said_max: false,
             said_size: false,
@@ -345,6 +354,7 @@ impl Flight {
             },
             path.display()
         );
+        self.retain_dumps(&path);
         self.dumps.push(path);
         self.dump = Some(Dump {
             out,
@@ -352,6 +362,50 @@ impl Flight {
             until_mono_ns: now.1 + after_ns.unwrap_or(self.cfg.after_ns),
         });
         Ok(())
+    }
+
+    /// Deletes the directory's oldest snapshot files (of any run; by name, which is by time)
+    /// while there are more than `--keep-dumps` or they hold more than `--max-dumps-total`;
+    /// never `current`, the one being written. Run when a snapshot starts and when it ends.
+    /// A file that cannot be deleted is a warning: the ring goes on.
+    fn retain_dumps(&mut self, current: &Path) {
+        let (keep, max_bytes) = (self.cfg.keep_dumps, self.cfg.max_dumps_total_bytes);
+        if keep.is_none() && max_bytes.is_none() {
+            return;
+        }
+        let mut files = match iodump_output::parts::list_named(&self.cfg.dir, is_snapshot_name) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!(
+                    "iodump: warning: {}: cannot list the snapshots: {e}; none deleted",
+                    self.cfg.dir.display()
+                );
+                return;
+            }
+        };
+        let mut total: u64 = files.iter().map(|(_, len)| len).sum();
+        let mut count = files.len();
+        files.retain(|(p, _)| p != current);
+        for (p, len) in files {
+            let over_count = keep.is_some_and(|k| count > k);
+            let over_size = max_bytes.is_some_and(|m| total > m);
+            if !(over_count || over_size) {
+                break;
+            }
+            match std::fs::remove_file(&p) {
+                Ok(()) => self.deleted_dumps += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    eprintln!(
+                        "iodump: warning: {}: cannot delete it (snapshot retention): {e}",
+                        p.display()
+                    );
+                    continue;
+                }
+            }
+            total -= len;
+            count -= 1;
+        }
     }
 
     /// A snapshot's file with its header, every table entry and the ring, given its name.
@@ -411,6 +465,8 @@ impl Flight {
                 return Ok(());
             }
         };
+        // Now that its size is known.
+        self.retain_dumps(d.out.path());
         drop(d.out);
         // On disk without holding up the recorder.
         std::thread::spawn(move || {
@@ -458,6 +514,33 @@ pub fn snapshot_name(wall_ns: i64, slug: &str, n: u32) -> String {
     format!("trigger-{when}-{n:03}-{slug}.iod")
 }
 
+/// True for a name [`snapshot_name`] makes (`trigger-`, the UTC time, a number, a slug of
+/// letters, digits, `.` and `-`, `.iod`): what snapshot retention may delete.
+pub fn is_snapshot_name(name: &str) -> bool {
+    let Some(rest) = name
+        .strip_prefix("trigger-")
+        .and_then(|r| r.strip_suffix(".iod"))
+    else {
+        return false;
+    };
+    // The time as a part's name has it: `YYYYmmddTHHMMSS.mmmZ`.
+    let (Some(when), Some(rest)) = (rest.get(..20), rest.get(20..)) else {
+        return false;
+    };
+    if !iodump_output::parts::is_part_name(&format!("iodump-{when}-000000.iod")) {
+        return false;
+    }
+    let Some((n, slug)) = rest.strip_prefix('-').and_then(|r| r.split_once('-')) else {
+        return false;
+    };
+    n.len() >= 3
+        && n.bytes().all(|c| c.is_ascii_digit())
+        && !slug.is_empty()
+        && slug
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'.' || c == b'-')
+}
+
 /// A file-name-safe rendering of a trigger: letters, digits, `.` kept, runs of anything else
 /// as one `-`, at most 40 bytes.
 fn slug(s: &str) -> String {
@@ -502,5 +585,95 @@ mod tests {
             snapshot_name(1_764_625_920_123_456_789, "sigusr1", 2),
             "trigger-20251201T215200.123Z-002-sigusr1.iod"
         );
+        // What snapshot retention may delete: the names it makes, nothing else.
+        for t in ["latency > 200ms", "", "error != 0 || path =~ \"x\""] {
+            let n = snapshot_name(1_764_625_920_123_456_789, &slug(t), 1234);
+            assert!(is_snapshot_name(&n), "{n}");
+        }
+        for not in [
+            "trigger-20251201T215200.123Z-002-sigusr1.iod.tmp",
+            "trigger-20251201T215200.123Z-002-.iod",
+            "trigger-20251201T215200.123Z-02-sigusr1.iod",
+            "trigger-20251201T215200.123-002-sigusr1.iod",
+            "trigger-2025120XT215200.123Z-002-sigusr1.iod",
+            "trigger-20251201T215200.123Z-002-my notes.iod",
+            "iodump-20251201T215200.123Z-000002.iod",
+            "trigger-.iod",
+            "run.iod",
+        ] {
+            assert!(!is_snapshot_name(not), "{not}");
+        }
+    }
+
+    /// Snapshot retention deletes the oldest snapshot files of the directory beyond the
+    /// count and the size, never the one being written nor any other file.
+    #[test]
+    fn retention_keeps_the_newest_snapshots() {
+        let dir = std::env::temp_dir().join(format!("iodump-flight-ret-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let name = |i: i64| snapshot_name(1_764_625_920_000_000_000 + i * 1_000_000_000, "x", 1);
+        for i in 0..6 {
+            std::fs::write(dir.join(name(i)), vec![0u8; 1000]).unwrap();
+        }
+        for other in [
+            "run.iod",
+            "iodump-20251201T215200.123Z-000002.iod",
+            "notes.txt",
+        ] {
+            std::fs::write(dir.join(other), b"keep me").unwrap();
+        }
+        let cfg = FlightConfig {
+            dir: dir.clone(),
+            window_ns: None,
+            window_bytes: 1 << 20,
+            trigger: None,
+            trigger_text: None,
+            after_ns: 0,
+            cooldown_ns: 0,
+            max_dumps: None,
+            keep_dumps: Some(4),
+            max_dumps_total_bytes: None,
+        };
+        let mut f = Flight::new(cfg, Header::default(), WriterOptions::default()).unwrap();
+        // The oldest is being written: kept whatever its age.
+        f.retain_dumps(&dir.join(name(0)));
+        let left = |d: &Path| {
+            let mut v: Vec<String> = std::fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let mut want = vec![name(0), name(3), name(4), name(5)];
+        want.extend(
+            [
+                "iodump-20251201T215200.123Z-000002.iod",
+                "notes.txt",
+                "run.iod",
+            ]
+            .map(String::from),
+        );
+        want.sort();
+        assert_eq!(left(&dir), want);
+        assert_eq!(f.deleted_dumps, 2);
+        // Within 2,500 bytes: two of 1,000 left, the one being written (the newest) among them.
+        f.cfg.keep_dumps = None;
+        f.cfg.max_dumps_total_bytes = Some(2_500);
+        f.retain_dumps(&dir.join(name(5)));
+        let mut want = vec![name(4), name(5)];
+        want.extend(
+            [
+                "iodump-20251201T215200.123Z-000002.iod",
+                "notes.txt",
+                "run.iod",
+            ]
+            .map(String::from),
+        );
+        want.sort();
+        assert_eq!(left(&dir), want);
+        assert_eq!(f.deleted_dumps, 4);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

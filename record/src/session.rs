@@ -91,6 +91,8 @@ pub struct RecordSummary {
     pub snapshots: Vec<PathBuf>,
     /// Snapshots that could not be written whole, and why (the ring went on).
     pub failed_snapshots: Vec<(PathBuf, String)>,
+    /// Older snapshot files deleted by `--keep-dumps` and `--max-dumps-total`.
+    pub deleted_snapshots: u64,
 }
 
 /// Monotonic nanoseconds now (the clock of event timestamps).
@@ -750,6 +752,7 @@ impl<'c, 'l> Session<'c, 'l> {
             result = result.and(f.finish(end_mono));
             summary.snapshots = std::mem::take(&mut f.dumps);
             summary.failed_snapshots = std::mem::take(&mut f.failed_dumps);
+            summary.deleted_snapshots = f.deleted_dumps;
         }
         if let Some(p) = self.sinks.parts.take() {
             summary.last_part = Some(p.current_path().to_path_buf());
