@@ -12,6 +12,7 @@ mod offline;
 mod original;
 mod record;
 mod replay;
+mod serving;
 mod signals;
 mod top;
 mod top_view;

@@ -355,7 +355,7 @@ pub fn run(args: &[OsString]) -> anyhow::Result<ExitCode> {
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
     let cfg = config(&a, argv)?;
-    crate::record::execute(&cfg, false)
+    crate::record::execute(&cfg, false, None)
 }
 
 #[cfg(test)]

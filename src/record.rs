@@ -12,9 +12,10 @@ use iodump_output::parts::PartsConfig;
 use iodump_record::bpf::BpfSettings;
 use iodump_record::flight::{is_dir_path, FlightConfig, DEFAULT_RING_BYTES};
 use iodump_record::print::PrintFormat;
-use iodump_record::{record, RecordConfig};
+use iodump_record::{record_live, LiveSink, RecordConfig};
 
 use crate::args::{usage, usage_bail, Selection};
+use crate::serving::Serving;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum PrintArg {
@@ -131,6 +132,14 @@ pub struct RecordArgs {
         allow_hyphen_values = true
     )]
     pub max_dumps_total: Option<String>,
+    /// Serve Prometheus/OpenMetrics metrics of what is recorded on http://ADDR:PORT/metrics
+    /// (as `iodump top --serve`): PORT or :PORT listen on 127.0.0.1; another address must be
+    /// given (0.0.0.0:9100).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub serve: Option<String>,
+    /// --serve: files exported (the busiest by I/Os; file paths are unbounded label values).
+    #[arg(long, value_name = "N", default_value_t = 100, requires = "serve")]
+    pub serve_files: usize,
     /// The command to run and record until it exits (after `--`); iodump exits with its status.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -390,11 +399,16 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         devices: a.select.devices.clone(),
         output: a.output.clone(),
         duration,
-        print: a.print.map(|p| match p {
-            PrintArg::Text => PrintFormat::Text,
-            PrintArg::Csv => PrintFormat::Csv,
-            PrintArg::Json => PrintFormat::Json,
-        }),
+        // Without -o, the lines are printed as ever, --serve or not (the session prints
+        // nothing by itself beside a live sink).
+        print: a
+            .print
+            .map(|p| match p {
+                PrintArg::Text => PrintFormat::Text,
+                PrintArg::Csv => PrintFormat::Csv,
+                PrintArg::Json => PrintFormat::Json,
+            })
+            .or((a.output.is_none()).then_some(PrintFormat::Text)),
         bpf,
         command: a.command.clone(),
         recorder_argv: std::env::args().collect(),
@@ -406,7 +420,13 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         parts,
         flight,
     };
-    execute(&cfg, a.stats)
+    // The port is taken before anything is loaded: one in use is an error up front.
+    let serving = a
+        .serve
+        .as_deref()
+        .map(|spec| Serving::start(spec, cfg.container.clone(), a.serve_files))
+        .transpose()?;
+    execute(&cfg, a.stats, serving)
 }
 
 /// Bytes per event (0 without events).
@@ -418,14 +438,20 @@ fn per_event(bytes: u64, events: u64) -> f64 {
     }
 }
 
-/// Records as `cfg` says, then the summary on stderr (with the kernel's counters if `stats`);
-/// exits with the traced command's status.
-pub fn execute(cfg: &RecordConfig, stats: bool) -> anyhow::Result<ExitCode> {
+/// Records as `cfg` says (serving metrics of it with `serving`), then the summary on stderr
+/// (with the kernel's counters if `stats`); exits with the traced command's status.
+pub fn execute(
+    cfg: &RecordConfig,
+    stats: bool,
+    serving: Option<Serving>,
+) -> anyhow::Result<ExitCode> {
     crate::signals::install();
     if cfg.flight.is_some() {
         crate::signals::install_snapshot();
     }
-    let s = record(cfg, &crate::signals::STOP).map_err(|e| match (&e, &cfg.output) {
+    let mut serving = serving;
+    let live = serving.as_mut().map(|s| s as &mut dyn LiveSink);
+    let s = record_live(cfg, &crate::signals::STOP, live).map_err(|e| match (&e, &cfg.output) {
         // Which file, and that what was written before the failure is kept.
         (iodump_record::error::RecordError::Write(_), Some(p)) => {
             let hint = match &cfg.parts {

@@ -15,11 +15,10 @@ use iodump_record::bpf::BpfSettings;
 use iodump_record::cgroups::Resolver;
 use iodump_record::convert::Converter;
 use iodump_record::live::{parse_interval, Aggregator, Interval, Sort, View};
-use iodump_record::metrics::Metrics;
-use iodump_record::serve::{Endpoint, OPENMETRICS, PROMETHEUS};
 use iodump_record::{record_live, LiveSink, RecordConfig};
 
 use crate::args::{parse_filter, usage, usage_bail, Selection};
+use crate::serving::Serving;
 use crate::top_view::{render, show_duration, BatchSink, Screen};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -149,22 +148,11 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         usage_bail!("-n counts refreshes of the screen or of -b; --serve alone runs until stopped");
     }
     // The port is taken before anything is loaded: one in use is an error up front.
-    let mut serving = match &a.serve {
-        Some(spec) => {
-            let addr = iodump_record::serve::parse_addr(spec).map_err(anyhow::Error::msg)?;
-            let listener = iodump_record::serve::bind(addr).map_err(anyhow::Error::msg)?;
-            let endpoint = Endpoint::start(listener).context("starting the --serve thread")?;
-            eprintln!(
-                "iodump: serving metrics on http://{}/metrics",
-                endpoint.addr
-            );
-            Some(Serving::new(
-                Metrics::new(Resolver::new(), container.clone(), a.serve_files),
-                endpoint,
-            ))
-        }
-        None => None,
-    };
+    let mut serving = a
+        .serve
+        .as_deref()
+        .map(|spec| Serving::start(spec, container.clone(), a.serve_files))
+        .transpose()?;
     let agg = Aggregator::new(Resolver::new(), container);
     let limit = (a.limit > 0).then_some(a.limit);
     crate::signals::install();
@@ -187,7 +175,14 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             a.json,
         );
         let s = match serving.as_mut() {
-            Some(sv) => record_live(&cfg, &crate::signals::STOP, Some(&mut sv.with(&mut sink)))?,
+            Some(sv) => record_live(
+                &cfg,
+                &crate::signals::STOP,
+                Some(&mut Both {
+                    serving: sv,
+                    view: &mut sink,
+                }),
+            )?,
             None => record_live(&cfg, &crate::signals::STOP, Some(&mut sink))?,
         };
         if let Some(e) = sink.error {
@@ -203,7 +198,14 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     }
     let mut sink = Screenful::new(agg, interval, a.iterations, view(a.by), sort(a.sort));
     let result = match serving.as_mut() {
-        Some(sv) => record_live(&cfg, &crate::signals::STOP, Some(&mut sv.with(&mut sink))),
+        Some(sv) => record_live(
+            &cfg,
+            &crate::signals::STOP,
+            Some(&mut Both {
+                serving: sv,
+                view: &mut sink,
+            }),
+        ),
         None => record_live(&cfg, &crate::signals::STOP, Some(&mut sink)),
     };
     sink.restore();
@@ -226,64 +228,6 @@ fn finish(cfg: &RecordConfig, s: &iodump_record::RecordSummary) {
             p.display(),
             s.bytes_written
         );
-    }
-}
-
-/// `--serve`: the metrics, fed with every event, and the endpoint they are rendered for.
-struct Serving {
-    metrics: Metrics,
-    endpoint: Endpoint,
-    expired: Instant,
-}
-
-/// How often idle series are dropped.
-const EXPIRE_EVERY: Duration = Duration::from_secs(5);
-
-impl Serving {
-    fn new(metrics: Metrics, endpoint: Endpoint) -> Serving {
-        Serving {
-            metrics,
-            endpoint,
-            expired: Instant::now(),
-        }
-    }
-
-    /// This, and `view`'s sink (the screen or -b) too.
-    fn with<'a>(&'a mut self, view: &'a mut dyn LiveSink) -> Both<'a> {
-        Both {
-            serving: self,
-            view,
-        }
-    }
-
-    /// Renders what requests wait for; drops idle series now and then.
-    fn step(&mut self, lost_events: u64) {
-        if self.expired.elapsed() >= EXPIRE_EVERY {
-            self.expired = Instant::now();
-            self.metrics.expire(iodump_record::session::monotonic_ns());
-        }
-        let want = self.endpoint.wanted();
-        if want == 0 {
-            return;
-        }
-        self.metrics.set_lost(lost_events);
-        for format in [PROMETHEUS, OPENMETRICS] {
-            if want & format != 0 {
-                let text = self.metrics.render(format == OPENMETRICS);
-                self.endpoint.publish(format, text);
-            }
-        }
-    }
-}
-
-impl LiveSink for Serving {
-    fn event(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
-        self.metrics.add(e, r, conv);
-    }
-
-    fn tick(&mut self, lost_events: u64) -> bool {
-        self.step(lost_events);
-        false
     }
 }
 

@@ -94,8 +94,14 @@ impl Drop for Stop {
 /// `iodump top --serve 127.0.0.1:0 ARGS` with no screen (stdin and stdout not terminals),
 /// once it records: the process and the address it serves on.
 fn serve(args: &[&str]) -> (Stop, SocketAddr) {
+    serving("top", args)
+}
+
+/// `iodump COMMAND --serve 127.0.0.1:0 ARGS`, once it records: the process and the address
+/// it serves on.
+fn serving(command: &str, args: &[&str]) -> (Stop, SocketAddr) {
     let mut child = bin()
-        .args(["top", "--serve", "127.0.0.1:0"])
+        .args([command, "--serve", "127.0.0.1:0"])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -112,7 +118,7 @@ fn serve(args: &[&str]) -> (Stop, SocketAddr) {
     loop {
         let mut line = String::new();
         if err.read_line(&mut line).unwrap_or(0) == 0 {
-            panic!("iodump top ended before recording: {before}");
+            panic!("iodump {command} ended before recording: {before}");
         }
         before.push_str(&line);
         if let Some(a) = line.strip_prefix("iodump: serving metrics on http://") {
@@ -332,6 +338,50 @@ fn batch_mode_and_metrics_count_the_same_io() {
     assert_eq!(out.lines().count(), 3, "{out}");
     assert_eq!(scraped, 1000.0, "the writes scraped");
     assert_eq!(writes, 1000.0, "the writes of -b's snapshots: {out}");
+}
+
+/// `iodump record --serve`: the always-on recorder serves the metrics of what it writes into
+/// its parts (no second recorder attached for Prometheus); both count the same writes.
+#[test]
+fn record_serves_the_metrics_of_what_it_writes() {
+    if !bpf_available("record_serves_the_metrics_of_what_it_writes") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let zram = Zram::new("64M");
+    let dev = zram.name();
+    let d = TempDir::new("serve-record");
+    let dir = d.join("parts/");
+    let (mut rec, addr) = serving(
+        "record",
+        &["-d", &dev, "-o", dir.to_str().unwrap(), "--rotate", "1h"],
+    );
+    sh(&format!(
+        "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",
+        zram.node()
+    ));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sample = format!("iodump_device_io_total{{device=\"{dev}\",op=\"write\"}} ");
+    let scraped = loop {
+        let (st, text) = get(addr, "/metrics", None);
+        assert_eq!(st, 200);
+        let v = value(&text, &sample).unwrap_or(0.0);
+        if v >= 1000.0 || Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(rec.signal_and_wait().success());
+    assert_eq!(scraped, 1000.0, "the writes scraped");
+    let mut written = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let r = iodump_format::Reader::open(e.unwrap().path()).unwrap();
+        written += common::events_on(&r, &dev)
+            .iter()
+            .filter(|e| e.op == iodump_format::Op::Write)
+            .count();
+    }
+    assert_eq!(written, 1000, "the writes in the parts");
 }
 
 /// Writes `n` new files of 4 KiB in `dir` and syncs them (their I/O is writeback).

@@ -82,6 +82,30 @@ impl TableMirror {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The latest process entry of thread `tid`, if noted.
+    #[inline]
+    pub fn process_entry(&self, tid: u32) -> Option<&Process> {
+        self.processes.get(&tid)
+    }
+    /// The path entry `path_id`, if noted.
+    #[inline]
+    pub fn path_entry(&self, path_id: u32) -> Option<&PathEntry> {
+        self.paths.get(&path_id)
+    }
+    /// Adds the devices (in the order first seen) and the cgroups (by id) to `w`: what a
+    /// part starts with, its process and path entries being added before the first of its
+    /// events that refers to them.
+    pub fn write_devices_and_cgroups<W: Write>(&self, w: &mut Writer<W>) -> Result<(), WriteError> {
+        for d in &self.devices {
+            w.add_device(d.clone())?;
+        }
+        let mut ids: Vec<&u64> = self.cgroups.keys().collect();
+        ids.sort_unstable();
+        for i in ids {
+            w.add_cgroup(self.cgroups[i].clone())?;
+        }
+        Ok(())
+    }
     /// Adds every entry to `w`: devices in the order first seen, then processes, paths
     /// and cgroups by id.
     pub fn write_into<W: Write>(&self, w: &mut Writer<W>) -> Result<(), WriteError> {

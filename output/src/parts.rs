@@ -135,15 +135,19 @@ pub fn is_part_name(name: &str) -> bool {
             .all(|(i, c)| matches!(i, 8 | 15 | 19 | 20) || c.is_ascii_digit())
 }
 
-/// A recording written in parts. Every table entry added is kept ([`TableMirror`]) and
-/// written again at the start of each new part, after its header (the template's, with the
-/// part's own clock pair, the recording id and the part number).
+/// A recording written in parts. Every table entry added is kept ([`TableMirror`]); each
+/// new part starts, after its header (the template's, with the part's own clock pair, the
+/// recording id and the part number), with the devices and cgroups, and holds each process
+/// and path entry from just before the first of its events that refers to it
+/// ([`PartTables`]): a part holds what its events need and no more, however many files and
+/// threads the recording has seen.
 pub struct RotatingTrace {
     cfg: PartsConfig,
     template: Header,
     opts: WriterOptions,
     recording: String,
     mirror: TableMirror,
+    tables: PartTables,
     part: u32,
     writer: Option<Writer<File>>,
     current: OutputFile,
@@ -178,6 +182,7 @@ impl RotatingTrace {
             opts,
             recording,
             mirror,
+            tables: PartTables::default(),
             part: 1,
             writer: Some(writer),
             current,
@@ -232,14 +237,16 @@ impl RotatingTrace {
         self.mirror.device(&d);
         Ok(self.writer_mut()?.add_device(d)?)
     }
-    /// Adds a process entry.
+    /// Adds a process entry (a new thread, or one with a new name).
     pub fn add_process(&mut self, p: Process) -> Result<(), PartsError> {
         self.mirror.process(&p);
+        self.tables.wrote_process(p.tid, self.part);
         Ok(self.writer_mut()?.add_process(p)?)
     }
     /// Adds a path entry.
     pub fn add_path(&mut self, p: PathEntry) -> Result<(), PartsError> {
         self.mirror.path(&p);
+        self.tables.wrote_path(p.path_id, self.part);
         Ok(self.writer_mut()?.add_path(p)?)
     }
     /// Adds a cgroup entry.
@@ -256,7 +263,11 @@ impl RotatingTrace {
     /// start the next).
     #[inline]
     pub fn push(&mut self, e: &Event) -> Result<(), PartsError> {
-        if let Err(err) = self.writer_mut()?.push(e) {
+        let Some(w) = self.writer.as_mut() else {
+            return Err(self.writer_mut().err().expect("no writer"));
+        };
+        self.tables.add_for(e, self.part, &self.mirror, w)?;
+        if let Err(err) = w.push(e) {
             return self.go_on_after(err.into());
         }
         let w = self.writer_mut()?;
@@ -356,9 +367,15 @@ impl RotatingTrace {
                 }
                 made_room = true;
             }
-            let next = self.open_next(now).and_then(|(mut current, mut writer)| {
+            let part = self.part;
+            let opened = self.open_next(now);
+            let (mirror, tables) = (&self.mirror, &mut self.tables);
+            let next = opened.and_then(|(mut current, mut writer)| {
                 for l in losses {
                     writer.add_loss(*l)?;
+                }
+                for e in events {
+                    tables.add_for(e, part, mirror, &mut writer)?;
                 }
                 writer.extend_buffered(events);
                 writer.flush()?;
@@ -586,7 +603,76 @@ pub fn list_named(dir: &Path, is_name: fn(&str) -> bool) -> std::io::Result<Vec<
     Ok(v)
 }
 
-/// Creates part `part`: its file (hidden), its header, the mirror's entries (not flushed).
+/// Which process and path entries the part being written holds: each is added to a part
+/// before the first of its events that refers to it (its thread, the dirtier of its pages,
+/// its file or label), once per part.
+#[derive(Default)]
+struct PartTables {
+    /// Path id → the part it was last added to (0: none). Path ids are dense from 1.
+    paths: Vec<u32>,
+    /// Thread id → the part its entry was last added to.
+    threads: iodump_format::inthash::IntMap<u32, u32>,
+    /// The thread of the previous event and its part: most events follow one of the same
+    /// thread.
+    last_thread: (u32, u32),
+}
+
+impl PartTables {
+    fn wrote_path(&mut self, path_id: u32, part: u32) {
+        let i = path_id as usize;
+        if i >= self.paths.len() {
+            self.paths.resize(i + 1, 0);
+        }
+        self.paths[i] = part;
+    }
+
+    fn wrote_process(&mut self, tid: u32, part: u32) {
+        self.threads.insert(tid, part);
+    }
+
+    /// Adds to `w` (part `part`) the entries of `e` that the part does not hold yet.
+    #[inline]
+    fn add_for(
+        &mut self,
+        e: &Event,
+        part: u32,
+        mirror: &TableMirror,
+        w: &mut Writer<File>,
+    ) -> Result<(), WriteError> {
+        if e.path_id != 0 && self.paths.get(e.path_id as usize) != Some(&part) {
+            self.wrote_path(e.path_id, part);
+            if let Some(p) = mirror.path_entry(e.path_id) {
+                w.add_path(p.clone())?;
+            }
+        }
+        if self.last_thread != (e.tid, part) {
+            self.thread(e.tid, part, mirror, w)?;
+            self.last_thread = (e.tid, part);
+        }
+        if let Some(d) = e.dirtier_pid {
+            self.thread(d, part, mirror, w)?;
+        }
+        Ok(())
+    }
+
+    fn thread(
+        &mut self,
+        tid: u32,
+        part: u32,
+        mirror: &TableMirror,
+        w: &mut Writer<File>,
+    ) -> Result<(), WriteError> {
+        if self.threads.insert(tid, part) != Some(part) {
+            if let Some(p) = mirror.process_entry(tid) {
+                w.add_process(p.clone())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Creates part `part`: its file (hidden), its header, the mirror's devices and cgroups (not
+/// flushed).
 fn open_part(
     dir: &Path,
     template: &Header,
@@ -608,7 +694,7 @@ fn open_part(
     header.metadata.push((META_PART.into(), part.to_string()));
     let out = OutputFile::create(&dir.join(part_name(now.0, part)))?;
     let mut w = Writer::new(out.try_clone_file()?, &header, opts.clone())?;
-    mirror.write_into(&mut w)?;
+    mirror.write_devices_and_cgroups(&mut w)?;
     Ok((out, w))
 }
 
@@ -671,6 +757,99 @@ impl Drop for Syncer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A part holds the process and path entries its own events refer to (their thread, the
+    /// dirtier of their pages, their file), however many the recording has seen, so that
+    /// each part reads alone; one with no event holds none.
+    #[test]
+    fn a_part_holds_the_entries_its_events_need() {
+        use iodump_format::{DevT, PathKind, Reader};
+        let dir = std::env::temp_dir().join(format!("iodump-parts-tables-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = PartsConfig {
+            dir: dir.clone(),
+            ..PartsConfig::default()
+        };
+        let mut t = RotatingTrace::create(
+            cfg,
+            Header::default(),
+            WriterOptions::default(),
+            "rec".into(),
+            (1_764_625_920_000_000_000, 1_000),
+        )
+        .unwrap();
+        t.commit_first().unwrap();
+        let dev = DevT::new(8, 0);
+        let ev = |ts: u64, tid: u32, path_id: u32, dirtier: Option<u32>| Event {
+            timestamp_ns: ts,
+            dev,
+            bytes: 4096,
+            pid: tid,
+            tid,
+            path_id,
+            dirtier_pid: dirtier,
+            ..Event::default()
+        };
+        // Part 1: 1,000 files and 10 threads, each with an event.
+        for tid in 1..=10 {
+            t.add_process(Process {
+                tid,
+                pid: tid,
+                comm: format!("t{tid}").into_bytes(),
+                cgroup_id: 0,
+                args: None,
+            })
+            .unwrap();
+        }
+        for id in 1..=1000u32 {
+            t.add_path(PathEntry {
+                path_id: id,
+                dev,
+                inode: id as u64,
+                kind: PathKind::File,
+                truncated: false,
+                deleted: false,
+                path: format!("/f{id}").into_bytes(),
+                generation: None,
+            })
+            .unwrap();
+            t.push(&ev(id as u64 * 1000, 1 + id % 10, id, None))
+                .unwrap();
+        }
+        let second = |t: &mut RotatingTrace, at: u64| {
+            t.rotate(
+                EndInfo::default(),
+                (1_764_625_930_000_000_000 + at as i64, at),
+            )
+            .unwrap();
+            t.current_path().to_path_buf()
+        };
+        // Part 2: no event. Part 3: file 7 written by thread 3, then file 9 written back by
+        // thread 4 for thread 5's pages.
+        let empty = second(&mut t, 2_000_000);
+        let third = second(&mut t, 3_000_000);
+        t.push(&ev(3_000_001, 3, 7, None)).unwrap();
+        t.push(&ev(3_000_002, 4, 9, Some(5))).unwrap();
+        t.finish(EndInfo::default()).unwrap();
+        let r = Reader::open(&empty).unwrap();
+        assert_eq!(
+            (r.tables().paths().count(), r.tables().processes().count()),
+            (0, 0)
+        );
+        let r = Reader::open(&third).unwrap();
+        let mut paths: Vec<u32> = r.tables().paths().map(|p| p.path_id).collect();
+        paths.sort();
+        assert_eq!(paths, [7, 9]);
+        let mut tids: Vec<u32> = r.tables().processes().map(|p| p.tid).collect();
+        tids.sort();
+        assert_eq!(tids, [3, 4, 5]);
+        let events: Vec<Event> = r.events().collect();
+        assert_eq!(events.len(), 2);
+        assert_eq!(r.tables().path(events[0].path_id).unwrap().path, b"/f7");
+        assert_eq!(r.comm(events[1].pid, events[1].tid, 0), Some(&b"t4"[..]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn part_names_sort_by_time_and_are_recognised() {
