@@ -44,8 +44,10 @@ pub fn trigger_timestamp_ns(h: &Header) -> Option<u64> {
     v.1.split_whitespace().next()?.parse().ok()
 }
 
-/// The latest entry of each table key the recording has written: what a new part repeats
-/// at its start, so that its events refer to nothing outside it.
+/// The latest entry of each table key the recording has written: what a new part (or a
+/// snapshot) takes its entries from — the devices and cgroups at its start, each process and
+/// path entry before the first of its events that refers to it — so that its events refer
+/// to nothing outside it.
 #[derive(Clone, Debug, Default)]
 pub struct TableMirror {
     devices: Vec<Device>,
@@ -87,6 +89,14 @@ impl TableMirror {
     pub fn process_entry(&self, tid: u32) -> Option<&Process> {
         self.processes.get(&tid)
     }
+    /// Every process entry (the latest of each thread), in no order.
+    pub fn processes(&self) -> impl Iterator<Item = &Process> {
+        self.processes.values()
+    }
+    /// Every path entry, in no order.
+    pub fn paths(&self) -> impl Iterator<Item = &PathEntry> {
+        self.paths.values()
+    }
     /// The path entry `path_id`, if noted.
     #[inline]
     pub fn path_entry(&self, path_id: u32) -> Option<&PathEntry> {
@@ -98,29 +108,6 @@ impl TableMirror {
     pub fn write_devices_and_cgroups<W: Write>(&self, w: &mut Writer<W>) -> Result<(), WriteError> {
         for d in &self.devices {
             w.add_device(d.clone())?;
-        }
-        let mut ids: Vec<&u64> = self.cgroups.keys().collect();
-        ids.sort_unstable();
-        for i in ids {
-            w.add_cgroup(self.cgroups[i].clone())?;
-        }
-        Ok(())
-    }
-    /// Adds every entry to `w`: devices in the order first seen, then processes, paths
-    /// and cgroups by id.
-    pub fn write_into<W: Write>(&self, w: &mut Writer<W>) -> Result<(), WriteError> {
-        for d in &self.devices {
-            w.add_device(d.clone())?;
-        }
-        let mut tids: Vec<&u32> = self.processes.keys().collect();
-        tids.sort_unstable();
-        for t in tids {
-            w.add_process(self.processes[t].clone())?;
-        }
-        let mut ids: Vec<&u32> = self.paths.keys().collect();
-        ids.sort_unstable();
-        for i in ids {
-            w.add_path(self.paths[i].clone())?;
         }
         let mut ids: Vec<&u64> = self.cgroups.keys().collect();
         ids.sort_unstable();

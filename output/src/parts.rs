@@ -603,11 +603,12 @@ pub fn list_named(dir: &Path, is_name: fn(&str) -> bool) -> std::io::Result<Vec<
     Ok(v)
 }
 
-/// Which process and path entries the part being written holds: each is added to a part
-/// before the first of its events that refers to it (its thread, the dirtier of its pages,
-/// its file or label), once per part.
+/// Which process and path entries the part being written holds (or a flight recorder's
+/// snapshot): each is added to a part before the first of its events that refers to it (its
+/// thread, the dirtier of its pages, its file or label), once per part. Parts are numbered
+/// from 1.
 #[derive(Default)]
-struct PartTables {
+pub struct PartTables {
     /// Path id → the part it was last added to (0: none). Path ids are dense from 1.
     paths: Vec<u32>,
     /// Thread id → the part its entry was last added to.
@@ -618,7 +619,8 @@ struct PartTables {
 }
 
 impl PartTables {
-    fn wrote_path(&mut self, path_id: u32, part: u32) {
+    /// Notes that part `part` holds the entry of `path_id`.
+    pub fn wrote_path(&mut self, path_id: u32, part: u32) {
         let i = path_id as usize;
         if i >= self.paths.len() {
             self.paths.resize(i + 1, 0);
@@ -626,13 +628,14 @@ impl PartTables {
         self.paths[i] = part;
     }
 
-    fn wrote_process(&mut self, tid: u32, part: u32) {
+    /// Notes that part `part` holds the entry of thread `tid`.
+    pub fn wrote_process(&mut self, tid: u32, part: u32) {
         self.threads.insert(tid, part);
     }
 
     /// Adds to `w` (part `part`) the entries of `e` that the part does not hold yet.
     #[inline]
-    fn add_for(
+    pub fn add_for(
         &mut self,
         e: &Event,
         part: u32,

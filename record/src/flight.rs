@@ -15,6 +15,7 @@ use iodump_format::{
     Device, EndInfo, Event, Header, Loss, PathEntry, Process, SealedChunk, WriteError, Writer,
     WriterOptions,
 };
+use iodump_output::parts::PartTables;
 use iodump_output::OutputFile;
 
 use crate::error::RecordError;
@@ -65,7 +66,15 @@ pub struct Flight {
     /// Encodes into memory only (a tap on a sink).
     writer: Writer<std::io::Sink>,
     mirror: TableMirror,
+    /// Which entries the ring's events refer to ([`Refs`]).
+    refs: Refs,
+    /// Which entries the snapshot being written holds (snapshot n is "part" n).
+    dump_tables: PartTables,
     ring: VecDeque<SealedChunk>,
+    /// The sequence number ([`Refs`]) of the first event of each chunk of `ring`.
+    ring_seq: VecDeque<u64>,
+    /// Events in the chunks taken from the tap so far.
+    sealed_events: u64,
     ring_bytes: u64,
     newest_ns: u64,
     dump: Option<Dump>,
@@ -98,7 +107,11 @@ impl Flight {
             opts,
             writer,
             mirror: TableMirror::default(),
+            refs: Refs::default(),
+            dump_tables: PartTables::default(),
             ring: VecDeque::new(),
+            ring_seq: VecDeque::new(),
+            sealed_events: 0,
             ring_bytes: 0,
             newest_ns: 0,
             dump: None,
@@ -143,11 +156,19 @@ impl Flight {
     /// Adds a process entry.
     pub fn add_process(&mut self, p: &Process) -> Result<(), RecordError> {
         self.mirror.process(p);
+        if self.dump.is_some() {
+            self.dump_tables
+                .wrote_process(p.tid, self.dumps.len() as u32);
+        }
         self.both(p.clone(), |w, v| w.add_process(v), |w, v| w.add_process(v))
     }
     /// Adds a path entry.
     pub fn add_path(&mut self, p: &PathEntry) -> Result<(), RecordError> {
         self.mirror.path(p);
+        if self.dump.is_some() {
+            self.dump_tables
+                .wrote_path(p.path_id, self.dumps.len() as u32);
+        }
         self.both(p.clone(), |w, v| w.add_path(v), |w, v| w.add_path(v))
     }
     /// Adds a cgroup entry.
@@ -165,6 +186,15 @@ impl Flight {
     pub fn push(&mut self, e: &Event) -> Result<(), RecordError> {
         if e.timestamp_ns > self.newest_ns {
             self.newest_ns = e.timestamp_ns;
+        }
+        self.refs.note(e);
+        if let Some(d) = &mut self.dump {
+            // The entries of an event of `--after` that the snapshot does not hold yet, before
+            // its segment is appended.
+            let n = self.dumps.len() as u32;
+            if let Err(err) = self.dump_tables.add_for(e, n, &self.mirror, &mut d.writer) {
+                self.dump_failed(RecordError::Write(err));
+            }
         }
         self.writer.push(e).map_err(RecordError::Write)?;
         if self.writer.buffered_events() == 0 {
@@ -221,6 +251,10 @@ impl Flight {
                 }
             }
             self.ring_bytes += c.bytes.len() as u64;
+            self.ring_seq.push_back(self.sealed_events);
+            if c.kind == ChunkType::Events {
+                self.sealed_events += c.records as u64;
+            }
             self.ring.push_back(c);
         }
         self.evict();
@@ -246,6 +280,7 @@ impl Flight {
             }
             self.ring_bytes -= front.bytes.len() as u64;
             self.ring.pop_front();
+            self.ring_seq.pop_front();
         }
         // Loss records older than every event kept go too.
         while self
@@ -256,6 +291,7 @@ impl Flight {
         {
             if let Some(c) = self.ring.pop_front() {
                 self.ring_bytes -= c.bytes.len() as u64;
+                self.ring_seq.pop_front();
             }
         }
     }
@@ -333,7 +369,8 @@ impl Flight {
             .cfg
             .dir
             .join(snapshot_name(now.0, &slug, self.dumps.len() as u32 + 1));
-        let (out, writer) = match self.start_dump(&path, &header) {
+        let n = self.dumps.len() as u32 + 1;
+        let (out, writer) = match self.start_dump(&path, &header, n) {
             Ok(d) => d,
             Err(e) => {
                 // Nothing of it is left (its file was not given its name); the ring goes on.
@@ -408,18 +445,44 @@ impl Flight {
         }
     }
 
-    /// A snapshot's file with its header, every table entry and the ring, given its name.
+    /// A snapshot's file with its header, the devices and cgroups, the process and path
+    /// entries the ring's events refer to, and the ring, given its name; it is snapshot
+    /// `n` (for [`PartTables`]).
     fn start_dump(
-        &self,
+        &mut self,
         path: &Path,
         header: &Header,
+        n: u32,
     ) -> Result<(OutputFile, Writer<File>), RecordError> {
         let mut out = OutputFile::create(path)?;
         let mut writer = Writer::new(out.try_clone_file()?, header, self.opts.clone())
             .map_err(RecordError::Write)?;
         self.mirror
-            .write_into(&mut writer)
+            .write_devices_and_cgroups(&mut writer)
             .map_err(RecordError::Write)?;
+        // Every event in the ring has a sequence number from the first chunk's on.
+        let oldest = self.ring_seq.front().copied().unwrap_or(self.sealed_events);
+        self.refs.settle();
+        let mut procs: Vec<&Process> = self
+            .mirror
+            .processes()
+            .filter(|p| self.refs.thread_since(p.tid, oldest))
+            .collect();
+        procs.sort_unstable_by_key(|p| p.tid);
+        for p in procs {
+            self.dump_tables.wrote_process(p.tid, n);
+            writer.add_process(p.clone()).map_err(RecordError::Write)?;
+        }
+        let mut paths: Vec<&PathEntry> = self
+            .mirror
+            .paths()
+            .filter(|p| self.refs.path_since(p.path_id, oldest))
+            .collect();
+        paths.sort_unstable_by_key(|p| p.path_id);
+        for p in paths {
+            self.dump_tables.wrote_path(p.path_id, n);
+            writer.add_path(p.clone()).map_err(RecordError::Write)?;
+        }
         for c in &self.ring {
             writer.append_sealed(c).map_err(RecordError::Write)?;
         }
@@ -482,6 +545,66 @@ impl Flight {
             self.route()?;
         }
         self.end_dump(now_mono_ns)
+    }
+}
+
+/// Which process and path entries the ring's events refer to: each event pushed gets the
+/// next sequence number (from 1), and each entry the number of the last event that referred
+/// to it (as its thread, the dirtier of its pages, its file or label). A snapshot then
+/// starts with the entries referred to from its oldest event on, not every one the
+/// recording has seen.
+#[derive(Default)]
+struct Refs {
+    seq: u64,
+    /// Path id → the last event referring to it.
+    paths: Vec<u64>,
+    /// Thread id → the last event referring to it, but for `last_thread`'s.
+    threads: iodump_format::inthash::IntMap<u32, u64>,
+    /// The thread of the previous event and that event's number: noted in `threads` when
+    /// another thread's event comes (most events follow one of the same thread).
+    last_thread: Option<(u32, u64)>,
+}
+
+impl Refs {
+    #[inline]
+    fn note(&mut self, e: &Event) {
+        self.seq += 1;
+        let s = self.seq;
+        let i = e.path_id as usize;
+        if i >= self.paths.len() {
+            self.paths.resize(i + 1, 0);
+        }
+        self.paths[i] = s;
+        match self.last_thread {
+            Some((t, _)) if t == e.tid => {}
+            Some((t, at)) => {
+                self.threads.insert(t, at);
+            }
+            None => {}
+        }
+        self.last_thread = Some((e.tid, s));
+        if let Some(d) = e.dirtier_pid {
+            self.threads.insert(d, s);
+        }
+    }
+
+    /// Notes the last thread's number in `threads`.
+    fn settle(&mut self) {
+        if let Some((t, at)) = self.last_thread {
+            let x = self.threads.entry(t).or_insert(at);
+            *x = (*x).max(at);
+        }
+    }
+
+    /// True when an event numbered above `after` (a number of sealed events: the events
+    /// after them are numbered from `after + 1`) refers to path `path_id`.
+    fn path_since(&self, path_id: u32, after: u64) -> bool {
+        self.paths.get(path_id as usize).is_some_and(|&s| s > after)
+    }
+
+    /// [`Refs::path_since`] for thread `tid` (after [`Refs::settle`]).
+    fn thread_since(&self, tid: u32, after: u64) -> bool {
+        self.threads.get(&tid).is_some_and(|&s| s > after)
     }
 }
 
@@ -603,6 +726,112 @@ mod tests {
         ] {
             assert!(!is_snapshot_name(not), "{not}");
         }
+    }
+
+    /// A snapshot holds the process and path entries its events refer to — those of the
+    /// ring's events, then those of `--after`'s, one an old file's — not every entry the
+    /// recording has seen; each of its events reads with its thread and file.
+    #[test]
+    fn a_snapshot_holds_the_entries_its_events_need() {
+        use iodump_format::{DevT, PathKind, Reader};
+        let dir = std::env::temp_dir().join(format!("iodump-flight-tables-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = FlightConfig {
+            dir: dir.clone(),
+            // The last 100 µs of events: about the last 100 events below.
+            window_ns: Some(100_000),
+            window_bytes: 1 << 30,
+            trigger: None,
+            trigger_text: None,
+            after_ns: 1_000_000_000,
+            cooldown_ns: 0,
+            max_dumps: None,
+            keep_dumps: None,
+            max_dumps_total_bytes: None,
+        };
+        let opts = WriterOptions {
+            segment_events: 16,
+            ..WriterOptions::default()
+        };
+        let mut f = Flight::new(cfg, Header::default(), opts).unwrap();
+        let dev = DevT::new(8, 0);
+        let ev = |ts: u64, tid: u32, path_id: u32, dirtier: Option<u32>| Event {
+            timestamp_ns: ts,
+            dev,
+            bytes: 4096,
+            pid: tid,
+            tid,
+            path_id,
+            dirtier_pid: dirtier,
+            ..Event::default()
+        };
+        // 1,000 files, each written once by one of threads 1..=100, 1 µs apart.
+        for tid in 1..=101 {
+            f.add_process(&Process {
+                tid,
+                pid: tid,
+                comm: format!("t{tid}").into_bytes(),
+                cgroup_id: 0,
+                args: None,
+            })
+            .unwrap();
+        }
+        for id in 1..=1000u32 {
+            f.add_path(&PathEntry {
+                path_id: id,
+                dev,
+                inode: id as u64,
+                kind: PathKind::File,
+                truncated: false,
+                deleted: false,
+                path: format!("/f{id}").into_bytes(),
+                generation: None,
+            })
+            .unwrap();
+            f.push(&ev(id as u64 * 1000, 1 + id % 100, id, None))
+                .unwrap();
+        }
+        f.fire(
+            Snapshot::Signal,
+            (1_764_625_920_000_000_000, 1_000_001),
+            None,
+        )
+        .unwrap();
+        // --after: file 3 (long out of the ring) written back by thread 101 for thread 7.
+        f.push(&ev(1_000_002, 101, 3, Some(7))).unwrap();
+        f.finish(2_000_000).unwrap();
+        assert!(f.failed_dumps.is_empty(), "{:?}", f.failed_dumps);
+        let r = Reader::open(&f.dumps[0]).unwrap();
+        let events: Vec<Event> = r.events().collect();
+        assert!(
+            (90..=120).contains(&events.len()),
+            "{} events in the snapshot",
+            events.len()
+        );
+        let mut want_paths: Vec<u32> = events.iter().map(|e| e.path_id).collect();
+        want_paths.sort();
+        want_paths.dedup();
+        let mut paths: Vec<u32> = r.tables().paths().map(|p| p.path_id).collect();
+        paths.sort();
+        assert_eq!(paths, want_paths);
+        assert!(paths.contains(&3));
+        let mut want_tids: Vec<u32> = events
+            .iter()
+            .flat_map(|e| [Some(e.tid), e.dirtier_pid])
+            .flatten()
+            .collect();
+        want_tids.sort();
+        want_tids.dedup();
+        let mut tids: Vec<u32> = r.tables().processes().map(|p| p.tid).collect();
+        tids.sort();
+        assert_eq!(tids, want_tids);
+        for e in &events {
+            let p = r.tables().path(e.path_id).unwrap();
+            assert_eq!(p.path, format!("/f{}", e.path_id).into_bytes());
+            assert!(r.comm(e.pid, e.tid, 0).is_some(), "{e:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Snapshot retention deletes the oldest snapshot files of the directory beyond the
