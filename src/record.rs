@@ -132,6 +132,11 @@ pub struct RecordArgs {
         allow_hyphen_values = true
     )]
     pub max_dumps_total: Option<String>,
+    /// Forget files and threads without I/O for this long (default 10m): memory holds those
+    /// of the last while, not every one a long recording has seen; one that comes back is
+    /// learnt again (its path and process entries written again).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub forget_idle: Option<String>,
     /// Serve Prometheus/OpenMetrics metrics of what is recorded on http://ADDR:PORT/metrics
     /// (as `iodump top --serve`): PORT or :PORT listen on 127.0.0.1; another address must be
     /// given (0.0.0.0:9100).
@@ -394,7 +399,18 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|f| crate::args::parse_filter("-f", f))
         .transpose()?;
+    let forget_idle = match &a.forget_idle {
+        None => None,
+        Some(v) => {
+            let ns = self::duration("--forget-idle", v)?;
+            if ns < 10_000_000_000 {
+                usage_bail!("--forget-idle {v}: at least 10s");
+            }
+            Some(Duration::from_nanos(ns))
+        }
+    };
     let cfg = RecordConfig {
+        forget_idle,
         filter,
         devices: a.select.devices.clone(),
         output: a.output.clone(),
@@ -568,6 +584,10 @@ pub fn execute(
             .map(|(n, v)| format!("{n}={v}"))
             .collect();
         eprintln!("iodump: kernel counters: {}", parts.join(" "));
+        eprintln!(
+            "iodump: names in memory at the end: {} paths, {} threads; forgotten after --forget-idle: {} paths, {} threads",
+            s.known.0, s.known.1, s.forgotten.paths, s.forgotten.threads
+        );
         let skipped: Vec<String> = s
             .skipped_nested
             .iter()

@@ -864,3 +864,67 @@ fn direct_io_into_a_shared_buffer_names_the_file() {
         }
     }
 }
+
+/// A long recording forgets the files and threads that had no I/O for `--forget-idle` (its
+/// memory holds those of the last while), and a forgotten file that has I/O again is named
+/// as before: the kernel, told to forget it too, sends its path again.
+#[test]
+fn forgotten_files_are_named_again_when_they_come_back() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("forgotten_files_are_named_again_when_they_come_back") {
+        return;
+    }
+    let fs = Fs::new("ext4");
+    let dir = fs.mnt.join("many");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display();
+    // 200 files written by 200 processes; idle for more than --forget-idle and two sweeps;
+    // then file 1 written and file 2 read again.
+    let script = format!(
+        "for i in $(seq 200); do dd if=/dev/zero of={d}/f$i bs=4k count=1 oflag=direct status=none; done; \
+         sleep 22; \
+         dd if=/dev/zero of={d}/f1 bs=4k count=1 oflag=direct conv=notrunc status=none; \
+         dd if={d}/f2 of=/dev/null bs=4k count=1 iflag=direct status=none"
+    );
+    let t = fs.dir.join("forget.iod");
+    let out = Command::new(env!("CARGO_BIN_EXE_iodump"))
+        .args([
+            "record",
+            "-d",
+            &fs.dev(),
+            "--forget-idle",
+            "10s",
+            "--stats",
+            "-o",
+        ])
+        .arg(&t)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("panicked"), "{err}");
+    let counts: Vec<u64> = err
+        .lines()
+        .find_map(|l| l.split_once("forgotten after --forget-idle: "))
+        .map(|(_, rest)| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .filter(|w| !w.is_empty())
+                .map(|w| w.parse().unwrap())
+                .collect()
+        })
+        .unwrap_or_else(|| panic!("no forgotten line: {err}"));
+    assert!(counts[0] >= 200 && counts[1] >= 200, "{err}");
+    let r = Reader::open(&t).unwrap();
+    let named = |name: &str, op: Op| {
+        let want = format!("{d}/{name}");
+        by_comm(&r, b"dd")
+            .filter(|e| e.op == op && path_of(&r, e) == want.as_bytes())
+            .count()
+    };
+    assert_eq!(named("f1", Op::Write), 2, "f1 written twice, both named");
+    assert_eq!(named("f2", Op::Read), 1, "f2 read once, named");
+    let unknown = by_comm(&r, b"dd")
+        .filter(|e| path_of(&r, e) == b"[unknown]")
+        .count();
+    assert_eq!(unknown, 0);
+}

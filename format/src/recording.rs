@@ -76,6 +76,16 @@ impl TableMirror {
     pub fn cgroup(&mut self, c: &Cgroup) {
         self.cgroups.insert(c.id, c.clone());
     }
+    /// Forgets path entries and threads no event will refer to again (the recorder forgot
+    /// them: a file or thread that comes back gets entries anew).
+    pub fn forget(&mut self, path_ids: &[u32], tids: &[u32]) {
+        for id in path_ids {
+            self.paths.remove(id);
+        }
+        for t in tids {
+            self.processes.remove(t);
+        }
+    }
     /// Entries held, all tables together.
     pub fn len(&self) -> usize {
         self.devices.len() + self.processes.len() + self.paths.len() + self.cgroups.len()

@@ -254,6 +254,11 @@ impl RotatingTrace {
         self.mirror.cgroup(&c);
         Ok(self.writer_mut()?.add_cgroup(c)?)
     }
+    /// Forgets path entries and threads no later event will refer to
+    /// ([`TableMirror::forget`]): later parts do not hold them.
+    pub fn forget(&mut self, path_ids: &[u32], tids: &[u32]) {
+        self.mirror.forget(path_ids, tids);
+    }
     /// Adds a loss record (to the part being written).
     pub fn add_loss(&mut self, l: Loss) -> Result<(), PartsError> {
         Ok(self.writer_mut()?.add_loss(l)?)

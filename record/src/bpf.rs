@@ -947,6 +947,28 @@ impl Program {
         (records, events)
     }
 
+    /// Deletes these files' entries `(dev, ino, gen)` from the kernel's `seen_inodes` map
+    /// (the paths it sent): their next I/O sends their path again. Returns how many were
+    /// there.
+    pub fn unsend_paths(&mut self, keys: &[(u32, u64, u32)]) -> usize {
+        let Some(m) = self.ebpf.map_mut("seen_inodes") else {
+            return 0;
+        };
+        let Ok(mut h) = BpfHashMap::<_, [u8; 16], [u8; 16]>::try_from(m) else {
+            return 0;
+        };
+        let mut n = 0;
+        for &(dev, ino, gen) in keys {
+            // struct iodump_inode_key: ino, dev, gen (ebpf/iodump.h).
+            let mut k = [0u8; 16];
+            k[..8].copy_from_slice(&ino.to_ne_bytes());
+            k[8..12].copy_from_slice(&dev.to_ne_bytes());
+            k[12..].copy_from_slice(&gen.to_ne_bytes());
+            n += usize::from(h.remove(&k).is_ok());
+        }
+        n
+    }
+
     /// I/Os still in flight in the kernel's tables (slots in use plus fallback entries).
     pub fn in_flight(&self) -> u64 {
         let mut n = 0u64;

@@ -45,8 +45,8 @@ pub struct Converter {
     /// The path ids of entries marked deleted (an unlinked file's next path record under
     /// the same name is a new entry, deleted).
     deleted_ids: IntMap<u32, ()>,
-    /// tid → (pid, comm, cgroup).
-    threads: IntMap<u32, (u32, [u8; 16], u64)>,
+    /// tid → (pid, comm, cgroup, the sweep round of its last I/O or writeback).
+    threads: IntMap<u32, (u32, [u8; 16], u64, u32)>,
     /// pid (tgid) → its command line (`None`: could not be read), read once per process and
     /// again when it execs.
     args: IntMap<u32, Option<Vec<u8>>>,
@@ -55,8 +55,48 @@ pub struct Converter {
     /// Devices looked for in sysfs and not found there (gone already): not looked for again.
     missing_devs: Vec<u32>,
     next_path_id: u32,
+    /// Path id → the sweep round of the last I/O that referred to it (files only).
+    path_round: Vec<u32>,
+    /// Sweeps so far ([`Converter::sweep`]).
+    round: u32,
+    /// Files whose kernel record was deleted, with the round it was in: forgotten at a
+    /// sweep at least a round later unless an I/O referred to them since.
+    unsent: Vec<((u32, u64, u32), u32)>,
+    /// Path ids a file had before its latest (a rename, an unlink): forgotten once idle.
+    superseded: Vec<u32>,
     /// Events with a file path, a label, neither.
     pub attributed: [u64; 3],
+    /// Files and threads forgotten by [`Converter::sweep`].
+    pub forgotten: Forgotten,
+}
+
+/// `Converter::path_round` values above every round: a file whose kernel key is to be
+/// deleted (queued), was deleted (unsent), or a path id forgotten (gone).
+const QUEUED: u32 = u32::MAX - 2;
+const UNSENT: u32 = u32::MAX - 1;
+const GONE: u32 = u32::MAX;
+const ROUND_MAX: u32 = QUEUED;
+
+/// What [`Converter::sweep`] forgot, in all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Forgotten {
+    /// Path entries (a file's names).
+    pub paths: u64,
+    /// Threads.
+    pub threads: u64,
+}
+
+/// What one [`Converter::sweep`] asks of the kernel and of the sinks.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    /// Files whose entry in the kernel's `seen_inodes` map is to be deleted, as its keys
+    /// `(dev, ino, gen)`: their next I/O sends their path again.
+    pub unsend: Vec<(u32, u64, u32)>,
+    /// Path ids forgotten: no event will refer to them again (a file that comes back gets
+    /// a new one).
+    pub paths: Vec<u32>,
+    /// Thread ids forgotten: one that comes back gets its process entry again.
+    pub threads: Vec<u32>,
 }
 
 /// Label kinds (beside file paths).
@@ -84,8 +124,122 @@ impl Converter {
             last_dev: None,
             missing_devs: Vec::new(),
             next_path_id: 1,
+            path_round: Vec::new(),
+            round: 1,
+            unsent: Vec::new(),
+            superseded: Vec::new(),
             attributed: [0; 3],
+            forgotten: Forgotten::default(),
         }
+    }
+
+    /// Forgets what has had no I/O for `idle_rounds` sweeps, so that a recording that runs
+    /// for months keeps only the files and threads of its last while in memory (and writes
+    /// only those into each new part): threads at once (one that comes back is a new
+    /// process entry); files in steps, because the kernel knows which paths it sent. This
+    /// sweep returns the kernel keys of the idle files ([`Sweep::unsend`]); once the caller
+    /// has deleted them from the kernel's map it says so ([`Converter::unsent`]); a later
+    /// sweep, at least one full sweep after that, forgets those that had no I/O since (their
+    /// next I/O, the kernel having forgotten them too, sends their path again, and they get
+    /// a new path id). Events the kernel sent before the deletion arrive within about two
+    /// seconds (its per-CPU caches last one, partial batches are fetched every 100 ms):
+    /// sweeps must be further apart than that.
+    pub fn sweep(&mut self, idle_rounds: u32) -> Sweep {
+        let mut out = Sweep::default();
+        let (round, idle) = (self.round, idle_rounds.max(1));
+        self.round += 1;
+        let idle_since = |last: u32| last < ROUND_MAX && last.saturating_add(idle) <= round;
+        // Files the kernel forgot at least a sweep ago that had no I/O since.
+        let mut pending = Vec::new();
+        for (key, at) in std::mem::take(&mut self.unsent) {
+            let Some(&id) = self.files.get(&key) else {
+                continue;
+            };
+            match self.path_round.get(id as usize) {
+                Some(&UNSENT) if round > at => {
+                    self.files.remove(&key);
+                    out.paths.push(id);
+                }
+                Some(&UNSENT) => pending.push((key, at)),
+                _ => {}
+            }
+        }
+        self.unsent = pending;
+        // Names a file had before a rename or unlink: no event refers to them once idle.
+        let path_round = &self.path_round;
+        let (old, keep): (Vec<u32>, Vec<u32>) = std::mem::take(&mut self.superseded)
+            .into_iter()
+            .partition(|&id| idle_since(path_round.get(id as usize).copied().unwrap_or(0)));
+        self.superseded = keep;
+        out.paths.extend(old);
+        for &id in &out.paths {
+            self.path_bytes.remove(&id);
+            self.deleted_ids.remove(&id);
+            if let Some(r) = self.path_round.get_mut(id as usize) {
+                *r = GONE;
+            }
+        }
+        // The idle files' kernel keys, to be deleted.
+        for (&key, &id) in &self.files {
+            if let Some(r) = self.path_round.get_mut(id as usize) {
+                if idle_since(*r) {
+                    *r = QUEUED;
+                    out.unsend.push(key);
+                }
+            }
+        }
+        // Threads, and the command lines of processes with no thread left.
+        self.threads.retain(|&tid, t| {
+            let keep = !idle_since(t.3);
+            if !keep {
+                out.threads.push(tid);
+            }
+            keep
+        });
+        if !out.threads.is_empty() {
+            let pids: std::collections::HashSet<u32> = self.threads.values().map(|t| t.0).collect();
+            self.args.retain(|pid, _| pids.contains(pid));
+        }
+        self.forgotten.paths += out.paths.len() as u64;
+        self.forgotten.threads += out.threads.len() as u64;
+        out
+    }
+
+    /// The kernel forgot these files' paths (keys [`Converter::sweep`] returned): those with
+    /// no I/O since that sweep are forgotten at a later sweep unless they have I/O first.
+    pub fn unsent(&mut self, keys: &[(u32, u64, u32)]) {
+        for key in keys {
+            let Some(&id) = self.files.get(key) else {
+                continue;
+            };
+            if let Some(r) = self.path_round.get_mut(id as usize) {
+                if *r == QUEUED {
+                    *r = UNSENT;
+                    self.unsent.push((*key, self.round));
+                }
+            }
+        }
+    }
+
+    /// Files and threads known (paths include labels and a renamed file's earlier names).
+    pub fn known(&self) -> (usize, usize) {
+        (self.path_bytes.len(), self.threads.len())
+    }
+
+    /// Notes that an I/O referred to path `id` in this sweep round.
+    #[inline]
+    fn used_path(&mut self, id: u32) {
+        let i = id as usize;
+        if i >= self.path_round.len() {
+            self.path_round.resize(i + 1, 0);
+        }
+        self.path_round[i] = self.round;
+    }
+
+    /// True unless path `id` was forgotten (a kernel file id may still name it).
+    #[inline]
+    fn live_path(&self, id: u32) -> bool {
+        self.path_round.get(id as usize) != Some(&GONE)
     }
 
     /// Path bytes of a path id (for printing).
@@ -153,8 +307,12 @@ impl Converter {
             let same_deleted = self.deleted_ids.contains_key(&id) == deleted;
             if same_deleted && self.path_bytes.get(&id).is_some_and(|b| *b == path) {
                 self.note_file_id(p.file_id, id);
+                self.used_path(id);
                 return None;
             }
+        }
+        if let Some(old) = latest {
+            self.superseded.push(old);
         }
         let mut e = self.new_path(DevT(p.dev), p.ino, PathKind::File, path);
         e.truncated = truncated;
@@ -165,6 +323,7 @@ impl Converter {
         e.generation = Some(p.gen);
         self.files.insert(key, e.path_id);
         self.note_file_id(p.file_id, e.path_id);
+        self.used_path(e.path_id);
         Some(e)
     }
 
@@ -304,15 +463,26 @@ impl Converter {
     #[inline]
     fn note_process(&mut self, r: &IoEvent, out: &mut NewEntries) {
         let comm = r.comm;
-        let exec = match self.threads.get(&r.tid) {
-            Some((pid, c, _)) if *pid == r.pid && *c == comm => None,
+        let round = self.round;
+        let exec = match self.threads.get_mut(&r.tid) {
+            Some((pid, c, _, at)) if *pid == r.pid && *c == comm => {
+                *at = round;
+                None
+            }
             // The thread-group leader with a new name: it exec'd (or renamed itself), so its
             // command line is read again.
-            Some((pid, _, _)) => Some(*pid == r.pid && r.tid == r.pid),
+            Some((pid, _, _, _)) => Some(*pid == r.pid && r.tid == r.pid),
             None => Some(false),
         };
+        if r.ioflags & io_flag::DIRTIER != 0 && r.dirtier_pid != r.tid {
+            // The dirtier of written-back pages: its entry is still wanted.
+            if let Some(t) = self.threads.get_mut(&r.dirtier_pid) {
+                t.3 = round;
+            }
+        }
         if let Some(exec) = exec {
-            self.threads.insert(r.tid, (r.pid, comm, r.cgroup_id));
+            self.threads
+                .insert(r.tid, (r.pid, comm, r.cgroup_id, round));
             out.process = Some(Process {
                 tid: r.tid,
                 pid: r.pid,
@@ -334,14 +504,17 @@ impl Converter {
         let file_id = match r.path_kind {
             // The kernel's file_id when it had it at hand (an index), else the inode.
             path_kind::FILE | path_kind::DIO => match self.by_file_id.get(r.file_id as usize) {
-                Some(&id) if id != 0 => Some(id),
+                Some(&id) if id != 0 && self.live_path(id) => Some(id),
                 _ => self.files.get(&(r.ino_dev, r.ino, r.ino_gen)).copied(),
             },
             _ => None,
         };
         let path_id = match r.path_kind {
             path_kind::FILE | path_kind::DIO => match file_id {
-                Some(id) => id,
+                Some(id) => {
+                    self.used_path(id);
+                    id
+                }
                 None => self.label(r.dev, L_UNKNOWN, out),
             },
             path_kind::META => self.label(r.dev, L_META, out),
@@ -494,6 +667,91 @@ mod tests {
 
     fn io(path_kind: u8, syscall_nr: u16) -> IoEvent {
         sample_io(path_kind, syscall_nr)
+    }
+
+    #[test]
+    fn forgetting_idle_files_and_threads() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        let dev = DevT::new(252, 0).0;
+        // Path records of inodes 100.. with file ids 1.., one component each.
+        let record = |ino: u64, file_id: u32, name: &[u8]| {
+            let mut rec = vec![0u8; abi::PATH_EVENT_BYTES];
+            rec[0] = 2;
+            rec[4] = 1;
+            rec[6] = (name.len() + 1) as u8;
+            rec[8..16].copy_from_slice(&ino.to_le_bytes());
+            rec[16..20].copy_from_slice(&dev.to_le_bytes());
+            rec[20..24].copy_from_slice(&3u32.to_le_bytes());
+            rec[28..32].copy_from_slice(&dev.to_le_bytes());
+            rec[32..36].copy_from_slice(&file_id.to_le_bytes());
+            rec.extend_from_slice(name);
+            rec.push(0);
+            rec
+        };
+        let io_of = |ino: u64, file_id: u32, tid: u32| {
+            let mut r = io(path_kind::FILE, 17);
+            r.ino = ino;
+            r.file_id = file_id;
+            r.tid = tid;
+            r.pid = tid;
+            r
+        };
+        let mut ids = Vec::new();
+        for i in 0..3u32 {
+            let rec = record(100 + i as u64, 1 + i, format!("f{i}").as_bytes());
+            ids.push(
+                c.path_record(&PathEvent::parse(&rec).unwrap())
+                    .unwrap()
+                    .path_id,
+            );
+            c.io_record(&io_of(100 + i as u64, 1 + i, 50 + i), &mut ne);
+        }
+        assert_eq!(c.known(), (3, 3));
+        // Everything had I/O in this round: nothing idle.
+        let s = c.sweep(1);
+        assert!(s.unsend.is_empty() && s.paths.is_empty() && s.threads.is_empty());
+        // File 0 and thread 50 keep working; the others go idle.
+        c.io_record(&io_of(100, 1, 50), &mut ne);
+        let s = c.sweep(1);
+        let mut unsend = s.unsend.clone();
+        unsend.sort();
+        assert_eq!(unsend, [(dev, 101, 3), (dev, 102, 3)]);
+        assert!(s.paths.is_empty());
+        let mut t = s.threads.clone();
+        t.sort();
+        assert_eq!(t, [51, 52]);
+        // The kernel forgot them. File 1 has I/O again (the kernel sent its path again under
+        // a new id): kept. File 2 has none: forgotten a sweep after the next, and its old
+        // file id names nothing.
+        c.unsent(&s.unsend);
+        assert!(c
+            .path_record(&PathEvent::parse(&record(101, 4, b"f1")).unwrap())
+            .is_none());
+        assert_eq!(c.io_record(&io_of(101, 4, 50), &mut ne).path_id, ids[1]);
+        let s = c.sweep(1);
+        assert!(s.paths.is_empty(), "{s:?}");
+        // File 0 (idle now) is to be unsent; this test never says it was: it stays.
+        assert_eq!(s.unsend, [(dev, 100, 3)]);
+        let s = c.sweep(1);
+        assert_eq!(s.paths, [ids[2]]);
+        assert_eq!(c.forgotten.paths, 1);
+        assert_eq!(c.known().0, 2);
+        let unknown = c.io_record(&io_of(102, 3, 50), &mut ne);
+        assert_eq!(c.path(unknown.path_id), b"[unknown]");
+        // Its path sent again (the kernel forgot it too): a new entry, a new id.
+        let again = c
+            .path_record(&PathEvent::parse(&record(102, 5, b"f2")).unwrap())
+            .unwrap();
+        assert_ne!(again.path_id, ids[2]);
+        assert_eq!(again.path, b"[252:0]/f2");
+        assert_eq!(
+            c.io_record(&io_of(102, 5, 50), &mut ne).path_id,
+            again.path_id
+        );
+        // A forgotten thread that comes back is a new process entry.
+        c.io_record(&io_of(100, 1, 51), &mut ne);
+        assert_eq!(ne.process.as_ref().map(|p| p.tid), Some(51));
     }
 
     #[test]

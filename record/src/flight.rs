@@ -176,6 +176,11 @@ impl Flight {
         self.mirror.cgroup(c);
         self.both(c.clone(), |w, v| w.add_cgroup(v), |w, v| w.add_cgroup(v))
     }
+    /// Forgets path entries and threads no later event will refer to
+    /// ([`TableMirror::forget`]).
+    pub fn forget(&mut self, path_ids: &[u32], tids: &[u32]) {
+        self.mirror.forget(path_ids, tids);
+    }
     /// Adds a loss record (into the ring; it reaches a snapshot with the window).
     pub fn add_loss(&mut self, l: Loss) -> Result<(), RecordError> {
         self.writer.add_loss(l).map_err(RecordError::Write)

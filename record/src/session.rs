@@ -58,6 +58,11 @@ pub struct RecordConfig {
     pub parts: Option<PartsConfig>,
     /// Keep the last window in memory and save snapshots of it (`--ring`, `--trigger`).
     pub flight: Option<FlightConfig>,
+    /// Forget files and threads without I/O for about this long ([`FORGET_IDLE`] when
+    /// `None`): memory then holds those of the last while, not every one a recording of
+    /// months has seen. One that comes back is learnt again (its path sent again by the
+    /// kernel, its process entry written again).
+    pub forget_idle: Option<Duration>,
     /// Set (by a SIGUSR1 handler) to ask for a snapshot of the ring; cleared when taken.
     pub snapshot: Option<&'static AtomicBool>,
 }
@@ -93,6 +98,10 @@ pub struct RecordSummary {
     pub failed_snapshots: Vec<(PathBuf, String)>,
     /// Older snapshot files deleted by `--keep-dumps` and `--max-dumps-total`.
     pub deleted_snapshots: u64,
+    /// Files' names and threads forgotten after `forget_idle` without I/O.
+    pub forgotten: crate::convert::Forgotten,
+    /// Files' names (with labels) and threads known at the end.
+    pub known: (usize, usize),
 }
 
 /// Monotonic nanoseconds now (the clock of event timestamps).
@@ -167,6 +176,15 @@ impl Sinks<'_> {
             w.add_path(pe).map_err(write_err)?;
         }
         Ok(())
+    }
+    /// Forgets path entries and threads the converter forgot (no later event refers to them).
+    fn forget(&mut self, path_ids: &[u32], tids: &[u32]) {
+        if let Some(f) = &mut self.flight {
+            f.forget(path_ids, tids);
+        }
+        if let Some(p) = &mut self.parts {
+            p.forget(path_ids, tids);
+        }
     }
     fn add_cgroup(&mut self, c: iodump_format::cgroup::Cgroup) -> Result<(), RecordError> {
         if let Some(f) = &mut self.flight {
@@ -493,6 +511,13 @@ struct Session<'c, 'l> {
     disk_full_reported: u32,
     last_batch_flush: Instant,
     command_status: Option<i32>,
+    /// When idle files and threads were last looked for, how often, and after how many
+    /// looks without I/O they are forgotten ([`Converter::sweep`]).
+    last_sweep: Instant,
+    sweep_every: Duration,
+    idle_sweeps: u32,
+    /// Kernel keys of idle files still to delete, a slice per pass of the loop.
+    to_unsend: std::collections::VecDeque<(u32, u64, u32)>,
 }
 
 impl<'c, 'l> Session<'c, 'l> {
@@ -557,6 +582,7 @@ impl<'c, 'l> Session<'c, 'l> {
             return Err(e);
         }
         announce(cfg, &prog);
+        let (sweep_every, idle_sweeps) = sweep_schedule(cfg.forget_idle.unwrap_or(FORGET_IDLE));
         Ok(Session {
             cfg,
             prog,
@@ -573,6 +599,10 @@ impl<'c, 'l> Session<'c, 'l> {
             disk_full_reported: 0,
             last_batch_flush: Instant::now(),
             command_status: None,
+            last_sweep: Instant::now(),
+            sweep_every,
+            idle_sweeps,
+            to_unsend: std::collections::VecDeque::new(),
         })
     }
 
@@ -593,6 +623,10 @@ impl<'c, 'l> Session<'c, 'l> {
             if let Some(f) = &mut self.sinks.flight {
                 f.tick(monotonic_ns())?;
             }
+            if self.last_sweep.elapsed() >= self.sweep_every {
+                self.sweep();
+            }
+            self.unsend_some();
             if !stopping
                 && self
                     .sinks
@@ -611,6 +645,30 @@ impl<'c, 'l> Session<'c, 'l> {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+    }
+
+    /// Forgets the files and threads that had no I/O for `idle_sweeps` sweeps: the kernel's
+    /// record of their paths first, the converter's and the sinks' a sweep later.
+    fn sweep(&mut self) {
+        self.last_sweep = Instant::now();
+        let s = self.ingest.conv.sweep(self.idle_sweeps);
+        self.to_unsend.extend(s.unsend);
+        if !(s.paths.is_empty() && s.threads.is_empty()) {
+            self.sinks.forget(&s.paths, &s.threads);
+        }
+    }
+
+    /// Deletes the next [`UNSEND_SLICE`] idle files' keys from the kernel's map (a system
+    /// call each: a long list is spread over passes of the loop, so that draining the ring
+    /// buffer waits a few milliseconds at most).
+    fn unsend_some(&mut self) {
+        if self.to_unsend.is_empty() {
+            return;
+        }
+        let n = self.to_unsend.len().min(UNSEND_SLICE);
+        let keys: Vec<(u32, u64, u32)> = self.to_unsend.drain(..n).collect();
+        self.prog.unsend_paths(&keys);
+        self.ingest.conv.unsent(&keys);
     }
 
     /// Waits up to 100 ms for the ring buffer; fetches the kernel's partial batches when
@@ -851,6 +909,8 @@ impl<'c, 'l> Session<'c, 'l> {
             hooks: self.prog.attached.hooks.clone(),
             attributed: self.ingest.conv.attributed,
             duration: self.started.elapsed(),
+            forgotten: self.ingest.conv.forgotten,
+            known: self.ingest.conv.known(),
             ..RecordSummary::default()
         }
     }
@@ -1011,6 +1071,24 @@ struct Ingest<'a> {
     /// The flight recorder's trigger reads the path, comm or device name.
     trigger_names: bool,
     events: u64,
+}
+
+/// Files and threads without I/O for this long are forgotten (`RecordConfig::forget_idle`).
+pub const FORGET_IDLE: Duration = Duration::from_secs(600);
+
+/// Kernel keys deleted per pass of the session loop (a few ms of system calls).
+const UNSEND_SLICE: usize = 4096;
+
+/// The shortest time between two sweeps: events the kernel sent before a sweep deleted a
+/// file's record reach the converter within about two seconds.
+const SWEEP_MIN: Duration = Duration::from_secs(3);
+
+/// How often to sweep, and after how many sweeps without I/O to forget, to forget after
+/// about `idle`: ten sweeps per `idle`, at least [`SWEEP_MIN`] apart.
+fn sweep_schedule(idle: Duration) -> (Duration, u32) {
+    let every = (idle / 10).max(SWEEP_MIN);
+    let sweeps = idle.as_secs_f64() / every.as_secs_f64();
+    (every, (sweeps.ceil() as u32).max(1))
 }
 
 /// How often partial batches of events are fetched from the kernel (`flush_batch`).
