@@ -137,6 +137,22 @@ fn serving(command: &str, args: &[&str]) -> (Stop, SocketAddr) {
     (stop, addr.expect("the serving line"))
 }
 
+/// The writes `/metrics` counts on `dev`, scraped every 100 ms until there are `want` (or
+/// 10 s have passed).
+fn scrape_writes(addr: SocketAddr, dev: &str, want: f64) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sample = format!("iodump_device_io_total{{device=\"{dev}\",op=\"write\"}} ");
+    loop {
+        let (st, text) = get(addr, "/metrics", None);
+        assert_eq!(st, 200);
+        let v = value(&text, &sample).unwrap_or(0.0);
+        if v >= want || Instant::now() > deadline {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A sample's value in Prometheus text (`name{labels} value`), the first line starting so.
 fn value(text: &str, prefix: &str) -> Option<f64> {
     text.lines()
@@ -313,17 +329,7 @@ fn batch_mode_and_metrics_count_the_same_io() {
         "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",
         zram.node()
     ));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let sample = format!("iodump_device_io_total{{device=\"{dev}\",op=\"write\"}} ");
-    let scraped = loop {
-        let (st, text) = get(addr, "/metrics", None);
-        assert_eq!(st, 200);
-        let v = value(&text, &sample).unwrap_or(0.0);
-        if v >= 1000.0 || Instant::now() > deadline {
-            break v;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let scraped = scrape_writes(addr, &dev, 1000.0);
     // -n 3: top stops by itself; its snapshots count the same writes.
     let mut out = String::new();
     stdout.read_to_string(&mut out).unwrap();
@@ -360,17 +366,7 @@ fn record_serves_the_metrics_of_what_it_writes() {
         "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",
         zram.node()
     ));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let sample = format!("iodump_device_io_total{{device=\"{dev}\",op=\"write\"}} ");
-    let scraped = loop {
-        let (st, text) = get(addr, "/metrics", None);
-        assert_eq!(st, 200);
-        let v = value(&text, &sample).unwrap_or(0.0);
-        if v >= 1000.0 || Instant::now() > deadline {
-            break v;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let scraped = scrape_writes(addr, &dev, 1000.0);
     assert!(rec.signal_and_wait().success());
     assert_eq!(scraped, 1000.0, "the writes scraped");
     let mut written = 0;

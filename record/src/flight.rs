@@ -880,33 +880,29 @@ mod tests {
             v.sort();
             v
         };
-        let mut want = vec![name(0), name(3), name(4), name(5)];
-        want.extend(
-            [
-                "iodump-20251201T215200.123Z-000002.iod",
-                "notes.txt",
-                "run.iod",
-            ]
-            .map(String::from),
+        // The snapshots left, and every other file.
+        let with_others = |mut v: Vec<String>| {
+            v.extend(
+                [
+                    "iodump-20251201T215200.123Z-000002.iod",
+                    "notes.txt",
+                    "run.iod",
+                ]
+                .map(String::from),
+            );
+            v.sort();
+            v
+        };
+        assert_eq!(
+            left(&dir),
+            with_others(vec![name(0), name(3), name(4), name(5)])
         );
-        want.sort();
-        assert_eq!(left(&dir), want);
         assert_eq!(f.deleted_dumps, 2);
         // Within 2,500 bytes: two of 1,000 left, the one being written (the newest) among them.
         f.cfg.keep_dumps = None;
         f.cfg.max_dumps_total_bytes = Some(2_500);
         f.retain_dumps(&dir.join(name(5)));
-        let mut want = vec![name(4), name(5)];
-        want.extend(
-            [
-                "iodump-20251201T215200.123Z-000002.iod",
-                "notes.txt",
-                "run.iod",
-            ]
-            .map(String::from),
-        );
-        want.sort();
-        assert_eq!(left(&dir), want);
+        assert_eq!(left(&dir), with_others(vec![name(4), name(5)]));
         assert_eq!(f.deleted_dumps, 4);
         std::fs::remove_dir_all(&dir).unwrap();
     }
