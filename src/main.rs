@@ -29,6 +29,16 @@ fn main() -> ExitCode {
         return report(original::run(&args));
     }
     let cli = cli::Cli::parse();
+    if !matches!(
+        cli.command,
+        cli::Command::Record(_) | cli::Command::Top(_) | cli::Command::Replay(_)
+    ) {
+        // What only reads and prints ends quietly when its reader has gone (`iodump info
+        // DIR | head`), as Unix tools do; a recorder or replayer goes on to close its trace.
+        // SAFETY: signal(2) with SIG_DFL changes only this process's disposition, before
+        // any thread is started.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         cli::Command::Info(args) => info::run(&args),
         cli::Command::Synth(args) => cli::run_synth(&args),

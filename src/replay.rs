@@ -1,7 +1,7 @@
 //! `iodump replay`: flags → [`ReplayConfig`], the steps of an [`iodump_replay::Session`],
 //! a progress line, and the report on stdout (text or JSON).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -231,18 +231,21 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let verified = verify(a)?;
     #[cfg(not(feature = "analyze"))]
     let verified: Option<(String, serde_json::Value)> = None;
+    // The replay is done (and its trace closed): a reader gone from stdout loses nothing.
+    let mut stdout = std::io::stdout().lock();
     if a.json {
         let mut j = done.report.json();
         if let (Some((_, v)), Some(o)) = (verified, j.as_object_mut()) {
             o.insert("verify".into(), v);
         }
-        println!("{j}");
+        let _ = writeln!(stdout, "{j}");
     } else {
-        print!("{}", done.report.text());
+        let _ = write!(stdout, "{}", done.report.text());
         if let Some((line, _)) = verified {
-            println!("{line}");
+            let _ = writeln!(stdout, "{line}");
         }
     }
+    drop(stdout);
     for l in &done.recorder_lines {
         eprintln!("{l}");
     }

@@ -667,6 +667,46 @@ fn writeback_names_the_process_that_dirtied_the_pages() {
     assert!(kworker_or_sync > 0);
 }
 
+/// I/O that runs on while the recorder starts is either before the recording (not seen) or
+/// in it, never lost: every program is loaded (verified) before any is attached, and the
+/// completions are attached before the starts. Attached one by one as they were verified,
+/// starts first, one dd's 100 writes of five were tracked at their start and lost.
+#[test]
+fn io_while_the_recorder_starts_is_not_lost() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("io_while_the_recorder_starts_is_not_lost") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("startup");
+    let t = d.join("startup.iod");
+    // 4 KiB direct writes without a pause from before the recorder starts to after it stops.
+    let mut writer = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "end=$(($(date +%s) + 6)); while [ $(date +%s) -lt $end ]; do \
+             dd if=/dev/zero of={} bs=4k count=100 oflag=direct status=none; done",
+            z.node()
+        ))
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = run(bin()
+        .args(["record", "-d", &z.name(), "-t", "2", "-o"])
+        .arg(&t));
+    let _ = writer.wait();
+    ok(&out);
+    let r = Reader::open(&t).unwrap();
+    let recorded = events_on(&r, &z.name()).len();
+    assert!(recorded > 100, "{recorded} recorded");
+    assert_eq!(
+        r.lost_events(),
+        0,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn losses_are_counted_never_silent() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -212,6 +212,8 @@ pub struct Printer {
     /// Device number → (name, first sector on its disk).
     devices: IntMap<u32, (String, u64)>,
     local: LocalSecond,
+    /// Whoever read the lines has gone (`iodump record | head`): a write found a broken pipe.
+    pub broken: bool,
 }
 
 impl Printer {
@@ -239,6 +241,7 @@ impl Printer {
                 sec: i64::MIN,
                 text: [b' '; 19],
             },
+            broken: false,
         }
     }
 
@@ -246,7 +249,8 @@ impl Printer {
     pub fn header(&mut self) {
         self.line.clear();
         header_into(self.fmt, &mut self.line);
-        let _ = self.out.write_all(&self.line);
+        let r = self.out.write_all(&self.line);
+        self.note(r);
     }
 
     /// Prints one event; `r` is the kernel's record of it (its comm and inode); `args` the
@@ -260,8 +264,17 @@ impl Printer {
         self.line.clear();
         let mut line = std::mem::take(&mut self.line);
         self.format(&mut line, e, r.comm(), path, args.unwrap_or(r.comm()), ino);
-        let _ = self.out.write_all(&line);
+        let r = self.out.write_all(&line);
+        self.note(r);
         self.line = line;
+    }
+
+    /// Notes a broken pipe; other write errors are not the recorder's to stop for.
+    #[inline]
+    fn note(&mut self, r: std::io::Result<()>) {
+        if let Err(e) = r {
+            self.broken |= e.kind() == std::io::ErrorKind::BrokenPipe;
+        }
     }
 
     /// Formats one event as a line (with its newline) into `l`; `args` (the command line)
@@ -424,7 +437,8 @@ impl Printer {
 
     /// Flushes the output.
     pub fn flush(&mut self) {
-        let _ = self.out.flush();
+        let r = self.out.flush();
+        self.note(r);
     }
 }
 

@@ -776,7 +776,11 @@ impl<'c, 'l> Session<'c, 'l> {
             .cfg
             .duration
             .is_some_and(|d| self.started.elapsed() >= d);
-        stopping || timed_out || stop.load(Ordering::Relaxed)
+        // Lines were all it made, and whoever read them has gone (`iodump record | head`).
+        let unread = self.sinks.printer.as_ref().is_some_and(|p| p.broken)
+            && !self.sinks.traces()
+            && self.sinks.live.is_none();
+        stopping || timed_out || unread || stop.load(Ordering::Relaxed)
     }
 
     /// Detaches, drains what is left, writes the last loss records, stops the command and
