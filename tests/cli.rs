@@ -3,7 +3,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use common::{bin, error_line, ok, one_line_error, run, TempDir};
 
@@ -27,6 +27,30 @@ fn info_json(path: &Path) -> (Output, serde_json::Value) {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
     (out, v)
+}
+
+/// `iodump info … | true` (a reader that leaves at once), `… | head -1`: iodump ends
+/// quietly (as Unix tools do: SIGPIPE), without a panic's message.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let d = TempDir::new("pipe");
+    let p = d.join("t.iod");
+    synth(&p, 200_000, "oltp", 3);
+    for cmd in ["info", "analyze --top-files --limit 0"] {
+        for reader in ["true", "head -1"] {
+            let out = run(Command::new("sh").arg("-c").arg(format!(
+                "{} {cmd} {} | {reader}",
+                env!("CARGO_BIN_EXE_iodump"),
+                p.display()
+            )));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{cmd} | {reader}: {err}");
+            assert!(
+                !err.contains("panicked") && !err.contains("Broken pipe"),
+                "{cmd} | {reader}: {err}"
+            );
+        }
+    }
 }
 
 #[test]

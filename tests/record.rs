@@ -667,6 +667,52 @@ fn writeback_names_the_process_that_dirtied_the_pages() {
     assert!(kworker_or_sync > 0);
 }
 
+/// `iodump record | head`: once the reader of its lines has gone, a recorder that makes
+/// nothing else stops by itself (exit 0, its summary on stderr), as biosnoop would.
+#[test]
+fn a_printing_recorder_stops_when_its_reader_goes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("a_printing_recorder_stops_when_its_reader_goes") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let script = format!(
+        "{} record -d {} | head -3 >/dev/null",
+        env!("CARGO_BIN_EXE_iodump"),
+        z.name()
+    );
+    let mut pipeline = Command::new("sh")
+        .args(["-c", &script])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let started = std::time::Instant::now();
+    let mut status = None;
+    while started.elapsed() < std::time::Duration::from_secs(15) {
+        let _ = Command::new("dd")
+            .arg("if=/dev/zero")
+            .arg(format!("of={}", z.node()))
+            .args(["bs=4k", "count=100", "oflag=direct", "status=none"])
+            .status();
+        if let Some(st) = pipeline.try_wait().unwrap() {
+            status = Some(st);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let mut err = String::new();
+    std::io::Read::read_to_string(pipeline.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let Some(st) = status else {
+        let _ = Command::new("pkill").args(["-INT", "-f", &script]).status();
+        let _ = pipeline.kill();
+        panic!("still recording 15 s after head left: {err}");
+    };
+    assert!(st.success(), "{err}");
+    assert!(err.contains("iodump: recorded"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 /// I/O that runs on while the recorder starts is either before the recording (not seen) or
 /// in it, never lost: every program is loaded (verified) before any is attached, and the
 /// completions are attached before the starts. Attached one by one as they were verified,
