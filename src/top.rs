@@ -174,17 +174,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             limit,
             a.json,
         );
-        let s = match serving.as_mut() {
-            Some(sv) => record_live(
-                &cfg,
-                &crate::signals::STOP,
-                Some(&mut Both {
-                    serving: sv,
-                    view: &mut sink,
-                }),
-            )?,
-            None => record_live(&cfg, &crate::signals::STOP, Some(&mut sink))?,
-        };
+        let s = record_with(&cfg, serving.as_mut(), &mut sink)?;
         if let Some(e) = sink.error {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
                 return Err(e).context("writing to stdout");
@@ -197,17 +187,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         bail!("the full-screen view needs a terminal on stdin and stdout; use -b for batch mode");
     }
     let mut sink = Screenful::new(agg, interval, a.iterations, view(a.by), sort(a.sort));
-    let result = match serving.as_mut() {
-        Some(sv) => record_live(
-            &cfg,
-            &crate::signals::STOP,
-            Some(&mut Both {
-                serving: sv,
-                view: &mut sink,
-            }),
-        ),
-        None => record_live(&cfg, &crate::signals::STOP, Some(&mut sink)),
-    };
+    let result = record_with(&cfg, serving.as_mut(), &mut sink);
     sink.restore();
     let s = result?;
     if let Some(e) = sink.error.take() {
@@ -232,6 +212,22 @@ fn finish(cfg: &RecordConfig, s: &iodump_record::RecordSummary) {
 }
 
 /// The metrics of `--serve` and the screen or batch sink.
+/// Records with `view` (the screen or -b) as the live sink, and the metrics of `--serve` too.
+fn record_with(
+    cfg: &RecordConfig,
+    serving: Option<&mut Serving>,
+    view: &mut dyn LiveSink,
+) -> Result<iodump_record::RecordSummary, iodump_record::error::RecordError> {
+    match serving {
+        Some(serving) => record_live(
+            cfg,
+            &crate::signals::STOP,
+            Some(&mut Both { serving, view }),
+        ),
+        None => record_live(cfg, &crate::signals::STOP, Some(view)),
+    }
+}
+
 struct Both<'a> {
     serving: &'a mut Serving,
     view: &'a mut dyn LiveSink,
