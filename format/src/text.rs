@@ -33,16 +33,8 @@ pub fn escape_text(out: &mut Vec<u8>, b: &[u8]) {
     for chunk in b.utf8_chunks() {
         for c in chunk.valid().chars() {
             match c {
-                '\n' => out.extend_from_slice(b"\\n"),
-                '\t' => out.extend_from_slice(b"\\t"),
                 '\\' => out.extend_from_slice(b"\\\\"),
-                c if c.is_control() && (c as u32) < 0x80 => {
-                    out.extend_from_slice(format!("\\x{:02x}", c as u32).as_bytes())
-                }
-                // C1: not `\xNN`, which is an invalid byte
-                c if c.is_control() => {
-                    out.extend_from_slice(format!("\\u{{{:x}}}", c as u32).as_bytes())
-                }
+                c if c.is_control() => push_control(out, c),
                 c => {
                     let mut buf = [0u8; 4];
                     out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
@@ -128,19 +120,31 @@ pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.chars().any(char::is_control) {
         return std::borrow::Cow::Borrowed(s);
     }
-    let mut out = String::with_capacity(s.len() + 8);
+    let mut out = Vec::with_capacity(s.len() + 8);
+    let mut buf = [0u8; 4];
     for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() && (c as u32) < 0x80 => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+        if c.is_control() {
+            push_control(&mut out, c);
+        } else {
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
         }
     }
-    std::borrow::Cow::Owned(out)
+    std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_default())
+}
+
+/// Appends control character `c` escaped: `\n`, `\t`, `\xNN` (C0 and DEL), `\u{NN}` (C1:
+/// not `\xNN`, which stands for a byte that is not UTF-8).
+fn push_control(out: &mut Vec<u8>, c: char) {
+    match c {
+        '\n' => out.extend_from_slice(b"\\n"),
+        '\t' => out.extend_from_slice(b"\\t"),
+        c if (c as u32) < 0x80 => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c => {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
 }
 
 /// Appends `b` as one RFC 4180 CSV field: the text of [`text_bytes`], quoted (with doubled

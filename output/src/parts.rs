@@ -502,42 +502,32 @@ impl RotatingTrace {
             return Ok(());
         }
         let current = self.current.path().to_path_buf();
-        let mut parts = list_parts(&self.cfg.dir).map_err(|e| {
+        let parts = list_parts(&self.cfg.dir).map_err(|e| {
             PartsError::Output(OutputError::Io {
                 path: self.cfg.dir.clone(),
                 what: "cannot list the directory".into(),
                 source: e,
             })
         })?;
-        let mut total: u64 = parts.iter().map(|(_, len)| len).sum();
-        let mut count = parts.len();
-        parts.retain(|(p, _)| *p != current);
-        for (p, len) in parts {
-            let over_count = self.cfg.keep.is_some_and(|k| count > k);
-            let over_size = self.cfg.max_total_bytes.is_some_and(|m| total > m);
-            if !(over_count || over_size) {
-                break;
-            }
-            match std::fs::remove_file(&p) {
-                Ok(()) => {
-                    total -= len;
-                    count -= 1;
-                    self.stats.deleted += 1;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    total -= len;
-                    count -= 1;
-                }
-                Err(e) => {
-                    return Err(PartsError::Output(OutputError::Io {
-                        path: p,
-                        what: "cannot delete it (retention)".into(),
-                        source: e,
-                    }))
-                }
-            }
+        let mut failed = None;
+        self.stats.deleted += delete_oldest_beyond(
+            parts,
+            &current,
+            self.cfg.keep,
+            self.cfg.max_total_bytes,
+            |p, e| {
+                failed = Some((p.to_path_buf(), e));
+                false
+            },
+        );
+        match failed {
+            Some((path, source)) => Err(PartsError::Output(OutputError::Io {
+                path,
+                what: "cannot delete it (retention)".into(),
+                source,
+            })),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -581,6 +571,42 @@ pub fn now_pair() -> (i64, u64) {
 /// oldest first.
 pub fn list_parts(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
     list_named(dir, is_part_name)
+}
+
+/// Deletes the oldest of `files` (oldest first, with their sizes: [`list_named`]) but
+/// `current` while there are more than `keep` or they hold more than `max_bytes`; a file
+/// already gone counts as deleted. A file that cannot be deleted is handed to `failed`,
+/// which says whether to go on. Returns how many were deleted.
+pub fn delete_oldest_beyond(
+    files: Vec<(PathBuf, u64)>,
+    current: &Path,
+    keep: Option<usize>,
+    max_bytes: Option<u64>,
+    mut failed: impl FnMut(&Path, std::io::Error) -> bool,
+) -> u32 {
+    let mut total: u64 = files.iter().map(|(_, len)| len).sum();
+    let mut count = files.len();
+    let mut deleted = 0;
+    for (p, len) in files.into_iter().filter(|(p, _)| p != current) {
+        let over_count = keep.is_some_and(|k| count > k);
+        let over_size = max_bytes.is_some_and(|m| total > m);
+        if !(over_count || over_size) {
+            break;
+        }
+        match std::fs::remove_file(&p) {
+            Ok(()) => deleted += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                if failed(&p, e) {
+                    continue;
+                }
+                break;
+            }
+        }
+        total -= len;
+        count -= 1;
+    }
+    deleted
 }
 
 /// The regular files of `dir` whose names `is_name` accepts (links are not followed), with

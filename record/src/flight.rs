@@ -156,18 +156,16 @@ impl Flight {
     /// Adds a process entry.
     pub fn add_process(&mut self, p: &Process) -> Result<(), RecordError> {
         self.mirror.process(p);
-        if self.dump.is_some() {
-            self.dump_tables
-                .wrote_process(p.tid, self.dumps.len() as u32);
+        if let Some(n) = self.dump_no() {
+            self.dump_tables.wrote_process(p.tid, n);
         }
         self.both(p.clone(), |w, v| w.add_process(v), |w, v| w.add_process(v))
     }
     /// Adds a path entry.
     pub fn add_path(&mut self, p: &PathEntry) -> Result<(), RecordError> {
         self.mirror.path(p);
-        if self.dump.is_some() {
-            self.dump_tables
-                .wrote_path(p.path_id, self.dumps.len() as u32);
+        if let Some(n) = self.dump_no() {
+            self.dump_tables.wrote_path(p.path_id, n);
         }
         self.both(p.clone(), |w, v| w.add_path(v), |w, v| w.add_path(v))
     }
@@ -175,6 +173,10 @@ impl Flight {
     pub fn add_cgroup(&mut self, c: &Cgroup) -> Result<(), RecordError> {
         self.mirror.cgroup(c);
         self.both(c.clone(), |w, v| w.add_cgroup(v), |w, v| w.add_cgroup(v))
+    }
+    /// The number of the snapshot being written (from 1: its "part" for `dump_tables`).
+    fn dump_no(&self) -> Option<u32> {
+        self.dump.as_ref().map(|_| self.dumps.len() as u32)
     }
     /// Forgets path entries and threads no later event will refer to
     /// ([`TableMirror::forget`]).
@@ -415,7 +417,7 @@ impl Flight {
         if keep.is_none() && max_bytes.is_none() {
             return;
         }
-        let mut files = match iodump_output::parts::list_named(&self.cfg.dir, is_snapshot_name) {
+        let files = match iodump_output::parts::list_named(&self.cfg.dir, is_snapshot_name) {
             Ok(f) => f,
             Err(e) => {
                 eprintln!(
@@ -425,29 +427,15 @@ impl Flight {
                 return;
             }
         };
-        let mut total: u64 = files.iter().map(|(_, len)| len).sum();
-        let mut count = files.len();
-        files.retain(|(p, _)| p != current);
-        for (p, len) in files {
-            let over_count = keep.is_some_and(|k| count > k);
-            let over_size = max_bytes.is_some_and(|m| total > m);
-            if !(over_count || over_size) {
-                break;
-            }
-            match std::fs::remove_file(&p) {
-                Ok(()) => self.deleted_dumps += 1,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    eprintln!(
-                        "iodump: warning: {}: cannot delete it (snapshot retention): {e}",
-                        p.display()
-                    );
-                    continue;
-                }
-            }
-            total -= len;
-            count -= 1;
-        }
+        let deleted =
+            iodump_output::parts::delete_oldest_beyond(files, current, keep, max_bytes, |p, e| {
+                eprintln!(
+                    "iodump: warning: {}: cannot delete it (snapshot retention): {e}",
+                    p.display()
+                );
+                true
+            });
+        self.deleted_dumps += u64::from(deleted);
     }
 
     /// A snapshot's file with its header, the devices and cgroups, the process and path
