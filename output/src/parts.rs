@@ -235,24 +235,28 @@ impl RotatingTrace {
     /// Adds a device entry.
     pub fn add_device(&mut self, d: Device) -> Result<(), PartsError> {
         self.mirror.device(&d);
-        Ok(self.writer_mut()?.add_device(d)?)
+        let r = self.writer_mut()?.add_device(d);
+        self.go_on_if(r)
     }
     /// Adds a process entry (a new thread, or one with a new name).
     pub fn add_process(&mut self, p: Process) -> Result<(), PartsError> {
         self.mirror.process(&p);
         self.tables.wrote_process(p.tid, self.part);
-        Ok(self.writer_mut()?.add_process(p)?)
+        let r = self.writer_mut()?.add_process(p);
+        self.go_on_if(r)
     }
     /// Adds a path entry.
     pub fn add_path(&mut self, p: PathEntry) -> Result<(), PartsError> {
         self.mirror.path(&p);
         self.tables.wrote_path(p.path_id, self.part);
-        Ok(self.writer_mut()?.add_path(p)?)
+        let r = self.writer_mut()?.add_path(p);
+        self.go_on_if(r)
     }
     /// Adds a cgroup entry.
     pub fn add_cgroup(&mut self, c: Cgroup) -> Result<(), PartsError> {
         self.mirror.cgroup(&c);
-        Ok(self.writer_mut()?.add_cgroup(c)?)
+        let r = self.writer_mut()?.add_cgroup(c);
+        self.go_on_if(r)
     }
     /// Forgets path entries and threads no later event will refer to
     /// ([`TableMirror::forget`]): later parts do not hold them.
@@ -261,7 +265,19 @@ impl RotatingTrace {
     }
     /// Adds a loss record (to the part being written).
     pub fn add_loss(&mut self, l: Loss) -> Result<(), PartsError> {
-        Ok(self.writer_mut()?.add_loss(l)?)
+        let r = self.writer_mut()?.add_loss(l);
+        self.go_on_if(r)
+    }
+
+    /// After adding a table entry or a loss record, which writes the entries buffered so far
+    /// once they fill their share of the writer's memory: a full file system there goes on
+    /// as anywhere else ([`RotatingTrace::go_on_after`]). The entry is in the mirror (or the
+    /// loss among the unwritten ones), so the next part holds it where its events need it.
+    fn go_on_if(&mut self, r: Result<(), WriteError>) -> Result<(), PartsError> {
+        match r {
+            Ok(()) => Ok(()),
+            Err(err) => self.go_on_after(err.into()),
+        }
     }
 
     /// Adds an event to the part being written ([`due`](RotatingTrace::due) says when to
@@ -271,7 +287,13 @@ impl RotatingTrace {
         let Some(w) = self.writer.as_mut() else {
             return Err(self.writer_mut().err().expect("no writer"));
         };
-        self.tables.add_for(e, self.part, &self.mirror, w)?;
+        if let Err(err) = self.tables.add_for(e, self.part, &self.mirror, w) {
+            // The file system filled while the event's entries were written: the next part
+            // (once there is room) holds them and the event. Each time round deletes a part
+            // at least, so this ends.
+            self.go_on_after(err.into())?;
+            return self.push(e);
+        }
         if let Err(err) = w.push(e) {
             return self.go_on_after(err.into());
         }
@@ -396,7 +418,12 @@ impl RotatingTrace {
                     self.stats.disk_full += u32::from(made_room);
                     return Ok(());
                 }
-                Err(e) if self.bounded() && is_disk_full(&e) => full = Some(e),
+                Err(e) if self.bounded() && is_disk_full(&e) => {
+                    // The entries added for the events are not in any file: the next
+                    // attempt adds them again.
+                    self.tables.unmark(part);
+                    full = Some(e)
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -426,7 +453,17 @@ impl RotatingTrace {
 
     /// Closes the last part and waits for every part to be on disk.
     pub fn finish(mut self, end: EndInfo) -> Result<PartsStats, PartsError> {
-        let r = self.close_current(end);
+        // What is buffered goes in first, a full file system there going on as anywhere
+        // else; then the end and footer, which a full file system leaves out as at a
+        // rotation (the last part then reads as one without an end, nothing lost).
+        let flushed = match self.writer_mut().and_then(|w| Ok(w.flush()?)) {
+            Err(err) => self.go_on_after(err),
+            Ok(()) => Ok(()),
+        };
+        let r = flushed.and_then(|()| match self.close_current(end) {
+            Err(e) if self.bounded() && is_disk_full(&e) => Ok(()),
+            r => r,
+        });
         self.syncer.stop();
         r?;
         self.retain()?;
@@ -664,6 +701,16 @@ impl PartTables {
         self.threads.insert(tid, part);
     }
 
+    /// Forgets that part `part` holds any entry: its file was not written after all (a
+    /// full file system), and the next attempt at it must add them again.
+    pub fn unmark(&mut self, part: u32) {
+        for p in self.paths.iter_mut().filter(|p| **p == part) {
+            *p = 0;
+        }
+        self.threads.retain(|_, p| *p != part);
+        self.last_thread = (0, 0);
+    }
+
     /// Adds to `w` (part `part`) the entries of `e` that the part does not hold yet.
     #[inline]
     pub fn add_for(
@@ -883,6 +930,143 @@ mod tests {
         assert_eq!(r.tables().path(events[0].path_id).unwrap().path, b"/f7");
         assert_eq!(r.comm(events[1].pid, events[1].tid, 0), Some(&b"t4"[..]));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A small tmpfs on `dir` (root only), unmounted when dropped; None (the test skipped)
+    /// when it cannot be mounted and root is not required (`IODUMP_REQUIRE_BPF=1`: CI runs
+    /// as root).
+    struct SmallFs(PathBuf);
+    impl SmallFs {
+        fn mount(dir: &Path, size: &str) -> Option<SmallFs> {
+            std::fs::create_dir_all(dir).unwrap();
+            let ok = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .arg(dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                assert!(
+                    std::env::var("IODUMP_REQUIRE_BPF").as_deref() != Ok("1"),
+                    "cannot mount a tmpfs on {} (root needed)",
+                    dir.display()
+                );
+                eprintln!("skipped: cannot mount a tmpfs (root needed)");
+                return None;
+            }
+            Some(SmallFs(dir.to_path_buf()))
+        }
+    }
+    impl Drop for SmallFs {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// The file system fills up while table entries are written (a burst of new files whose
+    /// paths fill the writer's table buffer, not a segment): with a retention bound the
+    /// oldest parts are deleted and the recording goes on, as when a segment finds no room;
+    /// every part left reads whole, and each of its events finds its path.
+    #[test]
+    fn a_full_file_system_while_writing_table_entries_costs_old_parts() {
+        use iodump_format::{DevT, PathKind, Reader};
+        let base = std::env::temp_dir().join(format!("iodump-parts-full-{}", std::process::id()));
+        let Some(fs) = SmallFs::mount(&base, "1M") else {
+            return;
+        };
+        let cfg = PartsConfig {
+            dir: fs.0.join("rec"),
+            rotate_bytes: Some(192 << 10),
+            max_total_bytes: Some(1 << 30),
+            ..PartsConfig::default()
+        };
+        let opts = WriterOptions {
+            memory_limit_bytes: 4 << 20,
+            ..WriterOptions::default()
+        };
+        let mut t = RotatingTrace::create(
+            cfg,
+            Header::default(),
+            opts,
+            "rec".into(),
+            (1_764_625_920_000_000_000, 1_000),
+        )
+        .unwrap();
+        t.commit_first().unwrap();
+        let dev = DevT::new(8, 0);
+        // Names that do not compress: 1,000 bytes of a pseudo-random walk over hex digits.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut name = |id: u32| {
+            let mut v = format!("/data/{id}/").into_bytes();
+            while v.len() < 1000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                v.push(b"0123456789abcdef"[(x & 15) as usize]);
+            }
+            v
+        };
+        let mut mono = 1_000u64;
+        for id in 1..=6_000u32 {
+            t.add_path(PathEntry {
+                path_id: id,
+                dev,
+                inode: id as u64,
+                kind: PathKind::File,
+                truncated: false,
+                deleted: false,
+                path: name(id),
+                generation: None,
+            })
+            .unwrap_or_else(|e| panic!("adding path {id}: {e}"));
+            mono += 1_000;
+            t.push(&Event {
+                timestamp_ns: mono,
+                dev,
+                bytes: 4096,
+                pid: 1,
+                tid: 1,
+                path_id: id,
+                ..Event::default()
+            })
+            .unwrap_or_else(|e| panic!("event {id}: {e}"));
+            if t.due(mono) {
+                t.rotate(
+                    EndInfo::default(),
+                    (1_764_625_920_000_000_000 + mono as i64, mono),
+                )
+                .unwrap_or_else(|e| panic!("rotating after {id}: {e}"));
+            }
+        }
+        let stats = t.finish(EndInfo::default()).unwrap();
+        assert!(
+            stats.disk_full >= 1,
+            "the file system never filled: {stats:?}"
+        );
+        assert!(stats.deleted >= 1, "{stats:?}");
+        let files = list_parts(&fs.0.join("rec")).unwrap();
+        assert!(files.len() >= 2, "{files:?}");
+        let mut events = 0;
+        for (f, _) in &files {
+            let r = Reader::open(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            assert!(r.validate().is_empty(), "{} damaged", f.display());
+            for e in r.events() {
+                let p = r.tables().path(e.path_id);
+                let prefix = format!("/data/{}/", e.path_id);
+                assert!(
+                    p.is_some_and(|p| p.path.starts_with(prefix.as_bytes())),
+                    "{}: the event of path {} finds no path",
+                    f.display(),
+                    e.path_id
+                );
+                events += 1;
+            }
+        }
+        // The last part holds the last event.
+        assert!(events >= 1);
+        let last = Reader::open(&files.last().unwrap().0).unwrap();
+        assert_eq!(last.events().last().map(|e| e.path_id), Some(6_000));
+        drop(fs);
     }
 
     #[test]
