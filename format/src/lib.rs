@@ -45,6 +45,7 @@ pub mod error;
 pub mod event;
 pub mod expr;
 pub mod frames;
+pub mod idtable;
 pub mod inthash;
 pub mod literals;
 pub mod reader;

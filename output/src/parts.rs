@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use iodump_format::idtable::IdTable;
 use iodump_format::recording::{TableMirror, META_PART, META_RECORDING};
 use iodump_format::{
     cgroup::Cgroup, Device, EndInfo, Event, Header, Loss, PathEntry, Process, WriteError, Writer,
@@ -262,6 +263,7 @@ impl RotatingTrace {
     /// ([`TableMirror::forget`]): later parts do not hold them.
     pub fn forget(&mut self, path_ids: &[u32], tids: &[u32]) {
         self.mirror.forget(path_ids, tids);
+        self.tables.forget(path_ids, tids);
     }
     /// Adds a loss record (to the part being written).
     pub fn add_loss(&mut self, l: Loss) -> Result<(), PartsError> {
@@ -678,7 +680,7 @@ pub fn list_named(dir: &Path, is_name: fn(&str) -> bool) -> std::io::Result<Vec<
 #[derive(Default)]
 pub struct PartTables {
     /// Path id → the part it was last added to (0: none). Path ids are dense from 1.
-    paths: Vec<u32>,
+    paths: IdTable<u32>,
     /// Thread id → the part its entry was last added to.
     threads: iodump_format::inthash::IntMap<u32, u32>,
     /// The thread of the previous event and its part: most events follow one of the same
@@ -689,11 +691,19 @@ pub struct PartTables {
 impl PartTables {
     /// Notes that part `part` holds the entry of `path_id`.
     pub fn wrote_path(&mut self, path_id: u32, part: u32) {
-        let i = path_id as usize;
-        if i >= self.paths.len() {
-            self.paths.resize(i + 1, 0);
+        self.paths.set(path_id, part);
+    }
+
+    /// Forgets path entries and threads no later event will refer to (a thread that comes
+    /// back is added again).
+    pub fn forget(&mut self, path_ids: &[u32], tids: &[u32]) {
+        for &id in path_ids {
+            self.paths.set(id, 0);
         }
-        self.paths[i] = part;
+        for t in tids {
+            self.threads.remove(t);
+        }
+        self.last_thread = (0, 0);
     }
 
     /// Notes that part `part` holds the entry of thread `tid`.
@@ -704,9 +714,7 @@ impl PartTables {
     /// Forgets that part `part` holds any entry: its file was not written after all (a
     /// full file system), and the next attempt at it must add them again.
     pub fn unmark(&mut self, part: u32) {
-        for p in self.paths.iter_mut().filter(|p| **p == part) {
-            *p = 0;
-        }
+        self.paths.retain(|_, p| p != part);
         self.threads.retain(|_, p| *p != part);
         self.last_thread = (0, 0);
     }
@@ -720,7 +728,7 @@ impl PartTables {
         mirror: &TableMirror,
         w: &mut Writer<File>,
     ) -> Result<(), WriteError> {
-        if e.path_id != 0 && self.paths.get(e.path_id as usize) != Some(&part) {
+        if e.path_id != 0 && self.paths.get(e.path_id) != part {
             self.wrote_path(e.path_id, part);
             if let Some(p) = mirror.path_entry(e.path_id) {
                 w.add_path(p.clone())?;

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use iodump_format::idtable::IdTable;
 use iodump_format::inthash::IntMap;
 use iodump_format::{
     DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall, UpperIo, ARGS_MAX_BYTES,
@@ -35,9 +36,10 @@ pub struct Converter {
     /// the kernel sends for it.
     files: IntMap<(u32, u64, u32), u32>,
     /// The kernel's file_id → path id (0: none). The ids are dense from 1, so the lookup is
-    /// an index into a few bytes per file. Events whose file_id is 0 (the kernel's tag cache
-    /// knew the path was sent but not its id) are looked up in `files`.
-    by_file_id: Vec<u32>,
+    /// an index into a few bytes per file; those of forgotten files are cleared
+    /// ([`IdTable`]). Events whose file_id is 0 (the kernel's tag cache knew the path was
+    /// sent but not its id) are looked up in `files`.
+    by_file_id: IdTable<u32>,
     /// (dev, label kind) → path id.
     labels: IntMap<(u32, u8), u32>,
     /// path id → path bytes (for printing).
@@ -55,8 +57,9 @@ pub struct Converter {
     /// Devices looked for in sysfs and not found there (gone already): not looked for again.
     missing_devs: Vec<u32>,
     next_path_id: u32,
-    /// Path id → the sweep round of the last I/O that referred to it (files only).
-    path_round: Vec<u32>,
+    /// Path id → the sweep round of the last I/O that referred to it (files only; 0: not a
+    /// file's, or forgotten).
+    path_round: IdTable<u32>,
     /// Sweeps so far ([`Converter::sweep`]).
     round: u32,
     /// Files whose kernel record was deleted, with the round it was in: forgotten at a
@@ -71,10 +74,9 @@ pub struct Converter {
 }
 
 /// `Converter::path_round` values above every round: a file whose kernel key is to be
-/// deleted (queued), was deleted (unsent), or a path id forgotten (gone).
-const QUEUED: u32 = u32::MAX - 2;
-const UNSENT: u32 = u32::MAX - 1;
-const GONE: u32 = u32::MAX;
+/// deleted (queued), or was deleted (unsent).
+const QUEUED: u32 = u32::MAX - 1;
+const UNSENT: u32 = u32::MAX;
 const ROUND_MAX: u32 = QUEUED;
 
 /// What [`Converter::sweep`] forgot, in all.
@@ -115,7 +117,7 @@ impl Converter {
             devices: devices.iter().map(|d| (d.dev.0, d.clone())).collect(),
             mounts,
             files: IntMap::default(),
-            by_file_id: Vec::new(),
+            by_file_id: IdTable::default(),
             labels: IntMap::default(),
             path_bytes: HashMap::new(),
             deleted_ids: IntMap::default(),
@@ -124,7 +126,7 @@ impl Converter {
             last_dev: None,
             missing_devs: Vec::new(),
             next_path_id: 1,
-            path_round: Vec::new(),
+            path_round: IdTable::default(),
             round: 1,
             unsent: Vec::new(),
             superseded: Vec::new(),
@@ -155,12 +157,12 @@ impl Converter {
             let Some(&id) = self.files.get(&key) else {
                 continue;
             };
-            match self.path_round.get(id as usize) {
-                Some(&UNSENT) if round > at => {
+            match self.path_round.get(id) {
+                UNSENT if round > at => {
                     self.files.remove(&key);
                     out.paths.push(id);
                 }
-                Some(&UNSENT) => pending.push((key, at)),
+                UNSENT => pending.push((key, at)),
                 _ => {}
             }
         }
@@ -169,23 +171,25 @@ impl Converter {
         let path_round = &self.path_round;
         let (old, keep): (Vec<u32>, Vec<u32>) = std::mem::take(&mut self.superseded)
             .into_iter()
-            .partition(|&id| idle_since(path_round.get(id as usize).copied().unwrap_or(0)));
+            .partition(|&id| idle_since(path_round.get(id)));
         self.superseded = keep;
         out.paths.extend(old);
         for &id in &out.paths {
             self.path_bytes.remove(&id);
             self.deleted_ids.remove(&id);
-            if let Some(r) = self.path_round.get_mut(id as usize) {
-                *r = GONE;
-            }
+            self.path_round.set(id, 0);
+        }
+        if !out.paths.is_empty() {
+            // The kernel's ids of the forgotten names (a file's, and those it had before).
+            let path_round = &self.path_round;
+            self.by_file_id.retain(|_, id| path_round.get(id) != 0);
         }
         // The idle files' kernel keys, to be deleted.
         for (&key, &id) in &self.files {
-            if let Some(r) = self.path_round.get_mut(id as usize) {
-                if idle_since(*r) {
-                    *r = QUEUED;
-                    out.unsend.push(key);
-                }
+            let r = self.path_round.get(id);
+            if r != 0 && idle_since(r) {
+                self.path_round.set(id, QUEUED);
+                out.unsend.push(key);
             }
         }
         // Threads, and the command lines of processes with no thread left.
@@ -212,11 +216,9 @@ impl Converter {
             let Some(&id) = self.files.get(key) else {
                 continue;
             };
-            if let Some(r) = self.path_round.get_mut(id as usize) {
-                if *r == QUEUED {
-                    *r = UNSENT;
-                    self.unsent.push((*key, self.round));
-                }
+            if self.path_round.get(id) == QUEUED {
+                self.path_round.set(id, UNSENT);
+                self.unsent.push((*key, self.round));
             }
         }
     }
@@ -229,17 +231,13 @@ impl Converter {
     /// Notes that an I/O referred to path `id` in this sweep round.
     #[inline]
     fn used_path(&mut self, id: u32) {
-        let i = id as usize;
-        if i >= self.path_round.len() {
-            self.path_round.resize(i + 1, 0);
-        }
-        self.path_round[i] = self.round;
+        self.path_round.set(id, self.round);
     }
 
-    /// True unless path `id` was forgotten (a kernel file id may still name it).
+    /// True unless file path `id` was forgotten.
     #[inline]
     fn live_path(&self, id: u32) -> bool {
-        self.path_round.get(id as usize) != Some(&GONE)
+        self.path_round.get(id) != 0
     }
 
     /// Path bytes of a path id (for printing).
@@ -329,16 +327,12 @@ impl Converter {
 
     /// Remembers that I/O events with this kernel file_id are of path `path_id`.
     fn note_file_id(&mut self, file_id: u32, path_id: u32) {
-        let i = file_id as usize;
         // The kernel hands ids out one by one: a jump this far past the last one is not
-        // from it, and is not worth the memory (its events get the `[unknown]` label).
-        if i == 0 || i > self.by_file_id.len() + (1 << 20) {
+        // from it (its events get the `[unknown]` label).
+        if file_id == 0 || u64::from(file_id) > self.by_file_id.end() + (1 << 20) {
             return;
         }
-        if i >= self.by_file_id.len() {
-            self.by_file_id.resize(i + 1, 0);
-        }
-        self.by_file_id[i] = path_id;
+        self.by_file_id.set(file_id, path_id);
     }
 
     /// The command line of process `pid` as recorded (read when the process was first seen),
@@ -503,8 +497,8 @@ impl Converter {
         let meta = r.flags & (Flags::META.0) != 0;
         let file_id = match r.path_kind {
             // The kernel's file_id when it had it at hand (an index), else the inode.
-            path_kind::FILE | path_kind::DIO => match self.by_file_id.get(r.file_id as usize) {
-                Some(&id) if id != 0 && self.live_path(id) => Some(id),
+            path_kind::FILE | path_kind::DIO => match self.by_file_id.get(r.file_id) {
+                id if id != 0 && self.live_path(id) => Some(id),
                 _ => self.files.get(&(r.ino_dev, r.ino, r.ino_gen)).copied(),
             },
             _ => None,
@@ -737,6 +731,7 @@ mod tests {
         assert_eq!(s.paths, [ids[2]]);
         assert_eq!(c.forgotten.paths, 1);
         assert_eq!(c.known().0, 2);
+        assert_eq!((c.by_file_id.get(3), c.path_round.get(ids[2])), (0, 0));
         let unknown = c.io_record(&io_of(102, 3, 50), &mut ne);
         assert_eq!(c.path(unknown.path_id), b"[unknown]");
         // Its path sent again (the kernel forgot it too): a new entry, a new id.
@@ -752,6 +747,49 @@ mod tests {
         // A forgotten thread that comes back is a new process entry.
         c.io_record(&io_of(100, 1, 51), &mut ne);
         assert_eq!(ne.process.as_ref().map(|p| p.tid), Some(51));
+    }
+
+    /// Files that come and go, 40,000 of them a thousand at a time, each idle after its
+    /// round: what the converter keeps per kernel file id and per path id follows the files
+    /// it knows, not every id handed out (each would cost 8 bytes otherwise: 320 KB).
+    #[test]
+    fn forgotten_files_cost_no_memory_per_id() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let mut ne = NewEntries::default();
+        let dev = DevT::new(252, 0).0;
+        let mut file_id = 0u32;
+        for round in 0..40u64 {
+            for i in 0..1000u64 {
+                file_id += 1;
+                let ino = round * 1000 + i + 100;
+                let name = format!("f{ino}");
+                let mut rec = vec![0u8; abi::PATH_EVENT_BYTES];
+                rec[0] = 2;
+                rec[4] = 1;
+                rec[6] = (name.len() + 1) as u8;
+                rec[8..16].copy_from_slice(&ino.to_le_bytes());
+                rec[16..20].copy_from_slice(&dev.to_le_bytes());
+                rec[20..24].copy_from_slice(&3u32.to_le_bytes());
+                rec[28..32].copy_from_slice(&dev.to_le_bytes());
+                rec[32..36].copy_from_slice(&file_id.to_le_bytes());
+                rec.extend_from_slice(name.as_bytes());
+                rec.push(0);
+                let id = c
+                    .path_record(&PathEvent::parse(&rec).unwrap())
+                    .unwrap()
+                    .path_id;
+                let mut r = io(path_kind::FILE, 17);
+                r.ino = ino;
+                r.file_id = file_id;
+                assert_eq!(c.io_record(&r, &mut ne).path_id, id);
+            }
+            let s = c.sweep(1);
+            c.unsent(&s.unsend);
+        }
+        assert!(c.forgotten.paths >= 37_000, "{:?}", c.forgotten);
+        let kept = c.by_file_id.heap_bytes() + c.path_round.heap_bytes();
+        assert!(kept < 48 << 10, "{kept} bytes for {file_id} file ids");
+        assert!(c.by_file_id.len() <= 3000 && c.path_round.len() <= 3000);
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use iodump_format::cgroup::Cgroup;
 use iodump_format::chunk::ChunkType;
 use iodump_format::expr::Expr;
+use iodump_format::idtable::IdTable;
+use iodump_format::inthash::IntMap;
 use iodump_format::recording::{TableMirror, META_SNAPSHOT, META_TRIGGER_IO};
 use iodump_format::{
     Device, EndInfo, Event, Header, Loss, PathEntry, Process, SealedChunk, WriteError, Writer,
@@ -68,6 +70,9 @@ pub struct Flight {
     mirror: TableMirror,
     /// Which entries the ring's events refer to ([`Refs`]).
     refs: Refs,
+    /// Path entries and threads forgotten by the recording that events in the ring still
+    /// refer to: a snapshot needs them until those events leave the ring.
+    forget_later: (Vec<u32>, IntMap<u32, ()>),
     /// Which entries the snapshot being written holds (snapshot n is "part" n).
     dump_tables: PartTables,
     ring: VecDeque<SealedChunk>,
@@ -108,6 +113,7 @@ impl Flight {
             writer,
             mirror: TableMirror::default(),
             refs: Refs::default(),
+            forget_later: (Vec::new(), IntMap::default()),
             dump_tables: PartTables::default(),
             ring: VecDeque::new(),
             ring_seq: VecDeque::new(),
@@ -156,6 +162,8 @@ impl Flight {
     /// Adds a process entry.
     pub fn add_process(&mut self, p: &Process) -> Result<(), RecordError> {
         self.mirror.process(p);
+        // A thread that came back is not forgotten when its earlier events leave the ring.
+        self.forget_later.1.remove(&p.tid);
         if let Some(n) = self.dump_no() {
             self.dump_tables.wrote_process(p.tid, n);
         }
@@ -179,9 +187,36 @@ impl Flight {
         self.dump.as_ref().map(|_| self.dumps.len() as u32)
     }
     /// Forgets path entries and threads no later event will refer to
-    /// ([`TableMirror::forget`]).
+    /// ([`TableMirror::forget`]) once no event in the ring refers to them either (a ring
+    /// longer than `--forget-idle` holds events of files idle since).
     pub fn forget(&mut self, path_ids: &[u32], tids: &[u32]) {
-        self.mirror.forget(path_ids, tids);
+        self.forget_later.0.extend_from_slice(path_ids);
+        self.forget_later.1.extend(tids.iter().map(|&t| (t, ())));
+        self.forget_unreferenced();
+    }
+
+    /// Forgets those of [`Flight::forget_later`]'s entries that no event in the ring refers
+    /// to any more.
+    fn forget_unreferenced(&mut self) {
+        // Every event in the ring has a sequence number above this.
+        let oldest = self.ring_seq.front().copied().unwrap_or(self.sealed_events);
+        self.refs.settle();
+        let refs = &self.refs;
+        let (keep, paths): (Vec<u32>, Vec<u32>) = std::mem::take(&mut self.forget_later.0)
+            .into_iter()
+            .partition(|&id| refs.path_since(id, oldest));
+        self.forget_later.0 = keep;
+        let mut tids = Vec::new();
+        self.forget_later.1.retain(|&t, _| {
+            let keep = refs.thread_since(t, oldest);
+            if !keep {
+                tids.push(t);
+            }
+            keep
+        });
+        self.refs.forget(&paths, &tids);
+        self.dump_tables.forget(&paths, &tids);
+        self.mirror.forget(&paths, &tids);
     }
     /// Adds a loss record (into the ring; it reaches a snapshot with the window).
     pub fn add_loss(&mut self, l: Loss) -> Result<(), RecordError> {
@@ -223,6 +258,9 @@ impl Flight {
     pub fn flush(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
         self.writer.flush().map_err(RecordError::Write)?;
         self.route()?;
+        if !(self.forget_later.0.is_empty() && self.forget_later.1.is_empty()) {
+            self.forget_unreferenced();
+        }
         if self
             .dump
             .as_ref()
@@ -550,7 +588,7 @@ impl Flight {
 struct Refs {
     seq: u64,
     /// Path id → the last event referring to it.
-    paths: Vec<u64>,
+    paths: IdTable<u64>,
     /// Thread id → the last event referring to it, but for `last_thread`'s.
     threads: iodump_format::inthash::IntMap<u32, u64>,
     /// The thread of the previous event and that event's number: noted in `threads` when
@@ -563,11 +601,7 @@ impl Refs {
     fn note(&mut self, e: &Event) {
         self.seq += 1;
         let s = self.seq;
-        let i = e.path_id as usize;
-        if i >= self.paths.len() {
-            self.paths.resize(i + 1, 0);
-        }
-        self.paths[i] = s;
+        self.paths.set(e.path_id, s);
         match self.last_thread {
             Some((t, _)) if t == e.tid => {}
             Some((t, at)) => {
@@ -592,7 +626,20 @@ impl Refs {
     /// True when an event numbered above `after` (a number of sealed events: the events
     /// after them are numbered from `after + 1`) refers to path `path_id`.
     fn path_since(&self, path_id: u32, after: u64) -> bool {
-        self.paths.get(path_id as usize).is_some_and(|&s| s > after)
+        self.paths.get(path_id) > after
+    }
+
+    /// Forgets path ids and threads (no event in the ring refers to them).
+    fn forget(&mut self, path_ids: &[u32], tids: &[u32]) {
+        for &id in path_ids {
+            self.paths.set(id, 0);
+        }
+        for t in tids {
+            self.threads.remove(t);
+            if self.last_thread.is_some_and(|(l, _)| l == *t) {
+                self.last_thread = None;
+            }
+        }
     }
 
     /// [`Refs::path_since`] for thread `tid` (after [`Refs::settle`]).
@@ -824,6 +871,115 @@ mod tests {
             assert_eq!(p.path, format!("/f{}", e.path_id).into_bytes());
             assert!(r.comm(e.pid, e.tid, 0).is_some(), "{e:?}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A ring longer than `--forget-idle`: a file and a thread the recording forgets while
+    /// events of theirs are still in the ring are named in a snapshot of those events, and
+    /// are forgotten once their events have left the ring (a later snapshot does not hold
+    /// them); a thread that comes back meanwhile stays.
+    #[test]
+    fn entries_forgotten_while_the_ring_holds_their_events_stay_until_they_leave() {
+        use iodump_format::{DevT, PathKind, Reader};
+        let dir = std::env::temp_dir().join(format!("iodump-flight-forget-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = FlightConfig {
+            dir: dir.clone(),
+            window_ns: Some(1_000_000_000),
+            window_bytes: 1 << 30,
+            trigger: None,
+            trigger_text: None,
+            after_ns: 0,
+            cooldown_ns: 0,
+            max_dumps: None,
+            keep_dumps: None,
+            max_dumps_total_bytes: None,
+        };
+        let opts = WriterOptions {
+            segment_events: 16,
+            ..WriterOptions::default()
+        };
+        let mut f = Flight::new(cfg, Header::default(), opts).unwrap();
+        let dev = DevT::new(8, 0);
+        let process = |tid: u32| Process {
+            tid,
+            pid: tid,
+            comm: format!("t{tid}").into_bytes(),
+            cgroup_id: 0,
+            args: None,
+        };
+        let path = |id: u32| PathEntry {
+            path_id: id,
+            dev,
+            inode: id as u64,
+            kind: PathKind::File,
+            truncated: false,
+            deleted: false,
+            path: format!("/f{id}").into_bytes(),
+            generation: None,
+        };
+        let ev = |ts: u64, tid: u32, path_id: u32| Event {
+            timestamp_ns: ts,
+            dev,
+            bytes: 4096,
+            pid: tid,
+            tid,
+            path_id,
+            ..Event::default()
+        };
+        let ms = 1_000_000u64;
+        for tid in 1..=3 {
+            f.add_process(&process(tid)).unwrap();
+        }
+        for id in 1..=2 {
+            f.add_path(&path(id)).unwrap();
+        }
+        // File 1 by thread 1 and file 2 by thread 3 at the start, then file 2 by thread 2
+        // every 10 ms.
+        f.push(&ev(ms, 1, 1)).unwrap();
+        f.push(&ev(ms + 1, 3, 2)).unwrap();
+        let mut t = 10 * ms;
+        let go_to = |f: &mut Flight, t: &mut u64, until: u64| {
+            while *t < until {
+                f.push(&ev(*t, 2, 2)).unwrap();
+                *t += 10 * ms;
+            }
+            f.flush(*t).unwrap();
+        };
+        go_to(&mut f, &mut t, 500 * ms);
+        // Forgotten at 0.5 s: file 1, threads 1 and 3; thread 3 comes back at once.
+        f.forget(&[1], &[1, 3]);
+        f.add_process(&process(3)).unwrap();
+        f.push(&ev(t, 3, 2)).unwrap();
+        f.fire(Snapshot::Signal, (1_764_625_920_000_000_000, t), None)
+            .unwrap();
+        f.flush(t + 1).unwrap();
+        // 2 s later the first events have left the ring.
+        go_to(&mut f, &mut t, 2_500 * ms);
+        f.fire(Snapshot::Signal, (1_764_625_922_000_000_000, t), None)
+            .unwrap();
+        f.finish(t + 1).unwrap();
+        assert!(f.failed_dumps.is_empty(), "{:?}", f.failed_dumps);
+        let names = |r: &Reader| {
+            let mut p: Vec<u32> = r.tables().paths().map(|p| p.path_id).collect();
+            let mut t: Vec<u32> = r.tables().processes().map(|p| p.tid).collect();
+            p.sort();
+            t.sort();
+            (p, t)
+        };
+        let first = Reader::open(&f.dumps[0]).unwrap();
+        assert_eq!(first.events().next().map(|e| e.path_id), Some(1));
+        assert_eq!(names(&first), (vec![1, 2], vec![1, 2, 3]));
+        for e in first.events() {
+            assert!(first.tables().path(e.path_id).is_some(), "{e:?}");
+        }
+        let second = Reader::open(&f.dumps[1]).unwrap();
+        assert_eq!(names(&second), (vec![2], vec![2]));
+        assert!(f.mirror.path_entry(1).is_none());
+        assert!(f.mirror.process_entry(1).is_none());
+        assert!(f.mirror.process_entry(3).is_some());
+        assert!(f.forget_later.0.is_empty() && f.forget_later.1.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
