@@ -20,7 +20,6 @@ mod top_view;
 use std::process::ExitCode;
 
 use clap::Parser;
-use iodump_record::error::shorten;
 
 fn main() -> ExitCode {
     // The original iodump's command line (`iodump -p sda …`, no subcommand).
@@ -74,19 +73,9 @@ fn report(result: anyhow::Result<ExitCode>) -> ExitCode {
     }
 }
 
-/// An error and its causes on one line: a cause its error already shows is left out
-/// (`opening x: No such file or directory` once, not twice), and a long cause (a verifier
-/// log) is cut to its first words and its last 600 bytes, where the verifier says why.
+/// An error and its causes on one line ([`iodump_record::error::one_line`]).
 fn one_line(e: &anyhow::Error) -> String {
-    let mut msg = String::new();
-    for c in e.chain().map(|c| shorten(c.to_string().replace('\n', " "))) {
-        if msg.is_empty() {
-            msg = c;
-        } else if !msg.ends_with(&c) {
-            msg = format!("{msg}: {c}");
-        }
-    }
-    msg
+    iodump_record::error::one_line(e.as_ref())
 }
 
 #[cfg(test)]

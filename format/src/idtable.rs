@@ -189,7 +189,11 @@ mod tests {
             x ^= x << 17;
             let id = (x % 5000) as u32;
             // Mostly clears, so that pages are freed and made again.
-            let val = if x.is_multiple_of(3) { (x >> 20) as u32 % 7 } else { 0 };
+            let val = if x.is_multiple_of(3) {
+                (x >> 20) as u32 % 7
+            } else {
+                0
+            };
             t.set(id, val);
             v[id as usize] = val;
             if x.is_multiple_of(97) {

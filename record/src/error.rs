@@ -76,6 +76,25 @@ pub fn shorten(m: String) -> String {
     format!("{} … {}", &m[..head_end], &m[tail..])
 }
 
+/// An error and its causes on one line: a cause its error already shows is left out
+/// (`opening x: No such file or directory` once, not twice), and a long cause (a verifier
+/// log) is cut to its first words and its last 600 bytes, where the verifier says why
+/// ([`shorten`]).
+pub fn one_line(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = String::new();
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        let t = shorten(c.to_string().replace('\n', " "));
+        if msg.is_empty() {
+            msg = t;
+        } else if !msg.ends_with(&t) {
+            msg = format!("{msg}: {t}");
+        }
+        cause = c.source();
+    }
+    msg
+}
+
 /// An error that is only a message (an attach failure the loader described in words).
 #[derive(Debug)]
 pub struct Message(pub String);

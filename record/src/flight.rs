@@ -20,7 +20,7 @@ use iodump_format::{
 use iodump_output::parts::PartTables;
 use iodump_output::OutputFile;
 
-use crate::error::RecordError;
+use crate::error::{one_line, RecordError};
 
 /// What the ring keeps and when it saves it.
 #[derive(Clone, Debug)]
@@ -535,7 +535,7 @@ impl Flight {
     }
 
     /// Says that the snapshot at `path` was cut short by `e`, and counts it.
-    fn cut_short(&mut self, path: &Path, e: &dyn std::error::Error) {
+    fn cut_short(&mut self, path: &Path, e: &(dyn std::error::Error + 'static)) {
         let why = one_line(e);
         eprintln!(
             "iodump: warning: snapshot {} cut short: {why}; the ring goes on",
@@ -646,20 +646,6 @@ impl Refs {
     fn thread_since(&self, tid: u32, after: u64) -> bool {
         self.threads.get(&tid).is_some_and(|&s| s > after)
     }
-}
-
-/// An error and its causes on one line (a cause its text already ends with left out).
-fn one_line(e: &dyn std::error::Error) -> String {
-    let mut msg = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let t = c.to_string();
-        if !msg.ends_with(&t) {
-            msg = format!("{msg}: {t}");
-        }
-        cause = c.source();
-    }
-    msg
 }
 
 /// Why a snapshot is written.
