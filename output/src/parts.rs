@@ -117,6 +117,45 @@ pub fn part_name(start_wall_ns: i64, part: u32) -> String {
     )
 }
 
+/// The time `YYYYmmddTHHMMSS.mmmZ` (as in part and snapshot names) in ns since the epoch.
+pub fn parse_name_time(when: &str) -> Option<i64> {
+    let b = when.as_bytes();
+    if b.len() != 20 || b[8] != b'T' || b[15] != b'.' || b[19] != b'Z' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = when.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    let (y, mo, d) = (num(0..4)?, num(4..6)?, num(6..8)?);
+    let (h, mi, sec, ms) = (num(9..11)?, num(11..13)?, num(13..15)?, num(16..19)?);
+    if !((1..=12).contains(&mo) && (1..=31).contains(&d) && h < 24 && mi < 60 && sec < 61) {
+        return None;
+    }
+    let days = iodump_format::summary::days_from_civil(y, mo, d);
+    Some((((days * 24 + h) * 60 + mi) * 60 + sec) * 1_000_000_000 + ms * 1_000_000)
+}
+
+/// The time the name of a new file carries, given the newest such name in its directory:
+/// its start time, or 1 ms after that name when the clock reads earlier (it was set back:
+/// an NTP step after boot, a clock kept in local time). Names then sort in the order the
+/// files were made, which is the order retention deletes them in; the header holds the
+/// true clock.
+pub fn name_time_after(now_wall_ns: i64, newest_ns: Option<i64>) -> i64 {
+    const MS: i64 = 1_000_000;
+    match newest_ns {
+        Some(n) if now_wall_ns.div_euclid(MS) <= n.div_euclid(MS) => (n.div_euclid(MS) + 1) * MS,
+        _ => now_wall_ns,
+    }
+}
+
+/// The time in a part's name ([`part_name`]).
+pub fn part_name_time(name: &str) -> Option<i64> {
+    is_part_name(name).then(|| parse_name_time(&name["iodump-".len().."iodump-".len() + 20]))?
+}
+
 /// True for a name [`part_name`] makes: what retention may delete.
 pub fn is_part_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("iodump-") else {
@@ -150,6 +189,8 @@ pub struct RotatingTrace {
     mirror: TableMirror,
     tables: PartTables,
     part: u32,
+    /// The time in the newest part's name ([`name_time_after`]).
+    newest_name_ns: i64,
     writer: Option<Writer<File>>,
     current: OutputFile,
     part_start_mono_ns: u64,
@@ -176,7 +217,16 @@ impl RotatingTrace {
             })?;
         }
         let mirror = TableMirror::default();
-        let (current, writer) = open_part(&cfg.dir, &template, &opts, &recording, 1, now, &mirror)?;
+        // The newest part name in the directory (of an earlier run too): names go on after it.
+        let newest = list_parts(&cfg.dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|(p, _)| part_name_time(&p.file_name()?.to_string_lossy()))
+            .max();
+        let name_ns = name_time_after(now.0, newest);
+        let (current, writer) = open_part(
+            &cfg.dir, &template, &opts, &recording, 1, now, name_ns, &mirror,
+        )?;
         Ok(RotatingTrace {
             cfg,
             template,
@@ -185,6 +235,7 @@ impl RotatingTrace {
             mirror,
             tables: PartTables::default(),
             part: 1,
+            newest_name_ns: name_ns,
             writer: Some(writer),
             current,
             part_start_mono_ns: now.1,
@@ -338,7 +389,8 @@ impl RotatingTrace {
     }
 
     /// Creates part `self.part`, starting at `now` ([`open_part`]).
-    fn open_next(&self, now: (i64, u64)) -> Result<(OutputFile, Writer<File>), PartsError> {
+    fn open_next(&mut self, now: (i64, u64)) -> Result<(OutputFile, Writer<File>), PartsError> {
+        self.newest_name_ns = name_time_after(now.0, Some(self.newest_name_ns));
         open_part(
             &self.cfg.dir,
             &self.template,
@@ -346,6 +398,7 @@ impl RotatingTrace {
             &self.recording,
             self.part,
             now,
+            self.newest_name_ns,
             &self.mirror,
         )
     }
@@ -760,8 +813,9 @@ impl PartTables {
     }
 }
 
-/// Creates part `part`: its file (hidden), its header, the mirror's devices and cgroups (not
-/// flushed).
+/// Creates part `part`: its file (hidden, named with `name_ns`: [`name_time_after`]), its
+/// header (with the clock pair `now`), the mirror's devices and cgroups (not flushed).
+#[allow(clippy::too_many_arguments)]
 fn open_part(
     dir: &Path,
     template: &Header,
@@ -769,6 +823,7 @@ fn open_part(
     recording: &str,
     part: u32,
     now: (i64, u64),
+    name_ns: i64,
     mirror: &TableMirror,
 ) -> Result<(OutputFile, Writer<File>), PartsError> {
     let mut header = template.clone();
@@ -781,7 +836,7 @@ fn open_part(
         .metadata
         .push((META_RECORDING.into(), recording.to_string()));
     header.metadata.push((META_PART.into(), part.to_string()));
-    let out = OutputFile::create(&dir.join(part_name(now.0, part)))?;
+    let out = OutputFile::create(&dir.join(part_name(name_ns, part)))?;
     let mut w = Writer::new(out.try_clone_file()?, &header, opts.clone())?;
     mirror.write_devices_and_cgroups(&mut w)?;
     Ok((out, w))
@@ -1075,6 +1130,86 @@ mod tests {
         let last = Reader::open(&files.last().unwrap().0).unwrap();
         assert_eq!(last.events().last().map(|e| e.path_id), Some(6_000));
         drop(fs);
+    }
+
+    /// The clock set back (an NTP step after boot, a clock kept in local time): new parts'
+    /// names go on after the newest name in the directory, of an earlier run too, so that
+    /// retention deletes the oldest parts, not the newest; their headers keep the true clock.
+    #[test]
+    fn names_go_on_when_the_clock_is_set_back() {
+        use iodump_format::Reader;
+        let dir = std::env::temp_dir().join(format!("iodump-parts-clock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // An earlier run's part, named an hour ahead of this run's clock.
+        let t0 = 1_764_625_920_000_000_000i64;
+        let hour = 3_600_000_000_000i64;
+        let earlier = dir.join(part_name(t0 + hour, 7));
+        std::fs::write(&earlier, b"an earlier run's part").unwrap();
+        let cfg = PartsConfig {
+            dir: dir.clone(),
+            keep: Some(3),
+            ..PartsConfig::default()
+        };
+        let mut t = RotatingTrace::create(
+            cfg,
+            Header::default(),
+            WriterOptions::default(),
+            "rec".into(),
+            (t0, 1_000),
+        )
+        .unwrap();
+        t.commit_first().unwrap();
+        let mut made = vec![t.current_path().to_path_buf()];
+        for i in 1..=3i64 {
+            // The clock goes back another second each time.
+            t.rotate(
+                EndInfo::default(),
+                (t0 - i * 1_000_000_000, 1_000 + i as u64),
+            )
+            .unwrap();
+            made.push(t.current_path().to_path_buf());
+        }
+        t.finish(EndInfo::default()).unwrap();
+        let left: Vec<PathBuf> = list_parts(&dir)
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(left, made[1..], "the newest three are kept");
+        assert!(!earlier.exists());
+        let times: Vec<i64> = made
+            .iter()
+            .map(|p| part_name_time(&p.file_name().unwrap().to_string_lossy()).unwrap())
+            .collect();
+        assert_eq!(times[0], t0 + hour + 1_000_000);
+        assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+        let r = Reader::open(&made[3]).unwrap();
+        assert_eq!(r.header().wall_clock_ns, t0 - 3_000_000_000);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn name_times_parse_and_go_on() {
+        let t = 1_764_625_920_123_456_789;
+        let name = part_name(t, 12);
+        assert_eq!(part_name_time(&name), Some(t - 456_789));
+        assert_eq!(
+            part_name_time("iodump-20251301T215200.123Z-000001.iod"),
+            None
+        );
+        assert_eq!(part_name_time("run.iod"), None);
+        assert_eq!(parse_name_time("2025120xT215200.123Z"), None);
+        assert_eq!(name_time_after(t, None), t);
+        assert_eq!(name_time_after(t, Some(t - 2_000_000)), t);
+        assert_eq!(
+            name_time_after(t, Some(t - 456_789)),
+            t - 456_789 + 1_000_000
+        );
+        assert_eq!(
+            name_time_after(t, Some(t + 5_000_000_000)),
+            t - 456_789 + 5_001_000_000
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use iodump_format::{
     Device, EndInfo, Event, Header, Loss, PathEntry, Process, SealedChunk, WriteError, Writer,
     WriterOptions,
 };
-use iodump_output::parts::PartTables;
+use iodump_output::parts::{name_time_after, parse_name_time, PartTables};
 use iodump_output::OutputFile;
 
 use crate::error::{one_line, RecordError};
@@ -410,10 +410,18 @@ impl Flight {
             Snapshot::Signal => ("SIGUSR1".to_string(), "sigusr1".to_string()),
         };
         header.metadata.push((META_SNAPSHOT.into(), reason));
+        // Named after the newest snapshot of the directory even when the clock was set back
+        // since, so that retention deletes the oldest ([`name_time_after`]).
+        let newest = iodump_output::parts::list_named(&self.cfg.dir, is_snapshot_name)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|(p, _)| snapshot_name_time(&p.file_name()?.to_string_lossy()))
+            .max();
+        let name_ns = name_time_after(now.0, newest);
         let path = self
             .cfg
             .dir
-            .join(snapshot_name(now.0, &slug, self.dumps.len() as u32 + 1));
+            .join(snapshot_name(name_ns, &slug, self.dumps.len() as u32 + 1));
         let n = self.dumps.len() as u32 + 1;
         let (out, writer) = match self.start_dump(&path, &header, n) {
             Ok(d) => d,
@@ -663,6 +671,12 @@ pub fn snapshot_name(wall_ns: i64, slug: &str, n: u32) -> String {
     format!("trigger-{when}-{n:03}-{slug}.iod")
 }
 
+/// The time in a snapshot's name ([`snapshot_name`]).
+pub fn snapshot_name_time(name: &str) -> Option<i64> {
+    let when = name.get("trigger-".len().."trigger-".len() + 20)?;
+    is_snapshot_name(name).then(|| parse_name_time(when))?
+}
+
 /// True for a name [`snapshot_name`] makes (`trigger-`, the UTC time, a number, a slug of
 /// letters, digits, `.` and `-`, `.iod`): what snapshot retention may delete.
 pub fn is_snapshot_name(name: &str) -> bool {
@@ -734,6 +748,11 @@ mod tests {
             snapshot_name(1_764_625_920_123_456_789, "sigusr1", 2),
             "trigger-20251201T215200.123Z-002-sigusr1.iod"
         );
+        assert_eq!(
+            snapshot_name_time("trigger-20251201T215200.123Z-002-sigusr1.iod"),
+            Some(1_764_625_920_123_000_000)
+        );
+        assert_eq!(snapshot_name_time("trigger-.iod"), None);
         // What snapshot retention may delete: the names it makes, nothing else.
         for t in ["latency > 200ms", "", "error != 0 || path =~ \"x\""] {
             let n = snapshot_name(1_764_625_920_123_456_789, &slug(t), 1234);
@@ -1034,6 +1053,27 @@ mod tests {
         f.retain_dumps(&dir.join(name(5)));
         assert_eq!(left(&dir), with_others(vec![name(4), name(5)]));
         assert_eq!(f.deleted_dumps, 4);
+        // The clock set back an hour: the next snapshot is named after the newest (name 5),
+        // and retention keeps it and deletes the oldest.
+        f.cfg.keep_dumps = Some(2);
+        f.cfg.max_dumps_total_bytes = None;
+        f.fire(
+            Snapshot::Signal,
+            (1_764_625_920_000_000_000 - 3_600_000_000_000, 1),
+            None,
+        )
+        .unwrap();
+        f.finish(2).unwrap();
+        let new = f.dumps[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(
+            snapshot_name_time(&new),
+            Some(1_764_625_920_000_000_000 + 5_001_000_000)
+        );
+        assert_eq!(left(&dir), with_others(vec![name(5), new]));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
