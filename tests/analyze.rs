@@ -1397,3 +1397,55 @@ fn hostile_names_are_shown_escaped() {
     assert_eq!(control_bytes(&page), b"");
     assert!(!String::from_utf8_lossy(&page).contains("<img src=x"));
 }
+
+/// `time` in a filter keeps the I/Os of a window of UTC time: the same count as a plain
+/// count over the reader, on the trace (whose segments outside the window are skipped) and
+/// on its Parquet dataset; a time without its zone is a one-line usage error.
+#[test]
+fn a_time_window_keeps_the_ios_within_it() {
+    let d = common::TempDir::new("analyze-time");
+    let src = d.join("src.iod");
+    ok(&run(bin()
+        .args(["synth", "--events", "200000", "--workload", "mixed"])
+        .args(["--segment-events", "4096", "-o"])
+        .arg(&src)));
+    let r = Reader::open(&src).unwrap();
+    assert!(r.segments().len() > 40, "{} segments", r.segments().len());
+    let h = r.header().clone();
+    let mut utc: Vec<i64> = r.events().map(|e| h.to_utc_ns(e.timestamp_ns)).collect();
+    utc.sort_unstable();
+    let (from, to) = (utc[utc.len() * 3 / 10], utc[utc.len() * 6 / 10]);
+    let want = utc.iter().filter(|&&t| t >= from && t < to).count() as u64;
+    assert!(want > 50_000, "{want}");
+    let filter = format!(
+        "time >= {} && time < '{}'",
+        iodump_format::summary::rfc3339_utc(from),
+        iodump_format::summary::rfc3339_utc(to)
+    );
+    let events = |input: &Path, args: &[&str]| -> u64 {
+        let rows = common::analyze_rows(&[input], &[&["--filter", &filter], args].concat());
+        rows.iter()
+            .find(|row| row["metric"] == "events")
+            .and_then(|row| row["value"].to_string().trim_matches('"').parse().ok())
+            .unwrap_or_else(|| panic!("no events row: {rows:?}"))
+    };
+    assert_eq!(events(&src, &[]), want);
+    let rows = common::analyze_rows(
+        &[&src],
+        &["--top-files", "--limit", "100000", "--filter", &filter],
+    );
+    let ios: u64 = rows.iter().map(|r| r["ios"].as_u64().unwrap()).sum();
+    assert_eq!(ios, want);
+    let pq = d.join("pq");
+    ok(&run(bin().arg("convert").arg(&src).arg("-o").arg(&pq)));
+    assert_eq!(events(&pq, &[]), want);
+    let out = run(bin()
+        .args(["analyze", "--filter", "time > 2025-12-04T03:12:00"])
+        .arg(&src));
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines().count() == 1 && err.contains("is a time"),
+        "{err}"
+    );
+}

@@ -317,6 +317,7 @@ pub(crate) fn parquet_filter_mask<'c>(
     let cpu = IntColumn::of(b, "cpu")?;
     // A row's cgroup is looked up only for a filter that reads it.
     let cgroups = f.uses_cgroup_table();
+    let utc = crate::layout::utc_ns(b)?;
     let mut mask = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
         let (ma, mi) = dev_t.value(i).split_once(':').unwrap_or(("0", "0"));
@@ -353,6 +354,7 @@ pub(crate) fn parquet_filter_mask<'c>(
             cgroup: cgroups
                 .then(|| cgroup_of(trace.value(i), e.cgroup_id))
                 .flatten(),
+            utc_ns: utc.get(i).copied(),
         };
         mask.push(f.eval(&e, &v));
     }

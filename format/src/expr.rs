@@ -80,6 +80,8 @@ pub enum Field {
     Pod,
     /// `runtime`: the container runtime of the submitter's cgroup (cgroups table).
     Runtime,
+    /// `time`, `ts`: when the I/O entered the block layer, in UTC (the trace's clock).
+    Time,
     /// A flag used as a boolean: `sync`, `meta`, `fua`, `preflush`, `readahead`,
     /// `background`, `nowait`.
     Flag(Flags),
@@ -97,11 +99,13 @@ enum Kind {
     Op,
     /// Stands alone (`sync`, `!fua`); takes no operator.
     Flag,
+    /// `time`: compared with a UTC time (`2026-12-04T03:12:00Z`): `==` `!=` `<` `<=` `>` `>=`.
+    Time,
 }
 
 /// Every field name the language takes, with its aliases after it: the first name of each
 /// field is the one messages list (the flags' names follow, from [`Flags::NAMES`]).
-const FIELD_NAMES: [(&str, Field); 35] = [
+const FIELD_NAMES: [(&str, Field); 37] = [
     ("iosize", Field::Bytes),
     ("bytes", Field::Bytes),
     ("size", Field::Bytes),
@@ -137,6 +141,8 @@ const FIELD_NAMES: [(&str, Field); 35] = [
     ("pod", Field::Pod),
     ("pod_uid", Field::Pod),
     ("runtime", Field::Runtime),
+    ("time", Field::Time),
+    ("ts", Field::Time),
 ];
 
 impl Field {
@@ -172,6 +178,7 @@ impl Field {
             | Field::Runtime => Kind::Text,
             Field::Op => Kind::Op,
             Field::Flag(_) => Kind::Flag,
+            Field::Time => Kind::Time,
             Field::Bytes
             | Field::Sector
             | Field::Pid
@@ -269,6 +276,8 @@ pub enum Value {
     /// A device number, for `dev ==` and `dev !=` with `MAJ:MIN` (compares numbers: the same
     /// result as comparing the text, without formatting the event's device).
     Dev(DevT),
+    /// A UTC time in ns since the epoch, for `time`.
+    Time(i64),
 }
 
 /// A parsed, type-checked expression.
@@ -298,6 +307,12 @@ pub trait EventView {
     fn dev_name(&self) -> &str;
     /// The cgroups table entry of the event's `cgroup_id`, if known.
     fn cgroup(&self) -> Option<&Cgroup>;
+    /// When the event entered the block layer, in UTC ns since the epoch (its timestamp on
+    /// the trace's clock), if known; a `time` comparison is false without it.
+    fn utc_ns(&self, e: &Event) -> Option<i64> {
+        let _ = e;
+        None
+    }
 }
 
 /// An [`EventView`] over names already resolved by the caller.
@@ -311,6 +326,8 @@ pub struct ResolvedView<'a> {
     pub dev: &'a str,
     /// The cgroups table entry of the event's cgroup.
     pub cgroup: Option<&'a Cgroup>,
+    /// When the event entered the block layer, in UTC ns ([`EventView::utc_ns`]).
+    pub utc_ns: Option<i64>,
 }
 
 impl Expr {
@@ -329,6 +346,7 @@ impl Expr {
             path: r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path),
             dev: dev_names.get(&e.dev.0).map_or("?", |s| s.as_str()),
             cgroup: r.tables().cgroup(e.cgroup_id),
+            utc_ns: Some(r.header().to_utc_ns(e.timestamp_ns)),
         };
         self.eval(e, &v)
     }
@@ -346,6 +364,9 @@ impl EventView for ResolvedView<'_> {
     }
     fn cgroup(&self) -> Option<&Cgroup> {
         self.cgroup
+    }
+    fn utc_ns(&self, _: &Event) -> Option<i64> {
+        self.utc_ns
     }
 }
 
@@ -704,6 +725,7 @@ impl Parser<'_> {
             }
             let example = match kind {
                 Kind::Number => format!("{name} > 0"),
+                Kind::Time => format!("{name} >= 2026-12-04T03:12:00Z"),
                 Kind::Op => format!("{name} == W"),
                 _ => format!("{name} == \"…\""),
             };
@@ -725,7 +747,13 @@ impl Parser<'_> {
                     "{name} is a number: {op_symbol} matches text (use ==, !=, <, <=, > or >=)"
                 ));
             }
-            (Kind::Op, CmpOp::Eq | CmpOp::Ne | CmpOp::Match) | (Kind::Number | Kind::Text, _) => {}
+            (Kind::Time, CmpOp::Match | CmpOp::NotMatch) => {
+                return self.err(format!(
+                    "{name} is a time: {op_symbol} matches text (use ==, !=, <, <=, > or >=)"
+                ));
+            }
+            (Kind::Op, CmpOp::Eq | CmpOp::Ne | CmpOp::Match)
+            | (Kind::Number | Kind::Text | Kind::Time, _) => {}
             (Kind::Op, _) => {
                 return self.err(format!(
                     "{name} is an op: it takes ==, != or =~, not {op_symbol}"
@@ -741,6 +769,18 @@ impl Parser<'_> {
             })
         };
         let value = match self.tok.take() {
+            Some((_, Tok::Word(w) | Tok::Str(w))) if kind == Kind::Time => {
+                match crate::summary::parse_rfc3339(&w) {
+                    Some(t) => Value::Time(t),
+                    None => {
+                        return value_err(format!(
+                            "{name} is a time, {w:?} is not one: write it as \
+                             2026-12-04T03:12:00Z (UTC), 2026-12-04T03:12:00.250Z or with an \
+                             offset, 2026-12-04T04:12:00+01:00"
+                        ))
+                    }
+                }
+            }
             Some((_, Tok::Word(w))) => match kind {
                 Kind::Number => match parse_number(&w) {
                     // `m` is MiB in filters but minutes on the command line: on a time, say so.
@@ -830,6 +870,7 @@ fn kind_name(k: Kind) -> &'static str {
         Kind::Text => "text",
         Kind::Op => "an op",
         Kind::Flag => "a flag",
+        Kind::Time => "a time",
     }
 }
 
@@ -981,6 +1022,20 @@ impl Expr {
                     CmpOp::Match | CmpOp::NotMatch => false,
                 }
             }
+            Expr::Cmp(_, op, Value::Time(t)) => {
+                let Some(x) = v.utc_ns(e) else {
+                    return false;
+                };
+                match op {
+                    CmpOp::Eq => x == *t,
+                    CmpOp::Ne => x != *t,
+                    CmpOp::Lt => x < *t,
+                    CmpOp::Le => x <= *t,
+                    CmpOp::Gt => x > *t,
+                    CmpOp::Ge => x >= *t,
+                    CmpOp::Match | CmpOp::NotMatch => false,
+                }
+            }
             Expr::Cmp(_, op, Value::Dev(d)) => {
                 let eq = e.dev == *d;
                 match op {
@@ -1102,6 +1157,36 @@ impl Expr {
             Expr::Cmp(f, _, _) => matches!(f, Field::Comm | Field::Path | Field::Dev),
             Expr::Flag(_) | Expr::True => false,
         }
+    }
+
+    /// The UTC window (ns, both ends included) the expression's top-level `&&` of `time`
+    /// comparisons implies, `None` for an open end: an I/O outside it is never kept, so a
+    /// reader may skip what lies outside without evaluating the rest (a segment whose time
+    /// range the trace's footer gives).
+    pub fn utc_window(&self) -> (Option<i64>, Option<i64>) {
+        let terms: &[Expr] = match self {
+            Expr::And(xs) => xs,
+            x => std::slice::from_ref(x),
+        };
+        let (mut lo, mut hi): (Option<i64>, Option<i64>) = (None, None);
+        let mut at_least = |t: i64| lo = Some(lo.map_or(t, |l| l.max(t)));
+        let mut at_most = |t: i64| hi = Some(hi.map_or(t, |h| h.min(t)));
+        for x in terms {
+            if let Expr::Cmp(Field::Time, op, Value::Time(t)) = x {
+                match op {
+                    CmpOp::Ge => at_least(*t),
+                    CmpOp::Gt => at_least(t.saturating_add(1)),
+                    CmpOp::Le => at_most(*t),
+                    CmpOp::Lt => at_most(t.saturating_sub(1)),
+                    CmpOp::Eq => {
+                        at_least(*t);
+                        at_most(*t);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        (lo, hi)
     }
 
     /// True when the expression reads the cgroups table (`cgroup_path`, `container`, `pod`):
@@ -1286,6 +1371,56 @@ mod tests {
         }
     }
 
+    /// `time` compares the I/O's UTC time with an RFC 3339 time, bare or quoted, with its
+    /// zone; a view that does not know the time keeps nothing; its top-level `&&` gives the
+    /// window a reader may skip segments by.
+    #[test]
+    fn time_compares_utc_times() {
+        let e = ev(4096, Op::Read);
+        let at = |utc_ns| ResolvedView {
+            comm: b"dd",
+            path: b"",
+            dev: "sda",
+            cgroup: None,
+            utc_ns,
+        };
+        let t = 1_764_818_000_000_000_000; // 2025-12-04T03:13:20Z
+        for (s, want) in [
+            ("time == 2025-12-04T03:13:20Z", true),
+            ("ts >= 2025-12-04T04:13:20+01:00", true),
+            ("time > '2025-12-04 03:13:20Z'", false),
+            ("time < 2025-12-04T03:13:20.000000001Z", true),
+            (
+                "time >= 2025-12-04T03:13Z && time < 2025-12-04T03:14Z",
+                true,
+            ),
+            ("time != 2025-12-04T03:13:20Z || rw == W", false),
+        ] {
+            let x = Expr::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert_eq!(x.eval(&e, &at(Some(t))), want, "{s}");
+            assert!(!x.eval(&e, &at(None)) || s.contains("!="), "{s}");
+        }
+        for (s, says) in [
+            ("time > 5", "is a time, \"5\" is not one"),
+            ("time > 2025-12-04T03:13:20", "is not one"),
+            ("time =~ 2025*", "is a time: =~ matches text"),
+            ("time", "compare it (time >= 2026-12-04T03:12:00Z)"),
+        ] {
+            let err = Expr::parse(s).unwrap_err().to_string();
+            assert!(err.contains(says), "{s}: {err}");
+        }
+        let w = |s: &str| Expr::parse(s).unwrap().utc_window();
+        assert_eq!(
+            w("time >= 2025-12-04T03:13:20Z && iosize > 4k && time < 2025-12-04T03:13:21Z"),
+            (Some(t), Some(t + 999_999_999))
+        );
+        assert_eq!(w("time > 2025-12-04T03:13:20Z"), (Some(t + 1), None));
+        assert_eq!(w("time == 2025-12-04T03:13:20Z"), (Some(t), Some(t)));
+        // Under an `||` or a `!` a time bounds nothing.
+        assert_eq!(w("time < 2025-12-04T03:13:20Z || rw == W"), (None, None));
+        assert_eq!(w("!(time < 2025-12-04T03:13:20Z)"), (None, None));
+    }
+
     #[test]
     fn cgroup_fields_read_the_cgroups_table() {
         use crate::cgroup::{Identity, Runtime};
@@ -1304,6 +1439,7 @@ mod tests {
             path: b"",
             dev: "sda",
             cgroup: Some(&cg),
+            utc_ns: None,
         };
         let without = ResolvedView {
             cgroup: None,

@@ -235,6 +235,76 @@ pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// A time written as RFC 3339 (`2026-12-04T03:12:00Z`, `2026-12-04T03:12:00.250Z`,
+/// `2026-12-04T04:12:00+01:00`; seconds may be left out, `T` may be a space) in UTC ns since
+/// the epoch. The zone is required: a time without one would mean the reader's local time,
+/// which a trace read on another machine does not share.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = b.get(r)?;
+        if t.is_empty() || !t.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(t).ok()?.parse().ok()
+    };
+    if b.len() < 17 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if b[13] != b':' {
+        return None;
+    }
+    let (h, mi) = (num(11..13)?, num(14..16)?);
+    let mut i = 16;
+    let mut sec = 0;
+    let mut frac_ns = 0;
+    if b.get(i) == Some(&b':') {
+        sec = num(i + 1..i + 3)?;
+        i += 3;
+        if b.get(i) == Some(&b'.') {
+            let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            if digits == 0 || digits > 9 {
+                return None;
+            }
+            frac_ns = num(i + 1..i + 1 + digits)? * 10i64.pow(9 - digits as u32);
+            i += 1 + digits;
+        }
+    }
+    let offset_s = match b.get(i..)? {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), zone @ ..] => {
+            let (oh, om) = match zone {
+                [_, _, b':', _, _] => (num(i + 1..i + 3)?, num(i + 4..i + 6)?),
+                [_, _, _, _] => (num(i + 1..i + 3)?, num(i + 3..i + 5)?),
+                _ => return None,
+            };
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let o = oh * 3600 + om * 60;
+            if *sign == b'+' {
+                o
+            } else {
+                -o
+            }
+        }
+        _ => return None,
+    };
+    let month_days = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&mo)
+        || d < 1
+        || d > month_days[(mo - 1) as usize]
+        || h > 23
+        || mi > 59
+        || sec > 60
+    {
+        return None;
+    }
+    let secs = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + sec - offset_s;
+    secs.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
 /// Days since 1970-01-01 of a year, month (1–12) and day (1–31) in the proleptic Gregorian
 /// calendar (Howard Hinnant's `days_from_civil`): the inverse of [`civil_from_days`].
 pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
@@ -250,6 +320,36 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_times_parse() {
+        let t = 1_764_818_000_000_000_000; // 2025-12-04T03:13:20Z
+        assert_eq!(rfc3339_utc(t), "2025-12-04T03:13:20.000000000Z");
+        for (s, want) in [
+            ("2025-12-04T03:13:20Z", Some(t)),
+            ("2025-12-04t03:13:20z", Some(t)),
+            ("2025-12-04 03:13:20Z", Some(t)),
+            ("2025-12-04T03:13Z", Some(t - 20_000_000_000)),
+            ("2025-12-04T03:13:20.25Z", Some(t + 250_000_000)),
+            ("2025-12-04T03:13:20.000000001Z", Some(t + 1)),
+            ("2025-12-04T04:13:20+01:00", Some(t)),
+            ("2025-12-04T02:43:20-0030", Some(t)),
+            ("2025-12-04T03:13:20", None),
+            ("2025-12-04", None),
+            ("2025-12-04T03:13:20.Z", None),
+            ("2025-12-04T03:13:20.0000000001Z", None),
+            ("2025-13-04T03:13:20Z", None),
+            ("2025-02-30T03:13:20Z", None),
+            ("2025-12-04T24:13:20Z", None),
+            ("2025-12-04T03:13:20+1:00", None),
+            ("2025-12-04T03:13:20Zjunk", None),
+            ("tomorrow", None),
+            ("", None),
+        ] {
+            assert_eq!(parse_rfc3339(s), want, "{s}");
+        }
+        assert_eq!(parse_rfc3339(&rfc3339_utc(t + 123)), Some(t + 123));
+    }
 
     #[test]
     fn days_from_civil_inverts_civil_from_days() {

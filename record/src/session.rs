@@ -566,6 +566,7 @@ impl<'c, 'l> Session<'c, 'l> {
                 .as_ref()
                 .and_then(|f| f.trigger.as_ref())
                 .is_some_and(Expr::uses_names),
+            utc_offset_ns: header.to_utc_ns(0),
             events: 0,
         };
         if let Some(t) = &mut ingest.cgroups {
@@ -1074,6 +1075,8 @@ struct Ingest<'a> {
     cgroups: Option<CgroupTable>,
     /// The flight recorder's trigger reads the path, comm or device name.
     trigger_names: bool,
+    /// UTC minus monotonic ns (the trace header's clock pair), for `time` in expressions.
+    utc_offset_ns: i64,
     events: u64,
 }
 
@@ -1213,6 +1216,7 @@ impl Ingest<'_> {
                 Some(t) if self.filter_reads_cgroups => t.known(e.cgroup_id),
                 _ => None,
             },
+            utc_ns: Some(self.utc_offset_ns.wrapping_add(e.timestamp_ns as i64)),
         }
     }
 
@@ -1362,6 +1366,7 @@ mod tests {
             filter_reads_cgroups: false,
             cgroups: None,
             trigger_names: false,
+            utc_offset_ns: 0,
             events: 0,
         };
         // A metadata read, dropped by the filter: its process and label still go in.
