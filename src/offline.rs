@@ -223,10 +223,19 @@ pub struct ExportArgs {
     /// Output file (`-` for stdout).
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
+    /// Only the I/Os this keeps (the -f language: `time >= 2026-12-04T03:12:00Z && time <
+    /// 2026-12-04T03:15:00Z`, `comm == postgres`).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::{export, ExportFormat};
+    let filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::args::parse_filter("--filter", f))
+        .transpose()?;
     let r = open_trace(&a.file)?.reader;
     let fmt = match a.format {
         ExportFormatArg::Csv => ExportFormat::Csv,
@@ -237,9 +246,14 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     // A file output replaces what was there only once the export succeeded.
     let mut file = None;
     let s = if a.output.as_os_str() == "-" {
-        export(&r, fmt, &mut std::io::stdout().lock())?
+        export(&r, fmt, filter.as_ref(), &mut std::io::stdout().lock())?
     } else {
-        export(&r, fmt, file.insert(OutputFile::create(&a.output)?))?
+        export(
+            &r,
+            fmt,
+            filter.as_ref(),
+            file.insert(OutputFile::create(&a.output)?),
+        )?
     };
     let mut damaged = s.damaged;
     damaged.extend(r.damage().iter().cloned());
@@ -268,6 +282,12 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             "iodump: warning: {}: {} damaged chunk(s) skipped (first: {d})",
             a.file.display(),
             damaged.len()
+        );
+    }
+    if filter.is_some() && s.events == 0 && s.skipped == 0 {
+        eprintln!(
+            "iodump: warning: --filter keeps no I/O of {}: the export holds none",
+            a.file.display()
         );
     }
     Ok(ExitCode::SUCCESS)

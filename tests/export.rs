@@ -259,3 +259,58 @@ fn parquet_opens_in_pandas() {
         .arg(d.join("bad")));
     assert_eq!(out.status.code(), Some(2), "a usage error");
 }
+
+/// `export --filter` writes the I/Os the filter keeps, a window of time among them (the
+/// segments outside it not decoded), in every line format and the fio iolog; a filter that
+/// keeps nothing says so.
+#[test]
+fn a_filter_exports_the_ios_it_keeps() {
+    let d = TempDir::new("export-filter");
+    let src = d.join("src.iod");
+    ok(&run(bin()
+        .args(["synth", "--events", "100000", "--workload", "mixed"])
+        .args(["--segment-events", "4096", "-o"])
+        .arg(&src)));
+    let r = Reader::open(&src).unwrap();
+    let h = r.header().clone();
+    let mut utc: Vec<i64> = r.events().map(|e| h.to_utc_ns(e.timestamp_ns)).collect();
+    utc.sort_unstable();
+    let (from, to) = (utc[utc.len() / 5], utc[utc.len() / 2]);
+    let kept = |e: &iodump_format::Event| {
+        let t = h.to_utc_ns(e.timestamp_ns);
+        t >= from && t < to && e.op == Op::Write
+    };
+    let want = r.events().filter(kept).count();
+    assert!(want > 1000, "{want}");
+    let filter = format!(
+        "time >= {} && time < {} && rw == W",
+        iodump_format::summary::rfc3339_utc(from),
+        iodump_format::summary::rfc3339_utc(to)
+    );
+    let export = |format: &str, filter: &str| {
+        let out = d.join(&format!("out.{format}"));
+        let o = run(bin()
+            .arg("export")
+            .arg(&src)
+            .args(["--format", format, "--filter", filter, "-o"])
+            .arg(&out));
+        ok(&o);
+        (
+            std::fs::read_to_string(&out).unwrap(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (csv, _) = export("csv", &filter);
+    assert_eq!(csv.lines().count() - 1, want, "CSV rows after its header");
+    let (jsonl, _) = export("jsonl", &filter);
+    assert_eq!(jsonl.lines().count(), want);
+    let (iolog, _) = export("fio-iolog", &filter);
+    let ios = iolog
+        .lines()
+        .filter(|l| l.split(' ').nth(2) == Some("write"))
+        .count();
+    assert_eq!(ios, want, "iolog writes");
+    let (none, err) = export("csv", "time < 2000-01-01T00:00:00Z");
+    assert_eq!(none.lines().count(), 1, "the header only");
+    assert!(err.contains("--filter keeps no I/O"), "{err}");
+}

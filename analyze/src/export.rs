@@ -5,6 +5,7 @@
 
 use std::io::Write;
 
+use iodump_format::expr::Expr;
 use iodump_format::text::{format_event, header_line, LineFormat};
 use iodump_format::{DevT, Op, Reader};
 
@@ -32,30 +33,37 @@ fn werr(what: &str) -> impl Fn(std::io::Error) -> AnalyzeError + '_ {
     }
 }
 
-/// Writes every intact event of `r` to `out` in `fmt`.
+/// Writes every intact event of `r` that `filter` keeps (every one without a filter) to
+/// `out` in `fmt`.
 pub fn export(
     r: &Reader,
     fmt: ExportFormat,
+    filter: Option<&Expr>,
     out: &mut dyn Write,
 ) -> Result<ExportSummary, AnalyzeError> {
     match fmt {
-        ExportFormat::Csv => lines(r, LineFormat::Csv, out),
-        ExportFormat::Jsonl => lines(r, LineFormat::Json, out),
-        ExportFormat::FioIolog => fio_iolog(r, out),
-        ExportFormat::Perfetto => crate::perfetto::export_perfetto(r, out),
+        ExportFormat::Csv => lines(r, LineFormat::Csv, filter, out),
+        ExportFormat::Jsonl => lines(r, LineFormat::Json, filter, out),
+        ExportFormat::FioIolog => fio_iolog(r, filter, out),
+        ExportFormat::Perfetto => crate::perfetto::export_perfetto(r, filter, out),
     }
 }
 
-fn lines(r: &Reader, fmt: LineFormat, out: &mut dyn Write) -> Result<ExportSummary, AnalyzeError> {
+fn lines(
+    r: &Reader,
+    fmt: LineFormat,
+    filter: Option<&Expr>,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, AnalyzeError> {
     let mut s = ExportSummary::default();
     out.write_all(header_line(fmt))
         .map_err(werr("the header"))?;
     let mut line = Vec::with_capacity(512);
     let mut buf = Vec::with_capacity(1 << 20);
     let mut events = 0;
-    let result = each_intact_batch(r, &mut s.damaged, |i, b| {
-        for row in 0..b.len() {
-            let e = b.get(row);
+    let result = each_intact_batch(r, &mut s.damaged, filter, |i, b, rows| {
+        for &row in rows {
+            let e = b.get(row as usize);
             let p = r.process_of(e.pid, e.tid, i);
             let comm = p.map_or(&b"?"[..], |p| &p.comm);
             let args = p.map_or(&b"?"[..], |p| p.args_or_comm());
@@ -68,7 +76,7 @@ fn lines(r: &Reader, fmt: LineFormat, out: &mut dyn Write) -> Result<ExportSumma
                 buf.clear();
             }
         }
-        events += b.len() as u64;
+        events += rows.len() as u64;
         Ok(())
     });
     s.events = events;
@@ -82,35 +90,42 @@ fn lines(r: &Reader, fmt: LineFormat, out: &mut dyn Write) -> Result<ExportSumma
 /// timestamp in microseconds from the first event. Each device is one file (`/dev/NAME`),
 /// offsets are bytes on it. Reads and writes replay as such, discards and write-zeroes as
 /// `trim`, flushes as `sync`.
-fn fio_iolog(r: &Reader, out: &mut dyn Write) -> Result<ExportSummary, AnalyzeError> {
+fn fio_iolog(
+    r: &Reader,
+    filter: Option<&Expr>,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, AnalyzeError> {
     let mut s = ExportSummary::default();
     // (timestamp, dev, action, offset, length), sorted by time: segments are sorted inside
     // but may overlap each other.
     let mut ios: Vec<(u64, u32, u8, u64, u32)> = Vec::new();
-    r.for_each_segment(|_, b| match b {
-        Ok(b) => {
-            for i in 0..b.len() {
-                let action = match Op::from_code(b.op[i]) {
-                    Op::Read => 0,
-                    Op::Write => 1,
-                    Op::Discard | Op::SecureErase | Op::WriteZeroes => 2,
-                    Op::Flush => 3,
-                    Op::Other => {
-                        s.skipped += 1;
-                        continue;
-                    }
-                };
-                ios.push((
-                    b.timestamp_ns[i],
-                    b.dev[i],
-                    action,
-                    b.sector[i] * 512,
-                    b.bytes[i],
-                ));
-            }
+    let mut skipped = 0;
+    let gathered = each_intact_batch(r, &mut s.damaged, filter, |_, b, rows| {
+        for &i in rows {
+            let i = i as usize;
+            let action = match Op::from_code(b.op[i]) {
+                Op::Read => 0,
+                Op::Write => 1,
+                Op::Discard | Op::SecureErase | Op::WriteZeroes => 2,
+                Op::Flush => 3,
+                Op::Other => {
+                    skipped += 1;
+                    continue;
+                }
+            };
+            ios.push((
+                b.timestamp_ns[i],
+                b.dev[i],
+                action,
+                b.sector[i] * 512,
+                b.bytes[i],
+            ));
         }
-        Err(d) => s.damaged.push(d),
+        Ok(())
     });
+    // Gathering writes nothing: it cannot fail.
+    debug_assert!(gathered.is_ok());
+    s.skipped = skipped;
     ios.sort_by_key(|x| x.0);
     let name = |d: u32| -> String {
         r.tables().device(DevT(d)).map_or_else(

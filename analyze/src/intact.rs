@@ -2,7 +2,8 @@
 //! trace, segment by segment, and what an export wrote. A leaf, so that `export` (which
 //! dispatches to `perfetto`) and `perfetto` both use it without importing each other.
 
-use iodump_format::{Damage, EventBatch, Reader};
+use iodump_format::expr::Expr;
+use iodump_format::{Damage, EventBatch, Reader, SegmentDecoder};
 
 /// What an export wrote.
 #[derive(Clone, Debug, Default)]
@@ -15,22 +16,41 @@ pub struct ExportSummary {
     pub damaged: Vec<Damage>,
 }
 
-/// Calls `f` with each intact segment's events in file order (damaged ones are added to
-/// `damaged`), until `f` fails.
+/// Calls `f` with each intact segment's events in file order and the rows of it `filter`
+/// keeps (all of them without one; damaged segments are added to `damaged`), until `f`
+/// fails. A segment the filter's time window leaves out ([`Expr::utc_window`], by the
+/// footer's time range) is not decoded.
 pub(crate) fn each_intact_batch(
     r: &Reader,
     damaged: &mut Vec<Damage>,
-    mut f: impl FnMut(usize, &EventBatch) -> std::io::Result<()>,
+    filter: Option<&Expr>,
+    mut f: impl FnMut(usize, &EventBatch, &[u32]) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let mut result = Ok(());
-    r.for_each_segment(|i, b| {
-        if result.is_err() {
-            return;
+    let devs = filter
+        .map(|_| r.tables().device_names())
+        .unwrap_or_default();
+    let (lo, hi) = filter.map_or((None, None), Expr::utc_window);
+    let h = r.header();
+    let mut batch = EventBatch::default();
+    let mut dec = SegmentDecoder::new();
+    let mut rows = Vec::new();
+    for (i, seg) in r.segments().iter().enumerate() {
+        if let Some((first, last)) = seg.time_range_ns {
+            let (a, z) = (h.to_utc_ns(first), h.to_utc_ns(last));
+            if lo.is_some_and(|lo| a.max(z) < lo) || hi.is_some_and(|hi| a.min(z) > hi) {
+                continue;
+            }
         }
-        match b {
-            Ok(b) => result = f(i, b),
-            Err(d) => damaged.push(d),
+        if let Err(d) = r.decode_segment_into(i, &mut batch, &mut dec) {
+            damaged.push(d);
+            continue;
         }
-    });
-    result
+        rows.clear();
+        rows.extend(
+            (0..batch.len() as u32)
+                .filter(|&k| filter.is_none_or(|f| f.eval_in(r, i, &batch.get(k as usize), &devs))),
+        );
+        f(i, &batch, &rows)?;
+    }
+    Ok(())
 }

@@ -712,8 +712,13 @@ impl<'a> Exporter<'a> {
     }
 }
 
-/// Writes every intact event of `r` to `out` as a Perfetto trace (see the module's doc).
-pub fn export_perfetto(r: &Reader, out: &mut dyn Write) -> Result<ExportSummary, AnalyzeError> {
+/// Writes every intact event of `r` that `filter` keeps (every one without a filter) to `out`
+/// as a Perfetto trace (see the module's doc).
+pub fn export_perfetto(
+    r: &Reader,
+    filter: Option<&iodump_format::expr::Expr>,
+    out: &mut dyn Write,
+) -> Result<ExportSummary, AnalyzeError> {
     let werr = |source| AnalyzeError::Write {
         what: "the Perfetto trace".to_string(),
         source,
@@ -745,10 +750,10 @@ pub fn export_perfetto(r: &Reader, out: &mut dyn Write) -> Result<ExportSummary,
     }
     let mut heap: BinaryHeap<Reverse<Io>> = BinaryHeap::new();
     let mut seq = 0u64;
-    let result = each_intact_batch(r, &mut summary.damaged, |i, b| {
+    let result = each_intact_batch(r, &mut summary.damaged, filter, |i, b, rows| {
         let mut first = u64::MAX;
-        for row in 0..b.len() {
-            let e = b.get(row);
+        for &row in rows {
+            let e = b.get(row as usize);
             let io = Io {
                 ts: e.timestamp_ns,
                 seq,
@@ -764,7 +769,7 @@ pub fn export_perfetto(r: &Reader, out: &mut dyn Write) -> Result<ExportSummary,
             .get(i)
             .copied()
             .flatten()
-            .unwrap_or(if b.is_empty() { 0 } else { first });
+            .unwrap_or(if rows.is_empty() { 0 } else { first });
         while let Some(Reverse(io)) = heap.peek() {
             if io.ts >= watermark {
                 break;
