@@ -66,6 +66,13 @@ pub struct DiffArgs {
     /// Only I/O matching EXPR, on both sides (same language as `record -f`).
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// Only I/O matching EXPR in A (with --filter): e.g. the hour before an incident, when
+    /// B is the incident's minutes of the same recording (`time >= … && time < …`).
+    #[arg(long = "filter-a", value_name = "EXPR", conflicts_with = "replay")]
+    pub filter_a: Option<String>,
+    /// Only I/O matching EXPR in B (with --filter).
+    #[arg(long = "filter-b", value_name = "EXPR", conflicts_with = "replay")]
+    pub filter_b: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: TableFormat,
@@ -113,6 +120,16 @@ fn config(a: &DiffArgs) -> anyhow::Result<DiffConfig> {
         .filter
         .as_deref()
         .map(|f| crate::args::parse_filter("--filter", f))
+        .transpose()?;
+    cfg.filter_a = a
+        .filter_a
+        .as_deref()
+        .map(|f| crate::args::parse_filter("--filter-a", f))
+        .transpose()?;
+    cfg.filter_b = a
+        .filter_b
+        .as_deref()
+        .map(|f| crate::args::parse_filter("--filter-b", f))
         .transpose()?;
     cfg.scopes = a
         .group_by
@@ -196,10 +213,10 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    for (label, side) in [("A", &d.a), ("B", &d.b)] {
+    for (label, side, own) in [("A", &d.a, true), ("B", &d.b, false)] {
         if side.events == 0 {
             let of = format!("{label} ({})", side.name);
-            crate::offline::warn_no_io(cfg.filter.is_some(), &of);
+            crate::offline::warn_no_io(cfg.side_filter(own).is_some(), &of);
         }
     }
     if let Some(side) = d.cgroups_unknown() {

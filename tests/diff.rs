@@ -990,3 +990,57 @@ fn report_diff_takes_what_diff_takes() {
     let intact = data["a"]["events"].as_u64().unwrap();
     assert!(intact > 0 && intact < EVENTS, "{intact}");
 }
+
+/// `--filter-a` and `--filter-b` compare two windows of time of one recording: the busiest
+/// file's latency, four times longer in the second half, is found there; each side holds the
+/// I/Os of its own window.
+#[test]
+fn two_windows_of_one_recording_are_compared() {
+    let d = TempDir::new("diff-windows");
+    let (path_id, _) = busiest(13);
+    // The middle of the recording, on its monotonic clock, then in UTC.
+    let r0 = write_edited(&d.join("plain.iod"), 13, Vec::new(), |e| vec![*e]);
+    let r = iodump_format::Reader::open(&r0).unwrap();
+    let mut ts: Vec<u64> = r.events().map(|e| e.timestamp_ns).collect();
+    ts.sort_unstable();
+    let mid = ts[ts.len() / 2];
+    let before = ts.iter().filter(|&&t| t < mid).count() as u64;
+    let h = r.header().clone();
+    let t = write_edited(&d.join("t.iod"), 13, Vec::new(), |e| {
+        let mut e = *e;
+        if e.path_id == path_id && e.timestamp_ns >= mid {
+            e.latency_ns *= 4;
+        }
+        vec![e]
+    });
+    let at = iodump_format::summary::rfc3339_utc(h.to_utc_ns(mid));
+    let rows = diff_rows(
+        &t,
+        &t,
+        &[
+            "--filter-a",
+            &format!("time < {at}"),
+            "--filter-b",
+            &format!("time >= {at}"),
+        ],
+    );
+    let name = path_of(&t, path_id);
+    let r = find(&rows, "file", &name, "p50_latency_us");
+    assert_eq!(r["significant"], "yes", "{r}");
+    assert!(r["change_pct"].as_f64().unwrap() > 200.0, "{r}");
+    let ios = find(&rows, "total", "all", "ios");
+    assert_eq!(ios["a"].as_f64().unwrap() as u64, before, "{ios}");
+    assert_eq!(
+        ios["b"].as_f64().unwrap() as u64,
+        ts.len() as u64 - before,
+        "{ios}"
+    );
+    // Without the side filters the recording does not differ from itself.
+    assert!(significant(&diff_rows(&t, &t, &[])).is_empty());
+    // They do not apply to --replay.
+    let out = run(bin()
+        .args(["diff", "--replay", "--filter-a", "rw == R"])
+        .arg(&t)
+        .arg(&t));
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -88,6 +88,11 @@ pub struct DiffConfig {
     pub b: Vec<PathBuf>,
     /// Only the I/O matching this, on both sides.
     pub filter: Option<Expr>,
+    /// Only the I/O matching this in A (with `filter`): another window of time of the same
+    /// recording, another device…
+    pub filter_a: Option<Expr>,
+    /// Only the I/O matching this in B (with `filter`).
+    pub filter_b: Option<Expr>,
     /// The groups compared (empty: all).
     pub scopes: Vec<Scope>,
     /// The figures ranked and shown.
@@ -104,6 +109,15 @@ pub struct DiffConfig {
 }
 
 impl DiffConfig {
+    /// The filter of side A (`a`) or B: `filter` and the side's own, when given.
+    pub fn side_filter(&self, a: bool) -> Option<Expr> {
+        let own = if a { &self.filter_a } else { &self.filter_b };
+        match (self.filter.clone(), own.clone()) {
+            (Some(f), Some(o)) => Some(f.and_also(o)),
+            (f, o) => f.or(o),
+        }
+    }
+
     /// A comparison of `a` with `b` with the defaults: every scope and figure, 20 rows,
     /// α = 0.01, changes of at least 5%.
     pub fn new(a: Vec<PathBuf>, b: Vec<PathBuf>) -> DiffConfig {
@@ -111,6 +125,8 @@ impl DiffConfig {
             a,
             b,
             filter: None,
+            filter_a: None,
+            filter_b: None,
             scopes: Vec::new(),
             by: DiffBy::Change,
             limit: 20,
@@ -1002,9 +1018,21 @@ impl Diff {
 
 /// Compares `cfg.a` with `cfg.b`: one pass over each.
 pub fn diff(cfg: &DiffConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<Diff, AnalyzeError> {
-    let f = cfg.filter.as_ref();
-    let a = read_side(&cfg.a, f, &cfg.scopes, cfg.allow_damaged, progress)?;
-    let b = read_side(&cfg.b, f, &cfg.scopes, cfg.allow_damaged, progress)?;
+    let (fa, fb) = (cfg.side_filter(true), cfg.side_filter(false));
+    let a = read_side(
+        &cfg.a,
+        fa.as_ref(),
+        &cfg.scopes,
+        cfg.allow_damaged,
+        progress,
+    )?;
+    let b = read_side(
+        &cfg.b,
+        fb.as_ref(),
+        &cfg.scopes,
+        cfg.allow_damaged,
+        progress,
+    )?;
     let rows = compare(&a, &b, cfg);
     Ok(Diff { a, b, rows })
 }

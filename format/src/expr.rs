@@ -1159,6 +1159,14 @@ impl Expr {
         }
     }
 
+    /// `self && other`, flattened as the parser does (an `&&` never holds an `&&`).
+    pub fn and_also(self, other: Expr) -> Expr {
+        let mut v = Vec::new();
+        push_flat(&mut v, self, true);
+        push_flat(&mut v, other, true);
+        Expr::And(v)
+    }
+
     /// The UTC window (ns, both ends included) the expression's top-level `&&` of `time`
     /// comparisons implies, `None` for an open end: an I/O outside it is never kept, so a
     /// reader may skip what lies outside without evaluating the rest (a segment whose time
