@@ -157,6 +157,13 @@ pub struct ReportArgs {
     /// `iodump diff --filter`; the page's CDFs and timelines are of those I/Os too.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
+    /// When two traces are compared: only the I/Os this keeps in A (as `iodump diff
+    /// --filter-a`: two windows of time of one recording).
+    #[arg(long = "filter-a", value_name = "EXPR")]
+    pub filter_a: Option<String>,
+    /// When two traces are compared: only the I/Os this keeps in B.
+    #[arg(long = "filter-b", value_name = "EXPR")]
+    pub filter_b: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -647,9 +654,9 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     if a.diff || (a.files.len() == 2 && !a.sections) {
         return run_report_diff(a);
     }
-    if a.filter.is_some() {
+    if a.filter.is_some() || a.filter_a.is_some() || a.filter_b.is_some() {
         usage_bail!(
-            "--filter applies to the comparison of two traces (report A B); a report shows all I/O"
+            "--filter, --filter-a and --filter-b apply to the comparison of two traces (report A B); a report shows all I/O"
         );
     }
     let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
@@ -687,11 +694,14 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let mut cfg = iodump_analyze::diff::DiffConfig::new(vec![fa.clone()], vec![fb.clone()]);
     cfg.allow_damaged = a.allow_damaged;
-    cfg.filter = a
-        .filter
-        .as_deref()
-        .map(|f| crate::args::parse_filter("--filter", f))
-        .transpose()?;
+    let parse = |flag: &str, f: &Option<String>| {
+        f.as_deref()
+            .map(|f| crate::args::parse_filter(flag, f))
+            .transpose()
+    };
+    cfg.filter = parse("--filter", &a.filter)?;
+    cfg.filter_a = parse("--filter-a", &a.filter_a)?;
+    cfg.filter_b = parse("--filter-b", &a.filter_b)?;
     let s = iodump_analyze::report_diff::write_diff_report(&cfg, &a.output, &|_| {})?;
     eprintln!(
         "iodump: wrote {} (A {} I/Os, B {} I/Os, {} figures changed significantly, {} bytes)",
@@ -701,9 +711,13 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         s.significant,
         s.html_bytes
     );
-    for (label, path, events) in [("A", fa, s.events[0]), ("B", fb, s.events[1])] {
+    for (label, path, events, own) in [("A", fa, s.events[0], true), ("B", fb, s.events[1], false)]
+    {
         if events == 0 {
-            warn_no_io(a.filter.is_some(), &format!("{label} ({})", path.display()));
+            warn_no_io(
+                cfg.side_filter(own).is_some(),
+                &format!("{label} ({})", path.display()),
+            );
         }
     }
     if let Some((trace, d)) = s.damaged.first() {

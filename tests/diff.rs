@@ -1035,6 +1035,19 @@ fn two_windows_of_one_recording_are_compared() {
         ts.len() as u64 - before,
         "{ios}"
     );
+    // The same as one page.
+    let page = d.join("windows.html");
+    let out = run(bin()
+        .arg("report")
+        .arg(&t)
+        .arg(&t)
+        .args(["--filter-a", &format!("time < {at}")])
+        .args(["--filter-b", &format!("time >= {at}"), "-o"])
+        .arg(&page));
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let counts = format!("A {before} I/Os, B {} I/Os", ts.len() as u64 - before);
+    assert!(err.contains(&counts), "{counts}: {err}");
     // Without the side filters the recording does not differ from itself.
     assert!(significant(&diff_rows(&t, &t, &[])).is_empty());
     // They do not apply to --replay.

@@ -204,8 +204,11 @@ pub fn write_diff_report(
     };
     let (pa, pb) = (one(&cfg.a)?, one(&cfg.b)?);
     let d = diff(cfg, progress)?;
-    let f = cfg.filter.as_ref();
-    let (ra, rb) = (picture(&pa, f, progress)?, picture(&pb, f, progress)?);
+    let (fa, fb) = (cfg.side_filter(true), cfg.side_filter(false));
+    let (ra, rb) = (
+        picture(&pa, fa.as_ref(), progress)?,
+        picture(&pb, fb.as_ref(), progress)?,
+    );
     let data = page_data(&ra, &rb, &d).to_string().replace('<', "\\u003c");
     let title = format!("{} vs {}", ra.name, rb.name)
         .replace('&', "&amp;")
