@@ -636,16 +636,6 @@ fn prometheus_scrapes_while_fio_runs() {
 
 /// `2026-01-15T10:00:12.000000000Z` as Unix seconds (UTC, whole seconds).
 fn utc_secs(t: &str) -> f64 {
-    let n = |r: std::ops::Range<usize>| -> i64 { t[r].parse().unwrap() };
-    let (y, m, d) = (n(0..4), n(5..7), n(8..10));
-    let (hh, mm, ss) = (n(11..13), n(14..16), n(17..19));
-    // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    (days * 86_400 + hh * 3600 + mm * 60 + ss) as f64
+    let ns = iodump_format::summary::parse_rfc3339(t).unwrap_or_else(|| panic!("{t:?}"));
+    ns.div_euclid(1_000_000_000) as f64
 }

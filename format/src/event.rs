@@ -474,6 +474,22 @@ pub struct PathEntry {
     pub generation: Option<u32>,
 }
 
+impl PathEntry {
+    /// The entry of a file (not cut, not deleted, no generation known) named `path`.
+    pub fn file(path_id: u32, dev: DevT, inode: u64, path: Vec<u8>) -> PathEntry {
+        PathEntry {
+            path_id,
+            dev,
+            inode,
+            kind: PathKind::File,
+            truncated: false,
+            deleted: false,
+            path,
+            generation: None,
+        }
+    }
+}
+
 /// Why events were lost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -902,15 +902,21 @@ impl Drop for Syncer {
 mod tests {
     use super::*;
 
+    /// An empty directory of the temporary directory, named after `name` and this process.
+    fn empty_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("iodump-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     /// A part holds the process and path entries its own events refer to (their thread, the
     /// dirtier of their pages, their file), however many the recording has seen, so that
     /// each part reads alone; one with no event holds none.
     #[test]
     fn a_part_holds_the_entries_its_events_need() {
-        use iodump_format::{DevT, PathKind, Reader};
-        let dir = std::env::temp_dir().join(format!("iodump-parts-tables-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        use iodump_format::{DevT, Reader};
+        let dir = empty_dir("parts-tables");
         let cfg = PartsConfig {
             dir: dir.clone(),
             ..PartsConfig::default()
@@ -947,16 +953,12 @@ mod tests {
             .unwrap();
         }
         for id in 1..=1000u32 {
-            t.add_path(PathEntry {
-                path_id: id,
+            t.add_path(PathEntry::file(
+                id,
                 dev,
-                inode: id as u64,
-                kind: PathKind::File,
-                truncated: false,
-                deleted: false,
-                path: format!("/f{id}").into_bytes(),
-                generation: None,
-            })
+                id as u64,
+                format!("/f{id}").into_bytes(),
+            ))
             .unwrap();
             t.push(&ev(id as u64 * 1000, 1 + id % 10, id, None))
                 .unwrap();
@@ -1032,7 +1034,7 @@ mod tests {
     /// every part left reads whole, and each of its events finds its path.
     #[test]
     fn a_full_file_system_while_writing_table_entries_costs_old_parts() {
-        use iodump_format::{DevT, PathKind, Reader};
+        use iodump_format::{DevT, Reader};
         let base = std::env::temp_dir().join(format!("iodump-parts-full-{}", std::process::id()));
         let Some(fs) = SmallFs::mount(&base, "1M") else {
             return;
@@ -1071,17 +1073,8 @@ mod tests {
         };
         let mut mono = 1_000u64;
         for id in 1..=6_000u32 {
-            t.add_path(PathEntry {
-                path_id: id,
-                dev,
-                inode: id as u64,
-                kind: PathKind::File,
-                truncated: false,
-                deleted: false,
-                path: name(id),
-                generation: None,
-            })
-            .unwrap_or_else(|e| panic!("adding path {id}: {e}"));
+            t.add_path(PathEntry::file(id, dev, id as u64, name(id)))
+                .unwrap_or_else(|e| panic!("adding path {id}: {e}"));
             mono += 1_000;
             t.push(&Event {
                 timestamp_ns: mono,
@@ -1138,9 +1131,7 @@ mod tests {
     #[test]
     fn names_go_on_when_the_clock_is_set_back() {
         use iodump_format::Reader;
-        let dir = std::env::temp_dir().join(format!("iodump-parts-clock-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = empty_dir("parts-clock");
         // An earlier run's part, named an hour ahead of this run's clock.
         let t0 = 1_764_625_920_000_000_000i64;
         let hour = 3_600_000_000_000i64;

@@ -663,26 +663,30 @@ mod tests {
         sample_io(path_kind, syscall_nr)
     }
 
+    /// A path record of inode `ino` (generation 3) on `dev` with kernel file id `file_id`:
+    /// one component, `name`.
+    fn path_rec(dev: u32, ino: u64, file_id: u32, name: &[u8]) -> Vec<u8> {
+        let mut rec = vec![0u8; abi::PATH_EVENT_BYTES];
+        rec[0] = 2;
+        rec[4] = 1;
+        rec[6] = (name.len() + 1) as u8;
+        rec[8..16].copy_from_slice(&ino.to_le_bytes());
+        rec[16..20].copy_from_slice(&dev.to_le_bytes());
+        rec[20..24].copy_from_slice(&3u32.to_le_bytes());
+        rec[28..32].copy_from_slice(&dev.to_le_bytes());
+        rec[32..36].copy_from_slice(&file_id.to_le_bytes());
+        rec.extend_from_slice(name);
+        rec.push(0);
+        rec
+    }
+
     #[test]
     fn forgetting_idle_files_and_threads() {
         let mut c = Converter::new(&[], MountTable::default());
         let mut ne = NewEntries::default();
         let dev = DevT::new(252, 0).0;
         // Path records of inodes 100.. with file ids 1.., one component each.
-        let record = |ino: u64, file_id: u32, name: &[u8]| {
-            let mut rec = vec![0u8; abi::PATH_EVENT_BYTES];
-            rec[0] = 2;
-            rec[4] = 1;
-            rec[6] = (name.len() + 1) as u8;
-            rec[8..16].copy_from_slice(&ino.to_le_bytes());
-            rec[16..20].copy_from_slice(&dev.to_le_bytes());
-            rec[20..24].copy_from_slice(&3u32.to_le_bytes());
-            rec[28..32].copy_from_slice(&dev.to_le_bytes());
-            rec[32..36].copy_from_slice(&file_id.to_le_bytes());
-            rec.extend_from_slice(name);
-            rec.push(0);
-            rec
-        };
+        let record = |ino: u64, file_id: u32, name: &[u8]| path_rec(dev, ino, file_id, name);
         let io_of = |ino: u64, file_id: u32, tid: u32| {
             let mut r = io(path_kind::FILE, 17);
             r.ino = ino;
@@ -762,18 +766,7 @@ mod tests {
             for i in 0..1000u64 {
                 file_id += 1;
                 let ino = round * 1000 + i + 100;
-                let name = format!("f{ino}");
-                let mut rec = vec![0u8; abi::PATH_EVENT_BYTES];
-                rec[0] = 2;
-                rec[4] = 1;
-                rec[6] = (name.len() + 1) as u8;
-                rec[8..16].copy_from_slice(&ino.to_le_bytes());
-                rec[16..20].copy_from_slice(&dev.to_le_bytes());
-                rec[20..24].copy_from_slice(&3u32.to_le_bytes());
-                rec[28..32].copy_from_slice(&dev.to_le_bytes());
-                rec[32..36].copy_from_slice(&file_id.to_le_bytes());
-                rec.extend_from_slice(name.as_bytes());
-                rec.push(0);
+                let rec = path_rec(dev, ino, file_id, format!("f{ino}").as_bytes());
                 let id = c
                     .path_record(&PathEvent::parse(&rec).unwrap())
                     .unwrap()

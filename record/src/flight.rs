@@ -739,6 +739,40 @@ pub fn is_dir_path(p: &Path) -> bool {
 mod tests {
     use super::*;
 
+    /// A flight recorder whose segments hold 16 events.
+    fn small_segments(cfg: FlightConfig) -> Flight {
+        let opts = WriterOptions {
+            segment_events: 16,
+            ..WriterOptions::default()
+        };
+        Flight::new(cfg, Header::default(), opts).unwrap()
+    }
+
+    /// An empty directory of the temporary directory, named after `name` and this process.
+    fn empty_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("iodump-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// A ring of up to 1 GiB in `dir`, no window of time, no trigger, no `--after`, no bound
+    /// on snapshots.
+    fn config(dir: &Path) -> FlightConfig {
+        FlightConfig {
+            dir: dir.to_path_buf(),
+            window_ns: None,
+            window_bytes: 1 << 30,
+            trigger: None,
+            trigger_text: None,
+            after_ns: 0,
+            cooldown_ns: 0,
+            max_dumps: None,
+            keep_dumps: None,
+            max_dumps_total_bytes: None,
+        }
+    }
+
     #[test]
     fn snapshot_names() {
         assert_eq!(slug("latency > 200ms"), "latency-gt-200ms");
@@ -778,28 +812,15 @@ mod tests {
     /// recording has seen; each of its events reads with its thread and file.
     #[test]
     fn a_snapshot_holds_the_entries_its_events_need() {
-        use iodump_format::{DevT, PathKind, Reader};
-        let dir = std::env::temp_dir().join(format!("iodump-flight-tables-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        use iodump_format::{DevT, Reader};
+        let dir = empty_dir("flight-tables");
         let cfg = FlightConfig {
-            dir: dir.clone(),
             // The last 100 µs of events: about the last 100 events below.
             window_ns: Some(100_000),
-            window_bytes: 1 << 30,
-            trigger: None,
-            trigger_text: None,
             after_ns: 1_000_000_000,
-            cooldown_ns: 0,
-            max_dumps: None,
-            keep_dumps: None,
-            max_dumps_total_bytes: None,
+            ..config(&dir)
         };
-        let opts = WriterOptions {
-            segment_events: 16,
-            ..WriterOptions::default()
-        };
-        let mut f = Flight::new(cfg, Header::default(), opts).unwrap();
+        let mut f = small_segments(cfg);
         let dev = DevT::new(8, 0);
         let ev = |ts: u64, tid: u32, path_id: u32, dirtier: Option<u32>| Event {
             timestamp_ns: ts,
@@ -823,16 +844,12 @@ mod tests {
             .unwrap();
         }
         for id in 1..=1000u32 {
-            f.add_path(&PathEntry {
-                path_id: id,
+            f.add_path(&PathEntry::file(
+                id,
                 dev,
-                inode: id as u64,
-                kind: PathKind::File,
-                truncated: false,
-                deleted: false,
-                path: format!("/f{id}").into_bytes(),
-                generation: None,
-            })
+                id as u64,
+                format!("/f{id}").into_bytes(),
+            ))
             .unwrap();
             f.push(&ev(id as u64 * 1000, 1 + id % 100, id, None))
                 .unwrap();
@@ -885,27 +902,13 @@ mod tests {
     /// them); a thread that comes back meanwhile stays.
     #[test]
     fn entries_forgotten_while_the_ring_holds_their_events_stay_until_they_leave() {
-        use iodump_format::{DevT, PathKind, Reader};
-        let dir = std::env::temp_dir().join(format!("iodump-flight-forget-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        use iodump_format::{DevT, Reader};
+        let dir = empty_dir("flight-forget");
         let cfg = FlightConfig {
-            dir: dir.clone(),
             window_ns: Some(1_000_000_000),
-            window_bytes: 1 << 30,
-            trigger: None,
-            trigger_text: None,
-            after_ns: 0,
-            cooldown_ns: 0,
-            max_dumps: None,
-            keep_dumps: None,
-            max_dumps_total_bytes: None,
+            ..config(&dir)
         };
-        let opts = WriterOptions {
-            segment_events: 16,
-            ..WriterOptions::default()
-        };
-        let mut f = Flight::new(cfg, Header::default(), opts).unwrap();
+        let mut f = small_segments(cfg);
         let dev = DevT::new(8, 0);
         let process = |tid: u32| Process {
             tid,
@@ -914,16 +917,7 @@ mod tests {
             cgroup_id: 0,
             args: None,
         };
-        let path = |id: u32| PathEntry {
-            path_id: id,
-            dev,
-            inode: id as u64,
-            kind: PathKind::File,
-            truncated: false,
-            deleted: false,
-            path: format!("/f{id}").into_bytes(),
-            generation: None,
-        };
+        let path = |id: u32| PathEntry::file(id, dev, id as u64, format!("/f{id}").into_bytes());
         let ev = |ts: u64, tid: u32, path_id: u32| Event {
             timestamp_ns: ts,
             dev,
@@ -992,9 +986,7 @@ mod tests {
     /// count and the size, never the one being written nor any other file.
     #[test]
     fn retention_keeps_the_newest_snapshots() {
-        let dir = std::env::temp_dir().join(format!("iodump-flight-ret-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = empty_dir("flight-ret");
         let name = |i: i64| snapshot_name(1_764_625_920_000_000_000 + i * 1_000_000_000, "x", 1);
         for i in 0..6 {
             std::fs::write(dir.join(name(i)), vec![0u8; 1000]).unwrap();
@@ -1007,16 +999,9 @@ mod tests {
             std::fs::write(dir.join(other), b"keep me").unwrap();
         }
         let cfg = FlightConfig {
-            dir: dir.clone(),
-            window_ns: None,
             window_bytes: 1 << 20,
-            trigger: None,
-            trigger_text: None,
-            after_ns: 0,
-            cooldown_ns: 0,
-            max_dumps: None,
             keep_dumps: Some(4),
-            max_dumps_total_bytes: None,
+            ..config(&dir)
         };
         let mut f = Flight::new(cfg, Header::default(), WriterOptions::default()).unwrap();
         // The oldest is being written: kept whatever its age.
