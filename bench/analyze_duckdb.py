@@ -2,13 +2,20 @@
 the Parquet of `iodump convert` (bench/analyze.sh times each against iodump's answer).
 
     python3 bench/analyze_duckdb.py PARQUET_DIR top-files|summary|latency|timeline|seek|seq-writes
+    python3 bench/analyze_duckdb.py PARQUET_DIR window-top-files FROM_NS TO_NS
 """
 import sys
 
 import duckdb
 
 IO = f"'{sys.argv[1]}/io.parquet'"
+# window-top-files: top files among the I/Os of [FROM_NS, TO_NS) (UTC ns).
+FROM_NS, TO_NS = (int(sys.argv[3]), int(sys.argv[4])) if len(sys.argv) > 4 else (0, 0)
 QUERIES = {
+    "window-top-files": f"""SELECT path, count(*) AS ios, sum(bytes) AS bytes,
+        avg(latency_ns) / 1000 AS mean_us, quantile_cont(latency_ns, 0.99) / 1000 AS p99_us
+        FROM {IO} WHERE timestamp_ns >= {FROM_NS} AND timestamp_ns < {TO_NS}
+        GROUP BY path ORDER BY ios DESC LIMIT 20""",
     "top-files": f"""SELECT path, count(*) AS ios, sum(bytes) AS bytes,
         avg(latency_ns) / 1000 AS mean_us, quantile_cont(latency_ns, 0.99) / 1000 AS p99_us
         FROM {IO} GROUP BY path ORDER BY ios DESC LIMIT 20""",
