@@ -654,9 +654,20 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     if a.diff || (a.files.len() == 2 && !a.sections) {
         return run_report_diff(a);
     }
-    if a.filter.is_some() || a.filter_a.is_some() || a.filter_b.is_some() {
+    let given: Vec<&str> = [
+        ("--filter", &a.filter),
+        ("--filter-a", &a.filter_a),
+        ("--filter-b", &a.filter_b),
+    ]
+    .into_iter()
+    .filter(|(_, f)| f.is_some())
+    .map(|(flag, _)| flag)
+    .collect();
+    if !given.is_empty() {
         usage_bail!(
-            "--filter, --filter-a and --filter-b apply to the comparison of two traces (report A B); a report shows all I/O"
+            "{} {} to the comparison of two traces (report A B); a report shows all I/O",
+            given.join(" and "),
+            if given.len() == 1 { "applies" } else { "apply" }
         );
     }
     let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
