@@ -18,8 +18,8 @@ pub struct ExportSummary {
 
 /// Calls `f` with each intact segment's events in file order and the rows of it `filter`
 /// keeps (all of them without one; damaged segments are added to `damaged`), until `f`
-/// fails. A segment the filter's time window leaves out ([`Expr::utc_window`], by the
-/// footer's time range) is not decoded.
+/// fails. A segment the filter's time window leaves out ([`Expr::leaves_out_segment`]) is
+/// not decoded.
 pub(crate) fn each_intact_batch(
     r: &Reader,
     damaged: &mut Vec<Damage>,
@@ -29,17 +29,12 @@ pub(crate) fn each_intact_batch(
     let devs = filter
         .map(|_| r.tables().device_names())
         .unwrap_or_default();
-    let (lo, hi) = filter.map_or((None, None), Expr::utc_window);
-    let h = r.header();
     let mut batch = EventBatch::default();
     let mut dec = SegmentDecoder::new();
     let mut rows = Vec::new();
-    for (i, seg) in r.segments().iter().enumerate() {
-        if let Some((first, last)) = seg.time_range_ns {
-            let (a, z) = (h.to_utc_ns(first), h.to_utc_ns(last));
-            if lo.is_some_and(|lo| a.max(z) < lo) || hi.is_some_and(|hi| a.min(z) > hi) {
-                continue;
-            }
+    for i in 0..r.segments().len() {
+        if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
+            continue;
         }
         if let Err(d) = r.decode_segment_into(i, &mut batch, &mut dec) {
             damaged.push(d);

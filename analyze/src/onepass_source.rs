@@ -142,18 +142,15 @@ impl Source {
                 // Without a filter every row is kept, and the footer's smallest and largest
                 // timestamp of the segment (when the trace has a footer) are its rows' time
                 // range: the timestamps are decoded only when the query reads them.
-                let seg_range = reader.segments().get(i).and_then(|s| s.time_range_ns);
                 // A segment the filter's time window leaves out is not decoded.
-                if let (Some(f), Some((first, last))) = (filter, seg_range) {
-                    let h = reader.header();
-                    let (a, z) = (h.to_utc_ns(first), h.to_utc_ns(last));
-                    let (lo, hi) = f.utc_window();
-                    if lo.is_some_and(|lo| a.max(z) < lo) || hi.is_some_and(|hi| a.min(z) > hi) {
-                        b.clear();
-                        return Ok(None);
-                    }
+                if filter.is_some_and(|f| f.leaves_out_segment(reader, i)) {
+                    b.clear();
+                    return Ok(None);
                 }
-                let footer_range = seg_range.filter(|_| filter.is_none());
+                let footer_range = filter
+                    .is_none()
+                    .then(|| reader.segments().get(i).and_then(|s| s.time_range_ns))
+                    .flatten();
                 let want = match (filter, footer_range) {
                     (Some(_), _) => Columns::ALL,
                     (None, Some(_)) => want,

@@ -1197,6 +1197,19 @@ impl Expr {
         (lo, hi)
     }
 
+    /// True when no I/O of segment `segment` of `r` can be kept: the footer places the
+    /// segment's time range outside the expression's [`Expr::utc_window`], so a reader need
+    /// not decode it. False whenever that is not known.
+    pub fn leaves_out_segment(&self, r: &crate::reader::Reader, segment: usize) -> bool {
+        let Some((first, last)) = r.segments().get(segment).and_then(|s| s.time_range_ns) else {
+            return false;
+        };
+        let (lo, hi) = self.utc_window();
+        let h = r.header();
+        let (a, z) = (h.to_utc_ns(first), h.to_utc_ns(last));
+        lo.is_some_and(|lo| a.max(z) < lo) || hi.is_some_and(|hi| a.min(z) > hi)
+    }
+
     /// True when the expression reads the cgroups table (`cgroup_path`, `container`, `pod`):
     /// on input without one (traces before format 1.2) those fields are always empty.
     pub fn uses_cgroup_table(&self) -> bool {

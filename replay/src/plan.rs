@@ -12,7 +12,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use iodump_format::expr::Expr;
-use iodump_format::{DevT, Event, Flags, Op, Reader};
+use iodump_format::{DevT, Event, EventBatch, Flags, Op, Reader, SegmentDecoder};
 
 use crate::error::ReplayError;
 
@@ -281,15 +281,23 @@ impl Plan {
         let devs: HashMap<u32, String> = reader.tables().device_names();
         self.damage = reader.damage().iter().map(|d| d.to_string()).collect();
         let mut kept: Vec<Kept> = Vec::new();
-        reader.for_each_segment(|seg, batch| {
-            let b = match batch {
-                Ok(b) => b,
-                Err(d) => {
-                    self.damaged_segments += 1;
-                    self.damage.push(d.to_string());
-                    return;
-                }
-            };
+        let mut b = EventBatch::default();
+        let mut dec = SegmentDecoder::new();
+        for (seg, info) in reader.segments().iter().enumerate() {
+            // A segment the filter's window of time leaves out is not decoded; its I/Os
+            // count as filtered.
+            if o.filter
+                .as_ref()
+                .is_some_and(|f| f.leaves_out_segment(reader, seg))
+            {
+                self.skipped.filtered += u64::from(info.events);
+                continue;
+            }
+            if let Err(d) = reader.decode_segment_into(seg, &mut b, &mut dec) {
+                self.damaged_segments += 1;
+                self.damage.push(d.to_string());
+                continue;
+            }
             for i in 0..b.len() {
                 let e = b.get(i);
                 if let Some(f) = &o.filter {
@@ -302,7 +310,7 @@ impl Plan {
                     kept.push(k);
                 }
             }
-        });
+        }
         kept
     }
 
@@ -540,6 +548,56 @@ mod tests {
             }],
             ..PlanOptions::default()
         }
+    }
+
+    /// A window of time in the filter: the segments outside it are not decoded and their
+    /// I/Os count as filtered, as when every event is evaluated.
+    #[test]
+    fn a_window_of_time_counts_what_it_leaves_out() {
+        let events: Vec<Event> = (0..1000u64)
+            .map(|i| {
+                ev(
+                    1_000_000 * (i + 1),
+                    1 + (i % 3) as u32,
+                    Op::Read,
+                    i * 8,
+                    4096,
+                    100,
+                )
+            })
+            .collect();
+        let mut w = Writer::new(
+            Vec::new(),
+            &Header::default(),
+            WriterOptions {
+                segment_events: 64,
+                ..WriterOptions::default()
+            },
+        )
+        .unwrap();
+        for e in &events {
+            w.push(e).unwrap();
+        }
+        let r = Reader::from_bytes(w.finish(EndInfo::default()).unwrap()).unwrap();
+        assert!(r.segments().len() > 10);
+        // Header::default()'s clock pair is (0, 0): UTC ns are the timestamps.
+        let at = |ns: u64| iodump_format::summary::rfc3339_utc(ns as i64);
+        let window = format!("time >= {} && time < {}", at(300_000_000), at(400_000_000));
+        let plan = |f: &str| {
+            let mut o = opts(1 << 30, 512);
+            o.filter = Some(Expr::parse(f).unwrap());
+            Plan::build(&r, &o).unwrap()
+        };
+        let pruned = plan(&window);
+        assert!(r.segments().iter().any(|s| Expr::parse(&window)
+            .unwrap()
+            .leaves_out_segment(&r, s.index)));
+        // The same filter with its window under `||`: every event evaluated.
+        let whole = plan(&format!("({window}) || false"));
+        assert_eq!(pruned.ios.len(), 100);
+        assert_eq!(pruned.ios.len(), whole.ios.len());
+        assert_eq!(pruned.skipped.filtered, 900);
+        assert_eq!(pruned.skipped.filtered, whole.skipped.filtered);
     }
 
     #[test]
