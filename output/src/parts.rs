@@ -1023,7 +1023,12 @@ mod tests {
     }
     impl Drop for SmallFs {
         fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
+            // Lazily: a file still open (a failed assertion's reader) must not leave the
+            // mount behind.
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
             let _ = std::fs::remove_dir_all(&self.0);
         }
     }
@@ -1122,7 +1127,15 @@ mod tests {
         assert!(events >= 1);
         let last = Reader::open(&files.last().unwrap().0).unwrap();
         assert_eq!(last.events().last().map(|e| e.path_id), Some(6_000));
+        drop(last);
+        let mount = fs.0.clone();
         drop(fs);
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        assert!(
+            !mounts.contains(&*mount.to_string_lossy()),
+            "{} still mounted",
+            mount.display()
+        );
     }
 
     /// The clock set back (an NTP step after boot, a clock kept in local time): new parts'
