@@ -246,7 +246,8 @@ fn postgres_paths_wal_renames_and_roles() {
         "listen_addresses = ''\nunix_socket_directories = '{}'\nport = {}\n\
          max_connections = 20\nshared_buffers = 1MB\nmin_wal_size = 2MB\nmax_wal_size = 4MB\n\
          checkpoint_timeout = 30s\nsynchronous_commit = off\nwal_writer_delay = 10ms\n\
-         bgwriter_delay = 10ms\nbgwriter_lru_maxpages = 1000\nbgwriter_flush_after = 64kB\n",
+         bgwriter_delay = 10ms\nbgwriter_lru_maxpages = 1000\nbgwriter_flush_after = 64kB\n\
+         log_checkpoints = on\n",
         sock.display(),
         pg.port
     );
@@ -265,6 +266,13 @@ fn postgres_paths_wal_renames_and_roles() {
     // The backends read what pgbench -i wrote from the device.
     sh("sync; echo 3 > /proc/sys/vm/drop_caches");
     pg.pgbench(&["-T", "4", "-c", "2", "-j", "1"]);
+    // No checkpoint from here on but the test's own: with 1 MiB segments and a max_wal_size
+    // of 4 MB, PostgreSQL requests one as soon as a segment is finished after the last one
+    // (about max_wal_size / 1.9 segments), which the quiet phase's pg_switch_wal does, and
+    // that checkpoint recycles segments while the quiet phase runs. Every process has read
+    // the setting again before the quiet phase (the sleep below).
+    pg.psql("ALTER SYSTEM SET max_wal_size = '1GB'");
+    pg.psql("SELECT pg_reload_conf()");
     // A checkpoint (the checkpointer writes every relation; old segments are recycled: renamed
     // to future names), then, after the kernel side's name check interval (about a second),
     // WAL written with nothing renamed meanwhile: into the current segment, then into the
@@ -311,7 +319,18 @@ fn postgres_paths_wal_renames_and_roles() {
         before
             .iter()
             .all(|(i, n)| after.get(i).is_none_or(|m| m == n)),
-        "a WAL segment was renamed after the checkpoint: {before:?} → {after:?}"
+        "a WAL segment was renamed after the checkpoint: {before:?} → {after:?}; server log \
+         ends with:\n{}",
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     let ev = events_in_time_order(&r);
     assert!(ev.len() > 1000, "{} events", ev.len());
