@@ -123,8 +123,7 @@ fn fio_iolog(
         }
         Ok(())
     });
-    // Gathering writes nothing: it cannot fail.
-    debug_assert!(gathered.is_ok());
+    gathered.map_err(werr("events"))?;
     s.skipped = skipped;
     ios.sort_by_key(|x| x.0);
     let name = |d: u32| -> String {

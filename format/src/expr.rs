@@ -237,6 +237,19 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// Whether `x OP y` holds for an ordering operator; the glob operators order nothing.
+    fn orders<T: PartialOrd>(self, x: T, y: T) -> bool {
+        match self {
+            CmpOp::Eq => x == y,
+            CmpOp::Ne => x != y,
+            CmpOp::Lt => x < y,
+            CmpOp::Le => x <= y,
+            CmpOp::Gt => x > y,
+            CmpOp::Ge => x >= y,
+            CmpOp::Match | CmpOp::NotMatch => false,
+        }
+    }
+
     fn parse(s: &str) -> Option<CmpOp> {
         Some(match s {
             "==" => CmpOp::Eq,
@@ -1009,32 +1022,10 @@ impl Expr {
             Expr::Not(a) => !a.eval(e, v),
             Expr::Flag(f) => e.flags.contains(*f),
             Expr::Cmp(f, op, Value::Num(y)) => {
-                let Some(x) = f.number(e) else {
-                    return false;
-                };
-                match op {
-                    CmpOp::Eq => x == *y,
-                    CmpOp::Ne => x != *y,
-                    CmpOp::Lt => x < *y,
-                    CmpOp::Le => x <= *y,
-                    CmpOp::Gt => x > *y,
-                    CmpOp::Ge => x >= *y,
-                    CmpOp::Match | CmpOp::NotMatch => false,
-                }
+                f.number(e).is_some_and(|x| op.orders(x, *y))
             }
             Expr::Cmp(_, op, Value::Time(t)) => {
-                let Some(x) = v.utc_ns(e) else {
-                    return false;
-                };
-                match op {
-                    CmpOp::Eq => x == *t,
-                    CmpOp::Ne => x != *t,
-                    CmpOp::Lt => x < *t,
-                    CmpOp::Le => x <= *t,
-                    CmpOp::Gt => x > *t,
-                    CmpOp::Ge => x >= *t,
-                    CmpOp::Match | CmpOp::NotMatch => false,
-                }
+                v.utc_ns(e).is_some_and(|x| op.orders(x, *t))
             }
             Expr::Cmp(_, op, Value::Dev(d)) => {
                 let eq = e.dev == *d;
@@ -1084,14 +1075,9 @@ impl Expr {
                 };
                 let t = t.as_bytes();
                 match op {
-                    CmpOp::Eq => text == t,
-                    CmpOp::Ne => text != t,
                     CmpOp::Match => glob(t, text),
                     CmpOp::NotMatch => !glob(t, text),
-                    CmpOp::Lt => text < t,
-                    CmpOp::Le => text <= t,
-                    CmpOp::Gt => text > t,
-                    CmpOp::Ge => text >= t,
+                    _ => op.orders(text, t),
                 }
             }
         }
