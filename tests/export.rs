@@ -314,3 +314,145 @@ fn a_filter_exports_the_ios_it_keeps() {
     assert_eq!(none.lines().count(), 1, "the header only");
     assert!(err.contains("--filter keeps no I/O"), "{err}");
 }
+
+/// The fio iolog holds every I/O fio can replay, in start order, though a trace's segments
+/// overlap in time (a recording's do: an I/O is written when it completes), each device added
+/// and opened before its first I/O and closed after the last: the lines are what the events
+/// say, sorted by time. The same of the trace cut short, which has no footer to say where
+/// each segment starts.
+#[test]
+fn the_fio_iolog_is_in_start_order() {
+    let d = TempDir::new("export-order");
+    let src = fixture("mixed-20k.iod");
+    let r = Reader::open(&src).unwrap();
+    let events: Vec<iodump_format::Event> = r.events().collect();
+    // Blocks of 1,000 I/Os in reverse, segments of 2,500: a segment that begins inside a
+    // block starts before the one before ends.
+    let overlapping = d.join("overlapping.iod");
+    let opts = iodump_format::WriterOptions {
+        segment_events: 2500,
+        ..Default::default()
+    };
+    let mut w = iodump_format::Writer::new(
+        std::fs::File::create(&overlapping).unwrap(),
+        r.header(),
+        opts,
+    )
+    .unwrap();
+    for dev in r.tables().devices() {
+        w.add_device(dev.clone()).unwrap();
+    }
+    for pr in r.tables().processes() {
+        w.add_process(pr.clone()).unwrap();
+    }
+    for pe in r.tables().paths() {
+        w.add_path(pe.clone()).unwrap();
+    }
+    for block in events.chunks(1000) {
+        for e in block.iter().rev() {
+            w.push(e).unwrap();
+        }
+    }
+    w.finish(iodump_format::EndInfo::default()).unwrap();
+    let cut = d.join("cut.iod");
+    let bytes = std::fs::read(&overlapping).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() * 7 / 10]).unwrap();
+    for src in [overlapping, cut] {
+        let name = src.file_name().unwrap().to_string_lossy().into_owned();
+        let r = Reader::open(&src).unwrap();
+        assert_eq!(r.has_footer(), name == "overlapping.iod");
+        // (first, last) start of each intact segment's events.
+        let spans: Vec<(u64, u64)> = r
+            .batches()
+            .filter_map(|(_, b)| b.ok())
+            .map(|b| {
+                let ts = b.timestamp_ns.iter();
+                (*ts.clone().min().unwrap(), *ts.max().unwrap())
+            })
+            .collect();
+        assert!(spans.len() >= 3, "{name}: {spans:?}");
+        assert!(
+            spans.windows(2).filter(|w| w[1].0 < w[0].1).count() >= 2,
+            "{name}: too few segments start before the one before ends: {spans:?}"
+        );
+        let name_of =
+            |dev: iodump_format::DevT| format!("/dev/{}", r.tables().device(dev).unwrap().name);
+        let mut want: Vec<(u64, String, String)> = r
+            .events()
+            .filter_map(|e| {
+                let action = match e.op {
+                    Op::Read => "read",
+                    Op::Write => "write",
+                    Op::Discard | Op::SecureErase | Op::WriteZeroes => "trim",
+                    Op::Flush => "sync",
+                    Op::Other => return None,
+                };
+                let rest = if action == "sync" {
+                    "sync".to_string()
+                } else {
+                    format!("{action} {} {}", e.sector * 512, e.bytes)
+                };
+                Some((e.timestamp_ns, name_of(e.dev), rest))
+            })
+            .collect();
+        assert!(want.len() > 1000, "{name}: {}", want.len());
+        want.sort_by_key(|w| w.0);
+        let t0 = want[0].0;
+        let out = d.join(&format!("{name}.iolog"));
+        let o = run(bin()
+            .arg("export")
+            .arg(&src)
+            .args(["--format", "fio-iolog", "-o"])
+            .arg(&out));
+        ok(&o);
+        let text = std::fs::read_to_string(&out).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("fio version 3 iolog"));
+        let lines: Vec<Vec<&str>> = lines.map(|l| l.splitn(3, ' ').collect()).collect();
+        let mut devs: Vec<String> = want.iter().map(|w| w.1.clone()).collect();
+        assert!(devs.len() > 1);
+        devs.sort();
+        devs.dedup();
+        let n = devs.len();
+        let file_actions = |from: usize, action: &str| -> Vec<String> {
+            let mut files: Vec<String> = lines[from..from + n]
+                .iter()
+                .inspect(|l| assert_eq!(l[2], action, "{name}: {l:?}"))
+                .map(|l| l[1].to_string())
+                .collect();
+            files.sort();
+            files
+        };
+        assert_eq!(file_actions(0, "add"), devs, "{name}");
+        assert_eq!(file_actions(n, "open"), devs, "{name}");
+        let ios = &lines[2 * n..lines.len() - n];
+        assert_eq!(ios.len(), want.len(), "{name}: I/O lines");
+        // The same I/Os; among equal microseconds any order is start order.
+        let mut got: Vec<(u64, String, String)> = ios
+            .iter()
+            .map(|l| (l[0].parse().unwrap(), l[1].to_string(), l[2].to_string()))
+            .collect();
+        assert!(
+            got.windows(2).all(|w| w[0].0 <= w[1].0),
+            "{name}: times go back"
+        );
+        let mut want_us: Vec<(u64, String, String)> = want
+            .into_iter()
+            .map(|(t, dev, rest)| ((t - t0) / 1000, dev, rest))
+            .collect();
+        let last_us = want_us.last().unwrap().0;
+        got.sort();
+        want_us.sort();
+        assert!(
+            got == want_us,
+            "{name}: the I/O lines differ from the events"
+        );
+        let close = &lines[lines.len() - n..];
+        assert!(
+            close
+                .iter()
+                .all(|l| l[2] == "close" && l[0] == last_us.to_string()),
+            "{name}: {close:?}"
+        );
+    }
+}

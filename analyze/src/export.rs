@@ -6,11 +6,12 @@
 use std::io::Write;
 
 use iodump_format::expr::Expr;
+use iodump_format::inthash::IntMap;
 use iodump_format::text::{format_event, header_line, LineFormat};
 use iodump_format::{DevT, Op, Reader};
 
-use crate::intact::each_intact_batch;
 pub use crate::intact::ExportSummary;
+use crate::intact::{each_intact_batch, each_intact_in_start_order};
 use crate::AnalyzeError;
 
 /// What to write.
@@ -90,79 +91,86 @@ fn lines(
 /// timestamp in microseconds from the first event. Each device is one file (`/dev/NAME`),
 /// offsets are bytes on it. Reads and writes replay as such, discards and write-zeroes as
 /// `trim`, flushes as `sync`.
+///
+/// Two passes, so that memory does not grow with the trace: the first finds the devices the
+/// log names (fio wants each added and opened before its first I/O), the second writes the
+/// I/Os in start order ([`each_intact_in_start_order`]).
 fn fio_iolog(
     r: &Reader,
     filter: Option<&Expr>,
     out: &mut dyn Write,
 ) -> Result<ExportSummary, AnalyzeError> {
+    // What fio does with an operation; None: it cannot replay it.
+    fn action(op: Op) -> Option<&'static str> {
+        match op {
+            Op::Read => Some("read"),
+            Op::Write => Some("write"),
+            Op::Discard | Op::SecureErase | Op::WriteZeroes => Some("trim"),
+            Op::Flush => Some("sync"),
+            Op::Other => None,
+        }
+    }
     let mut s = ExportSummary::default();
-    // (timestamp, dev, action, offset, length), sorted by time: segments are sorted inside
-    // but may overlap each other.
-    let mut ios: Vec<(u64, u32, u8, u64, u32)> = Vec::new();
-    let mut skipped = 0;
-    let gathered = each_intact_batch(r, &mut s.damaged, filter, |_, b, rows| {
+    let mut devs: Vec<u32> = Vec::new();
+    // The second pass finds the same damage again.
+    let mut damaged_first = Vec::new();
+    each_intact_batch(r, &mut damaged_first, filter, |_, b, rows| {
         for &i in rows {
-            let i = i as usize;
-            let action = match Op::from_code(b.op[i]) {
-                Op::Read => 0,
-                Op::Write => 1,
-                Op::Discard | Op::SecureErase | Op::WriteZeroes => 2,
-                Op::Flush => 3,
-                Op::Other => {
-                    skipped += 1;
-                    continue;
-                }
-            };
-            ios.push((
-                b.timestamp_ns[i],
-                b.dev[i],
-                action,
-                b.sector[i] * 512,
-                b.bytes[i],
-            ));
+            let (dev, op) = (b.dev[i as usize], b.op[i as usize]);
+            if action(Op::from_code(op)).is_some()
+                && devs.last() != Some(&dev)
+                && !devs.contains(&dev)
+            {
+                devs.push(dev);
+            }
         }
         Ok(())
-    });
-    gathered.map_err(werr("events"))?;
-    s.skipped = skipped;
-    ios.sort_by_key(|x| x.0);
-    let name = |d: u32| -> String {
-        r.tables().device(DevT(d)).map_or_else(
-            || format!("/dev/block/{}", DevT(d)),
-            |x| format!("/dev/{}", x.name),
-        )
-    };
-    let mut devs: Vec<u32> = ios.iter().map(|x| x.1).collect();
+    })
+    .map_err(werr("events"))?;
     devs.sort_unstable();
-    devs.dedup();
+    let names: IntMap<u32, String> = devs
+        .iter()
+        .map(|&d| {
+            let name = r.tables().device(DevT(d)).map_or_else(
+                || format!("/dev/block/{}", DevT(d)),
+                |x| format!("/dev/{}", x.name),
+            );
+            (d, name)
+        })
+        .collect();
     let mut w = std::io::BufWriter::with_capacity(1 << 20, out);
-    let t0 = ios.first().map_or(0, |x| x.0);
-    let t_end = ios.last().map_or(0, |x| (x.0 - t0) / 1000);
     let io = |e| werr("the iolog")(e);
     writeln!(w, "fio version 3 iolog").map_err(io)?;
-    for &d in &devs {
-        writeln!(w, "0 {} add", name(d)).map_err(io)?;
+    for d in &devs {
+        writeln!(w, "0 {} add", names[d]).map_err(io)?;
     }
-    for &d in &devs {
-        writeln!(w, "0 {} open", name(d)).map_err(io)?;
+    for d in &devs {
+        writeln!(w, "0 {} open", names[d]).map_err(io)?;
     }
-    let names: std::collections::HashMap<u32, String> =
-        devs.iter().map(|&d| (d, name(d))).collect();
-    for (ts, d, action, offset, len) in &ios {
-        let t = (ts - t0) / 1000;
-        let f = &names[d];
-        match action {
-            0 => writeln!(w, "{t} {f} read {offset} {len}"),
-            1 => writeln!(w, "{t} {f} write {offset} {len}"),
-            2 => writeln!(w, "{t} {f} trim {offset} {len}"),
-            _ => writeln!(w, "{t} {f} sync"),
+    let (mut t0, mut last_us, mut events, mut skipped) = (None, 0, 0u64, 0u64);
+    each_intact_in_start_order(r, &mut s.damaged, filter, |x| {
+        let e = &x.e;
+        let Some(action) = action(e.op) else {
+            skipped += 1;
+            return Ok(());
+        };
+        let t = (x.ts - *t0.get_or_insert(x.ts)) / 1000;
+        last_us = t;
+        events += 1;
+        let f = &names[&e.dev.0];
+        if action == "sync" {
+            writeln!(w, "{t} {f} sync")
+        } else {
+            let offset_bytes = e.sector * 512;
+            writeln!(w, "{t} {f} {action} {offset_bytes} {}", e.bytes)
         }
-        .map_err(io)?;
-    }
-    for &d in &devs {
-        writeln!(w, "{t_end} {} close", name(d)).map_err(io)?;
+    })
+    .map_err(io)?;
+    for d in &devs {
+        writeln!(w, "{last_us} {} close", names[d]).map_err(io)?;
     }
     w.flush().map_err(io)?;
-    s.events = ios.len() as u64;
+    s.events = events;
+    s.skipped = skipped;
     Ok(s)
 }

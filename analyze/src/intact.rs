@@ -2,8 +2,12 @@
 //! trace, segment by segment, and what an export wrote. A leaf, so that `export` (which
 //! dispatches to `perfetto`) and `perfetto` both use it without importing each other.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use iodump_format::expr::Expr;
-use iodump_format::{Damage, EventBatch, Reader, SegmentDecoder};
+use iodump_format::segment::{col, Columns};
+use iodump_format::{Damage, Event, EventBatch, Reader, SegmentDecoder};
 
 /// What an export wrote.
 #[derive(Clone, Debug, Default)]
@@ -46,6 +50,99 @@ pub(crate) fn each_intact_batch(
                 .filter(|&k| filter.is_none_or(|f| f.eval_in(r, i, &batch.get(k as usize), &devs))),
         );
         f(i, &batch, &rows)?;
+    }
+    Ok(())
+}
+
+/// One I/O of [`each_intact_in_start_order`], ordered by start (then arrival).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Io {
+    pub ts: u64,
+    /// Order of arrival, for a stable order among equal timestamps.
+    seq: u64,
+    /// The segment it was read from (for the process tables).
+    pub segment: u32,
+    pub e: Event,
+}
+
+impl PartialEq for Io {
+    fn eq(&self, other: &Io) -> bool {
+        (self.ts, self.seq) == (other.ts, other.seq)
+    }
+}
+impl Eq for Io {}
+impl PartialOrd for Io {
+    fn partial_cmp(&self, other: &Io) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Io {
+    fn cmp(&self, other: &Io) -> std::cmp::Ordering {
+        (self.ts, self.seq).cmp(&(other.ts, other.seq))
+    }
+}
+
+/// As [`each_intact_batch`], one event at a time in start order. Segments are sorted inside
+/// but may overlap, so the events of a segment wait in a heap until no later segment can
+/// start before them (the footer's time ranges say where each starts; without a footer, each
+/// segment's timestamps are read first). Memory is bounded by that overlap, not by the
+/// trace's length.
+pub(crate) fn each_intact_in_start_order(
+    r: &Reader,
+    damaged: &mut Vec<Damage>,
+    filter: Option<&Expr>,
+    mut f: impl FnMut(&Io) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    // The earliest start of any later segment: where the footer does not say, its timestamps
+    // are read (one column; a damaged segment starts nothing).
+    let segs = r.segments();
+    let mut later_start = vec![u64::MAX; segs.len() + 1];
+    let mut min = u64::MAX;
+    let (mut batch, mut dec) = (EventBatch::default(), SegmentDecoder::new());
+    for i in (0..segs.len()).rev() {
+        later_start[i] = min;
+        let start = match segs[i].time_range_ns {
+            Some((lo, _)) => lo,
+            None => match r.decode_segment_projected(
+                i,
+                Columns::of(&[col::TIMESTAMP_NS]),
+                &mut batch,
+                &mut dec,
+            ) {
+                Ok(()) => batch.timestamp_ns.iter().copied().min().unwrap_or(u64::MAX),
+                Err(_) => u64::MAX,
+            },
+        };
+        min = min.min(start);
+    }
+    let mut heap: BinaryHeap<Reverse<Io>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    each_intact_batch(r, damaged, filter, |i, b, rows| {
+        for &row in rows {
+            let e = b.get(row as usize);
+            let io = Io {
+                ts: e.timestamp_ns,
+                seq,
+                segment: i as u32,
+                e,
+            };
+            seq += 1;
+            heap.push(Reverse(io));
+        }
+        // What may still come before the events left in the heap.
+        let watermark = later_start[i];
+        while let Some(Reverse(io)) = heap.peek() {
+            if io.ts >= watermark {
+                break;
+            }
+            let io = *io;
+            heap.pop();
+            f(&io)?;
+        }
+        Ok(())
+    })?;
+    while let Some(Reverse(io)) = heap.pop() {
+        f(&io)?;
     }
     Ok(())
 }

@@ -23,10 +23,8 @@
 //! Perfetto's own SDK does. Strings are written as the CSV export writes them: valid UTF-8
 //! kept, a backslash doubled, any other byte `\xNN`.
 //!
-//! Events are processed in start order: segments are sorted inside but may overlap, so the
-//! events of a segment wait in a heap until no later segment can start before them (the
-//! footer's time ranges say so; without a footer, a segment is taken to start no earlier than
-//! the one before). Memory is bounded by that overlap and the trace's tables, not its length.
+//! Events are processed in start order ([`each_intact_in_start_order`]): memory is bounded
+//! by the overlap of segments and the trace's tables, not its length.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -34,9 +32,9 @@ use std::io::Write;
 
 use iodump_format::inthash::IntMap;
 use iodump_format::text::text_bytes;
-use iodump_format::{DevT, Event, Op, Reader, Syscall};
+use iodump_format::{DevT, Op, Reader, Syscall};
 
-use crate::intact::{each_intact_batch, ExportSummary};
+use crate::intact::{each_intact_in_start_order, ExportSummary, Io};
 use crate::AnalyzeError;
 
 /// Width of the bins of the IOPS counters (100 ms); the value is the bin's I/Os per second.
@@ -218,33 +216,6 @@ const K_PROC: u64 = 3;
 const K_PROC_LANE: u64 = 4;
 const K_IN_FLIGHT: u64 = 5;
 const K_IOPS: u64 = 6;
-
-/// One I/O waiting in the reorder heap, ordered by start (then arrival).
-#[derive(Clone, Copy, Debug)]
-struct Io {
-    ts: u64,
-    /// Order of arrival, for a stable order among equal timestamps.
-    seq: u64,
-    segment: u32,
-    e: Event,
-}
-
-impl PartialEq for Io {
-    fn eq(&self, other: &Io) -> bool {
-        (self.ts, self.seq) == (other.ts, other.seq)
-    }
-}
-impl Eq for Io {}
-impl PartialOrd for Io {
-    fn partial_cmp(&self, other: &Io) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Io {
-    fn cmp(&self, other: &Io) -> std::cmp::Ordering {
-        (self.ts, self.seq).cmp(&(other.ts, other.seq))
-    }
-}
 
 /// Lanes of a track: the latest end of the slices on each.
 #[derive(Default)]
@@ -737,53 +708,7 @@ pub fn export_perfetto(
         events: 0,
     };
     x.start();
-    // The earliest start of any later segment, where the footer says (else None).
-    let segs = r.segments();
-    let mut later_start = vec![None; segs.len() + 1];
-    let mut min: Option<u64> = Some(u64::MAX);
-    for i in (0..segs.len()).rev() {
-        later_start[i] = min;
-        min = match (min, segs[i].time_range_ns) {
-            (Some(m), Some((lo, _))) => Some(m.min(lo)),
-            _ => None,
-        };
-    }
-    let mut heap: BinaryHeap<Reverse<Io>> = BinaryHeap::new();
-    let mut seq = 0u64;
-    let result = each_intact_batch(r, &mut summary.damaged, filter, |i, b, rows| {
-        let mut first = u64::MAX;
-        for &row in rows {
-            let e = b.get(row as usize);
-            let io = Io {
-                ts: e.timestamp_ns,
-                seq,
-                segment: i as u32,
-                e,
-            };
-            first = first.min(io.ts);
-            seq += 1;
-            heap.push(Reverse(io));
-        }
-        // What may still come before the events left in the heap.
-        let watermark = later_start
-            .get(i)
-            .copied()
-            .flatten()
-            .unwrap_or(if rows.is_empty() { 0 } else { first });
-        while let Some(Reverse(io)) = heap.peek() {
-            if io.ts >= watermark {
-                break;
-            }
-            let io = *io;
-            heap.pop();
-            x.io(&io)?;
-        }
-        Ok(())
-    });
-    result.map_err(werr)?;
-    while let Some(Reverse(io)) = heap.pop() {
-        x.io(&io).map_err(werr)?;
-    }
+    each_intact_in_start_order(r, &mut summary.damaged, filter, |io| x.io(io)).map_err(werr)?;
     x.finish().map_err(werr)?;
     summary.events = x.events;
     Ok(summary)

@@ -1021,12 +1021,8 @@ impl Expr {
             Expr::Or(xs) => xs.iter().any(|x| x.eval(e, v)),
             Expr::Not(a) => !a.eval(e, v),
             Expr::Flag(f) => e.flags.contains(*f),
-            Expr::Cmp(f, op, Value::Num(y)) => {
-                f.number(e).is_some_and(|x| op.orders(x, *y))
-            }
-            Expr::Cmp(_, op, Value::Time(t)) => {
-                v.utc_ns(e).is_some_and(|x| op.orders(x, *t))
-            }
+            Expr::Cmp(f, op, Value::Num(y)) => f.number(e).is_some_and(|x| op.orders(x, *y)),
+            Expr::Cmp(_, op, Value::Time(t)) => v.utc_ns(e).is_some_and(|x| op.orders(x, *t)),
             Expr::Cmp(_, op, Value::Dev(d)) => {
                 let eq = e.dev == *d;
                 match op {
