@@ -153,8 +153,9 @@ pub struct ReportArgs {
     /// what can be decoded anyway.
     #[arg(long)]
     pub allow_damaged: bool,
-    /// When two traces are compared: compare the I/Os this keeps (the -f language), as
-    /// `iodump diff --filter`; the page's CDFs and timelines are of those I/Os too.
+    /// Only the I/Os this keeps (the -f language), e.g. a window of time of a day of parts:
+    /// `time >= 2026-12-04T03:10:00Z && time < 2026-12-04T03:20:00Z`. The plots' time axes
+    /// span the kept I/Os. When two traces are compared, as `iodump diff --filter`.
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
     /// When two traces are compared: only the I/Os this keeps in A (as `iodump diff
@@ -204,6 +205,9 @@ pub struct PlotArgs {
     /// Offset plot: the device (name such as nvme0n1, or MAJ:MIN); default the busiest.
     #[arg(long, value_name = "DEV")]
     pub device: Option<String>,
+    /// Only the I/Os this keeps (the -f language; a window of time, a device, a path…).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -654,22 +658,19 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     if a.diff || (a.files.len() == 2 && !a.sections) {
         return run_report_diff(a);
     }
-    let given: Vec<&str> = [
-        ("--filter", &a.filter),
-        ("--filter-a", &a.filter_a),
-        ("--filter-b", &a.filter_b),
-    ]
-    .into_iter()
-    .filter(|(_, f)| f.is_some())
-    .map(|(flag, _)| flag)
-    .collect();
+    let given: Vec<&str> = [("--filter-a", &a.filter_a), ("--filter-b", &a.filter_b)]
+        .into_iter()
+        .filter(|(_, f)| f.is_some())
+        .map(|(flag, _)| flag)
+        .collect();
     if !given.is_empty() {
         usage_bail!(
-            "{} {} to the comparison of two traces (report A B); a report shows all I/O",
+            "{} {} to the comparison of two traces (report A B); --filter applies to every trace",
             given.join(" and "),
             if given.len() == 1 { "applies" } else { "apply" }
         );
     }
+    let filter = report_filter(&a.filter)?;
     let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
         .into_iter()
         .map(|t| (t.name, t.reader))
@@ -678,7 +679,7 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         readers.iter().map(|(n, r)| (n.clone(), r)).collect();
     let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
     let s = with_progress(total, "aggregating", |tick| {
-        iodump_analyze::report::write_report(&inputs, &a.output, tick)
+        iodump_analyze::report::write_report(&inputs, &a.output, filter.as_ref(), tick)
     })?;
     eprintln!(
         "iodump: wrote {} ({} events, {} bytes)",
@@ -686,6 +687,10 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         s.events,
         s.html_bytes
     );
+    if s.events == 0 && s.damage.is_empty() {
+        let of: Vec<String> = a.files.iter().map(|f| f.display().to_string()).collect();
+        warn_no_io(filter.is_some(), &of.join(", "));
+    }
     if let Some((trace, d)) = s.damage.first() {
         eprintln!(
             "iodump: warning: {} damaged chunk(s) skipped, the report shows what could be decoded (first: {trace}: {d})",
@@ -693,6 +698,19 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--filter` of `report` and `plot`, parsed.
+fn report_filter(
+    f: &Option<String>,
+) -> anyhow::Result<Option<iodump_analyze::report::ReportFilter>> {
+    Ok(match f {
+        Some(text) => Some(iodump_analyze::report::ReportFilter {
+            expr: crate::args::parse_filter("--filter", text)?,
+            text: text.clone(),
+        }),
+        None => None,
+    })
 }
 
 /// `report A B` (or `--diff`): the comparison of `iodump diff` as one page.
@@ -761,8 +779,9 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
         PlotKindArg::TopProcs => PlotKind::TopProcs,
         PlotKindArg::TopFiles => PlotKind::TopFiles,
     };
+    let filter = report_filter(&a.filter)?;
     let rep = with_progress(r.announced_events(), "aggregating", |tick| {
-        iodump_analyze::report::aggregate_with_progress(&name, &r, tick)
+        iodump_analyze::report::aggregate_with_progress(&name, &r, filter.as_ref(), tick)
     });
     let opts = PlotOptions {
         kind,

@@ -962,9 +962,9 @@ fn report_diff_takes_what_diff_takes() {
     let out = run(bin()
         .arg("report")
         .arg(&a)
-        .args(["--filter", "bytes > 8192", "-o"])
+        .args(["--filter-a", "bytes > 8192", "-o"])
         .arg(&page));
-    usage_error(&out, "--filter applies to the comparison of two traces");
+    usage_error(&out, "--filter-a applies to the comparison of two traces");
     // The report of one trace reads traces only: a dataset is named as such.
     let out = run(bin().arg("report").arg(&pq).arg("-o").arg(&page));
     one_line_error(&out, "holds a Parquet dataset");

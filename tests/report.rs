@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use iodump_format::Reader;
+use iodump_format::{Event, Op, Reader};
 use serde_json::Value;
 
 mod common;
@@ -76,6 +76,11 @@ struct Truth {
 }
 
 fn truth(path: &Path) -> Truth {
+    truth_of(path, &|_| true)
+}
+
+/// [`Truth`] of the events `keep` keeps.
+fn truth_of(path: &Path, keep: &dyn Fn(&Event) -> bool) -> Truth {
     let r = Reader::open(path).unwrap();
     let names: HashMap<u32, String> = r
         .tables()
@@ -90,7 +95,7 @@ fn truth(path: &Path) -> Truth {
         per_path: HashMap::new(),
         max_latency_ns: 0,
     };
-    for e in r.events() {
+    for e in r.events().filter(|e| keep(e)) {
         t.events += 1;
         let name = names
             .get(&e.dev.0)
@@ -113,12 +118,37 @@ fn truth(path: &Path) -> Truth {
 
 /// Checks one trace's JSON against the reader.
 fn check_trace(tr: &Value, path: &Path) {
-    let t = truth(path);
+    check_trace_of(tr, path, None);
+}
+
+/// Checks one trace's JSON against the reader's events that `keep` keeps (all without it):
+/// the time axis spans those, and the loss records are those of that time.
+fn check_trace_of(tr: &Value, path: &Path, keep: Option<&dyn Fn(&Event) -> bool>) {
+    let t = truth_of(path, keep.unwrap_or(&|_| true));
     let r = Reader::open(path).unwrap();
     assert_eq!(tr["events"].as_u64(), Some(t.events), "events");
     assert!(t.events > 0);
-    assert_eq!(tr["lost_events"].as_u64(), Some(r.lost_events()));
-    assert_eq!(tr["losses"].as_array().unwrap().len(), r.losses().len());
+    let losses: Vec<_> = match keep {
+        None => r.losses().to_vec(),
+        Some(keep) => {
+            let kept: Vec<u64> = r
+                .events()
+                .filter(|e| keep(e))
+                .map(|e| e.timestamp_ns)
+                .collect();
+            let (t0, t1) = (*kept.iter().min().unwrap(), *kept.iter().max().unwrap());
+            assert_eq!(tr["first_timestamp_ns"].as_u64(), Some(t0));
+            assert_eq!(tr["span_ns"].as_u64(), Some(t1 - t0));
+            r.losses()
+                .iter()
+                .filter(|l| l.end_ns >= t0 && l.start_ns <= t1)
+                .cloned()
+                .collect()
+        }
+    };
+    let lost: u64 = losses.iter().map(|l| l.count).sum();
+    assert_eq!(tr["lost_events"].as_u64(), Some(lost));
+    assert_eq!(tr["losses"].as_array().unwrap().len(), losses.len());
 
     // Devices.
     for d in tr["devices"].as_array().unwrap() {
@@ -260,6 +290,132 @@ fn report_data_matches_the_trace() {
     // Each plot's drawing code is in the page.
     for p in PLOTS {
         assert!(html.contains(&format!("\"{p}\"")), "plot {p}");
+    }
+}
+
+/// `report --filter`: the page is of the I/Os the filter keeps — a window of time of a
+/// recording (the segments outside it not decoded) and writes only — every figure checked
+/// against a plain count of those I/Os; the filter and what it left out are on the page. A
+/// filter that keeps nothing warns; `--filter-a` stays for the comparison of two traces.
+#[test]
+fn a_filter_reports_the_ios_it_keeps() {
+    let d = TempDir::new("report-filter");
+    let synthetic = synth(&d, "synth.iod", 100_000, "mixed", 8);
+    // The same I/Os with loss records at 10%, 40% and 90% of the time: only the second is
+    // of the window's time.
+    let src = d.join("mixed.iod");
+    {
+        let r = Reader::open(&synthetic).unwrap();
+        let opts = iodump_format::WriterOptions {
+            segment_events: 4096,
+            ..Default::default()
+        };
+        let mut w =
+            iodump_format::Writer::new(std::fs::File::create(&src).unwrap(), r.header(), opts)
+                .unwrap();
+        for dev in r.tables().devices() {
+            w.add_device(dev.clone()).unwrap();
+        }
+        for pr in r.tables().processes() {
+            w.add_process(pr.clone()).unwrap();
+        }
+        for pe in r.tables().paths() {
+            w.add_path(pe.clone()).unwrap();
+        }
+        let events: Vec<Event> = r.events().collect();
+        let mut ts: Vec<u64> = events.iter().map(|e| e.timestamp_ns).collect();
+        ts.sort_unstable();
+        let mut losses: Vec<u64> = [10, 40, 90]
+            .iter()
+            .map(|p| ts[ts.len() * p / 100])
+            .collect();
+        for e in &events {
+            if losses.first().is_some_and(|&t| e.timestamp_ns >= t) {
+                let t = losses.remove(0);
+                w.add_loss(iodump_format::Loss {
+                    cpu: 0,
+                    reason: iodump_format::LossReason::RingBufferFull,
+                    count: 7,
+                    start_ns: t,
+                    end_ns: t + 1000,
+                })
+                .unwrap();
+            }
+            w.push(e).unwrap();
+        }
+        w.finish(iodump_format::EndInfo::default()).unwrap();
+    }
+    let r = Reader::open(&src).unwrap();
+    assert_eq!(r.losses().len(), 3);
+    let h = r.header().clone();
+    let mut utc: Vec<i64> = r.events().map(|e| h.to_utc_ns(e.timestamp_ns)).collect();
+    utc.sort_unstable();
+    let (from, to) = (utc[utc.len() / 4], utc[utc.len() * 3 / 5]);
+    let keep = |e: &Event| {
+        let t = h.to_utc_ns(e.timestamp_ns);
+        t >= from && t < to && e.op == Op::Write
+    };
+    let filter = format!(
+        "time >= {} && time < {} && rw == W",
+        iodump_format::summary::rfc3339_utc(from),
+        iodump_format::summary::rfc3339_utc(to)
+    );
+    let out = d.join("window.html");
+    let o = run(bin()
+        .arg("report")
+        .arg(&src)
+        .args(["--filter", &filter, "-o"])
+        .arg(&out));
+    ok(&o);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let data = embedded(&html);
+    let tr = &data["traces"][0];
+    check_trace_of(tr, &src, Some(&keep));
+    assert_eq!(tr["lost_events"], 7, "the loss record of the window's time");
+    let kept = r.events().filter(|e| keep(e)).count() as u64;
+    assert!(kept > 1000 && kept < 100_000 / 2, "{kept}");
+    assert_eq!(tr["filter"]["expression"], filter.as_str());
+    assert_eq!(tr["filter"]["left_out"].as_u64(), Some(100_000 - kept));
+    // The same window drawn by plot.
+    let svg = d.join("window.svg");
+    ok(&run(bin()
+        .args(["plot", "--kind", "iops", "--filter", &filter])
+        .arg(&src)
+        .arg("-o")
+        .arg(&svg)));
+    let o = run(bin()
+        .args(["plot", "--kind", "iops", "--filter", "pid == 0 && pid == 1"])
+        .arg(&src)
+        .arg("-o")
+        .arg(d.join("none.svg")));
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("keeps no I/O, nothing to plot") && err.lines().count() == 1,
+        "{err}"
+    );
+    // Nothing kept: the page says so, and a warning.
+    let o = run(bin()
+        .arg("report")
+        .arg(&src)
+        .args(["--filter", "time < 2000-01-01T00:00:00Z", "-o"])
+        .arg(d.join("none.html")));
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the filter kept no I/O"), "{err}");
+    let none = embedded(&std::fs::read_to_string(d.join("none.html")).unwrap());
+    assert_eq!(none["traces"][0]["events"], 0);
+    assert_eq!(none["traces"][0]["filter"]["left_out"], 100_000);
+    // A bad filter and --filter-a of one trace are usage errors.
+    for args in [["--filter", "time < yesterday"], ["--filter-a", "rw == W"]] {
+        let o = run(bin()
+            .arg("report")
+            .arg(&src)
+            .args(args)
+            .arg("-o")
+            .arg(d.join("bad.html")));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert!(!d.join("bad.html").exists());
     }
 }
 
@@ -550,6 +706,34 @@ fn chromium_draws_every_plot_without_errors() {
     assert_eq!((w, h), (1400, 3200));
     assert!(colours > 50, "screenshot has {colours} colours");
     assert!(top < 0.9, "screenshot is {top} one colour");
+
+    // A report of the I/Os a filter keeps shows the filter; one that keeps nothing says so.
+    let filtered = d.join("filtered.html");
+    ok(&run(bin()
+        .arg("report")
+        .args([&a, &b])
+        .args(["--sections", "--filter", "rw == W && iosize > 4k", "-o"])
+        .arg(&filtered)));
+    let none = d.join("none.html");
+    ok(&run(bin()
+        .arg("report")
+        .arg(&a)
+        .args(["--filter", "pid == 0 && pid == 1", "-o"])
+        .arg(&none)));
+    for (page, plots, text) in [
+        (&filtered, 16, "I/Os left out)"),
+        (&none, 1, "the filter keeps no I/O of this trace"),
+    ] {
+        let dom = headless(&browser, &["--dump-dom"], page);
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        assert!(!dom.contains("data-js-error=\""), "JavaScript error");
+        assert!(dom.contains(r#"data-rendered="ok""#), "page not rendered");
+        assert!(
+            dom.contains(&format!(r#"data-plots="{plots}""#)),
+            "plots drawn"
+        );
+        assert!(dom.contains(text), "{text}");
+    }
 }
 
 #[test]

@@ -521,6 +521,7 @@
     ];
     if (h.command) rows.push(["command", h.command.join(" ")]);
     (h.metadata || []).forEach(function (kv) { rows.push(["meta " + kv[0], kv[1]]); });
+    if (tr.filter) rows.push(["filter", tr.filter.expression + " (" + fmtNum(tr.filter.left_out) + " I/Os left out)"]);
     rows.push(["first I/O", utc(tr.start_utc_ns)], ["duration", fmtSec(tr.span_ns)],
       ["I/Os", fmtNum(tr.events) + " (" + tr.events + ")"],
       ["lost events", tr.lost_events + " (" + lostPct + ")"],
@@ -584,7 +585,10 @@
       var zoom = new Zoom(Math.max(tr.span_ns, tr.time.bin_ns));
       var p = "t" + ti + "-";
       section(sec, p + "summary", "Summary", "summary", function (b) { summary(b, tr); });
-      if (!tr.events) { sec.appendChild(el("p", { "class": "empty", text: "no I/O could be read from this trace" })); return; }
+      if (!tr.events) {
+        sec.appendChild(el("p", { "class": "empty", text: tr.filter && !tr.damage.length ? "the filter keeps no I/O of this trace" : "no I/O could be read from this trace" }));
+        return;
+      }
       section(sec, p + "iops", "IOPS over time, per device and op", "iops", function (b) { lineChart(b, tr, zoom, "iops"); });
       section(sec, p + "throughput", "Throughput over time, per device and op", "throughput", function (b) { lineChart(b, tr, zoom, "throughput"); });
       section(sec, p + "latency-heatmap", "Latency over time (colour: number of I/Os, log scale)", "latency-heatmap", function (b) { heatmap(b, tr, zoom); });

@@ -180,7 +180,10 @@ pub fn plot(rep: &TraceReport, opts: &PlotOptions, path: &Path) -> Result<(), An
                 damage: d.clone(),
             },
             None => AnalyzeError::Plot {
-                message: format!("{}: the trace holds no I/O, nothing to plot", rep.name),
+                message: match &rep.filter {
+                    Some(f) => format!("{}: --filter {f} keeps no I/O, nothing to plot", rep.name),
+                    None => format!("{}: the trace holds no I/O, nothing to plot", rep.name),
+                },
             },
         });
     }

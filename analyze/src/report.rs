@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
 use iodump_format::{Damage, EventBatch, Op, PathKind, Reader, SegmentDecoder};
 use rayon::prelude::*;
@@ -237,6 +238,8 @@ pub struct Aggregate {
     pub damaged: Vec<Damage>,
     /// Events announced by damaged segments.
     pub damaged_events: u64,
+    /// Intact events a filter left out (`iodump report --filter`).
+    pub filtered_out: u64,
 }
 
 impl Aggregate {
@@ -253,6 +256,7 @@ impl Aggregate {
             events: 0,
             damaged: Vec::new(),
             damaged_events: 0,
+            filtered_out: 0,
         }
     }
 
@@ -291,16 +295,28 @@ impl Aggregate {
         self.events += o.events;
         self.damaged.extend(o.damaged);
         self.damaged_events += o.damaged_events;
+        self.filtered_out += o.filtered_out;
         self
     }
 
     /// Adds one decoded segment (`seg` is its index: where a process's name is looked up).
     fn add_batch(&mut self, seg: usize, b: &EventBatch, t0_ns: u64, bin_ns: u64) {
-        let n = b.len();
-        self.events += n as u64;
+        self.add_rows(seg, b, 0..b.len(), t0_ns, bin_ns);
+    }
+
+    /// As [`Aggregate::add_batch`], the rows `rows` of `b` only.
+    fn add_rows(
+        &mut self,
+        seg: usize,
+        b: &EventBatch,
+        rows: impl ExactSizeIterator<Item = usize>,
+        t0_ns: u64,
+        bin_ns: u64,
+    ) {
+        self.events += rows.len() as u64;
         let mut dev_idx = usize::MAX;
         let mut last_dev = u32::MAX;
-        for i in 0..n {
+        for i in rows {
             let op = (b.op[i] as usize).min(OPS - 1);
             let bytes = b.bytes[i] as u64;
             let lat = b.latency_ns[i];
@@ -424,6 +440,8 @@ pub struct TraceReport {
     pub file_count: usize,
     /// Damage found while opening plus damaged segments, as one-line messages.
     pub damage: Vec<String>,
+    /// The filter the report is of (`iodump report --filter`), as written.
+    pub filter: Option<String>,
 }
 
 /// One row of the report's top processes.
@@ -471,6 +489,15 @@ impl TopFile {
     }
 }
 
+/// A report of the I/Os an expression keeps (`iodump report --filter`).
+#[derive(Clone, Debug)]
+pub struct ReportFilter {
+    /// The expression.
+    pub expr: Expr,
+    /// As the user wrote it, for the page.
+    pub text: String,
+}
+
 /// Smallest and largest event timestamps: from the footer index when every segment has
 /// one, else from a first (parallel) decoding pass.
 fn time_range(r: &Reader) -> Option<(u64, u64)> {
@@ -497,18 +524,95 @@ fn time_range(r: &Reader) -> Option<(u64, u64)> {
         .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
 }
 
-/// Aggregates every intact event of `r` (one parallel pass over its segments).
-pub fn aggregate(name: &str, r: &Reader) -> TraceReport {
-    aggregate_with_progress(name, r, &|_| {})
+/// What one worker of a filtered pass reads a segment into.
+struct FilterScratch {
+    batch: EventBatch,
+    dec: SegmentDecoder,
+    rows: Vec<u32>,
 }
 
-/// As [`aggregate`], calling `progress(events)` after each segment (from several threads).
+impl FilterScratch {
+    fn new() -> FilterScratch {
+        FilterScratch {
+            batch: EventBatch::default(),
+            dec: SegmentDecoder::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Decodes segment `i` and keeps the rows `f` keeps in `self.rows`; `None`: the
+    /// segment's window leaves it out, `Some(Err)`: it is damaged.
+    fn read(
+        &mut self,
+        r: &Reader,
+        i: usize,
+        f: &Expr,
+        devs: &HashMap<u32, String>,
+    ) -> Option<Result<(), Damage>> {
+        self.rows.clear();
+        if f.leaves_out_segment(r, i) {
+            return None;
+        }
+        if let Err(d) = r.decode_segment_into(i, &mut self.batch, &mut self.dec) {
+            return Some(Err(d));
+        }
+        let b = &self.batch;
+        self.rows
+            .extend((0..b.len() as u32).filter(|&k| f.eval_in(r, i, &b.get(k as usize), devs)));
+        Some(Ok(()))
+    }
+}
+
+/// Smallest and largest timestamps of the I/Os `f` keeps (a parallel pass; segments its
+/// window leaves out are not decoded).
+fn kept_time_range(r: &Reader, f: &Expr, devs: &HashMap<u32, String>) -> Option<(u64, u64)> {
+    (0..r.segments().len())
+        .into_par_iter()
+        .fold(
+            || (FilterScratch::new(), None::<(u64, u64)>),
+            |(mut x, mut range), i| {
+                if let Some(Ok(())) = x.read(r, i, f, devs) {
+                    for &k in &x.rows {
+                        let t = x.batch.timestamp_ns[k as usize];
+                        range = Some(range.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));
+                    }
+                }
+                (x, range)
+            },
+        )
+        .map(|(_, range)| range)
+        .reduce(
+            || None,
+            |a, b| match (a, b) {
+                (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+                (a, b) => a.or(b),
+            },
+        )
+}
+
+/// Aggregates every intact event of `r` (one parallel pass over its segments).
+pub fn aggregate(name: &str, r: &Reader) -> TraceReport {
+    aggregate_with_progress(name, r, None, &|_| {})
+}
+
+/// As [`aggregate`], of the I/Os `filter` keeps (all without one), calling
+/// `progress(events)` after each segment (from several threads). With a filter, a first
+/// pass finds the time the kept I/Os span (the plots' axis), and the loss records are those
+/// of that time.
 pub fn aggregate_with_progress(
     name: &str,
     r: &Reader,
+    filter: Option<&ReportFilter>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> TraceReport {
-    let (t0_ns, t1_ns) = time_range(r).unwrap_or((0, 0));
+    let devs = filter
+        .map(|_| r.tables().device_names())
+        .unwrap_or_default();
+    let range = match filter {
+        Some(f) => kept_time_range(r, &f.expr, &devs),
+        None => time_range(r),
+    };
+    let (t0_ns, t1_ns) = range.unwrap_or((0, 0));
     let span_ns = t1_ns.saturating_sub(t0_ns);
     // Bins cover [t0, t0 + TIME_BINS * bin_ns), which holds t1.
     let bin_ns = (span_ns / TIME_BINS as u64 + 1).max(1);
@@ -516,30 +620,47 @@ pub fn aggregate_with_progress(
     let agg = (0..segs.len())
         .into_par_iter()
         .fold(
-            || {
-                (
-                    Aggregate::new(),
-                    EventBatch::default(),
-                    SegmentDecoder::new(),
-                )
-            },
-            |(mut agg, mut batch, mut dec), i| {
-                match r.decode_segment_into(i, &mut batch, &mut dec) {
-                    Ok(()) => {
-                        agg.add_batch(i, &batch, t0_ns, bin_ns);
-                        progress(batch.len() as u64);
+            || (Aggregate::new(), FilterScratch::new()),
+            |(mut agg, mut x), i| {
+                let read = match filter {
+                    Some(f) => x.read(r, i, &f.expr, &devs),
+                    None => Some(r.decode_segment_into(i, &mut x.batch, &mut x.dec)),
+                };
+                match read {
+                    Some(Ok(())) => {
+                        match filter {
+                            Some(_) => {
+                                let rows = x.rows.iter().map(|&k| k as usize);
+                                agg.add_rows(i, &x.batch, rows, t0_ns, bin_ns);
+                                agg.filtered_out += (x.batch.len() - x.rows.len()) as u64;
+                            }
+                            None => agg.add_batch(i, &x.batch, t0_ns, bin_ns),
+                        }
+                        progress(x.batch.len() as u64);
                     }
-                    Err(d) => {
+                    Some(Err(d)) => {
                         agg.damaged_events += segs[i].events as u64;
                         agg.damaged.push(d);
                     }
+                    None => {
+                        agg.filtered_out += segs[i].events as u64;
+                        progress(segs[i].events as u64);
+                    }
                 }
-                (agg, batch, dec)
+                (agg, x)
             },
         )
-        .map(|(a, _, _)| a)
+        .map(|(a, _)| a)
         .reduce(Aggregate::new, Aggregate::merge);
-    finish(name, r, agg, t0_ns, span_ns, bin_ns)
+    let mut rep = finish(name, r, agg, t0_ns, span_ns, bin_ns);
+    if let Some(f) = filter {
+        rep.filter = Some(f.text.clone());
+        // The losses of the kept I/Os' time (a loss record says when, not which I/O).
+        let t1_rel = span_ns as i64;
+        rep.losses.retain(|l| l.1 >= 0 && l.0 <= t1_rel);
+        rep.lost_events = rep.losses.iter().map(|l| l.2).sum();
+    }
+    rep
 }
 
 /// The steps after the pass: names, order and top tables from the trace's tables.
@@ -572,6 +693,7 @@ fn finish(
         top_files,
         file_count,
         damage: damage.iter().map(|d| d.to_string()).collect(),
+        filter: None,
         agg,
     }
 }
@@ -776,6 +898,10 @@ impl TraceReport {
             "file_count": self.file_count,
             "losses": self.losses_json(),
             "trigger": self.trigger_json(),
+            "filter": self.filter.as_ref().map(|f| json!({
+                "expression": f,
+                "left_out": a.filtered_out,
+            })),
         })
     }
 
@@ -1137,13 +1263,14 @@ pub struct ReportSummary {
 pub fn write_report(
     inputs: &[(String, &Reader)],
     out: &Path,
+    filter: Option<&ReportFilter>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ReportSummary, AnalyzeError> {
     // Before the work: a refused or impossible output fails at once.
     let file = iodump_output::OutputFile::create(out)?;
     let reports: Vec<TraceReport> = inputs
         .iter()
-        .map(|(name, r)| aggregate_with_progress(name, r, progress))
+        .map(|(name, r)| aggregate_with_progress(name, r, filter, progress))
         .collect();
     let events: u64 = reports.iter().map(|r| r.agg.events).sum();
     if events == 0 {
