@@ -97,7 +97,7 @@ pub struct AnalyzeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: TableFormat,
-    /// Most rows shown.
+    /// Most rows shown (0: all).
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
     /// Query engine: `one-pass` answers every query but --sql while reading the input once
@@ -414,6 +414,11 @@ fn analyze_query(a: &AnalyzeArgs) -> anyhow::Result<iodump_analyze::Query> {
     use iodump_analyze::query::RankBy;
     use iodump_analyze::{Engine, Question};
     let filter = analyze_filter(a)?;
+    // 0: every row, as diff's and top's --limit 0.
+    let limit = match a.limit {
+        0 => u32::MAX as usize,
+        n => n,
+    };
     // The flags of the questions are exclusive (clap group "query").
     let question = if a.top_files {
         let by = match a.by {
@@ -421,9 +426,9 @@ fn analyze_query(a: &AnalyzeArgs) -> anyhow::Result<iodump_analyze::Query> {
             ByArg::Bytes => RankBy::Bytes,
             ByArg::Latency => RankBy::Latency,
         };
-        Question::TopFiles { by, limit: a.limit }
+        Question::TopFiles { by, limit }
     } else if a.top_procs {
-        Question::TopProcs { limit: a.limit }
+        Question::TopProcs { limit }
     } else if a.timeline {
         Question::Timeline {
             interval_ns: parse_interval(&a.interval)?,
@@ -433,7 +438,7 @@ fn analyze_query(a: &AnalyzeArgs) -> anyhow::Result<iodump_analyze::Query> {
     } else if a.seq_writes {
         Question::SeqWrites {
             min_bytes: parse_min_bytes(&a.min_bytes)?,
-            limit: a.limit,
+            limit,
         }
     } else if let Some(q) = &a.sql {
         Question::Sql(q.clone())

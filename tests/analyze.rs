@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use iodump_format::{Op, Reader};
 
@@ -1447,5 +1448,99 @@ fn a_time_window_keeps_the_ios_within_it() {
     assert!(
         err.lines().count() == 1 && err.contains("is a time"),
         "{err}"
+    );
+}
+
+/// A recording of more parts than the process may open files at once (`ulimit -n 64`, 300
+/// parts): `info`, `analyze` and `export` read it, with the figures of the same I/Os in one
+/// file, holding a bounded number of parts open. A part replaced by another file after it
+/// was opened is read as damage, never as the other file's I/Os.
+#[test]
+fn a_recording_of_more_parts_than_open_files() {
+    let d = common::TempDir::new("analyze-many-parts");
+    let (one, dir) = (d.join("one.iod"), d.join("parts"));
+    let synth = |out: &Path, rotate: Option<&str>| {
+        let mut c = bin();
+        c.args([
+            "synth",
+            "--workload",
+            "oltp",
+            "--seed",
+            "3",
+            "--events",
+            "60000",
+        ])
+        .args(["--segment-events", "64", "-o"])
+        .arg(out);
+        if let Some(r) = rotate {
+            c.args(["--rotate", r]);
+        }
+        ok(&run(&mut c));
+    };
+    synth(&one, None);
+    std::fs::create_dir(&dir).unwrap();
+    synth(&dir.join(""), Some("3k"));
+    let parts = std::fs::read_dir(&dir).unwrap().count();
+    assert!(parts > 300, "{parts} parts");
+    // iodump under a limit of 64 open files.
+    let limited = |args: &[&str], input: &Path| {
+        run(Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -n 64 && exec \"$@\"")
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_iodump"))
+            .args(&args[..1])
+            .arg(input)
+            .args(&args[1..]))
+    };
+    let o = limited(&["info"], &dir);
+    ok(&o);
+    let info = String::from_utf8_lossy(&o.stdout);
+    assert!(info.contains("60,000"), "{info}");
+    for q in [&["--top-files"][..], &["--summary"], &["--latency"]] {
+        let mut args = vec!["analyze"];
+        args.extend_from_slice(q);
+        args.extend(["--format", "json", "--limit", "0"]);
+        let (a, b) = (limited(&args, &one), limited(&args, &dir));
+        ok(&a);
+        ok(&b);
+        let (a, b): (serde_json::Value, serde_json::Value) = (
+            serde_json::from_slice(&a.stdout).unwrap(),
+            serde_json::from_slice(&b.stdout).unwrap(),
+        );
+        common::same_rows(&a, &b, &format!("{q:?}"));
+    }
+    let csv = d.join("all.csv");
+    ok(&limited(
+        &["export", "--format", "csv", "-o", csv.to_str().unwrap()],
+        &dir,
+    ));
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap().lines().count(),
+        60_001
+    );
+
+    // A part replaced after the recording was opened.
+    let traces = iodump_format::recording::open_traces(std::slice::from_ref(&dir)).unwrap();
+    let r = &traces[0].reader;
+    let victim = &traces[0].files[150];
+    let segs_before: usize = traces[0].files[..150]
+        .iter()
+        .map(|f| Reader::open(f).unwrap().segments().len())
+        .sum();
+    let other = d.join("other.iod");
+    std::fs::copy(&traces[0].files[151], &other).unwrap();
+    std::fs::rename(&other, victim).unwrap();
+    let bad: Vec<usize> = r
+        .batches()
+        .filter_map(|(i, b)| b.err().map(|d| (i, d)))
+        .inspect(|(_, d)| assert!(d.to_string().contains("another file"), "{d}"))
+        .map(|(i, _)| i)
+        .collect();
+    let in_victim = Reader::open(victim).unwrap().segments().len();
+    assert_eq!(
+        bad,
+        (segs_before..segs_before + in_victim).collect::<Vec<_>>(),
+        "the replaced part's segments, and only those"
     );
 }

@@ -7,8 +7,9 @@ use std::io::Write;
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
+use iodump_format::segment::{col, Columns};
 use iodump_format::text::{format_event, header_line, LineFormat};
-use iodump_format::{DevT, Op, Reader};
+use iodump_format::{DevT, EventBatch, Op, Reader, SegmentDecoder};
 
 pub use crate::intact::ExportSummary;
 use crate::intact::{each_intact_batch, each_intact_in_start_order};
@@ -112,21 +113,34 @@ fn fio_iolog(
     }
     let mut s = ExportSummary::default();
     let mut devs: Vec<u32> = Vec::new();
+    let mut add_dev = |dev: u32, op: u8| {
+        if action(Op::from_code(op)).is_some() && devs.last() != Some(&dev) && !devs.contains(&dev)
+        {
+            devs.push(dev);
+        }
+    };
     // The second pass finds the same damage again.
-    let mut damaged_first = Vec::new();
-    each_intact_batch(r, &mut damaged_first, filter, |_, b, rows| {
-        for &i in rows {
-            let (dev, op) = (b.dev[i as usize], b.op[i as usize]);
-            if action(Op::from_code(op)).is_some()
-                && devs.last() != Some(&dev)
-                && !devs.contains(&dev)
-            {
-                devs.push(dev);
+    match filter {
+        // Two columns are enough.
+        None => {
+            let (mut b, mut dec) = (EventBatch::default(), SegmentDecoder::new());
+            let want = Columns::of(&[col::DEV, col::OP]);
+            for i in 0..r.segments().len() {
+                if r.decode_segment_projected(i, want, &mut b, &mut dec)
+                    .is_ok()
+                {
+                    b.dev.iter().zip(&b.op).for_each(|(&d, &op)| add_dev(d, op));
+                }
             }
         }
-        Ok(())
-    })
-    .map_err(werr("events"))?;
+        Some(_) => each_intact_batch(r, &mut Vec::new(), filter, |_, b, rows| {
+            for &i in rows {
+                add_dev(b.dev[i as usize], b.op[i as usize]);
+            }
+            Ok(())
+        })
+        .map_err(werr("events"))?,
+    }
     devs.sort_unstable();
     let names: IntMap<u32, String> = devs
         .iter()

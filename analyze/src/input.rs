@@ -180,9 +180,11 @@ impl InputPath {
             InputPath::Trace { files, .. } => {
                 let mut parts = Vec::new();
                 for f in files {
-                    parts.push(Reader::open(f).map_err(|source| AnalyzeError::Open {
-                        path: f.clone(),
-                        source,
+                    parts.push(Reader::open_one_of(f, files.len()).map_err(|source| {
+                        AnalyzeError::Open {
+                            path: f.clone(),
+                            source,
+                        }
                     })?);
                 }
                 Ok(Reader::concat(parts))

@@ -2,9 +2,6 @@
 //! trace, segment by segment, and what an export wrote. A leaf, so that `export` (which
 //! dispatches to `perfetto`) and `perfetto` both use it without importing each other.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use iodump_format::expr::Expr;
 use iodump_format::segment::{col, Columns};
 use iodump_format::{Damage, Event, EventBatch, Reader, SegmentDecoder};
@@ -54,36 +51,17 @@ pub(crate) fn each_intact_batch(
     Ok(())
 }
 
-/// One I/O of [`each_intact_in_start_order`], ordered by start (then arrival).
+/// One I/O of [`each_intact_in_start_order`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Io {
     pub ts: u64,
-    /// Order of arrival, for a stable order among equal timestamps.
-    seq: u64,
     /// The segment it was read from (for the process tables).
     pub segment: u32,
     pub e: Event,
 }
 
-impl PartialEq for Io {
-    fn eq(&self, other: &Io) -> bool {
-        (self.ts, self.seq) == (other.ts, other.seq)
-    }
-}
-impl Eq for Io {}
-impl PartialOrd for Io {
-    fn partial_cmp(&self, other: &Io) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Io {
-    fn cmp(&self, other: &Io) -> std::cmp::Ordering {
-        (self.ts, self.seq).cmp(&(other.ts, other.seq))
-    }
-}
-
 /// As [`each_intact_batch`], one event at a time in start order. Segments are sorted inside
-/// but may overlap, so the events of a segment wait in a heap until no later segment can
+/// but may overlap, so the events of a segment wait until no later segment can
 /// start before them (the footer's time ranges say where each starts; without a footer, each
 /// segment's timestamps are read first). Memory is bounded by that overlap, not by the
 /// trace's length.
@@ -115,34 +93,28 @@ pub(crate) fn each_intact_in_start_order(
         };
         min = min.min(start);
     }
-    let mut heap: BinaryHeap<Reverse<Io>> = BinaryHeap::new();
-    let mut seq = 0u64;
+    // The events read and not yet given, in start order (then arrival).
+    let mut pending: Vec<Io> = Vec::new();
     each_intact_batch(r, damaged, filter, |i, b, rows| {
-        for &row in rows {
+        let sorted = pending.len();
+        pending.extend(rows.iter().map(|&row| {
             let e = b.get(row as usize);
-            let io = Io {
+            Io {
                 ts: e.timestamp_ns,
-                seq,
                 segment: i as u32,
                 e,
-            };
-            seq += 1;
-            heap.push(Reverse(io));
-        }
-        // What may still come before the events left in the heap.
-        let watermark = later_start[i];
-        while let Some(Reverse(io)) = heap.peek() {
-            if io.ts >= watermark {
-                break;
             }
-            let io = *io;
-            heap.pop();
+        }));
+        if sorted > 0 || !pending.is_sorted_by_key(|io| io.ts) {
+            // Stable, and linear on the two sorted runs this usually is.
+            pending.sort_by_key(|io| io.ts);
+        }
+        // What no later segment can start before.
+        let ready = pending.partition_point(|io| io.ts < later_start[i]);
+        for io in pending.drain(..ready) {
             f(&io)?;
         }
         Ok(())
     })?;
-    while let Some(Reverse(io)) = heap.pop() {
-        f(&io)?;
-    }
-    Ok(())
+    pending.iter().try_for_each(f)
 }

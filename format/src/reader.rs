@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
@@ -19,13 +19,136 @@ use crate::segment::{
     col, decode_columns, decode_segment_projected, Columns, DecodeScratch, EventBatch,
 };
 
+/// More trace files than this opened together (a recording's parts) are opened with
+/// [`Reader::open_closed`]: kept open, they could use up the process's descriptors (its
+/// limit is often 1,024). A quarter of the limit when that is less.
+pub const KEPT_OPEN_FILES_MAX: usize = 256;
+
+/// The process's soft limit on open files, when it has one.
+#[cfg(unix)]
+fn open_files_limit() -> Option<usize> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct it is given, which lives on this stack.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY)
+        .then(|| usize::try_from(r.rlim_cur).unwrap_or(usize::MAX))
+}
+
+#[cfg(not(unix))]
+fn open_files_limit() -> Option<usize> {
+    None
+}
+
+/// Files kept open when that many are opened together: [`KEPT_OPEN_FILES_MAX`], or a
+/// quarter of the process's limit when that is less.
+fn kept_open_files() -> usize {
+    open_files_limit().map_or(KEPT_OPEN_FILES_MAX, |l| KEPT_OPEN_FILES_MAX.min(l / 4))
+}
+
 /// Where the bytes come from.
 enum Source {
     File(File),
     Memory(Vec<u8>),
+    /// A file opened again for each read ([`Reader::open_closed`]).
+    Closed(ClosedFile),
     /// The files of one recording end to end ([`Reader::concat`]): each with the offset at
-    /// which it starts. No chunk spans two of them.
-    Parts(Vec<(u64, Source)>),
+    /// which it starts. No chunk spans two of them. Closed files are read through the pool.
+    Parts(Vec<(u64, Source)>, FilePool),
+}
+
+/// A trace file that is not kept open: its path and the identity it had when it was opened,
+/// so that a file replaced since is not read in its place.
+struct ClosedFile {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl ClosedFile {
+    fn of(path: &Path, f: &File) -> io::Result<ClosedFile> {
+        let (dev, ino) = identity(&f.metadata()?);
+        Ok(ClosedFile {
+            path: path.to_path_buf(),
+            dev,
+            ino,
+        })
+    }
+
+    fn open(&self) -> io::Result<File> {
+        let f = File::open(&self.path)?;
+        if identity(&f.metadata()?) != (self.dev, self.ino) {
+            return Err(io::Error::other(format!(
+                "{} is another file than the one opened",
+                self.path.display()
+            )));
+        }
+        Ok(f)
+    }
+}
+
+#[cfg(unix)]
+fn identity(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn identity(_: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
+/// The closed parts of a recording kept open for now: the most recently read (at most 64,
+/// an eighth of the process's limit on open files when that is less), so that reading a
+/// recording of many thousand parts holds a bounded number of descriptors, and a
+/// segment's reads cost no open.
+struct FilePool {
+    kept: usize,
+    open: std::sync::Mutex<Vec<(usize, std::sync::Arc<File>)>>,
+}
+
+impl Default for FilePool {
+    fn default() -> FilePool {
+        FilePool {
+            kept: (kept_open_files() / 4).clamp(1, 64),
+            open: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl FilePool {
+    /// Part `i`'s file, opened if the pool does not hold it (the least recently used
+    /// closed when the pool is full; all of them, and once more, when the process has no
+    /// descriptor left).
+    fn get(&self, i: usize, c: &ClosedFile) -> io::Result<std::sync::Arc<File>> {
+        let lock = || self.open.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let mut open = lock();
+            if let Some(k) = open.iter().position(|(j, _)| *j == i) {
+                let hit = open.remove(k);
+                let f = hit.1.clone();
+                open.push(hit);
+                return Ok(f);
+            }
+        }
+        // Opened without the lock: other threads go on reading meanwhile.
+        let f = match c.open() {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                lock().clear();
+                c.open()?
+            }
+            r => r?,
+        };
+        let f = std::sync::Arc::new(f);
+        let mut open = lock();
+        if open.len() >= self.kept {
+            open.remove(0);
+        }
+        open.push((i, f.clone()));
+        Ok(f)
+    }
 }
 
 impl Source {
@@ -43,16 +166,20 @@ impl Source {
                 }
             }
             Source::File(f) => read_exact_at(f, buf, offset),
-            Source::Parts(parts) => {
-                let (start, part) = Source::part_at(parts, offset)?;
-                part.read_at(offset - start, buf)
+            Source::Closed(c) => read_exact_at(&c.open()?, buf, offset),
+            Source::Parts(parts, pool) => {
+                let (i, start, part) = Source::part_at(parts, offset)?;
+                match part {
+                    Source::Closed(c) => read_exact_at(&*pool.get(i, c)?, buf, offset - start),
+                    _ => part.read_at(offset - start, buf),
+                }
             }
         }
     }
-    fn part_at(parts: &[(u64, Source)], offset: u64) -> io::Result<(u64, &Source)> {
+    fn part_at(parts: &[(u64, Source)], offset: u64) -> io::Result<(usize, u64, &Source)> {
         let i = parts.partition_point(|(start, _)| *start <= offset);
-        match i.checked_sub(1).and_then(|i| parts.get(i)) {
-            Some((start, part)) => Ok((*start, part)),
+        match i.checked_sub(1).and_then(|i| parts.get(i).map(|p| (i, p))) {
+            Some((i, (start, part))) => Ok((i, *start, part)),
             None => Err(io::ErrorKind::UnexpectedEof.into()),
         }
     }
@@ -66,8 +193,9 @@ impl Source {
     /// file systems without `SEEK_DATA`, other systems) that is `offset` itself.
     fn next_data(&self, offset: u64) -> Option<u64> {
         match self {
-            Source::Memory(_) | Source::Parts(_) => Some(offset),
+            Source::Memory(_) | Source::Parts(..) => Some(offset),
             Source::File(f) => seek_data(f, offset),
+            Source::Closed(c) => c.open().map_or(Some(offset), |f| seek_data(&f, offset)),
         }
     }
 }
@@ -321,6 +449,32 @@ impl Reader {
             });
         }
         Reader::from_source(Source::File(f), meta.len())
+    }
+
+    /// As [`Reader::open`], but the file is closed once the tables are read and opened again
+    /// to read segments (and checked to be the same file): for the parts of a recording too
+    /// many to keep open at once. Joined by [`Reader::concat`], the parts most recently
+    /// read stay open (a bounded number).
+    pub fn open_closed(path: impl AsRef<Path>) -> Result<Reader, ReadError> {
+        let path = path.as_ref();
+        let mut r = Reader::open(path)?;
+        if let Source::File(f) = &r.source {
+            let c =
+                ClosedFile::of(path, f).map_err(io_err(format!("reading {}", path.display())))?;
+            r.source = Source::Closed(c);
+        }
+        Ok(r)
+    }
+
+    /// [`Reader::open`] for one of `files` trace files opened together (a recording's
+    /// parts): [`Reader::open_closed`] when they are more than [`KEPT_OPEN_FILES_MAX`] (or a
+    /// quarter of the process's limit on open files).
+    pub fn open_one_of(path: impl AsRef<Path>, files: usize) -> Result<Reader, ReadError> {
+        if files > kept_open_files() {
+            Reader::open_closed(path)
+        } else {
+            Reader::open(path)
+        }
     }
 
     /// Reads a trace held in memory.
@@ -765,7 +919,7 @@ impl Reader {
                 .map(|(_, s)| s)
                 .unwrap_or(Source::Memory(Vec::new()))
         } else {
-            Source::Parts(sources)
+            Source::Parts(sources, FilePool::default())
         };
         r
     }

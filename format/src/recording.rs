@@ -214,11 +214,12 @@ pub fn open_traces(paths: &[PathBuf]) -> Result<Vec<TraceInput>, InputError> {
         }
     }
     let mut opened: Vec<Option<Opened>> = Vec::new();
+    let count = files.len();
     for f in files {
         if opened.iter().flatten().any(|o| o.path == f) {
             continue;
         }
-        let reader = Reader::open(&f).map_err(|source| InputError {
+        let reader = Reader::open_one_of(&f, count).map_err(|source| InputError {
             path: f.clone(),
             source,
         })?;
