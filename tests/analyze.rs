@@ -610,22 +610,7 @@ fn seek_and_runs_on_traces_out_of_time_order() {
     let events: Vec<iodump_format::Event> = r.events().collect();
     let write = |name: &str, order: &[usize]| -> PathBuf {
         let p = d.join(name);
-        let opts = iodump_format::WriterOptions {
-            segment_events: 7000,
-            ..Default::default()
-        };
-        let mut w =
-            iodump_format::Writer::new(std::fs::File::create(&p).unwrap(), r.header(), opts)
-                .unwrap();
-        for dev in r.tables().devices() {
-            w.add_device(dev.clone()).unwrap();
-        }
-        for pr in r.tables().processes() {
-            w.add_process(pr.clone()).unwrap();
-        }
-        for pe in r.tables().paths() {
-            w.add_path(pe.clone()).unwrap();
-        }
+        let mut w = common::writer_like(&r, &p, 7000);
         for &i in order {
             w.push(&events[i]).unwrap();
         }
@@ -1400,8 +1385,9 @@ fn hostile_names_are_shown_escaped() {
 }
 
 /// `time` in a filter keeps the I/Os of a window of UTC time: the same count as a plain
-/// count over the reader, on the trace (whose segments outside the window are skipped) and
-/// on its Parquet dataset; a time without its zone is a one-line usage error.
+/// count over the reader, on the trace (whose segments outside the window are skipped) with
+/// either engine and on its Parquet dataset; a time without its zone is a one-line usage
+/// error.
 #[test]
 fn a_time_window_keeps_the_ios_within_it() {
     let d = common::TempDir::new("analyze-time");
@@ -1431,12 +1417,24 @@ fn a_time_window_keeps_the_ios_within_it() {
             .unwrap_or_else(|| panic!("no events row: {rows:?}"))
     };
     assert_eq!(events(&src, &[]), want);
-    let rows = common::analyze_rows(
-        &[&src],
-        &["--top-files", "--limit", "100000", "--filter", &filter],
-    );
-    let ios: u64 = rows.iter().map(|r| r["ios"].as_u64().unwrap()).sum();
-    assert_eq!(ios, want);
+    // The polars table of the window (its segments outside not decoded either).
+    assert_eq!(events(&src, &["--engine", "polars"]), want);
+    for engine in ["one-pass", "polars"] {
+        let rows = common::analyze_rows(
+            &[&src],
+            &[
+                "--top-files",
+                "--limit",
+                "0",
+                "--filter",
+                &filter,
+                "--engine",
+                engine,
+            ],
+        );
+        let ios: u64 = rows.iter().map(|r| r["ios"].as_u64().unwrap()).sum();
+        assert_eq!(ios, want, "{engine}");
+    }
     let pq = d.join("pq");
     ok(&run(bin().arg("convert").arg(&src).arg("-o").arg(&pq)));
     assert_eq!(events(&pq, &[]), want);

@@ -329,25 +329,7 @@ fn the_fio_iolog_is_in_start_order() {
     // Blocks of 1,000 I/Os in reverse, segments of 2,500: a segment that begins inside a
     // block starts before the one before ends.
     let overlapping = d.join("overlapping.iod");
-    let opts = iodump_format::WriterOptions {
-        segment_events: 2500,
-        ..Default::default()
-    };
-    let mut w = iodump_format::Writer::new(
-        std::fs::File::create(&overlapping).unwrap(),
-        r.header(),
-        opts,
-    )
-    .unwrap();
-    for dev in r.tables().devices() {
-        w.add_device(dev.clone()).unwrap();
-    }
-    for pr in r.tables().processes() {
-        w.add_process(pr.clone()).unwrap();
-    }
-    for pe in r.tables().paths() {
-        w.add_path(pe.clone()).unwrap();
-    }
+    let mut w = common::writer_like(&r, &overlapping, 2500);
     for block in events.chunks(1000) {
         for e in block.iter().rev() {
             w.push(e).unwrap();

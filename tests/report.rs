@@ -306,22 +306,7 @@ fn a_filter_reports_the_ios_it_keeps() {
     let src = d.join("mixed.iod");
     {
         let r = Reader::open(&synthetic).unwrap();
-        let opts = iodump_format::WriterOptions {
-            segment_events: 4096,
-            ..Default::default()
-        };
-        let mut w =
-            iodump_format::Writer::new(std::fs::File::create(&src).unwrap(), r.header(), opts)
-                .unwrap();
-        for dev in r.tables().devices() {
-            w.add_device(dev.clone()).unwrap();
-        }
-        for pr in r.tables().processes() {
-            w.add_process(pr.clone()).unwrap();
-        }
-        for pe in r.tables().paths() {
-            w.add_path(pe.clone()).unwrap();
-        }
+        let mut w = common::writer_like(&r, &src, 4096);
         let events: Vec<Event> = r.events().collect();
         let mut ts: Vec<u64> = events.iter().map(|e| e.timestamp_ns).collect();
         ts.sort_unstable();

@@ -23,7 +23,7 @@
 //! Perfetto's own SDK does. Strings are written as the CSV export writes them: valid UTF-8
 //! kept, a backslash doubled, any other byte `\xNN`.
 //!
-//! Events are processed in start order ([`each_intact_in_start_order`]): memory is bounded
+//! Events are processed in start order (`intact::each_intact_in_start_order`): memory is bounded
 //! by the overlap of segments and the trace's tables, not its length.
 
 use std::cmp::Reverse;

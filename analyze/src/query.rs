@@ -142,7 +142,9 @@ impl Dataset {
             let r = p.open_trace()?;
             let trace = p.name();
             let devs: HashMap<u32, String> = r.tables().device_names();
-            let parts = r.par_map_segments(|i, b| {
+            // Segments a window of time leaves out are not decoded.
+            let keep = |i| filter.is_none_or(|f| !f.leaves_out_segment(&r, i));
+            let parts = r.par_map_segments_where(keep, |i, b| {
                 let c = segment_cols(&r, i, b, filter, &devs);
                 progress(b.len() as u64);
                 c

@@ -1067,8 +1067,23 @@ impl Reader {
         T: Send,
         F: Fn(usize, &EventBatch) -> T + Sync + Send,
     {
+        self.par_map_segments_where(|_| true, f)
+    }
+
+    /// As [`Reader::par_map_segments`], of the segments `keep` keeps only (the others are
+    /// not decoded: e.g. those a window of time leaves out).
+    pub fn par_map_segments_where<T, F>(
+        &self,
+        keep: impl Fn(usize) -> bool + Sync + Send,
+        f: F,
+    ) -> Vec<(usize, Result<T, Damage>)>
+    where
+        T: Send,
+        F: Fn(usize, &EventBatch) -> T + Sync + Send,
+    {
         (0..self.segments.len())
             .into_par_iter()
+            .filter(|&i| keep(i))
             .map_init(
                 || (EventBatch::default(), SegmentDecoder::new()),
                 |(batch, dec), i| {

@@ -22,6 +22,32 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iodump"))
 }
 
+/// A writer of a new trace at `out` with `r`'s header and tables (devices, processes,
+/// paths) and segments of `segment_events`: for tests that write `r`'s events again, in
+/// another order or with records added.
+pub fn writer_like(
+    r: &iodump_format::Reader,
+    out: &Path,
+    segment_events: usize,
+) -> iodump_format::Writer<std::fs::File> {
+    let opts = iodump_format::WriterOptions {
+        segment_events,
+        ..Default::default()
+    };
+    let mut w =
+        iodump_format::Writer::new(std::fs::File::create(out).unwrap(), r.header(), opts).unwrap();
+    for dev in r.tables().devices() {
+        w.add_device(dev.clone()).unwrap();
+    }
+    for pr in r.tables().processes() {
+        w.add_process(pr.clone()).unwrap();
+    }
+    for pe in r.tables().paths() {
+        w.add_path(pe.clone()).unwrap();
+    }
+    w
+}
+
 /// A trace of `fixtures/` (fixtures/README.md says how each was made).
 pub fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
