@@ -1179,6 +1179,26 @@ impl Expr {
         (lo, hi)
     }
 
+    /// True when the expression is a window of time and nothing else: a `&&` of `time`
+    /// comparisons (`>=`, `>`, `<=`, `<`, `==`), which keeps every I/O of its window.
+    pub fn is_time_window_only(&self) -> bool {
+        let terms: &[Expr] = match self {
+            Expr::And(xs) => xs,
+            x => std::slice::from_ref(x),
+        };
+        !terms.is_empty()
+            && terms.iter().all(|x| {
+                matches!(
+                    x,
+                    Expr::Cmp(
+                        Field::Time,
+                        CmpOp::Ge | CmpOp::Gt | CmpOp::Le | CmpOp::Lt | CmpOp::Eq,
+                        Value::Time(_)
+                    )
+                )
+            })
+    }
+
     /// True when no I/O of segment `segment` of `r` can be kept: the footer places the
     /// segment's time range outside the expression's [`Expr::utc_window`], so a reader need
     /// not decode it. False whenever that is not known.
