@@ -1541,4 +1541,15 @@ fn a_recording_of_more_parts_than_open_files() {
         (segs_before..segs_before + in_victim).collect::<Vec<_>>(),
         "the replaced part's segments, and only those"
     );
+    // A part deleted (a live recording's retention): its segments are damage that says so.
+    std::fs::remove_file(victim).unwrap();
+    for (i, b) in r.batches() {
+        match b {
+            Err(d) => assert!(
+                d.to_string().contains("was deleted since it was opened"),
+                "{d}"
+            ),
+            Ok(_) => assert!(!bad.contains(&i), "segment {i}"),
+        }
+    }
 }

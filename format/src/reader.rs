@@ -78,7 +78,16 @@ impl ClosedFile {
     }
 
     fn open(&self) -> io::Result<File> {
-        let f = File::open(&self.path)?;
+        let f = File::open(&self.path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => io::Error::new(
+                e.kind(),
+                format!(
+                    "{} was deleted since it was opened (a live recording's retention?)",
+                    self.path.display()
+                ),
+            ),
+            _ => e,
+        })?;
         if identity(&f.metadata()?) != (self.dev, self.ino) {
             return Err(io::Error::other(format!(
                 "{} is another file than the one opened",
