@@ -168,7 +168,8 @@ impl InputPath {
         }
     }
 
-    /// Opens the trace (its parts as one).
+    /// Opens the trace (its parts as one). Its first parts may have gone since it was listed
+    /// (a live recording's retention deletes the oldest): the rest is the recording.
     pub fn open_trace(&self) -> Result<Reader, AnalyzeError> {
         match self {
             InputPath::Trace { files, .. } if files.len() == 1 => {
@@ -179,13 +180,19 @@ impl InputPath {
             }
             InputPath::Trace { files, .. } => {
                 let mut parts = Vec::new();
-                for f in files {
-                    parts.push(Reader::open_one_of(f, files.len()).map_err(|source| {
-                        AnalyzeError::Open {
-                            path: f.clone(),
-                            source,
+                for (i, f) in files.iter().enumerate() {
+                    match Reader::open_one_of(f, files.len()) {
+                        Ok(r) => parts.push(r),
+                        // The first parts, deleted by a live recording's retention since
+                        // the directory was listed: the recording as it is now.
+                        Err(e) if parts.is_empty() && i + 1 < files.len() && e.is_not_found() => {}
+                        Err(source) => {
+                            return Err(AnalyzeError::Open {
+                                path: f.clone(),
+                                source,
+                            })
                         }
-                    })?);
+                    }
                 }
                 Ok(Reader::concat(parts))
             }
@@ -225,4 +232,49 @@ fn name_of(p: &Path) -> String {
         || p.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first parts of a recording, deleted since it was listed (a live recording's
+    /// retention deletes the oldest), are left out; any other part missing is an error.
+    #[test]
+    fn first_parts_gone_leave_the_rest_of_the_recording() {
+        use iodump_format::{EndInfo, Event, Header, Writer, WriterOptions};
+        let dir = std::env::temp_dir().join(format!("iodump-first-gone-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let part = |name: &str| {
+            let p = dir.join(name);
+            let f = std::fs::File::create(&p).unwrap();
+            let mut w = Writer::new(f, &Header::default(), WriterOptions::default()).unwrap();
+            for i in 0..10 {
+                w.push(&Event {
+                    timestamp_ns: i,
+                    ..Event::default()
+                })
+                .unwrap();
+            }
+            w.finish(EndInfo::default()).unwrap();
+            p
+        };
+        let (a, b, gone) = (part("a.iod"), part("b.iod"), dir.join("gone.iod"));
+        let trace = |files: &[&PathBuf]| InputPath::Trace {
+            name: "a.iod".into(),
+            files: files.iter().map(|f| (*f).clone()).collect(),
+        };
+        let r = trace(&[&gone, &gone, &a, &b]).open_trace().unwrap();
+        assert_eq!(r.events().count(), 20);
+        for files in [&[&a, &gone, &b][..], &[&a, &b, &gone], &[&gone, &gone]] {
+            match trace(files).open_trace() {
+                Err(AnalyzeError::Open { path, source }) => {
+                    assert_eq!(path, gone);
+                    assert!(source.is_not_found());
+                }
+                other => panic!("{files:?}: {:?}", other.map(|r| r.events().count())),
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

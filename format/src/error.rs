@@ -217,6 +217,13 @@ pub enum ReadError {
     Damaged(Damage),
 }
 
+impl ReadError {
+    /// True when the file was not there to open (deleted since it was listed).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ReadError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+}
+
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

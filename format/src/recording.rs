@@ -204,25 +204,36 @@ pub fn trace_files_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
 /// ([`trace_files_in`]). Files of one recording in parts (the same recording id) become one
 /// trace, their parts in order, wherever they were named; every other file is a trace of
 /// its own. Traces come in the order their first file was named.
+///
+/// A file a directory listed that is gone when it is opened (a live recording's retention
+/// deleted it meanwhile) is left out, as if it had been deleted before the listing; a file
+/// named that is not there is an error.
 pub fn open_traces(paths: &[PathBuf]) -> Result<Vec<TraceInput>, InputError> {
+    // (file, whether a directory listed it)
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            files.extend(trace_files_in(p)?);
+            files.extend(trace_files_in(p)?.into_iter().map(|f| (f, true)));
         } else {
-            files.push(p.clone());
+            files.push((p.clone(), false));
         }
     }
+    open_files(files)
+}
+
+/// [`open_traces`] of the files named or listed: (file, whether a directory listed it).
+fn open_files(files: Vec<(PathBuf, bool)>) -> Result<Vec<TraceInput>, InputError> {
     let mut opened: Vec<Option<Opened>> = Vec::new();
     let count = files.len();
-    for f in files {
+    for (f, listed) in files {
         if opened.iter().flatten().any(|o| o.path == f) {
             continue;
         }
-        let reader = Reader::open_one_of(&f, count).map_err(|source| InputError {
-            path: f.clone(),
-            source,
-        })?;
+        let reader = match Reader::open_one_of(&f, count) {
+            Ok(r) => r,
+            Err(e) if listed && e.is_not_found() => continue,
+            Err(source) => return Err(InputError { path: f, source }),
+        };
         opened.push(Some(Opened {
             part: part_of(reader.header()),
             path: f,
@@ -309,4 +320,36 @@ fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| p.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listed file gone when opened (deleted by retention since the listing) is left out;
+    /// a file named that is not there is an error.
+    #[test]
+    fn listed_files_gone_are_left_out() {
+        let dir = std::env::temp_dir().join(format!("iodump-gone-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, gone) = (dir.join("a.iod"), dir.join("b.iod"), dir.join("gone.iod"));
+        for f in [&a, &b] {
+            let w = crate::Writer::new(
+                std::fs::File::create(f).unwrap(),
+                &crate::Header::default(),
+                crate::WriterOptions::default(),
+            )
+            .unwrap();
+            w.finish(crate::EndInfo::default()).unwrap();
+        }
+        let traces = open_files(vec![(gone.clone(), true), (a.clone(), true), (b, true)]).unwrap();
+        assert_eq!(traces.len(), 2);
+        assert_eq!(traces[0].files, std::slice::from_ref(&a));
+        let Err(e) = open_files(vec![(gone.clone(), false), (a, true)]) else {
+            panic!("a file named and not there opened");
+        };
+        assert_eq!(e.path, gone);
+        assert!(e.source.is_not_found());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
