@@ -239,6 +239,9 @@ pub struct Program {
     pub batching: bool,
     /// `on_names_changed` on the rename and unlink syscall tracepoints, when attached.
     names: Option<crate::names::NamesHooks>,
+    /// The program follows I/O through stacked devices (there was one when it was loaded),
+    /// so stacked devices made while recording can be added ([`Program::add_stacked`]).
+    follows_stacks: bool,
 }
 
 /// The link of an attached program, to detach it.
@@ -512,8 +515,8 @@ impl Program {
         let mut off = plan.off.clone();
         let ksyms = kernel_symbols(&kbtf, &mut off);
         field_checks(&kbtf, &mut off);
-        // The stacked devices there are now (a device-mapper or md device made while
-        // recording is not among them: its lower I/O keeps the submitter it has there).
+        // The stacked devices there are now; one made while recording is added when its
+        // first I/O is seen (Program::add_stacked), if there was one now.
         let stacked: Vec<DevT> = crate::devices::list()
             .map(|all| crate::devices::stacked(&all))
             .unwrap_or_default();
@@ -556,7 +559,25 @@ impl Program {
             attached,
             batching,
             names,
+            follows_stacks: !stacked.is_empty(),
         })
+    }
+
+    /// Adds stacked devices made while recording to the kernel side's `stack_devs`, so
+    /// that the I/O they send below carries their upper I/O's file and process from now
+    /// on. False when the program does not follow stacked devices (none existed when it
+    /// was loaded: the verifier removed that work) or the map is full (256 devices).
+    pub fn add_stacked(&mut self, devs: &[DevT]) -> bool {
+        if !self.follows_stacks {
+            return false;
+        }
+        let Some(m) = self.ebpf.map_mut("stack_devs") else {
+            return false;
+        };
+        let Ok(mut h) = BpfHashMap::<_, u32, u8>::try_from(m) else {
+            return false;
+        };
+        devs.iter().all(|d| h.insert(d.0, 1, 0).is_ok())
     }
 
     /// Current value of every counter, per CPU: `out[counter][cpu]`.

@@ -56,6 +56,8 @@ pub struct Converter {
     last_dev: Option<u32>,
     /// Devices looked for in sysfs and not found there (gone already): not looked for again.
     missing_devs: Vec<u32>,
+    /// Stacked devices (device-mapper, md) met since the last [`Converter::take_new_stacked`].
+    new_stacked: Vec<Device>,
     next_path_id: u32,
     /// Path id → the sweep round of the last I/O that referred to it (files only; 0: not a
     /// file's, or forgotten).
@@ -125,6 +127,7 @@ impl Converter {
             args: IntMap::default(),
             last_dev: None,
             missing_devs: Vec::new(),
+            new_stacked: Vec::new(),
             next_path_id: 1,
             path_round: IdTable::default(),
             round: 1,
@@ -388,6 +391,12 @@ impl Converter {
         id
     }
 
+    /// The stacked devices (device-mapper, md) that appeared while recording, met since the
+    /// last call: the kernel side is to follow their I/O below them too.
+    pub fn take_new_stacked(&mut self) -> Vec<Device> {
+        std::mem::take(&mut self.new_stacked)
+    }
+
     /// A device this converter has not seen: read sysfs again (once per device number).
     fn learn_device(&mut self, dev: u32, out: &mut NewEntries) {
         if self.missing_devs.contains(&dev) {
@@ -398,6 +407,9 @@ impl Converter {
             .and_then(|all| all.into_iter().find(|d| d.dev.0 == dev));
         match found {
             Some(d) => {
+                if d.bio_based && !d.stacked_on.is_empty() {
+                    self.new_stacked.push(d.clone());
+                }
                 self.devices.insert(dev, d.clone());
                 out.device = Some(d);
             }

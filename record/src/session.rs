@@ -628,6 +628,7 @@ impl<'c, 'l> Session<'c, 'l> {
                 self.sweep();
             }
             self.unsend_some();
+            self.follow_new_stacks();
             if !stopping
                 && self
                     .sinks
@@ -656,6 +657,34 @@ impl<'c, 'l> Session<'c, 'l> {
         self.to_unsend.extend(s.unsend);
         if !(s.paths.is_empty() && s.threads.is_empty()) {
             self.sinks.forget(&s.paths, &s.threads);
+        }
+    }
+
+    /// Stacked devices made while recording (an LVM snapshot, a dm-crypt volume opened, an
+    /// md array assembled): the kernel side follows their I/O below them from now on, or, if
+    /// it cannot, a warning says so once per device.
+    fn follow_new_stacks(&mut self) {
+        let new = self.ingest.conv.take_new_stacked();
+        if new.is_empty() {
+            return;
+        }
+        let devs: Vec<iodump_format::DevT> = new.iter().map(|d| d.dev).collect();
+        if self.prog.add_stacked(&devs) {
+            return;
+        }
+        for d in &new {
+            eprintln!(
+                "iodump: warning: {} ({}) appeared while recording, stacked on {}: the I/O it \
+                 sends below is not attributed to its files and processes (no stacked device \
+                 existed when recording began; restart iodump to follow it)",
+                d.name,
+                d.label,
+                d.stacked_on
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
     }
 

@@ -626,6 +626,20 @@ stack_suite() {
     fail setup.dm-striped "$(tail -1 "$run/dm.err")"
   fi
   pass setup.stack "$(awk '$7 == 1 {printf "%s=%s on %s; ", $2, $1, $4}' "$run/devs")"
+  # A stacked device made while recording (LVM making a volume or a snapshot, a dm-crypt
+  # volume opened after boot): dm-linear over another zram device, made, formatted and
+  # mounted by the recorded command; followed from its first I/O on, it is checked as the
+  # others (its line in devs written once its kernel name is known).
+  local zl late="" latem=$run/mnt-iodlate
+  if zram_dev; then
+    zl=$ZR
+    late="dmsetup create iodlate --table '0 $STACK_SECTORS linear /dev/$zl 0' || exit 1;
+      dmsetup mknodes 2>/dev/null; dm=;
+      for x in /sys/block/dm-*; do [ \"\$(cat \$x/dm/name)\" = iodlate ] && dm=\${x##*/}; done;
+      [ -n \"\$dm\" ] && mkfs.ext4 -q -F /dev/mapper/iodlate && mkdir -p $latem &&
+      mount /dev/mapper/iodlate $latem && sync -f $latem &&
+      echo \"iodlate \$dm $latem $zl 0 $STACK_SECTORS 1\" >> $run/devs || exit 1;"
+  fi
   local t
   t=$(date +%s.%N)
   # Each file system's writeback is flushed (syncfs: the flusher writes wb.dat out for dd)
@@ -633,7 +647,7 @@ stack_suite() {
   # (likely its tracing programs being preempted), six stacks' flushers and dm/md workers
   # at once on two slow emulated CPUs made the kernel skip both start programs for whole
   # bursts of bios (counted as lost, `nested`; README, Limits).
-  "$BIN" record -o "$run/stack.iod" --stats -- sh -c "for d in $(awk '$7 == 1 {printf "%s ", $3}' "$run/devs"); do
+  "$BIN" record -o "$run/stack.iod" --stats -- sh -c "$late for d in $(awk '$7 == 1 {printf "%s ", $3}' "$run/devs") ${late:+$latem}; do
       dd if=/dev/zero of=\$d/direct.dat bs=64k count=64 oflag=direct status=none &&
       dd if=/dev/zero of=\$d/fsync.dat bs=64k count=64 conv=fsync status=none &&
       dd if=\$d/direct.dat of=/dev/null bs=64k iflag=direct status=none &&
@@ -655,8 +669,8 @@ stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
 }
 stack_cleanup() {
   local n
-  for n in iodlin iodcry iodr1 iodr0 iodlom iodstr; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
-  for n in iodlin iodcry iodlom iodstr; do dmsetup remove $n 2>/dev/null; done
+  for n in iodlin iodcry iodr1 iodr0 iodlom iodstr iodlate; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
+  for n in iodlin iodcry iodlom iodstr iodlate; do dmsetup remove $n 2>/dev/null; done
   for n in iodr1 iodr0 iodlm; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
 }
 
