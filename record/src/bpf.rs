@@ -565,19 +565,19 @@ impl Program {
 
     /// Adds stacked devices made while recording to the kernel side's `stack_devs`, so
     /// that the I/O they send below carries their upper I/O's file and process from now
-    /// on. False when the program does not follow stacked devices (none existed when it
-    /// was loaded: the verifier removed that work) or the map is full (256 devices).
-    pub fn add_stacked(&mut self, devs: &[DevT]) -> bool {
+    /// on. Refused, with the reason, when the program does not follow stacked devices
+    /// (none existed when it was loaded: the verifier removed that work) or the map is full.
+    pub fn add_stacked(&mut self, devs: &[DevT]) -> Result<(), &'static str> {
+        const NOT_FOLLOWED: &str = "no stacked device existed when recording began; restart \
+                                    iodump to follow it";
         if !self.follows_stacks {
-            return false;
+            return Err(NOT_FOLLOWED);
         }
-        let Some(m) = self.ebpf.map_mut("stack_devs") else {
-            return false;
-        };
-        let Ok(mut h) = BpfHashMap::<_, u32, u8>::try_from(m) else {
-            return false;
-        };
-        devs.iter().all(|d| h.insert(d.0, 1, 0).is_ok())
+        let full = "the kernel side's table of stacked devices is full (256)";
+        let m = self.ebpf.map_mut("stack_devs").ok_or(NOT_FOLLOWED)?;
+        let mut h = BpfHashMap::<_, u32, u8>::try_from(m).map_err(|_| NOT_FOLLOWED)?;
+        devs.iter()
+            .try_for_each(|d| h.insert(d.0, 1, 0).map_err(|_| full))
     }
 
     /// Current value of every counter, per CPU: `out[counter][cpu]`.

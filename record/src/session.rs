@@ -669,14 +669,13 @@ impl<'c, 'l> Session<'c, 'l> {
             return;
         }
         let devs: Vec<iodump_format::DevT> = new.iter().map(|d| d.dev).collect();
-        if self.prog.add_stacked(&devs) {
+        let Err(why) = self.prog.add_stacked(&devs) else {
             return;
-        }
+        };
         for d in &new {
             eprintln!(
                 "iodump: warning: {} ({}) appeared while recording, stacked on {}: the I/O it \
-                 sends below is not attributed to its files and processes (no stacked device \
-                 existed when recording began; restart iodump to follow it)",
+                 sends below is not attributed to its files and processes ({why})",
                 d.name,
                 d.label,
                 d.stacked_on
