@@ -128,6 +128,11 @@ pub struct ConvertArgs {
     /// both (`host,date`): DIR/io/host=H/date=D/part-0.parquet, DIR/files/host=H/…
     #[arg(long, value_name = "KEYS", value_delimiter = ',')]
     pub partition_by: Vec<String>,
+    /// Only the I/Os this keeps in the io table (the -f language), e.g. a window of time of
+    /// a day of parts; the segments a window leaves out are not read. The processes, files,
+    /// devices and losses tables stay whole.
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -362,10 +367,25 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
             reader: r,
         })
         .collect();
+    let filter = a
+        .filter
+        .as_deref()
+        .map(|f| crate::args::parse_filter("--filter", f))
+        .transpose()?;
     let total: u64 = readers.iter().map(|(_, r)| r.announced_events()).sum();
     let s = with_progress(total, "converting", |tick| {
-        iodump_analyze::to_parquet::convert_with_progress(&inputs, &a.output, part, tick)
+        iodump_analyze::to_parquet::convert_with_progress(
+            &inputs,
+            &a.output,
+            part,
+            filter.as_ref(),
+            tick,
+        )
     })?;
+    if s.events == 0 && s.damaged.is_empty() {
+        let of: Vec<String> = a.files.iter().map(|f| f.display().to_string()).collect();
+        warn_no_io(filter.is_some(), &of.join(", "));
+    }
     if let Some(d) = s.damaged.first() {
         if s.events == 0 {
             anyhow::bail!("nothing could be read (first damage: {d})");

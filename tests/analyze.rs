@@ -1386,8 +1386,8 @@ fn hostile_names_are_shown_escaped() {
 
 /// `time` in a filter keeps the I/Os of a window of UTC time: the same count as a plain
 /// count over the reader, on the trace (whose segments outside the window are skipped) with
-/// either engine and on its Parquet dataset; a time without its zone is a one-line usage
-/// error.
+/// either engine, on its Parquet dataset, and as the whole of a dataset `convert --filter`
+/// wrote; a time without its zone is a one-line usage error.
 #[test]
 fn a_time_window_keeps_the_ios_within_it() {
     let d = common::TempDir::new("analyze-time");
@@ -1438,6 +1438,26 @@ fn a_time_window_keeps_the_ios_within_it() {
     let pq = d.join("pq");
     ok(&run(bin().arg("convert").arg(&src).arg("-o").arg(&pq)));
     assert_eq!(events(&pq, &[]), want);
+    // convert --filter: the io table holds the window's I/Os only.
+    let pq_window = d.join("pq-window");
+    ok(&run(bin()
+        .arg("convert")
+        .arg(&src)
+        .args(["--filter", &filter, "-o"])
+        .arg(&pq_window)));
+    let rows = common::analyze_rows(&[&pq_window], &["--summary"]);
+    let all = rows
+        .iter()
+        .find(|row| row["metric"] == "events")
+        .and_then(|row| {
+            row["value"]
+                .to_string()
+                .trim_matches('"')
+                .parse::<u64>()
+                .ok()
+        });
+    assert_eq!(all, Some(want), "{rows:?}");
+    assert_eq!(events(&pq_window, &[]), want);
     let out = run(bin()
         .args(["analyze", "--filter", "time > 2025-12-04T03:12:00"])
         .arg(&src));

@@ -18,7 +18,8 @@ use arrow_array::builder::{
 };
 use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use iodump_format::{Damage, DevT, EventBatch, Flags, Op, Reader, Syscall};
+use iodump_format::expr::Expr;
+use iodump_format::{Damage, DevT, EventBatch, Flags, Op, Reader, SegmentDecoder, Syscall};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -33,6 +34,8 @@ use crate::AnalyzeError;
 pub struct ConvertSummary {
     /// Rows of the `io` table.
     pub events: u64,
+    /// Intact events a filter left out (`convert --filter`).
+    pub filtered_out: u64,
     /// Files written.
     pub files: Vec<PathBuf>,
     /// Damaged segments skipped.
@@ -359,14 +362,17 @@ pub fn convert(
     dir: &Path,
     part: Partitioning,
 ) -> Result<ConvertSummary, AnalyzeError> {
-    convert_with_progress(inputs, dir, part, &|_| {})
+    convert_with_progress(inputs, dir, part, None, &|_| {})
 }
 
-/// As [`convert`], calling `progress(events)` after each segment.
+/// As [`convert`], of the I/Os `filter` keeps (all without one: the segments its window of
+/// time leaves out are not decoded; the small tables stay whole), calling
+/// `progress(events)` after each segment.
 pub fn convert_with_progress(
     inputs: &[Input<'_>],
     dir: &Path,
     part: Partitioning,
+    filter: Option<&Expr>,
     progress: &dyn Fn(u64),
 ) -> Result<ConvertSummary, AnalyzeError> {
     // The directory: never through a link, never another user's.
@@ -375,6 +381,7 @@ pub fn convert_with_progress(
     let mut c = Conversion {
         dir,
         part,
+        filter,
         summary: ConvertSummary::default(),
         pending: Vec::new(),
         writers: BTreeMap::new(),
@@ -400,6 +407,7 @@ pub fn convert_with_progress(
 struct Conversion<'a> {
     dir: &'a Path,
     part: Partitioning,
+    filter: Option<&'a Expr>,
     summary: ConvertSummary,
     /// The new files, renamed over the old ones only once every table is complete.
     pending: Vec<OutputFile>,
@@ -412,21 +420,39 @@ impl Conversion<'_> {
     fn io_table(&mut self, input: &Input<'_>, progress: &dyn Fn(u64)) -> Result<(), AnalyzeError> {
         let r = input.reader;
         let dev_names: HashMap<u32, String> = r.tables().device_names();
-        let mut result = Ok(());
-        r.for_each_segment(|i, b| {
-            if result.is_err() {
-                return;
+        let (mut b, mut dec) = (EventBatch::default(), SegmentDecoder::new());
+        let mut kept = EventBatch::default();
+        for i in 0..r.segments().len() {
+            let n = u64::from(r.segments()[i].events);
+            if self.filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
+                self.summary.filtered_out += n;
+                progress(n);
+                continue;
             }
-            match b {
-                Ok(b) => {
-                    result = self.io_segment(input, i, b, &dev_names);
-                    self.summary.events += b.len() as u64;
-                    progress(b.len() as u64);
+            if let Err(d) = r.decode_segment_into(i, &mut b, &mut dec) {
+                self.summary.damaged.push(d);
+                continue;
+            }
+            let rows = match self.filter {
+                Some(f) => {
+                    kept.clear();
+                    for k in 0..b.len() {
+                        let e = b.get(k);
+                        if f.eval_in(r, i, &e, &dev_names) {
+                            kept.push(&e);
+                        }
+                    }
+                    self.summary.filtered_out += (b.len() - kept.len()) as u64;
+                    &kept
                 }
-                Err(d) => self.summary.damaged.push(d),
+                None => &b,
+            };
+            if !rows.is_empty() {
+                self.io_segment(input, i, rows, &dev_names)?;
             }
-        });
-        result?;
+            self.summary.events += rows.len() as u64;
+            progress(b.len() as u64);
+        }
         self.summary.damaged.extend(r.damage().iter().cloned());
         Ok(())
     }
