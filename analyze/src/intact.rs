@@ -2,6 +2,8 @@
 //! trace, segment by segment, and what an export wrote. A leaf, so that `export` (which
 //! dispatches to `perfetto`) and `perfetto` both use it without importing each other.
 
+use std::collections::HashMap;
+
 use iodump_format::expr::Expr;
 use iodump_format::segment::{col, Columns};
 use iodump_format::{Damage, Event, EventBatch, Reader, SegmentDecoder};
@@ -17,6 +19,57 @@ pub struct ExportSummary {
     pub damaged: Vec<Damage>,
 }
 
+/// A segment read for a filter: its events and the rows the filter keeps; one per thread,
+/// its buffers reused.
+pub(crate) struct SegmentRows {
+    pub batch: EventBatch,
+    dec: SegmentDecoder,
+    /// The rows of `batch` the filter keeps (all of them without one).
+    pub rows: Vec<u32>,
+}
+
+impl SegmentRows {
+    pub fn new() -> SegmentRows {
+        SegmentRows {
+            batch: EventBatch::default(),
+            dec: SegmentDecoder::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Decodes segment `i` of `r`, listing no rows (for a reader that takes them all).
+    pub fn decode(&mut self, r: &Reader, i: usize) -> Result<(), Damage> {
+        self.rows.clear();
+        r.decode_segment_into(i, &mut self.batch, &mut self.dec)
+    }
+
+    /// Decodes segment `i` of `r` and lists the rows `filter` keeps (`devs`: the trace's
+    /// device names, for a filter naming devices). `None`: the filter's window of time
+    /// leaves the segment out ([`Expr::leaves_out_segment`]), which is not decoded;
+    /// `Some(Err)`: it is damaged.
+    pub fn read(
+        &mut self,
+        r: &Reader,
+        i: usize,
+        filter: Option<&Expr>,
+        devs: &HashMap<u32, String>,
+    ) -> Option<Result<(), Damage>> {
+        self.rows.clear();
+        if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
+            return None;
+        }
+        if let Err(d) = r.decode_segment_into(i, &mut self.batch, &mut self.dec) {
+            return Some(Err(d));
+        }
+        let b = &self.batch;
+        self.rows.extend(
+            (0..b.len() as u32)
+                .filter(|&k| filter.is_none_or(|f| f.eval_in(r, i, &b.get(k as usize), devs))),
+        );
+        Some(Ok(()))
+    }
+}
+
 /// Calls `f` with each intact segment's events in file order and the rows of it `filter`
 /// keeps (all of them without one; damaged segments are added to `damaged`), until `f`
 /// fails. A segment the filter's time window leaves out ([`Expr::leaves_out_segment`]) is
@@ -30,23 +83,13 @@ pub(crate) fn each_intact_batch(
     let devs = filter
         .map(|_| r.tables().device_names())
         .unwrap_or_default();
-    let mut batch = EventBatch::default();
-    let mut dec = SegmentDecoder::new();
-    let mut rows = Vec::new();
+    let mut x = SegmentRows::new();
     for i in 0..r.segments().len() {
-        if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
-            continue;
+        match x.read(r, i, filter, &devs) {
+            Some(Ok(())) => f(i, &x.batch, &x.rows)?,
+            Some(Err(d)) => damaged.push(d),
+            None => {}
         }
-        if let Err(d) = r.decode_segment_into(i, &mut batch, &mut dec) {
-            damaged.push(d);
-            continue;
-        }
-        rows.clear();
-        rows.extend(
-            (0..batch.len() as u32)
-                .filter(|&k| filter.is_none_or(|f| f.eval_in(r, i, &batch.get(k as usize), &devs))),
-        );
-        f(i, &batch, &rows)?;
     }
     Ok(())
 }

@@ -14,10 +14,11 @@ use std::path::Path;
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
-use iodump_format::{Damage, EventBatch, Op, PathKind, Reader, SegmentDecoder};
+use iodump_format::{Damage, EventBatch, Op, PathKind, Reader};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
+use crate::intact::SegmentRows;
 use crate::AnalyzeError;
 
 /// Time bins of the IOPS and throughput series.
@@ -524,54 +525,15 @@ fn time_range(r: &Reader) -> Option<(u64, u64)> {
         .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
 }
 
-/// What one worker of a filtered pass reads a segment into.
-struct FilterScratch {
-    batch: EventBatch,
-    dec: SegmentDecoder,
-    rows: Vec<u32>,
-}
-
-impl FilterScratch {
-    fn new() -> FilterScratch {
-        FilterScratch {
-            batch: EventBatch::default(),
-            dec: SegmentDecoder::new(),
-            rows: Vec::new(),
-        }
-    }
-
-    /// Decodes segment `i` and keeps the rows `f` keeps in `self.rows`; `None`: the
-    /// segment's window leaves it out, `Some(Err)`: it is damaged.
-    fn read(
-        &mut self,
-        r: &Reader,
-        i: usize,
-        f: &Expr,
-        devs: &HashMap<u32, String>,
-    ) -> Option<Result<(), Damage>> {
-        self.rows.clear();
-        if f.leaves_out_segment(r, i) {
-            return None;
-        }
-        if let Err(d) = r.decode_segment_into(i, &mut self.batch, &mut self.dec) {
-            return Some(Err(d));
-        }
-        let b = &self.batch;
-        self.rows
-            .extend((0..b.len() as u32).filter(|&k| f.eval_in(r, i, &b.get(k as usize), devs)));
-        Some(Ok(()))
-    }
-}
-
 /// Smallest and largest timestamps of the I/Os `f` keeps (a parallel pass; segments its
 /// window leaves out are not decoded).
 fn kept_time_range(r: &Reader, f: &Expr, devs: &HashMap<u32, String>) -> Option<(u64, u64)> {
     (0..r.segments().len())
         .into_par_iter()
         .fold(
-            || (FilterScratch::new(), None::<(u64, u64)>),
+            || (SegmentRows::new(), None::<(u64, u64)>),
             |(mut x, mut range), i| {
-                if let Some(Ok(())) = x.read(r, i, f, devs) {
+                if let Some(Ok(())) = x.read(r, i, Some(f), devs) {
                     for &k in &x.rows {
                         let t = x.batch.timestamp_ns[k as usize];
                         range = Some(range.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));
@@ -620,11 +582,11 @@ pub fn aggregate_with_progress(
     let agg = (0..segs.len())
         .into_par_iter()
         .fold(
-            || (Aggregate::new(), FilterScratch::new()),
+            || (Aggregate::new(), SegmentRows::new()),
             |(mut agg, mut x), i| {
                 let read = match filter {
-                    Some(f) => x.read(r, i, &f.expr, &devs),
-                    None => Some(r.decode_segment_into(i, &mut x.batch, &mut x.dec)),
+                    Some(f) => x.read(r, i, Some(&f.expr), &devs),
+                    None => Some(x.decode(r, i)),
                 };
                 match read {
                     Some(Ok(())) => {

@@ -19,7 +19,7 @@ use arrow_array::builder::{
 use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use iodump_format::expr::Expr;
-use iodump_format::{Damage, DevT, EventBatch, Flags, Op, Reader, SegmentDecoder, Syscall};
+use iodump_format::{Damage, DevT, EventBatch, Flags, Op, Reader, Syscall};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -27,6 +27,7 @@ use parquet::file::properties::WriterProperties;
 
 use iodump_output::OutputFile;
 
+use crate::intact::SegmentRows;
 use crate::AnalyzeError;
 
 /// What a conversion wrote.
@@ -420,32 +421,32 @@ impl Conversion<'_> {
     fn io_table(&mut self, input: &Input<'_>, progress: &dyn Fn(u64)) -> Result<(), AnalyzeError> {
         let r = input.reader;
         let dev_names: HashMap<u32, String> = r.tables().device_names();
-        let (mut b, mut dec) = (EventBatch::default(), SegmentDecoder::new());
+        let mut x = SegmentRows::new();
         let mut kept = EventBatch::default();
         for i in 0..r.segments().len() {
-            let n = u64::from(r.segments()[i].events);
-            if self.filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
-                self.summary.filtered_out += n;
-                progress(n);
-                continue;
-            }
-            if let Err(d) = r.decode_segment_into(i, &mut b, &mut dec) {
-                self.summary.damaged.push(d);
-                continue;
-            }
-            let rows = match self.filter {
-                Some(f) => {
+            let read = match self.filter {
+                Some(f) => x.read(r, i, Some(f), &dev_names),
+                None => Some(x.decode(r, i)),
+            };
+            let b = &x.batch;
+            let rows = match read {
+                None => {
+                    let n = u64::from(r.segments()[i].events);
+                    self.summary.filtered_out += n;
+                    progress(n);
+                    continue;
+                }
+                Some(Err(d)) => {
+                    self.summary.damaged.push(d);
+                    continue;
+                }
+                Some(Ok(())) if self.filter.is_some() => {
                     kept.clear();
-                    for k in 0..b.len() {
-                        let e = b.get(k);
-                        if f.eval_in(r, i, &e, &dev_names) {
-                            kept.push(&e);
-                        }
-                    }
+                    x.rows.iter().for_each(|&k| kept.push(&b.get(k as usize)));
                     self.summary.filtered_out += (b.len() - kept.len()) as u64;
                     &kept
                 }
-                None => &b,
+                Some(Ok(())) => b,
             };
             if !rows.is_empty() {
                 self.io_segment(input, i, rows, &dev_names)?;
