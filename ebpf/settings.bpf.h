@@ -33,8 +33,6 @@ const volatile __u32 cfg_bench_ctl = 0;
 /* 1: requests start at block_getrq (kernels without block_io_start, before 6.5): tracked
  * under their first bio's address until block_rq_insert or block_rq_issue re-keys them */
 const volatile __u32 cfg_start_at_getrq = 0;
-/* 1: stack_devs names a stacked device (dm, md); 0: the verifier removes stack.bpf.h's work */
-const volatile __u32 cfg_have_stack = 0;
 const volatile __u64 cfg_wakeup_bytes = 65536; /* wake the consumer only when at least this
                                                 * much data is pending; 0 = kernel default
                                                 * (wake when the consumer has caught up) */

@@ -239,9 +239,6 @@ pub struct Program {
     pub batching: bool,
     /// `on_names_changed` on the rename and unlink syscall tracepoints, when attached.
     names: Option<crate::names::NamesHooks>,
-    /// The program follows I/O through stacked devices (there was one when it was loaded),
-    /// so stacked devices made while recording can be added ([`Program::add_stacked`]).
-    follows_stacks: bool,
 }
 
 /// The link of an attached program, to detach it.
@@ -516,11 +513,11 @@ impl Program {
         let ksyms = kernel_symbols(&kbtf, &mut off);
         field_checks(&kbtf, &mut off);
         // The stacked devices there are now; one made while recording is added when its
-        // first I/O is seen (Program::add_stacked), if there was one now.
+        // first I/O is seen (Program::add_stacked).
         let stacked: Vec<DevT> = crate::devices::list()
             .map(|all| crate::devices::stacked(&all))
             .unwrap_or_default();
-        let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics, !stacked.is_empty())?;
+        let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics)?;
         fill_filters(&mut ebpf, s, &stacked)?;
         let batching = enable_batching(&mut ebpf, s.ring_bytes);
         // tp_btf programs need the kernel's own BTF and, for the pointers they hold as
@@ -559,25 +556,15 @@ impl Program {
             attached,
             batching,
             names,
-            follows_stacks: !stacked.is_empty(),
         })
     }
 
     /// Adds stacked devices made while recording to the kernel side's `stack_devs`, so
     /// that the I/O they send below carries their upper I/O's file and process from now
-    /// on. Refused, with the reason, when the program does not follow stacked devices
-    /// (none existed when it was loaded: the verifier removed that work) or the map is full.
+    /// on. Refused, with the reason, when the map is full (or, which should not happen,
+    /// missing from the object).
     pub fn add_stacked(&mut self, devs: &[DevT]) -> Result<(), &'static str> {
-        const NOT_FOLLOWED: &str = "no stacked device existed when recording began; restart \
-                                    iodump to follow it";
-        if !self.follows_stacks {
-            return Err(NOT_FOLLOWED);
-        }
-        let full = "the kernel side's table of stacked devices is full (256)";
-        let m = self.ebpf.map_mut("stack_devs").ok_or(NOT_FOLLOWED)?;
-        let mut h = BpfHashMap::<_, u32, u8>::try_from(m).map_err(|_| NOT_FOLLOWED)?;
-        devs.iter()
-            .try_for_each(|d| h.insert(d.0, 1, 0).map_err(|_| full))
+        name_stacked(&mut self.ebpf, devs)
     }
 
     /// Current value of every counter, per CPU: `out[counter][cpu]`.
@@ -708,7 +695,6 @@ fn load_object(
     plan: &HookPlan,
     ksyms: &HashMap<String, u64>,
     atomics: bool,
-    have_stack: bool,
 ) -> Result<Ebpf, RecordError> {
     let object = if atomics { OBJECT } else { OBJECT_NO_ATOMICS };
     let ksym_names: Vec<String> = KSYMS.iter().map(|n| format!("ksym_{n}")).collect();
@@ -736,7 +722,6 @@ fn load_object(
         ("cfg_exclude_tgid", s.exclude_tgid),
         ("cfg_bench_ctl", s.bench_ctl as u32),
         ("cfg_start_at_getrq", plan.start_at_getrq as u32),
-        ("cfg_have_stack", have_stack as u32),
     ];
     let mut loader = EbpfLoader::new();
     loader.btf(Some(&kbtf.btf));
@@ -759,6 +744,26 @@ fn load_object(
         .map_err(|e| bpf_error("loading the BPF object", e))
 }
 
+/// Entries of the kernel side's `stack_devs` (ebpf/maps.bpf.h).
+const STACK_DEVS_MAX: usize = 256;
+
+/// Names stacked devices to the kernel side: adds them to `stack_devs`, then sets
+/// `stack_live[1]`, which tells the bio start hook to look there (ebpf/stack.bpf.h).
+fn name_stacked(ebpf: &mut Ebpf, devs: &[DevT]) -> Result<(), &'static str> {
+    const MISSING: &str = "the BPF object has no table of stacked devices";
+    const FULL: &str = "the kernel side's table of stacked devices is full (256)";
+    if devs.is_empty() {
+        return Ok(());
+    }
+    let m = ebpf.map_mut("stack_devs").ok_or(MISSING)?;
+    let mut h = BpfHashMap::<_, u32, u8>::try_from(m).map_err(|_| MISSING)?;
+    devs.iter()
+        .try_for_each(|d| h.insert(d.0, 1, 0).map_err(|_| FULL))?;
+    let m = ebpf.map_mut("stack_live").ok_or(MISSING)?;
+    let mut live = Array::<_, i64>::try_from(m).map_err(|_| MISSING)?;
+    live.set(1, 1, 0).map_err(|_| MISSING)
+}
+
 /// Fills the filter maps: devices, pids, command names, the cgroup; and the stacked devices.
 fn fill_filters(ebpf: &mut Ebpf, s: &BpfSettings, stacked: &[DevT]) -> Result<(), RecordError> {
     if !s.devices.is_empty() {
@@ -773,15 +778,12 @@ fn fill_filters(ebpf: &mut Ebpf, s: &BpfSettings, stacked: &[DevT]) -> Result<()
         }
     }
     if !stacked.is_empty() {
-        let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
-            ebpf.map_mut("stack_devs")
-                .ok_or_else(|| missing("stack_devs"))?,
-        )
-        .map_err(|e| bpf_error("stack_devs map", e))?;
-        for d in stacked.iter().take(256) {
-            m.insert(d.0, 1, 0)
-                .map_err(|e| bpf_error("filling stack_devs", e))?;
-        }
+        name_stacked(ebpf, &stacked[..stacked.len().min(STACK_DEVS_MAX)]).map_err(|why| {
+            RecordError::Bpf {
+                what: "filling stack_devs".into(),
+                source: Box::new(Message(why.into())),
+            }
+        })?;
     }
     if !s.pids.is_empty() {
         let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(

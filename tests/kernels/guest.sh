@@ -106,22 +106,28 @@ PY
 # that each of those lower I/Os names an upper I/O in the trace whose chain of upper I/Os
 # reaches the upper device (format 1.4); for writeback, the dirtier; RAID1's fan-out (each
 # write to the md device named by one write on each mirror); `analyze --top-files -d` on the
-# device below; the device table.
+# device; the device table. NAME: the recording, stack (RUNDIR/stack.iod, its upper devices in
+# RUNDIR/devs) or first (RUNDIR/first.iod, RUNDIR/first.devs).
 stack_check() {
-  local run=$1
-  [ -f "$run/rc" ] || return 0
-  if [ "$(cat "$run/rc")" != 0 ]; then
-    echo "FAIL stack.record iodump exited $(cat "$run/rc"): $(grep -v '^\s*$' "$run/record.stderr" | tail -1)" >> "$RES"
+  local run=$1 name=${2:-stack} devs rc err
+  if [ "$name" = stack ]; then
+    devs=$run/devs rc=$run/rc err=$run/record.stderr
+  else
+    devs=$run/$name.devs rc=$run/$name.rc err=$run/$name.stderr
+  fi
+  [ -f "$rc" ] || return 0
+  if [ "$(cat "$rc")" != 0 ]; then
+    echo "FAIL stack.$name-record iodump exited $(cat "$rc"): $(grep -v '^\s*$' "$err" | tail -1)" >> "$RES"
     return
   fi
-  "$READ_BIN" info --json "$run/stack.iod" > "$run/info.json" 2>> "$run/check.log"
-  "$READ_BIN" export "$run/stack.iod" --format jsonl -o "$run/stack.jsonl" 2>> "$run/check.log"
-  python3 - "$run" "$READ_BIN" >> "$RES" 2>> "$run/check.log" <<'PY' ||
+  "$READ_BIN" info --json "$run/$name.iod" > "$run/$name.info.json" 2>> "$run/check.log"
+  "$READ_BIN" export "$run/$name.iod" --format jsonl -o "$run/$name.jsonl" 2>> "$run/check.log"
+  python3 - "$run" "$READ_BIN" "$name" "$devs" >> "$RES" 2>> "$run/check.log" <<'PY' ||
 import json, os, subprocess, sys
-run, read_bin = sys.argv[1], sys.argv[2]
-info = json.load(open(os.path.join(run, "info.json")))
+run, read_bin, rec, devs_file = sys.argv[1:5]
+info = json.load(open(os.path.join(run, rec + ".info.json")))
 devs = {d["name"]: d["dev"] for d in info["devices"]}
-evs = [json.loads(l) for l in open(os.path.join(run, "stack.jsonl"))]
+evs = [json.loads(l) for l in open(os.path.join(run, rec + ".jsonl"))]
 dd_pids = {e["pid"] for e in evs if e["comm"] == "dd"}
 def lost_between(up):  # events the trace's loss records count over the time of the I/Os `up`
     if not up:
@@ -140,7 +146,7 @@ def reaches(e, top):  # e's chain of upper I/Os reaches an I/O on top
         if e["dev"] == top:
             return True
     return False
-for line in open(os.path.join(run, "devs")):
+for line in open(devs_file):
     name, dm, mnt, lowers, first, size, table = line.split()
     lo, hi = int(first), int(first) + int(size)
     lower = lowers.split(",")
@@ -200,14 +206,14 @@ for line in open(os.path.join(run, "devs")):
         mirrored = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"])) == ldevs)
         print(("PASS" if writes and mirrored == len(writes) else "FAIL") + " stack.%s-fanout %d of the %d O_DIRECT writes to %s are named by a write on each of %s" % (
             name, mirrored, len(writes), dm, "+".join(lower)))
-    top = subprocess.run([read_bin, "analyze", os.path.join(run, "stack.iod"), "--top-files", "-d", lower[0],
+    top = subprocess.run([read_bin, "analyze", os.path.join(run, rec + ".iod"), "--top-files", "-d", lower[0],
                           "--limit", "100", "--format", "json"], capture_output=True, text=True)
     paths = {r.get("path") for r in json.loads(top.stdout or "[]")} if top.returncode == 0 else set()
     want_path = os.path.join(mnt, "direct.dat")
     print(("PASS" if want_path in paths else "FAIL") + " stack.%s-topfiles analyze --top-files -d %s lists %s (exit %d%s)" % (
         tag, lower[0], want_path, top.returncode, (": " + top.stderr.strip().splitlines()[-1]) if top.returncode else ""))
 PY
-    echo "FAIL stack.check python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
+    echo "FAIL stack.$name-check python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
 }
 
 # `guest.sh --check OUTDIR` (run.sh, on the host after the guest powered off): the checks of
@@ -220,6 +226,7 @@ if [ $CHECK_ONLY = 1 ]; then
   fi
   flight_check "$OUT/flight"
   stack_check "$OUT/stack"
+  stack_check "$OUT/stack" first
   grep -q '^FAIL' "$RES" && exit 1
   exit 0
 fi
@@ -559,25 +566,31 @@ flight_suite() {
 # region on them, and 1 when those are the devices it is stacked on (0: the disks below
 # another stacked device, for LVM on md).
 STACK_SECTORS=$((200 * 2048))
+FIRST_SECTORS=$((64 * 2048))
 stack_suite() {
   local run=$OUT/stack n d dm key=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
   mkdir -p "$run"
   : > "$run/devs"
   need_mod dm_mod && need_mod dm_crypt || return
   req_dev || return
-  # A stacked device made while recording when none existed as it began: the kernel side
-  # does not follow it (that work was left out at load), and a warning names it.
-  local zw
+  # The first stacked device, made while recording (a server's first LVM volume, a dm-crypt
+  # volume opened after boot, with none before): dm-linear over a zram device, made,
+  # formatted and mounted by the recorded command, then written and read as the others;
+  # followed from its first I/O on, it is checked as they are (stack_check ... first).
+  local zf fm=$run/mnt-iodfirst
   if zram_dev; then
-    zw=$ZR
-    "$BIN" record -o "$run/late-warning.iod" -- sh -c "dmsetup create iodwarn --table '0 2048 linear /dev/$zw 0' &&
-      { dmsetup mknodes 2>/dev/null; dd if=/dev/zero of=/dev/mapper/iodwarn bs=64k count=4 oflag=direct status=none;
-        sleep 0.3; dmsetup remove iodwarn; }" > /dev/null 2> "$run/late-warning.err"
-    if grep -q "appeared while recording, stacked on" "$run/late-warning.err"; then
-      pass stack.late-warning "$(grep -o 'dm-[0-9]* (iodwarn)[^:]*' "$run/late-warning.err" | head -1)"
-    else
-      fail stack.late-warning "no warning for a stacked device made while recording: $(tail -1 "$run/late-warning.err")"
-    fi
+    zf=$ZR
+    "$BIN" record -o "$run/first.iod" -- sh -c "dmsetup create iodfirst --table '0 $FIRST_SECTORS linear /dev/$zf 0' || exit 1
+      dmsetup mknodes 2>/dev/null; dm=
+      for x in /sys/block/dm-*; do [ \"\$(cat \$x/dm/name)\" = iodfirst ] && dm=\${x##*/}; done
+      [ -n \"\$dm\" ] && mkfs.ext4 -q -F /dev/mapper/iodfirst && mkdir -p $fm && mount /dev/mapper/iodfirst $fm &&
+        sync -f $fm && echo \"iodfirst \$dm $fm $zf 0 $FIRST_SECTORS 1\" > $run/first.devs || exit 1
+      $(stack_io "$fm")" > /dev/null 2> "$run/first.stderr"
+    echo $? > "$run/first.rc"
+    say "stack: the first stacked device, made while recording: iodump record exited $(cat "$run/first.rc")"
+    umount "$fm" 2>/dev/null
+    dmsetup remove iodfirst 2>/dev/null
+    [ "$MODE" = guest ] || stack_check "$run" first
   fi
   dmsetup create iodlin --table "0 $STACK_SECTORS linear /dev/$REQ 2048" 2> "$run/dm.err" &&
     dmsetup create iodcry --table "0 $STACK_SECTORS crypt aes-xts-plain64 $key 0 /dev/$REQ $((2048 + STACK_SECTORS))" 2>> "$run/dm.err" ||
@@ -662,16 +675,19 @@ stack_suite() {
   # at once on two slow emulated CPUs made the kernel skip both start programs for whole
   # bursts of bios (counted as lost, `nested`; README, Limits).
   "$BIN" record -o "$run/stack.iod" --stats -- sh -c "$late for d in $(awk '$7 == 1 {printf "%s ", $3}' "$run/devs") ${late:+$latem}; do
-      dd if=/dev/zero of=\$d/direct.dat bs=64k count=64 oflag=direct status=none &&
-      dd if=/dev/zero of=\$d/fsync.dat bs=64k count=64 conv=fsync status=none &&
-      dd if=\$d/direct.dat of=/dev/null bs=64k iflag=direct status=none &&
-      dd if=/dev/zero of=\$d/wb.dat bs=64k count=64 status=none && sync -f \$d || exit 1
+      $(stack_io '$d') || exit 1
     done && sync" > "$run/workload.out" 2> "$run/record.stderr"
   echo $? > "$run/rc"
   say "stack: iodump record exited $(cat "$run/rc") after $(since "$t") s"
   sed 's/^/    /' "$run/record.stderr" | tail -3
   stack_cleanup
   [ "$MODE" = guest ] || stack_check "$run"
+}
+stack_io() { # DIR: the I/O each stacked device's file system gets, as one shell command
+  echo "dd if=/dev/zero of=$1/direct.dat bs=64k count=64 oflag=direct status=none &&
+      dd if=/dev/zero of=$1/fsync.dat bs=64k count=64 conv=fsync status=none &&
+      dd if=$1/direct.dat of=/dev/null bs=64k iflag=direct status=none &&
+      dd if=/dev/zero of=$1/wb.dat bs=64k count=64 status=none && sync -f $1"
 }
 stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
   local m=$OUT/stack/mnt-$1
@@ -683,8 +699,8 @@ stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
 }
 stack_cleanup() {
   local n
-  for n in iodlin iodcry iodr1 iodr0 iodlom iodstr iodlate; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
-  for n in iodlin iodcry iodlom iodstr iodlate; do dmsetup remove $n 2>/dev/null; done
+  for n in iodlin iodcry iodr1 iodr0 iodlom iodstr iodlate iodfirst; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
+  for n in iodlin iodcry iodlom iodstr iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
   for n in iodr1 iodr0 iodlm; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
 }
 
