@@ -12,7 +12,7 @@ use iodump_record::cgroups::Resolver;
 use iodump_record::convert::Converter;
 use iodump_record::metrics::Metrics;
 use iodump_record::serve::{Endpoint, OPENMETRICS, PROMETHEUS};
-use iodump_record::LiveSink;
+use iodump_record::{LiveSink, RecorderStatus};
 
 /// The metrics, fed with every event, and the endpoint they are rendered for.
 pub(crate) struct Serving {
@@ -48,7 +48,7 @@ impl Serving {
     }
 
     /// Renders what requests wait for; drops idle series now and then.
-    pub(crate) fn step(&mut self, lost_events: u64) {
+    pub(crate) fn step(&mut self, status: &RecorderStatus) {
         if self.expired.elapsed() >= EXPIRE_EVERY {
             self.expired = Instant::now();
             self.metrics.expire(iodump_record::session::monotonic_ns());
@@ -57,7 +57,7 @@ impl Serving {
         if want == 0 {
             return;
         }
-        self.metrics.set_lost(lost_events);
+        self.metrics.set_recorder(status);
         for format in [PROMETHEUS, OPENMETRICS] {
             if want & format != 0 {
                 let text = self.metrics.render(format == OPENMETRICS);
@@ -72,8 +72,8 @@ impl LiveSink for Serving {
         self.metrics.add(e, r, conv);
     }
 
-    fn tick(&mut self, lost_events: u64) -> bool {
-        self.step(lost_events);
+    fn tick(&mut self, status: &RecorderStatus) -> bool {
+        self.step(status);
         false
     }
 }

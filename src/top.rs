@@ -15,7 +15,7 @@ use iodump_record::bpf::BpfSettings;
 use iodump_record::cgroups::Resolver;
 use iodump_record::convert::Converter;
 use iodump_record::live::{parse_interval, Aggregator, Interval, Sort, View};
-use iodump_record::{record_live, LiveSink, RecordConfig};
+use iodump_record::{record_live, LiveSink, RecordConfig, RecorderStatus};
 
 use crate::args::{parse_filter, usage, usage_bail, Selection};
 use crate::serving::Serving;
@@ -239,9 +239,9 @@ impl LiveSink for Both<'_> {
         self.view.event(e, r, conv);
     }
 
-    fn tick(&mut self, lost_events: u64) -> bool {
-        self.serving.step(lost_events);
-        self.view.tick(lost_events)
+    fn tick(&mut self, status: &RecorderStatus) -> bool {
+        self.serving.step(status);
+        self.view.tick(status)
     }
 }
 
@@ -512,8 +512,8 @@ impl LiveSink for Screenful {
         self.agg.add(e, r, conv);
     }
 
-    fn tick(&mut self, lost_events: u64) -> bool {
-        match self.step(lost_events) {
+    fn tick(&mut self, status: &RecorderStatus) -> bool {
+        match self.step(status.lost_events) {
             Ok(quit) => quit,
             Err(e) => {
                 self.error = Some(e);

@@ -15,7 +15,7 @@ use iodump_format::Event;
 use iodump_record::abi::IoEvent;
 use iodump_record::convert::Converter;
 use iodump_record::live::{Aggregator, Interval, Key, Metrics, Row, Sort, View};
-use iodump_record::LiveSink;
+use iodump_record::{LiveSink, RecorderStatus};
 
 /// A rate for a narrow column: `0`, `3.5`, `1234`.
 fn rate(v: f64) -> String {
@@ -457,7 +457,8 @@ impl<W: Write> LiveSink for BatchSink<W> {
         self.agg.add(e, r, conv);
     }
 
-    fn tick(&mut self, lost_events: u64) -> bool {
+    fn tick(&mut self, status: &RecorderStatus) -> bool {
+        let lost_events = status.lost_events;
         let now = Instant::now();
         if !self.ticking {
             // The first tick: recording has started, the first interval starts now.

@@ -222,31 +222,7 @@ fn exposition_parses_strictly_with_escaped_labels() {
     top.signal_and_wait();
 
     // Both strict parsers; the file's path label read back.
-    let py = Command::new("python3")
-        .arg("-c")
-        .arg(
-            "import sys, json\n\
-             from prometheus_client.parser import text_string_to_metric_families as prom\n\
-             from prometheus_client.openmetrics.parser import text_string_to_metric_families as om\n\
-             out = {}\n\
-             for name, parse, path in (('prom', prom, sys.argv[1]), ('om', om, sys.argv[2])):\n\
-             \x20   fams = list(parse(open(path, encoding='utf-8').read()))\n\
-             \x20   paths = sorted({s.labels['path'] for f in fams for s in f.samples if 'path' in s.labels})\n\
-             \x20   kinds = {f.name: f.type for f in fams}\n\
-             \x20   cmdlines = sorted({s.labels['cmdline'] for f in fams for s in f.samples if 'cmdline' in s.labels})\n\
-             \x20   out[name] = {'paths': paths, 'kinds': kinds, 'cmdlines': cmdlines, 'samples': sum(len(f.samples) for f in fams)}\n\
-             print(json.dumps(out))",
-        )
-        .arg(&prom)
-        .arg(&om)
-        .output()
-        .unwrap();
-    assert!(
-        py.status.success(),
-        "a strict parser refused the exposition: {}",
-        String::from_utf8_lossy(&py.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&py.stdout).unwrap();
+    let v = parse_strictly(&prom, &om);
     for fmt in ["prom", "om"] {
         let paths: Vec<&str> = v[fmt]["paths"]
             .as_array()
@@ -290,7 +266,44 @@ fn exposition_parses_strictly_with_escaped_labels() {
     ] {
         assert_eq!(v["om"]["kinds"][k], want, "{k}");
     }
-    // promtool's linter: names, suffixes, help text.
+    lint(&prom);
+}
+
+/// The expositions in `prom` (Prometheus text) and `om` (OpenMetrics) through
+/// prometheus_client's strict parsers: per format, the path and cmdline labels, each
+/// family's type, the number of samples and every unlabelled sample's value (a parse error
+/// fails the test).
+fn parse_strictly(prom: &Path, om: &Path) -> serde_json::Value {
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, json\n\
+             from prometheus_client.parser import text_string_to_metric_families as prom\n\
+             from prometheus_client.openmetrics.parser import text_string_to_metric_families as om\n\
+             out = {}\n\
+             for name, parse, path in (('prom', prom, sys.argv[1]), ('om', om, sys.argv[2])):\n\
+             \x20   fams = list(parse(open(path, encoding='utf-8').read()))\n\
+             \x20   paths = sorted({s.labels['path'] for f in fams for s in f.samples if 'path' in s.labels})\n\
+             \x20   kinds = {f.name: f.type for f in fams}\n\
+             \x20   cmdlines = sorted({s.labels['cmdline'] for f in fams for s in f.samples if 'cmdline' in s.labels})\n\
+             \x20   plain = {s.name: s.value for f in fams for s in f.samples if not s.labels}\n\
+             \x20   out[name] = {'paths': paths, 'kinds': kinds, 'cmdlines': cmdlines, 'samples': sum(len(f.samples) for f in fams), 'plain': plain}\n\
+             print(json.dumps(out))",
+        )
+        .arg(prom)
+        .arg(om)
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "a strict parser refused the exposition: {}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    serde_json::from_slice(&py.stdout).unwrap()
+}
+
+/// promtool's linter on the Prometheus text in `prom`: names, suffixes, help text.
+fn lint(prom: &Path) {
     let mut p = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -301,7 +314,7 @@ fn exposition_parses_strictly_with_escaped_labels() {
     p.stdin
         .take()
         .unwrap()
-        .write_all(&std::fs::read(&prom).unwrap())
+        .write_all(&std::fs::read(prom).unwrap())
         .unwrap();
     let out = p.wait_with_output().unwrap();
     assert!(
@@ -378,6 +391,147 @@ fn record_serves_the_metrics_of_what_it_writes() {
             .count();
     }
     assert_eq!(written, 1000, "the writes in the parts");
+}
+
+/// `iodump record --serve` as the always-on flight recorder: besides the I/O, the metrics say
+/// what the recorder did — the I/Os that matched the trigger, the snapshots saved by the
+/// trigger and by SIGUSR1 (each with its file in the directory), the one being written, what
+/// the ring holds, the parts written and deleted by retention — and parse strictly in both
+/// formats.
+#[test]
+fn the_flight_recorder_serves_its_own_state() {
+    let test = "the_flight_recorder_serves_its_own_state";
+    if !bpf_available(test) || !have_prometheus_client(test) || !have_program(test, "promtool") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let zram = Zram::new("64M");
+    let dev = zram.name();
+    let d = TempDir::new("serve-flight");
+    let dir = d.join("rec/");
+    let t0 = unix_now();
+    let (mut rec, addr) = serving(
+        "record",
+        &[
+            "-d",
+            &dev,
+            "-o",
+            dir.to_str().unwrap(),
+            "--rotate",
+            "1s",
+            "--keep",
+            "2",
+            "--ring",
+            "30s",
+            "--trigger",
+            "lba == 8192 && rw == W",
+            "--after",
+            "1s",
+            "--cooldown",
+            "1h",
+        ],
+    );
+    let scrape = || {
+        let (st, text) = get(addr, "/metrics", None);
+        assert_eq!(st, 200, "{text}");
+        text
+    };
+    // Until `until` holds for the exposition (or 20 s have passed): the exposition.
+    let wait = |what: &str, until: &dyn Fn(&str) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = scrape();
+            if until(&text) {
+                return text;
+            }
+            assert!(Instant::now() < deadline, "{what}: {text}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let v = |text: &str, sample: &str| value(text, &format!("{sample} ")).unwrap_or(-1.0);
+    // Three writes at sector 8192 match the trigger; the first saves a snapshot (the
+    // cooldown keeps the others from saving one); a write elsewhere matches nothing.
+    let node = zram.node();
+    sh(&format!(
+        "for i in 1 2 3; do dd if=/dev/zero of={node} bs=4k count=1 seek=1024 oflag=direct status=none; done; \
+         dd if=/dev/zero of={node} bs=4k count=1 seek=2048 oflag=direct status=none"
+    ));
+    let text = wait("the trigger's three matches", &|t| {
+        v(t, "iodump_trigger_matches_total") == 3.0
+    });
+    assert_eq!(
+        v(&text, "iodump_snapshots_total{reason=\"trigger\"}"),
+        1.0,
+        "{text}"
+    );
+    // Its --after passes; then SIGUSR1 saves another.
+    wait("the trigger's snapshot ended", &|t| {
+        v(t, "iodump_snapshot_writing") == 0.0
+    });
+    let t_signal = unix_now();
+    // SAFETY: kill(2) on our own child, still running (it serves).
+    unsafe { libc::kill(rec.child.id() as i32, libc::SIGUSR1) };
+    let text = wait("the signal's snapshot", &|t| {
+        v(t, "iodump_snapshots_total{reason=\"signal\"}") == 1.0
+    });
+    let last = v(&text, "iodump_snapshot_last_timestamp_seconds");
+    assert!(
+        last >= t_signal - 0.5 && last <= unix_now() + 0.5,
+        "the newest snapshot's time {last}, the signal at {t_signal}: {text}"
+    );
+    assert!(v(&text, "iodump_ring_bytes") > 0.0, "{text}");
+    assert!(v(&text, "iodump_ring_seconds") >= 0.0, "{text}");
+    assert_eq!(v(&text, "iodump_snapshot_failures_total"), 0.0, "{text}");
+    // Parts of a second, two kept: by now some were deleted by retention.
+    let text = wait("parts rotated and deleted", &|t| {
+        v(t, "iodump_parts_total") >= 4.0 && v(t, "iodump_parts_deleted_total") >= 2.0
+    });
+    assert!(
+        v(&text, "iodump_parts_deleted_total") <= v(&text, "iodump_parts_total") - 1.0,
+        "{text}"
+    );
+    assert!(v(&text, "iodump_written_bytes_total") > 0.0, "{text}");
+    assert_eq!(v(&text, "iodump_disk_full_total"), 0.0, "{text}");
+    let (prom, om) = (d.join("prom.txt"), d.join("om.txt"));
+    std::fs::write(&prom, &text).unwrap();
+    let (st, text) = get(
+        addr,
+        "/metrics",
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    );
+    assert_eq!(st, 200);
+    std::fs::write(&om, &text).unwrap();
+    assert!(rec.signal_and_wait().success());
+    let parsed = parse_strictly(&prom, &om);
+    for (k, want) in [
+        ("iodump_trigger_matches", "counter"),
+        ("iodump_snapshots", "counter"),
+        ("iodump_snapshot_failures", "counter"),
+        ("iodump_snapshots_deleted", "counter"),
+        ("iodump_snapshot_last_timestamp_seconds", "gauge"),
+        ("iodump_snapshot_writing", "gauge"),
+        ("iodump_ring_bytes", "gauge"),
+        ("iodump_ring_seconds", "gauge"),
+        ("iodump_parts", "counter"),
+        ("iodump_parts_deleted", "counter"),
+        ("iodump_disk_full", "counter"),
+        ("iodump_written_bytes", "counter"),
+    ] {
+        assert_eq!(parsed["om"]["kinds"][k], want, "{k}: {}", parsed["om"]);
+    }
+    lint(&prom);
+    // The two snapshots, in the directory beside the parts.
+    let snapshots: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("trigger-"))
+        .collect();
+    assert_eq!(snapshots.len(), 2, "{snapshots:?}");
+    assert!(
+        snapshots.iter().any(|n| n.contains("sigusr1")),
+        "{snapshots:?}"
+    );
+    assert!(t0 <= last);
 }
 
 /// Writes `n` new files of 4 KiB in `dir` and syncs them (their I/O is writeback).

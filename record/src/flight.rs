@@ -93,6 +93,32 @@ pub struct Flight {
     last_fire_mono_ns: Option<u64>,
     said_max: bool,
     said_size: bool,
+    /// Counters for [`Flight::stats`].
+    counts: FlightStats,
+}
+
+/// What the flight recorder has done so far, for the recorder's own metrics (`--serve`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlightStats {
+    /// I/Os that matched the trigger, whether or not they saved a snapshot (one during a
+    /// snapshot, the cooldown or after `--max-dumps` saves none).
+    pub trigger_matches: u64,
+    /// Snapshots started by the trigger.
+    pub snapshots_triggered: u64,
+    /// Snapshots started by SIGUSR1.
+    pub snapshots_signalled: u64,
+    /// Snapshots that could not be written whole, or not at all.
+    pub snapshots_failed: u64,
+    /// Older snapshot files deleted to keep within `--keep-dumps` and `--max-dumps-total`.
+    pub snapshots_deleted: u64,
+    /// Wall clock at the start of the newest snapshot, ns since the epoch (0: none yet).
+    pub last_snapshot_wall_ns: i64,
+    /// A snapshot is being written (its `--after` has not passed).
+    pub writing: bool,
+    /// Bytes of sealed segments in the ring.
+    pub ring_bytes: u64,
+    /// Time from the ring's oldest event to its newest, ns.
+    pub ring_span_ns: u64,
 }
 
 impl Flight {
@@ -127,7 +153,25 @@ impl Flight {
             last_fire_mono_ns: None,
             said_max: false,
             said_size: false,
+            counts: FlightStats::default(),
         })
+    }
+
+    /// What it has done so far, and what the ring holds now.
+    pub fn stats(&self) -> FlightStats {
+        let oldest_ns = self
+            .ring
+            .iter()
+            .find(|c| c.kind == ChunkType::Events && c.records > 0)
+            .map(|c| c.ts_range_ns.0);
+        FlightStats {
+            snapshots_failed: self.failed_dumps.len() as u64,
+            snapshots_deleted: self.deleted_dumps,
+            writing: self.dump.is_some(),
+            ring_bytes: self.ring_bytes,
+            ring_span_ns: oldest_ns.map_or(0, |o| self.newest_ns.saturating_sub(o)),
+            ..self.counts
+        }
     }
 
     /// The trigger, if any.
@@ -350,6 +394,7 @@ impl Flight {
     /// cooldown has passed and the snapshots are not used up. The caller evaluated the
     /// expression (it has the event's names at hand).
     pub fn may_fire(&mut self, now_mono_ns: u64) -> bool {
+        self.counts.trigger_matches += 1;
         if self.dump.is_some() {
             return false;
         }
@@ -446,6 +491,11 @@ impl Flight {
         );
         self.retain_dumps(&path);
         self.dumps.push(path);
+        match why {
+            Snapshot::Trigger(_) => self.counts.snapshots_triggered += 1,
+            Snapshot::Signal => self.counts.snapshots_signalled += 1,
+        }
+        self.counts.last_snapshot_wall_ns = now.0;
         self.dump = Some(Dump {
             out,
             writer,

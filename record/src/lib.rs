@@ -19,4 +19,4 @@ pub mod serve;
 pub mod session;
 
 pub use error::RecordError;
-pub use session::{record, record_live, LiveSink, RecordConfig, RecordSummary};
+pub use session::{record, record_live, LiveSink, RecordConfig, RecordSummary, RecorderStatus};

@@ -11,6 +11,10 @@
 //! × (2 counters + 2 histograms of [`BUCKETS_NS`]`.len() + 1` buckets); files only the `top_files`
 //! busiest (`--serve-files`), counters only; at most [`MAX_FILES_TRACKED`] files are counted
 //! at once (the I/O of others is counted in `iodump_file_io_untracked_total`).
+//!
+//! Besides the I/O, the recorder's own state ([`crate::RecorderStatus`], set on each tick):
+//! events lost and, for `record --serve`, the flight recorder's trigger matches, snapshots and
+//! ring (`--ring`) and the parts written and deleted (`-o DIR/`).
 
 use std::fmt::Write as _;
 
@@ -21,7 +25,10 @@ use iodump_format::{Event, Op};
 use crate::abi::IoEvent;
 use crate::cgroups::Resolver;
 use crate::convert::Converter;
+use crate::flight::FlightStats;
 use crate::live::{ProcNames, Scope};
+use crate::session::RecorderStatus;
+use iodump_output::parts::PartsStats;
 
 /// A series without I/O for this long (ns) is dropped.
 pub const IDLE_NS: u64 = 300_000_000_000;
@@ -152,7 +159,8 @@ pub struct Metrics {
     top_files: usize,
     events: u64,
     untracked: u64,
-    lost: u64,
+    /// The recorder's own state as of the last tick.
+    recorder: RecorderStatus,
     evicted: u64,
 }
 
@@ -169,7 +177,7 @@ impl Metrics {
             top_files,
             events: 0,
             untracked: 0,
-            lost: 0,
+            recorder: RecorderStatus::default(),
             evicted: 0,
         }
     }
@@ -220,9 +228,10 @@ impl Metrics {
         f.last_ns = f.last_ns.max(e.timestamp_ns);
     }
 
-    /// Events lost since recording began (the session's count).
-    pub fn set_lost(&mut self, lost_total: u64) {
-        self.lost = lost_total;
+    /// The recorder's own state: events lost since recording began, the flight recorder's
+    /// snapshots and ring, the parts written and deleted.
+    pub fn set_recorder(&mut self, status: &RecorderStatus) {
+        self.recorder = *status;
     }
 
     /// Drops the series idle for [`IDLE_NS`] at `now_ns` (CLOCK_MONOTONIC).
@@ -257,7 +266,7 @@ impl Metrics {
             "iodump_lost_events",
             "Events lost by the recorder (ring buffer or in-flight table full, completions without a start)",
         );
-        w.sample("iodump_lost_events_total", "", self.lost);
+        w.sample("iodump_lost_events_total", "", self.recorder.lost_events);
         w.counter(
             "iodump_series_evicted",
             "Series dropped after 5 minutes without I/O",
@@ -270,6 +279,12 @@ impl Metrics {
             "I/Os to files not counted per file (too many files at once)",
         );
         w.sample("iodump_file_io_untracked_total", "", self.untracked);
+        if let Some(f) = &self.recorder.flight {
+            w.flight(f);
+        }
+        if let Some(p) = &self.recorder.parts {
+            w.parts(p);
+        }
 
         // Devices.
         let mut devs: Vec<(String, &Series)> = self
@@ -445,6 +460,86 @@ impl Expo {
         } else {
             let _ = writeln!(self.out, "{name}{{{labels}}} {v}");
         }
+    }
+    fn sample_f64(&mut self, name: &str, v: f64) {
+        let _ = writeln!(self.out, "{name} {v}");
+    }
+    /// The flight recorder's families (`--ring`): what the trigger matched, the snapshots
+    /// saved, failed and deleted, the snapshot being written, what the ring holds.
+    fn flight(&mut self, f: &FlightStats) {
+        self.counter(
+            "iodump_trigger_matches",
+            "I/Os that matched --trigger, whether or not they saved a snapshot (one during a snapshot, the cooldown or after --max-dumps saves none)",
+        );
+        self.sample("iodump_trigger_matches_total", "", f.trigger_matches);
+        self.counter(
+            "iodump_snapshots",
+            "Snapshots of the ring started, by what asked for them: the trigger, or SIGUSR1 (signal)",
+        );
+        self.sample(
+            "iodump_snapshots_total",
+            "reason=\"trigger\"",
+            f.snapshots_triggered,
+        );
+        self.sample(
+            "iodump_snapshots_total",
+            "reason=\"signal\"",
+            f.snapshots_signalled,
+        );
+        self.counter(
+            "iodump_snapshot_failures",
+            "Snapshots not written whole, or not at all (a full file system, the directory gone); the ring goes on",
+        );
+        self.sample("iodump_snapshot_failures_total", "", f.snapshots_failed);
+        self.counter(
+            "iodump_snapshots_deleted",
+            "Older snapshot files deleted to keep within --keep-dumps and --max-dumps-total",
+        );
+        self.sample("iodump_snapshots_deleted_total", "", f.snapshots_deleted);
+        self.gauge(
+            "iodump_snapshot_last_timestamp_seconds",
+            "Wall clock (Unix time) at the start of the newest snapshot; 0 before the first",
+        );
+        self.sample_f64(
+            "iodump_snapshot_last_timestamp_seconds",
+            f.last_snapshot_wall_ns as f64 / 1e9,
+        );
+        self.gauge(
+            "iodump_snapshot_writing",
+            "1 while a snapshot is being written (its --after has not passed), else 0",
+        );
+        self.sample("iodump_snapshot_writing", "", u64::from(f.writing));
+        self.gauge(
+            "iodump_ring_bytes",
+            "Bytes of compressed segments the ring holds now",
+        );
+        self.sample("iodump_ring_bytes", "", f.ring_bytes);
+        self.gauge(
+            "iodump_ring_seconds",
+            "Time from the oldest event the ring holds to the newest, in seconds: the history a snapshot would save now",
+        );
+        self.sample_f64("iodump_ring_seconds", f.ring_span_ns as f64 / 1e9);
+    }
+    /// A recording in parts' families (`-o DIR/`): parts started and deleted, the file
+    /// system found full, bytes written.
+    fn parts(&mut self, p: &PartsStats) {
+        self.counter("iodump_parts", "Part files started by this recording");
+        self.sample("iodump_parts_total", "", u64::from(p.parts));
+        self.counter(
+            "iodump_parts_deleted",
+            "Part files deleted by retention (--keep, --max-total) or to go on when the file system was full",
+        );
+        self.sample("iodump_parts_deleted_total", "", u64::from(p.deleted));
+        self.counter(
+            "iodump_disk_full",
+            "Times the file system was full and the oldest parts were deleted to go on (nothing lost)",
+        );
+        self.sample("iodump_disk_full_total", "", u64::from(p.disk_full));
+        self.counter(
+            "iodump_written_bytes",
+            "Bytes of trace written by this recording, every part (deleted ones included)",
+        );
+        self.sample("iodump_written_bytes_total", "", p.bytes_written);
     }
     /// One sample per op that has I/O.
     fn by_op(&mut self, name: &str, labels: &str, v: &[u64; 3]) {

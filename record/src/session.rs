@@ -121,9 +121,21 @@ pub trait LiveSink {
     /// One event that passed the filter, with its kernel record (comm, inode) and the
     /// converter (path bytes of `e.path_id`, device names).
     fn event(&mut self, e: &Event, r: &IoEvent, conv: &Converter);
-    /// Called once per pass of the session loop (at least every ~100 ms), with the events
-    /// lost so far (updated once a second); returns true to stop recording.
-    fn tick(&mut self, lost_events: u64) -> bool;
+    /// Called once per pass of the session loop (at least every ~100 ms), with the
+    /// recorder's own state; returns true to stop recording.
+    fn tick(&mut self, status: &RecorderStatus) -> bool;
+}
+
+/// The recorder's own state, given to the live sink on each tick: what `--serve` exports
+/// about the recorder itself, besides the I/O it records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecorderStatus {
+    /// Events lost so far (updated once a second).
+    pub lost_events: u64,
+    /// The flight recorder's counters and ring, with `--ring`.
+    pub flight: Option<crate::flight::FlightStats>,
+    /// What the recording in parts wrote and deleted, with `-o DIR/`.
+    pub parts: Option<iodump_output::parts::PartsStats>,
 }
 
 /// Where events go: a trace file, a recording in parts, the flight recorder's ring, a
@@ -793,7 +805,12 @@ impl<'c, 'l> Session<'c, 'l> {
     fn should_stop(&mut self, stop: &AtomicBool) -> bool {
         let mut stopping = false;
         if let Some(l) = &mut self.sinks.live {
-            stopping |= l.tick(self.losses.total);
+            let status = RecorderStatus {
+                lost_events: self.losses.total,
+                flight: self.sinks.flight.as_ref().map(|f| f.stats()),
+                parts: self.sinks.parts.as_ref().map(|p| p.stats()),
+            };
+            stopping |= l.tick(&status);
         }
         if let Some(c) = &mut self.child {
             if let Ok(Some(st)) = c.try_wait() {
