@@ -86,7 +86,7 @@ struct {
 
 /* The stacked devices (device-mapper, md: a bio-based disk with slaves/ in sysfs), dev_t
  * (kernel encoding) -> 1, filled by user space before attach, and again when one is made
- * while recording (stack.bpf.h). */
+ * while recording (stack.bpf.h); stack_named says whether it names any. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
@@ -106,13 +106,10 @@ struct {
 	__type(value, struct iodump_inflight);
 } stack_ios SEC(".maps");
 
-/* [0]: entries in stack_ios, so that devices with nothing stacked above skip the lookup;
- * [1]: > 0 once stack_devs names a device (written by user space), so that while none
- * exists a bio's start skips the stack_devs lookup. Array lookups are inlined by the
- * verifier: each is a load. */
+/* [0]: entries in stack_ios, so that devices with nothing stacked above skip the lookup. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __s64);
 } stack_live SEC(".maps");

@@ -19,9 +19,9 @@
  *    split from as its bi_private (bio_chain): one hop up the chain.
  * The stacked devices are named by user space (stack_devs): those there are as recording
  * begins, and each one made while recording (an LVM volume, a dm-crypt volume opened, an md
- * array assembled) once user space sees its first I/O. stack_live counts the devices named
- * and the entries in flight, so that while there is no stacked device, or nothing stacked is
- * in flight, this work costs an array read (a load) per hook.
+ * array assembled) once user space sees its first I/O. While there is none, this work costs
+ * a load of stack_named per hook; while nothing stacked is in flight, one more array read
+ * (stack_live).
  */
 #ifndef IODUMP_STACK_BPF_H
 #define IODUMP_STACK_BPF_H
@@ -47,23 +47,26 @@ static __always_inline void stack_add(__s64 d)
 		__sync_fetch_and_add(n, d);
 }
 
-/* stack_live[i]: [0] entries in stack_ios, [1] > 0 once stack_devs names a device */
-static __always_inline __s64 stack_count(__u32 i)
-{
-	__s64 *n = bpf_map_lookup_elem(&stack_live, &i);
-
-	return n ? *n : 0;
-}
+/* 1 once stack_devs names a stacked device. The program's only .bss variable, written by
+ * user space alone (through the .bss map, whole): a load where the lookups below would be. */
+volatile __u32 stack_named = 0;
 
 /* an upper I/O may be in flight: a bio starting may serve one, a completion may end one */
 static __always_inline int stack_active(void)
 {
-	return stack_count(0) > 0;
+	__u32 zero = 0;
+	__s64 *n;
+
+	if (!stack_named)
+		return 0;
+	n = bpf_map_lookup_elem(&stack_live, &zero);
+
+	return n && *n > 0;
 }
 
 static __always_inline int stack_dev(__u32 dev)
 {
-	return stack_count(1) > 0 && bpf_map_lookup_elem(&stack_devs, &dev) != NULL;
+	return stack_named && bpf_map_lookup_elem(&stack_devs, &dev) != NULL;
 }
 
 /* Keep an I/O starting on a stacked device (v, filled by start_io) for the I/O it becomes

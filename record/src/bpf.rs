@@ -748,7 +748,8 @@ fn load_object(
 const STACK_DEVS_MAX: usize = 256;
 
 /// Names stacked devices to the kernel side: adds them to `stack_devs`, then sets
-/// `stack_live[1]`, which tells the bio start hook to look there (ebpf/stack.bpf.h).
+/// `stack_named`, which tells the hooks to look there (ebpf/stack.bpf.h; the object's only
+/// `.bss` variable, so the `.bss` map's one value is that `u32`).
 fn name_stacked(ebpf: &mut Ebpf, devs: &[DevT]) -> Result<(), &'static str> {
     const MISSING: &str = "the BPF object has no table of stacked devices";
     const FULL: &str = "the kernel side's table of stacked devices is full (256)";
@@ -759,9 +760,10 @@ fn name_stacked(ebpf: &mut Ebpf, devs: &[DevT]) -> Result<(), &'static str> {
     let mut h = BpfHashMap::<_, u32, u8>::try_from(m).map_err(|_| MISSING)?;
     devs.iter()
         .try_for_each(|d| h.insert(d.0, 1, 0).map_err(|_| FULL))?;
-    let m = ebpf.map_mut("stack_live").ok_or(MISSING)?;
-    let mut live = Array::<_, i64>::try_from(m).map_err(|_| MISSING)?;
-    live.set(1, 1, 0).map_err(|_| MISSING)
+    const NO_FLAG: &str = "the BPF object's .bss is not the one u32 stack_named";
+    let m = ebpf.map_mut(".bss").ok_or(NO_FLAG)?;
+    let mut named = Array::<_, u32>::try_from(m).map_err(|_| NO_FLAG)?;
+    named.set(0, 1, 0).map_err(|_| NO_FLAG)
 }
 
 /// Fills the filter maps: devices, pids, command names, the cgroup; and the stacked devices.
