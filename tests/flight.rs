@@ -842,7 +842,10 @@ fn trigger_and_sigusr1_save_the_window() {
 }
 
 /// The systemd unit's command line (dist/iodump.service) runs as it is, into a directory of
-/// the test's: a part is written and the ring is on.
+/// the test's: a part is written and the ring is on. As a `Type=notify` service it tells the
+/// service manager (a socket of the test's as `$NOTIFY_SOCKET`, a watchdog of 0.4 s) that it
+/// is ready, pings the watchdog and says it is stopping; the command it traces does not
+/// inherit the socket. `systemd-analyze verify` finds nothing to say of the unit.
 #[test]
 fn the_service_command_line_records() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -871,7 +874,38 @@ fn the_service_command_line_records() {
     }
     assert_eq!(words[0], "/usr/local/bin/iodump");
     assert!(words.iter().any(|w| w == "--trigger"));
+    for line in ["Type=notify", "NotifyAccess=main", "WatchdogSec=60s"] {
+        assert!(unit.lines().any(|l| l == line), "{line}");
+    }
     let d = TempDir::new("service");
+    // The service manager's side: a thread receiving as systemd does, all along.
+    let sock_path = d.0.join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let got = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+    let listening = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let listener = {
+        let (got, listening) = (got.clone(), listening.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while listening.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(n) = sock.recv(&mut buf) {
+                    let m = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    got.lock().unwrap().push(m);
+                }
+            }
+        })
+    };
+    let received = || {
+        std::thread::sleep(Duration::from_millis(200));
+        std::mem::take(&mut *got.lock().unwrap())
+    };
+    let notify = |c: &mut Command| {
+        c.env("NOTIFY_SOCKET", &sock_path)
+            .env("WATCHDOG_USEC", "400000")
+            .env_remove("WATCHDOG_PID");
+    };
     let dir = format!("{}/", d.0.display());
     let args: Vec<String> = words[1..]
         .iter()
@@ -884,7 +918,9 @@ fn the_service_command_line_records() {
         })
         .chain(["-t".to_string(), "2".to_string()])
         .collect();
-    let out = run(bin().args(&args));
+    let mut cmd = bin();
+    notify(&mut cmd);
+    let out = run(cmd.args(&args));
     ok(&out);
     assert_eq!(
         parts_of(&d.0).len(),
@@ -893,4 +929,66 @@ fn the_service_command_line_records() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(info_json(&[&d.0])[0]["parts"].as_array().unwrap().len(), 1);
+    let got = received();
+    assert!(
+        got.first()
+            .is_some_and(|m| m.starts_with("READY=1\nSTATUS=recording every device")),
+        "{got:?}"
+    );
+    let pings = got.iter().filter(|m| *m == "WATCHDOG=1").count();
+    assert!(
+        (3..=12).contains(&pings),
+        "2 s with pings every 0.2 s: {got:?}"
+    );
+    assert!(
+        got.last().is_some_and(|m| m.starts_with("STOPPING=1")),
+        "{got:?}"
+    );
+    // The traced command is not the service: it does not see the socket.
+    let envs = d.0.join("env.txt");
+    let mut cmd = bin();
+    notify(&mut cmd);
+    let out = run(cmd
+        .args(["record", "-o"])
+        .arg(d.0.join("cmd.iod"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("env > {}", envs.display())));
+    ok(&out);
+    let env = std::fs::read_to_string(&envs).unwrap();
+    assert!(env.contains("PATH="), "{env}");
+    for v in ["NOTIFY_SOCKET", "WATCHDOG_USEC"] {
+        assert!(!env.contains(v), "{v} inherited: {env}");
+    }
+    assert!(
+        received().first().is_some_and(|m| m.starts_with("READY=1")),
+        "the recorder of a command is ready too"
+    );
+    listening.store(false, std::sync::atomic::Ordering::Relaxed);
+    listener.join().unwrap();
+    // The unit as systemd reads it (its binary the one under test).
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        common::skip("the_service_command_line_records", "systemd-analyze");
+        return;
+    }
+    let copy = d.0.join("iodump.service");
+    std::fs::write(
+        &copy,
+        unit.replace("/usr/local/bin/iodump", env!("CARGO_BIN_EXE_iodump")),
+    )
+    .unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "systemd-analyze verify: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

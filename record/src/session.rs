@@ -1,6 +1,7 @@
 //! A recording session: load and attach, drain the ring buffer, convert, write or print,
 //! count losses, stop on a signal, a time limit or the end of the traced command.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use iodump_format::{Device, EndInfo, Event, Header, Loss, LossReason, Writer, Wr
 
 use iodump_format::expr::{Expr, ResolvedView};
 use iodump_format::inthash::IntMap;
+use iodump_format::units::format_bytes;
 use iodump_host::mounts::MountTable;
 use iodump_output::parts::{now_pair, PartsConfig, RotatingTrace};
 use iodump_output::OutputFile;
@@ -23,6 +25,7 @@ use crate::convert::{Converter, NewEntries};
 use crate::devices;
 use crate::error::RecordError;
 use crate::flight::{Flight, FlightConfig, Snapshot};
+use crate::notify::Notifier;
 use crate::print::{PrintFormat, Printer};
 
 /// Everything `iodump record` was asked to do.
@@ -487,14 +490,16 @@ fn spawn_command(command: &[String]) -> Result<Option<Child>, RecordError> {
     let Some((program, args)) = command.split_first() else {
         return Ok(None);
     };
-    Command::new(program)
-        .args(args)
-        .spawn()
-        .map(Some)
-        .map_err(|source| RecordError::Command {
-            program: program.clone(),
-            source,
-        })
+    let mut c = Command::new(program);
+    c.args(args);
+    // The traced command is not the service systemd was told about.
+    for v in crate::notify::ENV_VARS {
+        c.env_remove(v);
+    }
+    c.spawn().map(Some).map_err(|source| RecordError::Command {
+        program: program.clone(),
+        source,
+    })
 }
 
 /// Stops the traced command with SIGTERM and waits for it; its exit status.
@@ -530,6 +535,8 @@ struct Session<'c, 'l> {
     idle_sweeps: u32,
     /// Kernel keys of idle files still to delete, a slice per pass of the loop.
     to_unsend: std::collections::VecDeque<(u32, u64, u32)>,
+    /// systemd's notifications, when run as a `Type=notify` service.
+    notify: Option<Notifier>,
 }
 
 impl<'c, 'l> Session<'c, 'l> {
@@ -594,7 +601,11 @@ impl<'c, 'l> Session<'c, 'l> {
             }
             return Err(e);
         }
-        announce(cfg, &prog);
+        let what = announce(cfg, &prog);
+        let mut notify = Notifier::from_env();
+        if let Some(n) = &mut notify {
+            n.ready(&what);
+        }
         let (sweep_every, idle_sweeps) = sweep_schedule(cfg.forget_idle.unwrap_or(FORGET_IDLE));
         Ok(Session {
             cfg,
@@ -616,6 +627,7 @@ impl<'c, 'l> Session<'c, 'l> {
             sweep_every,
             idle_sweeps,
             to_unsend: std::collections::VecDeque::new(),
+            notify,
         })
     }
 
@@ -641,6 +653,13 @@ impl<'c, 'l> Session<'c, 'l> {
             }
             self.unsend_some();
             self.follow_new_stacks();
+            if let Some(mut n) = self.notify.take() {
+                n.tick(|| self.status_line());
+                if stopping {
+                    n.stopping();
+                }
+                self.notify = Some(n);
+            }
             if !stopping
                 && self
                     .sinks
@@ -938,6 +957,39 @@ impl<'c, 'l> Session<'c, 'l> {
     }
 
     /// What the session did (`bytes_written` is filled in when the trace is closed).
+    /// What `systemctl status` shows of a recorder run as a service: events and losses so
+    /// far, the parts, the snapshots and the ring.
+    fn status_line(&self) -> String {
+        let (events, lost) = (self.ingest.events, self.losses.total);
+        let mut s = format!(
+            "recording for {:.0} s: {events} events, {lost} lost ({:.3}%)",
+            self.started.elapsed().as_secs_f64(),
+            lost as f64 * 100.0 / (events + lost).max(1) as f64
+        );
+        if let Some(p) = &self.sinks.parts {
+            let st = p.stats();
+            let _ = write!(
+                s,
+                "; {} parts ({} deleted), {} written",
+                st.parts,
+                st.deleted,
+                format_bytes(st.bytes_written as f64)
+            );
+        }
+        if let Some(f) = &self.sinks.flight {
+            let st = f.stats();
+            let _ = write!(
+                s,
+                "; {} snapshots ({} failed); ring {} over {:.0} s",
+                st.snapshots_triggered + st.snapshots_signalled,
+                st.snapshots_failed,
+                format_bytes(st.ring_bytes as f64),
+                st.ring_span_ns as f64 / 1e9
+            );
+        }
+        s
+    }
+
     fn summary(&self) -> RecordSummary {
         let kernel_counters = self
             .prog
@@ -967,22 +1019,26 @@ impl<'c, 'l> Session<'c, 'l> {
 }
 
 /// Says that recording has started (scripts and tests wait for this line before starting a
-/// workload).
-fn announce(cfg: &RecordConfig, prog: &Program) {
-    eprintln!(
-        "iodump: recording {} ({}); {}",
+/// workload); returns what is recorded, as said.
+fn announce(cfg: &RecordConfig, prog: &Program) -> String {
+    let what = format!(
+        "recording {} ({})",
         if cfg.devices.is_empty() {
             "every device".to_string()
         } else {
             cfg.devices.join(", ")
         },
         prog.attached.hooks_line(),
+    );
+    eprintln!(
+        "iodump: {what}; {}",
         if cfg.command.is_empty() {
             "Ctrl-C to stop"
         } else {
             "until the command exits"
         }
     );
+    what
 }
 
 /// The cgroups table of the trace being written: each cgroup id met in an event or a
