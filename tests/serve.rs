@@ -534,6 +534,53 @@ fn the_flight_recorder_serves_its_own_state() {
     assert!(t0 <= last);
 }
 
+/// dist/iodump-alerts.yml: valid rules (`promtool check rules`) that fire on the series they
+/// are written for and not on the others (`promtool test rules` of
+/// dist/iodump-alerts.test.yml), and that name only metrics iodump serves.
+#[test]
+fn the_alert_rules_fire_as_written() {
+    let test = "the_alert_rules_fire_as_written";
+    if !have_program(test, "promtool") {
+        return;
+    }
+    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist");
+    for args in [
+        ["check", "rules", "iodump-alerts.yml"],
+        ["test", "rules", "iodump-alerts.test.yml"],
+    ] {
+        let out = Command::new("promtool")
+            .args(args)
+            .current_dir(&dist)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {}: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Every iodump_* name in the rules is one the exposition has (its HELP line).
+    let rules = std::fs::read_to_string(dist.join("iodump-alerts.yml")).unwrap();
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("record/src/metrics.rs"),
+    )
+    .unwrap();
+    let names: std::collections::BTreeSet<&str> = rules
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("iodump_"))
+        .collect();
+    assert!(names.len() >= 4, "{names:?}");
+    for n in names {
+        let family = n.strip_suffix("_total").unwrap_or(n);
+        assert!(
+            source.contains(&format!("\"{family}\"")),
+            "{n} is not a metric iodump serves"
+        );
+    }
+}
+
 /// Writes `n` new files of 4 KiB in `dir` and syncs them (their I/O is writeback).
 fn write_files(dir: &Path, n: usize) {
     std::fs::create_dir_all(dir).unwrap();
