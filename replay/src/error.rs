@@ -90,13 +90,11 @@ pub enum ReplayError {
         /// The limit.
         limit_bytes: u64,
     },
-    /// The plan (every loop laid out) would not fit in memory, or has more I/Os than it can
-    /// index.
+    /// The plan (the trace's I/Os to replay, one loop) would not fit in memory, or has more
+    /// I/Os than it can index.
     PlanTooLarge {
-        /// I/Os of every loop.
+        /// I/Os of one loop.
         ios: u64,
-        /// Loops.
-        loops: u32,
         /// Memory it would take (estimate).
         need_bytes: u64,
         /// Memory available (`MemAvailable`; `u64::MAX` when not known).
@@ -119,6 +117,8 @@ pub enum ReplayError {
     TooSlow {
         /// As given.
         speed: f64,
+        /// As given.
+        loops: u32,
     },
     /// Zero loops.
     NoLoops,
@@ -234,21 +234,18 @@ impl fmt::Display for ReplayError {
                 f,
                 "I/O buffers would need {needed_bytes} bytes, more than the limit of {limit_bytes}"
             ),
-            ReplayError::PlanTooLarge { ios, loops, .. } if *ios > u64::from(u32::MAX) => write!(
+            ReplayError::PlanTooLarge { ios, .. } if *ios > u64::from(u32::MAX) => write!(
                 f,
-                "{loops} loops make {ios} I/Os to replay, more than one replay can hold ({}): use fewer --loops and run it again",
+                "the trace has {ios} I/Os to replay, more than one replay can hold ({}): replay a part of it with --filter",
                 u32::MAX
             ),
             ReplayError::PlanTooLarge {
                 ios,
-                loops,
                 need_bytes,
                 available_bytes,
             } => write!(
                 f,
-                "{loops} loop{} of {} I/Os make {ios} I/Os to replay, which take about {:.1} GB in memory, and {:.1} GB are available: use fewer --loops, or --filter",
-                if *loops == 1 { "" } else { "s" },
-                ios / u64::from((*loops).max(1)),
+                "the trace's {ios} I/Os to replay take about {:.1} GB in memory, and {:.1} GB are available: replay a part of it with --filter",
                 *need_bytes as f64 / 1e9,
                 *available_bytes as f64 / 1e9
             ),
@@ -258,7 +255,12 @@ impl fmt::Display for ReplayError {
                 "--speed {}: give a positive, finite factor (2 = twice as fast)",
                 show_factor(*speed)
             ),
-            ReplayError::TooSlow { speed } => write!(
+            ReplayError::TooSlow { speed, loops } if *loops > 1 => write!(
+                f,
+                "--speed {} and --loops {loops}: the replay would last more than 584 years (what its clock holds): give a larger factor or fewer loops",
+                show_factor(*speed)
+            ),
+            ReplayError::TooSlow { speed, .. } => write!(
                 f,
                 "--speed {}: the replay would last more than 584 years (what its clock holds): give a larger factor",
                 show_factor(*speed)
@@ -318,7 +320,11 @@ mod tests {
         assert_eq!(show_factor(2e15), "2e15");
         assert_eq!(show_factor(f64::NAN), "NaN");
         assert_eq!(
-            ReplayError::TooSlow { speed: 1e-300 }.to_string(),
+            ReplayError::TooSlow {
+                speed: 1e-300,
+                loops: 1
+            }
+            .to_string(),
             "--speed 1e-300: the replay would last more than 584 years (what its clock holds): give a larger factor"
         );
     }

@@ -1,7 +1,8 @@
 //! `iodump-replay` owns re-issuing a recorded workload: turning a trace into per-thread
 //! streams with their timing and depth ([`plan`]), opening targets safely ([`target`]), the
 //! io_uring and thread-pool engines ([`engine`]), the scheduler ([`run`]), recording the
-//! replay with a child recorder ([`recorder`]), the steps of one `iodump replay`
+//! replay with a child recorder ([`recorder`]), the measurements in bounded memory
+//! ([`hist`]), the steps of one `iodump replay`
 //! ([`session`]) and the recorded-versus-replayed report, as text and JSON ([`report`]).
 //!
 //! It depends on `iodump-format` (traces), `iodump-output` (the rule for `-o`) and
@@ -11,6 +12,7 @@
 pub mod engine;
 pub mod error;
 pub mod helper;
+pub mod hist;
 pub mod plan;
 pub mod recorder;
 pub mod report;

@@ -15,6 +15,7 @@ use std::time::Duration;
 use iodump_format::Reader;
 
 use crate::error::ReplayError;
+use crate::hist::Hist;
 use crate::plan::{IoKind, Plan};
 use crate::report::{block_latency_rows, LatencyRows};
 use crate::target::{Target, TargetKind};
@@ -160,13 +161,13 @@ pub fn block_latencies(plan: &Plan, out: &Path) -> Result<LatencyRows, ReplayErr
         path: out.to_path_buf(),
         source,
     })?;
-    let mut lat: [Vec<u64>; 5] = Default::default();
+    let mut lat: [Hist; 5] = Default::default();
     for e in r.events() {
         if let Some(k) = IoKind::from_op(e.op) {
-            lat[k as usize].push(e.latency_ns);
+            lat[k as usize].add(e.latency_ns);
         }
     }
-    Ok(block_latency_rows(plan, &mut lat))
+    Ok(block_latency_rows(plan, &lat))
 }
 
 #[cfg(test)]

@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 use iodump_format::units::{format_duration_ns, DurationStyle};
 use serde_json::{json, Map, Value};
 
+use crate::hist::Hist;
 use crate::plan::{IoKind, Plan, Skipped};
-use crate::run::{quantile, RunResult};
+use crate::run::RunResult;
 
 /// Percentiles shown side by side.
 pub const QUANTILES: [(f64, &str); 5] = [
@@ -41,9 +42,9 @@ fn rate(count: u64, ns: u64) -> f64 {
     }
 }
 
-/// The cells of `recorded_ns` next to `replayed_ns` (both sorted in place).
-fn latency_cells(recorded_ns: &mut [u64], replayed_ns: &mut [u64]) -> LatencyCells {
-    QUANTILES.map(|(q, _)| (quantile(recorded_ns, q), quantile(replayed_ns, q)))
+/// The cells of `recorded_ns` next to `replayed_ns`.
+fn latency_cells(recorded_ns: &Hist, replayed_ns: &Hist) -> LatencyCells {
+    QUANTILES.map(|(q, _)| (recorded_ns.quantile(q), replayed_ns.quantile(q)))
 }
 
 /// What one kind of operation did, recorded and replayed.
@@ -90,13 +91,13 @@ pub struct TimingError {
 }
 
 impl TimingError {
-    /// The percentiles of `samples_ns` (sorted in place); `None` when empty.
-    pub fn of(samples_ns: &mut [u64]) -> Option<TimingError> {
+    /// The percentiles of `samples_ns`; `None` when empty.
+    pub fn of(samples_ns: &Hist) -> Option<TimingError> {
         Some(TimingError {
-            p50_ns: quantile(samples_ns, 0.5)?,
-            p90_ns: quantile(samples_ns, 0.9)?,
-            p99_ns: quantile(samples_ns, 0.99)?,
-            max_ns: quantile(samples_ns, 1.0)?,
+            p50_ns: samples_ns.quantile(0.5)?,
+            p90_ns: samples_ns.quantile(0.9)?,
+            p99_ns: samples_ns.quantile(0.99)?,
+            max_ns: samples_ns.max()?,
         })
     }
 }
@@ -113,12 +114,12 @@ pub struct SchedulerLag {
 }
 
 impl SchedulerLag {
-    /// The percentiles of `samples_ns` (sorted in place); `None` when empty.
-    pub fn of(samples_ns: &mut [u64]) -> Option<SchedulerLag> {
+    /// The percentiles of `samples_ns`; `None` when empty.
+    pub fn of(samples_ns: &Hist) -> Option<SchedulerLag> {
         Some(SchedulerLag {
-            p50_ns: quantile(samples_ns, 0.5)?,
-            p99_ns: quantile(samples_ns, 0.99)?,
-            max_ns: quantile(samples_ns, 1.0)?,
+            p50_ns: samples_ns.quantile(0.5)?,
+            p99_ns: samples_ns.quantile(0.99)?,
+            max_ns: samples_ns.max()?,
         })
     }
 }
@@ -137,7 +138,7 @@ pub struct Report {
     /// Scheduler threads.
     pub threads: usize,
     /// I/Os planned (every loop).
-    pub planned: usize,
+    pub planned: u64,
     /// Recorded span of one loop, in ns.
     pub recorded_span_ns: u64,
     /// Times the trace was replayed.
@@ -177,17 +178,17 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of `res`, a run of `plan` (sorts the result's sample vectors).
-    pub fn new(plan: &Plan, res: &mut RunResult, speed: f64, no_stall: bool) -> Report {
-        let timing_error = TimingError::of(&mut res.timing_error_ns);
-        let scheduler_lag = SchedulerLag::of(&mut res.scheduler_lag_ns);
+    /// The report of `res`, a run of `plan`.
+    pub fn new(plan: &Plan, res: &RunResult, speed: f64, no_stall: bool) -> Report {
+        let timing_error = TimingError::of(&res.timing_error_ns);
+        let scheduler_lag = SchedulerLag::of(&res.scheduler_lag_ns);
         Report {
             engine: res.engine,
             speed,
             no_stall,
             streams: plan.streams.len(),
             threads: res.threads,
-            planned: plan.ios.len(),
+            planned: plan.planned_ios(),
             recorded_span_ns: plan.span_ns,
             loops: plan.loops,
             elapsed_ns: res.elapsed_ns,
@@ -409,12 +410,12 @@ impl Report {
     }
 }
 
-/// One [`OpReport`] per kind recorded or replayed (sorts the result's latencies).
-fn op_reports(plan: &Plan, res: &mut RunResult) -> Vec<OpReport> {
+/// One [`OpReport`] per kind recorded or replayed.
+fn op_reports(plan: &Plan, res: &RunResult) -> Vec<OpReport> {
     let mut ops = Vec::new();
     for kind in IoKind::ALL {
         let i = kind as usize;
-        let r = &mut res.kinds[i];
+        let r = &res.kinds[i];
         if plan.recorded_count[i] == 0 && r.issued == 0 {
             continue;
         }
@@ -427,7 +428,7 @@ fn op_reports(plan: &Plan, res: &mut RunResult) -> Vec<OpReport> {
             errors: r.errors,
             replayed_bytes: r.bytes,
             skipped_not_allowed: plan.skipped.not_allowed[i],
-            latency_ns: latency_cells(&mut r.recorded_latency_ns, &mut r.latency_ns),
+            latency_ns: latency_cells(&r.recorded_latency_ns, &r.latency_ns),
         });
     }
     ops
@@ -455,12 +456,12 @@ fn latency_head() -> String {
 }
 
 /// Block-layer latencies (entry to completion, as the recorder measures them) of the
-/// recorded I/Os of the plan and of a recording of the replay, side by side, by kind.
-/// `replayed_ns` is indexed by [`IoKind`]; vectors are sorted in place.
-pub fn block_latency_rows(plan: &Plan, replayed_ns: &mut [Vec<u64>; 5]) -> LatencyRows {
-    let mut recorded: [Vec<u64>; 5] = Default::default();
+/// recorded I/Os of the plan (one loop: every loop has the same distribution) and of a
+/// recording of the replay, side by side, by kind. `replayed_ns` is indexed by [`IoKind`].
+pub fn block_latency_rows(plan: &Plan, replayed_ns: &[Hist; 5]) -> LatencyRows {
+    let mut recorded: [Hist; 5] = Default::default();
     for io in &plan.ios {
-        recorded[io.kind as usize].push(io.recorded_latency_ns);
+        recorded[io.kind as usize].add(io.recorded_latency_ns);
     }
     let mut rows = Vec::new();
     for k in IoKind::ALL {
@@ -468,7 +469,7 @@ pub fn block_latency_rows(plan: &Plan, replayed_ns: &mut [Vec<u64>; 5]) -> Laten
         if recorded[i].is_empty() && replayed_ns[i].is_empty() {
             continue;
         }
-        rows.push((k, latency_cells(&mut recorded[i], &mut replayed_ns[i])));
+        rows.push((k, latency_cells(&recorded[i], &replayed_ns[i])));
     }
     rows
 }
@@ -520,8 +521,8 @@ mod tests {
             engine: "io_uring",
             threads: 1,
             elapsed_ns: 2_000_000_000,
-            timing_error_ns: vec![400, 100, 300, 200],
-            scheduler_lag_ns: vec![30, 10, 20, 40],
+            timing_error_ns: hist(&[400, 100, 300, 200]),
+            scheduler_lag_ns: hist(&[30, 10, 20, 40]),
             depth_waits: 1,
             max_in_flight: 2,
             first_error: Some((libc::EIO, 1)),
@@ -532,9 +533,17 @@ mod tests {
         r.ok = 3;
         r.errors = 1;
         r.bytes = 3 << 20;
-        r.latency_ns = vec![4_000, 1_000, 3_000, 2_000];
-        r.recorded_latency_ns = vec![900, 500, 700, 600];
-        Report::new(&plan, &mut res, 2.0, false)
+        r.latency_ns = hist(&[4_000, 1_000, 3_000, 2_000]);
+        r.recorded_latency_ns = hist(&[900, 500, 700, 600]);
+        Report::new(&plan, &res, 2.0, false)
+    }
+
+    fn hist(v: &[u64]) -> Hist {
+        let mut h = Hist::default();
+        for &x in v {
+            h.add(x);
+        }
+        h
     }
 
     fn plan_io() -> crate::plan::PlannedIo {
@@ -575,8 +584,9 @@ mod tests {
             (4, 4, 3, 1)
         );
         // p50 of 500, 600, 700, 900 ns and of 1, 2, 3, 4 µs by linear interpolation
-        // (format::stats::quantile_linear).
-        assert_eq!(read.latency_ns[0], (Some(650), Some(2_500)), "p50");
+        // (format::stats::quantile_linear) between the middles of their bins (600 and 700
+        // are in bins 4 ns wide, 2 and 3 µs in bins 8 and 16 wide).
+        assert_eq!(read.latency_ns[0], (Some(652), Some(2_502)), "p50");
         assert_eq!(read.latency_ns[4], (Some(900), Some(4_000)), "max");
         assert!(read.has_replayed_latency());
         assert!(!r.ops[1].has_replayed_latency());
@@ -584,9 +594,10 @@ mod tests {
         assert_eq!(r.failed_ios(), 1);
         assert_eq!(
             r.timing_error,
-            // 100, 200, 300, 400 ns by linear interpolation.
+            // 100, 200, 300, 400 ns by linear interpolation (300 in a bin 2 ns wide, so
+            // 301 between the ends, which are exact).
             Some(TimingError {
-                p50_ns: 250,
+                p50_ns: 251,
                 p90_ns: 370,
                 p99_ns: 397,
                 max_ns: 400
@@ -601,7 +612,7 @@ mod tests {
             })
         );
         assert_eq!(r.skipped_words, "2 write without --allow-writes");
-        assert_eq!(TimingError::of(&mut []), None);
+        assert_eq!(TimingError::of(&Hist::default()), None);
     }
 
     #[test]
@@ -621,14 +632,14 @@ mod tests {
         assert_eq!(lines[4], "skipped: 2 write without --allow-writes");
         assert_eq!(lines[5], "latency (recorded -> replayed):");
         let lat: Vec<&str> = lines[7].split_whitespace().collect();
-        assert_eq!(lat[..4], ["read", "650ns", "->", "2.5us"]);
+        assert_eq!(lat[..4], ["read", "652ns", "->", "2.5us"]);
         assert!(
             !lines[8].starts_with("write"),
             "no latency without completions: {text}"
         );
         assert_eq!(
             lines[8],
-            "timing error (submit - schedule): p50 250ns p90 370ns p99 397ns max 400ns; 1 I/Os waited for earlier I/Os of their stream"
+            "timing error (submit - schedule): p50 251ns p90 370ns p99 397ns max 400ns; 1 I/Os waited for earlier I/Os of their stream"
         );
         assert!(lines[9].starts_with("scheduler lag (submit - due and allowed): p50 25ns p99 40ns max 40ns; most in flight 2; 0 done inline"));
         assert!(
@@ -649,7 +660,7 @@ mod tests {
         assert_eq!(v["recorded_span_ns"], 1_000_000_000u64);
         assert_eq!(v["summary"], "2.00s");
         assert_eq!(v["ops"]["read"]["errors"], 1);
-        assert_eq!(v["ops"]["read"]["latency"]["p50"]["replayed_ns"], 2_500);
+        assert_eq!(v["ops"]["read"]["latency"]["p50"]["replayed_ns"], 2_502);
         assert_eq!(v["ops"]["write"]["skipped_not_allowed"], 2);
         assert!(v["ops"]["write"]["latency"]["max"]["replayed_ns"].is_null());
         assert!(v["ops"].get("flush").is_none());
@@ -660,11 +671,11 @@ mod tests {
         let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
         assert_eq!(keys.len(), 22, "{keys:?}");
 
-        let mut replayed: [Vec<u64>; 5] = Default::default();
-        replayed[IoKind::Read as usize] = vec![50, 70];
+        let mut replayed: [Hist; 5] = Default::default();
+        replayed[IoKind::Read as usize] = hist(&[50, 70]);
         let mut plan = Plan::default();
         plan.ios.resize(2, plan_io());
-        r.block_latency = Some(block_latency_rows(&plan, &mut replayed));
+        r.block_latency = Some(block_latency_rows(&plan, &replayed));
         let v = r.json();
         assert_eq!(v["block_latency"]["read"]["p50"]["recorded_ns"], 600);
         assert_eq!(v["block_latency"]["read"]["max"]["replayed_ns"], 70);

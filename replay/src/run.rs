@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::engine::{Completion, Engine, Request};
 use crate::error::ReplayError;
 use crate::helper::{Helper, HelperDone, HelperPoll, MAILBOXES, TAKE_BACK_AFTER};
+use crate::hist::Hist;
 use crate::plan::{Plan, PlannedIo, Stream};
 
 /// How to run a plan.
@@ -44,10 +45,10 @@ pub struct KindResult {
     pub errors: u64,
     /// Bytes of the successful ones.
     pub bytes: u64,
-    /// Submit to completion, per completed I/O, in ns.
-    pub latency_ns: Vec<u64>,
+    /// Submit to completion of the completed I/Os, in ns.
+    pub latency_ns: Hist,
     /// The recorded latencies of the same I/Os, in ns.
-    pub recorded_latency_ns: Vec<u64>,
+    pub recorded_latency_ns: Hist,
 }
 
 /// What a run did.
@@ -57,12 +58,12 @@ pub struct RunResult {
     pub kinds: [KindResult; 5],
     /// First submit to last completion, in ns.
     pub elapsed_ns: u64,
-    /// Actual minus scheduled submit time, per I/O, in ns (scheduled = recorded offset /
-    /// speed; 0 with `--no-stall`). Includes waiting for the stream's earlier I/Os.
-    pub timing_error_ns: Vec<u64>,
+    /// Actual minus scheduled submit time of the submitted I/Os, in ns (scheduled = recorded
+    /// offset / speed; 0 with `--no-stall`). Includes waiting for the stream's earlier I/Os.
+    pub timing_error_ns: Hist,
     /// Actual submit time minus the moment the I/O was both due and allowed by its stream's
     /// depth: the scheduler's own lateness, in ns.
-    pub scheduler_lag_ns: Vec<u64>,
+    pub scheduler_lag_ns: Hist,
     /// I/Os that had to wait past their scheduled time for earlier I/Os of their stream.
     pub depth_waits: u64,
     /// Times an I/O was due but every buffer slot was busy.
@@ -124,11 +125,11 @@ pub fn merge(parts: Vec<RunResult>) -> RunResult {
             a.ok += b.ok;
             a.errors += b.errors;
             a.bytes += b.bytes;
-            a.latency_ns.extend(b.latency_ns);
-            a.recorded_latency_ns.extend(b.recorded_latency_ns);
+            a.latency_ns.merge(&b.latency_ns);
+            a.recorded_latency_ns.merge(&b.recorded_latency_ns);
         }
-        out.timing_error_ns.extend(p.timing_error_ns);
-        out.scheduler_lag_ns.extend(p.scheduler_lag_ns);
+        out.timing_error_ns.merge(&p.timing_error_ns);
+        out.scheduler_lag_ns.merge(&p.scheduler_lag_ns);
         out.depth_waits += p.depth_waits;
         out.slot_waits += p.slot_waits;
         out.max_in_flight += p.max_in_flight;
@@ -272,8 +273,10 @@ impl Clock {
 /// Where one stream is.
 #[derive(Clone, Copy, Debug, Default)]
 struct StreamState {
-    /// Index into the stream's I/Os of its next one to submit.
+    /// Index into the stream's I/Os (of one loop) of its next one to submit.
     next: usize,
+    /// The loop that I/O belongs to (0-based; the plan's loop count when the stream is done).
+    lap: u32,
     /// Its I/Os in flight.
     in_flight: u32,
     /// Its next I/O waits for one of its I/Os in flight to complete (depth).
@@ -404,19 +407,22 @@ impl<'a> Scheduler<'a> {
         helper: Option<&'a Helper>,
     ) -> Scheduler<'a> {
         let streams: Vec<&Stream> = shard.iter().map(|&i| &plan.streams[i as usize]).collect();
-        let n: usize = streams.iter().map(|st| st.ios.len()).sum();
+        // Every histogram's bins now: nothing allocates while I/O is measured.
         let mut res = RunResult {
             engine: engine.name(),
+            timing_error_ns: Hist::with_bins(),
+            scheduler_lag_ns: Hist::with_bins(),
             ..RunResult::default()
         };
-        res.timing_error_ns.reserve(n);
-        res.scheduler_lag_ns.reserve(n);
+        for k in &mut res.kinds {
+            k.latency_ns = Hist::with_bins();
+            k.recorded_latency_ns = Hist::with_bins();
+        }
         let clock = Clock::new(shared.start, o);
         let mut queue = BinaryHeap::with_capacity(streams.len());
         for (s, st) in streams.iter().enumerate() {
-            if let Some(&first) = st.ios.first() {
-                let due = clock.due_ns(plan.ios[first as usize].sched_ns);
-                queue.push(Reverse((due, s as u32)));
+            if let Some((_, sched_ns)) = plan.stream_io(st, 0, 0) {
+                queue.push(Reverse((clock.due_ns(sched_ns), s as u32)));
             }
         }
         let slot = SlotInfo {
@@ -472,15 +478,22 @@ impl<'a> Scheduler<'a> {
     fn submit_due(&mut self) -> Result<(), ReplayError> {
         let mut now_ns = self.clock.now_ns();
         loop {
+            // Without stalls on a fast device every I/O is due and done inline here, one
+            // after the other: the stop flag is looked at between them (one load of a line
+            // that is only read), or Ctrl-C would wait for the end of the plan.
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
             // Before a slot is picked: what the helper finished frees slots.
             self.poll_helper();
             let Some((s, due_ns, slot)) = self.pop_due(now_ns) else {
                 break;
             };
-            let st = &mut self.state[s];
-            let idx = self.streams[s].ios[st.next];
-            st.next += 1;
-            let allowed_ns = due_ns.max(st.ready_at_ns);
+            let Some((idx, _)) = self.next_io(s) else {
+                continue;
+            };
+            self.advance(s);
+            let allowed_ns = due_ns.max(self.state[s].ready_at_ns);
             let p = Pushed {
                 slot,
                 due_ns,
@@ -660,12 +673,31 @@ impl<'a> Scheduler<'a> {
             if !self.queue_next_if_allowed(s, now_ns) {
                 self.state[s].blocked = true;
             }
-        } else if let Some(&ni) = self.streams[s].ios.get(self.state[s].next) {
+        } else if let Some((_, sched_ns)) = self.next_io(s) {
             self.state[s].ready_at_ns = now_ns;
-            let due = self.clock.due_ns(self.plan.ios[ni as usize].sched_ns);
+            let due = self.clock.due_ns(sched_ns);
             self.queue.push(Reverse((due, s as u32)));
         }
         now_ns
+    }
+
+    /// Stream `s`'s next I/O to submit: its index in the plan and its scheduled time in its
+    /// loop; `None` once the stream is done.
+    #[inline]
+    fn next_io(&self, s: usize) -> Option<(u32, u64)> {
+        let st = &self.state[s];
+        self.plan.stream_io(self.streams[s], st.next, st.lap)
+    }
+
+    /// Moves stream `s` on to its next I/O (to the first of the next loop after its last).
+    #[inline]
+    fn advance(&mut self, s: usize) {
+        let st = &mut self.state[s];
+        st.next += 1;
+        if st.next == self.streams[s].ios.len() {
+            st.next = 0;
+            st.lap += 1;
+        }
     }
 
     /// Pushes I/O `idx` of stream `s` to the engine in slot `p.slot`; queues the stream's
@@ -689,17 +721,16 @@ impl<'a> Scheduler<'a> {
     /// Queues stream `s`'s next I/O if it has one and fewer of its I/Os are in flight than
     /// that I/O's depth; `now_ns` is when it became allowed. False when its depth forbids it.
     fn queue_next_if_allowed(&mut self, s: usize, now_ns: u64) -> bool {
-        let st = &mut self.state[s];
-        let Some(&ni) = self.streams[s].ios.get(st.next) else {
+        let Some((ni, sched_ns)) = self.next_io(s) else {
             return true;
         };
-        let nio = &self.plan.ios[ni as usize];
-        if st.in_flight >= nio.depth {
+        let st = &mut self.state[s];
+        if st.in_flight >= self.plan.ios[ni as usize].depth {
             return false;
         }
         st.ready_at_ns = now_ns;
         self.queue
-            .push(Reverse((self.clock.due_ns(nio.sched_ns), s as u32)));
+            .push(Reverse((self.clock.due_ns(sched_ns), s as u32)));
         true
     }
 
@@ -827,9 +858,9 @@ impl<'a> Scheduler<'a> {
 /// Counts one submitted I/O `io` (submitted at `submit_ns`): its timing error, scheduler
 /// lag, depth wait and kind.
 fn count_submit(res: &mut RunResult, submit_ns: u64, p: Pushed, io: &PlannedIo) {
-    res.timing_error_ns.push(submit_ns.saturating_sub(p.due_ns));
+    res.timing_error_ns.add(submit_ns.saturating_sub(p.due_ns));
     res.scheduler_lag_ns
-        .push(submit_ns.saturating_sub(p.allowed_ns));
+        .add(submit_ns.saturating_sub(p.allowed_ns));
     if p.allowed_ns > p.due_ns {
         res.depth_waits += 1;
     }
@@ -860,15 +891,8 @@ fn complete(
         k.ok += 1;
         k.bytes += u64::from(io.len_bytes);
     }
-    k.latency_ns.push(latency_ns);
-    k.recorded_latency_ns.push(io.recorded_latency_ns);
-}
-
-/// The `q`-quantile (0..=1) of `v` (sorted in place), as `iodump analyze` computes it
-/// ([`iodump_format::stats::quantile_linear`]), rounded to the nearest unit.
-pub fn quantile(v: &mut [u64], q: f64) -> Option<u64> {
-    v.sort_unstable();
-    iodump_format::stats::quantile_linear(v, q).map(|x| x.round() as u64)
+    k.latency_ns.add(latency_ns);
+    k.recorded_latency_ns.add(io.recorded_latency_ns);
 }
 
 #[cfg(test)]
@@ -913,19 +937,22 @@ mod tests {
         let t0 = Instant::now();
         let mut a = RunResult::default();
         a.kinds[0].issued = 3;
-        a.timing_error_ns = vec![1, 2, 3];
+        for v in [1, 2, 3] {
+            a.timing_error_ns.add(v);
+        }
         a.first_submit = Some(t0 + Duration::from_millis(1));
         a.last_completion = Some(t0 + Duration::from_millis(5));
         a.first_error = Some((5, 2));
         let mut b = RunResult::default();
         b.kinds[0].issued = 4;
-        b.timing_error_ns = vec![4];
+        b.timing_error_ns.add(4);
         b.first_submit = Some(t0);
         b.last_completion = Some(t0 + Duration::from_millis(3));
         b.first_error = Some((5, 1));
         let m = merge(vec![a, b]);
         assert_eq!(m.kinds[0].issued, 7);
         assert_eq!(m.timing_error_ns.len(), 4);
+        assert_eq!(m.timing_error_ns.max(), Some(4));
         assert_eq!(m.elapsed_ns, 5_000_000);
         assert_eq!(m.first_error, Some((5, 3)));
         assert_eq!(m.threads, 2);
@@ -974,6 +1001,8 @@ mod tests {
         result: Option<i32>,
         /// How long an inline I/O takes.
         inline_time: Duration,
+        /// The offset of every request, pushed or inline, in order.
+        offsets: Vec<u64>,
     }
 
     impl Engine for FakeEngine {
@@ -991,6 +1020,7 @@ mod tests {
                 r.slot
             );
             self.pushes += 1;
+            self.offsets.push(r.offset_bytes);
             self.queued.push(r);
             Ok(())
         }
@@ -1002,6 +1032,7 @@ mod tests {
         }
         fn run_inline(&mut self, r: &Request) -> i32 {
             self.inline += 1;
+            self.offsets.push(r.offset_bytes);
             let t = Instant::now();
             while t.elapsed() < self.inline_time {
                 std::hint::spin_loop();
@@ -1124,9 +1155,10 @@ mod tests {
         assert_eq!(s.queue.len(), 1);
         assert_eq!(s.res.kinds[IoKind::Read as usize].ok, 4);
         assert_eq!(s.res.kinds[IoKind::Read as usize].bytes, 4 * 4096);
+        let rec = &s.res.kinds[IoKind::Read as usize].recorded_latency_ns;
         assert_eq!(
-            s.res.kinds[IoKind::Read as usize].recorded_latency_ns,
-            [7; 4]
+            (rec.len(), rec.quantile(0.0), rec.max()),
+            (4, Some(7), Some(7))
         );
         // Fast completions and nothing in flight: the next I/O is done inline.
         s.ewma_latency_ns = 0.0;
@@ -1216,11 +1248,57 @@ mod tests {
         let k = &res.kinds[IoKind::Read as usize];
         assert_eq!((k.issued, k.ok, k.errors), (n as u64, n as u64, 0));
         assert_eq!(k.bytes, n as u64 * 4096);
-        assert_eq!(res.timing_error_ns.len(), n);
+        assert_eq!(res.timing_error_ns.len(), n as u64);
         assert_eq!(done.load(Ordering::Relaxed), n as u64);
         assert!(res.handed_off > 0, "the helper did none of {n}");
         assert_eq!(eng.pushes + eng.inline + res.handed_off as usize, n);
         assert!(res.taken_back <= eng.inline as u64);
+    }
+
+    #[test]
+    fn loops_replay_the_plan_again_each_one_period_later() {
+        // One synchronous stream of three reads 1 µs apart, then one depth-2 stream of two;
+        // four loops 1 ms apart.
+        let mut plan = plan_with_depths(&[&[1, 1, 1], &[1, 2]]);
+        plan.loops = 4;
+        plan.period_ns = 1_000_000;
+        let (stop, done) = (AtomicBool::new(false), AtomicU64::new(0));
+        let mut eng = FakeEngine::default();
+        let sh = shared(&stop, &done);
+        let res = run(&plan, &[0], &mut eng, 4, RunOptions::default(), sh, None).unwrap();
+        assert_eq!(
+            eng.offsets,
+            [0, 4096, 8192].repeat(4),
+            "stream 0, loop after loop"
+        );
+        assert_eq!(res.kinds[IoKind::Read as usize].ok, 12);
+        assert_eq!(res.timing_error_ns.len(), 12);
+        // The last I/O is due at 3 ms + 2 µs: the loops were not run at once.
+        let last = res.last_completion.unwrap().duration_since(sh.start);
+        assert!(last >= Duration::from_micros(3_002), "{last:?}");
+        let mut eng = FakeEngine::default();
+        let res = run(
+            &plan,
+            &[0, 1],
+            &mut eng,
+            4,
+            NO_STALL,
+            shared(&stop, &done),
+            None,
+        )
+        .unwrap();
+        assert_eq!(res.kinds[IoKind::Read as usize].ok, 20);
+        let second: Vec<u64> = eng
+            .offsets
+            .iter()
+            .copied()
+            .filter(|&o| o >= 12_288)
+            .collect();
+        assert_eq!(
+            second,
+            [12_288, 16_384].repeat(4),
+            "stream 1 kept its order"
+        );
     }
 
     #[test]
@@ -1251,14 +1329,5 @@ mod tests {
         assert_eq!(eng.pushes + eng.inline, 9);
         assert!(eng.most_in_flight <= 4);
         assert_eq!(done.load(Ordering::Relaxed), 9);
-    }
-
-    #[test]
-    fn quantiles() {
-        let mut v = vec![5, 1, 4, 2, 3];
-        assert_eq!(quantile(&mut v, 0.5), Some(3));
-        assert_eq!(quantile(&mut v, 0.99), Some(5));
-        assert_eq!(quantile(&mut v, 0.0), Some(1));
-        assert_eq!(quantile(&mut [], 0.5), None);
     }
 }

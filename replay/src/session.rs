@@ -112,7 +112,7 @@ impl Session {
 
     /// I/Os to replay, every loop.
     pub fn planned_ios(&self) -> u64 {
-        self.prepared.plan.ios.len() as u64
+        self.prepared.plan.planned_ios()
     }
 
     /// What to tell the user before the replay runs.
@@ -175,10 +175,10 @@ impl Session {
     /// report of `result`, with the block-layer latencies of the recording under `-o`.
     pub fn finish(self, result: Result<RunResult, ReplayError>) -> Result<Finished, ReplayError> {
         let lines = self.recorder.map(Recorder::stop);
-        let mut res = result?;
+        let res = result?;
         let lines = lines.transpose()?;
         let plan = &self.prepared.plan;
-        let mut report = Report::new(plan, &mut res, self.cfg.speed, self.cfg.no_stall);
+        let mut report = Report::new(plan, &res, self.cfg.speed, self.cfg.no_stall);
         if let (Some(out), Some(_)) = (&self.cfg.output, &lines) {
             report.block_latency = Some(recorder::block_latencies(plan, out)?);
         }
@@ -241,10 +241,12 @@ fn check_clock(cfg: &ReplayConfig, plan: &Plan) -> Result<(), ReplayError> {
     if cfg.no_stall {
         return Ok(());
     }
-    let last_ns = plan.ios.iter().map(|io| io.sched_ns).max();
-    let stretched_ns = last_ns.unwrap_or(0) as f64 / cfg.speed;
-    if stretched_ns >= u64::MAX as f64 {
-        return Err(ReplayError::TooSlow { speed: cfg.speed });
+    let stretched_ns = plan.last_sched_ns().map(|ns| ns as f64 / cfg.speed);
+    if stretched_ns.is_none_or(|ns| ns >= u64::MAX as f64) {
+        return Err(ReplayError::TooSlow {
+            speed: cfg.speed,
+            loops: plan.loops,
+        });
     }
     Ok(())
 }
@@ -281,6 +283,13 @@ mod tests {
         assert!(matches!(e, ReplayError::TooSlow { .. }), "{e}");
         // Without stalls recorded times do not count.
         check_clock(&cfg(1e-11, true), &plan).unwrap();
+        // Loops of 10 s each, 2^32 − 1 of them: 1360 years at full speed.
+        plan.loops = u32::MAX;
+        plan.period_ns = 10_000_000_000;
+        let e = check_clock(&cfg(1.0, false), &plan).unwrap_err();
+        assert!(e.to_string().contains("fewer loops"), "{e}");
+        plan.loops = 1000;
+        check_clock(&cfg(1.0, false), &plan).unwrap();
     }
 
     #[test]
