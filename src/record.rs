@@ -518,11 +518,11 @@ pub fn execute(
         ));
     }
     if cfg.flight.is_some() {
-        line.push_str(&format!("; {} snapshot(s) saved", s.snapshots.len()));
-        if !s.failed_snapshots.is_empty() {
+        line.push_str(&format!("; {} snapshot(s) saved", s.snapshots));
+        if s.failed_snapshots > 0 {
             line.push_str(&format!(
                 ", {} not saved whole (warnings above)",
-                s.failed_snapshots.len()
+                s.failed_snapshots
             ));
         }
         if s.deleted_snapshots > 0 {
@@ -604,10 +604,10 @@ pub fn execute(
     if let Some(st) = s.command_status {
         return Ok(ExitCode::from(st.clamp(0, 255) as u8));
     }
-    if let Some((p, why)) = s.failed_snapshots.first() {
+    if let Some((p, why)) = &s.first_failed_snapshot {
         eprintln!(
             "iodump: error: {} snapshot(s) could not be saved whole (first: {}: {why})",
-            s.failed_snapshots.len(),
+            s.failed_snapshots,
             p.display()
         );
         return Ok(ExitCode::from(1));

@@ -83,11 +83,14 @@ pub struct Flight {
     ring_bytes: u64,
     newest_ns: u64,
     dump: Option<Dump>,
-    /// Snapshots written.
-    pub dumps: Vec<PathBuf>,
-    /// Snapshots that could not be written whole (a full file system, the directory gone):
-    /// their files, and why. The ring goes on.
-    pub failed_dumps: Vec<(PathBuf, String)>,
+    /// Snapshots started (written whole, or cut short); counts only, so that a recorder
+    /// left running for a year holds no list of them.
+    pub dumps: u32,
+    /// Snapshots that could not be written whole (a full file system, the directory gone).
+    /// The ring goes on.
+    pub failed_dumps: u64,
+    /// The first of those: its file, and why.
+    pub first_failed_dump: Option<(PathBuf, String)>,
     /// Older snapshot files deleted to keep within `keep_dumps` and `max_dumps_total_bytes`.
     pub deleted_dumps: u64,
     last_fire_mono_ns: Option<u64>,
@@ -147,8 +150,9 @@ impl Flight {
             ring_bytes: 0,
             newest_ns: 0,
             dump: None,
-            dumps: Vec::new(),
-            failed_dumps: Vec::new(),
+            dumps: 0,
+            failed_dumps: 0,
+            first_failed_dump: None,
             deleted_dumps: 0,
             last_fire_mono_ns: None,
             said_max: false,
@@ -165,7 +169,7 @@ impl Flight {
             .find(|c| c.kind == ChunkType::Events && c.records > 0)
             .map(|c| c.ts_range_ns.0);
         FlightStats {
-            snapshots_failed: self.failed_dumps.len() as u64,
+            snapshots_failed: self.failed_dumps,
             snapshots_deleted: self.deleted_dumps,
             writing: self.dump.is_some(),
             ring_bytes: self.ring_bytes,
@@ -228,7 +232,7 @@ impl Flight {
     }
     /// The number of the snapshot being written (from 1: its "part" for `dump_tables`).
     fn dump_no(&self) -> Option<u32> {
-        self.dump.as_ref().map(|_| self.dumps.len() as u32)
+        self.dump.as_ref().map(|_| self.dumps)
     }
     /// Forgets path entries and threads no later event will refer to
     /// ([`TableMirror::forget`]) once no event in the ring refers to them either (a ring
@@ -277,7 +281,7 @@ impl Flight {
         if let Some(d) = &mut self.dump {
             // The entries of an event of `--after` that the snapshot does not hold yet, before
             // its segment is appended.
-            let n = self.dumps.len() as u32;
+            let n = self.dumps;
             if let Err(err) = self.dump_tables.add_for(e, n, &self.mirror, &mut d.writer) {
                 self.dump_failed(RecordError::Write(err));
             }
@@ -404,16 +408,12 @@ impl Flight {
         {
             return false;
         }
-        if self
-            .cfg
-            .max_dumps
-            .is_some_and(|m| self.dumps.len() as u32 >= m)
-        {
+        if self.cfg.max_dumps.is_some_and(|m| self.dumps >= m) {
             if !self.said_max {
                 self.said_max = true;
                 eprintln!(
                     "iodump: warning: --max-dumps {} reached: later triggers save nothing",
-                    self.dumps.len()
+                    self.dumps
                 );
             }
             return false;
@@ -466,8 +466,8 @@ impl Flight {
         let path = self
             .cfg
             .dir
-            .join(snapshot_name(name_ns, &slug, self.dumps.len() as u32 + 1));
-        let n = self.dumps.len() as u32 + 1;
+            .join(snapshot_name(name_ns, &slug, self.dumps + 1));
+        let n = self.dumps + 1;
         let (out, writer) = match self.start_dump(&path, &header, n) {
             Ok(d) => d,
             Err(e) => {
@@ -477,7 +477,7 @@ impl Flight {
                     "iodump: warning: snapshot {} not saved: {why}; the ring goes on",
                     path.display()
                 );
-                self.failed_dumps.push((path, why));
+                self.count_failure(path, why);
                 return Ok(());
             }
         };
@@ -490,7 +490,7 @@ impl Flight {
             path.display()
         );
         self.retain_dumps(&path);
-        self.dumps.push(path);
+        self.dumps += 1;
         match why {
             Snapshot::Trigger(_) => self.counts.snapshots_triggered += 1,
             Snapshot::Signal => self.counts.snapshots_signalled += 1,
@@ -599,7 +599,13 @@ impl Flight {
             "iodump: warning: snapshot {} cut short: {why}; the ring goes on",
             path.display()
         );
-        self.failed_dumps.push((path.to_path_buf(), why));
+        self.count_failure(path.to_path_buf(), why);
+    }
+
+    /// Counts a snapshot not written whole; the first one's file and reason are kept.
+    fn count_failure(&mut self, path: PathBuf, why: String) {
+        self.failed_dumps += 1;
+        self.first_failed_dump.get_or_insert((path, why));
     }
 
     fn end_dump(&mut self, now_mono_ns: u64) -> Result<(), RecordError> {
@@ -799,6 +805,17 @@ mod tests {
     }
 
     /// An empty directory of the temporary directory, named after `name` and this process.
+    /// The snapshot files in `dir`, oldest first (by name: their names start with the time).
+    fn snapshots_in(dir: &Path) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| is_snapshot_name(&p.file_name().unwrap().to_string_lossy()))
+            .collect();
+        v.sort();
+        v
+    }
+
     fn empty_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("iodump-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -913,8 +930,8 @@ mod tests {
         // --after: file 3 (long out of the ring) written back by thread 101 for thread 7.
         f.push(&ev(1_000_002, 101, 3, Some(7))).unwrap();
         f.finish(2_000_000).unwrap();
-        assert!(f.failed_dumps.is_empty(), "{:?}", f.failed_dumps);
-        let r = Reader::open(&f.dumps[0]).unwrap();
+        assert_eq!(f.failed_dumps, 0, "{:?}", f.first_failed_dump);
+        let r = Reader::open(&snapshots_in(&f.cfg.dir)[0]).unwrap();
         let events: Vec<Event> = r.events().collect();
         assert!(
             (90..=120).contains(&events.len()),
@@ -1009,7 +1026,8 @@ mod tests {
         f.fire(Snapshot::Signal, (1_764_625_922_000_000_000, t), None)
             .unwrap();
         f.finish(t + 1).unwrap();
-        assert!(f.failed_dumps.is_empty(), "{:?}", f.failed_dumps);
+        assert_eq!(f.failed_dumps, 0, "{:?}", f.first_failed_dump);
+        let dumps = snapshots_in(&f.cfg.dir);
         let names = |r: &Reader| {
             let mut p: Vec<u32> = r.tables().paths().map(|p| p.path_id).collect();
             let mut t: Vec<u32> = r.tables().processes().map(|p| p.tid).collect();
@@ -1017,13 +1035,13 @@ mod tests {
             t.sort();
             (p, t)
         };
-        let first = Reader::open(&f.dumps[0]).unwrap();
+        let first = Reader::open(&dumps[0]).unwrap();
         assert_eq!(first.events().next().map(|e| e.path_id), Some(1));
         assert_eq!(names(&first), (vec![1, 2], vec![1, 2, 3]));
         for e in first.events() {
             assert!(first.tables().path(e.path_id).is_some(), "{e:?}");
         }
-        let second = Reader::open(&f.dumps[1]).unwrap();
+        let second = Reader::open(&dumps[1]).unwrap();
         assert_eq!(names(&second), (vec![2], vec![2]));
         assert!(f.mirror.path_entry(1).is_none());
         assert!(f.mirror.process_entry(1).is_none());
@@ -1099,7 +1117,9 @@ mod tests {
         )
         .unwrap();
         f.finish(2).unwrap();
-        let new = f.dumps[0]
+        let new = snapshots_in(&f.cfg.dir)
+            .pop()
+            .unwrap()
             .file_name()
             .unwrap()
             .to_string_lossy()

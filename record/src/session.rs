@@ -95,10 +95,13 @@ pub struct RecordSummary {
     pub parts: Option<iodump_output::parts::PartsStats>,
     /// The part being written when recording stopped (the last one).
     pub last_part: Option<PathBuf>,
-    /// Snapshots of the ring written.
-    pub snapshots: Vec<PathBuf>,
-    /// Snapshots that could not be written whole, and why (the ring went on).
-    pub failed_snapshots: Vec<(PathBuf, String)>,
+    /// Snapshots of the ring started (written whole, or cut short).
+    pub snapshots: u32,
+    /// Of those, and of the ones that could not be started, snapshots not written whole (the
+    /// ring went on).
+    pub failed_snapshots: u64,
+    /// The first of them: its file, and why.
+    pub first_failed_snapshot: Option<(PathBuf, String)>,
     /// Older snapshot files deleted by `--keep-dumps` and `--max-dumps-total`.
     pub deleted_snapshots: u64,
     /// Files' names and threads forgotten after `forget_idle` without I/O.
@@ -877,8 +880,9 @@ impl<'c, 'l> Session<'c, 'l> {
         let end_mono = monotonic_ns();
         if let Some(mut f) = self.sinks.flight.take() {
             result = result.and(f.finish(end_mono));
-            summary.snapshots = std::mem::take(&mut f.dumps);
-            summary.failed_snapshots = std::mem::take(&mut f.failed_dumps);
+            summary.snapshots = f.dumps;
+            summary.failed_snapshots = f.failed_dumps;
+            summary.first_failed_snapshot = f.first_failed_dump.take();
             summary.deleted_snapshots = f.deleted_dumps;
         }
         if let Some(p) = self.sinks.parts.take() {
