@@ -95,6 +95,23 @@ pub struct RecordArgs {
     /// 'latency > 200ms', 'error != 0').
     #[arg(long, value_name = "EXPR", requires = "ring")]
     pub trigger: Option<String>,
+    /// With --trigger: fire only when N I/Os matched it within --trigger-window (a sustained
+    /// slowdown rather than one slow I/O; default 1).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "trigger",
+        allow_hyphen_values = true
+    )]
+    pub trigger_count: Option<String>,
+    /// With --trigger-count: the time the N matching I/Os must complete within (default 10s).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "trigger_count",
+        allow_hyphen_values = true
+    )]
+    pub trigger_window: Option<String>,
     /// With --ring: go on writing a snapshot for this long after its trigger (default 10s).
     #[arg(
         long,
@@ -235,6 +252,39 @@ fn duration(flag: &str, v: &str) -> anyhow::Result<u64> {
     parse_duration_ns(v).map_err(|e| usage(format!("{flag} {v}: {e}")))
 }
 
+/// The most I/Os `--trigger-count` may ask for (the times of the last N matches are kept:
+/// 8 MB at this bound).
+const MAX_TRIGGER_COUNT: u64 = 1_000_000;
+
+/// `--trigger-count N` and `--trigger-window DURATION` (1 and 10 s when not given); a window
+/// longer than a ring of time (`ring_ns`) is refused: a snapshot could not hold the I/Os that
+/// fired it.
+fn trigger_count(a: &RecordArgs, ring_ns: Option<u64>) -> anyhow::Result<(u32, u64)> {
+    let Some(n) = &a.trigger_count else {
+        return Ok((1, 0));
+    };
+    let count = count("--trigger-count", n, "I/Os")?;
+    if count > MAX_TRIGGER_COUNT {
+        usage_bail!("--trigger-count {n}: give at most {MAX_TRIGGER_COUNT}");
+    }
+    let window_ns = match &a.trigger_window {
+        None => 10_000_000_000,
+        Some(w) => match duration("--trigger-window", w)? {
+            0 => usage_bail!("--trigger-window {w}: give a positive duration (10s)"),
+            ns => ns,
+        },
+    };
+    if let (Some(ring_ns), Some(w)) = (ring_ns, &a.trigger_window) {
+        if window_ns > ring_ns {
+            usage_bail!(
+                "--trigger-window {w} is longer than --ring {}: a snapshot could not hold the I/Os that fired it",
+                a.ring.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    Ok((count as u32, window_ns))
+}
+
 /// `-o DIR/` with `--rotate`, `--keep`, `--max-total`: the recording in parts; with
 /// `--ring`, `--trigger`…: the flight recorder. Both are checked here, before anything is
 /// recorded.
@@ -295,6 +345,7 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
                 .as_deref()
                 .map(|t| crate::args::parse_filter("--trigger", t))
                 .transpose()?;
+            let (trigger_count, trigger_window_ns) = trigger_count(a, window_ns)?;
             let max_dumps = a
                 .max_dumps
                 .as_deref()
@@ -324,6 +375,8 @@ fn always_on(a: &RecordArgs) -> anyhow::Result<(Option<PartsConfig>, Option<Flig
                 window_bytes,
                 trigger,
                 trigger_text: a.trigger.clone(),
+                trigger_count,
+                trigger_window_ns,
                 after_ns: a
                     .after
                     .as_deref()

@@ -218,7 +218,25 @@ fn bad_always_on_flags_are_one_line_errors() {
     let d = TempDir::new("flight-bad");
     let dir = d.join("out/");
     let dir_s = dir.to_str().unwrap();
-    let cases: [(&[&str], &str); 11] = [
+    let counted = |count: &'static str, window: &'static str| -> Vec<&'static str> {
+        let mut v = vec!["--ring", "60s", "--trigger", "latency > 1ms"];
+        v.extend(["--trigger-count", count, "--trigger-window", window]);
+        v
+    };
+    let (zero, many, never, long) = (
+        counted("0", "1s"),
+        counted("2000000", "1s"),
+        counted("10", "0s"),
+        counted("10", "2m"),
+    );
+    let cases: [(&[&str], &str); 15] = [
+        (&zero, "--trigger-count 0"),
+        (&many, "--trigger-count 2000000: give at most 1000000"),
+        (&never, "--trigger-window 0s: give a positive duration"),
+        (
+            &long,
+            "--trigger-window 2m is longer than --ring 60s: a snapshot could not hold",
+        ),
         (&["--rotate", "0"], "--rotate 0"),
         (&["--rotate", "10x"], "--rotate 10x"),
         (&["--rotate", "1h", "--keep", "-1"], "--keep -1"),
@@ -265,6 +283,13 @@ fn bad_always_on_flags_are_one_line_errors() {
             .args(["--rotate", "1h", "--keep-dumps", "3"]));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--ring"));
+    // A count without a trigger, likewise.
+    let out =
+        run(bin()
+            .args(["record", "-o", dir_s])
+            .args(["--ring", "60s", "--trigger-count", "10"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trigger"));
     // Not a directory, and a directory that cannot be made.
     let out = run(bin()
         .args(["record", "-o"])
@@ -839,6 +864,98 @@ fn trigger_and_sigusr1_save_the_window() {
         assert!(!earlier.contains(new), "{new}");
         assert!(Reader::open(quiet.join(new)).is_ok(), "{new}");
     }
+}
+
+/// A counted trigger (`--trigger-count N --trigger-window D`) fires on the N-th matching I/O
+/// completed within D: not on fewer matches, not on as many spread wider than D, and the
+/// snapshot's header says so; the I/O named in it is the N-th.
+#[test]
+fn a_counted_trigger_fires_on_a_sustained_pattern_only() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("a_counted_trigger_fires_on_a_sustained_pattern_only") {
+        return;
+    }
+    let z = Zram::new("64M");
+    let d = TempDir::new("trigger-count");
+    let name = z.name();
+    // 300 serial 4 KiB O_DIRECT writes (a fraction of a second).
+    let writes = |seek: u32| {
+        let st = Command::new("dd")
+            .args([
+                "if=/dev/zero",
+                &format!("of={}", z.node()),
+                "bs=4k",
+                "count=300",
+                "oflag=direct",
+            ])
+            .arg(format!("seek={seek}"))
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    let trigger = "op == write && iosize == 4k";
+    // window: --trigger-window; bursts: how many runs of 300 writes, 1.5 s apart.
+    let snapshots = |sub: &str, window: &str, bursts: u32| -> (Vec<PathBuf>, String) {
+        let dir = d.join(sub);
+        let rec = record_into(
+            &name,
+            &dir,
+            &[
+                "--ring",
+                "30s",
+                "--trigger",
+                trigger,
+                "--trigger-count",
+                "400",
+                "--trigger-window",
+                window,
+                "--after",
+                "300ms",
+            ],
+        );
+        for b in 0..bursts {
+            if b > 0 {
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+            writes(b * 300);
+        }
+        std::thread::sleep(Duration::from_millis(800));
+        let (st, _, err) = rec.stop();
+        assert!(st.success(), "{err}");
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        (v, err)
+    };
+    // 300 matches: fewer than 400.
+    let (v, err) = snapshots("few/", "10s", 1);
+    assert!(v.is_empty(), "{v:?}: {err}");
+    // 600 matches, but never 400 within 1 s (two bursts 1.5 s apart).
+    let (v, err) = snapshots("spread/", "1s", 2);
+    assert!(v.is_empty(), "{v:?}: {err}");
+    // The same within 10 s: fires once, on the 400th.
+    let (v, err) = snapshots("sustained/", "10s", 2);
+    assert_eq!(v.len(), 1, "{v:?}: {err}");
+    let r = Reader::open(&v[0]).unwrap();
+    let why = r
+        .header()
+        .metadata
+        .iter()
+        .find(|(k, _)| k == META_SNAPSHOT)
+        .map(|(_, v)| v.clone());
+    assert_eq!(
+        why.as_deref(),
+        Some("trigger: op == write && iosize == 4k; 400 I/Os within 10s")
+    );
+    let at = trigger_timestamp_ns(r.header()).expect("the trigger I/O in the header");
+    let matching_before = r
+        .events()
+        .filter(|e| e.op == iodump_format::Op::Write && e.bytes == 4096 && e.timestamp_ns <= at)
+        .count();
+    assert_eq!(matching_before, 400, "the 400th match fired it");
 }
 
 /// The systemd unit's command line (dist/iodump.service) runs as it is, into a directory of

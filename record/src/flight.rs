@@ -36,6 +36,10 @@ pub struct FlightConfig {
     pub trigger: Option<Expr>,
     /// The trigger as given (stored in the snapshot's header, and its file name).
     pub trigger_text: Option<String>,
+    /// The trigger fires when this many I/Os matched it (1: the first match).
+    pub trigger_count: u32,
+    /// ... and completed within this long, in ns (for a count above 1).
+    pub trigger_window_ns: u64,
     /// Go on writing into a snapshot for this long after it fired.
     pub after_ns: u64,
     /// No trigger fires sooner than this after the last one fired.
@@ -94,6 +98,9 @@ pub struct Flight {
     /// Older snapshot files deleted to keep within `keep_dumps` and `max_dumps_total_bytes`.
     pub deleted_dumps: u64,
     last_fire_mono_ns: Option<u64>,
+    /// With a trigger count above 1: the completion times of the last matches (at most
+    /// that many), oldest first.
+    matches_ns: VecDeque<u64>,
     said_max: bool,
     said_size: bool,
     /// Counters for [`Flight::stats`].
@@ -155,6 +162,7 @@ impl Flight {
             first_failed_dump: None,
             deleted_dumps: 0,
             last_fire_mono_ns: None,
+            matches_ns: VecDeque::new(),
             said_max: false,
             said_size: false,
             counts: FlightStats::default(),
@@ -394,11 +402,16 @@ impl Flight {
         self.dump.is_some()
     }
 
-    /// True when `e` fires the trigger now: it matches, no snapshot is being written, the
-    /// cooldown has passed and the snapshots are not used up. The caller evaluated the
-    /// expression (it has the event's names at hand).
-    pub fn may_fire(&mut self, now_mono_ns: u64) -> bool {
+    /// True when an I/O that matches the trigger (completed at `completed_ns`) fires it
+    /// now: with `trigger_count`, it is the last of that many matches within
+    /// `trigger_window_ns`; no snapshot is being written, the cooldown has passed and the
+    /// snapshots are not used up. The caller evaluated the expression (it has the event's
+    /// names at hand).
+    pub fn may_fire(&mut self, now_mono_ns: u64, completed_ns: u64) -> bool {
         self.counts.trigger_matches += 1;
+        if !self.enough_matches(completed_ns) {
+            return false;
+        }
         if self.dump.is_some() {
             return false;
         }
@@ -419,6 +432,40 @@ impl Flight {
             return false;
         }
         true
+    }
+
+    /// Notes a match completed at `completed_ns`; true when the last `trigger_count` matches
+    /// (this one included) completed within `trigger_window_ns`.
+    fn enough_matches(&mut self, completed_ns: u64) -> bool {
+        let n = self.cfg.trigger_count as usize;
+        if n <= 1 {
+            return true;
+        }
+        if self.matches_ns.len() == n {
+            self.matches_ns.pop_front();
+        }
+        self.matches_ns.push_back(completed_ns);
+        self.matches_ns.len() == n
+            && self.matches_ns.front().is_some_and(|&first| {
+                completed_ns.saturating_sub(first) <= self.cfg.trigger_window_ns
+            })
+    }
+
+    /// The trigger as the snapshot's header says it: the expression, and with a count the
+    /// matches it took (`latency > 50ms; 100 I/Os within 10s`).
+    fn trigger_words(&self) -> String {
+        let t = self.cfg.trigger_text.clone().unwrap_or_default();
+        if self.cfg.trigger_count <= 1 {
+            return t;
+        }
+        format!(
+            "{t}; {} I/Os within {}",
+            self.cfg.trigger_count,
+            iodump_format::units::format_duration_ns(
+                self.cfg.trigger_window_ns as f64,
+                iodump_format::units::DurationStyle::Exact
+            )
+        )
     }
 
     /// Starts a snapshot: its file (named by the time and `why`), its header (saying why,
@@ -450,7 +497,7 @@ impl Flight {
                     ),
                 ));
                 let t = self.cfg.trigger_text.clone().unwrap_or_default();
-                (format!("trigger: {t}"), slug(&t))
+                (format!("trigger: {}", self.trigger_words()), slug(&t))
             }
             Snapshot::Signal => ("SIGUSR1".to_string(), "sigusr1".to_string()),
         };
@@ -832,12 +879,52 @@ mod tests {
             window_bytes: 1 << 30,
             trigger: None,
             trigger_text: None,
+            trigger_count: 1,
+            trigger_window_ns: 0,
             after_ns: 0,
             cooldown_ns: 0,
             max_dumps: None,
             keep_dumps: None,
             max_dumps_total_bytes: None,
         }
+    }
+
+    /// With a count, the trigger fires on the match that makes N within the window, not
+    /// before; matches go on counting during a snapshot and the cooldown; one slow I/O at a
+    /// time never fires it.
+    #[test]
+    fn a_counted_trigger_fires_on_the_nth_match_within_its_window() {
+        let dir = empty_dir("flight-count");
+        let mut f = Flight::new(
+            FlightConfig {
+                trigger_text: Some("latency > 50ms".into()),
+                trigger_count: 3,
+                trigger_window_ns: 100,
+                cooldown_ns: 1_000,
+                ..config(&dir)
+            },
+            Header::default(),
+            WriterOptions::default(),
+        )
+        .unwrap();
+        // Matches completed at 0, 150, 300, 450: never three within 100 ns.
+        let sparse: Vec<bool> = [0, 150, 300, 450].map(|t| f.may_fire(10, t)).to_vec();
+        assert_eq!(sparse, [false; 4]);
+        // 500, 520: with 450, three within 70 ns, fires on the third.
+        assert!(!f.may_fire(10, 500));
+        assert!(f.may_fire(10, 520));
+        f.last_fire_mono_ns = Some(10);
+        // In the cooldown (until 1,010) a burst does not fire; after it, the next match does
+        // when the last three are within the window.
+        assert!(!f.may_fire(500, 530));
+        assert!(!f.may_fire(1_100, 2_000), "530 and 520 are too old");
+        assert!(!f.may_fire(1_100, 2_010));
+        assert!(f.may_fire(1_100, 2_020));
+        assert_eq!(f.stats().trigger_matches, 10);
+        assert_eq!(f.trigger_words(), "latency > 50ms; 3 I/Os within 100ns");
+        f.cfg.trigger_count = 1;
+        assert_eq!(f.trigger_words(), "latency > 50ms");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1287,7 +1287,9 @@ impl Ingest<'_> {
             if let Some(t) = fl.trigger() {
                 // Names are looked up only for a trigger that reads them: it runs on every I/O.
                 let v = self.view(&e, r, self.trigger_names);
-                if t.eval(&e, &v) && fl.may_fire(monotonic_ns()) {
+                if t.eval(&e, &v)
+                    && fl.may_fire(monotonic_ns(), e.timestamp_ns.saturating_add(e.latency_ns))
+                {
                     fl.fire(Snapshot::Trigger(&e), now_pair(), None)?;
                 }
             }
