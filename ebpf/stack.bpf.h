@@ -70,11 +70,14 @@ static __always_inline int stack_dev(__u32 dev)
 }
 
 /* Keep an I/O starting on a stacked device (v, filled by start_io) for the I/O it becomes
- * below. key: the bio's address. A stacked device below another one (md under LVM) gets a
- * clone sharing the upper bio's array, so its entry is there already: the I/O below then
- * serves this one, which becomes the entry's upper I/O (its dev and start_ns; the owner,
- * whose completion removes the entry, stays). An entry that is not v's own upper I/O is one
- * whose completion was missed: v replaces it. */
+ * below. key: the bio's address. A stacked device below another one (md under LVM, a thin
+ * volume's pool) gets a clone sharing the upper bio's array, so its entry is there already:
+ * the I/O below then serves this one, which becomes the entry's I/O (its dev, start_ns and
+ * upper I/O; the owner, whose completion removes the entry, stays). So does another piece
+ * of the same upper I/O on v's device (a bio split into pieces that are each stacked
+ * again: dm-thin's blocks on its pool). Any other entry (a piece of no upper I/O: a split
+ * of a bio from a file system resubmitted to its device, whose own bio then owns the entry;
+ * one whose completion was missed) is replaced by v. */
 static __always_inline void stack_push(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
 				       __u64 key, struct iodump_inflight *v, int btf)
 {
@@ -88,9 +91,14 @@ static __always_inline void stack_push(struct iodump_cpu_state *cs, __u32 lvl, s
 		stack_add(1);
 	} else {
 		e = bpf_map_lookup_elem(&stack_ios, &vec);
-		if (e && e->ev.dev == v->ev.upper_dev && e->ev.start_ns == v->ev.upper_start_ns) {
+		if (e && ((e->ev.dev == v->ev.upper_dev && e->ev.start_ns == v->ev.upper_start_ns) ||
+			  (v->ev.upper_dev && e->ev.dev == v->ev.dev &&
+			   e->ev.upper_dev == v->ev.upper_dev &&
+			   e->ev.upper_start_ns == v->ev.upper_start_ns))) {
 			e->ev.dev = v->ev.dev;
 			e->ev.start_ns = v->ev.start_ns;
+			e->ev.upper_dev = v->ev.upper_dev;
+			e->ev.upper_start_ns = v->ev.upper_start_ns;
 		} else if (e) {
 			bpf_map_update_elem(&stack_ios, &vec, v, BPF_EXIST);
 		}
@@ -148,12 +156,19 @@ static __always_inline void stack_pop(struct iodump_cpu_state *cs, __u32 lvl, st
 		stack_add(-1);
 }
 
-/* The lower I/O v takes what its upper I/O p knew of its origin, and names p. */
+/* The lower I/O v takes what its upper I/O p knew of its origin, and names p; or, when p is
+ * on v's own device (another piece of the same bio: a split resubmitted to the device, a
+ * bio dm cut into blocks), the I/O p names. */
 static __always_inline void stack_inherit(struct iodump_inflight *v,
 					  const struct iodump_inflight *p)
 {
-	v->ev.upper_dev = p->ev.dev;
-	v->ev.upper_start_ns = p->ev.start_ns;
+	if (p->ev.dev == v->ev.dev) {
+		v->ev.upper_dev = p->ev.upper_dev;
+		v->ev.upper_start_ns = p->ev.upper_start_ns;
+	} else {
+		v->ev.upper_dev = p->ev.dev;
+		v->ev.upper_start_ns = p->ev.start_ns;
+	}
 	v->ev.pid = p->ev.pid;
 	v->ev.tid = p->ev.tid;
 	__builtin_memcpy(v->ev.comm, p->ev.comm, sizeof(v->ev.comm));

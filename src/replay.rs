@@ -108,8 +108,10 @@ pub struct ReplayArgs {
     pub verify: bool,
 }
 
-/// Rewrites one progress line on stderr until `finished`.
-fn progress(done_ios: &AtomicU64, total: u64, finished: &AtomicBool) {
+/// Rewrites one progress line on stderr until `finished` (with the loop under way when the
+/// trace is replayed `loops` times).
+fn progress(done_ios: &AtomicU64, total: u64, loops: u32, finished: &AtomicBool) {
+    let per_loop = total / u64::from(loops.max(1));
     let start = std::time::Instant::now();
     let mut shown = false;
     while !finished.load(Ordering::Relaxed) {
@@ -119,8 +121,16 @@ fn progress(done_ios: &AtomicU64, total: u64, finished: &AtomicBool) {
         }
         let n = done_ios.load(Ordering::Relaxed);
         let secs = start.elapsed().as_secs_f64();
+        let lap = if loops > 1 {
+            format!(
+                ", loop {} of {loops}",
+                (n / per_loop.max(1) + 1).min(u64::from(loops))
+            )
+        } else {
+            String::new()
+        };
         eprint!(
-            "\r\x1b[Kiodump: replayed {n} of {total} I/Os ({:.0}%), {:.0} IOPS",
+            "\r\x1b[Kiodump: replayed {n} of {total} I/Os ({:.0}%{lap}), {:.0} IOPS",
             n as f64 * 100.0 / total.max(1) as f64,
             n as f64 / secs.max(1e-9)
         );
@@ -220,7 +230,7 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let result = std::thread::scope(|scope| {
         // Progress on a terminal: one line, rewritten twice a second.
         if std::io::stderr().is_terminal() && !a.json {
-            scope.spawn(|| progress(&done_ios, total, &finished));
+            scope.spawn(|| progress(&done_ios, total, a.loops, &finished));
         }
         let r = session.execute(&crate::signals::STOP, &done_ios);
         finished.store(true, Ordering::Relaxed);

@@ -212,6 +212,14 @@ for line in open(devs_file):
     want_path = os.path.join(mnt, "direct.dat")
     print(("PASS" if want_path in paths else "FAIL") + " stack.%s-topfiles analyze --top-files -d %s lists %s (exit %d%s)" % (
         tag, lower[0], want_path, top.returncode, (": " + top.stderr.strip().splitlines()[-1]) if top.returncode else ""))
+thin = os.path.join(run, "thin.devs")
+if rec == "stack" and os.path.exists(thin):  # the thin device's line checks its data device
+    t, pool = open(thin).read().split()
+    d = next((d for d in info["devices"] if d["name"] == t), {})
+    p = next((d for d in info["devices"] if d["name"] == pool), {})
+    ok = d.get("label") == "iodthin" and d.get("stacked_on") == [pool] and p.get("label") == "iodpool"
+    print(("PASS" if ok else "FAIL") + " stack.iodthin-table %s = %s on %s, %s = %s in the device table (iodthin on %s = iodpool wanted)" % (
+        t, d.get("label"), ",".join(d.get("stacked_on") or []) or "-", pool, p.get("label"), pool))
 PY
     echo "FAIL stack.$name-check python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
 }
@@ -652,6 +660,27 @@ stack_suite() {
   else
     fail setup.dm-striped "$(tail -1 "$run/dm.err")"
   fi
+  # LVM's thin volumes: a thin device of a dm thin-pool (64 KiB blocks, new blocks zeroed as
+  # LVM does by default) on two zram devices, metadata and data. The thin target sends its
+  # bios to the pool's data device itself (the pool device passes none): the data device is
+  # checked as the disk below (its region: all of it, blocks go where the pool allocates
+  # them), the device table for the thin device on the pool.
+  local tm td pool=
+  if need_mod dm_thin_pool && zram_dev && tm=$ZR && zram_dev && td=$ZR &&
+    dd if=/dev/zero of=/dev/$tm bs=4k count=1 oflag=direct status=none &&
+    dmsetup create iodpool --table "0 $(cat /sys/block/$td/size) thin-pool /dev/$tm /dev/$td 128 0" 2>> "$run/dm.err" &&
+    dmsetup message iodpool 0 "create_thin 0" 2>> "$run/dm.err" &&
+    dmsetup create iodthin --table "0 $STACK_SECTORS thin /dev/mapper/iodpool 0" 2>> "$run/dm.err"; then
+    dmsetup mknodes 2>/dev/null
+    for d in /sys/block/dm-*; do
+      case "$(cat "$d/dm/name")" in iodthin) dm=${d##*/} ;; iodpool) pool=${d##*/} ;; esac
+    done
+    stack_fs iodthin "$dm" /dev/mapper/iodthin &&
+      sed -i "\$s/\$/ $td 0 $(cat /sys/block/$td/size) 0/" "$run/devs" &&
+      echo "$dm $pool" > "$run/thin.devs"
+  else
+    fail setup.dm-thin "$(tail -1 "$run/dm.err")"
+  fi
   pass setup.stack "$(awk '$7 == 1 {printf "%s=%s on %s; ", $2, $1, $4}' "$run/devs")"
   # A stacked device made while recording (LVM making a volume or a snapshot, a dm-crypt
   # volume opened after boot): dm-linear over another zram device, made, formatted and
@@ -669,12 +698,13 @@ stack_suite() {
   fi
   local t
   t=$(date +%s.%N)
+  # Each file system (each mount point once: LVM on md has two lines) gets the I/O.
   # Each file system's writeback is flushed (syncfs: the flusher writes wb.dat out for dd)
   # before the next device's I/O starts, not all six at the final sync: on sid's 7.2
   # (likely its tracing programs being preempted), six stacks' flushers and dm/md workers
   # at once on two slow emulated CPUs made the kernel skip both start programs for whole
   # bursts of bios (counted as lost, `nested`; README, Limits).
-  "$BIN" record -o "$run/stack.iod" --stats -- sh -c "$late for d in $(awk '$7 == 1 {printf "%s ", $3}' "$run/devs") ${late:+$latem}; do
+  "$BIN" record -o "$run/stack.iod" --stats -- sh -c "$late for d in $(awk '!seen[$3]++ {printf "%s ", $3}' "$run/devs") ${late:+$latem}; do
       $(stack_io '$d') || exit 1
     done && sync" > "$run/workload.out" 2> "$run/record.stderr"
   echo $? > "$run/rc"
@@ -699,8 +729,8 @@ stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
 }
 stack_cleanup() {
   local n
-  for n in iodlin iodcry iodr1 iodr0 iodlom iodstr iodlate iodfirst; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
-  for n in iodlin iodcry iodlom iodstr iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
+  for n in iodlin iodcry iodr1 iodr0 iodlom iodstr iodthin iodlate iodfirst; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
+  for n in iodlin iodcry iodlom iodstr iodthin iodpool iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
   for n in iodr1 iodr0 iodlm; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
 }
 
