@@ -684,6 +684,23 @@ fn kill_9_during_rotation_leaves_every_file_readable() {
     assert!(info_json(&[&dir])[0]["events"].as_u64().unwrap() > 0);
 }
 
+/// `count` serial 4 KiB O_DIRECT writes of zeroes to `node` from block `seek` on (dd).
+fn small_writes(node: &str, count: u32, seek: u32) {
+    let st = Command::new("dd")
+        .args([
+            "if=/dev/zero",
+            &format!("of={node}"),
+            "bs=4k",
+            "oflag=direct",
+        ])
+        .arg(format!("count={count}"))
+        .arg(format!("seek={seek}"))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
 /// A trigger on slow I/O (1 MiB writes of random data to zram, compressed in the write
 /// path: hundreds of µs against a few µs for 4 KiB writes) saves the window around it: the
 /// I/O that fired it, I/O before and after, and its header says which; the report marks it.
@@ -698,21 +715,7 @@ fn trigger_and_sigusr1_save_the_window() {
     let d = TempDir::new("trigger");
     let dir = d.join("t/");
     let name = z.name();
-    let small = |seek: u32| {
-        let st = Command::new("dd")
-            .args([
-                "if=/dev/zero",
-                &format!("of={}", z.node()),
-                "bs=4k",
-                "count=500",
-                "oflag=direct",
-            ])
-            .arg(format!("seek={seek}"))
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success());
-    };
+    let small = |seek: u32| small_writes(&z.node(), 500, seek);
     let random = d.join("random");
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(
@@ -879,21 +882,7 @@ fn a_counted_trigger_fires_on_a_sustained_pattern_only() {
     let d = TempDir::new("trigger-count");
     let name = z.name();
     // 300 serial 4 KiB O_DIRECT writes (a fraction of a second).
-    let writes = |seek: u32| {
-        let st = Command::new("dd")
-            .args([
-                "if=/dev/zero",
-                &format!("of={}", z.node()),
-                "bs=4k",
-                "count=300",
-                "oflag=direct",
-            ])
-            .arg(format!("seek={seek}"))
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success());
-    };
+    let writes = |seek: u32| small_writes(&z.node(), 300, seek);
     let trigger = "op == write && iosize == 4k";
     // window: --trigger-window; bursts: how many runs of 300 writes, 1.5 s apart.
     let snapshots = |sub: &str, window: &str, bursts: u32| -> (Vec<PathBuf>, String) {

@@ -482,10 +482,8 @@ fn bad_input_gets_one_line() {
     }
 }
 
-#[test]
-fn interrupt_stops_cleanly_with_a_report() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let d = TempDir::new("replay-int");
+/// In `d`: a synthetic trace of 2000 random reads and a 1 MiB file to replay it onto.
+fn randread_and_image(d: &TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
     let t = d.join("r.iod");
     ok(&run(bin()
         .args(["synth", "--workload", "randread", "--events", "2000", "-o"])
@@ -495,17 +493,31 @@ fn interrupt_stops_cleanly_with_a_report() {
         .unwrap()
         .set_len(1 << 20)
         .unwrap();
-    // Recorded time, many loops: minutes of replay, stopped after half a second.
-    let child = bin()
+    (t, img)
+}
+
+/// `iodump replay TRACE --target IMG ARGS… --json`, running, its output piped.
+fn spawn_replay(t: &Path, img: &Path, args: &[&str]) -> std::process::Child {
+    bin()
         .arg("replay")
-        .arg(&t)
+        .arg(t)
         .arg("--target")
-        .arg(&img)
-        .args(["--loops", "1000", "--json"])
+        .arg(img)
+        .args(args)
+        .arg("--json")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn interrupt_stops_cleanly_with_a_report() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let d = TempDir::new("replay-int");
+    let (t, img) = randread_and_image(&d);
+    // Recorded time, many loops: minutes of replay, stopped after half a second.
+    let child = spawn_replay(&t, &img, &["--loops", "1000"]);
     std::thread::sleep(std::time::Duration::from_millis(500));
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -543,25 +555,8 @@ fn status_kib(pid: u32, field: &str) -> u64 {
 fn a_soak_replay_runs_in_the_memory_of_one_loop() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = TempDir::new("replay-soak");
-    let t = d.join("r.iod");
-    ok(&run(bin()
-        .args(["synth", "--workload", "randread", "--events", "2000", "-o"])
-        .arg(&t)));
-    let img = d.join("img");
-    std::fs::File::create(&img)
-        .unwrap()
-        .set_len(1 << 20)
-        .unwrap();
-    let child = bin()
-        .arg("replay")
-        .arg(&t)
-        .arg("--target")
-        .arg(&img)
-        .args(["--loops", "4294967295", "--no-stall", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (t, img) = randread_and_image(&d);
+    let child = spawn_replay(&t, &img, &["--loops", "4294967295", "--no-stall"]);
     let pid = child.id();
     std::thread::sleep(std::time::Duration::from_millis(1000));
     let rss_early_kib = status_kib(pid, "VmRSS:");
