@@ -425,6 +425,10 @@ fn the_flight_recorder_serves_its_own_state() {
             "30s",
             "--trigger",
             "lba == 8192 && rw == W",
+            "--trigger-count",
+            "2",
+            "--trigger-window",
+            "30s",
             "--after",
             "1s",
             "--cooldown",
@@ -449,8 +453,9 @@ fn the_flight_recorder_serves_its_own_state() {
         }
     };
     let v = |text: &str, sample: &str| value(text, &format!("{sample} ")).unwrap_or(-1.0);
-    // Three writes at sector 8192 match the trigger; the first saves a snapshot (the
-    // cooldown keeps the others from saving one); a write elsewhere matches nothing.
+    // Three writes at sector 8192 match the trigger; the second (two within 30 s) saves a
+    // snapshot (the cooldown keeps the third from saving one); a write elsewhere matches
+    // nothing.
     let node = zram.node();
     sh(&format!(
         "for i in 1 2 3; do dd if=/dev/zero of={node} bs=4k count=1 seek=1024 oflag=direct status=none; done; \
@@ -464,6 +469,9 @@ fn the_flight_recorder_serves_its_own_state() {
         1.0,
         "{text}"
     );
+    // Counted up to the count: the last two of the three.
+    assert_eq!(v(&text, "iodump_trigger_window_matches"), 2.0, "{text}");
+    assert_eq!(v(&text, "iodump_trigger_threshold_matches"), 2.0, "{text}");
     // Its --after passes; then SIGUSR1 saves another.
     wait("the trigger's snapshot ended", &|t| {
         v(t, "iodump_snapshot_writing") == 0.0
@@ -512,6 +520,8 @@ fn the_flight_recorder_serves_its_own_state() {
         ("iodump_snapshot_writing", "gauge"),
         ("iodump_ring_bytes", "gauge"),
         ("iodump_ring_seconds", "gauge"),
+        ("iodump_trigger_window_matches", "gauge"),
+        ("iodump_trigger_threshold_matches", "gauge"),
         ("iodump_parts", "counter"),
         ("iodump_parts_deleted", "counter"),
         ("iodump_disk_full", "counter"),

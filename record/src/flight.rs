@@ -129,6 +129,9 @@ pub struct FlightStats {
     pub ring_bytes: u64,
     /// Time from the ring's oldest event to its newest, ns.
     pub ring_span_ns: u64,
+    /// With `--trigger-count` N above 1: (the matches completed within the last
+    /// `--trigger-window`, counted up to N; N): the trigger fires when the first reaches N.
+    pub trigger_window: Option<(u64, u32)>,
 }
 
 impl Flight {
@@ -182,6 +185,8 @@ impl Flight {
             writing: self.dump.is_some(),
             ring_bytes: self.ring_bytes,
             ring_span_ns: oldest_ns.map_or(0, |o| self.newest_ns.saturating_sub(o)),
+            trigger_window: (self.cfg.trigger_count > 1)
+                .then(|| (self.matches_within_window(), self.cfg.trigger_count)),
             ..self.counts
         }
     }
@@ -449,6 +454,17 @@ impl Flight {
             && self.matches_ns.front().is_some_and(|&first| {
                 completed_ns.saturating_sub(first) <= self.cfg.trigger_window_ns
             })
+    }
+
+    /// The matches kept (the last `trigger_count`) that completed within `trigger_window_ns`
+    /// of the newest event (or match) seen: how close a counted trigger is to firing. The times are in arrival order,
+    /// nearly sorted: a binary search.
+    fn matches_within_window(&self) -> u64 {
+        let now = self
+            .newest_ns
+            .max(self.matches_ns.back().copied().unwrap_or(0));
+        let since = now.saturating_sub(self.cfg.trigger_window_ns);
+        (self.matches_ns.len() - self.matches_ns.partition_point(|&t| t < since)) as u64
     }
 
     /// The trigger as the snapshot's header says it: the expression, and with a count the
@@ -921,6 +937,10 @@ mod tests {
         assert!(!f.may_fire(1_100, 2_010));
         assert!(f.may_fire(1_100, 2_020));
         assert_eq!(f.stats().trigger_matches, 10);
+        // The last three (2,000, 2,010, 2,020) within 100 ns of the newest.
+        assert_eq!(f.stats().trigger_window, Some((3, 3)));
+        f.newest_ns = 2_115;
+        assert_eq!(f.stats().trigger_window, Some((1, 3)), "2,020 only");
         assert_eq!(f.trigger_words(), "latency > 50ms; 3 I/Os within 100ns");
         f.cfg.trigger_count = 1;
         assert_eq!(f.trigger_words(), "latency > 50ms");

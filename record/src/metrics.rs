@@ -519,6 +519,18 @@ impl Expo {
             "Time from the oldest event the ring holds to the newest, in seconds: the history a snapshot would save now",
         );
         self.sample_f64("iodump_ring_seconds", f.ring_span_ns as f64 / 1e9);
+        if let Some((within, count)) = f.trigger_window {
+            self.gauge(
+                "iodump_trigger_window_matches",
+                "I/Os that matched --trigger within the last --trigger-window, counted up to iodump_trigger_threshold_matches: the trigger fires when they reach it",
+            );
+            self.sample("iodump_trigger_window_matches", "", within);
+            self.gauge(
+                "iodump_trigger_threshold_matches",
+                "--trigger-count: matches within --trigger-window that fire the trigger",
+            );
+            self.sample("iodump_trigger_threshold_matches", "", u64::from(count));
+        }
     }
     /// A recording in parts' families (`-o DIR/`): parts started and deleted, the file
     /// system found full, bytes written.
