@@ -457,8 +457,8 @@ impl Flight {
     }
 
     /// The matches kept (the last `trigger_count`) that completed within `trigger_window_ns`
-    /// of the newest event (or match) seen: how close a counted trigger is to firing. The times are in arrival order,
-    /// nearly sorted: a binary search.
+    /// of the newest event (or match) seen: how close a counted trigger is to firing. The
+    /// times are in arrival order, nearly sorted: a binary search.
     fn matches_within_window(&self) -> u64 {
         let now = self
             .newest_ns
@@ -868,15 +868,13 @@ mod tests {
     }
 
     /// An empty directory of the temporary directory, named after `name` and this process.
-    /// The snapshot files in `dir`, oldest first (by name: their names start with the time).
+    /// The snapshot files in `dir`, oldest first (as retention lists them).
     fn snapshots_in(dir: &Path) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        iodump_output::parts::list_named(dir, is_snapshot_name)
             .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| is_snapshot_name(&p.file_name().unwrap().to_string_lossy()))
-            .collect();
-        v.sort();
-        v
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
     }
 
     fn empty_dir(name: &str) -> PathBuf {
