@@ -342,6 +342,25 @@ struct iodump_slot {
 	struct iodump_inflight v;  /*   8 */
 };                                 /* 136 */
 
+/* ---------------------------------------------------------------------------------------
+ * md RAID4/5/6 (the raid456 module): where its stripe cache keeps each disk's bio and the
+ * upper bios waiting on that disk's block, as byte offsets user space reads from raid456's
+ * module BTF (struct stripe_head, struct r5dev) once the module is loaded; the one value of
+ * the stack_raid5 map (stack.bpf.h). dev_bytes == 0: not known, not followed.
+ * ------------------------------------------------------------------------------------- */
+struct iodump_raid5_layout {
+	__u32 dev_off;     /*  0  stripe_head.dev: its struct r5dev array, one per disk */
+	__u32 dev_bytes;   /*  4  sizeof(struct r5dev) */
+	__u32 disks_off;   /*  8  stripe_head.disks (int) */
+	__u32 req_off;     /* 12  r5dev.req: the bio sent to the disk */
+	__u32 rreq_off;    /* 16  r5dev.rreq: the bio sent to the disk's replacement */
+	__u32 vec_off;     /* 20  r5dev.vec: req's one bio_vec */
+	__u32 rvec_off;    /* 24  r5dev.rvec: rreq's */
+	__u32 toread_off;  /* 28  r5dev.toread: upper bios reading the block, waiting */
+	__u32 towrite_off; /* 32  r5dev.towrite: upper bios writing it, not yet copied */
+	__u32 written_off; /* 36  r5dev.written: upper bios whose data is in the block */
+};                         /* 40 */
+
 /* Key of the "seen_inodes" map (paths already sent). 16 bytes. */
 struct iodump_inode_key {
 	__u64 ino;
@@ -391,6 +410,7 @@ _Static_assert(__builtin_offsetof(struct iodump_path_event, sb_dev) == 28, "path
 _Static_assert(__builtin_offsetof(struct iodump_path_event, file_id) == 32, "path file_id");
 _Static_assert(__builtin_offsetof(struct iodump_path_event, names) == 40, "path names");
 _Static_assert(sizeof(struct iodump_inode_key) == 16, "iodump_inode_key size");
+_Static_assert(sizeof(struct iodump_raid5_layout) == 40, "iodump_raid5_layout size");
 _Static_assert(sizeof(struct iodump_inflight) == 128, "iodump_inflight size");
 _Static_assert(sizeof(struct iodump_slot) == 136, "iodump_slot size");
 

@@ -106,6 +106,15 @@ struct {
 	__type(value, struct iodump_inflight);
 } stack_ios SEC(".maps");
 
+/* [0]: where md RAID4/5/6's stripe_head keeps its disks' bios (iodump.h), written by user
+ * space once raid456 is loaded (stack.bpf.h, stack_raid5_upper). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iodump_raid5_layout);
+} stack_raid5 SEC(".maps");
+
 /* [0]: entries in stack_ios, so that devices with nothing stacked above skip the lookup. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

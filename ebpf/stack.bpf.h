@@ -16,7 +16,12 @@
  *    bio's array. The word is read with a probe read and only ever used as a map key, so a
  *    driver whose bi_private is something else finds nothing;
  *  - a split the device below makes of such a bio (bio_split_to_limits) has the bio it was
- *    split from as its bi_private (bio_chain): one hop up the chain.
+ *    split from as its bi_private (bio_chain): one hop up the chain;
+ *  - md RAID4/5/6 writes (and reads not within one chunk) go down from its stripe cache: each
+ *    disk's block of a stripe is a page of the stripe's own, sent in the bio its struct r5dev
+ *    embeds, whose bi_private is the stripe_head; the upper bios wait in the r5devs' lists
+ *    (written, towrite, toread). Their offsets come from raid456's module BTF, through user
+ *    space (stack_raid5), since the module may be loaded after the program is.
  * The stacked devices are named by user space (stack_devs): those there are as recording
  * begins, and each one made while recording (an LVM volume, a dm-crypt volume opened, an md
  * array assembled) once user space sees its first I/O. While there is none, this work costs
@@ -114,16 +119,63 @@ static __always_inline struct iodump_inflight *stack_entry_of(__u64 b)
 	return vec ? bpf_map_lookup_elem(&stack_ios, &vec) : NULL;
 }
 
+/* md RAID4/5/6: the upper bio a stripe's bio b (its bi_private: sh) serves, or 0. b must
+ * sit exactly where sh keeps a disk's bio (r5dev.req, or rreq for a replacement disk) with
+ * bi_io_vec pointing at the bio_vec beside it (r5dev.vec, rvec), in one of sh's disks;
+ * anything else is no stripe. The upper bio is the first one waiting on b's own block
+ * (written: its data is in the block being written; towrite; toread), else on the stripe's
+ * other blocks in disk order after b's (a parity block, a block read to compute parity,
+ * serve the stripe's writes). Every word is read with a probe read. */
+#define IODUMP_RAID5_MAX_DISKS 32
+static __always_inline __u64 stack_raid5_upper(__u64 b, __u64 sh)
+{
+	__u32 zero = 0;
+	struct iodump_raid5_layout *l = bpf_map_lookup_elem(&stack_raid5, &zero);
+	__u64 first, in, i, vec, want, at, up = 0;
+	int disks = 0;
+
+	if (!l || !l->dev_bytes || b < sh + l->dev_off)
+		return 0;
+	first = sh + l->dev_off;
+	i = (b - first) / l->dev_bytes;
+	in = (b - first) - i * l->dev_bytes;
+	if (in == l->req_off)
+		want = l->vec_off;
+	else if (in == l->rreq_off)
+		want = l->rvec_off;
+	else
+		return 0;
+	if (bpf_probe_read_kernel(&disks, sizeof(disks), (void *)(sh + l->disks_off)) ||
+	    disks <= 0 || disks > IODUMP_RAID5_MAX_DISKS || i >= (__u64)disks)
+		return 0;
+	vec = (__u64)BPF_CORE_READ((struct bio *)b, bi_io_vec);
+	if (vec != first + i * l->dev_bytes + want)
+		return 0;
+	for (int k = 0; k < IODUMP_RAID5_MAX_DISKS && k < disks; k++) {
+		__u64 j = i + k;
+
+		if (j >= (__u64)disks)
+			j -= disks;
+		at = first + j * l->dev_bytes;
+		if ((!bpf_probe_read_kernel(&up, sizeof(up), (void *)(at + l->written_off)) && up) ||
+		    (!bpf_probe_read_kernel(&up, sizeof(up), (void *)(at + l->towrite_off)) && up) ||
+		    (!bpf_probe_read_kernel(&up, sizeof(up), (void *)(at + l->toread_off)) && up))
+			return up;
+	}
+	return 0;
+}
+
 /* The upper I/O of a bio about to start on the device below, or NULL. The bio itself, or
  * up to IODUMP_STACK_HOPS bios up its bi_private chain (a split the device below made is
  * chained to the bio it was split from, bio_chain), each also through dm-crypt's
- * base_bio. */
+ * base_bio; or, for a bio of md RAID4/5/6's stripe cache, the upper bio its stripe
+ * serves. */
 #define IODUMP_STACK_HOPS 2
 static __always_inline struct iodump_inflight *stack_find(struct iodump_cpu_state *cs, __u32 lvl,
 							 struct bio *bio, __u64 now, int btf)
 {
 	struct iodump_inflight *p = NULL;
-	__u64 b = key_of(cs, lvl, bio, btf), priv, base;
+	__u64 b = key_of(cs, lvl, bio, btf), priv, base, up;
 
 	for (int i = 0; i < IODUMP_STACK_HOPS && b && !p; i++) {
 		p = stack_entry_of(b);
@@ -132,6 +184,13 @@ static __always_inline struct iodump_inflight *stack_find(struct iodump_cpu_stat
 		priv = (__u64)BPF_CORE_READ((struct bio *)b, bi_private);
 		if (!priv)
 			break;
+		if (i == 0) {
+			up = stack_raid5_upper(b, priv);
+			if (up) {
+				p = stack_entry_of(up);
+				break;
+			}
+		}
 		base = 0;
 		bpf_probe_read_kernel(&base, sizeof(base),
 				      (void *)(priv + IODUMP_DM_CRYPT_BASE_BIO_OFF));

@@ -368,6 +368,26 @@ mod tests {
     }
 
     #[test]
+    fn raid5_layout_matches_the_header() {
+        let h = include_str!("../../ebpf/iodump.h");
+        let body = h
+            .split("struct iodump_raid5_layout {")
+            .nth(1)
+            .and_then(|b| b.split("};").next())
+            .expect("struct iodump_raid5_layout in iodump.h");
+        let fields: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("__u32 "))
+            .map(|l| l.split(';').next().unwrap_or("").trim())
+            .collect();
+        assert_eq!(fields, crate::kernel::Raid5Layout::FIELDS);
+        assert!(h.contains(
+            "_Static_assert(sizeof(struct iodump_raid5_layout) == 40, \"iodump_raid5_layout size\");"
+        ));
+        assert_eq!(crate::kernel::Raid5Layout::default().to_bytes().len(), 40);
+    }
+
+    #[test]
     fn offsets_match_the_header() {
         let h = include_str!("../../ebpf/iodump.h");
         for (field, off) in [

@@ -13,7 +13,7 @@ use iodump_format::DevT;
 
 use crate::abi::{self, counter};
 use crate::error::{shorten, Message, RecordError};
-use crate::kernel::KernelBtf;
+use crate::kernel::{KernelBtf, Raid5Layout};
 
 /// The compiled BPF object, built from `ebpf/` by `ebpf/build.sh` and committed.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump.bpf.o");
@@ -239,6 +239,8 @@ pub struct Program {
     pub batching: bool,
     /// `on_names_changed` on the rename and unlink syscall tracepoints, when attached.
     names: Option<crate::names::NamesHooks>,
+    /// `stack_raid5` holds raid456's layout: md RAID4/5/6 stripes are followed.
+    raid456: bool,
 }
 
 /// The link of an attached program, to detach it.
@@ -514,11 +516,21 @@ impl Program {
         field_checks(&kbtf, &mut off);
         // The stacked devices there are now; one made while recording is added when its
         // first I/O is seen (Program::add_stacked).
-        let stacked: Vec<DevT> = crate::devices::list()
-            .map(|all| crate::devices::stacked(&all))
-            .unwrap_or_default();
+        let devices = crate::devices::list().unwrap_or_default();
+        let stacked: Vec<DevT> = crate::devices::stacked(&devices);
         let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics)?;
         fill_filters(&mut ebpf, s, &stacked)?;
+        // md RAID4/5/6's stripes: followed when raid456 is loaded (or, later, when an array
+        // appears: Program::follow_raid456); said here when an array exists and cannot be.
+        let raid456 = match follow_raid456(&mut ebpf) {
+            Ok(done) => done,
+            Err(why) => {
+                for d in devices.iter().filter(|d| crate::devices::is_raid456(d)) {
+                    off.push(raid456_off(&d.name, &d.label, &why));
+                }
+                false
+            }
+        };
         let batching = enable_batching(&mut ebpf, s.ring_bytes);
         // tp_btf programs need the kernel's own BTF and, for the pointers they hold as
         // numbers, bpf_rdonly_cast (6.2+); without either, every hook is a raw tracepoint.
@@ -556,7 +568,23 @@ impl Program {
             attached,
             batching,
             names,
+            raid456,
         })
+    }
+
+    /// Follows md RAID4/5/6 stripes from now on (an array assembled while recording), if
+    /// not yet: `Err` says why they cannot be (raid456 without BTF, or not loaded).
+    pub fn follow_raid456(&mut self) -> Result<(), String> {
+        if !self.raid456 {
+            self.raid456 = follow_raid456(&mut self.ebpf)?;
+            if !self.raid456 {
+                return Err(format!(
+                    "the {} module is not loaded",
+                    crate::kernel::RAID456
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Adds stacked devices made while recording to the kernel side's `stack_devs`, so
@@ -764,6 +792,28 @@ fn name_stacked(ebpf: &mut Ebpf, devs: &[DevT]) -> Result<(), &'static str> {
     let m = ebpf.map_mut(".bss").ok_or(NO_FLAG)?;
     let mut named = Array::<_, u32>::try_from(m).map_err(|_| NO_FLAG)?;
     named.set(0, 1, 0).map_err(|_| NO_FLAG)
+}
+
+/// Gives the kernel side raid456's layout (`stack_raid5`) when the module is loaded:
+/// `Ok(false)` when it is not, `Err` when its layout cannot be read or set.
+fn follow_raid456(ebpf: &mut Ebpf) -> Result<bool, String> {
+    let Some(layout) = Raid5Layout::of_running_kernel()? else {
+        return Ok(false);
+    };
+    const MISSING: &str = "the BPF object has no stack_raid5 map";
+    let m = ebpf.map_mut("stack_raid5").ok_or(MISSING)?;
+    let mut a = Array::<_, [u8; 40]>::try_from(m).map_err(|_| MISSING)?;
+    a.set(0, layout.to_bytes(), 0)
+        .map_err(|e| format!("filling stack_raid5: {e}"))?;
+    Ok(true)
+}
+
+/// The line saying that an md RAID4/5/6 array's stripe I/O is not followed, and why.
+pub fn raid456_off(name: &str, level: &str, why: &str) -> String {
+    format!(
+        "md {level} stripes of {name}: {why}; the I/O they send below keeps md's thread, \
+         not the files and processes it serves"
+    )
 }
 
 /// Fills the filter maps: devices, pids, command names, the cgroup; and the stacked devices.

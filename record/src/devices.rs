@@ -24,6 +24,13 @@ pub fn stacked(all: &[Device]) -> Vec<iodump_format::DevT> {
         .collect()
 }
 
+/// An md RAID4/5/6 array (`md/level` in sysfs): its writes go down from the raid456
+/// module's stripe cache, followed once that module's BTF is read
+/// ([`crate::kernel::Raid5Layout`]).
+pub fn is_raid456(d: &Device) -> bool {
+    matches!(d.label.as_str(), "raid4" | "raid5" | "raid6") && !d.stacked_on.is_empty()
+}
+
 /// The trace's entry for a host block device.
 fn device(d: BlockDevice) -> Device {
     Device {

@@ -206,6 +206,9 @@ struct RawTypes<'a> {
     /// (kind, vlen, size_or_type, name offset, offset of what follows the 12-byte header),
     /// by id (index 0 is void).
     recs: Vec<(u32, u32, u32, u32, usize)>,
+    /// Ids whose info word has the kind flag (a struct's members then give bitfield size
+    /// and bit offset in one word).
+    kind_flag: Vec<bool>,
 }
 
 const BTF_INT: u32 = 1;
@@ -227,6 +230,7 @@ impl<'a> RawTypes<'a> {
             types,
             strings,
             recs: vec![(0, 0, 0, 0, 0)],
+            kind_flag: vec![false],
         };
         let mut off = 0;
         while off + 12 <= types.len() {
@@ -238,6 +242,7 @@ impl<'a> RawTypes<'a> {
             let kind = (info >> 24) & 0x1f;
             let vlen = info & 0xffff;
             t.recs.push((kind, vlen, st, name_off, off + 12));
+            t.kind_flag.push(info >> 31 == 1);
             off += 12
                 + match kind {
                     BTF_INT | BTF_VAR | BTF_DECL_TAG => 4,
@@ -276,26 +281,173 @@ impl<'a> RawTypes<'a> {
     /// True when struct or union `id` has `path` (`a.b`), looking through anonymous members
     /// as CO-RE does.
     fn has_path(&self, id: usize, path: &[&str], depth: u32) -> bool {
-        let Some(&(kind, vlen, _, _, at)) = self.recs.get(self.resolve(id)) else {
-            return false;
-        };
+        self.member(id, path, depth).is_some()
+    }
+    /// The member at `path` of struct or union `id`, through anonymous members as CO-RE
+    /// does: its bit offset from the start of `id` and its type id.
+    fn member(&self, id: usize, path: &[&str], depth: u32) -> Option<(u32, usize)> {
+        let id = self.resolve(id);
+        let &(kind, vlen, _, _, at) = self.recs.get(id)?;
         if !(kind == BTF_STRUCT || kind == BTF_UNION) || depth > 8 || path.is_empty() {
-            return false;
+            return None;
         }
-        (0..vlen as usize).any(|i| {
+        let flag = self.kind_flag.get(id).copied().unwrap_or(false);
+        (0..vlen as usize).find_map(|i| {
             let m = at + 12 * i;
-            let (Some(name), Some(ty)) = (self.u32_at(m), self.u32_at(m + 4)) else {
-                return false;
-            };
+            let (name, ty, off) = (self.u32_at(m)?, self.u32_at(m + 4)?, self.u32_at(m + 8)?);
+            let off = if flag { off & 0x00ff_ffff } else { off };
             let n = self.name_at(name);
-            if n.is_empty() {
-                self.has_path(ty as usize, path, depth + 1)
+            let rest = if n.is_empty() {
+                path
             } else if n == path[0].as_bytes() {
-                path.len() == 1 || self.has_path(ty as usize, &path[1..], depth + 1)
+                if path.len() == 1 {
+                    return Some((off, ty as usize));
+                }
+                &path[1..]
             } else {
-                false
-            }
+                return None;
+            };
+            let (inner, inner_ty) = self.member(ty as usize, rest, depth + 1)?;
+            Some((off + inner, inner_ty))
         })
+    }
+    /// The byte size of type `id` (through typedefs and modifiers): a struct's, union's or
+    /// integer's own size, 8 for a pointer.
+    fn size_of(&self, id: usize) -> Option<u32> {
+        match *self.recs.get(self.resolve(id))? {
+            (BTF_STRUCT | BTF_UNION | BTF_INT | BTF_ENUM | BTF_ENUM64, _, size, _, _) => Some(size),
+            (BTF_PTR, ..) => Some(8),
+            _ => None,
+        }
+    }
+}
+
+/// The module whose structs say where md RAID4/5/6 keeps its stripes' bios.
+pub const RAID456: &str = "raid456";
+
+/// Where md RAID4/5/6's stripe cache keeps each disk's bio and the upper bios waiting on its
+/// block: `struct iodump_raid5_layout` of `ebpf/iodump.h`, from raid456's module BTF
+/// (`struct stripe_head`, `struct r5dev`). Byte offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Raid5Layout {
+    /// `stripe_head.dev`: the array of `struct r5dev`, one per disk.
+    pub dev_off: u32,
+    /// `sizeof(struct r5dev)`.
+    pub dev_bytes: u32,
+    /// `stripe_head.disks` (an `int`).
+    pub disks_off: u32,
+    /// `r5dev.req`: the bio sent to the disk.
+    pub req_off: u32,
+    /// `r5dev.rreq`: the bio sent to the disk's replacement.
+    pub rreq_off: u32,
+    /// `r5dev.vec`: `req`'s one bio_vec.
+    pub vec_off: u32,
+    /// `r5dev.rvec`.
+    pub rvec_off: u32,
+    /// `r5dev.toread`.
+    pub toread_off: u32,
+    /// `r5dev.towrite`.
+    pub towrite_off: u32,
+    /// `r5dev.written`.
+    pub written_off: u32,
+}
+
+impl Raid5Layout {
+    /// The layout's fields in the order of `struct iodump_raid5_layout`.
+    pub const FIELDS: [&'static str; 10] = [
+        "dev_off",
+        "dev_bytes",
+        "disks_off",
+        "req_off",
+        "rreq_off",
+        "vec_off",
+        "rvec_off",
+        "toread_off",
+        "towrite_off",
+        "written_off",
+    ];
+
+    /// The map value: the fields as little-endian `u32`s in [`Raid5Layout::FIELDS`] order.
+    pub fn to_bytes(&self) -> [u8; 40] {
+        let mut out = [0u8; 40];
+        let v = [
+            self.dev_off,
+            self.dev_bytes,
+            self.disks_off,
+            self.req_off,
+            self.rreq_off,
+            self.vec_off,
+            self.rvec_off,
+            self.toread_off,
+            self.towrite_off,
+            self.written_off,
+        ];
+        for (o, x) in out.chunks_exact_mut(4).zip(v) {
+            o.copy_from_slice(&x.to_le_bytes());
+        }
+        out
+    }
+
+    /// The layout the running kernel's raid456 module has: `Ok(None)` when the module is not
+    /// loaded, an error saying why it cannot be known when it is (no module BTF, the kernel
+    /// without BTF of its own, structs other than expected).
+    pub fn of_running_kernel() -> Result<Option<Raid5Layout>, String> {
+        if !Path::new("/sys/module").join(RAID456).exists() {
+            return Ok(None);
+        }
+        let base = std::fs::read(VMLINUX_BTF).map_err(|e| format!("{VMLINUX_BTF}: {e}"))?;
+        let path = Path::new("/sys/kernel/btf").join(RAID456);
+        let split = std::fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "{RAID456} has no module BTF ({} is missing: a kernel built without \
+                 CONFIG_DEBUG_INFO_BTF_MODULES)",
+                path.display()
+            ),
+            _ => format!("{}: {e}", path.display()),
+        })?;
+        let all = merge_split(&base, &split)?;
+        let (types, strings) = sections(&all)?;
+        Raid5Layout::from_types(&RawTypes::new(types, strings)).map(Some)
+    }
+
+    /// The layout from BTF holding raid456's types.
+    fn from_types(t: &RawTypes) -> Result<Raid5Layout, String> {
+        let sh = t
+            .find(BTF_STRUCT, "stripe_head")
+            .ok_or("no struct stripe_head in raid456's BTF")?;
+        let dev = t
+            .find(BTF_STRUCT, "r5dev")
+            .ok_or("no struct r5dev in raid456's BTF")?;
+        // A member's byte offset, and that it has `bytes` bytes when given.
+        let at = |id: usize, s: &str, name: &str, bytes: Option<u32>| -> Result<u32, String> {
+            let (bits, ty) = t
+                .member(id, &[name], 0)
+                .ok_or_else(|| format!("no {s}.{name} in raid456's BTF"))?;
+            if bits % 8 != 0 || bytes.is_some_and(|b| t.size_of(ty) != Some(b)) {
+                return Err(format!("{s}.{name} is not what iodump reads"));
+            }
+            Ok(bits / 8)
+        };
+        let (bio, vec) = (
+            t.size_of(t.find(BTF_STRUCT, "bio").unwrap_or(0)),
+            t.size_of(t.find(BTF_STRUCT, "bio_vec").unwrap_or(0)),
+        );
+        let l = Raid5Layout {
+            dev_off: at(sh, "stripe_head", "dev", None)?,
+            dev_bytes: t.size_of(dev).unwrap_or(0),
+            disks_off: at(sh, "stripe_head", "disks", Some(4))?,
+            req_off: at(dev, "r5dev", "req", bio)?,
+            rreq_off: at(dev, "r5dev", "rreq", bio)?,
+            vec_off: at(dev, "r5dev", "vec", vec)?,
+            rvec_off: at(dev, "r5dev", "rvec", vec)?,
+            toread_off: at(dev, "r5dev", "toread", Some(8))?,
+            towrite_off: at(dev, "r5dev", "towrite", Some(8))?,
+            written_off: at(dev, "r5dev", "written", Some(8))?,
+        };
+        if l.dev_bytes == 0 || l.written_off >= l.dev_bytes {
+            return Err("struct r5dev is not what iodump reads".into());
+        }
+        Ok(l)
     }
 }
 
@@ -427,6 +579,105 @@ mod tests {
         let btf = Btf::parse(&all, aya::Endianness::Little).unwrap();
         assert_eq!(btf.id_by_type_name_kind("int", BtfKind::Int).unwrap(), 1);
         assert_eq!(btf.id_by_type_name_kind("long", BtfKind::Int).unwrap(), 2);
+    }
+
+    /// A type record of `kind` (with the kind flag when `flag`): name offset, info, the
+    /// size-or-type word, then `members` as (name offset, type, offset) triples.
+    fn type_rec(
+        name_off: u32,
+        kind: u32,
+        flag: bool,
+        st: u32,
+        members: &[(u32, u32, u32)],
+    ) -> Vec<u8> {
+        let info = (kind << 24) | ((flag as u32) << 31) | members.len() as u32;
+        let mut t = Vec::new();
+        for v in [name_off, info, st] {
+            t.extend_from_slice(&v.to_le_bytes());
+        }
+        for &(n, ty, off) in members {
+            for v in [n, ty, off] {
+                t.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        t
+    }
+
+    /// raid456's two structs as a kernel lays them out (byte offsets of 6.12's), the
+    /// stripe_head with the kind flag (its members then give bit offsets in the low 24
+    /// bits), or without `drop` among r5dev's members.
+    fn raid456_btf(drop: &str) -> Vec<u8> {
+        let names = "\0int\0bio\0bio_vec\0r5dev\0stripe_head\0req\0rreq\0vec\0rvec\0toread\0read\0towrite\0written\0disks\0dev\0sector\0";
+        let off = |n: &str| names.find(&format!("\0{n}\0")).unwrap() as u32 + 1;
+        let mut types = int_type(off("int"), 4); // 1
+        types.extend(type_rec(off("bio"), BTF_STRUCT, false, 128, &[])); // 2
+        types.extend(type_rec(off("bio_vec"), BTF_STRUCT, false, 16, &[])); // 3
+        types.extend(type_rec(0, BTF_PTR, false, 2, &[])); // 4: struct bio *
+        let dev: Vec<(u32, u32, u32)> = [
+            ("req", 2, 0),
+            ("rreq", 2, 128),
+            ("vec", 3, 256),
+            ("rvec", 3, 272),
+            ("toread", 4, 296),
+            ("read", 4, 304),
+            ("towrite", 4, 312),
+            ("written", 4, 320),
+        ]
+        .into_iter()
+        .filter(|m| m.0 != drop)
+        .map(|(n, ty, b)| (off(n), ty, b * 8))
+        .collect();
+        types.extend(type_rec(off("r5dev"), BTF_STRUCT, false, 368, &dev)); // 5
+        let mut arr = type_rec(0, BTF_ARRAY, false, 0, &[]); // 6: struct r5dev[]
+        for v in [5u32, 1, 0] {
+            arr.extend_from_slice(&v.to_le_bytes());
+        }
+        types.extend(arr);
+        // a union holding `disks`, anonymous, as a struct may do
+        types.extend(type_rec(0, BTF_UNION, false, 4, &[(off("disks"), 1, 0)])); // 7
+        types.extend(type_rec(
+            off("stripe_head"),
+            BTF_STRUCT,
+            true,
+            480,
+            &[
+                (off("sector"), 1, 64),
+                (0, 7, 40 * 8),
+                (off("dev"), 6, 112 * 8),
+            ],
+        ));
+        blob(&types, names.as_bytes())
+    }
+
+    #[test]
+    fn raid456s_layout_is_read_from_its_btf() {
+        let b = raid456_btf("");
+        let (types, strings) = sections(&b).unwrap();
+        let l = Raid5Layout::from_types(&RawTypes::new(types, strings)).unwrap();
+        assert_eq!(
+            l,
+            Raid5Layout {
+                dev_off: 112,
+                dev_bytes: 368,
+                disks_off: 40,
+                req_off: 0,
+                rreq_off: 128,
+                vec_off: 256,
+                rvec_off: 272,
+                toread_off: 296,
+                towrite_off: 312,
+                written_off: 320,
+            }
+        );
+        let bytes = l.to_bytes();
+        assert_eq!(bytes[4..8], 368u32.to_le_bytes());
+        assert_eq!(bytes[36..40], 320u32.to_le_bytes());
+        for m in ["written", "rvec"] {
+            let b = raid456_btf(m);
+            let (types, strings) = sections(&b).unwrap();
+            let e = Raid5Layout::from_types(&RawTypes::new(types, strings)).unwrap_err();
+            assert_eq!(e, format!("no r5dev.{m} in raid456's BTF"));
+        }
     }
 
     #[test]

@@ -704,6 +704,15 @@ impl<'c, 'l> Session<'c, 'l> {
         }
         let devs: Vec<iodump_format::DevT> = new.iter().map(|d| d.dev).collect();
         let Err(why) = self.prog.add_stacked(&devs) else {
+            for d in new.iter().filter(|d| crate::devices::is_raid456(d)) {
+                if let Err(why) = self.prog.follow_raid456() {
+                    eprintln!(
+                        "iodump: warning: {} appeared while recording: {}",
+                        d.name,
+                        crate::bpf::raid456_off(&d.name, &d.label, &why)
+                    );
+                }
+            }
             return;
         };
         for d in &new {

@@ -159,7 +159,13 @@ for line in open(devs_file):
         print(("PASS" if ok else "FAIL") + " stack.%s-table %s = %s on %s in the device table (%s on %s wanted)" % (
             name, dm, d.get("label"), ",".join(d.get("stacked_on") or []) or "-", want, ",".join(lower)))
     tag = name + ("" if table == "1" else "-bottom")
-    for f in ("direct.dat", "fsync.dat", "wb.dat"):
+    unfollowed = want == "raid5" and os.path.exists(os.path.join(run, "raid456.nobtf"))
+    if unfollowed:  # a kernel without module BTF: the recorder says the writes keep md's thread
+        said = [l.strip() for l in open(os.path.join(run, "record.stderr" if rec == "stack" else rec + ".stderr"))
+                if "md raid5 stripes of %s:" % dm in l]
+        print(("PASS" if said else "FAIL") + " stack.%s-unfollowed no raid456 module BTF on this kernel; the recorder said: %s" % (
+            tag, said[0] if said else "nothing"))
+    for f in () if unfollowed else ("direct.dat", "fsync.dat", "wb.dat"):
         path = os.path.join(mnt, f)
         up = [e for e in evs if e["dev"] == devs.get(dm) and e["path"] == path]
         down = [e for e in below if e["path"] == path]
@@ -206,6 +212,19 @@ for line in open(devs_file):
         mirrored = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"])) == ldevs)
         print(("PASS" if writes and mirrored == len(writes) else "FAIL") + " stack.%s-fanout %d of the %d O_DIRECT writes to %s are named by a write on each of %s" % (
             name, mirrored, len(writes), dm, "+".join(lower)))
+    if want == "raid5" and table == "1" and not unfollowed:
+        # RAID5 writes go down from the stripe cache: each O_DIRECT write's data and the parity
+        # computed for it (half as much again, on three disks) are written below naming it.
+        writes = [e for e in evs if e["dev"] == devs.get(dm) and e["op"] == "write" and e["path"] == os.path.join(mnt, "direct.dat")]
+        named = {}
+        for e in below:
+            p = upper_of(e)
+            if p is not None and e["op"] == "write":
+                k = (p["dev"], p["timestamp_ns"], p["tid"])
+                named[k] = named.get(k, 0) + e["bytes"]
+        full = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"]), 0) >= 1.5 * w["bytes"])
+        print(("PASS" if writes and full == len(writes) else "FAIL") + " stack.%s-parity %d of the %d O_DIRECT writes to %s are named by writes below of their data and its parity (1.5 times their bytes)" % (
+            name, full, len(writes), dm))
     top = subprocess.run([read_bin, "analyze", os.path.join(run, rec + ".iod"), "--top-files", "-d", lower[0],
                           "--limit", "100", "--format", "json"], capture_output=True, text=True)
     paths = {r.get("path") for r in json.loads(top.stdout or "[]")} if top.returncode == 0 else set()
@@ -584,20 +603,30 @@ stack_suite() {
   # The first stacked device, made while recording (a server's first LVM volume, a dm-crypt
   # volume opened after boot, with none before): dm-linear over a zram device, made,
   # formatted and mounted by the recorded command, then written and read as the others;
-  # followed from its first I/O on, it is checked as they are (stack_check ... first).
-  local zf fm=$run/mnt-iodfirst
-  if zram_dev; then
-    zf=$ZR
+  # followed from its first I/O on, it is checked as they are (stack_check ... first). Then
+  # the first md RAID5 (iodf5, three zram devices), its module loaded by the recorded
+  # command: raid456's layout is read once the array appears.
+  local zf fm=$run/mnt-iodfirst f5=$run/mnt-iodf5 a b c
+  if zram_dev && zf=$ZR && zram_dev && a=$ZR && zram_dev && b=$ZR && zram_dev && c=$ZR; then
     "$BIN" record -o "$run/first.iod" -- sh -c "dmsetup create iodfirst --table '0 $FIRST_SECTORS linear /dev/$zf 0' || exit 1
       dmsetup mknodes 2>/dev/null; dm=
       for x in /sys/block/dm-*; do [ \"\$(cat \$x/dm/name)\" = iodfirst ] && dm=\${x##*/}; done
       [ -n \"\$dm\" ] && mkfs.ext4 -q -F /dev/mapper/iodfirst && mkdir -p $fm && mount /dev/mapper/iodfirst $fm &&
         sync -f $fm && echo \"iodfirst \$dm $fm $zf 0 $FIRST_SECTORS 1\" > $run/first.devs || exit 1
-      $(stack_io "$fm")" > /dev/null 2> "$run/first.stderr"
+      $(stack_io "$fm") || exit 1
+      modprobe raid456 || exit 1
+      [ -e /sys/kernel/btf/raid456 ] || : > $run/raid456.nobtf
+      mdadm --create /dev/md/iodf5 --run --quiet --assume-clean --metadata=1.2 --level=5 \
+        --raid-devices=3 /dev/$a /dev/$b /dev/$c > $run/mdf5.out 2>&1 || exit 1
+      md=\$(basename \$(readlink -f /dev/md/iodf5))
+      mkfs.ext4 -q -F /dev/md/iodf5 && mkdir -p $f5 && mount /dev/md/iodf5 $f5 && sync -f $f5 &&
+        echo \"iodf5 \$md $f5 $a,$b,$c 0 $(cat /sys/block/$a/size) 1\" >> $run/first.devs || exit 1
+      $(stack_io "$f5")" > /dev/null 2> "$run/first.stderr"
     echo $? > "$run/first.rc"
-    say "stack: the first stacked device, made while recording: iodump record exited $(cat "$run/first.rc")"
-    umount "$fm" 2>/dev/null
+    say "stack: the first stacked devices, made while recording: iodump record exited $(cat "$run/first.rc")"
+    umount "$fm" "$f5" 2>/dev/null
     dmsetup remove iodfirst 2>/dev/null
+    [ -e /dev/md/iodf5 ] && mdadm --stop /dev/md/iodf5 > /dev/null 2>&1
     [ "$MODE" = guest ] || stack_check "$run" first
   fi
   dmsetup create iodlin --table "0 $STACK_SECTORS linear /dev/$REQ 2048" 2> "$run/dm.err" &&
@@ -611,22 +640,33 @@ stack_suite() {
   awk -v r="$REQ" -v s=$STACK_SECTORS 'NR == 1 {print $0, r, 2048, s, 1} NR == 2 {print $0, r, 2048 + s, s, 1}' "$run/devs" > "$run/devs.new"
   mv "$run/devs.new" "$run/devs"
   if need_mod raid1 && need_mod raid0; then
-    for n in 1 0; do
-      local z1 z2
+    # RAID5: three disks; its writes go down from the stripe cache (md*_raid5 writes the
+    # stripes' own pages, data and parity), so do reads that are not within one chunk.
+    for n in 1 0 5; do
+      local z1 z2 zs
       # Before 5.14 md RAID0 sends the bio it was given down, remapped in place: the kernel
       # traces no block_bio_queue for it again, so its member disks' I/O is not seen (README,
       # Limits). md_account_bio (5.14) clones it.
       if [ $n = 0 ] && ! printf '5.14\n%s\n' "$(uname -r | cut -d- -f1)" | sort -V -C; then
         say "stack: no md RAID0 on $(uname -r) (before 5.14 its member I/O is invisible)"; continue
       fi
+      if [ $n = 5 ]; then
+        need_mod raid456 || continue
+        # Without module BTF (5.10) the recorder cannot know where raid456 keeps a stripe's
+        # bios: it must say so (stack_check).
+        [ -e /sys/kernel/btf/raid456 ] || : > "$run/raid456.nobtf"
+      fi
       zram_dev || break; z1=$ZR
       zram_dev || break; z2=$ZR
+      zs="/dev/$z1 /dev/$z2"
+      if [ $n = 5 ]; then zram_dev || break; zs+=" /dev/$ZR"; fi
       mdadm --create /dev/md/iodr$n --run --quiet --assume-clean --metadata=1.2 --level=$n \
-        --raid-devices=2 /dev/$z1 /dev/$z2 > "$run/md$n.out" 2>&1 ||
+        --raid-devices=$(echo $zs | wc -w) $zs > "$run/md$n.out" 2>&1 ||
         { fail setup.md-raid$n "$(tr '\n' ' ' < "$run/md$n.out")"; continue; }
       dm=$(basename "$(readlink -f /dev/md/iodr$n)")
       stack_fs iodr$n "$dm" /dev/md/iodr$n || continue
-      sed -i "\$s/\$/ $z1,$z2 0 $(cat /sys/block/$z1/size) 1/" "$run/devs"
+      zs=${zs//\/dev\//}
+      sed -i "\$s/\$/ ${zs// /,} 0 $(cat /sys/block/$z1/size) 1/" "$run/devs"
     done
     # LVM on md: a linear device-mapper volume over an md RAID1 of two zram devices. The
     # disks at the bottom are checked too (their I/O names the md I/O, which names the dm one).
@@ -729,9 +769,9 @@ stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
 }
 stack_cleanup() {
   local n
-  for n in iodlin iodcry iodr1 iodr0 iodlom iodstr iodthin iodlate iodfirst; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
+  for n in iodlin iodcry iodr1 iodr0 iodr5 iodlom iodstr iodthin iodlate iodfirst iodf5; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
   for n in iodlin iodcry iodlom iodstr iodthin iodpool iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
-  for n in iodr1 iodr0 iodlm; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
+  for n in iodr1 iodr0 iodr5 iodlm iodf5; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
 }
 
 for d in $DEVICES; do
