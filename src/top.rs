@@ -315,6 +315,11 @@ struct Screenful {
     size: (u16, u16),
     entered: bool,
     error: Option<std::io::Error>,
+    /// stderr while the screen is up (None before, after, or when it could not be taken).
+    capture: Option<StderrCapture>,
+    /// The last line written to stderr while the screen is up, and how many there were.
+    warning: Option<String>,
+    warnings: usize,
 }
 
 impl Screenful {
@@ -341,6 +346,9 @@ impl Screenful {
             size: (0, 0),
             entered: false,
             error: None,
+            capture: None,
+            warning: None,
+            warnings: 0,
         }
     }
 
@@ -353,7 +361,10 @@ impl Screenful {
             terminal::EnterAlternateScreen,
             cursor::Hide,
             terminal::Clear(terminal::ClearType::All)
-        )
+        )?;
+        // Without the capture, a warning is drawn over the screen until the next redraw.
+        self.capture = StderrCapture::start().ok();
+        Ok(())
     }
 
     /// Leaves the alternate screen and raw mode (also after an error).
@@ -367,6 +378,10 @@ impl Screenful {
                 terminal::LeaveAlternateScreen
             );
             let _ = terminal::disable_raw_mode();
+        }
+        // What was written to stderr meanwhile, on the terminal's own screen now.
+        if let Some(c) = self.capture.take() {
+            c.stop();
         }
     }
 
@@ -413,7 +428,18 @@ impl Screenful {
                 show_duration(self.interval)
             )],
         };
-        lines.truncate(h.saturating_sub(1));
+        // A line written to stderr (a warning) stays above the footer.
+        let warning = self.warning.as_ref().filter(|_| h > 2).map(|w| {
+            if self.warnings > 1 {
+                format!(
+                    "{w}  ({} lines on stderr, all shown on exit)",
+                    self.warnings
+                )
+            } else {
+                w.clone()
+            }
+        });
+        lines.truncate(h.saturating_sub(1 + warning.is_some() as usize));
         let footer = "v/tab view  1-4 file/proc/dev/cgroup  s sort  p/space pause  q quit";
         let mut out = std::io::stdout().lock();
         for (i, l) in lines.iter().enumerate() {
@@ -430,6 +456,16 @@ impl Screenful {
             cursor::MoveTo(0, lines.len() as u16),
             terminal::Clear(terminal::ClearType::FromCursorDown)
         )?;
+        if let Some(l) = warning {
+            let l: String = l.chars().filter(|c| !c.is_control()).take(w).collect();
+            queue!(
+                out,
+                cursor::MoveTo(0, (h - 2) as u16),
+                crossterm::style::SetAttribute(crossterm::style::Attribute::Bold),
+                crossterm::style::Print(l),
+                crossterm::style::SetAttribute(crossterm::style::Attribute::Reset)
+            )?;
+        }
         if h > 1 {
             let f: String = footer.chars().take(w).collect();
             queue!(
@@ -479,6 +515,14 @@ impl Screenful {
             }
             redraw = true;
         }
+        if let Some(c) = &mut self.capture {
+            let new = c.lines();
+            if let Some(last) = new.last() {
+                self.warnings += new.len();
+                self.warning = Some(last.clone());
+                redraw = true;
+            }
+        }
         let size = crossterm::terminal::size()?;
         if size != self.size {
             self.size = size;
@@ -523,6 +567,93 @@ impl LiveSink for Screenful {
     }
 }
 
+/// stderr while the full screen is up: a warning the recorder prints (a stacked device that
+/// appeared and cannot be followed, ...) would be drawn over the screen and lost when it is
+/// left. Writes to fd 2 go to a memory file instead; the screen shows their last line, and
+/// [`StderrCapture::stop`] puts stderr back and writes them there.
+struct StderrCapture {
+    /// The memory file on fd 2.
+    file: std::fs::File,
+    /// The real stderr.
+    saved: std::os::fd::OwnedFd,
+    /// Bytes of `file` already read by [`StderrCapture::lines`].
+    read_bytes: u64,
+    /// A line read without its newline yet.
+    partial: Vec<u8>,
+}
+
+impl StderrCapture {
+    fn start() -> std::io::Result<StderrCapture> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: a NUL-terminated name; the call returns a new descriptor or -1.
+        let fd = unsafe { libc::memfd_create(c"iodump-top-stderr".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fd was just created and nothing else owns it.
+        let file = unsafe { std::fs::File::from_raw_fd(fd) };
+        // SAFETY: duplicates fd 2 (valid or not: -1 then) to a new descriptor.
+        let saved = unsafe { libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3) };
+        if saved < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: saved was just created and nothing else owns it.
+        let saved = unsafe { std::os::fd::OwnedFd::from_raw_fd(saved) };
+        std::io::stderr().flush()?;
+        // SAFETY: both descriptors are open; fd 2 then refers to the memory file.
+        if unsafe { libc::dup2(file.as_raw_fd(), 2) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(StderrCapture {
+            file,
+            saved,
+            read_bytes: 0,
+            partial: Vec::new(),
+        })
+    }
+
+    /// The complete lines written since the last call.
+    fn lines(&mut self) -> Vec<String> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 4096];
+        let mut out = Vec::new();
+        while let Ok(n) = self.file.read_at(&mut buf, self.read_bytes) {
+            if n == 0 {
+                break;
+            }
+            self.read_bytes += n as u64;
+            for &b in &buf[..n] {
+                if b == b'\n' {
+                    out.push(String::from_utf8_lossy(&self.partial).into_owned());
+                    self.partial.clear();
+                } else {
+                    self.partial.push(b);
+                }
+            }
+        }
+        out
+    }
+
+    /// Puts the real stderr back and writes everything captured to it.
+    fn stop(self) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::FileExt;
+        let _ = std::io::stderr().flush();
+        // SAFETY: both descriptors are open; fd 2 is the real stderr again.
+        unsafe { libc::dup2(self.saved.as_raw_fd(), 2) };
+        let mut at = 0u64;
+        let mut buf = [0u8; 4096];
+        let mut err = std::io::stderr().lock();
+        while let Ok(n) = self.file.read_at(&mut buf, at) {
+            if n == 0 || err.write_all(&buf[..n]).is_err() {
+                break;
+            }
+            at += n as u64;
+        }
+        let _ = err.flush();
+    }
+}
+
 impl Drop for Screenful {
     fn drop(&mut self) {
         self.restore();
@@ -532,6 +663,44 @@ impl Drop for Screenful {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stderr_is_kept_while_the_screen_is_up_and_given_back() {
+        use std::os::fd::AsRawFd;
+        // Where "stderr" goes for this test: a file, so that what stop() writes is seen.
+        let dir = std::env::temp_dir().join(format!("iodump-capture-{}", std::process::id()));
+        let real = std::fs::File::create(&dir).unwrap();
+        // SAFETY: duplicates fd 2, to restore it below.
+        let orig = unsafe { libc::dup(2) };
+        assert!(orig >= 0);
+        // SAFETY: both descriptors are open; fd 2 then refers to the file.
+        unsafe { libc::dup2(real.as_raw_fd(), 2) };
+        let write2 = |s: &str| {
+            // SAFETY: writes our buffer to fd 2.
+            unsafe { libc::write(2, s.as_ptr().cast(), s.len()) };
+        };
+        let mut c = StderrCapture::start().unwrap();
+        write2("iodump: warning: first\niodump: warning: sec");
+        let first = c.lines();
+        write2("ond\n");
+        let second = c.lines();
+        assert!(c.lines().is_empty());
+        c.stop();
+        write2("after\n");
+        // SAFETY: fd 2 back to what the harness gave the process.
+        unsafe {
+            libc::dup2(orig, 2);
+            libc::close(orig);
+        }
+        let seen = std::fs::read_to_string(&dir).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(first, ["iodump: warning: first"]);
+        assert_eq!(second, ["iodump: warning: second"]);
+        assert_eq!(
+            seen,
+            "iodump: warning: first\niodump: warning: second\nafter\n"
+        );
+    }
 
     #[test]
     fn key_bytes() {

@@ -3,6 +3,7 @@
 //! full-screen view driven in tmux. Root and BPF needed: they skip without, unless
 //! `IODUMP_REQUIRE_BPF=1` (CI).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -523,11 +524,45 @@ fn full_screen_view_in_tmux() {
     t.wait_for(5, "file names at 80 columns", |p| {
         p.iter().any(|l| l.ends_with("/reads.dat")) && p.iter().any(|l| l.ends_with("/writes.dat"))
     });
+    // A line written to top's stderr while the screen is up (as the recorder's warnings
+    // are) stays above the footer, the screen intact, and is on the terminal after exit.
+    let warning = "iodump: warning: written to stderr while the screen is up";
+    let shell = t
+        .cmd()
+        .args(["list-panes", "-t", "top", "-F", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let shell = String::from_utf8_lossy(&shell.stdout).trim().to_string();
+    let top_pid = Command::new("pgrep").args(["-P", &shell]).output().unwrap();
+    let top_pid = String::from_utf8_lossy(&top_pid.stdout).trim().to_string();
+    assert!(
+        !top_pid.is_empty(),
+        "top's pid under the pane's shell {shell}"
+    );
+    let mut err = std::fs::OpenOptions::new()
+        .append(true)
+        .open(format!("/proc/{top_pid}/fd/2"))
+        .unwrap();
+    writeln!(err, "{warning}").unwrap();
+    let p = t.wait_for(5, "the line above the footer", |p| {
+        p.len() == 20 && p[18].starts_with(warning) && p[19].starts_with("v/tab view")
+    });
+    assert_eq!(
+        p.iter().filter(|l| l.contains(warning)).count(),
+        1,
+        "{}",
+        p.join("\n")
+    );
     // q quits, with status 0, and leaves the alternate screen.
     t.keys("q");
     let p = t.wait_for(10, "exit", |p| has(p, "EXIT="));
     assert!(has(&p, "EXIT=0"), "{}", p.join("\n"));
     assert!(!has(&p, "v/tab view"), "{}", p.join("\n"));
+    assert!(
+        has(&p, warning),
+        "the line on the terminal after exit:\n{}",
+        p.join("\n")
+    );
 }
 
 /// The cgroup2 mount point (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on a hybrid

@@ -214,7 +214,9 @@ for line in open(devs_file):
             name, mirrored, len(writes), dm, "+".join(lower)))
     if want == "raid5" and table == "1" and not unfollowed:
         # RAID5 writes go down from the stripe cache: each O_DIRECT write's data and the parity
-        # computed for it (half as much again, on three disks) are written below naming it.
+        # computed for it are written below naming it. On three disks that is at least 1.5
+        # times its bytes (a parity block per two data blocks of a stripe; as much parity as
+        # data where the write fills one data block of a stripe only, as dd's 64 KiB do).
         writes = [e for e in evs if e["dev"] == devs.get(dm) and e["op"] == "write" and e["path"] == os.path.join(mnt, "direct.dat")]
         named = {}
         for e in below:
@@ -223,7 +225,7 @@ for line in open(devs_file):
                 k = (p["dev"], p["timestamp_ns"], p["tid"])
                 named[k] = named.get(k, 0) + e["bytes"]
         full = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"]), 0) >= 1.5 * w["bytes"])
-        print(("PASS" if writes and full == len(writes) else "FAIL") + " stack.%s-parity %d of the %d O_DIRECT writes to %s are named by writes below of their data and its parity (1.5 times their bytes)" % (
+        print(("PASS" if writes and full == len(writes) else "FAIL") + " stack.%s-parity %d of the %d O_DIRECT writes to %s are named by writes below of their data and its parity (at least 1.5 times their bytes)" % (
             name, full, len(writes), dm))
     top = subprocess.run([read_bin, "analyze", os.path.join(run, rec + ".iod"), "--top-files", "-d", lower[0],
                           "--limit", "100", "--format", "json"], capture_output=True, text=True)
