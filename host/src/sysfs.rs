@@ -1,7 +1,7 @@
 //! Block devices as sysfs shows them: every disk and partition (`/sys/class/block`), the
 //! partitions of a disk and the disk of a partition (`/sys/dev/block/MAJ:MIN`), what is
-//! stacked on a device (`holders/`), and which loop devices are bound to which file
-//! (`/sys/block/loopN/loop/backing_file`).
+//! stacked on a device (`holders/`), an NVMe multipath head's hidden path disks, and which
+//! loop devices are bound to which file (`/sys/block/loopN/loop/backing_file`).
 //!
 //! [`Sysfs::at`] reads another tree than `/sys`, so that tests can give a fixed one.
 
@@ -63,11 +63,30 @@ pub struct BlockDevice {
     pub start_sector: u64,
     /// The disk has no request queue (`mq/` absent): zram, device-mapper, md, brd.
     pub bio_based: bool,
-    /// A stacked disk's device-mapper name (`dm/name`: `vg-lv`) or md RAID level
-    /// (`md/level`: `raid1`); empty otherwise.
+    /// A stacked disk's device-mapper name (`dm/name`: `vg-lv`), md RAID level
+    /// (`md/level`: `raid1`) or [`NVME_MULTIPATH`]; empty otherwise.
     pub stack_label: String,
     /// The devices a stacked disk sends its I/O to (`slaves/`), sorted; empty otherwise.
     pub stacked_on: Vec<DevT>,
+    /// An NVMe multipath head's path disks (`nvme0c0n1`: namespace 1 of subsystem 0 through
+    /// controller 0), sorted. The kernel hides them: no `dev` file, no device node, not in
+    /// `/proc/partitions`; their numbers show only in the I/O sent to them.
+    pub hidden_paths: Vec<String>,
+}
+
+/// The [`BlockDevice::stack_label`] of an NVMe multipath head (`nvme0n1` over its hidden
+/// paths `nvme0c0n1`, `nvme0c1n1`…: what the kernel makes of a namespace that more than one
+/// controller may reach, native NVMe multipathing).
+pub const NVME_MULTIPATH: &str = "nvme-multipath";
+
+/// The head of an NVMe path disk's name: `nvme0c1n2` (subsystem 0, controller 1, namespace
+/// head 2) → `nvme0n2`; `None` for any other name.
+pub fn nvme_path_head(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("nvme")?;
+    let (subsys, rest) = rest.split_once('c')?;
+    let (ctrl, head) = rest.split_once('n')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(subsys) && digits(ctrl) && digits(head)).then(|| format!("nvme{subsys}n{head}"))
 }
 
 /// A bound loop device.
@@ -115,6 +134,7 @@ impl Sysfs {
     pub fn block_devices(&self) -> Result<Vec<BlockDevice>, SysfsError> {
         let dir = self.root.join("class/block");
         let entries = fs::read_dir(&dir).map_err(|source| SysfsError { path: dir, source })?;
+        let mut hidden = Vec::new();
         let mut out: Vec<BlockDevice> = entries
             .flatten()
             .filter_map(|ent| {
@@ -122,9 +142,21 @@ impl Sysfs {
                 // class/block/X is a symlink into devices/.../X (partitions sit inside their
                 // disk's directory).
                 let path = fs::canonicalize(ent.path()).unwrap_or_else(|_| ent.path());
+                if read_trim(&path.join("hidden")).as_deref() == Some("1") {
+                    hidden.extend(nvme_path_head(&name).map(|head| (head, name.clone())));
+                }
                 block_device(name, &path)
             })
             .collect();
+        hidden.sort();
+        for (head, path) in hidden {
+            if let Some(d) = out.iter_mut().find(|d| d.name == head && d.bio_based) {
+                if d.stack_label.is_empty() {
+                    d.stack_label = NVME_MULTIPATH.to_string();
+                }
+                d.hidden_paths.push(path);
+            }
+        }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
@@ -249,6 +281,7 @@ fn block_device(name: String, path: &Path) -> Option<BlockDevice> {
             v.sort();
             v
         },
+        hidden_paths: Vec::new(),
     })
 }
 
@@ -339,6 +372,12 @@ mod tests {
             t.0.join("devices/virtual/block/dm-0/slaves/sda1"),
         )
         .unwrap();
+        // NVMe multipath: the head (bio-based, in the subsystem) and its hidden path disk
+        // (request-based, under its controller, no `dev` file).
+        t.device("virtual/nvme-subsystem/nvme-subsys0/nvme0n1", "259:1", true);
+        t.dir("devices/pci0/nvme/nvme0/nvme0c0n1/mq/0");
+        t.file("devices/pci0/nvme/nvme0/nvme0c0n1/hidden", "1\n");
+        t.link("class/block/nvme0c0n1", "devices/pci0/nvme/nvme0/nvme0c0n1");
         // Not a device: no `dev` file.
         t.dir("class/block/stray");
         t
@@ -351,7 +390,16 @@ mod tests {
         let names: Vec<&str> = all.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(
             names,
-            ["dm-0", "loop0", "loop1", "sda", "sda1", "sda2", "zram0"]
+            ["dm-0", "loop0", "loop1", "nvme0n1", "sda", "sda1", "sda2", "zram0"]
+        );
+        let head = all.iter().find(|d| d.name == "nvme0n1").unwrap();
+        assert_eq!(
+            (
+                head.stack_label.as_str(),
+                head.hidden_paths.as_slice(),
+                head.bio_based
+            ),
+            (NVME_MULTIPATH, ["nvme0c0n1".to_string()].as_slice(), true)
         );
         let by = |n: &str| all.iter().find(|d| d.name == n).unwrap();
         let sda = by("sda");
@@ -379,6 +427,22 @@ mod tests {
             ("", 0)
         );
         assert_eq!(Sysfs::at(&t.0).slaves(DevT::new(254, 0)), ["sda1"]);
+    }
+
+    #[test]
+    fn nvme_path_names_give_their_head() {
+        assert_eq!(nvme_path_head("nvme0c0n1").as_deref(), Some("nvme0n1"));
+        assert_eq!(nvme_path_head("nvme12c3n45").as_deref(), Some("nvme12n45"));
+        for not in [
+            "nvme0n1",
+            "nvme0n1p1",
+            "nvmec0n1",
+            "nvme0c0n",
+            "nvme0c0n1p2",
+            "sda",
+        ] {
+            assert_eq!(nvme_path_head(not), None, "{not}");
+        }
     }
 
     #[test]

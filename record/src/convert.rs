@@ -13,6 +13,7 @@ use iodump_format::{
     DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall, UpperIo, ARGS_MAX_BYTES,
 };
 use iodump_host::mounts::MountTable;
+use iodump_host::sysfs::BlockDevice;
 
 use crate::abi::{self, io_flag, path_flag, path_kind, IoEvent, PathEvent};
 
@@ -23,9 +24,10 @@ pub struct NewEntries {
     pub path: Option<PathEntry>,
     /// A new or changed process entry.
     pub process: Option<Process>,
-    /// A device that appeared since the recording began (hot-added zram, losetup, a
-    /// hot-plugged disk).
-    pub device: Option<Device>,
+    /// Devices that appeared since the recording began (hot-added zram, losetup, a
+    /// hot-plugged disk; an NVMe path disk met in its first I/O, then its head's entry again,
+    /// now on it).
+    pub devices: Vec<Device>,
 }
 
 /// Conversion state: the tables built so far.
@@ -397,31 +399,84 @@ impl Converter {
         std::mem::take(&mut self.new_stacked)
     }
 
-    /// A device this converter has not seen: read sysfs again (once per device number).
-    fn learn_device(&mut self, dev: u32, out: &mut NewEntries) {
+    /// A device this converter has not seen: read sysfs again (once per device number). One
+    /// sysfs does not list, whose I/O serves an I/O on an NVMe multipath head, is a path of
+    /// that head ([`Converter::nvme_path`]).
+    fn learn_device(&mut self, dev: u32, upper_dev: u32, out: &mut NewEntries) {
         if self.missing_devs.contains(&dev) {
             return;
         }
-        let found = crate::devices::list()
-            .ok()
-            .and_then(|all| all.into_iter().find(|d| d.dev.0 == dev));
+        let all = crate::devices::host_list().unwrap_or_default();
+        let found = all
+            .iter()
+            .find(|d| d.dev.0 == dev)
+            .map(crate::devices::device);
         match found {
             Some(d) => {
-                if d.bio_based && !d.stacked_on.is_empty() {
+                if crate::devices::is_stacked(&d) {
                     self.new_stacked.push(d.clone());
                 }
                 self.devices.insert(dev, d.clone());
-                out.device = Some(d);
+                out.devices.push(d);
             }
-            None => self.missing_devs.push(dev),
+            None => match self.nvme_path(dev, upper_dev, &all) {
+                Some((path, head)) => {
+                    self.devices.insert(dev, path.clone());
+                    self.devices.insert(head.dev.0, head.clone());
+                    out.devices.extend([path, head]);
+                }
+                None => self.missing_devs.push(dev),
+            },
         }
+    }
+
+    /// The entry of `dev`, hidden from sysfs, when its I/O serves one on an NVMe multipath
+    /// head (`upper_dev`), and the head's entry now on it too. Its name: the head's one
+    /// hidden path disk not yet named (`nvme0c0n1`); when the head has several, which number
+    /// is which does not show, so `HEAD-path-MAJ:MIN`. Kernels before 5.14 or so give path
+    /// disks no number at all (0:0, seen on 5.10): every path of every head is then that one
+    /// device, named for a path only when the host has one, else `nvme-paths`.
+    fn nvme_path(&self, dev: u32, upper_dev: u32, all: &[BlockDevice]) -> Option<(Device, Device)> {
+        let mut head = self.devices.get(&upper_dev)?.clone();
+        if head.label != iodump_host::sysfs::NVME_MULTIPATH {
+            return None;
+        }
+        let paths = all
+            .iter()
+            .find(|d| d.dev == head.dev)
+            .map(|d| d.hidden_paths.clone())
+            .unwrap_or_default();
+        let unnamed: Vec<&String> = paths
+            .iter()
+            .filter(|p| !self.devices.values().any(|d| &d.name == *p))
+            .collect();
+        let d = DevT(dev);
+        let all_paths = all.iter().map(|b| b.hidden_paths.len()).sum::<usize>();
+        let name = match (paths.len(), unnamed.as_slice()) {
+            _ if dev == 0 && all_paths != 1 => "nvme-paths".to_string(),
+            (1, [one]) => (*one).clone(),
+            _ => format!("{}-path-{}:{}", head.name, d.major(), d.minor()),
+        };
+        head.stacked_on.push(d);
+        head.stacked_on.sort();
+        let path = Device {
+            dev: d,
+            name,
+            partition_of: None,
+            sector_size: head.sector_size,
+            start_sector: 0,
+            bio_based: false,
+            label: String::new(),
+            stacked_on: Vec::new(),
+        };
+        Some((path, head))
     }
 
     /// An I/O record: the event, plus any table entries it needs first.
     pub fn io_record(&mut self, r: &IoEvent, out: &mut NewEntries) -> Event {
         out.path = None;
         out.process = None;
-        out.device = None;
+        out.devices.clear();
         self.note_device(r, out);
         self.note_process(r, out);
         let path_id = self.path_of(r, out);
@@ -457,7 +512,7 @@ impl Converter {
     fn note_device(&mut self, r: &IoEvent, out: &mut NewEntries) {
         if self.last_dev != Some(r.dev) {
             if !self.devices.contains_key(&r.dev) {
-                self.learn_device(r.dev, out);
+                self.learn_device(r.dev, r.upper_dev, out);
             }
             if self.devices.contains_key(&r.dev) {
                 self.last_dev = Some(r.dev);
@@ -690,6 +745,80 @@ mod tests {
         rec.extend_from_slice(name);
         rec.push(0);
         rec
+    }
+
+    #[test]
+    fn an_nvme_path_disk_is_named_from_its_heads_hidden_paths() {
+        let head = Device {
+            dev: DevT::new(259, 1),
+            name: "nvme0n1".into(),
+            partition_of: None,
+            sector_size: 4096,
+            start_sector: 0,
+            bio_based: true,
+            label: iodump_host::sysfs::NVME_MULTIPATH.into(),
+            stacked_on: Vec::new(),
+        };
+        let host = |paths: &[&str]| BlockDevice {
+            name: "nvme0n1".into(),
+            dev: DevT::new(259, 1),
+            partition_of: None,
+            logical_block_size_bytes: 4096,
+            start_sector: 0,
+            bio_based: true,
+            stack_label: iodump_host::sysfs::NVME_MULTIPATH.into(),
+            stacked_on: Vec::new(),
+            hidden_paths: paths.iter().map(|p| p.to_string()).collect(),
+        };
+        let c = Converter::new(std::slice::from_ref(&head), MountTable::default());
+        let (path, new_head) = c
+            .nvme_path(DevT::new(259, 0).0, head.dev.0, &[host(&["nvme0c0n1"])])
+            .unwrap();
+        assert_eq!(path.name, "nvme0c0n1");
+        assert_eq!((path.bio_based, path.sector_size), (false, 4096));
+        assert_eq!(new_head.stacked_on, [DevT::new(259, 0)]);
+        assert_eq!(new_head.name, "nvme0n1");
+        // Two paths: which number is which does not show.
+        let (path, _) = c
+            .nvme_path(
+                DevT::new(259, 2).0,
+                head.dev.0,
+                &[host(&["nvme0c0n1", "nvme0c1n1"])],
+            )
+            .unwrap();
+        assert_eq!(path.name, "nvme0n1-path-259:2");
+        // No number (5.10): one device for every path of every head.
+        let (path, _) = c.nvme_path(0, head.dev.0, &[host(&["nvme0c0n1"])]).unwrap();
+        assert_eq!(path.name, "nvme0c0n1");
+        let mut second = host(&["nvme1c1n1"]);
+        second.name = "nvme1n1".into();
+        second.dev = DevT::new(259, 3);
+        let (path, _) = c
+            .nvme_path(0, head.dev.0, &[host(&["nvme0c0n1"]), second])
+            .unwrap();
+        assert_eq!(path.name, "nvme-paths");
+        // Not below a multipath head: nothing.
+        assert!(c
+            .nvme_path(DevT::new(259, 0).0, 0, &[host(&["nvme0c0n1"])])
+            .is_none());
+        let mut plain = c;
+        plain.devices.get_mut(&head.dev.0).unwrap().label.clear();
+        assert!(plain
+            .nvme_path(DevT::new(259, 0).0, head.dev.0, &[host(&["nvme0c0n1"])])
+            .is_none());
+        // Through an event: its device and the head's entry, now on it, are new entries.
+        let mut c = Converter::new(std::slice::from_ref(&head), MountTable::default());
+        let mut ne = NewEntries::default();
+        let mut r = io(path_kind::RAWDEV, 17);
+        r.dev = DevT::new(259, 7).0;
+        r.upper_dev = head.dev.0;
+        r.upper_start_ns = 90;
+        let e = c.io_record(&r, &mut ne);
+        assert_eq!(e.dev, DevT::new(259, 7));
+        let names: Vec<&str> = ne.devices.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names[1], "nvme0n1");
+        assert_eq!(ne.devices[1].stacked_on, [DevT::new(259, 7)]);
+        assert_eq!(c.dev_label(DevT::new(259, 7)), names[0]);
     }
 
     #[test]

@@ -5,21 +5,33 @@
 use std::fs;
 
 use iodump_format::Device;
-use iodump_host::sysfs::{parse_dev, BlockDevice, Sysfs};
+use iodump_host::sysfs::{parse_dev, BlockDevice, Sysfs, NVME_MULTIPATH};
 
 use crate::error::RecordError;
 
 /// Every block device (disks and partitions) listed in `/sys/class/block`, sorted by name.
 pub fn list() -> Result<Vec<Device>, RecordError> {
-    let all = Sysfs::new().block_devices().map_err(RecordError::Sysfs)?;
-    Ok(all.into_iter().map(device).collect())
+    Ok(host_list()?.iter().map(device).collect())
 }
 
-/// The stacked devices (bio-based, with `slaves/` in sysfs: device-mapper, md): the I/O
-/// they send down is attributed to their own I/O's origin (ebpf/stack.bpf.h).
+/// The same, as `iodump-host` reads them (with what the trace's entry does not keep: an
+/// NVMe multipath head's hidden path disks).
+pub fn host_list() -> Result<Vec<BlockDevice>, RecordError> {
+    Sysfs::new().block_devices().map_err(RecordError::Sysfs)
+}
+
+/// A stacked device: bio-based, with `slaves/` in sysfs (device-mapper, md), or an NVMe
+/// multipath head (its path disks are hidden: the head's entry names them as their first
+/// I/O shows their numbers). The I/O it sends down is attributed to its own I/O's origin
+/// (ebpf/stack.bpf.h).
+pub fn is_stacked(d: &Device) -> bool {
+    d.bio_based && (!d.stacked_on.is_empty() || d.label == NVME_MULTIPATH)
+}
+
+/// The stacked devices ([`is_stacked`]).
 pub fn stacked(all: &[Device]) -> Vec<iodump_format::DevT> {
     all.iter()
-        .filter(|d| d.bio_based && !d.stacked_on.is_empty())
+        .filter(|d| is_stacked(d))
         .map(|d| d.dev)
         .collect()
 }
@@ -32,16 +44,16 @@ pub fn is_raid456(d: &Device) -> bool {
 }
 
 /// The trace's entry for a host block device.
-fn device(d: BlockDevice) -> Device {
+pub fn device(d: &BlockDevice) -> Device {
     Device {
         dev: d.dev,
-        name: d.name,
+        name: d.name.clone(),
         partition_of: d.partition_of,
         sector_size: d.logical_block_size_bytes,
         start_sector: d.start_sector,
         bio_based: d.bio_based,
-        label: d.stack_label,
-        stacked_on: d.stacked_on,
+        label: d.stack_label.clone(),
+        stacked_on: d.stacked_on.clone(),
     }
 }
 
@@ -163,7 +175,7 @@ mod tests {
 
     #[test]
     fn host_devices_become_trace_entries() {
-        let d = device(BlockDevice {
+        let d = device(&BlockDevice {
             name: "sda2".into(),
             dev: DevT::new(8, 2),
             partition_of: Some(DevT::new(8, 0)),
@@ -172,6 +184,7 @@ mod tests {
             bio_based: false,
             stack_label: String::new(),
             stacked_on: Vec::new(),
+            hidden_paths: Vec::new(),
         });
         assert_eq!(
             d,

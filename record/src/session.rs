@@ -1350,11 +1350,11 @@ impl Ingest<'_> {
             }
         }
         if !sinks.traces() {
-            self.entries.device = None;
+            self.entries.devices.clear();
             self.entries.path = None;
             return Ok(());
         }
-        if let Some(d) = self.entries.device.take() {
+        for d in self.entries.devices.drain(..) {
             sinks.add_device(d)?;
         }
         if let Some(p) = process {

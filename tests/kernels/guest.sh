@@ -101,6 +101,44 @@ PY
     echo "FAIL flight.check python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
 }
 
+# nvme_check RUNDIR (nvme_suite): the device table names the hidden path disk and the head
+# as an NVMe multipath device on it; each of dd's I/Os on the head is done by one on the path
+# that names it (its upper I/O), carries dd and has a queue time (the path is request-based).
+nvme_check() {
+  local run=$1
+  [ -f "$run/rc" ] || return 0
+  if [ "$(cat "$run/rc")" != 0 ]; then
+    echo "FAIL nvme.record iodump exited $(cat "$run/rc"): $(grep -v '^\s*$' "$run/record.stderr" | tail -1)" >> "$RES"
+    return
+  fi
+  "$READ_BIN" info --json "$run/nvme.iod" > "$run/nvme.info.json" 2>> "$run/check.log"
+  "$READ_BIN" export "$run/nvme.iod" --format jsonl -o "$run/nvme.jsonl" 2>> "$run/check.log"
+  python3 - "$run" >> "$RES" 2>> "$run/check.log" <<'PY' ||
+import json, os, sys
+run = sys.argv[1]
+info = json.load(open(os.path.join(run, "nvme.info.json")))
+paths = open(os.path.join(run, "paths")).read().split()
+by_name = {d["name"]: d for d in info["devices"]}
+head, path = by_name.get("nvme0n1", {}), by_name.get(paths[0] if len(paths) == 1 else "", {})
+ok = head.get("label") == "nvme-multipath" and head.get("stacked_on") == [path.get("name")] and path
+print(("PASS" if ok else "FAIL") + " nvme.table nvme0n1 = %s on %s; %s in the device table (nvme-multipath on %s wanted)" % (
+    head.get("label"), ",".join(head.get("stacked_on") or []) or "-", path.get("name", "no path device"), ",".join(paths)))
+evs = [json.loads(l) for l in open(os.path.join(run, "nvme.jsonl"))]
+hd, pd = head.get("dev"), path.get("dev")
+ups = [e for e in evs if e["dev"] == hd and e["comm"] == "dd" and e["sector"] >= 2048]
+key = {(e["dev"], e["timestamp_ns"], e["tid"]) for e in ups}
+downs = [e for e in evs if pd is not None and e["dev"] == pd]
+named = [e for e in downs if (e.get("upper_dev"), e.get("upper_timestamp_ns"), e["tid"]) in key]
+good = [e for e in named if e["comm"] == "dd" and e.get("queue_ns") is not None]
+for op in ("write", "read"):
+    u = sum(1 for e in ups if e["op"] == op)
+    g = sum(1 for e in good if e["op"] == op)
+    print(("PASS" if u == 200 and g == u else "FAIL") + " nvme.path-%s %d of dd's %d %ss of nvme0n1 are done by an I/O on %s that names it, carries dd and has a queue time (%d I/Os on the path in all)" % (
+        op, g, u, op, path.get("name", "?"), len(downs)))
+PY
+    echo "FAIL nvme.check python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
+}
+
 # stack_check RUNDIR (stack_suite): per upper device and file, the bytes the devices below
 # moved for the file in that device's region, against the bytes the upper device moved for it;
 # that each of those lower I/Os names an upper I/O in the trace whose chain of upper I/Os
@@ -254,6 +292,7 @@ if [ $CHECK_ONLY = 1 ]; then
     done < "$OUT/runs.txt"
   fi
   flight_check "$OUT/flight"
+  nvme_check "$OUT/nvme"
   stack_check "$OUT/stack"
   stack_check "$OUT/stack" first
   grep -q '^FAIL' "$RES" && exit 1
@@ -265,7 +304,7 @@ FS_SCHED=${IODUMP_KT_FS_SCHED:-mq-deadline}
 DEVICES=${IODUMP_KT_DEVICES:-req-none req-mq-deadline zram xfs btrfs}
 # The flight recorder's trigger on real slow I/O needs null_blk (a module of the guests'
 # kernels; this host has none): in a guest by default.
-[ -z "${IODUMP_KT_DEVICES:-}" ] && [ "${IODUMP_GUEST:-0}" = 1 ] && DEVICES+=" flight stack"
+[ -z "${IODUMP_KT_DEVICES:-}" ] && [ "${IODUMP_GUEST:-0}" = 1 ] && DEVICES+=" flight stack nvme"
 : > "$RES"
 rm -f "$OUT/done" "$OUT/runs.txt"
 exec > >(tee -a "$OUT/guest.log") 2>&1
@@ -355,6 +394,10 @@ safe_dev() { # DEV: refuse anything but our scratch devices (the reason in $REFU
           { REFUSED="refusing vda: no $MAGIC signature at its start"; return 1; }
         VDA_SIGNED=1
       fi ;;
+    guest:nvme0n1)
+      # run.sh signs the NVMe namespace's image too; the suite writes past its first MiB
+      [ "$(head -c ${#MAGIC} /dev/nvme0n1 2>/dev/null)" = "$MAGIC" ] ||
+        { REFUSED="refusing nvme0n1: no $MAGIC signature at its start"; return 1; } ;;
     guest:zram*|host:zram*|host:loop*)
       for z in "${CREATED_ZRAM[@]}"; do [ "$dev" = "zram$z" ] && ours=1; done
       for l in "${CREATED_LOOP[@]}"; do [ "/dev/$dev" = "$l" ] && ours=1; done
@@ -755,6 +798,32 @@ stack_suite() {
   stack_cleanup
   [ "$MODE" = guest ] || stack_check "$run"
 }
+# nvme_suite: native NVMe multipathing. run.sh gives the guest an NVMe namespace in an NVMe
+# subsystem, which the kernel shows as a multipath head (nvme0n1, bio-based) over a hidden
+# path disk (nvme0c0n1: no device number in sysfs) that does the requests. dd writes 200 4k
+# blocks with O_DIRECT past the namespace's first MiB and reads them back, recorded;
+# nvme_check reads the recording.
+nvme_suite() {
+  local run=$OUT/nvme d
+  mkdir -p "$run"
+  need_mod nvme || return
+  for _ in $(seq 50); do [ -e /sys/block/nvme0n1 ] && break; sleep 0.1; done
+  [ -b /dev/nvme0n1 ] || mknod /dev/nvme0n1 b $(tr ':' ' ' < /sys/block/nvme0n1/dev 2>/dev/null) 2>/dev/null
+  for d in /sys/class/block/nvme*c*n*; do
+    [ "$(cat "$d/hidden" 2>/dev/null)" = 1 ] && basename "$d"
+  done > "$run/paths"
+  if [ ! -s "$run/paths" ]; then
+    fail setup.nvme-multipath "no hidden NVMe path disk: $(ls /sys/class/block | tr '\n' ' '); multipath=$(cat /sys/module/nvme_core/parameters/multipath 2>/dev/null)"; return
+  fi
+  safe_dev nvme0n1 || { fail setup.nvme "$REFUSED"; return; }
+  pass setup.nvme "nvme0n1 over $(tr '\n' ' ' < "$run/paths")"
+  "$BIN" record -o "$run/nvme.iod" -- sh -c "dd if=/dev/zero of=/dev/nvme0n1 bs=4k count=200 seek=256 oflag=direct status=none &&
+    dd if=/dev/nvme0n1 of=/dev/null bs=4k count=200 skip=256 iflag=direct status=none" > /dev/null 2> "$run/record.stderr"
+  echo $? > "$run/rc"
+  say "nvme: iodump record exited $(cat "$run/rc")"
+  [ "$MODE" = guest ] || nvme_check "$run"
+}
+
 stack_io() { # DIR: the I/O each stacked device's file system gets, as one shell command
   echo "dd if=/dev/zero of=$1/direct.dat bs=64k count=64 oflag=direct status=none &&
       dd if=/dev/zero of=$1/fsync.dat bs=64k count=64 conv=fsync status=none &&
@@ -780,6 +849,7 @@ for d in $DEVICES; do
   case $d in
     flight) flight_suite ;;
     stack) stack_suite ;;
+    nvme) nvme_suite ;;
     req-none|req-mq-deadline)
       req_dev || continue
       sched=${d#req-}

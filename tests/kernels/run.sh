@@ -213,7 +213,7 @@ fetch_sid() {
 
 # boot SERIES: the guest suite in one kernel
 boot() {
-  local series=$1 out=$KT_OUT/$1 img=$KT_OUT/$1.img left tmo t0 rc
+  local series=$1 out=$KT_OUT/$1 img=$KT_OUT/$1.img nvimg=$KT_OUT/$1.nvme.img left tmo t0 rc
   left=$((BUDGET - (SECONDS - START)))
   tmo=$TIMEOUT
   [ "$left" -lt "$tmo" ] && tmo=$left
@@ -227,14 +227,17 @@ boot() {
   local attempt
   for attempt in 1 2 3; do
     # The scratch disk: sparse, with the signature guest.sh checks before it writes to vda.
-    rm -f "$img"; truncate -s 512M "$img" &&
-      printf '%s' "$MAGIC" | dd of="$img" conv=notrunc status=none || { hres "$series" FAIL image "cannot create $img"; return; }
+    # And an NVMe namespace in an NVMe subsystem (which more than one controller may reach:
+    # the kernel makes a multipath head, nvme0n1, over a hidden path disk, nvme0c0n1), signed too.
+    rm -f "$img" "$nvimg"; truncate -s 512M "$img" && truncate -s 64M "$nvimg" &&
+      printf '%s' "$MAGIC" | dd of="$img" conv=notrunc status=none &&
+      printf '%s' "$MAGIC" | dd of="$nvimg" conv=notrunc status=none || { hres "$series" FAIL image "cannot create $img"; return; }
     log "$series: booting $KVER (timeout ${tmo}s)"
     t0=$SECONDS
     LAUNCH=$(date +%s.%N)
     (cd "$out" && timeout -k 20 "$tmo" vng --run "$KDIR/boot/vmlinuz-$KVER" --disable-kvm \
         --cpus 2 --memory 4G --verbose --rwdir "$out" \
-        --qemu-opts="-drive file=$img,format=raw,if=none,id=scratch,cache=unsafe -device virtio-blk-pci,drive=scratch" \
+        --qemu-opts="-drive file=$img,format=raw,if=none,id=scratch,cache=unsafe -device virtio-blk-pci,drive=scratch -drive file=$nvimg,format=raw,if=none,id=nvscratch,cache=unsafe -device nvme-subsys,id=iodsubsys,nqn=iodump-matrix -device nvme,serial=iodnvme,subsys=iodsubsys -device nvme-ns,drive=nvscratch,nsid=1" \
         --exec "env PATH='$PATH' HOME='${HOME:-/root}' IODUMP_GUEST=1 IODUMP_BIN='$RUN_BIN' IODUMP_READ_BIN='$RUN_READ_BIN' IODUMP_KMOD_DIR='$KDIR/lib/modules'$kt_env bash '$HERE/guest.sh' '$out'" \
         < /dev/null > "$out/console.log" 2>&1)
     rc=$?
@@ -247,7 +250,7 @@ boot() {
       [ "$i" = 10 ] && kill -9 $pids 2>/dev/null
       sleep 1
     done
-    rm -f "$img"
+    rm -f "$img" "$nvimg"
     # A kernel that crashed while booting, before the suite's first line (guest.sh writes
     # `started` before anything else, so nothing of iodump had run): up to two more boots
     # (under TCG, sid's 7.2 dies now and then of an int3 Oops in sched_clock_* 1–2 s into
