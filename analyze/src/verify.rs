@@ -48,10 +48,21 @@ struct Row {
     op: u8,
 }
 
-/// Every I/O of one side, in time order, and the events its recorder counted as lost.
+/// One side's rows as read: every I/O but those a stacked device sent down, which wait
+/// (with their upper device) for the devices with I/O to be known; and those devices.
+#[derive(Default)]
+struct Side {
+    rows: Vec<Row>,
+    lower: Vec<(Row, u32)>,
+    devs: std::collections::HashSet<u32>,
+}
+
+/// Every I/O of one side, in time order, and the events its recorder counted as lost. As
+/// `iodump replay` replays each I/O once, at its highest recorded layer, an I/O a stacked
+/// device sent down is left out when that device has I/O here.
 fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<(Vec<Row>, u64), AnalyzeError> {
     let inputs = InputPath::expand(std::slice::from_ref(path))?;
-    let mut rows: Vec<Row> = Vec::new();
+    let mut side = Side::default();
     let want = Columns::of(&[
         col::TIMESTAMP_NS,
         col::SECTOR,
@@ -59,29 +70,51 @@ fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<(Vec<Row>, u64), A
         col::OP,
         col::TID,
         col::LATENCY_NS,
+        col::DEV,
+        col::UPPER_DEV,
     ]);
     let info = pass(
         want,
         &inputs,
         filter,
         &|_| {},
-        Vec::new,
-        |v: &mut Vec<Row>, h, b, keep| {
-            v.extend(keep.iter().map(|&k| {
+        Side::default,
+        |v: &mut Side, h, b, keep| {
+            for &k in keep {
                 let i = k as usize;
-                Row {
+                let r = Row {
                     ts_ns: h.to_utc_ns(b.timestamp_ns[i]) as u64,
                     sector: b.sector[i],
                     latency_ns: b.latency_ns[i],
                     bytes: b.bytes[i],
                     tid: b.tid[i],
                     op: b.op[i],
+                };
+                v.devs.insert(b.dev[i]);
+                match b.upper_dev.get(i) {
+                    Some(up) => v.lower.push((r, up)),
+                    None => v.rows.push(r),
                 }
-            }))
+            }
         },
-        |a, b| a.extend(b),
-        |t| rows.extend(t.acc),
+        |a, b| {
+            a.rows.extend(b.rows);
+            a.lower.extend(b.lower);
+            a.devs.extend(b.devs);
+        },
+        |t| {
+            side.rows.extend(t.acc.rows);
+            side.lower.extend(t.acc.lower);
+            side.devs.extend(t.acc.devs);
+        },
     )?;
+    let mut rows = side.rows;
+    rows.extend(
+        side.lower
+            .into_iter()
+            .filter(|(_, up)| !side.devs.contains(up))
+            .map(|(r, _)| r),
+    );
     if let Some((trace, d)) = info.damaged.first() {
         return Err(AnalyzeError::Damaged {
             trace: trace.clone(),
@@ -129,7 +162,8 @@ impl LatencySummary {
 /// The score of a replay.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verification {
-    /// I/Os of the original (after the filter).
+    /// I/Os of the original (after the filter; an I/O a stacked device sent down counts
+    /// once, as the upper I/O it serves, when that is in the original).
     pub recorded_ios: u64,
     /// I/Os of the replayed trace.
     pub replayed_ios: u64,
@@ -515,6 +549,63 @@ mod tests {
         // With a filter, one loop's I/Os stand for the part of the original it keeps.
         let f = Expr::parse("op == \"read\"").unwrap();
         assert_eq!(ios_to_score(&trace, Some(&f), 6_000, 2).unwrap(), 9_000);
+    }
+
+    /// An original with a stacked device: dm-0's 10 reads, each done by one on sda naming it,
+    /// and sda's 2 of its own. Scored as replayed: dm-0's and sda's own, 12; and with a filter
+    /// that keeps sda alone, all 12 of sda's.
+    #[test]
+    fn lower_ios_count_once_as_replay_replays_them() {
+        use iodump_format::{DevT, EndInfo, Event, Flags, Header, UpperIo, Writer, WriterOptions};
+        let (dm, sda) = (DevT::new(253, 0), DevT::new(8, 0));
+        let ev = |ts: u64, dev: DevT, sector: u64, upper: Option<UpperIo>| Event {
+            timestamp_ns: ts,
+            dev,
+            sector,
+            bytes: 4096,
+            op: Op::Read,
+            flags: Flags(0),
+            pid: 5,
+            tid: 5,
+            path_id: 0,
+            queue_ns: None,
+            latency_ns: 100,
+            error: 0,
+            cpu: 0,
+            syscall: None,
+            dirtier_pid: None,
+            cgroup_id: 0,
+            upper,
+        };
+        let path =
+            std::env::temp_dir().join(format!("iodump-verify-lower-{}.iod", std::process::id()));
+        let mut w = Writer::new(
+            std::fs::File::create(&path).unwrap(),
+            &Header::default(),
+            WriterOptions::default(),
+        )
+        .unwrap();
+        for i in 0..10u64 {
+            let ts = 1000 * (i + 1);
+            w.push(&ev(ts, dm, i * 8, None)).unwrap();
+            let up = UpperIo {
+                dev: dm,
+                timestamp_ns: ts,
+            };
+            w.push(&ev(ts + 10, sda, 2048 + i * 8, Some(up))).unwrap();
+        }
+        for i in 0..2u64 {
+            w.push(&ev(50_000 + i, sda, 9000 + i * 8, None)).unwrap();
+        }
+        w.finish(EndInfo::default()).unwrap();
+        let (rows, _) = read_rows(&path, None).unwrap();
+        let on_dm = rows.iter().filter(|r| r.sector < 2048).count();
+        assert_eq!((rows.len(), on_dm), (12, 10));
+        let f = Expr::parse("dev == \"8:0\"").unwrap();
+        let (rows, _) = read_rows(&path, Some(&f)).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let on_dm = rows.iter().filter(|r| r.sector < 2048).count();
+        assert_eq!((rows.len(), on_dm), (12, 0), "dm-0 filtered out: sda's all");
     }
 
     fn row(ts_ns: u64, sector: u64, tid: u32) -> Row {

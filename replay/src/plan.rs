@@ -150,8 +150,9 @@ pub struct PlanOptions {
 /// built (the I/O as read, then in the plan, whose vector reuses the read one's, and in its
 /// stream's list); `--loops` and the replay's length add nothing: loops are the same plan
 /// again, and the measurements are histograms of fixed size. Measured: 72 bytes (max RSS of
-/// `--no-stall` replays of 2,724,418 and of 1,798 I/Os, synthetic randread traces).
-pub const BYTES_PER_PLANNED_IO: u64 = 80;
+/// `--no-stall` replays of 2,724,418 and of 1,798 I/Os, synthetic randread traces), before
+/// the I/O as read kept its device and its upper I/O's (8 bytes more, not measured again).
+pub const BYTES_PER_PLANNED_IO: u64 = 88;
 
 /// Refuses a plan of `kept` I/Os (one loop) when it cannot be indexed (streams list their
 /// I/Os by 32-bit index) or would not fit in `available_bytes`: a trace too large would
@@ -182,12 +183,19 @@ pub struct Skipped {
     pub unsupported_op: u64,
     /// I/O not matching `--filter`.
     pub filtered: u64,
+    /// I/O a stacked device (LVM, dm-crypt, md, an NVMe multipath head) sent to a device
+    /// below, whose upper device's own I/O is replayed: replaying both would do it twice.
+    pub lower: u64,
 }
 
 impl Skipped {
     /// Sum over reasons except the filter.
     pub fn total(&self) -> u64 {
-        self.not_allowed.iter().sum::<u64>() + self.beyond_end + self.unmapped + self.unsupported_op
+        self.not_allowed.iter().sum::<u64>()
+            + self.beyond_end
+            + self.unmapped
+            + self.unsupported_op
+            + self.lower
     }
 }
 
@@ -226,6 +234,9 @@ pub struct Plan {
     pub damage: Vec<String>,
     /// The recorded devices whose I/O goes to each target, by target index (sorted).
     pub devices_on_target: Vec<Vec<DevT>>,
+    /// While the plan is built: of the kept I/Os a stacked device sent down, how many were
+    /// realigned and how many wrapped, by upper device (taken back if they are left out).
+    pub(crate) lower_adjusted: HashMap<u32, (u64, u64)>,
 }
 
 /// One recorded I/O kept for the plan, before streams are formed.
@@ -234,6 +245,9 @@ struct Kept {
     end_ns: u64,
     pid: u32,
     tid: u32,
+    /// Its device, and the upper I/O's for an I/O a stacked device sent down (0: none).
+    dev: u32,
+    upper_dev: u32,
     io: PlannedIo,
 }
 
@@ -266,6 +280,7 @@ impl Plan {
     pub fn build(reader: &Reader, o: &PlanOptions) -> Result<Plan, ReplayError> {
         let mut plan = Plan::default();
         let mut kept = plan.collect(reader, o);
+        plan.drop_lower(&mut kept);
         // Recorded order: by issue time, stable (segments are decoded in file order).
         kept.sort_by_key(|k| k.ts_ns);
         if kept.is_empty() {
@@ -397,6 +412,38 @@ impl Plan {
         }
     }
 
+    /// Each I/O is replayed once, at the highest layer it was recorded at that has a target:
+    /// an I/O a stacked device sent down is left out when I/O of that stacked device is
+    /// replayed (the stacked device's I/O reproduces it; its device below may be another
+    /// target, or the same one, where both would overlap). One whose upper device has
+    /// nothing replayed (not recorded, filtered out, no target) is replayed. Then the
+    /// targets' devices and the largest I/O are those of what is left.
+    fn drop_lower(&mut self, kept: &mut Vec<Kept>) {
+        if kept.iter().all(|k| k.upper_dev == 0) {
+            return;
+        }
+        let replayed: std::collections::HashSet<u32> = kept.iter().map(|k| k.dev).collect();
+        let before = kept.len();
+        kept.retain(|k| k.upper_dev == 0 || !replayed.contains(&k.upper_dev));
+        self.skipped.lower += (before - kept.len()) as u64;
+        for (upper, (realigned, wrapped)) in std::mem::take(&mut self.lower_adjusted) {
+            if replayed.contains(&upper) {
+                self.realigned -= realigned;
+                self.wrapped -= wrapped;
+            }
+        }
+        self.max_len_bytes = kept.iter().map(|k| k.io.len_bytes).max().unwrap_or(0);
+        for devs in &mut self.devices_on_target {
+            devs.clear();
+        }
+        for k in kept.iter() {
+            let devs = &mut self.devices_on_target[k.io.target as usize];
+            if let Err(pos) = devs.binary_search(&DevT(k.dev)) {
+                devs.insert(pos, DevT(k.dev));
+            }
+        }
+    }
+
     /// Counts cover every loop: multiplies the per-loop counts by `loops`.
     fn scale_for_loops(&mut self, loops: u32) {
         self.loops = loops;
@@ -414,6 +461,7 @@ impl Plan {
             &mut self.skipped.unmapped,
             &mut self.skipped.unsupported_op,
             &mut self.skipped.filtered,
+            &mut self.skipped.lower,
             &mut self.realigned,
             &mut self.wrapped,
         ] {
@@ -462,6 +510,9 @@ impl Plan {
             let end = align_up(off.saturating_add(u64::from(e.bytes)), a);
             if start != off || end - start != u64::from(e.bytes) {
                 self.realigned += 1;
+                if let Some(u) = e.upper {
+                    self.lower_adjusted.entry(u.dev.0).or_default().0 += 1;
+                }
             }
             (start, end - start)
         };
@@ -478,6 +529,9 @@ impl Plan {
                 Beyond::Wrap => {
                     offset = wrap(offset, g.size_bytes - len, a);
                     self.wrapped += 1;
+                    if let Some(u) = e.upper {
+                        self.lower_adjusted.entry(u.dev.0).or_default().1 += 1;
+                    }
                 }
             }
         }
@@ -494,6 +548,8 @@ impl Plan {
             end_ns: e.timestamp_ns.saturating_add(e.latency_ns),
             pid: e.pid,
             tid: e.tid,
+            dev: e.dev.0,
+            upper_dev: e.upper.map_or(0, |u| u.dev.0),
             io: PlannedIo {
                 sched_ns: 0,
                 offset_bytes: offset,
@@ -528,6 +584,12 @@ impl Plan {
         if s.unsupported_op > 0 {
             parts.push(format!("{} of unsupported operations", s.unsupported_op));
         }
+        if s.lower > 0 {
+            parts.push(format!(
+                "{} sent down by a stacked device whose own I/O is replayed",
+                s.lower
+            ));
+        }
         parts.join(", ")
     }
 }
@@ -535,7 +597,7 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iodump_format::{EndInfo, Header, Writer, WriterOptions};
+    use iodump_format::{EndInfo, Header, UpperIo, Writer, WriterOptions};
 
     fn ev(ts: u64, tid: u32, op: Op, sector: u64, bytes: u32, lat: u64) -> Event {
         Event {
@@ -577,6 +639,51 @@ mod tests {
             }],
             ..PlanOptions::default()
         }
+    }
+
+    /// An I/O a stacked device sent down is replayed once: as its upper I/O when that is
+    /// replayed, itself when its upper device has no target.
+    #[test]
+    fn lower_ios_are_replayed_once() {
+        let (dm, sda) = (DevT::new(253, 0), DevT::new(8, 0));
+        let mut events = Vec::new();
+        for i in 0..10u64 {
+            let mut up = ev(1000 * (i + 1), 5, Op::Read, i * 8, 4096, 100);
+            up.dev = dm;
+            // below: one sector off the 4 KiB alignment, so realigned
+            let mut down = ev(1000 * (i + 1) + 10, 5, Op::Read, 1 + i * 8, 4096, 80);
+            down.dev = sda;
+            down.upper = Some(UpperIo {
+                dev: dm,
+                timestamp_ns: up.timestamp_ns,
+            });
+            events.extend([up, down]);
+        }
+        for i in 0..2u64 {
+            let mut own = ev(20_000 + 1000 * i, 6, Op::Read, 4096 + i * 8, 4096, 50);
+            own.dev = sda;
+            events.push(own);
+        }
+        let r = reader(&events);
+        let p = Plan::build(&r, &opts(1 << 30, 4096)).unwrap();
+        assert_eq!(p.ios.len(), 12, "dm-0's 10 and sda's own 2");
+        assert_eq!(p.skipped.lower, 10);
+        assert_eq!(p.realigned, 0, "the realigned ones were left out");
+        assert_eq!(p.devices_on_target, [vec![sda, dm]]);
+        assert!(p
+            .skipped_words()
+            .contains("10 sent down by a stacked device"));
+        // dm-0 given no target: its I/O is done as sda's.
+        let mut o = opts(1 << 30, 4096);
+        o.default_target = None;
+        o.device_map.insert(sda, 0);
+        let p = Plan::build(&r, &o).unwrap();
+        assert_eq!(p.ios.len(), 12, "sda's 10 lower and 2 own");
+        assert_eq!(
+            (p.skipped.lower, p.skipped.unmapped, p.realigned),
+            (0, 10, 10)
+        );
+        assert_eq!(p.devices_on_target, [vec![sda]]);
     }
 
     /// A window of time in the filter: the segments outside it are not decoded and their
@@ -797,6 +904,7 @@ mod tests {
                 unmapped: 1,
                 unsupported_op: 1,
                 filtered: 1,
+                lower: 1,
             },
             realigned: 1,
             wrapped: 1,
@@ -808,8 +916,14 @@ mod tests {
         let s = &p.skipped;
         assert_eq!(s.not_allowed, [3; 5]);
         assert_eq!(
-            (s.beyond_end, s.unmapped, s.unsupported_op, s.filtered),
-            (3, 3, 3, 3)
+            (
+                s.beyond_end,
+                s.unmapped,
+                s.unsupported_op,
+                s.filtered,
+                s.lower
+            ),
+            (3, 3, 3, 3, 3)
         );
         assert_eq!((p.realigned, p.wrapped), (3, 3));
 
@@ -819,6 +933,8 @@ mod tests {
             end_ns: ts_ns + 5,
             pid: tid,
             tid,
+            dev: 0,
+            upper_dev: 0,
             io: PlannedIo {
                 sched_ns: 0,
                 offset_bytes: 0,

@@ -385,6 +385,7 @@ impl Report {
             "skipped": {
                 "beyond_end": self.skipped.beyond_end,
                 "unmapped": self.skipped.unmapped,
+                "lower": self.skipped.lower,
                 "unsupported_op": self.skipped.unsupported_op,
                 "filtered": self.skipped.filtered,
             },
