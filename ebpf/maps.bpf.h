@@ -221,6 +221,16 @@ struct {
 	__type(value, __u8);
 } dev_filter SEC(".maps");
 
+/* Devices of dev_filter whose I/O below is recorded too, whatever device it is sent to: an
+ * NVMe multipath head (and its partitions) named with -d, whose requests are done on hidden
+ * path disks that have no number to name beforehand (start.bpf.h, start_io). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32); /* dev, kernel encoding */
+	__type(value, __u8);
+} filter_below SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);

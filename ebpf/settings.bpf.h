@@ -14,6 +14,7 @@
 #include "vmlinux.h"
 
 const volatile __u32 cfg_filter_dev = 0;     /* 1: only devs present in dev_filter */
+const volatile __u32 cfg_filter_below = 0;   /* 1: filter_below names some of them */
 const volatile __u32 cfg_filter_pid = 0;     /* 1: only tgids in pid_filter (or, for
                                               * page-cache writes, whose dirtier is) */
 const volatile __u32 cfg_filter_comm = 0;    /* 1: only comms in comm_filter */

@@ -139,12 +139,17 @@ static __always_inline int start_io(struct iodump_inflight *v, const struct iodu
 	__u32 tgid = 0, pid = 0;
 	__u64 now;
 	__u8 op;
+	int below = 0;
 	v->ev.dev = t->dev;
 	if (cfg_filter_dev && !any_dev && (lvl || cs->dev_ok != (__u64)v->ev.dev + 1)) {
-		if (!bpf_map_lookup_elem(&dev_filter, &v->ev.dev))
-			goto filtered;
-		if (!lvl)
+		if (!bpf_map_lookup_elem(&dev_filter, &v->ev.dev)) {
+			/* kept only if it does I/O of a device of filter_below (below) */
+			if (!cfg_filter_below || !bio || !stack_active())
+				goto filtered;
+			below = 1;
+		} else if (!lvl) {
 			cs->dev_ok = (__u64)v->ev.dev + 1;
+		}
 	}
 	op = norm_op(opf);
 	/* an empty REQ_PREFLUSH write is a cache flush (iostat counts it as a write) */
@@ -153,12 +158,13 @@ static __always_inline int start_io(struct iodump_inflight *v, const struct iodu
 	if (!(cfg_op_mask & (1u << op)))
 		goto filtered;
 	now = bpf_ktime_get_ns();
-	if (bio && stack_active()) {
+	if (bio && stack_active())
 		up = stack_find(cs, lvl, bio, now, btf);
-		if (up) {
-			stack_inherit(v, up);
-			goto fill;
-		}
+	if (below && !(up && bpf_map_lookup_elem(&filter_below, &up->ev.dev)))
+		goto filtered;
+	if (up) {
+		stack_inherit(v, up);
+		goto fill;
 	}
 
 	/* the BTF-typed current task in both flavours: direct loads; its tgid and pid are what

@@ -518,8 +518,10 @@ impl Program {
         // first I/O is seen (Program::add_stacked).
         let devices = crate::devices::list().unwrap_or_default();
         let stacked: Vec<DevT> = crate::devices::stacked(&devices);
-        let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics)?;
+        let below = crate::devices::recorded_below(&devices, &s.devices);
+        let mut ebpf = load_object(s, &kbtf, &plan, &ksyms, atomics, !below.is_empty())?;
         fill_filters(&mut ebpf, s, &stacked)?;
+        fill_below(&mut ebpf, &below)?;
         // md RAID4/5/6's stripes: followed when raid456 is loaded (or, later, when an array
         // appears: Program::follow_raid456); said here when an array exists and cannot be.
         let raid456 = match follow_raid456(&mut ebpf) {
@@ -723,6 +725,7 @@ fn load_object(
     plan: &HookPlan,
     ksyms: &HashMap<String, u64>,
     atomics: bool,
+    filter_below: bool,
 ) -> Result<Ebpf, RecordError> {
     let object = if atomics { OBJECT } else { OBJECT_NO_ATOMICS };
     let ksym_names: Vec<String> = KSYMS.iter().map(|n| format!("ksym_{n}")).collect();
@@ -739,6 +742,7 @@ fn load_object(
     ];
     let flags = [
         ("cfg_filter_dev", !s.devices.is_empty() as u32),
+        ("cfg_filter_below", filter_below as u32),
         ("cfg_filter_pid", !s.pids.is_empty() as u32),
         ("cfg_filter_comm", !s.comms.is_empty() as u32),
         ("cfg_filter_cgroup", s.cgroup.is_some() as u32),
@@ -814,6 +818,23 @@ pub fn raid456_off(name: &str, level: &str, why: &str) -> String {
         "md {level} stripes of {name}: {why}; the I/O they send below keeps md's thread, \
          not the files and processes it serves"
     )
+}
+
+/// Fills `filter_below`: the devices of `-d` whose I/O below is recorded too.
+fn fill_below(ebpf: &mut Ebpf, below: &[DevT]) -> Result<(), RecordError> {
+    if below.is_empty() {
+        return Ok(());
+    }
+    let mut m: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
+        ebpf.map_mut("filter_below")
+            .ok_or_else(|| missing("filter_below"))?,
+    )
+    .map_err(|e| bpf_error("filter_below map", e))?;
+    for d in below.iter().take(64) {
+        m.insert(d.0, 1, 0)
+            .map_err(|e| bpf_error("filling filter_below", e))?;
+    }
+    Ok(())
 }
 
 /// Fills the filter maps: devices, pids, command names, the cgroup; and the stacked devices.

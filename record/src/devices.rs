@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use iodump_format::Device;
+use iodump_format::{DevT, Device};
 use iodump_host::sysfs::{parse_dev, BlockDevice, Sysfs, NVME_MULTIPATH};
 
 use crate::error::RecordError;
@@ -28,8 +28,23 @@ pub fn is_stacked(d: &Device) -> bool {
     d.bio_based && (!d.stacked_on.is_empty() || d.label == NVME_MULTIPATH)
 }
 
+/// Of the devices `-d` asked for (`wanted`), those whose I/O below is recorded too: an
+/// NVMe multipath head and its partitions, since its path disks, which do its requests,
+/// have no number to ask for.
+pub fn recorded_below(all: &[Device], wanted: &[DevT]) -> Vec<DevT> {
+    let head = |dev: DevT| {
+        all.iter()
+            .any(|d| d.dev == dev && d.bio_based && d.label == NVME_MULTIPATH)
+    };
+    all.iter()
+        .filter(|d| wanted.contains(&d.dev))
+        .filter(|d| head(d.dev) || d.partition_of.is_some_and(head))
+        .map(|d| d.dev)
+        .collect()
+}
+
 /// The stacked devices ([`is_stacked`]).
-pub fn stacked(all: &[Device]) -> Vec<iodump_format::DevT> {
+pub fn stacked(all: &[Device]) -> Vec<DevT> {
     all.iter()
         .filter(|d| is_stacked(d))
         .map(|d| d.dev)
@@ -171,6 +186,36 @@ mod tests {
         assert_eq!(names("sd"), ["sda"]);
         assert!(resolve_prefix("hd", &all).is_err());
         assert!(resolve_prefix("", &all).is_err());
+    }
+
+    #[test]
+    fn an_nvme_multipath_head_asked_for_is_recorded_below_too() {
+        let d = |dev: DevT, name: &str, of: Option<DevT>, bio: bool, label: &str| Device {
+            dev,
+            name: name.into(),
+            partition_of: of,
+            sector_size: 512,
+            start_sector: 0,
+            bio_based: bio,
+            label: label.into(),
+            stacked_on: Vec::new(),
+        };
+        let (head, part, sda, dm) = (
+            DevT::new(259, 1),
+            DevT::new(259, 2),
+            DevT::new(8, 0),
+            DevT::new(253, 0),
+        );
+        let all = [
+            d(head, "nvme0n1", None, true, NVME_MULTIPATH),
+            d(part, "nvme0n1p1", Some(head), true, ""),
+            d(sda, "sda", None, false, ""),
+            d(dm, "dm-0", None, true, "vg-lv"),
+        ];
+        assert_eq!(recorded_below(&all, &[head, sda, dm]), [head]);
+        assert_eq!(recorded_below(&all, &[part]), [part]);
+        assert!(recorded_below(&all, &[sda, dm]).is_empty());
+        assert!(recorded_below(&all, &[]).is_empty());
     }
 
     #[test]

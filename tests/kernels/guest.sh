@@ -111,19 +111,26 @@ nvme_check() {
     echo "FAIL nvme.record iodump exited $(cat "$run/rc"): $(grep -v '^\s*$' "$run/record.stderr" | tail -1)" >> "$RES"
     return
   fi
-  "$READ_BIN" info --json "$run/nvme.iod" > "$run/nvme.info.json" 2>> "$run/check.log"
-  "$READ_BIN" export "$run/nvme.iod" --format jsonl -o "$run/nvme.jsonl" 2>> "$run/check.log"
-  python3 - "$run" >> "$RES" 2>> "$run/check.log" <<'PY' ||
+  local rec tag
+  for rec in nvme nvme-d; do
+  tag=${rec#nvme}
+  if [ "$rec" = nvme-d ] && [ "$(cat "$run/rc-d" 2>/dev/null)" != 0 ]; then
+    echo "FAIL nvme.record-d iodump record -d nvme0n1 exited $(cat "$run/rc-d" 2>/dev/null): $(grep -v '^\s*$' "$run/record-d.stderr" | tail -1)" >> "$RES"
+    continue
+  fi
+  "$READ_BIN" info --json "$run/$rec.iod" > "$run/$rec.info.json" 2>> "$run/check.log"
+  "$READ_BIN" export "$run/$rec.iod" --format jsonl -o "$run/$rec.jsonl" 2>> "$run/check.log"
+  python3 - "$run" "$rec" "$tag" >> "$RES" 2>> "$run/check.log" <<'PY' ||
 import json, os, sys
-run = sys.argv[1]
-info = json.load(open(os.path.join(run, "nvme.info.json")))
+run, rec, tag = sys.argv[1:4]
+info = json.load(open(os.path.join(run, rec + ".info.json")))
 paths = open(os.path.join(run, "paths")).read().split()
 by_name = {d["name"]: d for d in info["devices"]}
 head, path = by_name.get("nvme0n1", {}), by_name.get(paths[0] if len(paths) == 1 else "", {})
 ok = head.get("label") == "nvme-multipath" and head.get("stacked_on") == [path.get("name")] and path
-print(("PASS" if ok else "FAIL") + " nvme.table nvme0n1 = %s on %s; %s in the device table (nvme-multipath on %s wanted)" % (
-    head.get("label"), ",".join(head.get("stacked_on") or []) or "-", path.get("name", "no path device"), ",".join(paths)))
-evs = [json.loads(l) for l in open(os.path.join(run, "nvme.jsonl"))]
+print(("PASS" if ok else "FAIL") + " nvme.table%s nvme0n1 = %s on %s; %s in the device table (nvme-multipath on %s wanted)" % (
+    tag, head.get("label"), ",".join(head.get("stacked_on") or []) or "-", path.get("name", "no path device"), ",".join(paths)))
+evs = [json.loads(l) for l in open(os.path.join(run, rec + ".jsonl"))]
 hd, pd = head.get("dev"), path.get("dev")
 ups = [e for e in evs if e["dev"] == hd and e["comm"] == "dd" and e["sector"] >= 2048]
 key = {(e["dev"], e["timestamp_ns"], e["tid"]) for e in ups}
@@ -133,10 +140,11 @@ good = [e for e in named if e["comm"] == "dd" and e.get("queue_ns") is not None]
 for op in ("write", "read"):
     u = sum(1 for e in ups if e["op"] == op)
     g = sum(1 for e in good if e["op"] == op)
-    print(("PASS" if u == 200 and g == u else "FAIL") + " nvme.path-%s %d of dd's %d %ss of nvme0n1 are done by an I/O on %s that names it, carries dd and has a queue time (%d I/Os on the path in all)" % (
-        op, g, u, op, path.get("name", "?"), len(downs)))
+    print(("PASS" if u == 200 and g == u else "FAIL") + " nvme.path-%s%s %d of dd's %d %ss of nvme0n1 are done by an I/O on %s that names it, carries dd and has a queue time (%d I/Os on the path in all)" % (
+        op, tag, g, u, op, path.get("name", "?"), len(downs)))
 PY
-    echo "FAIL nvme.check python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
+    echo "FAIL nvme.check$tag python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
+  done
 }
 
 # stack_check RUNDIR (stack_suite): per upper device and file, the bytes the devices below
@@ -821,6 +829,10 @@ nvme_suite() {
     dd if=/dev/nvme0n1 of=/dev/null bs=4k count=200 skip=256 iflag=direct status=none" > /dev/null 2> "$run/record.stderr"
   echo $? > "$run/rc"
   say "nvme: iodump record exited $(cat "$run/rc")"
+  # The same with -d nvme0n1: the path disk's I/O is recorded too, though -d cannot name it.
+  "$BIN" record -d nvme0n1 -o "$run/nvme-d.iod" -- sh -c "dd if=/dev/zero of=/dev/nvme0n1 bs=4k count=200 seek=256 oflag=direct status=none &&
+    dd if=/dev/nvme0n1 of=/dev/null bs=4k count=200 skip=256 iflag=direct status=none" > /dev/null 2> "$run/record-d.stderr"
+  echo $? > "$run/rc-d"
   [ "$MODE" = guest ] || nvme_check "$run"
 }
 
