@@ -149,6 +149,34 @@ static __always_inline void finish(void *map, __u64 key, struct iodump_inflight 
 	cnt(IODUMP_CNT_EMITTED);
 }
 
+/* The I/Os of a bio-based device whose very bios went down into request rq, which
+ * completed: an NVMe multipath head passes the bio it got to a path disk whole. They end
+ * with the request. Kernels that do not trace such a bio's own completion (6.1: blk-mq takes
+ * a bio's completion trace over when it puts the bio in a request, and nvme does not trace
+ * the head's) would never end them otherwise; where the kernel does (6.12: nvme traces the
+ * head's bio before it ends the request), the bio's completion came first and finds nothing
+ * left here. Only while a stacked I/O is in flight (an NVMe head is a stacked device). */
+#define IODUMP_PASSED_DOWN_BIOS 4
+static __always_inline void complete_passed_down(struct iodump_cpu_state *cs, __u32 lvl,
+						 struct request *rq, __u16 err, __u64 now)
+{
+	__u64 bio = (__u64)BPF_CORE_READ(rq, bio);
+	struct iodump_inflight *v;
+	struct iodump_slot *slot;
+
+#pragma clang loop unroll(disable)
+	for (int i = 0; i < IODUMP_PASSED_DOWN_BIOS && bio; i++) {
+		v = find(&inflight_bio, bio, &slot);
+		if (v) {
+			stack_pop(cs, lvl, (struct bio *)bio, bio, 0);
+			if (err && !v->ev.error)
+				v->ev.error = err;
+			finish(&inflight_bio, bio, v, slot, now, lvl);
+		}
+		bio = (__u64)BPF_CORE_READ((struct bio *)bio, bi_next);
+	}
+}
+
 static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 				       struct request *rq, __u32 status, __u32 nr_bytes, int btf,
 				       int again)
@@ -163,6 +191,8 @@ static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 	 * REQ_PREFLUSH request the flush machinery completes itself) */
 	if (!v && cfg_start_at_getrq && !again)
 		v = adopt(cs, lvl, rq, key, &slot, btf);
+	if (stack_active() && nr_bytes >= RD(btf, rq, __data_len))
+		complete_passed_down(cs, lvl, rq, status_errno(status), now);
 	if (!v) {
 		if (again)
 			return 0; /* done by the first program, or not tracked */

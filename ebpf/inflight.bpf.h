@@ -158,7 +158,7 @@ static __always_inline struct iodump_inflight *adopt(struct iodump_cpu_state *cs
 	__u64 bkey = 0;
 
 	for (int i = 0; i < IODUMP_ADOPT_HOPS && bio; i++) {
-		bkey = bio;
+		bkey = bio | IODUMP_KEY_GETRQ;
 		bv = find(&inflight_rq, bkey, &bs);
 		if (bv)
 			break;

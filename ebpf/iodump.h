@@ -323,6 +323,10 @@ struct iodump_batch {
  * plain HASH maps there.
  * ------------------------------------------------------------------------------------- */
 #define IODUMP_SLOT_COMPLETING 1ULL /* bit of iodump_slot.key (addresses are aligned) */
+#define IODUMP_KEY_GETRQ 2ULL       /* set in the key of a request started at block_getrq
+                                     * and tracked under its bio's address: that bio may be
+                                     * tracked as itself on a bio-based device above (an
+                                     * NVMe multipath head passes the bio it got down) */
 #define IODUMP_SLOT_BITS 16
 #define IODUMP_SLOTS     (1u << IODUMP_SLOT_BITS) /* fixed: the hash depends on it */
 #define IODUMP_STALE_NS  (120ULL * 1000000000ULL) /* a slot older than this may be

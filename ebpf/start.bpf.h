@@ -303,7 +303,8 @@ static __always_inline int on_rq_start(struct iodump_cpu_state *cs, __u32 lvl,
 /*
  * Kernels without block_io_start: block_getrq fires in the submitter's context when a bio
  * gets a new request, before the request holds it. The I/O is tracked under the bio's
- * address; adopt() moves it to the request's once block_rq_insert (a scheduler) or
+ * address (with IODUMP_KEY_GETRQ: a bio-based device above may track the same bio as its
+ * own I/O); adopt() moves it to the request's once block_rq_insert (a scheduler) or
  * block_rq_issue (every request, also those issued directly without an insert, as with
  * the `none` scheduler) shows the request.
  */
@@ -321,7 +322,7 @@ static __always_inline int on_getrq(struct iodump_cpu_state *cs, __u32 lvl, stru
 		return 0;
 	}
 	v.ev.ioflags |= IODUMP_IOF_INSERT;
-	track(&inflight_rq, key_of(cs, lvl, bio, btf), &v, 1);
+	track(&inflight_rq, key_of(cs, lvl, bio, btf) | IODUMP_KEY_GETRQ, &v, 1);
 	return 0;
 }
 static __always_inline int on_rq_insert(struct iodump_cpu_state *cs, __u32 lvl,
