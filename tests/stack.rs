@@ -1,7 +1,8 @@
 //! I/O through stacked devices, offline: lower events that name their upper I/O (format 1.4)
 //! read back through every output (JSON lines, CSV, Parquet joined in DuckDB as the README
-//! shows), `analyze -d` on the disks below, and the report's table of what each stacked
-//! device sent down. The recording side runs in the kernel matrix (tests/kernels, the stack
+//! shows), `analyze -d` on the disks below, the report's table of what each stacked device
+//! sent down, and each I/O counted once by the questions about the workload (analyze on
+//! both engines and on Parquet, diff, both reports) while each device keeps its own. The recording side runs in the kernel matrix (tests/kernels, the stack
 //! suite): this host has no device-mapper or md.
 
 mod common;
@@ -166,6 +167,121 @@ fn analyze_answers_for_the_disks_below() {
     );
 }
 
+/// `analyze --format json` of `args` on `input`, with the engine `engine`.
+fn analyze_json(input: &Path, engine: &str, args: &[&str]) -> Vec<serde_json::Value> {
+    let out = run(bin()
+        .arg("analyze")
+        .arg(input)
+        .args(args)
+        .args(["--engine", engine, "--format", "json"]));
+    ok(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The value of a `--summary` metric.
+fn metric(rows: &[serde_json::Value], name: &str) -> serde_json::Value {
+    rows.iter()
+        .find(|r| r["metric"] == name)
+        .unwrap_or_else(|| panic!("{name} in {rows:?}"))["value"]
+        .clone()
+}
+
+/// The `ios` of the row whose `key` is `value`.
+fn ios_of(rows: &[serde_json::Value], key: &str, value: &str) -> serde_json::Value {
+    rows.iter()
+        .find(|r| r[key] == value)
+        .unwrap_or_else(|| panic!("{key} = {value} in {rows:?}"))["ios"]
+        .clone()
+}
+
+#[test]
+fn questions_about_the_workload_count_each_io_once() {
+    let d = TempDir::new("stack-once");
+    let t = d.join("s.iod");
+    stacked_trace(&t);
+    let pq = d.join("pq");
+    ok(&run(bin().arg("convert").arg(&t).arg("-o").arg(&pq)));
+    // dm-0's 150 I/Os once (not again as the 250 it sent down), and the disks' own 20.
+    for input in [&t, &pq] {
+        for engine in ["one-pass", "polars"] {
+            let at = format!("{} {engine}", input.display());
+            let summary = analyze_json(input, engine, &["--summary"]);
+            assert_eq!(metric(&summary, "events"), 170, "{at}: {summary:?}");
+            assert_eq!(metric(&summary, "writes"), 100, "{at}: {summary:?}");
+            let files = analyze_json(input, engine, &["--top-files"]);
+            assert_eq!(ios_of(&files, "path", "/data/f"), 150, "{at}");
+            let procs = analyze_json(input, engine, &["--top-procs"]);
+            assert_eq!(ios_of(&procs, "comm", "postgres"), 170, "{at}");
+            let all = analyze_json(input, engine, &["--latency"]);
+            assert_eq!(all[0]["ios"], 170, "{at}: {all:?}");
+            // The upper I/O's latency, not the disks': 150 at 400 us, 20 at 100 us.
+            assert_eq!(all[0]["p50_us"], 400.0, "{at}: {all:?}");
+            // Per device: each device's own I/O.
+            let devs = analyze_json(input, engine, &["--latency", "--group-by", "dev"]);
+            assert_eq!(ios_of(&devs, "dev", "dm-0"), 150, "{at}");
+            assert_eq!(ios_of(&devs, "dev", "sdb"), 160, "{at}");
+            assert_eq!(ios_of(&devs, "dev", "sda2"), 110, "{at}");
+            let timeline = analyze_json(input, engine, &["--timeline", "--interval", "10s"]);
+            let sdb: u64 = timeline
+                .iter()
+                .filter(|r| r["dev"] == "sdb")
+                .map(|r| r["ios"].as_u64().unwrap())
+                .sum();
+            assert_eq!(sdb, 160, "{at}: {timeline:?}");
+            // The disks alone: dm-0 is not in the selection, so their I/O is counted.
+            let disks = analyze_json(input, engine, &["--summary", "-d", "sdb"]);
+            assert_eq!(metric(&disks, "events"), 160, "{at}: {disks:?}");
+            let f = analyze_json(input, engine, &["--summary", "--filter", "dev != dm-0"]);
+            assert_eq!(metric(&f, "events"), 270, "{at}: {f:?}");
+        }
+    }
+    // The SQL table has every row, and names the upper device.
+    let out = run(bin().arg("analyze").arg(&t).args([
+        "--sql",
+        "SELECT count(*) AS n, count(upper_dev) AS lower FROM io",
+        "--format",
+        "csv",
+    ]));
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "n,lower\n420,250\n");
+    // diff: the whole recording, processes and files once; devices each.
+    let out = run(bin()
+        .arg("diff")
+        .arg(&t)
+        .arg(&t)
+        .args(["--limit", "0", "--format", "json"]));
+    ok(&out);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let a = |scope: &str, name: &str| {
+        rows.iter()
+            .find(|r| r["scope"] == scope && r["name"] == name && r["metric"] == "ios")
+            .unwrap_or_else(|| panic!("{scope} {name} in {rows:?}"))["a"]
+            .clone()
+    };
+    assert_eq!(a("total", "all"), 170);
+    assert_eq!(a("proc", "postgres"), 170);
+    assert_eq!(a("file", "/data/f"), 150);
+    assert_eq!(a("dev", "sdb"), 160);
+    assert_eq!(a("dev", "dm-0"), 150);
+    // The report of the comparison: each side's timeline and latency of its I/Os once.
+    let page = d.join("diff.html");
+    ok(&run(bin()
+        .arg("report")
+        .arg(&t)
+        .arg(&t)
+        .arg("-o")
+        .arg(&page)));
+    let data = embedded_report_data(&std::fs::read_to_string(&page).unwrap());
+    assert_eq!(data["a"]["events"], 170);
+    let ios: u64 = data["a"]["ios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(ios, 170);
+}
+
 #[test]
 fn lower_events_name_their_upper_io_in_every_export() {
     let d = TempDir::new("stack-export");
@@ -283,6 +399,16 @@ fn report_shows_what_each_stacked_device_sent_down() {
     assert_eq!(sdb["upper_latency_mean_ns"], 400_000);
     assert_eq!(sdb["lower_latency_mean_ns"], 300_000);
     assert_eq!(sda2["lower_bytes"], 100 * 8192);
+    // The whole recording, processes and files count each I/O once; devices their own.
+    let tr = &data["traces"][0];
+    assert_eq!(tr["events"], 170);
+    assert_eq!(tr["top_processes"][0]["ios"], 170);
+    assert_eq!(tr["top_files"][0]["ios"], 150);
+    let devices = tr["devices"].as_array().unwrap();
+    let events_of =
+        |name: &str| devices.iter().find(|d| d["name"] == name).unwrap()["events"].clone();
+    assert_eq!(events_of("sdb"), 160, "{devices:?}");
+    assert_eq!(events_of("dm-0"), 150, "{devices:?}");
     // A trace without stacked devices has an empty table.
     let plain = d.join("plain.iod");
     ok(&run(bin()

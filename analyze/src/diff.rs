@@ -22,7 +22,7 @@ use crate::input::InputPath;
 use crate::loghist::{
     chi_square_test, mann_whitney, proportion_test, quantile_test, rate_test, LogHist,
 };
-use crate::onepass::{pass, PassInfo, TraceDone};
+use crate::onepass::{pass, Layers, PassInfo, TraceDone};
 use crate::onepass_source::Source;
 use crate::parquet_input::cgroups_table;
 use crate::AnalyzeError;
@@ -354,6 +354,9 @@ struct Acc {
     thread_of_tid: DenseSlots,
     /// (dev << 32 | path id).
     file: Keyed<u64>,
+    /// Per device, the I/O stacked devices sent down while their own I/O is counted
+    /// ([`crate::onepass::Rows::below`]): only the device scope adds it.
+    below: Keyed<u32>,
     /// The index in `file` of each (device, path id), by device then path id (u32::MAX: not
     /// seen yet): a file's index without hashing.
     dense: Vec<(u32, DenseSlots)>,
@@ -412,21 +415,8 @@ impl Acc {
     /// rather than once per I/O (thousands of files do not fit in cache), and its sums stay
     /// in registers over the run.
     fn add(&mut self, on: Folded, b: &EventBatch, keep: &[u32]) {
-        // The columns the figures take, gathered once per I/O in row order.
         let mut ios = std::mem::take(&mut self.ios);
-        ios.clear();
-        ios.extend(keep.iter().map(|&k| {
-            let i = k as usize;
-            let queue_ns = b.queue_ns.get(i);
-            Io {
-                sector: b.sector[i],
-                latency_ns: b.latency_ns[i],
-                queue_ns: queue_ns.unwrap_or(0),
-                bytes: b.bytes[i],
-                op: b.op[i],
-                has_queue: queue_ns.is_some(),
-            }
-        }));
+        gather(&mut ios, b, keep);
         let mut groups = std::mem::take(&mut self.groups);
         let mut grouped = std::mem::take(&mut self.grouped);
         groups.key(keep.len(), |j| self.thread_index(on, b, keep[j] as usize));
@@ -461,12 +451,53 @@ impl Acc {
         self.ios = ios;
     }
 
+    /// Folds a segment's rows that a stacked device sent down while its own I/O is counted,
+    /// grouped by device.
+    fn add_below(&mut self, b: &EventBatch, below: &[u32]) {
+        if below.is_empty() {
+            return;
+        }
+        let mut ios = std::mem::take(&mut self.ios);
+        gather(&mut ios, b, below);
+        let mut groups = std::mem::take(&mut self.groups);
+        let mut grouped = std::mem::take(&mut self.grouped);
+        groups.key(below.len(), |j| {
+            self.below.index_of(b.dev[below[j] as usize])
+        });
+        groups.scatter(ios.iter().copied(), &mut grouped);
+        for (d, r) in groups.ranges() {
+            self.below.entries[d].add_run(&grouped[r]);
+        }
+        self.groups = groups;
+        self.grouped = grouped;
+        self.ios = ios;
+    }
+
     fn merge(&mut self, o: Acc) {
         self.threads.merge(o.threads);
+        self.below.merge(o.below);
         // Keys already here keep their index, new ones are appended: `dense` stays true, and
         // learns the new ones when they are looked up.
         self.file.merge(o.file);
     }
+}
+
+/// The columns the figures take of rows `rows` of `b`, once per I/O in row order, into
+/// `ios` (emptied first).
+fn gather(ios: &mut Vec<Io>, b: &EventBatch, rows: &[u32]) {
+    ios.clear();
+    ios.extend(rows.iter().map(|&k| {
+        let i = k as usize;
+        let queue_ns = b.queue_ns.get(i);
+        Io {
+            sector: b.sector[i],
+            latency_ns: b.latency_ns[i],
+            queue_ns: queue_ns.unwrap_or(0),
+            bytes: b.bytes[i],
+            op: b.op[i],
+            has_queue: queue_ns.is_some(),
+        }
+    }));
 }
 
 /// One side of a comparison: its groups by (scope, name), and what its pass saw.
@@ -539,9 +570,15 @@ pub fn read_side(
         want,
         &inputs,
         filter,
+        Layers::Once,
         progress,
         Acc::default,
-        |acc, _, b, keep| acc.add(folded, b, keep),
+        |acc, _, b, rows| {
+            acc.add(folded, b, rows.keep);
+            if on[1] {
+                acc.add_below(b, rows.below);
+            }
+        },
         Acc::merge,
         |t: TraceDone<'_, Acc>| {
             let src = t.input;
@@ -569,6 +606,11 @@ pub fn read_side(
                     v.insert(f);
                 }
             };
+            if on[1] {
+                for (dev, f) in t.acc.below.drain() {
+                    by[1].entry(u64::from(dev)).or_default().merge(&f);
+                }
+            }
             let [total, devs, procs, cgroups] = by;
             for (_, f) in total {
                 put(Scope::Total, "all".into(), f);

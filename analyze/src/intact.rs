@@ -23,7 +23,7 @@ pub struct ExportSummary {
 /// its buffers reused.
 pub(crate) struct SegmentRows {
     pub batch: EventBatch,
-    dec: SegmentDecoder,
+    pub dec: SegmentDecoder,
     /// The rows of `batch` the filter keeps (all of them without one).
     pub rows: Vec<u32>,
 }

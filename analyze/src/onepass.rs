@@ -358,6 +358,59 @@ fn open_all(paths: &[InputPath]) -> Result<Vec<Source>, AnalyzeError> {
     paths.iter().map(Source::open).collect()
 }
 
+/// How [`pass`] counts an I/O that went through a stack of devices (LVM, dm-crypt, md RAID,
+/// an NVMe multipath head): the recorder sees it on each device, and each I/O a stacked
+/// device sent down names the upper I/O it serves (`upper_dev`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layers {
+    /// On each device it went through (questions asked per device).
+    Each,
+    /// Once, at the highest layer the selection has: an I/O a stacked device sent down is
+    /// left out (handed to the fold as [`Rows::below`]) when that stacked device has I/O
+    /// the filter keeps in the same input (questions about the workload: the whole
+    /// recording, processes, files, cgroups).
+    Once,
+}
+
+/// The rows of a batch a fold adds.
+pub(crate) struct Rows<'a> {
+    /// The rows the filter keeps (with [`Layers::Once`], less those of [`Rows::below`]), in
+    /// row order.
+    pub keep: &'a [u32],
+    /// With [`Layers::Once`]: the kept rows that a stacked device sent down while its own
+    /// I/O is in the selection (counted on it), in row order; empty otherwise.
+    pub below: &'a [u32],
+}
+
+/// The stacked devices of `inp` whose I/O the fold counts instead of the I/O they sent down
+/// (see [`Layers::Once`]); empty when the input has no stacked device.
+fn counted_uppers(inp: &Source, filter: Option<&Expr>, layers: Layers) -> Vec<u32> {
+    match layers {
+        Layers::Once if inp.has_stacks() => inp.devices_with_rows(filter),
+        _ => Vec::new(),
+    }
+}
+
+/// Moves the rows of `keep` whose upper I/O is on a device of `uppers` (sorted) to `below`.
+fn split_below(b: &EventBatch, uppers: &[u32], keep: &mut Vec<u32>, below: &mut Vec<u32>) {
+    below.clear();
+    if uppers.is_empty()
+        || b.upper_dev
+            .valid
+            .as_ref()
+            .is_some_and(|v| !v.contains(&true))
+    {
+        return;
+    }
+    keep.retain(|&k| match b.upper_dev.get(k as usize) {
+        Some(u) if uppers.binary_search(&u).is_ok() => {
+            below.push(k);
+            false
+        }
+        _ => true,
+    });
+}
+
 /// A fold state of [`pass`]: the accumulator plus what it saw.
 struct Part<A> {
     acc: A,
@@ -369,17 +422,18 @@ struct Part<A> {
 /// One parallel pass over the segments of every trace, decoding only the columns `want` of
 /// each trace segment (the batch `seg` sees has the others empty; with a filter, every column
 /// is decoded): each worker folds the segments it decodes into its own accumulator (`init`,
-/// then `seg` with the header, the batch and the indices of the rows the filter kept),
-/// accumulators are combined with `merge`, and `done` receives each trace's total. Memory is
-/// one accumulator per worker, not per segment.
+/// then `seg` with the header, the batch and the rows the filter kept, stacked I/O counted
+/// as `layers` says), accumulators are combined with `merge`, and `done` receives each
+/// trace's total. Memory is one accumulator per worker, not per segment.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn pass<A: Send>(
     want: Columns,
     paths: &[InputPath],
     filter: Option<&Expr>,
+    layers: Layers,
     progress: &(dyn Fn(u64) + Sync),
     init: impl Fn() -> A + Sync + Send,
-    seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
+    seg: impl Fn(&mut A, &Header, &EventBatch, Rows<'_>) + Sync + Send,
     merge: impl Fn(&mut A, A) + Sync + Send,
     done: impl FnMut(TraceDone<'_, A>),
 ) -> Result<PassInfo, AnalyzeError> {
@@ -387,6 +441,7 @@ pub(crate) fn pass<A: Send>(
         &open_all(paths)?,
         want,
         filter,
+        layers,
         progress,
         init,
         seg,
@@ -401,15 +456,22 @@ fn pass_over<A: Send>(
     inputs: &[Source],
     want: Columns,
     filter: Option<&Expr>,
+    layers: Layers,
     progress: &(dyn Fn(u64) + Sync),
     init: impl Fn() -> A + Sync + Send,
-    seg: impl Fn(&mut A, &Header, &EventBatch, &[u32]) + Sync + Send,
+    seg: impl Fn(&mut A, &Header, &EventBatch, Rows<'_>) + Sync + Send,
     merge: impl Fn(&mut A, A) + Sync + Send,
     mut done: impl FnMut(TraceDone<'_, A>),
 ) -> Result<PassInfo, AnalyzeError> {
     let mut info = PassInfo::default();
     for inp in inputs {
         let h = inp.header();
+        let uppers = counted_uppers(inp, filter, layers);
+        let want = if uppers.is_empty() {
+            want
+        } else {
+            want.union(Columns::of(&[col::UPPER_DEV]))
+        };
         let fresh = || Part {
             acc: init(),
             range: None,
@@ -420,7 +482,7 @@ fn pass_over<A: Send>(
         // out one at a time, so the work stays balanced); merged at the end. An
         // accumulator per piece of work would be merged as often as rayon splits the range,
         // and each would grow its groups again from nothing.
-        type Worker<A> = (Part<A>, EventBatch, SegmentDecoder, Vec<u32>);
+        type Worker<A> = (Part<A>, EventBatch, SegmentDecoder, [Vec<u32>; 2]);
         let workers: Vec<Mutex<Option<Worker<A>>>> = (0..rayon::current_num_threads().max(1))
             .map(|_| Mutex::new(None))
             .collect();
@@ -436,19 +498,24 @@ fn pass_over<A: Send>(
             // over the caller's code; a fold that itself runs rayon work could come back to
             // this thread, which then starts another accumulator, merged below.
             let taken = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            let (mut p, mut b, mut dec, mut keep) = taken.unwrap_or_else(|| {
+            let (mut p, mut b, mut dec, [mut keep, mut below]) = taken.unwrap_or_else(|| {
                 (
                     fresh(),
                     EventBatch::default(),
                     SegmentDecoder::new(),
-                    Vec::new(),
+                    Default::default(),
                 )
             });
             match inp.load(i, &mut b, &mut dec, &mut keep, filter, want) {
                 Ok(range) => {
+                    split_below(&b, &uppers, &mut keep, &mut below);
                     p.range = union(p.range, range);
                     p.kept += keep.len() as u64;
-                    seg(&mut p.acc, h, &b, &keep);
+                    let rows = Rows {
+                        keep: &keep,
+                        below: &below,
+                    };
+                    seg(&mut p.acc, h, &b, rows);
                     progress(b.len() as u64);
                 }
                 Err(d) => p.damaged.push((i, d)),
@@ -457,7 +524,7 @@ fn pass_over<A: Send>(
             if let Some((other, ..)) = back.take() {
                 join(&mut p, other);
             }
-            *back = Some((p, b, dec, keep));
+            *back = Some((p, b, dec, [keep, below]));
         });
         let part = workers
             .into_iter()
@@ -1071,13 +1138,14 @@ pub fn top_files(
         &inputs,
         want,
         filter,
+        Layers::Once,
         progress,
         FilesAcc::default,
-        |files, _, b, keep| {
+        |files, _, b, rows| {
             if two_passes {
-                files.add_sums(b, keep)
+                files.add_sums(b, rows.keep)
             } else {
-                files.add(b, keep)
+                files.add(b, rows.keep)
             }
         },
         FilesAcc::merge,
@@ -1130,9 +1198,10 @@ fn complete_files(inputs: &[Source], rows: &mut [FileRow]) -> Result<(), Analyze
             std::slice::from_ref(input),
             Columns::of(&[col::PATH_ID, col::LATENCY_NS, col::TID]),
             None,
+            Layers::Once,
             &|_| {},
             ChosenAcc::default,
-            |a, _, b, keep| a.add(&chosen, b, keep),
+            |a, _, b, rows| a.add(&chosen, b, rows.keep),
             ChosenAcc::merge,
             |t| details = t.acc.details.files,
         )?;
@@ -1305,9 +1374,10 @@ pub fn top_procs(
         Columns::of(&[col::PID, col::TID, col::BYTES, col::OP]),
         paths,
         filter,
+        Layers::Once,
         progress,
         Threads::default,
-        |m, _, b, keep| m.add(b, keep),
+        |m, _, b, rows| m.add(b, rows.keep),
         Threads::merge,
         |t| {
             for ((pid, tid), a) in t.acc.into_entries() {
@@ -1426,9 +1496,10 @@ pub fn latency(
         want,
         paths,
         filter,
+        by.layers(),
         progress,
         LatGroups::default,
-        |m, _, b, keep| m.add(b, keep, by),
+        |m, _, b, rows| m.add(b, rows.keep, by),
         LatGroups::merge,
         |t| {
             for (key, a) in t.acc.groups {
@@ -1552,9 +1623,10 @@ pub fn summary(
         ]),
         paths,
         filter,
+        Layers::Once,
         progress,
         SummaryAcc::default,
-        |a, _, b, keep| a.add(b, keep),
+        |a, _, b, rows| a.add(b, rows.keep),
         SummaryAcc::merge,
         |t| {
             let mut acc = t.acc;
@@ -1642,10 +1714,11 @@ pub fn timeline(
         ]),
         paths,
         filter,
+        Layers::Each,
         progress,
         IntMap::<(i64, u32, u8), TimeAcc>::default,
-        |m, h, b, keep| {
-            for &k in keep {
+        |m, h, b, rows| {
+            for &k in rows.keep {
                 let i = k as usize;
                 let bucket = h.to_utc_ns(b.timestamp_ns[i]).div_euclid(interval_ns);
                 let c = m.entry((bucket, b.dev[i], b.op[i])).or_default();
@@ -2135,9 +2208,11 @@ mod tests {
                 Columns::of(&[col::LATENCY_NS]),
                 &inputs,
                 None,
+                Layers::Each,
                 &|_| {},
                 || (0u64, 0u64),
-                |acc, _, b, keep| {
+                |acc, _, b, rows| {
+                    let keep = rows.keep;
                     if depth.fetch_add(1, Ordering::SeqCst) > 0 {
                         reentered.fetch_add(1, Ordering::SeqCst);
                     } else {

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arrow_array::{RecordBatch, StringArray};
+use arrow_array::{Array, RecordBatch, StringArray};
 use iodump_format::expr::Expr;
 
 use crate::input::InputPath;
@@ -20,6 +20,7 @@ use iodump_format::text::text_string;
 use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, SegmentDecoder};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
+use rayon::prelude::*;
 
 use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
@@ -194,6 +195,48 @@ impl Source {
         }))
     }
 
+    /// True when the input's device table has a stacked device (LVM, dm-crypt, md, an NVMe
+    /// multipath head): only then can its I/Os name an upper I/O.
+    pub fn has_stacks(&self) -> bool {
+        match &self.src {
+            Src::Trace { reader, .. } => {
+                reader.tables().devices().any(|d| !d.stacked_on.is_empty())
+            }
+            Src::Parquet(s) => s.has_stacks,
+        }
+    }
+
+    /// The devices (as the batches number them) with at least one I/O that `filter` keeps:
+    /// a pass over the device column (every column with a filter), in parallel. Damaged
+    /// units are left to the pass that follows to report.
+    pub fn devices_with_rows(&self, filter: Option<&Expr>) -> Vec<u32> {
+        let want = Columns::of(&[col::DEV]);
+        let mut devs: Vec<u32> = (0..self.units())
+            .into_par_iter()
+            .map_init(
+                || (EventBatch::default(), SegmentDecoder::new(), Vec::new()),
+                |(b, dec, keep), i| {
+                    let mut seen = Vec::new();
+                    if self.load(i, b, dec, keep, filter, want).is_ok() {
+                        for &k in keep.iter() {
+                            let d = b.dev[k as usize];
+                            if seen.last() != Some(&d) && !seen.contains(&d) {
+                                seen.push(d);
+                            }
+                        }
+                    }
+                    seen
+                },
+            )
+            .reduce(Vec::new, |mut a, b| {
+                a.extend(b);
+                a
+            });
+        devs.sort_unstable();
+        devs.dedup();
+        devs
+    }
+
     /// The clock that turns the batch's timestamps into UTC.
     pub fn header(&self) -> &Header {
         match &self.src {
@@ -342,6 +385,9 @@ struct ParquetSet {
     /// lookup borrows the row's text.
     devs: Vec<(u32, String)>,
     dev_names: Vec<String>,
+    /// True when a device of the `devices` table is stacked (LVM, dm-crypt, md, an NVMe
+    /// multipath head).
+    has_stacks: bool,
     /// (trace, cgroup id) → re-keyed id (index in `cgroups` + 1; 0 stays 0: no cgroup).
     cgroup_ids: HashMap<(u32, u64), u64>,
     cgroups: Vec<iodump_format::cgroup::Cgroup>,
@@ -351,7 +397,7 @@ struct ParquetSet {
 /// The `io` columns the one-pass queries read, with the trace column ids they fill (a
 /// query reads those of the ids it wants, all of them when a filter needs the rest); the
 /// `trace` column and the time ([`layout::utc_ns_column`]) are always read.
-const IO_COLUMNS: [(&str, u64); 10] = [
+const IO_COLUMNS: [(&str, u64); 11] = [
     ("dev_t", col::DEV),
     ("sector", col::SECTOR),
     ("bytes", col::BYTES),
@@ -362,6 +408,7 @@ const IO_COLUMNS: [(&str, u64); 10] = [
     ("queue_ns", col::QUEUE_NS),
     ("latency_ns", col::LATENCY_NS),
     ("cgroup_id", col::CGROUP_ID),
+    ("upper_dev", col::UPPER_DEV),
 ];
 
 impl ParquetSet {
@@ -435,6 +482,7 @@ impl ParquetSet {
             comms.push((p.comm, p.args));
             tid_trace.push(traces[&p.trace]);
         }
+        let has_stacks = devices.iter().any(|d| d.stacked);
         let (devs, dev_names) = devices
             .into_iter()
             .map(|d| ((traces[&d.trace], d.dev_t), d.name))
@@ -463,6 +511,7 @@ impl ParquetSet {
             tid_trace,
             devs,
             dev_names,
+            has_stacks,
             cgroup_ids,
             cgroups,
             lost,
@@ -537,6 +586,45 @@ impl ParquetSet {
         Ok(())
     }
 
+    /// Appends the `upper_dev` of a batch's rows (added to `b` after its first `before`) as
+    /// re-keyed device ids: a name of the row's trace's `devices` table, null when the row
+    /// has none (`upper` is `None` when the batch has no such column).
+    fn append_upper(
+        &self,
+        trace: &StringArray,
+        upper: Option<&StringArray>,
+        b: &mut EventBatch,
+        before: usize,
+    ) {
+        let n = trace.len();
+        let u = &mut b.upper_dev;
+        let Some(upper) = upper.filter(|a| a.null_count() < a.len()) else {
+            (u.valid.get_or_insert_with(|| vec![true; before])).resize(before + n, false);
+            u.values.resize(before + n, 0);
+            return;
+        };
+        let valid = u.valid.get_or_insert_with(|| vec![true; before]);
+        // (trace, name, id) of the previous row with an upper I/O.
+        let mut last: (&str, &str, u32) = ("\0", "\0", UNKNOWN);
+        for i in 0..n {
+            if upper.is_null(i) {
+                valid.push(false);
+                u.values.push(0);
+                continue;
+            }
+            let (t, name) = (trace.value(i), upper.value(i));
+            if (t, name) != (last.0, last.1) {
+                let ti = self.traces.get(t).copied().unwrap_or(UNKNOWN);
+                let id = (self.devs.iter().zip(&self.dev_names))
+                    .position(|((dt, _), dn)| *dt == ti && dn == name)
+                    .map_or(UNKNOWN, |p| p as u32);
+                last = (t, name, id);
+            }
+            valid.push(true);
+            u.values.push(last.2);
+        }
+    }
+
     /// Appends the rows of one `io` batch to `b`: the time, and the columns of `want` (the
     /// others stay empty).
     fn append(
@@ -576,6 +664,16 @@ impl ParquetSet {
             })
             .map(Option::transpose)
             .transpose()?;
+        // Absent from datasets written before format 1.4: no upper I/O (null).
+        let upper = want
+            .contains(col::UPPER_DEV)
+            .then(|| {
+                batch
+                    .column_by_name("upper_dev")
+                    .map(|_| arrow_col::<StringArray>(batch, "upper_dev"))
+            })
+            .flatten()
+            .transpose()?;
         let n = batch.num_rows();
         let before = b.len();
         b.rows += n;
@@ -604,6 +702,9 @@ impl ParquetSet {
             b.cgroup_id.resize(b.cgroup_id.len() + n, 0);
         }
         let cgroup = cgroup.flatten();
+        if want.contains(col::UPPER_DEV) {
+            self.append_upper(trace, upper, b, before);
+        }
         if dev_t.is_none() && op.is_none() && path_id.is_none() && tid.is_none() && cgroup.is_none()
         {
             return Ok(());

@@ -86,6 +86,9 @@ pub(crate) struct DeviceRow {
     pub name: String,
     /// `MAJ:MIN` of the disk it is a partition of.
     pub partition_of: Option<String>,
+    /// True for a stacked device (LVM, dm-crypt, md, an NVMe multipath head): its
+    /// `stacked_on` has an entry (absent from datasets written before format 1.3).
+    pub stacked: bool,
 }
 
 /// The rows of a dataset's `devices` tables.
@@ -101,8 +104,13 @@ pub(crate) fn devices_table(dir: &Path) -> Result<Vec<DeviceRow>, AnalyzeError> 
                 None => None,
                 Some(_) => Some(arrow_col::<StringArray>(&b, "partition_of")?),
             };
+            // `MAJ:MIN,…`, null for other devices.
+            let on = b
+                .column_by_name("stacked_on")
+                .and_then(|a| a.as_any().downcast_ref::<StringArray>());
             for i in 0..b.num_rows() {
                 out.push(DeviceRow {
+                    stacked: on.is_some_and(|a| !a.is_null(i) && !a.value(i).is_empty()),
                     trace: trace.value(i).into(),
                     dev_t: dev_t.value(i).into(),
                     name: name.value(i).into(),

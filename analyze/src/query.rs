@@ -28,8 +28,9 @@ fn perr(e: PolarsError) -> AnalyzeError {
 
 /// A loaded dataset.
 pub struct Dataset {
-    /// One row per I/O: trace, ts_ns (UTC ns), dev, dev_t, op, bytes, sector, end_sector, pid,
-    /// tid, path_id, queue_ns, device_ns, latency_ns, error.
+    /// One row per I/O: trace, ts_ns (UTC ns), dev_t, op, bytes, sector, end_sector, pid,
+    /// tid, path_id, queue_ns, device_ns, latency_ns, error, upper_dev (for an I/O a stacked
+    /// device sent down: that device's name; null otherwise), dev.
     pub io: DataFrame,
     /// trace, tid, ppid (the process id) → comm, args (the process's command line, the comm
     /// when the trace does not know it).
@@ -60,6 +61,7 @@ struct Cols {
     device: Vec<u64>,
     latency: Vec<u64>,
     error: Vec<u16>,
+    upper_dev: Vec<Option<String>>,
 }
 
 fn segment_cols(
@@ -91,6 +93,11 @@ fn segment_cols(
         c.device.push(b.device_ns(i));
         c.latency.push(b.latency_ns[i]);
         c.error.push(b.error[i]);
+        c.upper_dev.push(
+            b.upper_dev
+                .get(i)
+                .map(|u| devs.get(&u).cloned().unwrap_or_else(|| "?".into())),
+        );
     }
     c
 }
@@ -118,6 +125,7 @@ fn frame(trace: &str, c: Cols) -> PolarsResult<DataFrame> {
                 "error".into(),
                 c.error.into_iter().map(u32::from).collect::<Vec<u32>>(),
             ),
+            Column::new("upper_dev".into(), c.upper_dev),
         ],
     )
 }
@@ -220,6 +228,35 @@ impl Dataset {
     fn listing(&self, cols: &[&str]) -> Vec<polars::prelude::Expr> {
         let trace = self.several_traces().then_some("trace");
         trace.iter().chain(cols).map(|c| col(*c)).collect()
+    }
+
+    /// The `io` rows with each I/O through stacked devices once, at the highest layer the
+    /// table has (as [`crate::onepass::Layers::Once`]): a row a stacked device sent down is
+    /// left out when that device has rows in the table, of the same trace.
+    fn counted(&self) -> LazyFrame {
+        let io = self.io.clone().lazy();
+        let lower = self
+            .io
+            .column("upper_dev")
+            .is_ok_and(|c| c.null_count() < c.len());
+        if !lower {
+            return io;
+        }
+        let uppers = io
+            .clone()
+            .select([col("trace"), col("dev").alias("upper_dev")])
+            .unique(None, UniqueKeepStrategy::Any)
+            .with_column(lit(true).alias("upper_counted"));
+        let mut args = JoinArgs::new(JoinType::Left);
+        args.maintain_order = MaintainOrderJoin::Left;
+        io.join(
+            uppers,
+            [col("trace"), col("upper_dev")],
+            [col("trace"), col("upper_dev")],
+            args,
+        )
+        .filter(col("upper_counted").is_null())
+        .drop(by_name(["upper_counted"], true, false))
     }
 
     fn with_comm(&self, lf: LazyFrame) -> LazyFrame {
@@ -410,7 +447,7 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
     let dur = d.duration_s();
     // Path ids the table does not know are their own file.
     let io = d
-        .with_path(d.io.clone().lazy())
+        .with_path(d.counted())
         .with_column(col("file_id").fill_null(col("path_id")));
     // The main process of each file: the comm with most I/Os on it.
     let main = d
@@ -474,7 +511,7 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
 /// MB/s, and the command line (`args`) last.
 pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
     let dur = d.duration_s();
-    d.with_comm(d.io.clone().lazy())
+    d.with_comm(d.counted())
         .group_by([col("trace"), col("pid"), col("comm"), col("args")])
         .agg([
             len().alias("ios"),
@@ -530,6 +567,15 @@ pub enum LatencyBy {
 }
 
 impl LatencyBy {
+    /// How a grouping counts I/O through stacked devices: on each device per device, once
+    /// (at the highest layer recorded) otherwise.
+    pub(crate) fn layers(self) -> crate::onepass::Layers {
+        match self {
+            LatencyBy::Dev => crate::onepass::Layers::Each,
+            _ => crate::onepass::Layers::Once,
+        }
+    }
+
     /// The name of the grouping column in the result.
     pub fn column_name(self) -> &'static str {
         match self {
@@ -545,7 +591,10 @@ impl LatencyBy {
 /// `--latency`: p50/p90/p99/p99.9/max of the total latency, and the queue (Q2D) versus device
 /// (D2C) split, in microseconds.
 pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
-    let mut lf = d.io.clone().lazy();
+    let mut lf = match by.layers() {
+        crate::onepass::Layers::Each => d.io.clone().lazy(),
+        crate::onepass::Layers::Once => d.counted(),
+    };
     let keys: Vec<polars::prelude::Expr> = match by {
         LatencyBy::All => vec![lit("all").alias("group")],
         LatencyBy::Dev => vec![col("dev")],
@@ -587,28 +636,27 @@ pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
 /// `--summary`: one screen of key figures, as (name, value) rows.
 pub fn summary(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
     let dur = d.duration_s();
-    let n = d.io.height() as u64;
-    let agg =
-        d.io.clone()
-            .lazy()
-            .select([
-                col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
-                col("op")
-                    .eq(lit("read"))
-                    .cast(DataType::UInt64)
-                    .sum()
-                    .alias("reads"),
-                col("op")
-                    .eq(lit("write"))
-                    .cast(DataType::UInt64)
-                    .sum()
-                    .alias("writes"),
-                q("latency_ns", 0.5).alias("p50"),
-                q("latency_ns", 0.99).alias("p99"),
-                col("latency_ns").max().cast(DataType::Float64).alias("max"),
-            ])
-            .collect()
-            .map_err(perr)?;
+    let agg = d
+        .counted()
+        .select([
+            len().cast(DataType::UInt64).alias("events"),
+            col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
+            col("op")
+                .eq(lit("read"))
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("reads"),
+            col("op")
+                .eq(lit("write"))
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("writes"),
+            q("latency_ns", 0.5).alias("p50"),
+            q("latency_ns", 0.99).alias("p99"),
+            col("latency_ns").max().cast(DataType::Float64).alias("max"),
+        ])
+        .collect()
+        .map_err(perr)?;
     let get = |c: &str| -> f64 {
         agg.column(c)
             .ok()
@@ -625,7 +673,7 @@ pub fn summary(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
             .unwrap_or_else(|| "-".into())
     };
     summary_frame(SummaryFigures {
-        events: n,
+        events: get("events") as u64,
         lost_events: d.lost_events,
         duration_s: dur,
         bytes: get("bytes"),
@@ -1025,7 +1073,7 @@ fn parquet_io_frame(
     filter: Option<&Expr>,
     cgroups: &parquet_input::DatasetCgroups,
 ) -> Result<DataFrame, AnalyzeError> {
-    use arrow_array::StringArray;
+    use arrow_array::{Array, StringArray};
     let n = b.num_rows();
     let s = |name| arrow_col::<StringArray>(b, name);
     let trace: Vec<&str> = (0..n)
@@ -1057,6 +1105,14 @@ fn parquet_io_frame(
     let q = int("queue_ns")?;
     let queue: Vec<Option<u64>> = (0..n).map(|i| (!q.is_null(i)).then(|| q.u64(i))).collect();
     let error: Vec<u32> = int("error")?.to_u32();
+    // Absent from datasets written before format 1.4: null.
+    let upper_dev: Vec<Option<&str>> = match b.column_by_name("upper_dev") {
+        None => vec![None; n],
+        Some(_) => {
+            let a = s("upper_dev")?;
+            (0..n).map(|i| a.is_valid(i).then(|| a.value(i))).collect()
+        }
+    };
     let df = DataFrame::new(
         n,
         vec![
@@ -1074,6 +1130,7 @@ fn parquet_io_frame(
             Column::new("device_ns".into(), int("device_ns")?.to_u64()),
             Column::new("latency_ns".into(), int("latency_ns")?.to_u64()),
             Column::new("error".into(), error),
+            Column::new("upper_dev".into(), upper_dev),
             Column::new("dev".into(), dev),
         ],
     )

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
+use iodump_format::segment::{col, Columns};
 use iodump_format::{Damage, EventBatch, Op, PathKind, Reader};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -233,7 +234,9 @@ pub struct Aggregate {
     pub(crate) stack: IntMap<u64, KeyCounters>,
     /// I/Os with an error.
     pub errors: u64,
-    /// Events seen.
+    /// I/Os counted: each I/O through stacked devices once, at the highest layer kept (an
+    /// I/O a stacked device sent down while its own I/O is kept is counted on its device and
+    /// in the stacked devices' table only, as the one-pass queries about the workload do).
     pub events: u64,
     /// Damaged segments.
     pub damaged: Vec<Damage>,
@@ -300,9 +303,10 @@ impl Aggregate {
         self
     }
 
-    /// Adds one decoded segment (`seg` is its index: where a process's name is looked up).
-    fn add_batch(&mut self, seg: usize, b: &EventBatch, t0_ns: u64, bin_ns: u64) {
-        self.add_rows(seg, b, 0..b.len(), t0_ns, bin_ns);
+    /// Adds one decoded segment (`seg` is its index: where a process's name is looked up;
+    /// `uppers`: the stacked devices whose own I/O is counted, sorted).
+    fn add_batch(&mut self, seg: usize, b: &EventBatch, uppers: &[u32], t0_ns: u64, bin_ns: u64) {
+        self.add_rows(seg, b, 0..b.len(), uppers, t0_ns, bin_ns);
     }
 
     /// As [`Aggregate::add_batch`], the rows `rows` of `b` only.
@@ -311,10 +315,10 @@ impl Aggregate {
         seg: usize,
         b: &EventBatch,
         rows: impl ExactSizeIterator<Item = usize>,
+        uppers: &[u32],
         t0_ns: u64,
         bin_ns: u64,
     ) {
-        self.events += rows.len() as u64;
         let mut dev_idx = usize::MAX;
         let mut last_dev = u32::MAX;
         for i in rows {
@@ -333,7 +337,16 @@ impl Aggregate {
             let d = &mut self.devices[dev_idx];
             d.add(op, class, t, bytes, b.sector[i]);
             d.latency_sum_ns = d.latency_sum_ns.saturating_add(lat);
-            self.add_latency(op, class, t, bytes, lat, b.error[i] != 0);
+            let upper = if uppers.is_empty() {
+                None
+            } else {
+                b.upper_dev.get(i)
+            };
+            let counted_above = upper.is_some_and(|u| uppers.binary_search(&u).is_ok());
+            if !counted_above {
+                self.events += 1;
+                self.add_latency(op, class, t, bytes, lat, b.error[i] != 0);
+            }
             let (read_bytes, write_bytes) = match op {
                 0 => (bytes, 0),
                 1 => (0, bytes),
@@ -345,7 +358,9 @@ impl Aggregate {
                 write_bytes,
                 latency_sum_ns: lat,
             };
-            self.add_keys(seg, b.pid[i], b.tid[i], b.path_id[i], &io);
+            if !counted_above {
+                self.add_keys(seg, b.pid[i], b.tid[i], b.path_id[i], &io);
+            }
             if let Some(up) = b.upper_dev.get(i) {
                 self.stack
                     .entry((up as u64) << 32 | dev as u64)
@@ -578,6 +593,7 @@ pub fn aggregate_with_progress(
     let span_ns = t1_ns.saturating_sub(t0_ns);
     // Bins cover [t0, t0 + TIME_BINS * bin_ns), which holds t1.
     let bin_ns = (span_ns / TIME_BINS as u64 + 1).max(1);
+    let uppers = counted_uppers(r, filter.map(|f| &f.expr), &devs);
     let segs = r.segments();
     let agg = (0..segs.len())
         .into_par_iter()
@@ -593,10 +609,10 @@ pub fn aggregate_with_progress(
                         match filter {
                             Some(_) => {
                                 let rows = x.rows.iter().map(|&k| k as usize);
-                                agg.add_rows(i, &x.batch, rows, t0_ns, bin_ns);
+                                agg.add_rows(i, &x.batch, rows, &uppers, t0_ns, bin_ns);
                                 agg.filtered_out += (x.batch.len() - x.rows.len()) as u64;
                             }
-                            None => agg.add_batch(i, &x.batch, t0_ns, bin_ns),
+                            None => agg.add_batch(i, &x.batch, &uppers, t0_ns, bin_ns),
                         }
                         progress(x.batch.len() as u64);
                     }
@@ -623,6 +639,47 @@ pub fn aggregate_with_progress(
         rep.lost_events = rep.losses.iter().map(|l| l.2).sum();
     }
     rep
+}
+
+/// The devices of `r` with I/O that `filter` keeps, sorted: the I/O a stacked device among
+/// them sent down is counted on its own device only (see [`Aggregate::events`]). Empty when
+/// the trace has no stacked device; otherwise a pass over the device column (every column
+/// with a filter).
+fn counted_uppers(r: &Reader, filter: Option<&Expr>, devs: &HashMap<u32, String>) -> Vec<u32> {
+    if r.tables().devices().all(|d| d.stacked_on.is_empty()) {
+        return Vec::new();
+    }
+    let mut found: Vec<u32> = (0..r.segments().len())
+        .into_par_iter()
+        .map_init(SegmentRows::new, |x, i| {
+            let mut seen = Vec::new();
+            let read = match filter {
+                Some(f) => x.read(r, i, Some(f), devs),
+                None => {
+                    let want = Columns::of(&[col::DEV]);
+                    x.rows.clear();
+                    let got = r.decode_segment_projected(i, want, &mut x.batch, &mut x.dec);
+                    x.rows.extend(0..x.batch.len() as u32);
+                    Some(got)
+                }
+            };
+            if let Some(Ok(())) = read {
+                for &k in &x.rows {
+                    let d = x.batch.dev[k as usize];
+                    if !seen.contains(&d) {
+                        seen.push(d);
+                    }
+                }
+            }
+            seen
+        })
+        .reduce(Vec::new, |mut a, b| {
+            a.extend(b);
+            a
+        });
+    found.sort_unstable();
+    found.dedup();
+    found
 }
 
 /// The steps after the pass: names, order and top tables from the trace's tables.

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::diff::{diff, Diff, DiffBy, DiffConfig};
 use crate::input::InputPath;
-use crate::onepass::pass;
+use crate::onepass::{pass, Layers, Rows};
 use crate::report::{fill, latency_bin, latency_bin_lower_ns, write_page, LATENCY_BINS, TIME_BINS};
 use crate::AnalyzeError;
 
@@ -93,11 +93,12 @@ fn picture(
 ) -> Result<Picture, AnalyzeError> {
     let inputs = InputPath::expand(&[path.to_path_buf()])?;
     let name = inputs.first().map_or_else(String::new, InputPath::name);
-    let nothing = |_: &mut (), _: &Header, _: &EventBatch, _: &[u32]| {};
+    let nothing = |_: &mut (), _: &Header, _: &EventBatch, _: Rows<'_>| {};
     let range = pass(
         Columns::NONE,
         &inputs,
         filter,
+        Layers::Each,
         &|_| {},
         || (),
         nothing,
@@ -115,10 +116,11 @@ fn picture(
         want,
         &inputs,
         filter,
+        Layers::Once,
         progress,
         Bins::new,
-        |acc, h, b, keep| {
-            for &k in keep {
+        |acc, h, b, rows| {
+            for &k in rows.keep {
                 let i = k as usize;
                 let since_ns = h.to_utc_ns(b.timestamp_ns[i]).saturating_sub(t0_ns).max(0) as u64;
                 let t = ((since_ns / bin_ns) as usize).min(TIME_BINS - 1);

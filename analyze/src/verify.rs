@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::input::InputPath;
 use crate::loghist::{mann_whitney, LogHist};
-use crate::onepass::pass;
+use crate::onepass::{pass, Layers};
 use crate::AnalyzeError;
 
 /// What to verify.
@@ -77,10 +77,11 @@ fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<(Vec<Row>, u64), A
         want,
         &inputs,
         filter,
+        Layers::Each,
         &|_| {},
         Side::default,
-        |v: &mut Side, h, b, keep| {
-            for &k in keep {
+        |v: &mut Side, h, b, rows| {
+            for &k in rows.keep {
                 let i = k as usize;
                 let r = Row {
                     ts_ns: h.to_utc_ns(b.timestamp_ns[i]) as u64,

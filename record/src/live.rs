@@ -579,6 +579,8 @@ pub struct Aggregator {
     total: Stats,
     scope: Scope,
     lost_seen: u64,
+    /// The devices that have had I/O counted since the start (never forgotten; few).
+    devs_seen: Vec<u32>,
     /// Events added since the start.
     pub events: u64,
 }
@@ -595,16 +597,38 @@ impl Aggregator {
             total: Stats::default(),
             scope: Scope::new(resolver, container),
             lost_seen: 0,
+            devs_seen: Vec::new(),
             events: 0,
         }
     }
 
-    /// Adds one event.
+    /// Adds one event. An I/O that a stacked device (LVM, dm-crypt, md, an NVMe multipath
+    /// head) sent down is counted on its own device only once that stacked device has had
+    /// I/O counted: the whole, the files, processes and cgroups count each I/O once, at the
+    /// highest layer recorded.
     pub fn add(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
         if !self.scope.wanted(e.cgroup_id) {
             return;
         }
         self.events += 1;
+        let devs_seen = &mut self.devs_seen;
+        self.devs
+            .entry(e.dev.0)
+            .or_insert_with(|| {
+                if !devs_seen.contains(&e.dev.0) {
+                    devs_seen.push(e.dev.0);
+                }
+                DevEntry {
+                    s: Stats::default(),
+                    name: conv.dev_label(e.dev).to_string(),
+                    idle: 0,
+                }
+            })
+            .s
+            .add(e);
+        if e.upper.is_some_and(|u| self.devs_seen.contains(&u.dev.0)) {
+            return;
+        }
         self.total.add(e);
         // Writeback is the dirtier's I/O.
         let owner = e.dirtier_pid.filter(|&p| p != 0).unwrap_or(e.pid);
@@ -627,15 +651,6 @@ impl Aggregator {
         p.s.add(e);
         p.cgroup = e.cgroup_id;
         p.names.update(owner, e, r, conv);
-        self.devs
-            .entry(e.dev.0)
-            .or_insert_with(|| DevEntry {
-                s: Stats::default(),
-                name: conv.dev_label(e.dev).to_string(),
-                idle: 0,
-            })
-            .s
-            .add(e);
         self.cgroups
             .entry(e.cgroup_id)
             .or_insert_with(|| CgEntry {
@@ -809,6 +824,56 @@ pub fn parse_interval(s: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_through_a_stack_counts_once_and_on_each_device() {
+        use crate::convert::{sample_io, Converter};
+        let (dm, sdb) = (DevT::new(253, 0), DevT::new(8, 16));
+        let conv = Converter::new(&[], iodump_host::mounts::MountTable::default());
+        let mut agg = Aggregator::new(Resolver::with_root(None), None);
+        let r = sample_io(0, 0);
+        let io = |dev, upper: Option<DevT>| Event {
+            timestamp_ns: 1,
+            dev,
+            sector: 0,
+            bytes: 4096,
+            op: Op::Read,
+            flags: iodump_format::Flags(0),
+            pid: 10,
+            tid: 11,
+            path_id: 1,
+            queue_ns: None,
+            latency_ns: 1000,
+            error: 0,
+            cpu: 0,
+            syscall: None,
+            dirtier_pid: None,
+            cgroup_id: 0,
+            upper: upper.map(|dev| iodump_format::UpperIo {
+                dev,
+                timestamp_ns: 1,
+            }),
+        };
+        // Before dm-0 has I/O, what names it is counted (its device may not be recorded).
+        agg.add(&io(sdb, Some(dm)), &r, &conv);
+        for _ in 0..3 {
+            agg.add(&io(dm, None), &r, &conv);
+            agg.add(&io(sdb, Some(dm)), &r, &conv);
+        }
+        agg.add(&io(sdb, None), &r, &conv);
+        let iv = agg.end_interval(1.0, 0);
+        assert_eq!(iv.total.ios[0], 5);
+        assert_eq!(iv.procs[0].m.ios[0], 5);
+        assert_eq!(iv.files[0].m.ios[0], 5);
+        let dev_ios = |d: DevT| {
+            iv.devs
+                .iter()
+                .find(|r| matches!(&r.key, Key::Dev { dev, .. } if *dev == d))
+                .map(|r| r.m.ios[0])
+        };
+        assert_eq!(dev_ios(dm), Some(3), "{:?}", iv.devs);
+        assert_eq!(dev_ios(sdb), Some(5), "{:?}", iv.devs);
+    }
 
     #[test]
     fn histogram_buckets_and_quantiles() {

@@ -159,6 +159,8 @@ pub struct Metrics {
     top_files: usize,
     events: u64,
     untracked: u64,
+    /// The devices that have had I/O since the start (never expired; few).
+    devs_seen: Vec<u32>,
     /// The recorder's own state as of the last tick.
     recorder: RecorderStatus,
     evicted: u64,
@@ -177,23 +179,35 @@ impl Metrics {
             top_files,
             events: 0,
             untracked: 0,
+            devs_seen: Vec::new(),
             recorder: RecorderStatus::default(),
             evicted: 0,
         }
     }
 
-    /// Adds one event.
+    /// Adds one event. As in [`crate::live::Aggregator::add`], an I/O a stacked device sent
+    /// down is counted on its own device only once that stacked device has had I/O: the
+    /// processes, cgroups and files count each I/O once.
     pub fn add(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
         if !self.scope.wanted(e.cgroup_id) {
             return;
         }
         self.events += 1;
         let owner = e.dirtier_pid.filter(|&p| p != 0).unwrap_or(e.pid);
+        let devs_seen = &mut self.devs_seen;
         self.devs
             .entry(e.dev.0)
-            .or_insert_with(|| (Series::default(), conv.dev_label(e.dev).to_string()))
+            .or_insert_with(|| {
+                if !devs_seen.contains(&e.dev.0) {
+                    devs_seen.push(e.dev.0);
+                }
+                (Series::default(), conv.dev_label(e.dev).to_string())
+            })
             .0
             .add(e);
+        if e.upper.is_some_and(|u| self.devs_seen.contains(&u.dev.0)) {
+            return;
+        }
         let p = self.procs.entry(owner).or_insert_with(|| Proc {
             s: Series::default(),
             names: ProcNames::new(owner, e, r, conv),
