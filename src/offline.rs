@@ -274,7 +274,7 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let mut damaged = s.damaged;
     damaged.extend(r.damage().iter().cloned());
     if let Some(d) = damaged.first() {
-        if s.events == 0 && s.skipped == 0 {
+        if s.events == 0 && s.skipped == 0 && s.lower == 0 {
             anyhow::bail!(
                 "{}: nothing could be read (first damage: {d})",
                 a.file.display()
@@ -284,13 +284,23 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     if let Some(f) = &mut file {
         f.commit()?;
     }
+    let mut left_out = Vec::new();
+    if s.skipped > 0 {
+        left_out.push(format!("{} operations fio cannot replay", s.skipped));
+    }
+    if s.lower > 0 {
+        left_out.push(format!(
+            "{} sent down by a stacked device whose own I/O is in the log",
+            s.lower
+        ));
+    }
     eprintln!(
         "iodump: exported {} events{}",
         s.events,
-        if s.skipped > 0 {
-            format!(" ({} left out: operations fio cannot replay)", s.skipped)
-        } else {
+        if left_out.is_empty() {
             String::new()
+        } else {
+            format!(" (left out: {})", left_out.join("; "))
         }
     );
     if let Some(d) = damaged.first() {
@@ -300,7 +310,7 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             damaged.len()
         );
     }
-    if filter.is_some() && s.events == 0 && s.skipped == 0 {
+    if filter.is_some() && s.events == 0 && s.skipped == 0 && s.lower == 0 {
         eprintln!(
             "iodump: warning: --filter keeps no I/O of {}: the export holds none",
             a.file.display()

@@ -283,6 +283,53 @@ fn questions_about_the_workload_count_each_io_once() {
 }
 
 #[test]
+fn the_fio_iolog_has_each_io_once() {
+    let d = TempDir::new("stack-iolog");
+    let t = d.join("s.iod");
+    stacked_trace(&t);
+    let iolog = |extra: &[&str]| {
+        let log = d.join("s.iolog");
+        let out = run(bin()
+            .arg("export")
+            .arg(&t)
+            .args(["--format", "fio-iolog", "-o"])
+            .arg(&log)
+            .args(extra));
+        ok(&out);
+        let text = std::fs::read_to_string(&log).unwrap();
+        let count = |dev: &str| {
+            text.lines()
+                .filter(|l| l.split(' ').nth(1) == Some(dev) && l.split(' ').count() == 5)
+                .count()
+        };
+        let opens: Vec<String> = text
+            .lines()
+            .filter(|l| l.ends_with(" open"))
+            .map(str::to_string)
+            .collect();
+        let counts = [count("/dev/dm-0"), count("/dev/sdb"), count("/dev/sda2")];
+        (
+            counts,
+            opens,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // dm-0's 150 I/Os, and the disks' own 10 each; not again the 250 dm-0 sent down.
+    let (counts, opens, stderr) = iolog(&[]);
+    assert_eq!(counts, [150, 10, 10], "{stderr}");
+    assert_eq!(opens.len(), 3, "{opens:?}");
+    assert!(
+        stderr.contains("250 sent down by a stacked device"),
+        "{stderr}"
+    );
+    // Without dm-0, the disks' I/O is all there is.
+    let (counts, opens, stderr) = iolog(&["--filter", "dev != dm-0"]);
+    assert_eq!(counts, [0, 160, 110], "{stderr}");
+    assert_eq!(opens.len(), 2, "{opens:?}");
+    assert!(!stderr.contains("sent down"), "{stderr}");
+}
+
+#[test]
 fn lower_events_name_their_upper_io_in_every_export() {
     let d = TempDir::new("stack-export");
     let t = d.join("s.iod");

@@ -91,7 +91,9 @@ fn lines(
 /// fio's iolog v3: `fio version 3 iolog`, then `TIMESTAMP FILE ACTION [OFFSET LENGTH]` with the
 /// timestamp in microseconds from the first event. Each device is one file (`/dev/NAME`),
 /// offsets are bytes on it. Reads and writes replay as such, discards and write-zeroes as
-/// `trim`, flushes as `sync`.
+/// `trim`, flushes as `sync`. Each I/O is in the log once, as `iodump replay` does it: an I/O
+/// a stacked device sent down is left out (counted in [`ExportSummary::lower`]) when that
+/// stacked device has I/O in the log.
 ///
 /// Two passes, so that memory does not grow with the trace: the first finds the devices the
 /// log names (fio wants each added and opened before its first I/O), the second writes the
@@ -112,36 +114,56 @@ fn fio_iolog(
         }
     }
     let mut s = ExportSummary::default();
-    let mut devs: Vec<u32> = Vec::new();
-    let mut add_dev = |dev: u32, op: u8| {
-        if action(Op::from_code(op)).is_some() && devs.last() != Some(&dev) && !devs.contains(&dev)
+    // (device, the stacked device its I/O was sent down by, or NO_UPPER) of the I/Os fio
+    // can replay: few distinct pairs.
+    const NO_UPPER: u32 = u32::MAX;
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut add_pair = |dev: u32, upper: Option<u32>, op: u8| {
+        let pair = (dev, upper.unwrap_or(NO_UPPER));
+        if action(Op::from_code(op)).is_some()
+            && pairs.last() != Some(&pair)
+            && !pairs.contains(&pair)
         {
-            devs.push(dev);
+            pairs.push(pair);
         }
     };
     // The second pass finds the same damage again.
     match filter {
-        // Two columns are enough.
+        // Three columns are enough.
         None => {
             let (mut b, mut dec) = (EventBatch::default(), SegmentDecoder::new());
-            let want = Columns::of(&[col::DEV, col::OP]);
+            let want = Columns::of(&[col::DEV, col::OP, col::UPPER_DEV]);
             for i in 0..r.segments().len() {
                 if r.decode_segment_projected(i, want, &mut b, &mut dec)
                     .is_ok()
                 {
-                    b.dev.iter().zip(&b.op).for_each(|(&d, &op)| add_dev(d, op));
+                    for k in 0..b.len() {
+                        add_pair(b.dev[k], b.upper_dev.get(k), b.op[k]);
+                    }
                 }
             }
         }
         Some(_) => each_intact_batch(r, &mut Vec::new(), filter, |_, b, rows| {
             for &i in rows {
-                add_dev(b.dev[i as usize], b.op[i as usize]);
+                let i = i as usize;
+                add_pair(b.dev[i], b.upper_dev.get(i), b.op[i]);
             }
             Ok(())
         })
         .map_err(werr("events"))?,
     }
+    // The devices with I/O in the log: those the I/O is sent down from are replayed there.
+    let mut uppers: Vec<u32> = pairs.iter().map(|p| p.0).collect();
+    uppers.sort_unstable();
+    uppers.dedup();
+    let below = |upper: Option<u32>| upper.is_some_and(|u| uppers.binary_search(&u).is_ok());
+    let mut devs: Vec<u32> = pairs
+        .iter()
+        .filter(|&&(_, u)| !below((u != NO_UPPER).then_some(u)))
+        .map(|p| p.0)
+        .collect();
     devs.sort_unstable();
+    devs.dedup();
     let names: IntMap<u32, String> = devs
         .iter()
         .map(|&d| {
@@ -161,13 +183,17 @@ fn fio_iolog(
     for d in &devs {
         writeln!(w, "0 {} open", names[d]).map_err(io)?;
     }
-    let (mut t0, mut last_us, mut events, mut skipped) = (None, 0, 0u64, 0u64);
+    let (mut t0, mut last_us, mut events, mut skipped, mut lower) = (None, 0, 0u64, 0u64, 0u64);
     each_intact_in_start_order(r, &mut s.damaged, filter, |x| {
         let e = &x.e;
         let Some(action) = action(e.op) else {
             skipped += 1;
             return Ok(());
         };
+        if below(e.upper.map(|u| u.dev.0)) {
+            lower += 1;
+            return Ok(());
+        }
         let t = (x.ts - *t0.get_or_insert(x.ts)) / 1000;
         last_us = t;
         events += 1;
@@ -186,5 +212,6 @@ fn fio_iolog(
     w.flush().map_err(io)?;
     s.events = events;
     s.skipped = skipped;
+    s.lower = lower;
     Ok(s)
 }

@@ -15,6 +15,9 @@ pub struct ExportSummary {
     pub events: u64,
     /// Events left out (fio iolog: operations fio cannot replay, e.g. zone management).
     pub skipped: u64,
+    /// Events left out as the I/O of a stacked device that is in the export (fio iolog:
+    /// each I/O is replayed once, on the highest layer).
+    pub lower: u64,
     /// Damaged segments that were skipped.
     pub damaged: Vec<Damage>,
 }
