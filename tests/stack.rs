@@ -330,6 +330,19 @@ fn the_fio_iolog_has_each_io_once() {
 }
 
 #[test]
+fn perfetto_shows_each_io_on_its_process_once() {
+    if !common::have_perfetto("perfetto_shows_each_io_on_its_process_once") {
+        return;
+    }
+    let d = TempDir::new("stack-perfetto");
+    let t = d.join("s.iod");
+    stacked_trace(&t);
+    // Every I/O on its device's lanes; on the process's lanes, dm-0's and the disks' own
+    // only (tests/data/perfetto_check.py).
+    common::perfetto_check(&t, &d, "stacked");
+}
+
+#[test]
 fn lower_events_name_their_upper_io_in_every_export() {
     let d = TempDir::new("stack-export");
     let t = d.join("s.iod");

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use iodump_format::expr::Expr;
 use iodump_format::segment::{col, Columns};
 use iodump_format::{Damage, Event, EventBatch, Reader, SegmentDecoder};
+use rayon::prelude::*;
 
 /// What an export wrote.
 #[derive(Clone, Debug, Default)]
@@ -163,4 +164,50 @@ pub(crate) fn each_intact_in_start_order(
         Ok(())
     })?;
     pending.iter().try_for_each(f)
+}
+
+/// The devices of `r` with I/O that `filter` keeps (`devs`: its device names), sorted: an I/O
+/// that one of them, a stacked device, sent down is that device's I/O once more (the report
+/// and the Perfetto export count it on its own device only). Empty when the trace has no
+/// stacked device; otherwise a pass over the device column (every column with a filter), in
+/// parallel.
+pub(crate) fn devices_with_rows(
+    r: &Reader,
+    filter: Option<&Expr>,
+    devs: &HashMap<u32, String>,
+) -> Vec<u32> {
+    if r.tables().devices().all(|d| d.stacked_on.is_empty()) {
+        return Vec::new();
+    }
+    let mut found: Vec<u32> = (0..r.segments().len())
+        .into_par_iter()
+        .map_init(SegmentRows::new, |x, i| {
+            let mut seen = Vec::new();
+            let read = match filter {
+                Some(f) => x.read(r, i, Some(f), devs),
+                None => {
+                    let want = Columns::of(&[col::DEV]);
+                    x.rows.clear();
+                    let got = r.decode_segment_projected(i, want, &mut x.batch, &mut x.dec);
+                    x.rows.extend(0..x.batch.len() as u32);
+                    Some(got)
+                }
+            };
+            if let Some(Ok(())) = read {
+                for &k in &x.rows {
+                    let d = x.batch.dev[k as usize];
+                    if !seen.contains(&d) {
+                        seen.push(d);
+                    }
+                }
+            }
+            seen
+        })
+        .reduce(Vec::new, |mut a, b| {
+            a.extend(b);
+            a
+        });
+    found.sort_unstable();
+    found.dedup();
+    found
 }

@@ -9,7 +9,8 @@
 //! - a track per device (its kernel name) and one per process (a `ProcessDescriptor`: pid,
 //!   comm, command line). I/Os overlap, and slices on one track must nest, so each I/O goes on
 //!   a child track of its device ("lanes": the first lane free when the I/O starts), and again
-//!   on a lane of its submitting process;
+//!   on a lane of its submitting process (an I/O a stacked device sent down is not, when that
+//!   device has I/O in the export: the process's lanes show its I/O once, at the top);
 //! - per I/O on its device lane: a slice named by its operation from entry into the block layer
 //!   to completion, with the nested slices `queue` (to issue, request-based devices only) and
 //!   `device` (issue to completion), and as arguments `path`, `sector`, `bytes`, `syscall`,
@@ -299,6 +300,9 @@ struct Exporter<'a> {
     strings: Interned,
     scratch: Vec<u8>,
     events: u64,
+    /// The devices with I/O in the export, sorted (an I/O one of them sent down is not put
+    /// on its process's lanes).
+    uppers: Vec<u32>,
 }
 
 impl<'a> Exporter<'a> {
@@ -628,6 +632,14 @@ impl<'a> Exporter<'a> {
         self.slice(issued, track, TYPE_SLICE_BEGIN, NAME_DEVICE, |_| {});
         self.slice(end, track, TYPE_SLICE_END, 0, |_| {});
         self.slice(end, track, TYPE_SLICE_END, 0, |_| {});
+        self.events += 1;
+        // An I/O through stacked devices is on its process's lanes once, at the top.
+        let below =
+            io.e.upper
+                .is_some_and(|u| self.uppers.binary_search(&u.dev.0).is_ok());
+        if below {
+            return self.flush_if_full();
+        }
         // The process's lane.
         let lanes = self.procs.get_mut(&io.e.pid).expect("process lanes");
         let (lane, new_lane) = lanes.take(io.ts, end);
@@ -656,7 +668,6 @@ impl<'a> Exporter<'a> {
             pb.end(a);
         });
         self.slice(end, track, TYPE_SLICE_END, 0, |_| {});
-        self.events += 1;
         self.flush_if_full()
     }
 
@@ -706,6 +717,13 @@ pub fn export_perfetto(
         strings: Interned::default(),
         scratch: Vec::with_capacity(256),
         events: 0,
+        uppers: crate::intact::devices_with_rows(
+            r,
+            filter,
+            &filter
+                .map(|_| r.tables().device_names())
+                .unwrap_or_default(),
+        ),
     };
     x.start();
     each_intact_in_start_order(r, &mut summary.damaged, filter, |io| x.io(io)).map_err(werr)?;

@@ -14,7 +14,6 @@ use std::path::Path;
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
-use iodump_format::segment::{col, Columns};
 use iodump_format::{Damage, EventBatch, Op, PathKind, Reader};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -593,7 +592,7 @@ pub fn aggregate_with_progress(
     let span_ns = t1_ns.saturating_sub(t0_ns);
     // Bins cover [t0, t0 + TIME_BINS * bin_ns), which holds t1.
     let bin_ns = (span_ns / TIME_BINS as u64 + 1).max(1);
-    let uppers = counted_uppers(r, filter.map(|f| &f.expr), &devs);
+    let uppers = crate::intact::devices_with_rows(r, filter.map(|f| &f.expr), &devs);
     let segs = r.segments();
     let agg = (0..segs.len())
         .into_par_iter()
@@ -639,47 +638,6 @@ pub fn aggregate_with_progress(
         rep.lost_events = rep.losses.iter().map(|l| l.2).sum();
     }
     rep
-}
-
-/// The devices of `r` with I/O that `filter` keeps, sorted: the I/O a stacked device among
-/// them sent down is counted on its own device only (see [`Aggregate::events`]). Empty when
-/// the trace has no stacked device; otherwise a pass over the device column (every column
-/// with a filter).
-fn counted_uppers(r: &Reader, filter: Option<&Expr>, devs: &HashMap<u32, String>) -> Vec<u32> {
-    if r.tables().devices().all(|d| d.stacked_on.is_empty()) {
-        return Vec::new();
-    }
-    let mut found: Vec<u32> = (0..r.segments().len())
-        .into_par_iter()
-        .map_init(SegmentRows::new, |x, i| {
-            let mut seen = Vec::new();
-            let read = match filter {
-                Some(f) => x.read(r, i, Some(f), devs),
-                None => {
-                    let want = Columns::of(&[col::DEV]);
-                    x.rows.clear();
-                    let got = r.decode_segment_projected(i, want, &mut x.batch, &mut x.dec);
-                    x.rows.extend(0..x.batch.len() as u32);
-                    Some(got)
-                }
-            };
-            if let Some(Ok(())) = read {
-                for &k in &x.rows {
-                    let d = x.batch.dev[k as usize];
-                    if !seen.contains(&d) {
-                        seen.push(d);
-                    }
-                }
-            }
-            seen
-        })
-        .reduce(Vec::new, |mut a, b| {
-            a.extend(b);
-            a
-        });
-    found.sort_unstable();
-    found.dedup();
-    found
 }
 
 /// The steps after the pass: names, order and top tables from the trace's tables.

@@ -470,3 +470,57 @@ pub fn try_http_get(
     let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
     Ok((status, body.to_string()))
 }
+
+/// True when python3 can import Perfetto's protos; panics when it cannot but must
+/// (`IODUMP_REQUIRE_PERFETTO=1`), else prints a `SKIP:` line.
+pub fn have_perfetto(test: &str) -> bool {
+    let ok = Command::new("python3")
+        .args([
+            "-c",
+            "from perfetto.protos.perfetto.trace import perfetto_trace_pb2",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        if std::env::var("IODUMP_REQUIRE_PERFETTO").as_deref() == Ok("1") {
+            panic!("IODUMP_REQUIRE_PERFETTO=1 but python3 cannot import the perfetto package");
+        }
+        skip(test, "python3's perfetto package");
+    }
+    ok
+}
+
+/// Exports `trace` as Perfetto and JSON lines and checks one against the other.
+pub fn perfetto_check(trace: &Path, d: &TempDir, what: &str) {
+    let pf = d.join(&format!("{what}.pftrace"));
+    let jsonl = d.join(&format!("{what}.jsonl"));
+    let info = d.join(&format!("{what}.json"));
+    ok(&run(bin()
+        .arg("export")
+        .arg(trace)
+        .args(["--format", "perfetto", "-o"])
+        .arg(&pf)));
+    ok(&run(bin()
+        .arg("export")
+        .arg(trace)
+        .args(["--format", "jsonl", "-o"])
+        .arg(&jsonl)));
+    let out = run(bin().arg("info").arg("--json").arg(trace));
+    ok(&out);
+    std::fs::write(&info, &out.stdout).unwrap();
+    let events = iodump_format::Reader::open(trace).unwrap().events().count();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/perfetto_check.py");
+    let py = Command::new("python3")
+        .arg(script)
+        .arg(&pf)
+        .arg(&jsonl)
+        .arg(&info)
+        .output()
+        .unwrap();
+    ok(&py);
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        format!("ok {events}"),
+        "{what}"
+    );
+}
