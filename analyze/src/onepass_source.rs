@@ -206,10 +206,14 @@ impl Source {
         }
     }
 
-    /// The devices (as the batches number them) with at least one I/O that `filter` keeps:
-    /// a pass over the device column (every column with a filter), in parallel. Damaged
-    /// units are left to the pass that follows to report.
+    /// The devices (as the batches number them) with at least one I/O that `filter` keeps
+    /// (for a trace: [`crate::intact::devices_with_rows`]): a pass over the device column
+    /// (every column with a filter), in parallel. Damaged units are left to the pass that
+    /// follows to report.
     pub fn devices_with_rows(&self, filter: Option<&Expr>) -> Vec<u32> {
+        if let Src::Trace { reader, devs, .. } = &self.src {
+            return crate::intact::devices_with_rows(reader, filter, devs);
+        }
         let want = Columns::of(&[col::DEV]);
         let mut devs: Vec<u32> = (0..self.units())
             .into_par_iter()
