@@ -570,6 +570,27 @@ impl Scope {
     }
 }
 
+/// The devices that have had I/O since the start (never forgotten; few), for counting an I/O
+/// through stacked devices once: an I/O a stacked device sent down is counted on its own
+/// device only once that stacked device has had I/O.
+#[derive(Default)]
+pub(crate) struct DevicesSeen(Vec<u32>);
+
+impl DevicesSeen {
+    /// Notes a device's first I/O (called when its entry is made).
+    pub(crate) fn note(&mut self, dev: u32) {
+        if !self.0.contains(&dev) {
+            self.0.push(dev);
+        }
+    }
+
+    /// True when `e` was sent down by a stacked device that has had I/O.
+    #[inline]
+    pub(crate) fn below_seen(&self, e: &Event) -> bool {
+        e.upper.is_some_and(|u| self.0.contains(&u.dev.0))
+    }
+}
+
 /// The per-key counters of the current interval.
 pub struct Aggregator {
     files: IntMap<u32, FileEntry>,
@@ -579,8 +600,8 @@ pub struct Aggregator {
     total: Stats,
     scope: Scope,
     lost_seen: u64,
-    /// The devices that have had I/O counted since the start (never forgotten; few).
-    devs_seen: Vec<u32>,
+    /// The devices that have had I/O since the start.
+    devs_seen: DevicesSeen,
     /// Events added since the start.
     pub events: u64,
 }
@@ -597,7 +618,7 @@ impl Aggregator {
             total: Stats::default(),
             scope: Scope::new(resolver, container),
             lost_seen: 0,
-            devs_seen: Vec::new(),
+            devs_seen: DevicesSeen::default(),
             events: 0,
         }
     }
@@ -615,9 +636,7 @@ impl Aggregator {
         self.devs
             .entry(e.dev.0)
             .or_insert_with(|| {
-                if !devs_seen.contains(&e.dev.0) {
-                    devs_seen.push(e.dev.0);
-                }
+                devs_seen.note(e.dev.0);
                 DevEntry {
                     s: Stats::default(),
                     name: conv.dev_label(e.dev).to_string(),
@@ -626,7 +645,7 @@ impl Aggregator {
             })
             .s
             .add(e);
-        if e.upper.is_some_and(|u| self.devs_seen.contains(&u.dev.0)) {
+        if self.devs_seen.below_seen(e) {
             return;
         }
         self.total.add(e);

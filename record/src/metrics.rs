@@ -26,7 +26,7 @@ use crate::abi::IoEvent;
 use crate::cgroups::Resolver;
 use crate::convert::Converter;
 use crate::flight::FlightStats;
-use crate::live::{ProcNames, Scope};
+use crate::live::{DevicesSeen, ProcNames, Scope};
 use crate::session::RecorderStatus;
 use iodump_output::parts::PartsStats;
 
@@ -159,8 +159,8 @@ pub struct Metrics {
     top_files: usize,
     events: u64,
     untracked: u64,
-    /// The devices that have had I/O since the start (never expired; few).
-    devs_seen: Vec<u32>,
+    /// The devices that have had I/O since the start (never expired).
+    devs_seen: DevicesSeen,
     /// The recorder's own state as of the last tick.
     recorder: RecorderStatus,
     evicted: u64,
@@ -179,7 +179,7 @@ impl Metrics {
             top_files,
             events: 0,
             untracked: 0,
-            devs_seen: Vec::new(),
+            devs_seen: DevicesSeen::default(),
             recorder: RecorderStatus::default(),
             evicted: 0,
         }
@@ -198,14 +198,12 @@ impl Metrics {
         self.devs
             .entry(e.dev.0)
             .or_insert_with(|| {
-                if !devs_seen.contains(&e.dev.0) {
-                    devs_seen.push(e.dev.0);
-                }
+                devs_seen.note(e.dev.0);
                 (Series::default(), conv.dev_label(e.dev).to_string())
             })
             .0
             .add(e);
-        if e.upper.is_some_and(|u| self.devs_seen.contains(&u.dev.0)) {
+        if self.devs_seen.below_seen(e) {
             return;
         }
         let p = self.procs.entry(owner).or_insert_with(|| Proc {
@@ -681,6 +679,50 @@ mod tests {
         top(&mut v, 3);
         v.sort();
         assert_eq!(v, [(97, 97), (98, 98), (99, 99)]);
+    }
+
+    #[test]
+    fn io_through_a_stack_is_one_process_io_and_each_devices_own() {
+        use crate::convert::sample_io;
+        use iodump_format::{DevT, Flags, UpperIo};
+        let (dm, sdb) = (DevT::new(253, 0), DevT::new(8, 16));
+        let conv = Converter::new(&[], iodump_host::mounts::MountTable::default());
+        let mut m = Metrics::new(Resolver::with_root(None), None, 10);
+        let r = sample_io(0, 0);
+        let io = |dev, upper: Option<DevT>| Event {
+            timestamp_ns: 1,
+            dev,
+            sector: 0,
+            bytes: 4096,
+            op: Op::Write,
+            flags: Flags(0),
+            pid: 10,
+            tid: 11,
+            path_id: 1,
+            queue_ns: None,
+            latency_ns: 1000,
+            error: 0,
+            cpu: 0,
+            syscall: None,
+            dirtier_pid: None,
+            cgroup_id: 0,
+            upper: upper.map(|dev| UpperIo {
+                dev,
+                timestamp_ns: 1,
+            }),
+        };
+        for _ in 0..4 {
+            m.add(&io(dm, None), &r, &conv);
+            // A mirror: two writes below for each.
+            m.add(&io(sdb, Some(dm)), &r, &conv);
+            m.add(&io(sdb, Some(dm)), &r, &conv);
+        }
+        assert_eq!(m.procs[&10].s.total(), 4);
+        assert_eq!(m.cgroups[&0].total(), 4);
+        assert_eq!(m.files[&1].ios.iter().sum::<u64>(), 4);
+        assert_eq!(m.devs[&dm.0].0.total(), 4);
+        assert_eq!(m.devs[&sdb.0].0.total(), 8);
+        assert_eq!(m.events, 12);
     }
 
     #[test]
