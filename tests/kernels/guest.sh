@@ -205,10 +205,10 @@ for line in open(devs_file):
         print(("PASS" if ok else "FAIL") + " stack.%s-table %s = %s on %s in the device table (%s on %s wanted)" % (
             name, dm, d.get("label"), ",".join(d.get("stacked_on") or []) or "-", want, ",".join(lower)))
     tag = name + ("" if table == "1" else "-bottom")
-    unfollowed = want == "raid5" and os.path.exists(os.path.join(run, "raid456.nobtf"))
+    unfollowed = want in ("raid5", "raid6") and os.path.exists(os.path.join(run, "raid456.nobtf"))
     if unfollowed:  # a kernel without module BTF: the recorder says the writes keep md's thread
         said = [l.strip() for l in open(os.path.join(run, "record.stderr" if rec == "stack" else rec + ".stderr"))
-                if "md raid5 stripes of %s:" % dm in l]
+                if "md %s stripes of %s:" % (want, dm) in l]
         print(("PASS" if said else "FAIL") + " stack.%s-unfollowed no raid456 module BTF on this kernel; the recorder said: %s" % (
             tag, said[0] if said else "nothing"))
     for f in () if unfollowed else ("direct.dat", "fsync.dat", "wb.dat"):
@@ -258,11 +258,13 @@ for line in open(devs_file):
         mirrored = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"])) == ldevs)
         print(("PASS" if writes and mirrored == len(writes) else "FAIL") + " stack.%s-fanout %d of the %d O_DIRECT writes to %s are named by a write on each of %s" % (
             name, mirrored, len(writes), dm, "+".join(lower)))
-    if want == "raid5" and table == "1" and not unfollowed:
+    if want in ("raid5", "raid6") and table == "1" and not unfollowed:
         # RAID5 writes go down from the stripe cache: each O_DIRECT write's data and the parity
         # computed for it are written below naming it. On three disks that is at least 1.5
         # times its bytes (a parity block per two data blocks of a stripe; as much parity as
         # data where the write fills one data block of a stripe only, as dd's 64 KiB do).
+        # RAID6 on four disks: two parity blocks per two data blocks, at least twice.
+        factor = 1.5 if want == "raid5" else 2.0
         writes = [e for e in evs if e["dev"] == devs.get(dm) and e["op"] == "write" and e["path"] == os.path.join(mnt, "direct.dat")]
         named = {}
         for e in below:
@@ -270,9 +272,9 @@ for line in open(devs_file):
             if p is not None and e["op"] == "write":
                 k = (p["dev"], p["timestamp_ns"], p["tid"])
                 named[k] = named.get(k, 0) + e["bytes"]
-        full = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"]), 0) >= 1.5 * w["bytes"])
-        print(("PASS" if writes and full == len(writes) else "FAIL") + " stack.%s-parity %d of the %d O_DIRECT writes to %s are named by writes below of their data and its parity (at least 1.5 times their bytes)" % (
-            name, full, len(writes), dm))
+        full = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"]), 0) >= factor * w["bytes"])
+        print(("PASS" if writes and full == len(writes) else "FAIL") + " stack.%s-parity %d of the %d O_DIRECT writes to %s are named by writes below of their data and its parity (at least %.1f times their bytes)" % (
+            name, full, len(writes), dm, factor))
     top = subprocess.run([read_bin, "analyze", os.path.join(run, rec + ".iod"), "--top-files", "-d", lower[0],
                           "--limit", "100", "--format", "json"], capture_output=True, text=True)
     paths = {r.get("path") for r in json.loads(top.stdout or "[]")} if top.returncode == 0 else set()
@@ -705,7 +707,8 @@ stack_suite() {
   if need_mod raid1 && need_mod raid0; then
     # RAID5: three disks; its writes go down from the stripe cache (md*_raid5 writes the
     # stripes' own pages, data and parity), so do reads that are not within one chunk.
-    for n in 1 0 5; do
+    # RAID6: four disks, the same stripe cache with two parity blocks (P and Q).
+    for n in 1 0 5 6; do
       local z1 z2 zs
       # Before 5.14 md RAID0 sends the bio it was given down, remapped in place: the kernel
       # traces no block_bio_queue for it again, so its member disks' I/O is not seen (README,
@@ -713,7 +716,7 @@ stack_suite() {
       if [ $n = 0 ] && ! printf '5.14\n%s\n' "$(uname -r | cut -d- -f1)" | sort -V -C; then
         say "stack: no md RAID0 on $(uname -r) (before 5.14 its member I/O is invisible)"; continue
       fi
-      if [ $n = 5 ]; then
+      if [ $n -ge 5 ]; then
         need_mod raid456 || continue
         # Without module BTF (5.10) the recorder cannot know where raid456 keeps a stripe's
         # bios: it must say so (stack_check).
@@ -722,7 +725,8 @@ stack_suite() {
       zram_dev || break; z1=$ZR
       zram_dev || break; z2=$ZR
       zs="/dev/$z1 /dev/$z2"
-      if [ $n = 5 ]; then zram_dev || break; zs+=" /dev/$ZR"; fi
+      if [ $n -ge 5 ]; then zram_dev || break; zs+=" /dev/$ZR"; fi
+      if [ $n = 6 ]; then zram_dev || break; zs+=" /dev/$ZR"; fi
       mdadm --create /dev/md/iodr$n --run --quiet --assume-clean --metadata=1.2 --level=$n \
         --raid-devices=$(echo $zs | wc -w) $zs > "$run/md$n.out" 2>&1 ||
         { fail setup.md-raid$n "$(tr '\n' ' ' < "$run/md$n.out")"; continue; }
@@ -862,9 +866,9 @@ stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
 }
 stack_cleanup() {
   local n
-  for n in iodlin iodcry iodr1 iodr0 iodr5 iodlom iodstr iodthin iodlate iodfirst iodf5; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
+  for n in iodlin iodcry iodr1 iodr0 iodr5 iodr6 iodlom iodstr iodthin iodlate iodfirst iodf5; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
   for n in iodlin iodcry iodlom iodstr iodthin iodpool iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
-  for n in iodr1 iodr0 iodr5 iodlm iodf5; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
+  for n in iodr1 iodr0 iodr5 iodr6 iodlm iodf5; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
 }
 
 for d in $DEVICES; do
