@@ -166,48 +166,115 @@ pub(crate) fn each_intact_in_start_order(
     pending.iter().try_for_each(f)
 }
 
-/// The devices of `r` with I/O that `filter` keeps (`devs`: its device names), sorted: an I/O
-/// that one of them, a stacked device, sent down is that device's I/O once more (the report
-/// and the Perfetto export count it on its own device only). Empty when the trace has no
-/// stacked device; otherwise a pass over the device column (every column with a filter), in
-/// parallel.
-pub(crate) fn devices_with_rows(
+/// The stacked devices of `stacked` (sorted) that have I/O a selection keeps, sorted: each of
+/// `units` units is handed to `look(state, unit, missing, found)`, which pushes to `found`
+/// the devices of `missing` (those not found yet, sorted) with a kept I/O in that unit. In
+/// parallel; once every device is found the remaining units are not looked at.
+pub(crate) fn stacked_with_rows<S>(
+    units: usize,
+    stacked: &[u32],
+    init: impl Fn() -> S + Sync + Send,
+    look: impl Fn(&mut S, usize, &[u32], &mut Vec<u32>) + Sync + Send,
+) -> Vec<u32> {
+    if stacked.is_empty() {
+        return Vec::new();
+    }
+    let found = std::sync::Mutex::new(Vec::<u32>::new());
+    let all = std::sync::atomic::AtomicBool::new(false);
+    (0..units).into_par_iter().for_each_init(
+        || (init(), Vec::new(), Vec::new()),
+        |(state, missing, seen), i| {
+            if all.load(std::sync::atomic::Ordering::Relaxed) {
+                return;
+            }
+            missing.clear();
+            {
+                let f = found.lock().unwrap_or_else(|e| e.into_inner());
+                missing.extend(stacked.iter().filter(|d| !f.contains(d)));
+            }
+            seen.clear();
+            look(state, i, missing, seen);
+            if seen.is_empty() {
+                return;
+            }
+            let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
+            for d in seen.iter() {
+                if !f.contains(d) {
+                    f.push(*d);
+                }
+            }
+            if f.len() == stacked.len() {
+                all.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        },
+    );
+    let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    found.sort_unstable();
+    found
+}
+
+/// [`stacked_with_rows`] of a trace: its stacked devices (device-table entries stacked on
+/// others) with I/O that `filter` keeps (`devs`: its device names), sorted. An I/O one of
+/// them sent down is that device's I/O once more (the report and the Perfetto export count
+/// it on its own device only). Each segment's device column is read first; a segment with
+/// none of the devices still sought is left there, one with some is decoded whole only when
+/// there is a filter, to evaluate it on their rows. Empty when the trace has no stacked
+/// device.
+pub(crate) fn stacked_devices_with_rows(
     r: &Reader,
     filter: Option<&Expr>,
     devs: &HashMap<u32, String>,
 ) -> Vec<u32> {
-    if r.tables().devices().all(|d| d.stacked_on.is_empty()) {
-        return Vec::new();
-    }
-    let mut found: Vec<u32> = (0..r.segments().len())
-        .into_par_iter()
-        .map_init(SegmentRows::new, |x, i| {
-            let mut seen = Vec::new();
-            let read = match filter {
-                Some(f) => x.read(r, i, Some(f), devs),
-                None => {
-                    let want = Columns::of(&[col::DEV]);
-                    x.rows.clear();
-                    let got = r.decode_segment_projected(i, want, &mut x.batch, &mut x.dec);
-                    x.rows.extend(0..x.batch.len() as u32);
-                    Some(got)
-                }
-            };
-            if let Some(Ok(())) = read {
-                for &k in &x.rows {
-                    let d = x.batch.dev[k as usize];
-                    if !seen.contains(&d) {
-                        seen.push(d);
+    let mut stacked: Vec<u32> = r
+        .tables()
+        .devices()
+        .filter(|d| !d.stacked_on.is_empty())
+        .map(|d| d.dev.0)
+        .collect();
+    stacked.sort_unstable();
+    stacked.dedup();
+    let init = || {
+        (
+            EventBatch::default(),
+            SegmentDecoder::new(),
+            Vec::<u32>::new(),
+        )
+    };
+    stacked_with_rows(
+        r.segments().len(),
+        &stacked,
+        init,
+        |(b, dec, rows), i, missing, found| {
+            if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
+                return;
+            }
+            if r.decode_segment_projected(i, Columns::of(&[col::DEV]), b, dec)
+                .is_err()
+            {
+                return;
+            }
+            rows.clear();
+            rows.extend(
+                (0..b.len() as u32).filter(|&k| missing.binary_search(&b.dev[k as usize]).is_ok()),
+            );
+            let Some(f) = filter else {
+                for &k in rows.iter() {
+                    let d = b.dev[k as usize];
+                    if !found.contains(&d) {
+                        found.push(d);
                     }
                 }
+                return;
+            };
+            if rows.is_empty() || r.decode_segment_into(i, b, dec).is_err() {
+                return;
             }
-            seen
-        })
-        .reduce(Vec::new, |mut a, b| {
-            a.extend(b);
-            a
-        });
-    found.sort_unstable();
-    found.dedup();
-    found
+            for &k in rows.iter() {
+                let d = b.dev[k as usize];
+                if !found.contains(&d) && f.eval_in(r, i, &b.get(k as usize), devs) {
+                    found.push(d);
+                }
+            }
+        },
+    )
 }

@@ -386,7 +386,7 @@ pub(crate) struct Rows<'a> {
 /// (see [`Layers::Once`]); empty when the input has no stacked device.
 fn counted_uppers(inp: &Source, filter: Option<&Expr>, layers: Layers) -> Vec<u32> {
     match layers {
-        Layers::Once if inp.has_stacks() => inp.devices_with_rows(filter),
+        Layers::Once => inp.stacked_with_rows(filter),
         _ => Vec::new(),
     }
 }

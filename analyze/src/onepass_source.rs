@@ -20,7 +20,6 @@ use iodump_format::text::text_string;
 use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, SegmentDecoder};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
-use rayon::prelude::*;
 
 use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
@@ -195,50 +194,34 @@ impl Source {
         }))
     }
 
-    /// True when the input's device table has a stacked device (LVM, dm-crypt, md, an NVMe
-    /// multipath head): only then can its I/Os name an upper I/O.
-    pub fn has_stacks(&self) -> bool {
-        match &self.src {
-            Src::Trace { reader, .. } => {
-                reader.tables().devices().any(|d| !d.stacked_on.is_empty())
+    /// The stacked devices of the input's device table (LVM, dm-crypt, md, an NVMe multipath
+    /// head: entries stacked on others), as the batches number them, that have an I/O
+    /// `filter` keeps; sorted, empty when the table has none (for a trace:
+    /// [`crate::intact::stacked_devices_with_rows`]). Units are read until each is found.
+    pub fn stacked_with_rows(&self, filter: Option<&Expr>) -> Vec<u32> {
+        let s = match &self.src {
+            Src::Trace { reader, devs, .. } => {
+                return crate::intact::stacked_devices_with_rows(reader, filter, devs)
             }
-            Src::Parquet(s) => s.has_stacks,
-        }
-    }
-
-    /// The devices (as the batches number them) with at least one I/O that `filter` keeps
-    /// (for a trace: [`crate::intact::devices_with_rows`]): a pass over the device column
-    /// (every column with a filter), in parallel. Damaged units are left to the pass that
-    /// follows to report.
-    pub fn devices_with_rows(&self, filter: Option<&Expr>) -> Vec<u32> {
-        if let Src::Trace { reader, devs, .. } = &self.src {
-            return crate::intact::devices_with_rows(reader, filter, devs);
-        }
+            Src::Parquet(s) => s,
+        };
         let want = Columns::of(&[col::DEV]);
-        let mut devs: Vec<u32> = (0..self.units())
-            .into_par_iter()
-            .map_init(
-                || (EventBatch::default(), SegmentDecoder::new(), Vec::new()),
-                |(b, dec, keep), i| {
-                    let mut seen = Vec::new();
-                    if self.load(i, b, dec, keep, filter, want).is_ok() {
-                        for &k in keep.iter() {
-                            let d = b.dev[k as usize];
-                            if seen.last() != Some(&d) && !seen.contains(&d) {
-                                seen.push(d);
-                            }
+        let init = || (EventBatch::default(), SegmentDecoder::new(), Vec::new());
+        crate::intact::stacked_with_rows(
+            self.units(),
+            &s.stacked,
+            init,
+            |(b, dec, keep), i, missing, found| {
+                if self.load(i, b, dec, keep, filter, want).is_ok() {
+                    for &k in keep.iter() {
+                        let d = b.dev[k as usize];
+                        if missing.binary_search(&d).is_ok() && !found.contains(&d) {
+                            found.push(d);
                         }
                     }
-                    seen
-                },
-            )
-            .reduce(Vec::new, |mut a, b| {
-                a.extend(b);
-                a
-            });
-        devs.sort_unstable();
-        devs.dedup();
-        devs
+                }
+            },
+        )
     }
 
     /// The clock that turns the batch's timestamps into UTC.
@@ -389,9 +372,9 @@ struct ParquetSet {
     /// lookup borrows the row's text.
     devs: Vec<(u32, String)>,
     dev_names: Vec<String>,
-    /// True when a device of the `devices` table is stacked (LVM, dm-crypt, md, an NVMe
-    /// multipath head).
-    has_stacks: bool,
+    /// The ids of the stacked devices of the `devices` table (LVM, dm-crypt, md, an NVMe
+    /// multipath head: entries stacked on others), sorted.
+    stacked: Vec<u32>,
     /// (trace, cgroup id) → re-keyed id (index in `cgroups` + 1; 0 stays 0: no cgroup).
     cgroup_ids: HashMap<(u32, u64), u64>,
     cgroups: Vec<iodump_format::cgroup::Cgroup>,
@@ -486,7 +469,10 @@ impl ParquetSet {
             comms.push((p.comm, p.args));
             tid_trace.push(traces[&p.trace]);
         }
-        let has_stacks = devices.iter().any(|d| d.stacked);
+        let stacked: Vec<u32> = (devices.iter().enumerate())
+            .filter(|(_, d)| d.stacked)
+            .map(|(i, _)| i as u32)
+            .collect();
         let (devs, dev_names) = devices
             .into_iter()
             .map(|d| ((traces[&d.trace], d.dev_t), d.name))
@@ -515,7 +501,7 @@ impl ParquetSet {
             tid_trace,
             devs,
             dev_names,
-            has_stacks,
+            stacked,
             cgroup_ids,
             cgroups,
             lost,

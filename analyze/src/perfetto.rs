@@ -717,7 +717,7 @@ pub fn export_perfetto(
         strings: Interned::default(),
         scratch: Vec::with_capacity(256),
         events: 0,
-        uppers: crate::intact::devices_with_rows(
+        uppers: crate::intact::stacked_devices_with_rows(
             r,
             filter,
             &filter

@@ -43,6 +43,9 @@ pub struct Dataset {
     pub lost_events: u64,
     /// Damaged chunks skipped.
     pub damaged: Vec<(String, Damage)>,
+    /// (trace, device name) of the stacked devices of the device tables (LVM, dm-crypt, md,
+    /// an NVMe multipath head: entries stacked on others).
+    pub stacked: Vec<(String, String)>,
 }
 
 /// Columns of one segment (after the filter), ready to become a DataFrame.
@@ -145,7 +148,7 @@ impl Dataset {
     ) -> Result<Dataset, AnalyzeError> {
         let mut frames = Vec::new();
         let mut tables = TablesCols::default();
-        let (mut lost, mut damaged) = (0, Vec::new());
+        let (mut lost, mut damaged, mut stacked) = (0, Vec::new(), Vec::new());
         for p in paths {
             let r = p.open_trace()?;
             let trace = p.name();
@@ -165,6 +168,11 @@ impl Dataset {
             }
             damaged.extend(r.damage().iter().cloned().map(|d| (trace.clone(), d)));
             lost += r.lost_events();
+            stacked.extend(
+                (r.tables().devices())
+                    .filter(|d| !d.stacked_on.is_empty())
+                    .map(|d| (trace.clone(), d.name.clone())),
+            );
             tables.add(&trace, &r, devs);
         }
         let io = if frames.is_empty() {
@@ -192,6 +200,7 @@ impl Dataset {
             files,
             lost_events: lost,
             damaged,
+            stacked,
         })
     }
 
@@ -239,13 +248,32 @@ impl Dataset {
             .io
             .column("upper_dev")
             .is_ok_and(|c| c.null_count() < c.len());
-        if !lower {
+        if !lower || self.stacked.is_empty() {
             return io;
         }
+        let (traces, names): (Vec<&str>, Vec<&str>) = (self.stacked.iter())
+            .map(|(t, n)| (t.as_str(), n.as_str()))
+            .unzip();
+        let stacked = DataFrame::new(
+            traces.len(),
+            vec![
+                Column::new("trace".into(), traces),
+                Column::new("upper_dev".into(), names),
+            ],
+        );
+        let Ok(stacked) = stacked else {
+            return io;
+        };
         let uppers = io
             .clone()
             .select([col("trace"), col("dev").alias("upper_dev")])
             .unique(None, UniqueKeepStrategy::Any)
+            .join(
+                stacked.lazy(),
+                [col("trace"), col("upper_dev")],
+                [col("trace"), col("upper_dev")],
+                JoinArgs::new(JoinType::Inner),
+            )
             .with_column(lit(true).alias("upper_counted"));
         let mut args = JoinArgs::new(JoinType::Left);
         args.maintain_order = MaintainOrderJoin::Left;
@@ -1026,6 +1054,7 @@ impl Dataset {
         self.files.vstack_mut(&other.files).map_err(perr)?;
         self.lost_events += other.lost_events;
         self.damaged.extend(other.damaged);
+        self.stacked.extend(other.stacked);
         Ok(())
     }
 }
@@ -1056,12 +1085,18 @@ impl Dataset {
         let processes = parquet_processes(dir)?;
         let files = parquet_files_table(dir)?;
         let lost = parquet_lost_events(dir)?;
+        let stacked = parquet_input::devices_table(dir)?
+            .into_iter()
+            .filter(|d| d.stacked)
+            .map(|d| (d.trace, d.name))
+            .collect();
         Ok(Dataset {
             io,
             processes,
             files,
             lost_events: lost,
             damaged: Vec::new(),
+            stacked,
         })
     }
 }

@@ -592,7 +592,7 @@ pub fn aggregate_with_progress(
     let span_ns = t1_ns.saturating_sub(t0_ns);
     // Bins cover [t0, t0 + TIME_BINS * bin_ns), which holds t1.
     let bin_ns = (span_ns / TIME_BINS as u64 + 1).max(1);
-    let uppers = crate::intact::devices_with_rows(r, filter.map(|f| &f.expr), &devs);
+    let uppers = crate::intact::stacked_devices_with_rows(r, filter.map(|f| &f.expr), &devs);
     let segs = r.segments();
     let agg = (0..segs.len())
         .into_par_iter()
