@@ -840,6 +840,34 @@ pub fn parse_interval(s: &str) -> Option<Duration> {
         .map(Duration::from_nanos)
 }
 
+/// A 4 KiB read of path 1 by pid 10 (tid 11) on `dev`, sent down by `upper` when given: for
+/// tests of counting I/O through stacked devices.
+#[cfg(test)]
+pub(crate) fn stacked_read(dev: DevT, upper: Option<DevT>) -> Event {
+    Event {
+        timestamp_ns: 1,
+        dev,
+        sector: 0,
+        bytes: 4096,
+        op: Op::Read,
+        flags: iodump_format::Flags(0),
+        pid: 10,
+        tid: 11,
+        path_id: 1,
+        queue_ns: None,
+        latency_ns: 1000,
+        error: 0,
+        cpu: 0,
+        syscall: None,
+        dirtier_pid: None,
+        cgroup_id: 0,
+        upper: upper.map(|dev| iodump_format::UpperIo {
+            dev,
+            timestamp_ns: 1,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -851,28 +879,7 @@ mod tests {
         let conv = Converter::new(&[], iodump_host::mounts::MountTable::default());
         let mut agg = Aggregator::new(Resolver::with_root(None), None);
         let r = sample_io(0, 0);
-        let io = |dev, upper: Option<DevT>| Event {
-            timestamp_ns: 1,
-            dev,
-            sector: 0,
-            bytes: 4096,
-            op: Op::Read,
-            flags: iodump_format::Flags(0),
-            pid: 10,
-            tid: 11,
-            path_id: 1,
-            queue_ns: None,
-            latency_ns: 1000,
-            error: 0,
-            cpu: 0,
-            syscall: None,
-            dirtier_pid: None,
-            cgroup_id: 0,
-            upper: upper.map(|dev| iodump_format::UpperIo {
-                dev,
-                timestamp_ns: 1,
-            }),
-        };
+        let io = stacked_read;
         // Before dm-0 has I/O, what names it is counted (its device may not be recorded).
         agg.add(&io(sdb, Some(dm)), &r, &conv);
         for _ in 0..3 {

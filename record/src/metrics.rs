@@ -684,36 +684,15 @@ mod tests {
     #[test]
     fn io_through_a_stack_is_one_process_io_and_each_devices_own() {
         use crate::convert::sample_io;
-        use iodump_format::{DevT, Flags, UpperIo};
+        use iodump_format::DevT;
         let (dm, sdb) = (DevT::new(253, 0), DevT::new(8, 16));
         let conv = Converter::new(&[], iodump_host::mounts::MountTable::default());
         let mut m = Metrics::new(Resolver::with_root(None), None, 10);
         let r = sample_io(0, 0);
-        let io = |dev, upper: Option<DevT>| Event {
-            timestamp_ns: 1,
-            dev,
-            sector: 0,
-            bytes: 4096,
-            op: Op::Write,
-            flags: Flags(0),
-            pid: 10,
-            tid: 11,
-            path_id: 1,
-            queue_ns: None,
-            latency_ns: 1000,
-            error: 0,
-            cpu: 0,
-            syscall: None,
-            dirtier_pid: None,
-            cgroup_id: 0,
-            upper: upper.map(|dev| UpperIo {
-                dev,
-                timestamp_ns: 1,
-            }),
-        };
+        let io = crate::live::stacked_read;
         for _ in 0..4 {
             m.add(&io(dm, None), &r, &conv);
-            // A mirror: two writes below for each.
+            // Two I/Os below for each, as on a mirror.
             m.add(&io(sdb, Some(dm)), &r, &conv);
             m.add(&io(sdb, Some(dm)), &r, &conv);
         }
