@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use iodump_format::expr::Expr;
 use iodump_format::segment::{col, Columns};
-use iodump_format::{Damage, Event, EventBatch, Reader, SegmentDecoder};
+use iodump_format::{Damage, DevT, Event, EventBatch, Reader, SegmentDecoder};
 use rayon::prelude::*;
 
 /// What an export wrote.
@@ -216,9 +216,10 @@ pub(crate) fn stacked_with_rows<S>(
 /// [`stacked_with_rows`] of a trace: its stacked devices (device-table entries stacked on
 /// others) with I/O that `filter` keeps (`devs`: its device names), sorted. An I/O one of
 /// them sent down is that device's I/O once more (the report and the Perfetto export count
-/// it on its own device only). Each segment's device column is read first; a segment with
-/// none of the devices still sought is left there, one with some is decoded whole only when
-/// there is a filter, to evaluate it on their rows. Empty when the trace has no stacked
+/// it on its own device only). A device the filter's device comparisons rule out is not
+/// sought ([`Expr::may_keep_device`]). Each segment's device column is read first; a segment
+/// with none of the devices still sought is left there, one with some is decoded whole only
+/// when there is a filter, to evaluate it on their rows. Empty when the trace has no stacked
 /// device.
 pub(crate) fn stacked_devices_with_rows(
     r: &Reader,
@@ -233,6 +234,10 @@ pub(crate) fn stacked_devices_with_rows(
         .collect();
     stacked.sort_unstable();
     stacked.dedup();
+    // Those the filter's device comparisons rule out (`-d` of a disk below) have none.
+    if let Some(f) = filter {
+        stacked.retain(|&d| f.may_keep_device(DevT(d), devs.get(&d).map_or("?", String::as_str)));
+    }
     let init = || {
         (
             EventBatch::default(),

@@ -205,11 +205,22 @@ impl Source {
             }
             Src::Parquet(s) => s,
         };
+        // Those the filter's device comparisons rule out (`-d` of a disk below) have none.
+        let number = |id: usize| {
+            let (ma, mi) = s.devs[id].1.split_once(':').unwrap_or(("0", "0"));
+            DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0))
+        };
+        let stacked: Vec<u32> = (s.stacked.iter().copied())
+            .filter(|&id| {
+                let id = id as usize;
+                filter.is_none_or(|f| f.may_keep_device(number(id), &s.dev_names[id]))
+            })
+            .collect();
         let want = Columns::of(&[col::DEV]);
         let init = || (EventBatch::default(), SegmentDecoder::new(), Vec::new());
         crate::intact::stacked_with_rows(
             self.units(),
-            &s.stacked,
+            &stacked,
             init,
             |(b, dec, keep), i, missing, found| {
                 if self.load(i, b, dec, keep, filter, want).is_ok() {

@@ -1226,6 +1226,62 @@ impl Expr {
         }
     }
 
+    /// Whether the expression can keep an event of device `dev`, named `name` (`?` when the
+    /// trace does not name it), whatever its other fields: false only where the device
+    /// comparisons rule the device out (`-d` of another device, `dev != dm-0`); true when
+    /// unsure.
+    pub fn may_keep_device(&self, dev: DevT, name: &str) -> bool {
+        self.on_device(dev, name).0
+    }
+
+    /// (can keep an event of the device, keeps every event of the device), from the
+    /// device comparisons alone: the first is true and the second false when unsure.
+    fn on_device(&self, dev: DevT, name: &str) -> (bool, bool) {
+        match self {
+            Expr::True => (true, true),
+            Expr::And(xs) => xs.iter().fold((true, true), |(may, all), x| {
+                let (m, a) = x.on_device(dev, name);
+                (may && m, all && a)
+            }),
+            Expr::Or(xs) => xs.iter().fold((false, false), |(may, all), x| {
+                let (m, a) = x.on_device(dev, name);
+                (may || m, all || a)
+            }),
+            Expr::Not(x) => {
+                let (may, all) = x.on_device(dev, name);
+                (!all, !may)
+            }
+            Expr::Cmp(Field::Dev, op, value) => {
+                let known = match value {
+                    Value::Dev(d) => match op {
+                        CmpOp::Eq => Some(*d == dev),
+                        CmpOp::Ne => Some(*d != dev),
+                        _ => None,
+                    },
+                    Value::Text(t) => {
+                        // As `eval`: `dev == 8:1` is the number, `dev == sda1` the name.
+                        let number = dev.to_string();
+                        let text = if t.contains(':') {
+                            number.as_str()
+                        } else {
+                            name
+                        };
+                        match op {
+                            CmpOp::Eq => Some(text == t),
+                            CmpOp::Ne => Some(text != t),
+                            CmpOp::Match => Some(glob(t.as_bytes(), text.as_bytes())),
+                            CmpOp::NotMatch => Some(!glob(t.as_bytes(), text.as_bytes())),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                known.map_or((true, false), |k| (k, k))
+            }
+            _ => (true, false),
+        }
+    }
+
     /// Constraints implied by the expression that a recorder can apply in the kernel: they
     /// only ever keep a superset of the events the expression keeps.
     pub fn pushdown(&self) -> Pushdown {
@@ -1354,6 +1410,43 @@ mod tests {
         }
         fn cgroup(&self) -> Option<&Cgroup> {
             None
+        }
+    }
+
+    #[test]
+    fn device_comparisons_say_which_devices_a_filter_can_keep() {
+        let dm = DevT::new(253, 0);
+        let may = |text: &str| Expr::parse(text).unwrap().may_keep_device(dm, "dm-0");
+        for (text, want) in [
+            ("dev == sda", false),
+            ("dev == sda || dev == sdb", false),
+            ("dev != dm-0", false),
+            ("!(dev == dm-0)", false),
+            ("dev != 253:0", false),
+            ("dev == 8:0 && bytes > 0", false),
+            ("dev == dm-0", true),
+            ("dev == 253:0", true),
+            ("dev == dm-0 && bytes > 4096", true),
+            ("bytes > 4096", true),
+            ("!(bytes > 4096)", true),
+            ("!(dev == sda && bytes > 4096)", true),
+            ("dev == sda || bytes > 4096", true),
+            ("comm == dd", true),
+        ] {
+            assert_eq!(may(text), want, "{text}");
+        }
+        // The same on every event of a few: where it says no, no event of the device passes.
+        for text in ["dev == sda", "dev != dm-0", "dev == sda || bytes > 4096"] {
+            let x = Expr::parse(text).unwrap();
+            let kept = [512u32, 4096, 65536].iter().any(|&bytes| {
+                let e = Event {
+                    dev: dm,
+                    bytes,
+                    ..Event::default()
+                };
+                x.eval(&e, &V(b"dd", b"/f", "dm-0"))
+            });
+            assert!(!kept || x.may_keep_device(dm, "dm-0"), "{text}");
         }
     }
 
