@@ -59,6 +59,10 @@ print(text(lo), text(hi), lo, hi)')
 run "analyze --top-files, a 5% window" "$IODUMP" analyze "$WORK/t.iod" --top-files \
   --filter "time >= $WIN_FROM && time < $WIN_TO"
 win=$(cat "$WORK/last" 2>/dev/null || echo 0)
+# A filter on another field than time: only the I/Os slower than 1 ms.
+run "analyze --top-files, latency > 1ms" "$IODUMP" analyze "$WORK/t.iod" --top-files \
+  --filter 'latency > 1ms'
+slow=$(cat "$WORK/last" 2>/dev/null || echo 0)
 run "analyze --top-files (our Parquet)" "$IODUMP" analyze "$WORK/pq" --top-files
 pq=$(cat "$WORK/last" 2>/dev/null || echo 0)
 if [ "$EVENTS" -le 20000000 ]; then
@@ -101,6 +105,11 @@ if python3 -c "import duckdb" 2>/dev/null; then
   if [ -f "$WORK/last" ]; then
     duck=$(cat "$WORK/last")
     python3 -c "print(f'  iodump / DuckDB time, a 5% window: {$win/$duck:.2f} on the trace')"
+  fi
+  run "DuckDB top files, latency > 1ms" python3 bench/analyze_duckdb.py "$WORK/pq" slow-top-files
+  if [ -f "$WORK/last" ]; then
+    duck=$(cat "$WORK/last")
+    python3 -c "print(f'  iodump / DuckDB time, latency > 1ms: {$slow/$duck:.2f} on the trace')"
   fi
   for q in summary latency seq-writes timeline seek; do
     run "DuckDB $q on our Parquet" python3 bench/analyze_duckdb.py "$WORK/pq" "$q"

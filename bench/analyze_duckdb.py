@@ -3,6 +3,7 @@ the Parquet of `iodump convert` (bench/analyze.sh times each against iodump's an
 
     python3 bench/analyze_duckdb.py PARQUET_DIR top-files|summary|latency|timeline|seek|seq-writes
     python3 bench/analyze_duckdb.py PARQUET_DIR window-top-files FROM_NS TO_NS
+    python3 bench/analyze_duckdb.py PARQUET_DIR slow-top-files
 """
 import sys
 
@@ -15,6 +16,11 @@ QUERIES = {
     "window-top-files": f"""SELECT path, count(*) AS ios, sum(bytes) AS bytes,
         avg(latency_ns) / 1000 AS mean_us, quantile_cont(latency_ns, 0.99) / 1000 AS p99_us
         FROM {IO} WHERE timestamp_ns >= {FROM_NS} AND timestamp_ns < {TO_NS}
+        GROUP BY path ORDER BY ios DESC LIMIT 20""",
+    # slow-top-files: top files among the I/Os slower than 1 ms (`--filter 'latency > 1ms'`).
+    "slow-top-files": f"""SELECT path, count(*) AS ios, sum(bytes) AS bytes,
+        avg(latency_ns) / 1000 AS mean_us, quantile_cont(latency_ns, 0.99) / 1000 AS p99_us
+        FROM {IO} WHERE latency_ns > 1000000
         GROUP BY path ORDER BY ios DESC LIMIT 20""",
     "top-files": f"""SELECT path, count(*) AS ios, sum(bytes) AS bytes,
         avg(latency_ns) / 1000 AS mean_us, quantile_cont(latency_ns, 0.99) / 1000 AS p99_us

@@ -66,10 +66,10 @@ impl SegmentRows {
             return Some(Err(d));
         }
         let b = &self.batch;
-        self.rows.extend(
-            (0..b.len() as u32)
-                .filter(|&k| filter.is_none_or(|f| f.eval_in(r, i, &b.get(k as usize), devs))),
-        );
+        match filter {
+            None => self.rows.extend(0..b.len() as u32),
+            Some(f) => f.select_in(r, i, b, devs, &mut self.rows),
+        }
         Some(Ok(()))
     }
 }
@@ -271,12 +271,13 @@ pub(crate) fn stacked_devices_with_rows(
                 }
                 return;
             };
-            if rows.is_empty() || r.decode_segment_into(i, b, dec).is_err() {
+            let cols = Columns::of(&[col::DEV]).union(f.columns());
+            if rows.is_empty() || r.decode_segment_projected(i, cols, b, dec).is_err() {
                 return;
             }
             for &k in rows.iter() {
                 let d = b.dev[k as usize];
-                if !found.contains(&d) && f.eval_in(r, i, &b.get(k as usize), devs) {
+                if !found.contains(&d) && f.eval_in(r, i, &b.get_projected(k as usize), devs) {
                     found.push(d);
                 }
             }

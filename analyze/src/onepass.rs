@@ -420,11 +420,11 @@ struct Part<A> {
 }
 
 /// One parallel pass over the segments of every trace, decoding only the columns `want` of
-/// each trace segment (the batch `seg` sees has the others empty; with a filter, every column
-/// is decoded): each worker folds the segments it decodes into its own accumulator (`init`,
-/// then `seg` with the header, the batch and the rows the filter kept, stacked I/O counted
-/// as `layers` says), accumulators are combined with `merge`, and `done` receives each
-/// trace's total. Memory is one accumulator per worker, not per segment.
+/// each trace segment (the batch `seg` sees has the others empty; with a filter, the columns
+/// it reads too, [`Expr::columns`]): each worker folds the segments it decodes into its own
+/// accumulator (`init`, then `seg` with the header, the batch and the rows the filter kept,
+/// stacked I/O counted as `layers` says), accumulators are combined with `merge`, and `done`
+/// receives each trace's total. Memory is one accumulator per worker, not per segment.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn pass<A: Send>(
     want: Columns,
@@ -576,8 +576,10 @@ type Consumed = (Vec<(Option<(i64, i64)>, u64)>, Vec<(usize, Damage)>);
 /// A pass that sees rows in file order: segments are decoded (and their rows turned into
 /// `R` by `extract`, in parallel) a window at a time, while one consumer thread takes the
 /// windows in order. `visit` returns false to stop early; then the pass returns `None`.
+/// Only the columns `want` are decoded (and those the filter reads), as in [`pass`].
 fn ordered_pass<R: Send>(
     inputs: &[Source],
+    want: Columns,
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
     extract: impl Fn(&Header, &EventBatch, &[u32], &mut Vec<R>) + Sync + Send,
@@ -599,7 +601,7 @@ fn ordered_pass<R: Send>(
                     .map_init(
                         || (EventBatch::default(), SegmentDecoder::new(), Vec::new()),
                         |(b, dec, keep), i| {
-                            let range = inp.load(i, b, dec, keep, filter, Columns::ALL)?;
+                            let range = inp.load(i, b, dec, keep, filter, want)?;
                             let mut rows = Vec::with_capacity(keep.len());
                             extract(inp.header(), b, keep, &mut rows);
                             progress(b.len() as u64);
@@ -1115,8 +1117,9 @@ impl FileRow {
 /// Ranked by I/Os or bytes, without a filter, traces are read twice: a first pass sums every
 /// file's I/Os and bytes (decoding three columns); a second keeps the latencies and threads of
 /// the files shown only (their mean and p99 latency and main process; three columns). Ranked
-/// by p99, with a filter, or on a Parquet dataset (where either would read every column
-/// twice), one pass keeps every file's.
+/// by p99, on a Parquet dataset (whose row groups would be decompressed twice) or with a
+/// filter (which would be evaluated twice, while the I/Os it keeps are often few), one pass
+/// keeps every file's.
 pub fn top_files(
     paths: &[InputPath],
     filter: Option<&Expr>,
@@ -1845,6 +1848,7 @@ pub fn seek(
     let mut out: HashMap<Option<String>, SeekAcc> = HashMap::new();
     let info = ordered_pass(
         &inputs,
+        Columns::of(&[col::TIMESTAMP_NS, col::DEV, col::SECTOR, col::BYTES]),
         filter,
         progress,
         |h, b, keep, rows| {
@@ -2046,6 +2050,16 @@ pub fn seq_writes(
     };
     let info = ordered_pass(
         &inputs,
+        Columns::of(&[
+            col::TIMESTAMP_NS,
+            col::LATENCY_NS,
+            col::DEV,
+            col::PATH_ID,
+            col::SECTOR,
+            col::BYTES,
+            col::OP,
+            col::TID,
+        ]),
         filter,
         progress,
         |h, b, keep, rows| {

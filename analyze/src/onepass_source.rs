@@ -24,8 +24,8 @@ use parquet::arrow::ProjectionMask;
 use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
 use crate::parquet_input::{
-    arrow_col, cgroups_table, devices_table, files_table, parquet_files, parquet_filter_mask,
-    parquet_lost_events, processes_table,
+    arrow_col, cgroups_table, devices_table, files_table, parquet_files, parquet_filter_columns,
+    parquet_filter_mask, parquet_lost_events, processes_table,
 };
 use crate::{parquet_read_error, AnalyzeError};
 
@@ -109,8 +109,8 @@ impl Source {
         }
     }
 
-    /// True when [`Source::load`] decodes only the columns asked for (a trace); a dataset's
-    /// row groups are read whole.
+    /// True when reading the input again for a few columns is cheap (a trace, whose columns
+    /// are compressed apart); a dataset's row groups are decompressed again page by page.
     pub fn projects(&self) -> bool {
         matches!(self.src, Src::Trace { .. })
     }
@@ -124,9 +124,9 @@ impl Source {
     }
 
     /// Reads unit `i` into `b` and puts the indices of the rows `filter` keeps in `keep`;
-    /// returns their UTC time range. A trace's segment has only the columns `want` decoded
-    /// (and the timestamps, when its footer does not give their range), all of them when
-    /// there is a filter; a dataset's row group has every column.
+    /// returns their UTC time range. Only the columns `want` are read (and the timestamps,
+    /// when a trace's footer does not give their range), and those the filter reads
+    /// ([`Expr::columns`], [`parquet_filter_columns`]): `b`'s other columns are empty.
     pub fn load(
         &self,
         i: usize,
@@ -151,18 +151,17 @@ impl Source {
                     .is_none()
                     .then(|| reader.segments().get(i).and_then(|s| s.time_range_ns))
                     .flatten();
-                let want = match (filter, footer_range) {
-                    (Some(_), _) => Columns::ALL,
-                    (None, Some(_)) => want,
-                    (None, None) => want.union(Columns::of(&[col::TIMESTAMP_NS])),
+                // With a filter, the columns it reads too (its other fields are never read
+                // on the placeholders `get_projected` gives them).
+                let want = filter.map_or(want, |f| want.union(f.columns()));
+                let want = match footer_range {
+                    Some(_) => want,
+                    None => want.union(Columns::of(&[col::TIMESTAMP_NS])),
                 };
                 reader.decode_segment_projected(i, want, b, dec)?;
                 match filter {
                     None => keep.extend(0..b.len() as u32),
-                    Some(f) => keep.extend(
-                        (0..b.len() as u32)
-                            .filter(|&k| f.eval_in(reader, i, &b.get(k as usize), devs)),
-                    ),
+                    Some(f) => f.select_in(reader, i, b, devs, keep),
                 }
                 if let Some((first, last)) = footer_range {
                     let h = reader.header();
@@ -540,23 +539,17 @@ impl ParquetSet {
         let file = File::open(path).map_err(parquet_read_error(path))?;
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_read_error(path))?;
-        let want = if filter.is_none() {
-            want.needed()
-        } else {
-            Columns::ALL
-        };
-        let builder = if filter.is_none() {
-            let ts = layout::utc_ns_column(builder.schema());
-            let cols = IO_COLUMNS
-                .iter()
-                .filter(|(_, id)| want.contains(*id))
-                .map(|(name, _)| *name)
-                .chain(["trace", ts]);
-            let mask = ProjectionMask::columns(builder.parquet_schema(), cols);
-            builder.with_projection(mask)
-        } else {
-            builder
-        };
+        // The columns the query reads, and those the filter reads.
+        let want = want.needed();
+        let ts = layout::utc_ns_column(builder.schema());
+        let cols = IO_COLUMNS
+            .iter()
+            .filter(|(_, id)| want.contains(*id))
+            .map(|(name, _)| *name)
+            .chain(["trace", ts])
+            .chain(filter.map(parquet_filter_columns).unwrap_or_default());
+        let mask = ProjectionMask::columns(builder.parquet_schema(), cols);
+        let builder = builder.with_projection(mask);
         let reader = builder
             .with_row_groups(vec![*rg])
             .build()

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 use iodump_format::cgroup::{Cgroup, Identity, Runtime};
-use iodump_format::expr::{Expr, ResolvedView};
+use iodump_format::expr::{Expr, Field, ResolvedView};
 use iodump_format::text::text_unbytes;
 use iodump_format::{DevT, Event, Flags, Op, Syscall};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -285,19 +285,69 @@ pub(crate) fn parquet_lost_events(dir: &Path) -> Result<u64, AnalyzeError> {
     Ok(lost)
 }
 
+/// The columns of an `io` table a filter reads, besides `trace` and the timestamp
+/// ([`crate::layout::utc_ns_column`]), which a reader always takes: a row group read with only
+/// these (and what the query itself reads) is enough for [`parquet_filter_mask`].
+pub(crate) fn parquet_filter_columns(f: &Expr) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for field in f.fields() {
+        let cols: &[&'static str] = match field {
+            Field::Bytes => &["bytes"],
+            Field::Op => &["op"],
+            Field::Sector => &["sector"],
+            Field::Pid => &["pid"],
+            Field::Tid => &["tid"],
+            Field::Comm => &["comm"],
+            Field::Path => &["path"],
+            // The name, or the number for `dev == 8:1`.
+            Field::Dev => &["dev", "dev_t"],
+            Field::Latency => &["latency_ns"],
+            Field::Queue => &["queue_ns"],
+            Field::DeviceTime => &["latency_ns", "queue_ns"],
+            Field::Cpu => &["cpu"],
+            Field::Error => &["error"],
+            Field::Syscall => &["syscall"],
+            Field::Cgroup | Field::CgroupPath | Field::Container | Field::Pod | Field::Runtime => {
+                &["cgroup_id"]
+            }
+            Field::Dirtier => &["dirtier_pid"],
+            Field::Time => &[],
+            Field::Flag(_) => &["flags"],
+        };
+        for c in cols {
+            if !out.contains(c) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
 /// Evaluates `f` on each row of an `io` batch, rebuilt as an [`Event`] with its
 /// comm, path and device name (text columns read back with `text_unbytes`) and its cgroup
-/// (`cgroup_of(trace, cgroup id)`, from the dataset's `cgroups` table).
+/// (`cgroup_of(trace, cgroup id)`, from the dataset's `cgroups` table). The batch needs only
+/// `trace`, the timestamp and the columns [`parquet_filter_columns`] names: the fields of
+/// the columns it lacks are placeholders the filter does not read.
 pub(crate) fn parquet_filter_mask<'c>(
     b: &RecordBatch,
     f: &Expr,
     cgroup_of: &dyn Fn(&str, u64) -> Option<&'c Cgroup>,
 ) -> Result<Vec<bool>, AnalyzeError> {
     let trace = arrow_col::<StringArray>(b, "trace")?;
-    let s = |name| arrow_col::<StringArray>(b, name);
+    let has = |name: &str| b.column_by_name(name).is_some();
+    // A column the filter reads is never taken as absent: a dataset without it is an error.
+    if let Some(missing) = parquet_filter_columns(f).into_iter().find(|c| !has(c)) {
+        return Err(layout::bad_column(missing));
+    }
+    let s = |name| -> Result<Option<&StringArray>, AnalyzeError> {
+        has(name)
+            .then(|| arrow_col::<StringArray>(b, name))
+            .transpose()
+    };
     // Integers of any width and sign (layouts 1 and 2), read back as the trace's values.
-    let int = |name| IntColumn::of(b, name);
-    let (u32c, u64c) = (int, int);
+    let int = |name| -> Result<Option<IntColumn<'_>>, AnalyzeError> {
+        has(name).then(|| IntColumn::of(b, name)).transpose()
+    };
     let (dev, dev_t, op, flags, comm, path, syscall) = (
         s("dev")?,
         s("dev_t")?,
@@ -308,57 +358,67 @@ pub(crate) fn parquet_filter_mask<'c>(
         s("syscall")?,
     );
     let (pid, tid, path_id, dirtier) = (
-        u32c("pid")?,
-        u32c("tid")?,
-        u32c("path_id")?,
-        u32c("dirtier_pid")?,
+        int("pid")?,
+        int("tid")?,
+        int("path_id")?,
+        int("dirtier_pid")?,
     );
-    let (mono, sector, queue, latency, cgroup) = (
-        u64c("monotonic_ns")?,
-        u64c("sector")?,
-        u64c("queue_ns")?,
-        u64c("latency_ns")?,
-        u64c("cgroup_id")?,
+    let (sector, queue, latency, cgroup) = (
+        int("sector")?,
+        int("queue_ns")?,
+        int("latency_ns")?,
+        int("cgroup_id")?,
     );
-    let bytes = u32c("bytes")?;
-    let error = IntColumn::of(b, "error")?;
-    let cpu = IntColumn::of(b, "cpu")?;
+    let (bytes, error, cpu) = (int("bytes")?, int("error")?, int("cpu")?);
+    let u64_at = |c: &Option<IntColumn<'_>>, i| c.as_ref().map_or(0, |c| c.u64(i));
+    let u32_at = |c: &Option<IntColumn<'_>>, i| c.as_ref().map_or(0, |c| c.u32(i));
+    let u16_at = |c: &Option<IntColumn<'_>>, i| c.as_ref().map_or(0, |c| c.u16(i));
+    // Null when absent, as an absent field of a trace.
+    let u64_or_null =
+        |c: &Option<IntColumn<'_>>, i| c.as_ref().filter(|c| !c.is_null(i)).map(|c| c.u64(i));
     // A row's cgroup is looked up only for a filter that reads it.
     let cgroups = f.uses_cgroup_table();
     let utc = crate::layout::utc_ns(b)?;
     let mut mask = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
-        let (ma, mi) = dev_t.value(i).split_once(':').unwrap_or(("0", "0"));
+        let dev_number = dev_t.map_or(DevT(0), |a| {
+            let (ma, mi) = a.value(i).split_once(':').unwrap_or(("0", "0"));
+            DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0))
+        });
         let e = Event {
-            timestamp_ns: mono.u64(i),
-            dev: DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)),
-            sector: sector.u64(i),
-            bytes: bytes.u32(i),
-            op: Op::ALL
-                .iter()
-                .copied()
-                .find(|o| o.name() == op.value(i))
-                .unwrap_or(Op::Other),
-            flags: Flags::from_letters(flags.value(i)),
-            pid: pid.u32(i),
-            tid: tid.u32(i),
-            path_id: path_id.u32(i),
-            queue_ns: (!queue.is_null(i)).then(|| queue.u64(i)),
-            latency_ns: latency.u64(i),
-            error: error.u16(i),
-            cpu: cpu.u16(i),
-            syscall: (!syscall.is_null(i))
-                .then(|| Syscall::from_name(syscall.value(i)))
-                .flatten(),
-            dirtier_pid: (!dirtier.is_null(i)).then(|| dirtier.u32(i)),
-            cgroup_id: cgroup.u64(i),
+            // The trace's clock: no filter reads it (`time` compares the UTC column).
+            timestamp_ns: 0,
+            dev: dev_number,
+            sector: u64_at(&sector, i),
+            bytes: u32_at(&bytes, i),
+            op: op.map_or(Op::Other, |a| {
+                Op::ALL
+                    .iter()
+                    .copied()
+                    .find(|o| o.name() == a.value(i))
+                    .unwrap_or(Op::Other)
+            }),
+            flags: flags.map_or(Flags(0), |a| Flags::from_letters(a.value(i))),
+            pid: u32_at(&pid, i),
+            tid: u32_at(&tid, i),
+            path_id: u32_at(&path_id, i),
+            queue_ns: u64_or_null(&queue, i),
+            latency_ns: u64_at(&latency, i),
+            error: u16_at(&error, i),
+            cpu: u16_at(&cpu, i),
+            syscall: syscall
+                .filter(|a| !a.is_null(i))
+                .and_then(|a| Syscall::from_name(a.value(i))),
+            dirtier_pid: dirtier.as_ref().filter(|c| !c.is_null(i)).map(|c| c.u32(i)),
+            cgroup_id: u64_at(&cgroup, i),
             upper: None,
         };
-        let (c, p) = (text_unbytes(comm.value(i)), text_unbytes(path.value(i)));
+        let c = comm.map(|a| text_unbytes(a.value(i))).unwrap_or_default();
+        let p = path.map(|a| text_unbytes(a.value(i))).unwrap_or_default();
         let v = ResolvedView {
             comm: &c,
             path: &p,
-            dev: dev.value(i),
+            dev: dev.map_or("?", |a| a.value(i)),
             cgroup: cgroups
                 .then(|| cgroup_of(trace.value(i), e.cgroup_id))
                 .flatten(),

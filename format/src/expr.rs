@@ -13,6 +13,7 @@ use std::fmt;
 
 use crate::cgroup::Cgroup;
 use crate::event::{DevT, Event, Flags, Op};
+use crate::segment::{col, Columns, EventBatch};
 
 /// Most nested parentheses and `!` an expression may have: `!(a && (b || !c))` has 4.
 pub const MAX_DEPTH: usize = 64;
@@ -196,6 +197,33 @@ impl Field {
     fn is_time(self) -> bool {
         matches!(self, Field::Latency | Field::Queue | Field::DeviceTime)
     }
+    /// The event columns ([`col`]) the field is computed from, in a trace: a filter that
+    /// names only some fields is evaluated on a segment decoded with only these.
+    fn columns(self) -> Columns {
+        Columns::of(match self {
+            Field::Bytes => &[col::BYTES],
+            Field::Op => &[col::OP],
+            Field::Sector => &[col::SECTOR],
+            Field::Pid => &[col::PID],
+            // The process entry of the thread, else of the process.
+            Field::Comm => &[col::PID, col::TID],
+            Field::Tid => &[col::TID],
+            Field::Path => &[col::PATH_ID],
+            Field::Dev => &[col::DEV],
+            Field::Latency => &[col::LATENCY_NS],
+            Field::Queue => &[col::QUEUE_NS],
+            Field::DeviceTime => &[col::LATENCY_NS, col::QUEUE_NS],
+            Field::Cpu => &[col::CPU],
+            Field::Error => &[col::ERROR],
+            Field::Syscall => &[col::SYSCALL],
+            Field::Cgroup | Field::CgroupPath | Field::Container | Field::Pod | Field::Runtime => {
+                &[col::CGROUP_ID]
+            }
+            Field::Dirtier => &[col::DIRTIER_PID],
+            Field::Time => &[col::TIMESTAMP_NS],
+            Field::Flag(_) => &[col::FLAGS],
+        })
+    }
     /// The field's value on `e` when it is numeric.
     fn number(self, e: &Event) -> Option<f64> {
         Some(match self {
@@ -354,14 +382,265 @@ impl Expr {
         e: &Event,
         dev_names: &std::collections::HashMap<u32, String>,
     ) -> bool {
-        let v = ResolvedView {
-            comm: r.comm(e.pid, e.tid, segment).unwrap_or(b""),
-            path: r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path),
-            dev: dev_names.get(&e.dev.0).map_or("?", |s| s.as_str()),
-            cgroup: r.tables().cgroup(e.cgroup_id),
-            utc_ns: Some(r.header().to_utc_ns(e.timestamp_ns)),
+        let v = TraceView {
+            r,
+            segment,
+            e,
+            dev_names,
         };
         self.eval(e, &v)
+    }
+}
+
+impl Expr {
+    /// Puts in `keep` the rows of `b` (segment `segment` of `r`, decoded with at least
+    /// [`Expr::columns`]) that [`Expr::eval_in`] keeps, in order: the same answer, a column
+    /// at a time (a comparison of a number, the op, the device number, a flag or the time is
+    /// a loop over its column; a text comparison looks up the rows' names, and only of the
+    /// rows the rest of an `&&` still keeps).
+    pub fn select_in(
+        &self,
+        r: &crate::reader::Reader,
+        segment: usize,
+        b: &EventBatch,
+        dev_names: &std::collections::HashMap<u32, String>,
+        keep: &mut Vec<u32>,
+    ) {
+        let h = r.header();
+        self.select(
+            b,
+            &|ts| h.to_utc_ns(ts),
+            &|x, i| x.eval_in(r, segment, &b.get_projected(i), dev_names),
+            keep,
+        );
+    }
+
+    /// [`Expr::select_in`] with the trace's clock (`utc`: a timestamp → UTC ns) and, for a
+    /// comparison of text, `row(comparison, row)`: what [`Expr::eval`] says of it on that row.
+    pub fn select(
+        &self,
+        b: &EventBatch,
+        utc: &dyn Fn(u64) -> i64,
+        row: &dyn Fn(&Expr, usize) -> bool,
+        keep: &mut Vec<u32>,
+    ) {
+        let mut m = vec![true; b.len()];
+        self.refine(&Batch { b, utc, row }, &mut m);
+        keep.extend((0..m.len() as u32).filter(|&k| m[k as usize]));
+    }
+
+    /// `m[i] &= self(row i)`; `self` is evaluated only where it can change `m` (a text
+    /// comparison only on the rows `m` still keeps).
+    fn refine(&self, c: &Batch<'_>, m: &mut [bool]) {
+        match self {
+            Expr::True => {}
+            Expr::And(xs) => xs.iter().for_each(|x| x.refine(c, m)),
+            Expr::Or(xs) => {
+                // Each operand on the rows kept so far by none of those before it.
+                let mut any = vec![false; m.len()];
+                let mut rest = Vec::with_capacity(m.len());
+                for x in xs {
+                    rest.clear();
+                    rest.extend(m.iter().zip(&any).map(|(&m, &a)| m && !a));
+                    x.refine(c, &mut rest);
+                    any.iter_mut().zip(&rest).for_each(|(a, &r)| *a |= r);
+                }
+                m.copy_from_slice(&any);
+            }
+            Expr::Not(a) => {
+                let mut t = m.to_vec();
+                a.refine(c, &mut t);
+                m.iter_mut().zip(&t).for_each(|(m, &t)| *m &= !t);
+            }
+            Expr::Flag(f) => refine_col(c, self, m, &c.b.flags, |v| v & f.0 == f.0),
+            Expr::Cmp(f, op, Value::Num(y)) => {
+                let (b, op, y) = (c.b, *op, *y);
+                match f {
+                    Field::Bytes => refine_num(c, self, m, &b.bytes, op, y, |v| v as f64),
+                    Field::Sector => refine_num(c, self, m, &b.sector, op, y, |v| v as f64),
+                    Field::Pid => refine_num(c, self, m, &b.pid, op, y, |v| v as f64),
+                    Field::Tid => refine_num(c, self, m, &b.tid, op, y, |v| v as f64),
+                    Field::Latency => refine_num(c, self, m, &b.latency_ns, op, y, |v| v as f64),
+                    // Null rows hold 0, the value `eval` takes for them.
+                    Field::Queue => refine_num(c, self, m, &b.queue_ns.values, op, y, |v| v as f64),
+                    Field::Cpu => refine_num(c, self, m, &b.cpu, op, y, |v| v as f64),
+                    Field::Error => refine_num(c, self, m, &b.error, op, y, |v| v as f64),
+                    Field::Cgroup => refine_num(c, self, m, &b.cgroup_id, op, y, |v| v as f64),
+                    Field::Dirtier => {
+                        refine_num(c, self, m, &b.dirtier_pid.values, op, y, |v| v as f64)
+                    }
+                    Field::DeviceTime
+                        if b.latency_ns.len() == m.len() && b.queue_ns.values.len() == m.len() =>
+                    {
+                        let rows = m.iter_mut().zip(&b.latency_ns).zip(&b.queue_ns.values);
+                        for ((m, &lat), &q) in rows {
+                            *m &= op.orders(lat.saturating_sub(q) as f64, y);
+                        }
+                    }
+                    _ => refine_rows(c, self, m),
+                }
+            }
+            Expr::Cmp(Field::Time, op, Value::Time(t)) => {
+                let (op, t, utc) = (*op, *t, c.utc);
+                refine_col(c, self, m, &c.b.timestamp_ns, |v| op.orders(utc(v), t))
+            }
+            Expr::Cmp(_, op, Value::Dev(d)) => {
+                let (d, eq) = (d.0, *op == CmpOp::Eq);
+                match op {
+                    CmpOp::Eq | CmpOp::Ne => refine_col(c, self, m, &c.b.dev, |v| (v == d) == eq),
+                    _ => m.fill(false),
+                }
+            }
+            Expr::Cmp(_, op, Value::Op(o)) => {
+                let code = o.code();
+                // `Op::from_code`: an unknown code is `Other`.
+                let is = |v: u8| Op::from_code(v).code() == code;
+                match op {
+                    CmpOp::Eq | CmpOp::Match => refine_col(c, self, m, &c.b.op, is),
+                    CmpOp::Ne | CmpOp::NotMatch => refine_col(c, self, m, &c.b.op, |v| !is(v)),
+                    _ => m.fill(false),
+                }
+            }
+            Expr::Cmp(f, _, Value::Text(_)) => {
+                // What a text comparison reads is the same for every row of the segment with
+                // the same key (the thread, the path id, the device, the cgroup, the syscall):
+                // evaluated once per key.
+                let b = c.b;
+                let n = m.len();
+                match f {
+                    Field::Comm if b.pid.len() == n && b.tid.len() == n => {
+                        refine_keyed(c, self, m, |i| {
+                            u64::from(b.pid[i]) << 32 | u64::from(b.tid[i])
+                        })
+                    }
+                    Field::Path if b.path_id.len() == n => {
+                        refine_keyed(c, self, m, |i| u64::from(b.path_id[i]))
+                    }
+                    Field::Dev if b.dev.len() == n => {
+                        refine_keyed(c, self, m, |i| u64::from(b.dev[i]))
+                    }
+                    Field::CgroupPath | Field::Container | Field::Pod | Field::Runtime
+                        if b.cgroup_id.len() == n =>
+                    {
+                        refine_keyed(c, self, m, |i| b.cgroup_id[i])
+                    }
+                    Field::Syscall if b.syscall.values.len() == n => {
+                        refine_keyed(c, self, m, |i| b.syscall.get(i).map_or(u64::MAX, u64::from))
+                    }
+                    _ => refine_rows(c, self, m),
+                }
+            }
+            Expr::Cmp(..) => refine_rows(c, self, m),
+        }
+    }
+}
+
+/// [`refine_rows`] for a comparison whose answer on a row depends only on `key(row)`: asked
+/// once per key (the same key on the row before costs no lookup).
+fn refine_keyed(c: &Batch<'_>, x: &Expr, m: &mut [bool], key: impl Fn(usize) -> u64) {
+    let mut seen: crate::inthash::IntMap<u64, bool> = Default::default();
+    let mut last: Option<(u64, bool)> = None;
+    for (i, m) in m.iter_mut().enumerate() {
+        if !*m {
+            continue;
+        }
+        let k = key(i);
+        let keeps = match last {
+            Some((l, keeps)) if l == k => keeps,
+            _ => *seen.entry(k).or_insert_with(|| (c.row)(x, i)),
+        };
+        last = Some((k, keeps));
+        *m = keeps;
+    }
+}
+
+/// What [`Expr::select`] evaluates on.
+struct Batch<'a> {
+    b: &'a EventBatch,
+    utc: &'a dyn Fn(u64) -> i64,
+    row: &'a dyn Fn(&Expr, usize) -> bool,
+}
+
+/// `m[i] &= keeps(col[i])`, a loop over the column; a column not decoded for every row (a
+/// caller that did not decode [`Expr::columns`]) is evaluated row by row instead, as `eval`
+/// on [`EventBatch::get_projected`]'s placeholders.
+fn refine_col<T: Copy>(
+    c: &Batch<'_>,
+    x: &Expr,
+    m: &mut [bool],
+    col: &[T],
+    mut keeps: impl FnMut(T) -> bool,
+) {
+    if col.len() != m.len() {
+        return refine_rows(c, x, m);
+    }
+    for (m, &v) in m.iter_mut().zip(col) {
+        *m &= keeps(v);
+    }
+}
+
+/// [`refine_col`] of a numeric comparison `value(col[i]) op y`, as `eval` compares: in `f64`.
+fn refine_num<T: Copy>(
+    c: &Batch<'_>,
+    x: &Expr,
+    m: &mut [bool],
+    col: &[T],
+    op: CmpOp,
+    y: f64,
+    mut value: impl FnMut(T) -> f64,
+) {
+    match op {
+        CmpOp::Eq => refine_col(c, x, m, col, |v| value(v) == y),
+        CmpOp::Ne => refine_col(c, x, m, col, |v| value(v) != y),
+        CmpOp::Lt => refine_col(c, x, m, col, |v| value(v) < y),
+        CmpOp::Le => refine_col(c, x, m, col, |v| value(v) <= y),
+        CmpOp::Gt => refine_col(c, x, m, col, |v| value(v) > y),
+        CmpOp::Ge => refine_col(c, x, m, col, |v| value(v) >= y),
+        CmpOp::Match | CmpOp::NotMatch => m.fill(false),
+    }
+}
+
+/// `m[i] &= row(x, i)` on the rows `m` keeps.
+fn refine_rows(c: &Batch<'_>, x: &Expr, m: &mut [bool]) {
+    for (i, m) in m.iter_mut().enumerate() {
+        if *m {
+            *m = (c.row)(x, i);
+        }
+    }
+}
+
+/// The [`EventView`] of [`Expr::eval_in`]: each name is looked up in the trace's tables only
+/// when the expression reads it (a filter on `latency` looks up no process, path or device),
+/// so that the event's other columns need not even be decoded ([`Expr::columns`]).
+struct TraceView<'a> {
+    r: &'a crate::reader::Reader,
+    segment: usize,
+    e: &'a Event,
+    dev_names: &'a std::collections::HashMap<u32, String>,
+}
+
+impl EventView for TraceView<'_> {
+    fn comm(&self) -> &[u8] {
+        self.r
+            .comm(self.e.pid, self.e.tid, self.segment)
+            .unwrap_or(b"")
+    }
+    fn path(&self) -> &[u8] {
+        self.r
+            .tables()
+            .path(self.e.path_id)
+            .map_or(&b""[..], |p| &p.path)
+    }
+    fn dev_name(&self) -> &str {
+        self.dev_names
+            .get(&self.e.dev.0)
+            .map_or("?", |s| s.as_str())
+    }
+    fn cgroup(&self) -> Option<&Cgroup> {
+        self.r.tables().cgroup(self.e.cgroup_id)
+    }
+    fn utc_ns(&self, e: &Event) -> Option<i64> {
+        Some(self.r.header().to_utc_ns(e.timestamp_ns))
     }
 }
 
@@ -1130,6 +1409,40 @@ impl Expr {
         Expr::And(v)
     }
 
+    /// The event columns the expression reads ([`col`]): a segment decoded with them (and
+    /// what decoding them needs, [`Columns::needed`]) has every value [`Expr::eval`] looks
+    /// at, the other fields of [`crate::segment::EventBatch::get_projected`]'s event being
+    /// placeholders it never reads.
+    pub fn columns(&self) -> Columns {
+        match self {
+            Expr::And(v) | Expr::Or(v) => v.iter().fold(Columns::NONE, |c, x| c.union(x.columns())),
+            Expr::Not(a) => a.columns(),
+            Expr::Cmp(f, _, _) => f.columns(),
+            Expr::Flag(_) => Columns::of(&[col::FLAGS]),
+            Expr::True => Columns::NONE,
+        }
+    }
+
+    /// The fields the expression names, each once, in order of first appearance (a flag as
+    /// [`Field::Flag`]): what a reader of another layout (Parquet) must read for it.
+    pub fn fields(&self) -> Vec<Field> {
+        fn walk(x: &Expr, out: &mut Vec<Field>) {
+            let f = match x {
+                Expr::And(v) | Expr::Or(v) => return v.iter().for_each(|x| walk(x, out)),
+                Expr::Not(a) => return walk(a, out),
+                Expr::True => return,
+                Expr::Cmp(f, _, _) => *f,
+                Expr::Flag(f) => Field::Flag(*f),
+            };
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
+
     /// True when the expression reads a name of the event (comm, path, device): a
     /// recorder resolves them for it only then.
     pub fn uses_names(&self) -> bool {
@@ -1448,6 +1761,199 @@ mod tests {
             });
             assert!(!kept || x.may_keep_device(dm, "dm-0"), "{text}");
         }
+    }
+
+    /// 2,000 events of varied values in every field (nulls included).
+    fn varied_events() -> Vec<Event> {
+        use crate::{Syscall, UpperIo};
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        (0..2000u64)
+            .map(|i| Event {
+                timestamp_ns: 1_000_000 * i + next(1000),
+                dev: DevT::new(8, next(3) as u32),
+                sector: next(1 << 20),
+                bytes: 512 << next(8),
+                op: Op::ALL[next(Op::ALL.len() as u64) as usize],
+                flags: Flags(next(128) as u8),
+                pid: 100 + next(5) as u32,
+                tid: 200 + next(9) as u32,
+                path_id: next(40) as u32,
+                queue_ns: (next(4) != 0).then(|| next(2_000_000)),
+                latency_ns: next(5_000_000),
+                error: if next(10) == 0 { 5 } else { 0 },
+                cpu: next(4) as u16,
+                syscall: (next(3) != 0).then(|| Syscall(next(300) as u16)),
+                dirtier_pid: (next(5) == 0).then(|| next(1000) as u32),
+                cgroup_id: 1 + next(6),
+                upper: (next(4) == 0).then(|| UpperIo {
+                    dev: DevT::new(253, 0),
+                    timestamp_ns: 5,
+                }),
+            })
+            .collect()
+    }
+
+    /// Comparisons of every field and flag, each keeping some of [`varied_events`] (but those
+    /// of the cgroup table's fields, which the tests' [`view`] leaves empty).
+    const LEAVES: [&str; 26] = [
+        "bytes >= 16384",
+        "op == write",
+        "op != read",
+        "sector < 500000",
+        "pid == 102",
+        "tid != 203",
+        "comm == dd",
+        "path =~ '/data/*'",
+        "dev == 8:1",
+        "dev == sda",
+        "latency > 2ms",
+        "queue_ns > 1ms",
+        "device_ns > 1ms",
+        "cpu == 2",
+        "error != 0",
+        "syscall == pread64 || syscall == ''",
+        "cgroup == 3",
+        "dirtier > 500",
+        "time >= 1970-01-01T00:00:00.5Z",
+        "cgroup_path == ''",
+        "container == ''",
+        "pod == ''",
+        "runtime == ''",
+        "sync && !fua",
+        "meta || readahead || preflush || background || nowait",
+        "!(op == read && latency < 1ms) && (bytes > 4096 || queue > 10us)",
+    ];
+
+    /// The tests' view of an event: names that depend on its thread, path id and device
+    /// (as a trace's tables give them), the event's timestamp as its UTC time.
+    fn view(e: &Event) -> ResolvedView<'static> {
+        let comms: [&[u8]; 3] = [b"dd", b"fio", b"postgres"];
+        let paths: [&[u8]; 3] = [b"/data/a", b"/var/b", b"/data/c"];
+        ResolvedView {
+            comm: comms[e.tid as usize % 3],
+            path: paths[e.path_id as usize % 3],
+            dev: ["sda", "sdb", "sdc"][e.dev.minor() as usize % 3],
+            cgroup: None,
+            utc_ns: Some(e.timestamp_ns as i64),
+        }
+    }
+
+    /// A filter evaluated on a segment decoded with only [`Expr::columns`] keeps the rows it
+    /// keeps on the whole segment, for every field; and the columns it does not name are not
+    /// decoded.
+    #[test]
+    fn a_filter_needs_only_the_columns_it_names() {
+        use crate::segment::{
+            decode_segment, decode_segment_projected, encode_segment, DecodeScratch, EventBatch,
+            SegmentScratch,
+        };
+        let mut raw = Vec::new();
+        encode_segment(&varied_events(), &mut SegmentScratch::default(), &mut raw);
+        let whole = decode_segment(&raw).unwrap();
+        let mut named: Vec<Field> = Vec::new();
+        let (mut part, mut dec) = (EventBatch::default(), DecodeScratch::default());
+        for text in LEAVES {
+            let x = Expr::parse(text).unwrap();
+            named.extend(x.fields());
+            let cols = x.columns();
+            decode_segment_projected(&raw, cols, &mut part, &mut dec).unwrap();
+            let mut kept = 0;
+            for i in 0..whole.len() {
+                let want = x.eval(&whole.get(i), &view(&whole.get(i)));
+                let e = part.get_projected(i);
+                assert_eq!(x.eval(&e, &view(&e)), want, "{text}, row {i}");
+                kept += want as usize;
+            }
+            // Neither all nor none (a test that could not tell), save the cgroup table's.
+            assert!(
+                (0 < kept && kept < whole.len()) || text.contains("''"),
+                "{text}: {kept}"
+            );
+            if !cols.needed().contains(col::PID) {
+                assert!(part.pid.is_empty(), "{text}: pid decoded");
+            }
+            if !cols.needed().contains(col::LATENCY_NS) {
+                assert!(part.latency_ns.is_empty(), "{text}: latency decoded");
+            }
+        }
+        for (name, f) in FIELD_NAMES {
+            assert!(named.contains(&f), "no expression names {name}");
+        }
+        for (f, name, _) in Flags::NAMES {
+            assert!(
+                named.contains(&Field::Flag(f)),
+                "no expression names {name}"
+            );
+        }
+    }
+
+    /// [`Expr::select`], a column at a time, keeps the rows [`Expr::eval`] keeps, for every
+    /// comparison and for random `&&`, `||` and `!` of them, on the whole segment and on one
+    /// decoded with only [`Expr::columns`].
+    #[test]
+    fn selecting_a_column_at_a_time_keeps_what_eval_keeps() {
+        use crate::segment::{
+            decode_segment, decode_segment_projected, encode_segment, DecodeScratch, EventBatch,
+            SegmentScratch,
+        };
+        let mut raw = Vec::new();
+        encode_segment(&varied_events(), &mut SegmentScratch::default(), &mut raw);
+        let whole = decode_segment(&raw).unwrap();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut pick = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let mut texts: Vec<String> = LEAVES.iter().map(|s| s.to_string()).collect();
+        for _ in 0..300 {
+            let mut t = format!("({})", LEAVES[pick(LEAVES.len())]);
+            for _ in 0..pick(4) {
+                let other = LEAVES[pick(LEAVES.len())];
+                let not = if pick(3) == 0 { "!" } else { "" };
+                let op = ["&&", "||"][pick(2)];
+                t = if pick(2) == 0 {
+                    format!("{not}({t}) {op} ({other})")
+                } else {
+                    format!("({other}) {op} {not}({t})")
+                };
+            }
+            texts.push(t);
+        }
+        let (mut part, mut dec) = (EventBatch::default(), DecodeScratch::default());
+        let (mut some, mut keep) = (0, Vec::new());
+        for text in &texts {
+            let x = Expr::parse(text).unwrap();
+            let want: Vec<u32> = (0..whole.len() as u32)
+                .filter(|&i| {
+                    let e = whole.get(i as usize);
+                    x.eval(&e, &view(&e))
+                })
+                .collect();
+            some += (!want.is_empty() && want.len() < whole.len()) as usize;
+            decode_segment_projected(&raw, x.columns(), &mut part, &mut dec).unwrap();
+            for b in [&whole, &part] {
+                keep.clear();
+                x.select(
+                    b,
+                    &|ts| ts as i64,
+                    &|y, i| {
+                        let e = b.get_projected(i);
+                        y.eval(&e, &view(&e))
+                    },
+                    &mut keep,
+                );
+                assert_eq!(keep, want, "{text}");
+            }
+        }
+        assert!(some > texts.len() / 2, "{some} of {}", texts.len());
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl<T: Copy> Nullable<T> {
 
 /// The events of one segment, column by column. A batch decoded with a projection
 /// ([`Columns`]) has only those columns: the others are empty, and [`EventBatch::get`] needs
-/// them all.
+/// them all ([`EventBatch::get_projected`] does not).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventBatch {
     /// Number of events (every column present has this many values).
@@ -205,6 +205,44 @@ impl EventBatch {
             dirtier_pid: self.dirtier_pid.get(i),
             cgroup_id: self.cgroup_id[i],
             upper: self.upper(i),
+        }
+    }
+    /// Row `i` as an [`Event`] from a batch decoded with a projection ([`Columns`]): the
+    /// fields of the columns left out are 0 (null for the nullable ones), placeholders for
+    /// a reader that knows it does not read them (a filter decoded with
+    /// [`crate::expr::Expr::columns`]).
+    pub fn get_projected(&self, i: usize) -> Event {
+        fn at<T: Copy + Default>(v: &[T], i: usize) -> T {
+            v.get(i).copied().unwrap_or_default()
+        }
+        fn null_at<T: Copy>(v: &Nullable<T>, i: usize) -> Option<T> {
+            if i < v.values.len() {
+                v.get(i)
+            } else {
+                None
+            }
+        }
+        Event {
+            timestamp_ns: at(&self.timestamp_ns, i),
+            dev: DevT(at(&self.dev, i)),
+            sector: at(&self.sector, i),
+            bytes: at(&self.bytes, i),
+            op: Op::from_code(at(&self.op, i)),
+            flags: Flags(at(&self.flags, i)),
+            pid: at(&self.pid, i),
+            tid: at(&self.tid, i),
+            path_id: at(&self.path_id, i),
+            queue_ns: null_at(&self.queue_ns, i),
+            latency_ns: at(&self.latency_ns, i),
+            error: at(&self.error, i),
+            cpu: at(&self.cpu, i),
+            syscall: null_at(&self.syscall, i).map(Syscall),
+            dirtier_pid: null_at(&self.dirtier_pid, i),
+            cgroup_id: at(&self.cgroup_id, i),
+            upper: null_at(&self.upper_dev, i).map(|dev| UpperIo {
+                dev: DevT(dev),
+                timestamp_ns: null_at(&self.upper_timestamp_ns, i).unwrap_or(0),
+            }),
         }
     }
     /// [`Event::upper`] of row `i`.
