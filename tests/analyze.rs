@@ -534,7 +534,12 @@ fn damaged_parquet_is_reported_not_fatal() {
         b[off] ^= 0x55;
     }
     std::fs::write(&io, b).unwrap();
-    for q in [&["--top-files"][..], &["--seek"][..], &["--summary"][..]] {
+    for q in [
+        &["--top-files"][..],
+        &["--seek"][..],
+        &["--summary"][..],
+        &["--summary", "--filter", "op == read"][..],
+    ] {
         let out = run(bin().arg("analyze").arg(&pq).args(q));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{q:?}: {err}");
@@ -546,6 +551,59 @@ fn damaged_parquet_is_reported_not_fatal() {
             "{err}"
         );
     }
+}
+
+/// A device number in a dataset that is not `MAJ:MIN` (a table rewritten by another tool) is
+/// an error naming it wherever it is read: the `devices` table when the dataset is opened,
+/// the `io` table's `dev_t` by a filter on the device (one-pass and polars engines alike;
+/// the one-pass engine skips such a row group as damaged, and when nothing else could be
+/// read says so even with a filter), never taken as device 0:0.
+#[test]
+fn malformed_device_numbers_in_a_dataset_are_errors() {
+    if !common::have_pandas() {
+        common::skip("", "pyarrow");
+        return;
+    }
+    let d = common::TempDir::new("analyze-badtdev");
+    let pq = d.join("pq");
+    ok(&run(bin()
+        .arg("convert")
+        .arg(fixture("mixed-20k.iod"))
+        .arg("-o")
+        .arg(&pq)));
+    // Sets the first row's dev_t of TABLE.parquet to "8:x".
+    let spoil = |table: &str| {
+        let script = "import sys, pyarrow as pa, pyarrow.parquet as pq\n\
+                      t = pq.read_table(sys.argv[1])\n\
+                      i = t.schema.get_field_index('dev_t')\n\
+                      v = t.column(i).to_pylist()\n\
+                      v[0] = '8:x'\n\
+                      t = t.set_column(i, t.schema.field(i), pa.array(v, t.schema.field(i).type))\n\
+                      pq.write_table(t, sys.argv[1], compression='zstd')";
+        let file = pq.join(format!("{table}.parquet"));
+        ok(&run(Command::new("python3")
+            .args(["-c", script])
+            .arg(&file)));
+    };
+    let filter = ["--summary", "--filter", "dev == 8:1"];
+    ok(&run(bin().arg("analyze").arg(&pq).args(filter)));
+    spoil("io");
+    // One row group, unreadable: nothing could be read, whatever the filter keeps.
+    for engine in ["one-pass", "polars"] {
+        common::one_line_error(
+            &run(bin()
+                .arg("analyze")
+                .arg(&pq)
+                .args(filter)
+                .args(["--engine", engine])),
+            "dev_t \"8:x\" is not a device number",
+        );
+    }
+    spoil("devices");
+    common::one_line_error(
+        &run(bin().arg("analyze").arg(&pq).arg("--summary")),
+        "dev_t \"8:x\" is not a device number",
+    );
 }
 
 /// A dataset without one of the tables `convert` writes (copied in part, say) is refused with
@@ -1209,6 +1267,50 @@ fn an_answer_of_no_io_says_why() {
     );
     // One that keeps some: no warning.
     assert!(!analyze("bytes > 0").contains("warning"));
+    // Every question, on either engine: an answer of nothing, not a failure (`--summary` on
+    // the polars engine once failed on its empty table).
+    for q in [
+        "--summary",
+        "--top-files",
+        "--top-procs",
+        "--latency",
+        "--timeline",
+        "--seek",
+        "--seq-writes",
+    ] {
+        for engine in ["one-pass", "polars"] {
+            let out = run(bin()
+                .args(["analyze", q, "--engine", engine, "--filter", "bytes > 1T"])
+                .arg(&trace));
+            ok(&out);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("the filter kept no I/O"),
+                "{q} {engine}: {err}"
+            );
+        }
+    }
+    // A filter does not explain an input of which nothing could be read: every chunk past
+    // the header damaged is an error, with a filter as without.
+    let d = common::TempDir::new("analyze-noio");
+    let damaged = d.join("damaged.iod");
+    let mut b = std::fs::read(&trace).unwrap();
+    let n = b.len();
+    for off in (n / 10..n * 9 / 10).step_by(997) {
+        b[off] ^= 0x55;
+    }
+    std::fs::write(&damaged, b).unwrap();
+    for filter in [&[][..], &["--filter", "op == read"][..]] {
+        for engine in ["one-pass", "polars"] {
+            common::one_line_error(
+                &run(bin()
+                    .args(["analyze", "--summary", "--engine", engine])
+                    .args(filter)
+                    .arg(&damaged)),
+                "damaged.iod: nothing could be read (first damage: ",
+            );
+        }
+    }
     // diff: each side the filter emptied, named.
     let out = run(bin()
         .arg("diff")

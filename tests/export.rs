@@ -8,18 +8,7 @@ use iodump_format::{Op, Reader};
 
 mod common;
 
-use common::{bin, bpf_available, fixture, ok, run, TempDir};
-
-fn have_pandas() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import pandas, pyarrow"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok && std::env::var("IODUMP_REQUIRE_PANDAS").as_deref() == Ok("1") {
-        panic!("IODUMP_REQUIRE_PANDAS=1 but python3 cannot import pandas and pyarrow");
-    }
-    ok
-}
+use common::{bin, bpf_available, fixture, have_pandas, ok, run, TempDir};
 
 #[test]
 fn csv_runs_the_original_pandas_recipe() {

@@ -758,17 +758,6 @@ for line in open('/proc/self/smaps'):
 print(huge)
 ";
 
-fn have_pandas() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import pandas"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok && std::env::var("IODUMP_REQUIRE_PANDAS").as_deref() == Ok("1") {
-        panic!("IODUMP_REQUIRE_PANDAS=1 but python3 cannot import pandas");
-    }
-    ok
-}
-
 #[test]
 fn the_articles_saved_log_reads_in_pandas() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -817,7 +806,7 @@ fn the_articles_saved_log_reads_in_pandas() {
         .unwrap();
     assert!(py.status.success(), "{}", text(&py.stderr));
     assert_eq!(text(&py.stdout).trim(), "512", "2 MiB of 4k reads");
-    if !have_pandas() {
+    if !common::have_pandas() {
         common::skip("", "pandas (the pandas part)");
         return;
     }

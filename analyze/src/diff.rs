@@ -645,7 +645,7 @@ pub fn read_side(
         },
     )?;
     if let Some((trace, d)) = info.damaged.first() {
-        if info.kept == 0 && filter.is_none() {
+        if info.nothing_read() || (info.kept == 0 && filter.is_none()) {
             return Err(AnalyzeError::NothingReadable {
                 trace: trace.clone(),
                 damage: d.to_string(),

@@ -144,14 +144,16 @@ pub fn run(
     let sql = matches!(query.question, Question::Sql(_));
     if query.engine == Engine::OnePass && !sql {
         if let Some(read) = inputs.one_pass(query, progress)? {
-            return finish(query, &read.frame, read.events, read.damaged);
+            let nothing_read = read.nothing_read;
+            return finish(query, &read.frame, read.events, read.damaged, nothing_read);
         }
         progress.note(Note::OutOfOrder);
     }
     let d = inputs.load(query, progress)?;
     let df = catch_engine_panic(|| polars_query(&query.question, &d))?;
     let rows = d.io.height() as u64;
-    finish(query, &df, rows, d.damaged)
+    let nothing_read = d.nothing_read();
+    finish(query, &df, rows, d.damaged, nothing_read)
 }
 
 /// The inputs of a query, checked: all traces or all Parquet directories.
@@ -242,15 +244,16 @@ impl Inputs {
 }
 
 /// The answer from the result's frame; nothing readable at all (no row, damage, and no
-/// filter that could explain the emptiness) is an error.
+/// filter that could explain the emptiness; or every unit read damaged) is an error.
 fn finish(
     query: &Query,
     df: &DataFrame,
     rows_read: u64,
     damaged: Vec<(String, Damage)>,
+    nothing_read: bool,
 ) -> Result<Answer, AnalyzeError> {
     if let Some((trace, dmg)) = damaged.first() {
-        if rows_read == 0 && query.filter.is_none() {
+        if nothing_read || (rows_read == 0 && query.filter.is_none()) {
             return Err(AnalyzeError::NothingReadable {
                 trace: trace.clone(),
                 damage: dmg.to_string(),

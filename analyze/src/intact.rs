@@ -58,11 +58,25 @@ impl SegmentRows {
         filter: Option<&Expr>,
         devs: &HashMap<u32, String>,
     ) -> Option<Result<(), Damage>> {
+        self.read_columns(r, i, filter, devs, Columns::ALL)
+    }
+
+    /// [`SegmentRows::read`] decoding only the columns `want` and those the filter reads
+    /// ([`Expr::columns`]): `batch`'s other columns are empty.
+    pub fn read_columns(
+        &mut self,
+        r: &Reader,
+        i: usize,
+        filter: Option<&Expr>,
+        devs: &HashMap<u32, String>,
+        want: Columns,
+    ) -> Option<Result<(), Damage>> {
         self.rows.clear();
         if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
             return None;
         }
-        if let Err(d) = r.decode_segment_into(i, &mut self.batch, &mut self.dec) {
+        let want = filter.map_or(want, |f| want.union(f.columns()));
+        if let Err(d) = r.decode_segment_projected(i, want, &mut self.batch, &mut self.dec) {
             return Some(Err(d));
         }
         let b = &self.batch;

@@ -287,6 +287,8 @@ pub struct OnePassRead {
     pub events: u64,
     /// Damaged chunks skipped, by trace.
     pub damaged: Vec<(String, Damage)>,
+    /// True when the pass read units of the inputs and every one was damaged.
+    pub nothing_read: bool,
 }
 
 /// What the driver hands over for each trace, once its segments are aggregated.
@@ -308,6 +310,11 @@ pub(crate) struct PassInfo {
     pub(crate) lost_events: u64,
     /// Rows the filter kept.
     pub(crate) kept: u64,
+    /// Rows of the units read intact, before the filter (those of units a window of time
+    /// left out are not read).
+    pub(crate) decoded: u64,
+    /// True when a unit the pass read was damaged.
+    pub(crate) unreadable: bool,
 }
 
 impl PassInfo {
@@ -316,6 +323,12 @@ impl PassInfo {
             Some((a, b)) => ((b - a) as f64 / 1e9).max(1e-9),
             None => 0.0,
         }
+    }
+
+    /// True when the pass read units and every one was damaged: nothing could be read, with
+    /// a filter or without (a filter cannot explain that nothing was kept).
+    pub(crate) fn nothing_read(&self) -> bool {
+        self.unreadable && self.decoded == 0
     }
 
     fn add_range(&mut self, r: Option<(i64, i64)>) {
@@ -332,6 +345,7 @@ impl PassInfo {
         Ok(OnePassRead {
             frame: frame.map_err(perr)?,
             events: self.kept,
+            nothing_read: self.nothing_read(),
             damaged: self.damaged,
         })
     }
@@ -416,6 +430,8 @@ struct Part<A> {
     acc: A,
     range: Option<(i64, i64)>,
     kept: u64,
+    /// Rows of the units read intact.
+    decoded: u64,
     damaged: Vec<(usize, Damage)>,
 }
 
@@ -476,6 +492,7 @@ fn pass_over<A: Send>(
             acc: init(),
             range: None,
             kept: 0,
+            decoded: 0,
             damaged: Vec::new(),
         };
         // One accumulator per worker thread, kept for the whole trace (segments are handed
@@ -490,6 +507,7 @@ fn pass_over<A: Send>(
             merge(&mut a.acc, b.acc);
             a.range = union(a.range, b.range);
             a.kept += b.kept;
+            a.decoded += b.decoded;
             a.damaged.extend(b.damaged);
         };
         (0..inp.units()).into_par_iter().for_each(|i| {
@@ -511,6 +529,7 @@ fn pass_over<A: Send>(
                     split_below(&b, &uppers, &mut keep, &mut below);
                     p.range = union(p.range, range);
                     p.kept += keep.len() as u64;
+                    p.decoded += b.len() as u64;
                     let rows = Rows {
                         keep: &keep,
                         below: &below,
@@ -537,6 +556,8 @@ fn pass_over<A: Send>(
             .unwrap_or_else(fresh);
         let mut damaged = part.damaged;
         damaged.sort_by_key(|d| d.0);
+        info.unreadable |= !damaged.is_empty();
+        info.decoded += part.decoded;
         info.damaged
             .extend(damaged.into_iter().map(|(_, d)| (inp.name.clone(), d)));
         info.damaged
@@ -563,15 +584,16 @@ enum Feed<'a, R> {
     End(usize),
 }
 
-/// A window of decoded segments of trace `.0`: each segment's rows, time range and number of
-/// kept events, or its damage.
+/// A window of decoded segments of trace `.0`: each segment's rows, time range, number of
+/// kept events and of events read, or its damage.
 type Window<R> = (
     usize,
-    Vec<Result<(Vec<R>, Option<(i64, i64)>, u64), Damage>>,
+    Vec<Result<(Vec<R>, Option<(i64, i64)>, u64, u64), Damage>>,
 );
 
-/// Each segment's (time range, kept events) and each damaged segment with its trace index.
-type Consumed = (Vec<(Option<(i64, i64)>, u64)>, Vec<(usize, Damage)>);
+/// Each segment's (time range, kept events, events read) and each damaged segment with its
+/// trace index.
+type Consumed = (Vec<(Option<(i64, i64)>, u64, u64)>, Vec<(usize, Damage)>);
 
 /// A pass that sees rows in file order: segments are decoded (and their rows turned into
 /// `R` by `extract`, in parallel) a window at a time, while one consumer thread takes the
@@ -605,7 +627,7 @@ fn ordered_pass<R: Send>(
                             let mut rows = Vec::with_capacity(keep.len());
                             extract(inp.header(), b, keep, &mut rows);
                             progress(b.len() as u64);
-                            Ok((rows, range, keep.len() as u64))
+                            Ok((rows, range, keep.len() as u64, b.len() as u64))
                         },
                     )
                     .collect();
@@ -649,8 +671,8 @@ fn consume<R>(
         last_trace = Some(ti);
         for s in segs {
             match s {
-                Ok((rows, range, kept)) => {
-                    ranges.push((range, kept));
+                Ok((rows, range, kept, decoded)) => {
+                    ranges.push((range, kept, decoded));
                     if !stop.load(Ordering::Relaxed) && !visit(Feed::Rows(ti, &rows)) {
                         stop.store(true, Ordering::Relaxed);
                     }
@@ -664,10 +686,14 @@ fn consume<R>(
 
 /// What a finished pass saw: time ranges and kept events, damage and losses, trace by trace.
 fn pass_info(inputs: &[Source], (ranges, damaged): Consumed) -> PassInfo {
-    let mut info = PassInfo::default();
-    for (r, kept) in ranges {
+    let mut info = PassInfo {
+        unreadable: !damaged.is_empty(),
+        ..PassInfo::default()
+    };
+    for (r, kept, decoded) in ranges {
         info.add_range(r);
         info.kept += kept;
+        info.decoded += decoded;
     }
     for (ti, inp) in inputs.iter().enumerate() {
         let name = &inp.name;

@@ -205,14 +205,10 @@ impl Source {
             Src::Parquet(s) => s,
         };
         // Those the filter's device comparisons rule out (`-d` of a disk below) have none.
-        let number = |id: usize| {
-            let (ma, mi) = s.devs[id].1.split_once(':').unwrap_or(("0", "0"));
-            DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0))
-        };
         let stacked: Vec<u32> = (s.stacked.iter().copied())
             .filter(|&id| {
                 let id = id as usize;
-                filter.is_none_or(|f| f.may_keep_device(number(id), &s.dev_names[id]))
+                filter.is_none_or(|f| f.may_keep_device(s.dev_numbers[id], &s.dev_names[id]))
             })
             .collect();
         let want = Columns::of(&[col::DEV]);
@@ -382,6 +378,8 @@ struct ParquetSet {
     /// lookup borrows the row's text.
     devs: Vec<(u32, String)>,
     dev_names: Vec<String>,
+    /// id → device number.
+    dev_numbers: Vec<DevT>,
     /// The ids of the stacked devices of the `devices` table (LVM, dm-crypt, md, an NVMe
     /// multipath head: entries stacked on others), sorted.
     stacked: Vec<u32>,
@@ -483,6 +481,7 @@ impl ParquetSet {
             .filter(|(_, d)| d.stacked)
             .map(|(i, _)| i as u32)
             .collect();
+        let dev_numbers = devices.iter().map(|d| d.number).collect();
         let (devs, dev_names) = devices
             .into_iter()
             .map(|d| ((traces[&d.trace], d.dev_t), d.name))
@@ -511,6 +510,7 @@ impl ParquetSet {
             tid_trace,
             devs,
             dev_names,
+            dev_numbers,
             stacked,
             cgroup_ids,
             cgroups,
@@ -563,7 +563,7 @@ impl ParquetSet {
                 self.cgroups.get(usize::try_from(k - 1).ok()?)
             };
             let mask = filter
-                .map(|f| parquet_filter_mask(&batch, f, &cgroup_of))
+                .map(|f| parquet_filter_mask(&batch, f, &cgroup_of, path))
                 .transpose()?;
             self.append(&batch, b, &ops, want)?;
             let base = b.len() - batch.num_rows();

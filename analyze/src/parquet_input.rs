@@ -65,16 +65,14 @@ pub(crate) fn arrow_col<'a, T: 'static>(
 /// `MAJ:MIN` (a `dev_t` column of `iodump convert`'s tables) as the trace's device number;
 /// anything else is an error naming the file it was read from.
 pub(crate) fn parse_dev_t(s: &str, file: &Path) -> Result<u32, AnalyzeError> {
-    let parsed = s.split_once(':').and_then(|(ma, mi)| {
-        let (ma, mi) = (ma.parse::<u32>().ok()?, mi.parse::<u32>().ok()?);
-        (ma < 1 << 12 && mi < 1 << 20).then(|| DevT::new(ma, mi).0)
-    });
-    parsed.ok_or_else(|| AnalyzeError::Query {
-        message: format!(
-            "{}: dev_t {s:?} is not a device number (MAJ:MIN)",
-            file.display()
-        ),
-    })
+    DevT::parse(s)
+        .map(|d| d.0)
+        .ok_or_else(|| AnalyzeError::Query {
+            message: format!(
+                "{}: dev_t {s:?} is not a device number (MAJ:MIN)",
+                file.display()
+            ),
+        })
 }
 
 /// A row of a dataset's `devices` table.
@@ -82,6 +80,8 @@ pub(crate) struct DeviceRow {
     pub trace: String,
     /// `MAJ:MIN`, as written.
     pub dev_t: String,
+    /// `dev_t` as a number ([`parse_dev_t`]: a table with another text is an error).
+    pub number: DevT,
     /// Kernel name (`sda1`, `dm-0`).
     pub name: String,
     /// `MAJ:MIN` of the disk it is a partition of.
@@ -113,6 +113,7 @@ pub(crate) fn devices_table(dir: &Path) -> Result<Vec<DeviceRow>, AnalyzeError> 
                     stacked: on.is_some_and(|a| !a.is_null(i) && !a.value(i).is_empty()),
                     trace: trace.value(i).into(),
                     dev_t: dev_t.value(i).into(),
+                    number: DevT(parse_dev_t(dev_t.value(i), &p)?),
                     name: name.value(i).into(),
                     partition_of: part
                         .filter(|a| !a.is_null(i))
@@ -325,13 +326,15 @@ pub(crate) fn parquet_filter_columns(f: &Expr) -> Vec<&'static str> {
 
 /// Evaluates `f` on each row of an `io` batch, rebuilt as an [`Event`] with its
 /// comm, path and device name (text columns read back with `text_unbytes`) and its cgroup
-/// (`cgroup_of(trace, cgroup id)`, from the dataset's `cgroups` table). The batch needs only
+/// (`cgroup_of(trace, cgroup id)`, from the dataset's `cgroups` table); `file`: where the
+/// batch was read, for the messages. The batch needs only
 /// `trace`, the timestamp and the columns [`parquet_filter_columns`] names: the fields of
 /// the columns it lacks are placeholders the filter does not read.
 pub(crate) fn parquet_filter_mask<'c>(
     b: &RecordBatch,
     f: &Expr,
     cgroup_of: &dyn Fn(&str, u64) -> Option<&'c Cgroup>,
+    file: &Path,
 ) -> Result<Vec<bool>, AnalyzeError> {
     let trace = arrow_col::<StringArray>(b, "trace")?;
     let has = |name: &str| b.column_by_name(name).is_some();
@@ -381,10 +384,10 @@ pub(crate) fn parquet_filter_mask<'c>(
     let utc = crate::layout::utc_ns(b)?;
     let mut mask = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
-        let dev_number = dev_t.map_or(DevT(0), |a| {
-            let (ma, mi) = a.value(i).split_once(':').unwrap_or(("0", "0"));
-            DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0))
-        });
+        let dev_number = match dev_t {
+            Some(a) => DevT(parse_dev_t(a.value(i), file)?),
+            None => DevT(0),
+        };
         let e = Event {
             // The trace's clock: no filter reads it (`time` compares the UTC column).
             timestamp_ns: 0,

@@ -43,6 +43,10 @@ pub struct Dataset {
     pub lost_events: u64,
     /// Damaged chunks skipped.
     pub damaged: Vec<(String, Damage)>,
+    /// Rows of the segments decoded intact, before the filter.
+    pub decoded: u64,
+    /// True when a segment decoded was damaged.
+    pub unreadable: bool,
     /// (trace, device name) of the stacked devices of the device tables (LVM, dm-crypt, md,
     /// an NVMe multipath head: entries stacked on others).
     pub stacked: Vec<(String, String)>,
@@ -149,6 +153,7 @@ impl Dataset {
         let mut frames = Vec::new();
         let mut tables = TablesCols::default();
         let (mut lost, mut damaged, mut stacked) = (0, Vec::new(), Vec::new());
+        let (mut decoded, mut unreadable) = (0u64, false);
         for p in paths {
             let r = p.open_trace()?;
             let trace = p.name();
@@ -158,12 +163,18 @@ impl Dataset {
             let parts = r.par_map_segments_where(keep, |i, b| {
                 let c = segment_cols(&r, i, b, filter, &devs);
                 progress(b.len() as u64);
-                c
+                (c, b.len() as u64)
             });
             for (_, part) in parts {
                 match part {
-                    Ok(c) => frames.push(frame(&trace, c).map_err(perr)?.lazy()),
-                    Err(d) => damaged.push((trace.clone(), d)),
+                    Ok((c, rows)) => {
+                        decoded += rows;
+                        frames.push(frame(&trace, c).map_err(perr)?.lazy())
+                    }
+                    Err(d) => {
+                        unreadable = true;
+                        damaged.push((trace.clone(), d))
+                    }
                 }
             }
             damaged.extend(r.damage().iter().cloned().map(|d| (trace.clone(), d)));
@@ -200,8 +211,15 @@ impl Dataset {
             files,
             lost_events: lost,
             damaged,
+            decoded,
+            unreadable,
             stacked,
         })
+    }
+
+    /// True when segments were decoded and every one was damaged: nothing could be read.
+    pub fn nothing_read(&self) -> bool {
+        self.unreadable && self.decoded == 0
     }
 
     fn duration_s(&self) -> f64 {
@@ -685,11 +703,12 @@ pub fn summary(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
         ])
         .collect()
         .map_err(perr)?;
+    // `ChunkedArray::get` panics past the end: the first value of a column, if any.
     let get = |c: &str| -> f64 {
         agg.column(c)
             .ok()
             .and_then(|s| s.cast(&DataType::Float64).ok())
-            .and_then(|s| s.f64().ok().and_then(|x| x.get(0)))
+            .and_then(|s| s.f64().ok().and_then(|x| x.iter().next().flatten()))
             .unwrap_or(0.0)
     };
     let procs = top_procs(d, 1)?;
@@ -697,7 +716,11 @@ pub fn summary(d: &Dataset) -> Result<DataFrame, AnalyzeError> {
     let first_str = |df: &DataFrame, c: &str| -> String {
         df.column(c)
             .ok()
-            .and_then(|s| s.str().ok().and_then(|x| x.get(0).map(str::to_string)))
+            .and_then(|s| {
+                s.str()
+                    .ok()
+                    .and_then(|x| x.iter().next().flatten().map(str::to_string))
+            })
             .unwrap_or_else(|| "-".into())
     };
     summary_frame(SummaryFigures {
@@ -1054,6 +1077,8 @@ impl Dataset {
         self.files.vstack_mut(&other.files).map_err(perr)?;
         self.lost_events += other.lost_events;
         self.damaged.extend(other.damaged);
+        self.decoded += other.decoded;
+        self.unreadable |= other.unreadable;
         self.stacked.extend(other.stacked);
         Ok(())
     }
@@ -1076,7 +1101,7 @@ impl Dataset {
         let mut frames = Vec::new();
         for p in &io_files {
             for b in read_batches(p)? {
-                frames.push(parquet_io_frame(&b, filter, &cgroups)?.lazy());
+                frames.push(parquet_io_frame(&b, filter, &cgroups, p)?.lazy());
             }
         }
         let io = concat(frames, UnionArgs::default())
@@ -1095,7 +1120,10 @@ impl Dataset {
             processes,
             files,
             lost_events: lost,
+            // A row group that cannot be read is an error here (not skipped).
             damaged: Vec::new(),
+            decoded: 0,
+            unreadable: false,
             stacked,
         })
     }
@@ -1107,6 +1135,7 @@ fn parquet_io_frame(
     b: &arrow_array::RecordBatch,
     filter: Option<&Expr>,
     cgroups: &parquet_input::DatasetCgroups,
+    file: &Path,
 ) -> Result<DataFrame, AnalyzeError> {
     use arrow_array::{Array, StringArray};
     let n = b.num_rows();
@@ -1121,12 +1150,7 @@ fn parquet_io_frame(
         .map(|i| s("op").map(|a| a.value(i)))
         .collect::<Result<_, _>>()?;
     let dev_t: Vec<u32> = (0..n)
-        .map(|i| {
-            s("dev_t").map(|a| {
-                let (ma, mi) = a.value(i).split_once(':').unwrap_or(("0", "0"));
-                iodump_format::DevT::new(ma.parse().unwrap_or(0), mi.parse().unwrap_or(0)).0
-            })
-        })
+        .map(|i| parquet_input::parse_dev_t(s("dev_t")?.value(i), file))
         .collect::<Result<_, _>>()?;
     let int = |name| IntColumn::of(b, name);
     let ts = crate::layout::utc_ns(b)?.to_vec();
@@ -1172,7 +1196,7 @@ fn parquet_io_frame(
     .map_err(perr)?;
     Ok(match filter {
         Some(f) => {
-            let mask = parquet_filter_mask(b, f, &|t, id| cgroups.get(t, id))?;
+            let mask = parquet_filter_mask(b, f, &|t, id| cgroups.get(t, id), file)?;
             df.filter(&BooleanChunked::from_slice("mask".into(), &mask))
                 .map_err(perr)?
         }

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use iodump_format::expr::Expr;
 use iodump_format::inthash::IntMap;
+use iodump_format::segment::{col, Columns};
 use iodump_format::{Damage, EventBatch, Op, PathKind, Reader};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -547,7 +548,8 @@ fn kept_time_range(r: &Reader, f: &Expr, devs: &HashMap<u32, String>) -> Option<
         .fold(
             || (SegmentRows::new(), None::<(u64, u64)>),
             |(mut x, mut range), i| {
-                if let Some(Ok(())) = x.read(r, i, Some(f), devs) {
+                let ts = Columns::of(&[col::TIMESTAMP_NS]);
+                if let Some(Ok(())) = x.read_columns(r, i, Some(f), devs, ts) {
                     for &k in &x.rows {
                         let t = x.batch.timestamp_ns[k as usize];
                         range = Some(range.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));

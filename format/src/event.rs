@@ -23,6 +23,21 @@ impl DevT {
     pub const fn minor(self) -> u32 {
         self.0 & 0xF_FFFF
     }
+    /// A device number written `MAJ:MIN` in decimal (as sysfs, the trace's text exports and
+    /// the Parquet tables write it), `None` for anything else: a sign, white space, a part
+    /// missing, or a number the kernel's encoding cannot hold (a major of 4,096 or more, a
+    /// minor of 2^20 or more), which [`DevT::new`] would silently mask.
+    pub fn parse(s: &str) -> Option<DevT> {
+        let (ma, mi) = s.split_once(':')?;
+        let part = |t: &str| -> Option<u32> {
+            if t.is_empty() || t.len() > 10 || !t.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            t.parse().ok()
+        };
+        let (ma, mi) = (part(ma)?, part(mi)?);
+        (ma < 1 << 12 && mi < 1 << 20).then(|| DevT::new(ma, mi))
+    }
 }
 
 impl fmt::Display for DevT {
@@ -597,6 +612,40 @@ pub struct EndInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_numbers_parse_only_as_the_kernel_can_hold_them() {
+        for (text, want) in [
+            ("8:1", Some(DevT::new(8, 1))),
+            ("0:0", Some(DevT(0))),
+            ("259:3", Some(DevT::new(259, 3))),
+            ("4095:1048575", Some(DevT::new(4095, 1_048_575))),
+            ("08:01", Some(DevT::new(8, 1))),
+        ] {
+            assert_eq!(DevT::parse(text), want, "{text}");
+            if let Some(d) = want {
+                assert_eq!(DevT::parse(&d.to_string()), Some(d), "{d} reads back");
+            }
+        }
+        for bad in [
+            "",
+            "8",
+            "8:",
+            ":1",
+            "a:b",
+            "8:1x",
+            "-1:2",
+            "+8:1",
+            " 8:1",
+            "8:1\n",
+            "4096:0",
+            "8:1048576",
+            "99999999999:1",
+            "8:1:2",
+        ] {
+            assert_eq!(DevT::parse(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn every_x86_64_system_call_has_a_name_and_reads_back() {

@@ -1151,9 +1151,7 @@ impl Parser<'_> {
 /// The device number `t` names when it is written exactly as [`DevT`] displays it (`8:1`, not
 /// `08:1`), so that comparing numbers gives what comparing the text would.
 fn canonical_devt(t: &str) -> Option<DevT> {
-    let (ma, mi) = t.split_once(':')?;
-    let d = DevT::new(ma.parse().ok()?, mi.parse().ok()?);
-    (d.to_string() == t).then_some(d)
+    DevT::parse(t).filter(|d| d.to_string() == t)
 }
 
 fn kind_name(k: Kind) -> &'static str {

@@ -15,8 +15,7 @@ use iodump_format::DevT;
 /// A `MAJ:MIN` device number, as sysfs's `dev` files and mountinfo write it (surrounding
 /// white space ignored).
 pub fn parse_dev(s: &str) -> Option<DevT> {
-    let (a, b) = s.trim().split_once(':')?;
-    Some(DevT::new(a.parse().ok()?, b.parse().ok()?))
+    DevT::parse(s.trim())
 }
 
 fn read_trim(p: &Path) -> Option<String> {

@@ -330,6 +330,7 @@ impl Plan {
         let mut kept: Vec<Kept> = Vec::new();
         let mut b = EventBatch::default();
         let mut dec = SegmentDecoder::new();
+        let mut rows: Vec<u32> = Vec::new();
         for (seg, info) in reader.segments().iter().enumerate() {
             // A segment the filter's window of time leaves out is not decoded; its I/Os
             // count as filtered.
@@ -345,15 +346,14 @@ impl Plan {
                 self.damage.push(d.to_string());
                 continue;
             }
-            for i in 0..b.len() {
-                let e = b.get(i);
-                if let Some(f) = &o.filter {
-                    if !f.eval_in(reader, seg, &e, &devs) {
-                        self.skipped.filtered += 1;
-                        continue;
-                    }
-                }
-                if let Some(k) = self.keep(&e, o) {
+            rows.clear();
+            match &o.filter {
+                Some(f) => f.select_in(reader, seg, &b, &devs, &mut rows),
+                None => rows.extend(0..b.len() as u32),
+            }
+            self.skipped.filtered += (b.len() - rows.len()) as u64;
+            for &i in &rows {
+                if let Some(k) = self.keep(&b.get(i as usize), o) {
                     kept.push(k);
                 }
             }

@@ -471,6 +471,19 @@ pub fn try_http_get(
     Ok((status, body.to_string()))
 }
 
+/// True when python3 can import pandas and pyarrow; panics when it cannot but must
+/// (`IODUMP_REQUIRE_PANDAS=1`: CI installs both).
+pub fn have_pandas() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import pandas, pyarrow"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok && std::env::var("IODUMP_REQUIRE_PANDAS").as_deref() == Ok("1") {
+        panic!("IODUMP_REQUIRE_PANDAS=1 but python3 cannot import pandas and pyarrow");
+    }
+    ok
+}
+
 /// True when python3 can import Perfetto's protos; panics when it cannot but must
 /// (`IODUMP_REQUIRE_PERFETTO=1`), else prints a `SKIP:` line.
 pub fn have_perfetto(test: &str) -> bool {
