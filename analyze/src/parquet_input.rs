@@ -441,17 +441,8 @@ mod tests {
         let f = Path::new("ds/files/part-0.parquet");
         assert_eq!(parse_dev_t("8:1", f).unwrap(), DevT::new(8, 1).0);
         assert_eq!(parse_dev_t("0:0", f).unwrap(), 0);
-        for bad in [
-            "",
-            "8",
-            "8:",
-            ":1",
-            "a:b",
-            "8:1x",
-            "-1:2",
-            "4096:0",
-            "8:1048576",
-        ] {
+        // What reads as a device number: `DevT::parse`'s test.
+        for bad in ["", "8:1x", "4096:0"] {
             let e = parse_dev_t(bad, f).unwrap_err().to_string();
             assert!(
                 e.contains("not a device number") && e.contains("part-0"),
