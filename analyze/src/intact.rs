@@ -231,10 +231,9 @@ pub(crate) fn stacked_with_rows<S>(
 /// others) with I/O that `filter` keeps (`devs`: its device names), sorted. An I/O one of
 /// them sent down is that device's I/O once more (the report and the Perfetto export count
 /// it on its own device only). A device the filter's device comparisons rule out is not
-/// sought ([`Expr::may_keep_device`]). Each segment's device column is read first; a segment
-/// with none of the devices still sought is left there, one with some is decoded whole only
-/// when there is a filter, to evaluate it on their rows. Empty when the trace has no stacked
-/// device.
+/// sought ([`Expr::may_keep_device`]). Each segment's device column is read, and the columns
+/// the filter reads ([`Expr::columns`]), which is evaluated on them a column at a time
+/// ([`Expr::select_in`]). Empty when the trace has no stacked device.
 pub(crate) fn stacked_devices_with_rows(
     r: &Reader,
     filter: Option<&Expr>,
@@ -267,31 +266,20 @@ pub(crate) fn stacked_devices_with_rows(
             if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
                 return;
             }
-            if r.decode_segment_projected(i, Columns::of(&[col::DEV]), b, dec)
-                .is_err()
-            {
+            // The device column, and the columns the filter reads: the rows it keeps are
+            // found a column at a time (as the pass that follows finds them).
+            let cols = Columns::of(&[col::DEV]).union(filter.map_or(Columns::NONE, Expr::columns));
+            if r.decode_segment_projected(i, cols, b, dec).is_err() {
                 return;
             }
             rows.clear();
-            rows.extend(
-                (0..b.len() as u32).filter(|&k| missing.binary_search(&b.dev[k as usize]).is_ok()),
-            );
-            let Some(f) = filter else {
-                for &k in rows.iter() {
-                    let d = b.dev[k as usize];
-                    if !found.contains(&d) {
-                        found.push(d);
-                    }
-                }
-                return;
-            };
-            let cols = Columns::of(&[col::DEV]).union(f.columns());
-            if rows.is_empty() || r.decode_segment_projected(i, cols, b, dec).is_err() {
-                return;
+            match filter {
+                Some(f) => f.select_in(r, i, b, devs, rows),
+                None => rows.extend(0..b.len() as u32),
             }
             for &k in rows.iter() {
                 let d = b.dev[k as usize];
-                if !found.contains(&d) && f.eval_in(r, i, &b.get_projected(k as usize), devs) {
+                if missing.binary_search(&d).is_ok() && !found.contains(&d) {
                     found.push(d);
                 }
             }
