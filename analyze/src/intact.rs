@@ -71,21 +71,41 @@ impl SegmentRows {
         devs: &HashMap<u32, String>,
         want: Columns,
     ) -> Option<Result<(), Damage>> {
-        self.rows.clear();
-        if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
-            return None;
-        }
-        let want = filter.map_or(want, |f| want.union(f.columns()));
-        if let Err(d) = r.decode_segment_projected(i, want, &mut self.batch, &mut self.dec) {
-            return Some(Err(d));
-        }
-        let b = &self.batch;
-        match filter {
-            None => self.rows.extend(0..b.len() as u32),
-            Some(f) => f.select_in(r, i, b, devs, &mut self.rows),
-        }
-        Some(Ok(()))
+        let (b, dec, rows) = (&mut self.batch, &mut self.dec, &mut self.rows);
+        read_kept(r, i, filter, devs, want, b, dec, rows)
     }
+}
+
+/// Decodes the columns `want` of segment `i` of `r`, and those `filter` reads
+/// ([`Expr::columns`]), into `b`, and puts the rows the filter keeps (all without one) in
+/// `keep` (`devs`: the trace's device names). `None`: the filter's window of time leaves the
+/// segment out ([`Expr::leaves_out_segment`]), which is not decoded (`b` and `keep` are then
+/// empty); `Some(Err)`: it is damaged.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read_kept(
+    r: &Reader,
+    i: usize,
+    filter: Option<&Expr>,
+    devs: &HashMap<u32, String>,
+    want: Columns,
+    b: &mut EventBatch,
+    dec: &mut SegmentDecoder,
+    keep: &mut Vec<u32>,
+) -> Option<Result<(), Damage>> {
+    keep.clear();
+    if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
+        b.clear();
+        return None;
+    }
+    let want = filter.map_or(want, |f| want.union(f.columns()));
+    if let Err(d) = r.decode_segment_projected(i, want, b, dec) {
+        return Some(Err(d));
+    }
+    match filter {
+        None => keep.extend(0..b.len() as u32),
+        Some(f) => f.select_in(r, i, b, devs, keep),
+    }
+    Some(Ok(()))
 }
 
 /// Calls `f` with each intact segment's events in file order and the rows of it `filter`
@@ -263,19 +283,14 @@ pub(crate) fn stacked_devices_with_rows(
         &stacked,
         init,
         |(b, dec, rows), i, missing, found| {
-            if filter.is_some_and(|f| f.leaves_out_segment(r, i)) {
-                return;
-            }
             // The device column, and the columns the filter reads: the rows it keeps are
             // found a column at a time (as the pass that follows finds them).
-            let cols = Columns::of(&[col::DEV]).union(filter.map_or(Columns::NONE, Expr::columns));
-            if r.decode_segment_projected(i, cols, b, dec).is_err() {
+            let dev = Columns::of(&[col::DEV]);
+            if !matches!(
+                read_kept(r, i, filter, devs, dev, b, dec, rows),
+                Some(Ok(()))
+            ) {
                 return;
-            }
-            rows.clear();
-            match filter {
-                Some(f) => f.select_in(r, i, b, devs, rows),
-                None => rows.extend(0..b.len() as u32),
             }
             for &k in rows.iter() {
                 let d = b.dev[k as usize];

@@ -143,25 +143,17 @@ impl Source {
                 // timestamp of the segment (when the trace has a footer) are its rows' time
                 // range: the timestamps are decoded only when the query reads them.
                 // A segment the filter's time window leaves out is not decoded.
-                if filter.is_some_and(|f| f.leaves_out_segment(reader, i)) {
-                    b.clear();
-                    return Ok(None);
-                }
                 let footer_range = filter
                     .is_none()
                     .then(|| reader.segments().get(i).and_then(|s| s.time_range_ns))
                     .flatten();
-                // With a filter, the columns it reads too (its other fields are never read
-                // on the placeholders `get_projected` gives them).
-                let want = filter.map_or(want, |f| want.union(f.columns()));
                 let want = match footer_range {
                     Some(_) => want,
                     None => want.union(Columns::of(&[col::TIMESTAMP_NS])),
                 };
-                reader.decode_segment_projected(i, want, b, dec)?;
-                match filter {
-                    None => keep.extend(0..b.len() as u32),
-                    Some(f) => f.select_in(reader, i, b, devs, keep),
+                match crate::intact::read_kept(reader, i, filter, devs, want, b, dec, keep) {
+                    None => return Ok(None),
+                    Some(read) => read?,
                 }
                 if let Some((first, last)) = footer_range {
                     let h = reader.header();
