@@ -606,6 +606,61 @@ fn malformed_device_numbers_in_a_dataset_are_errors() {
     );
 }
 
+/// The one-pass reader takes a row group's time range from its statistics and reads the text
+/// columns as dictionaries; a dataset written another way (by another tool: no statistics,
+/// no dictionaries, smaller row groups) gives the same answers, read row by row.
+#[test]
+fn a_dataset_rewritten_without_statistics_or_dictionaries_answers_the_same() {
+    if !common::have_pandas() {
+        common::skip("", "pyarrow");
+        return;
+    }
+    let d = common::TempDir::new("analyze-plainpq");
+    let pq = d.join("pq");
+    ok(&run(bin()
+        .arg("convert")
+        .arg(fixture("mixed-20k.iod"))
+        .arg("-o")
+        .arg(&pq)));
+    let questions: [&[&str]; 6] = [
+        &["--summary"],
+        &["--top-files", "--limit", "0"],
+        &["--top-procs", "--limit", "0"],
+        &["--timeline"],
+        &["--latency", "--group-by", "dev"],
+        &["--top-files", "--filter", "op == write && dev == 8:1"],
+    ];
+    let answers = |pq: &Path| -> Vec<String> {
+        questions
+            .iter()
+            .map(|q| {
+                let out = run(bin()
+                    .arg("analyze")
+                    .arg(pq)
+                    .args(*q)
+                    .args(["--format", "csv"]));
+                ok(&out);
+                String::from_utf8(out.stdout).unwrap()
+            })
+            .collect()
+    };
+    let before = answers(&pq);
+    let script = "import sys, pyarrow.parquet as pq\n\
+                  t = pq.read_table(sys.argv[1])\n\
+                  pq.write_table(t, sys.argv[1], compression='zstd', write_statistics=False,\n\
+                                 use_dictionary=False, row_group_size=3000)\n\
+                  m = pq.ParquetFile(sys.argv[1]).metadata\n\
+                  assert m.num_row_groups > 3 and not m.row_group(0).column(0).is_stats_set";
+    ok(&run(Command::new("python3")
+        .args(["-c", script])
+        .arg(pq.join("io.parquet"))));
+    let after = answers(&pq);
+    for ((q, a), b) in questions.iter().zip(&before).zip(&after) {
+        assert!(a.lines().count() > 1, "{q:?}: {a}");
+        assert_eq!(a, b, "{q:?}");
+    }
+}
+
 /// A dataset without one of the tables `convert` writes (copied in part, say) is refused with
 /// one line naming the table: without `files` every I/O would count as of no file (and a
 /// diff against its trace would find every file gone), without `processes` every process

@@ -18,7 +18,8 @@ use arrow_array::{
     Array, Int16Array, Int32Array, Int64Array, RecordBatch, TimestampNanosecondArray, UInt16Array,
     UInt32Array, UInt64Array,
 };
-use parquet::file::metadata::FileMetaData;
+use parquet::file::metadata::{FileMetaData, ParquetMetaData};
+use parquet::file::statistics::Statistics;
 
 use crate::AnalyzeError;
 
@@ -173,6 +174,30 @@ pub(crate) fn utc_ns(b: &RecordBatch) -> Result<&[i64], AnalyzeError> {
         .and_then(|c| c.as_any().downcast_ref::<TimestampNanosecondArray>())
         .map(|a| &a.values()[..])
         .ok_or_else(|| bad_column("timestamp_ns"))
+}
+
+/// The smallest and largest UTC nanoseconds of row group `rg`, from the statistics of its
+/// column `column` (of [`utc_ns_column`]) when they are exact and the column has no nulls
+/// (what reading every row would give); `None` otherwise, and for layout 1's `timestamp`
+/// (its statistics are in the file's own unit).
+pub(crate) fn utc_ns_range(meta: &ParquetMetaData, rg: usize, column: &str) -> Option<(i64, i64)> {
+    if column != "timestamp_ns" {
+        return None;
+    }
+    let rg = meta.row_groups().get(rg)?;
+    let c = rg
+        .columns()
+        .iter()
+        .find(|c| c.column_path().parts() == [column])?;
+    match c.statistics()? {
+        Statistics::Int64(s)
+            if s.null_count_opt() == Some(0) && s.min_is_exact() && s.max_is_exact() =>
+        {
+            let (&lo, &hi) = (s.min_opt()?, s.max_opt()?);
+            (lo <= hi && rg.num_rows() > 0).then_some((lo, hi))
+        }
+        _ => None,
+    }
 }
 
 /// The column `io` batches take their UTC nanoseconds from in a file of this schema.

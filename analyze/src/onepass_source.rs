@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::RecordBatch;
 use iodump_format::expr::Expr;
 
 use crate::input::InputPath;
@@ -18,14 +18,14 @@ use iodump_format::inthash::IntMap;
 use iodump_format::segment::{col, Columns};
 use iodump_format::text::text_string;
 use iodump_format::{Damage, DamageKind, DevT, EventBatch, Header, Op, Reader, SegmentDecoder};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
 use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
 use crate::parquet_input::{
-    arrow_col, cgroups_table, devices_table, files_table, parquet_files, parquet_filter_columns,
-    parquet_filter_mask, parquet_lost_events, processes_table,
+    cgroups_table, devices_table, files_table, io_reader_metadata, parquet_files,
+    parquet_filter_columns, parquet_filter_mask, parquet_lost_events, processes_table, TextCol,
 };
 use crate::{parquet_read_error, AnalyzeError};
 
@@ -161,28 +161,39 @@ impl Source {
                     return Ok((!keep.is_empty()).then_some((a.min(z), a.max(z))));
                 }
             }
-            Src::Parquet(s) => s.load(i, b, keep, filter, want).map_err(|e| Damage {
-                offset: 0,
-                chunk: Some("parquet row group"),
-                kind: DamageKind::Unreadable {
-                    // The message names the file already.
-                    message: match e {
-                        AnalyzeError::Query { message } => {
-                            format!("row group {} of {message}", s.units[i].1)
-                        }
-                        e @ AnalyzeError::ReadParquet { .. } => {
-                            format!("row group {} of {e}", s.units[i].1)
-                        }
-                        other => format!("row group {}: {other}", s.units[i].1),
-                    },
-                },
-            })?,
+            Src::Parquet(s) => match s.load(i, b, keep, filter, want) {
+                // Without a filter every row is kept: the row group's statistics give their
+                // time range, and the timestamps were read only if the query reads them.
+                Ok(Some(range)) => return Ok((!keep.is_empty()).then_some(range)),
+                Ok(None) => {}
+                Err(e) => return Err(Self::parquet_damage(s, i, e)),
+            },
         }
         let h = self.header();
         Ok(keep.iter().fold(None, |acc: Option<(i64, i64)>, &k| {
             let ts = h.to_utc_ns(b.timestamp_ns[k as usize]);
             Some(acc.map_or((ts, ts), |(a, z)| (a.min(ts), z.max(ts))))
         }))
+    }
+
+    /// The damage of Parquet unit `i` that `e` made unreadable.
+    fn parquet_damage(s: &ParquetSet, i: usize, e: AnalyzeError) -> Damage {
+        Damage {
+            offset: 0,
+            chunk: Some("parquet row group"),
+            kind: DamageKind::Unreadable {
+                // The message names the file already.
+                message: match e {
+                    AnalyzeError::Query { message } => {
+                        format!("row group {} of {message}", s.units[i].1)
+                    }
+                    e @ AnalyzeError::ReadParquet { .. } => {
+                        format!("row group {} of {e}", s.units[i].1)
+                    }
+                    other => format!("row group {}: {other}", s.units[i].1),
+                },
+            },
+        }
     }
 
     /// The stacked devices of the input's device table (LVM, dm-crypt, md, an NVMe multipath
@@ -347,8 +358,10 @@ impl Source {
 
 /// A Parquet dataset of `iodump convert`: its `io` row groups and its small tables, re-keyed.
 struct ParquetSet {
-    /// (io file, row group).
-    units: Vec<(PathBuf, usize)>,
+    /// (io file, row group, index of the file's metadata in `metas`).
+    units: Vec<(PathBuf, usize, usize)>,
+    /// Each io file's metadata, read once ([`io_reader_metadata`]).
+    metas: Vec<ArrowReaderMetadata>,
     rows: u64,
     /// Timestamps in batches are UTC already: a clock with both origins at zero.
     header: Header,
@@ -358,13 +371,13 @@ struct ParquetSet {
     /// Re-keyed path id → index of its trace; re-keyed tid → index of its trace.
     path_trace: Vec<u32>,
     tid_trace: Vec<u32>,
-    /// (trace << 32 | path id) → id; id → path, and (trace << 32 | device, inode) (the
-    /// file's identity within the dataset).
-    path_ids: IntMap<u64, u32>,
+    /// (trace, path id) → id; id → path, and (trace << 32 | device, inode) (the file's
+    /// identity within the dataset).
+    path_ids: Rekey,
     paths: Vec<String>,
     file_ids: Vec<(u64, u64, Option<u32>)>,
-    /// (trace << 32 | tid) → id; id → (comm, command line or comm).
-    tids: IntMap<u64, u32>,
+    /// (trace, tid) → id; id → (comm, command line or comm).
+    tids: Rekey,
     comms: Vec<(String, String)>,
     /// (trace, dev_t text); the index is the id. Devices are few: searched, not hashed, so a
     /// lookup borrows the row's text.
@@ -398,16 +411,85 @@ const IO_COLUMNS: [(&str, u64); 11] = [
     ("upper_dev", col::UPPER_DEV),
 ];
 
+/// Rows per record batch read from a dataset's `io` row groups (the reader's default, 1,024,
+/// pays its per-batch costs a thousand times per row group of `iodump convert`).
+const PARQUET_BATCH_ROWS: usize = 8_192;
+
+/// A trace's own ids (path ids, thread ids) as a dataset numbers them: by trace, in a vector
+/// indexed by the trace's id when its ids are dense (a trace numbers its paths from 1),
+/// hashed otherwise.
+#[derive(Default)]
+struct Rekey {
+    /// By trace index: the dataset's id of each of the trace's ids (`UNKNOWN`: none).
+    dense: Vec<Vec<u32>>,
+    /// (trace << 32 | id) → id, for the ids of the traces without a dense vector.
+    sparse: IntMap<u64, u32>,
+}
+
+impl Rekey {
+    /// The dataset's ids of `(trace index, the trace's id)`, numbered in their order.
+    fn new(keys: impl IntoIterator<Item = (u32, u32)>) -> Rekey {
+        let keys: Vec<(u32, u32)> = keys.into_iter().collect();
+        let traces = keys.iter().map(|k| k.0 as usize + 1).max().unwrap_or(0);
+        let (mut count, mut top) = (vec![0usize; traces], vec![0usize; traces]);
+        for &(t, id) in &keys {
+            count[t as usize] += 1;
+            top[t as usize] = top[t as usize].max(id as usize);
+        }
+        let mut r = Rekey {
+            // A vector when it is at most about four times the ids it holds.
+            dense: (0..traces)
+                .map(|t| {
+                    if top[t] <= 4 * count[t] + 1024 {
+                        vec![UNKNOWN; top[t] + 1]
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect(),
+            sparse: IntMap::default(),
+        };
+        for (i, (t, id)) in keys.into_iter().enumerate() {
+            let d = &mut r.dense[t as usize];
+            match d.get_mut(id as usize) {
+                Some(slot) => *slot = i as u32,
+                None => {
+                    r.sparse
+                        .insert(u64::from(t) << 32 | u64::from(id), i as u32);
+                }
+            }
+        }
+        r
+    }
+
+    /// The dataset's id of id `id` of trace `t` (`UNKNOWN` when it has none).
+    #[inline]
+    fn get(&self, t: u32, id: u32) -> u32 {
+        match self.dense.get(t as usize) {
+            Some(d) if !d.is_empty() => d.get(id as usize).copied().unwrap_or(UNKNOWN),
+            _ => self
+                .sparse
+                .get(&(u64::from(t) << 32 | u64::from(id)))
+                .copied()
+                .unwrap_or(UNKNOWN),
+        }
+    }
+}
+
 impl ParquetSet {
-    /// The row groups of the `io` table under `dir`, as (file, row group), and their rows.
-    fn io_units(dir: &Path) -> Result<(Vec<(PathBuf, usize)>, u64), AnalyzeError> {
+    /// The row groups of the `io` table under `dir`, as (file, row group, file index), their
+    /// rows, and each file's metadata.
+    #[allow(clippy::type_complexity)]
+    fn io_units(
+        dir: &Path,
+    ) -> Result<(Vec<(PathBuf, usize, usize)>, u64, Vec<ArrowReaderMetadata>), AnalyzeError> {
         let io_files = parquet_files(dir, "io");
         if io_files.is_empty() {
             return Err(AnalyzeError::Query {
                 message: format!("{}: no io table (io.parquet or io/)", dir.display()),
             });
         }
-        let mut units = Vec::new();
+        let (mut units, mut metas) = (Vec::new(), Vec::new());
         let mut rows = 0u64;
         for f in io_files {
             let file = File::open(&f).map_err(parquet_read_error(&f))?;
@@ -416,14 +498,15 @@ impl ParquetSet {
             layout::check(&f, b.metadata().file_metadata())?;
             for (i, rg) in b.metadata().row_groups().iter().enumerate() {
                 rows += rg.num_rows() as u64;
-                units.push((f.clone(), i));
+                units.push((f.clone(), i, metas.len()));
             }
+            metas.push(io_reader_metadata(&b));
         }
-        Ok((units, rows))
+        Ok((units, rows, metas))
     }
 
     fn open(dir: &Path) -> Result<ParquetSet, AnalyzeError> {
-        let (units, rows) = ParquetSet::io_units(dir)?;
+        let (units, rows, metas) = ParquetSet::io_units(dir)?;
         let mut files = files_table(dir)?;
         let procs = processes_table(dir)?;
         let devices = devices_table(dir)?;
@@ -444,15 +527,13 @@ impl ParquetSet {
             .enumerate()
             .map(|(i, n)| (n.clone(), i as u32))
             .collect();
-        let key = |t: &str, k: u32| u64::from(traces[t]) << 32 | u64::from(k);
         // Path ids in (trace name, path id) order, so that ties ranked by id keep that order.
         files.sort_by(|a, b| (&a.trace, a.path_id).cmp(&(&b.trace, b.path_id)));
-        let mut path_ids = IntMap::default();
+        let path_ids = Rekey::new(files.iter().map(|f| (traces[&f.trace], f.path_id)));
         let mut paths = Vec::with_capacity(files.len());
         let mut file_ids = Vec::with_capacity(files.len());
         let mut path_trace = Vec::with_capacity(files.len());
         for f in files {
-            path_ids.insert(key(&f.trace, f.path_id), paths.len() as u32);
             paths.push(f.path);
             file_ids.push((
                 u64::from(traces[&f.trace]) << 32 | u64::from(f.dev),
@@ -461,11 +542,10 @@ impl ParquetSet {
             ));
             path_trace.push(traces[&f.trace]);
         }
-        let mut tids = IntMap::default();
+        let tids = Rekey::new(procs.iter().map(|p| (traces[&p.trace], p.tid)));
         let mut comms = Vec::with_capacity(procs.len());
         let mut tid_trace = Vec::with_capacity(procs.len());
         for p in procs {
-            tids.insert(key(&p.trace, p.tid), comms.len() as u32);
             comms.push((p.comm, p.args));
             tid_trace.push(traces[&p.trace]);
         }
@@ -489,6 +569,7 @@ impl ParquetSet {
         }
         Ok(ParquetSet {
             units,
+            metas,
             rows,
             header: Header::default(),
             traces,
@@ -517,7 +598,10 @@ impl ParquetSet {
     }
 
     /// Reads row group `i` into `b`, re-keyed; `keep` gets the rows `filter` accepts. Without
-    /// a filter only the columns `want` needs are read (and filled in `b`), as from a trace.
+    /// a filter only the columns `want` needs are read (and filled in `b`), as from a trace,
+    /// and the row group's time range is returned from its statistics when it has them (the
+    /// timestamps are then read only if `want` has them); otherwise `None`, and the
+    /// timestamps are in `b`.
     fn load(
         &self,
         i: usize,
@@ -525,25 +609,32 @@ impl ParquetSet {
         keep: &mut Vec<u32>,
         filter: Option<&Expr>,
         want: Columns,
-    ) -> Result<(), AnalyzeError> {
-        let (path, rg) = &self.units[i];
+    ) -> Result<Option<(i64, i64)>, AnalyzeError> {
+        let (path, rg, meta) = &self.units[i];
         b.clear();
         let file = File::open(path).map_err(parquet_read_error(path))?;
         let builder =
-            ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_read_error(path))?;
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metas[*meta].clone());
         // The columns the query reads, and those the filter reads.
         let want = want.needed();
         let ts = layout::utc_ns_column(builder.schema());
+        let range = filter
+            .is_none()
+            .then(|| layout::utc_ns_range(builder.metadata(), *rg, ts))
+            .flatten();
+        let read_ts = range.is_none() || want.contains(col::TIMESTAMP_NS);
         let cols = IO_COLUMNS
             .iter()
             .filter(|(_, id)| want.contains(*id))
             .map(|(name, _)| *name)
-            .chain(["trace", ts])
+            .chain(["trace"])
+            .chain(read_ts.then_some(ts))
             .chain(filter.map(parquet_filter_columns).unwrap_or_default());
         let mask = ProjectionMask::columns(builder.parquet_schema(), cols);
         let builder = builder.with_projection(mask);
         let reader = builder
             .with_row_groups(vec![*rg])
+            .with_batch_size(PARQUET_BATCH_ROWS)
             .build()
             .map_err(parquet_read_error(path))?;
         let ops: Vec<(&str, u8)> = Op::ALL.iter().map(|o| (o.name(), o.code())).collect();
@@ -557,7 +648,7 @@ impl ParquetSet {
             let mask = filter
                 .map(|f| parquet_filter_mask(&batch, f, &cgroup_of, path))
                 .transpose()?;
-            self.append(&batch, b, &ops, want)?;
+            self.append(&batch, b, &ops, want, read_ts)?;
             let base = b.len() - batch.num_rows();
             match mask {
                 None => keep.extend(base as u32..b.len() as u32),
@@ -569,65 +660,67 @@ impl ParquetSet {
                 ),
             }
         }
-        Ok(())
+        Ok(range)
     }
 
     /// Appends the `upper_dev` of a batch's rows (added to `b` after its first `before`) as
     /// re-keyed device ids: a name of the row's trace's `devices` table, null when the row
-    /// has none (`upper` is `None` when the batch has no such column).
+    /// has none (`upper` is `None` when the batch has no such column); `ti`: each row's trace
+    /// index.
     fn append_upper(
         &self,
-        trace: &StringArray,
-        upper: Option<&StringArray>,
+        ti: &[u32],
+        upper: Option<TextCol<'_>>,
         b: &mut EventBatch,
         before: usize,
     ) {
-        let n = trace.len();
+        let n = ti.len();
         let u = &mut b.upper_dev;
-        let Some(upper) = upper.filter(|a| a.null_count() < a.len()) else {
+        let Some(upper) = upper.filter(|a| !a.all_null()) else {
             (u.valid.get_or_insert_with(|| vec![true; before])).resize(before + n, false);
             u.values.resize(before + n, 0);
             return;
         };
         let valid = u.valid.get_or_insert_with(|| vec![true; before]);
-        // (trace, name, id) of the previous row with an upper I/O.
-        let mut last: (&str, &str, u32) = ("\0", "\0", UNKNOWN);
+        // The id of the previous row with an upper I/O, and that row.
+        let mut last: Option<(usize, u32)> = None;
         for i in 0..n {
             if upper.is_null(i) {
                 valid.push(false);
                 u.values.push(0);
                 continue;
             }
-            let (t, name) = (trace.value(i), upper.value(i));
-            if (t, name) != (last.0, last.1) {
-                let ti = self.traces.get(t).copied().unwrap_or(UNKNOWN);
-                let id = (self.devs.iter().zip(&self.dev_names))
-                    .position(|((dt, _), dn)| *dt == ti && dn == name)
-                    .map_or(UNKNOWN, |p| p as u32);
-                last = (t, name, id);
-            }
+            let id = match last {
+                Some((j, id)) if ti[j] == ti[i] && upper.same(i, j) => id,
+                _ => {
+                    let name = upper.value(i);
+                    (self.devs.iter().zip(&self.dev_names))
+                        .position(|((dt, _), dn)| *dt == ti[i] && dn == name)
+                        .map_or(UNKNOWN, |p| p as u32)
+                }
+            };
+            last = Some((i, id));
             valid.push(true);
-            u.values.push(last.2);
+            u.values.push(id);
         }
     }
 
-    /// Appends the rows of one `io` batch to `b`: the time, and the columns of `want` (the
-    /// others stay empty).
+    /// Appends the rows of one `io` batch to `b`: the time when `with_ts`, and the columns
+    /// of `want` (the others stay empty). The text columns repeat (and are dictionaries, as
+    /// [`io_reader_metadata`] reads them): a row's is looked up only when it differs from
+    /// the previous row's.
     fn append(
         &self,
         batch: &RecordBatch,
         b: &mut EventBatch,
         ops: &[(&str, u8)],
         want: Columns,
+        with_ts: bool,
     ) -> Result<(), AnalyzeError> {
-        let s = |id, n| {
-            want.contains(id)
-                .then(|| arrow_col::<StringArray>(batch, n))
-                .transpose()
-        };
-        let trace = arrow_col::<StringArray>(batch, "trace")?;
+        let s = |id, n| want.contains(id).then(|| TextCol::of(batch, n)).transpose();
+        let trace = TextCol::of(batch, "trace")?;
         let (dev_t, op) = (s(col::DEV, "dev_t")?, s(col::OP, "op")?);
-        let ts = layout::utc_ns(batch)?;
+        let ts = with_ts.then(|| layout::utc_ns(batch)).transpose()?;
         let int = |id, n| {
             want.contains(id)
                 .then(|| IntColumn::of(batch, n))
@@ -656,14 +749,16 @@ impl ParquetSet {
             .then(|| {
                 batch
                     .column_by_name("upper_dev")
-                    .map(|_| arrow_col::<StringArray>(batch, "upper_dev"))
+                    .map(|_| TextCol::of(batch, "upper_dev"))
             })
             .flatten()
             .transpose()?;
         let n = batch.num_rows();
         let before = b.len();
         b.rows += n;
-        b.timestamp_ns.extend(ts.iter().map(|&t| t as u64));
+        if let Some(ts) = ts {
+            b.timestamp_ns.extend(ts.iter().map(|&t| t as u64));
+        }
         if let Some(c) = sector {
             c.extend_u64(&mut b.sector);
         }
@@ -688,72 +783,99 @@ impl ParquetSet {
             b.cgroup_id.resize(b.cgroup_id.len() + n, 0);
         }
         let cgroup = cgroup.flatten();
-        if want.contains(col::UPPER_DEV) {
-            self.append_upper(trace, upper, b, before);
-        }
-        if dev_t.is_none() && op.is_none() && path_id.is_none() && tid.is_none() && cgroup.is_none()
+        if dev_t.is_none()
+            && op.is_none()
+            && path_id.is_none()
+            && tid.is_none()
+            && cgroup.is_none()
+            && !want.contains(col::UPPER_DEV)
         {
             return Ok(());
         }
-        // Re-keyed ids; the text columns repeat, so each row compares with the previous one.
-        let mut last_trace: (&str, u32) = ("\0", UNKNOWN);
-        let mut last_dev: (&str, u32, u32) = ("\0", UNKNOWN, UNKNOWN);
-        let mut last_op: (&str, u8) = ("\0", Op::Other.code());
-        // (trace, recorded cgroup id, re-keyed id) of the previous row.
-        let mut last_cgroup: (u32, u64, u64) = (UNKNOWN, 0, 0);
+        // Each row's trace index, looked up when it differs from the previous row's.
+        let mut ti = Vec::with_capacity(n);
         for i in 0..n {
-            let t = trace.value(i);
-            if t != last_trace.0 {
-                last_trace = (t, self.traces.get(t).copied().unwrap_or(UNKNOWN));
-            }
-            let ti = last_trace.1;
-            if let Some(dev_t) = dev_t {
-                let d = dev_t.value(i);
-                if d != last_dev.0 || ti != last_dev.1 {
-                    let id = self
-                        .devs
-                        .iter()
-                        .position(|(t, x)| *t == ti && x == d)
+            let t = match ti.last() {
+                Some(&t) if trace.same(i, i - 1) => t,
+                _ => self.traces.get(trace.value(i)).copied().unwrap_or(UNKNOWN),
+            };
+            ti.push(t);
+        }
+        if want.contains(col::UPPER_DEV) {
+            self.append_upper(&ti, upper, b, before);
+        }
+        if let Some(dev_t) = dev_t {
+            let mut id = UNKNOWN;
+            for i in 0..n {
+                if i == 0 || ti[i] != ti[i - 1] || !dev_t.same(i, i - 1) {
+                    let d = dev_t.value(i);
+                    id = (self.devs.iter())
+                        .position(|(t, x)| *t == ti[i] && x == d)
                         .map_or(UNKNOWN, |p| p as u32);
-                    last_dev = (d, ti, id);
                 }
-                b.dev.push(last_dev.2);
+                b.dev.push(id);
             }
-            if let Some(op) = op {
-                let o = op.value(i);
-                if o != last_op.0 {
-                    let code = ops
+        }
+        if let Some(op) = op {
+            let mut code = Op::Other.code();
+            for i in 0..n {
+                if i == 0 || !op.same(i, i - 1) {
+                    let o = op.value(i);
+                    code = ops
                         .iter()
                         .find(|x| x.0 == o)
                         .map_or(Op::Other.code(), |x| x.1);
-                    last_op = (o, code);
                 }
-                b.op.push(last_op.1);
+                b.op.push(code);
             }
-            // A trace's own id, as this dataset numbers it.
-            let rekey = |ids: &IntMap<u64, u32>, id: u32| {
-                let key = u64::from(ti) << 32 | u64::from(id);
-                ids.get(&key).copied().unwrap_or(UNKNOWN)
-            };
-            if let Some(path_id) = &path_id {
-                b.path_id.push(rekey(&self.path_ids, path_id.u32(i)));
-            }
-            if let Some(tid) = &tid {
-                b.tid.push(rekey(&self.tids, tid.u32(i)));
-            }
-            if let Some(cgroup) = &cgroup {
+        }
+        if let Some(path_id) = &path_id {
+            b.path_id
+                .extend((0..n).map(|i| self.path_ids.get(ti[i], path_id.u32(i))));
+        }
+        if let Some(tid) = &tid {
+            b.tid
+                .extend((0..n).map(|i| self.tids.get(ti[i], tid.u32(i))));
+        }
+        if let Some(cgroup) = &cgroup {
+            // (trace, recorded cgroup id, re-keyed id) of the previous row.
+            let mut last: (u32, u64, u64) = (UNKNOWN, 0, 0);
+            for (i, &t) in ti.iter().enumerate() {
                 let id = cgroup.u64(i);
-                if (ti, id) != (last_cgroup.0, last_cgroup.1) {
-                    let k = match self.cgroup_ids.get(&(ti, id)) {
+                if (t, id) != (last.0, last.1) {
+                    let k = match self.cgroup_ids.get(&(t, id)) {
                         Some(&k) => k,
                         None if id == 0 => 0,
                         None => id | UNKNOWN_CGROUP,
                     };
-                    last_cgroup = (ti, id, k);
+                    last = (t, id, k);
                 }
-                b.cgroup_id.push(last_cgroup.2);
+                b.cgroup_id.push(last.2);
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rekeying_is_the_same_dense_or_hashed() {
+        // Trace 0 numbers its ids densely; trace 1 has one id far above its count (hashed);
+        // trace 0's id 3 is given twice: the later one counts, as in a map.
+        let keys = [(0, 1), (0, 2), (1, 7), (0, 3), (1, 1 << 30), (0, 3)];
+        let r = Rekey::new(keys);
+        assert!(!r.dense[0].is_empty() && r.dense[1].is_empty());
+        assert_eq!(r.get(0, 1), 0);
+        assert_eq!(r.get(0, 2), 1);
+        assert_eq!(r.get(1, 7), 2);
+        assert_eq!(r.get(0, 3), 5);
+        assert_eq!(r.get(1, 1 << 30), 4);
+        // Ids no table gives, and traces it does not know.
+        for (t, id) in [(0, 0), (0, 4), (0, u32::MAX), (1, 1), (2, 1), (u32::MAX, 1)] {
+            assert_eq!(r.get(t, id), UNKNOWN, "{t} {id}");
+        }
     }
 }

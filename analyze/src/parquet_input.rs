@@ -5,12 +5,18 @@
 
 use std::path::{Path, PathBuf};
 
-use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
+use std::sync::Arc;
+
+use arrow_array::types::Int32Type;
+use arrow_array::{Array, BooleanArray, DictionaryArray, Int32Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field as ArrowField, Schema};
 use iodump_format::cgroup::{Cgroup, Identity, Runtime};
 use iodump_format::expr::{Expr, Field, ResolvedView};
 use iodump_format::text::text_unbytes;
 use iodump_format::{DevT, Event, Flags, Op, Syscall};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 
 use crate::layout::{self, IntColumn};
 use crate::{parquet_read_error, AnalyzeError};
@@ -60,6 +66,132 @@ pub(crate) fn arrow_col<'a, T: 'static>(
     b.column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<T>())
         .ok_or_else(|| layout::bad_column(name))
+}
+
+/// The `io` columns of few distinct values that the one-pass reader asks for as dictionaries
+/// ([`io_reader_metadata`]): their rows are then compared and looked up by key, not by text.
+pub(crate) const IO_DICTIONARY_COLUMNS: [&str; 4] = ["trace", "dev_t", "op", "upper_dev"];
+
+/// The metadata to read `file`'s `io` row groups with: its text columns of
+/// [`IO_DICTIONARY_COLUMNS`] read as dictionaries of their text (what `iodump convert` wrote:
+/// a dictionary per column chunk, kept rather than expanded row by row); the file's own schema
+/// when it has none of them as plain text (a dataset another tool rewrote).
+pub(crate) fn io_reader_metadata(
+    builder: &ParquetRecordBatchReaderBuilder<std::fs::File>,
+) -> ArrowReaderMetadata {
+    let fields: Vec<ArrowField> = builder
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8 if IO_DICTIONARY_COLUMNS.contains(&f.name().as_str()) => {
+                f.as_ref().clone().with_data_type(DataType::Dictionary(
+                    Box::new(DataType::Int32),
+                    Box::new(DataType::Utf8),
+                ))
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let schema = Schema::new_with_metadata(fields, builder.schema().metadata().clone());
+    let options = ArrowReaderOptions::new().with_schema(Arc::new(schema));
+    ArrowReaderMetadata::try_new(builder.metadata().clone(), options).unwrap_or_else(|_| {
+        ArrowReaderMetadata::try_new(builder.metadata().clone(), ArrowReaderOptions::new())
+            .expect("the file's own schema reads it")
+    })
+}
+
+/// A text column of a batch: plain, or a dictionary of text ([`IO_DICTIONARY_COLUMNS`]).
+#[derive(Clone, Copy)]
+pub(crate) enum TextCol<'a> {
+    Plain(&'a StringArray),
+    Dict {
+        keys: &'a Int32Array,
+        values: &'a StringArray,
+        /// True when a row may be null (the keys or the values have nulls).
+        nulls: bool,
+    },
+}
+
+impl<'a> TextCol<'a> {
+    /// Column `name` of `b` (absent or not text: a layout error).
+    pub(crate) fn of(b: &'a RecordBatch, name: &str) -> Result<TextCol<'a>, AnalyzeError> {
+        let c = b
+            .column_by_name(name)
+            .ok_or_else(|| layout::bad_column(name))?;
+        if let Some(a) = c.as_any().downcast_ref::<StringArray>() {
+            return Ok(TextCol::Plain(a));
+        }
+        c.as_any()
+            .downcast_ref::<DictionaryArray<Int32Type>>()
+            .and_then(|d| {
+                let values = d.values().as_any().downcast_ref::<StringArray>()?;
+                // Every key of a row that is not null indexes the values (checked once here,
+                // so that a row's text is found without a check).
+                let keys = d.keys();
+                let in_range = (0..keys.len()).all(|i| {
+                    keys.is_null(i)
+                        || usize::try_from(keys.value(i)).is_ok_and(|k| k < values.len())
+                });
+                let nulls = keys.null_count() > 0 || values.null_count() > 0;
+                in_range.then_some(TextCol::Dict {
+                    keys,
+                    values,
+                    nulls,
+                })
+            })
+            .ok_or_else(|| layout::bad_column(name))
+    }
+
+    /// The text of row `i` (not null).
+    #[inline]
+    pub(crate) fn value(&self, i: usize) -> &'a str {
+        match self {
+            TextCol::Plain(a) => a.value(i),
+            TextCol::Dict { keys, values, .. } => values.value(keys.value(i) as usize),
+        }
+    }
+
+    /// True when row `i` is null.
+    #[inline]
+    pub(crate) fn is_null(&self, i: usize) -> bool {
+        match self {
+            TextCol::Plain(a) => a.is_null(i),
+            TextCol::Dict {
+                keys,
+                values,
+                nulls,
+            } => *nulls && (keys.is_null(i) || values.is_null(keys.value(i) as usize)),
+        }
+    }
+
+    /// True when every row is null.
+    pub(crate) fn all_null(&self) -> bool {
+        match self {
+            TextCol::Plain(a) => a.null_count() == a.len(),
+            TextCol::Dict { keys, .. } => (0..keys.len()).all(|i| self.is_null(i)),
+        }
+    }
+
+    /// True when rows `i` and `j` surely hold the same text, or are both null: a plain
+    /// column's texts are compared, a dictionary's keys only (two keys of the same text are
+    /// "not surely the same": the caller looks the row up again, and finds the same).
+    #[inline]
+    pub(crate) fn same(&self, i: usize, j: usize) -> bool {
+        match self {
+            TextCol::Dict {
+                keys, nulls: false, ..
+            } => keys.value(i) == keys.value(j),
+            _ => match (self.is_null(i), self.is_null(j)) {
+                (true, true) => true,
+                (false, false) => match self {
+                    TextCol::Dict { keys, .. } => keys.value(i) == keys.value(j),
+                    TextCol::Plain(_) => self.value(i) == self.value(j),
+                },
+                _ => false,
+            },
+        }
+    }
 }
 
 /// `MAJ:MIN` (a `dev_t` column of `iodump convert`'s tables) as the trace's device number;
@@ -336,7 +468,7 @@ pub(crate) fn parquet_filter_mask<'c>(
     cgroup_of: &dyn Fn(&str, u64) -> Option<&'c Cgroup>,
     file: &Path,
 ) -> Result<Vec<bool>, AnalyzeError> {
-    let trace = arrow_col::<StringArray>(b, "trace")?;
+    let trace = TextCol::of(b, "trace")?;
     let has = |name: &str| b.column_by_name(name).is_some();
     // A column the filter reads is never taken as absent: a dataset without it is an error.
     if let Some(missing) = parquet_filter_columns(f).into_iter().find(|c| !has(c)) {
@@ -351,10 +483,13 @@ pub(crate) fn parquet_filter_mask<'c>(
     let int = |name| -> Result<Option<IntColumn<'_>>, AnalyzeError> {
         has(name).then(|| IntColumn::of(b, name)).transpose()
     };
+    let text = |name| -> Result<Option<TextCol<'_>>, AnalyzeError> {
+        has(name).then(|| TextCol::of(b, name)).transpose()
+    };
     let (dev, dev_t, op, flags, comm, path, syscall) = (
         s("dev")?,
-        s("dev_t")?,
-        s("op")?,
+        text("dev_t")?,
+        text("op")?,
         s("flags")?,
         s("comm")?,
         s("path")?,
@@ -383,11 +518,14 @@ pub(crate) fn parquet_filter_mask<'c>(
     let cgroups = f.uses_cgroup_table();
     let utc = crate::layout::utc_ns(b)?;
     let mut mask = Vec::with_capacity(b.num_rows());
+    let mut dev_number = DevT(0);
     for i in 0..b.num_rows() {
-        let dev_number = match dev_t {
-            Some(a) => DevT(parse_dev_t(a.value(i), file)?),
-            None => DevT(0),
-        };
+        // Parsed again only when the row's text is not the previous row's.
+        if let Some(a) = dev_t {
+            if i == 0 || !a.same(i, i - 1) {
+                dev_number = DevT(parse_dev_t(a.value(i), file)?);
+            }
+        }
         let e = Event {
             // The trace's clock: no filter reads it (`time` compares the UTC column).
             timestamp_ns: 0,
@@ -435,6 +573,47 @@ pub(crate) fn parquet_filter_mask<'c>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dictionary's text, nulls and "surely the same" rows, as the plain column's.
+    #[test]
+    fn a_text_column_reads_the_same_plain_or_as_a_dictionary() {
+        use arrow_array::builder::StringDictionaryBuilder;
+        let rows = [
+            Some("read"),
+            Some("read"),
+            None,
+            Some("write"),
+            None,
+            Some("read"),
+        ];
+        let plain: StringArray = rows.iter().copied().collect();
+        let mut d = StringDictionaryBuilder::<Int32Type>::new();
+        for r in rows {
+            d.append_option(r);
+        }
+        let dict = d.finish();
+        let schema = Arc::new(Schema::new(vec![
+            ArrowField::new("p", DataType::Utf8, true),
+            ArrowField::new("d", dict.data_type().clone(), true),
+        ]));
+        let b = RecordBatch::try_new(schema, vec![Arc::new(plain), Arc::new(dict)]).unwrap();
+        let (p, d) = (TextCol::of(&b, "p").unwrap(), TextCol::of(&b, "d").unwrap());
+        assert!(matches!(d, TextCol::Dict { nulls: true, .. }));
+        for i in 0..rows.len() {
+            assert_eq!(p.is_null(i), rows[i].is_none());
+            assert_eq!(d.is_null(i), rows[i].is_none());
+            if let Some(t) = rows[i] {
+                assert_eq!((p.value(i), d.value(i)), (t, t));
+            }
+            for j in 0..rows.len() {
+                assert_eq!(p.same(i, j), rows[i] == rows[j], "{i} {j}");
+                // A dictionary may say "not surely" of the same text, never "same" of two.
+                assert!(!d.same(i, j) || rows[i] == rows[j], "{i} {j}");
+            }
+        }
+        assert!(!p.all_null() && !d.all_null());
+        assert!(TextCol::of(&b, "x").is_err());
+    }
 
     #[test]
     fn a_malformed_device_number_is_an_error_not_0_0() {
