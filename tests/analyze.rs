@@ -661,6 +661,77 @@ fn a_dataset_rewritten_without_statistics_or_dictionaries_answers_the_same() {
     }
 }
 
+/// A dataset's comm is its row's: a thread that execs changes its comm mid-recording, and a
+/// filter on comm keeps the rows of each name, whichever rows of the thread come before.
+#[test]
+fn a_filter_on_comm_in_a_dataset_follows_each_row() {
+    if !common::have_pandas() {
+        common::skip("", "pyarrow");
+        return;
+    }
+    let d = common::TempDir::new("analyze-execpq");
+    let pq = d.join("pq");
+    ok(&run(bin()
+        .arg("convert")
+        .arg(fixture("mixed-20k.iod"))
+        .arg("-o")
+        .arg(&pq)));
+    // The busiest thread's rows: the first half named "before-exec", the rest "after-exec".
+    let script = "import sys, collections, pyarrow as pa, pyarrow.parquet as pq\n\
+                  t = pq.read_table(sys.argv[1])\n\
+                  tids = t.column('tid').to_pylist()\n\
+                  tid = collections.Counter(tids).most_common(1)[0][0]\n\
+                  rows = [i for i, x in enumerate(tids) if x == tid]\n\
+                  comm = t.column('comm').to_pylist()\n\
+                  for k, i in enumerate(rows):\n\
+                  \x20   comm[i] = 'before-exec' if k < len(rows) // 2 else 'after-exec'\n\
+                  i = t.schema.get_field_index('comm')\n\
+                  t = t.set_column(i, t.schema.field(i), pa.array(comm, pa.string()))\n\
+                  pq.write_table(t, sys.argv[1], compression='zstd')\n\
+                  print(tid, len(rows) // 2, len(rows) - len(rows) // 2)";
+    let out = run(Command::new("python3")
+        .args(["-c", script])
+        .arg(pq.join("io.parquet")));
+    ok(&out);
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let v: Vec<u64> = printed
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let (tid, before, after) = (v[0], v[1], v[2]);
+    assert!(before > 0 && after > 0, "{printed}");
+    let events = |filter: &str| -> u64 {
+        let out = run(bin().arg("analyze").arg(&pq).args([
+            "--summary",
+            "--format",
+            "csv",
+            "--filter",
+            filter,
+        ]));
+        ok(&out);
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("events,"))
+            .unwrap_or_else(|| panic!("{filter}: {text}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(events("comm == \"before-exec\""), before);
+    assert_eq!(events("comm == \"after-exec\""), after);
+    assert_eq!(
+        events(
+            "comm =~ \"*-exec\" && tid == TID"
+                .replace("TID", &tid.to_string())
+                .as_str()
+        ),
+        before + after
+    );
+    assert_eq!(
+        events(&format!("tid == {tid} && !(comm == \"after-exec\")")),
+        before
+    );
+}
+
 /// A dataset without one of the tables `convert` writes (copied in part, say) is refused with
 /// one line naming the table: without `files` every I/O would count as of no file (and a
 /// diff against its trace would find every file gone), without `processes` every process

@@ -25,7 +25,8 @@ use crate::files::{FileIdentities, FileNames};
 use crate::layout::{self, IntColumn};
 use crate::parquet_input::{
     cgroups_table, devices_table, files_table, io_reader_metadata, parquet_files,
-    parquet_filter_columns, parquet_filter_mask, parquet_lost_events, processes_table, TextCol,
+    parquet_filter_columns, parquet_filter_key_columns, parquet_filter_mask, parquet_lost_events,
+    processes_table, TextCol,
 };
 use crate::{parquet_read_error, AnalyzeError};
 
@@ -629,7 +630,8 @@ impl ParquetSet {
             .map(|(name, _)| *name)
             .chain(["trace"])
             .chain(read_ts.then_some(ts))
-            .chain(filter.map(parquet_filter_columns).unwrap_or_default());
+            .chain(filter.map(parquet_filter_columns).unwrap_or_default())
+            .chain(filter.map(parquet_filter_key_columns).unwrap_or_default());
         let mask = ProjectionMask::columns(builder.parquet_schema(), cols);
         let builder = builder.with_projection(mask);
         let reader = builder

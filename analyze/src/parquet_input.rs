@@ -12,8 +12,9 @@ use arrow_array::{Array, BooleanArray, DictionaryArray, Int32Array, RecordBatch,
 use arrow_schema::{DataType, Field as ArrowField, Schema};
 use iodump_format::cgroup::{Cgroup, Identity, Runtime};
 use iodump_format::expr::{Expr, Field, ResolvedView};
+use iodump_format::inthash::IntMap;
 use iodump_format::text::text_unbytes;
-use iodump_format::{DevT, Event, Flags, Op, Syscall};
+use iodump_format::{DevT, EventBatch, Flags, Op, Syscall};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
@@ -69,8 +70,18 @@ pub(crate) fn arrow_col<'a, T: 'static>(
 }
 
 /// The `io` columns of few distinct values that the one-pass reader asks for as dictionaries
-/// ([`io_reader_metadata`]): their rows are then compared and looked up by key, not by text.
-pub(crate) const IO_DICTIONARY_COLUMNS: [&str; 4] = ["trace", "dev_t", "op", "upper_dev"];
+/// ([`io_reader_metadata`]): their rows are then compared and looked up by key, not by text
+/// (`path`, of as many values as files, stays plain).
+pub(crate) const IO_DICTIONARY_COLUMNS: [&str; 8] = [
+    "trace",
+    "dev_t",
+    "op",
+    "upper_dev",
+    "dev",
+    "comm",
+    "flags",
+    "syscall",
+];
 
 /// The metadata to read `file`'s `io` row groups with: its text columns of
 /// [`IO_DICTIONARY_COLUMNS`] read as dictionaries of their text (what `iodump convert` wrote:
@@ -143,11 +154,14 @@ impl<'a> TextCol<'a> {
             .ok_or_else(|| layout::bad_column(name))
     }
 
-    /// The text of row `i` (not null).
+    /// The text of row `i` (empty when null, as a plain column's null rows hold).
     #[inline]
     pub(crate) fn value(&self, i: usize) -> &'a str {
         match self {
             TextCol::Plain(a) => a.value(i),
+            TextCol::Dict {
+                keys, nulls: true, ..
+            } if keys.is_null(i) => "",
             TextCol::Dict { keys, values, .. } => values.value(keys.value(i) as usize),
         }
     }
@@ -456,12 +470,34 @@ pub(crate) fn parquet_filter_columns(f: &Expr) -> Vec<&'static str> {
     out
 }
 
-/// Evaluates `f` on each row of an `io` batch, rebuilt as an [`Event`] with its
-/// comm, path and device name (text columns read back with `text_unbytes`) and its cgroup
-/// (`cgroup_of(trace, cgroup id)`, from the dataset's `cgroups` table); `file`: where the
-/// batch was read, for the messages. The batch needs only
-/// `trace`, the timestamp and the columns [`parquet_filter_columns`] names: the fields of
-/// the columns it lacks are placeholders the filter does not read.
+/// The `io` columns that let [`parquet_filter_mask`] ask a comparison of `f` once per key
+/// rather than once per row, when the dataset has them: a path's path id (the other text
+/// fields' keys are columns `f` reads already; a comm's is its text).
+pub(crate) fn parquet_filter_key_columns(f: &Expr) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for field in f.fields() {
+        let cols: &[&'static str] = match field {
+            Field::Path => &["path_id"],
+            _ => &[],
+        };
+        for c in cols {
+            if !out.contains(c) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The rows of an `io` batch that `f` keeps, as a mask: the filter is evaluated a column at a
+/// time ([`Expr::select`]) on the batch's columns read back as the trace's values, one run of
+/// rows of the same trace at a time; a comparison of text (comm, path, device name, cgroup,
+/// syscall) is evaluated once per thread, path id, device, cgroup or syscall of the run, on
+/// its row rebuilt as an [`iodump_format::Event`] with its names (text columns read back with
+/// `text_unbytes`) and its cgroup (`cgroup_of(trace, cgroup id)`, from the dataset's `cgroups`
+/// table). `file`: where the batch was read, for the messages. The batch needs only `trace`,
+/// the timestamp and the columns [`parquet_filter_columns`] names: the fields of the columns
+/// it lacks are placeholders the filter does not read.
 pub(crate) fn parquet_filter_mask<'c>(
     b: &RecordBatch,
     f: &Expr,
@@ -479,81 +515,142 @@ pub(crate) fn parquet_filter_mask<'c>(
             .then(|| arrow_col::<StringArray>(b, name))
             .transpose()
     };
+    let text = |name| -> Result<Option<TextCol<'_>>, AnalyzeError> {
+        has(name).then(|| TextCol::of(b, name)).transpose()
+    };
     // Integers of any width and sign (layouts 1 and 2), read back as the trace's values.
     let int = |name| -> Result<Option<IntColumn<'_>>, AnalyzeError> {
         has(name).then(|| IntColumn::of(b, name)).transpose()
     };
-    let text = |name| -> Result<Option<TextCol<'_>>, AnalyzeError> {
-        has(name).then(|| TextCol::of(b, name)).transpose()
-    };
     let (dev, dev_t, op, flags, comm, path, syscall) = (
-        s("dev")?,
+        text("dev")?,
         text("dev_t")?,
         text("op")?,
-        s("flags")?,
-        s("comm")?,
+        text("flags")?,
+        text("comm")?,
         s("path")?,
-        s("syscall")?,
+        text("syscall")?,
     );
-    let (pid, tid, path_id, dirtier) = (
-        int("pid")?,
-        int("tid")?,
-        int("path_id")?,
-        int("dirtier_pid")?,
-    );
-    let (sector, queue, latency, cgroup) = (
-        int("sector")?,
-        int("queue_ns")?,
-        int("latency_ns")?,
-        int("cgroup_id")?,
-    );
-    let (bytes, error, cpu) = (int("bytes")?, int("error")?, int("cpu")?);
-    let u64_at = |c: &Option<IntColumn<'_>>, i| c.as_ref().map_or(0, |c| c.u64(i));
-    let u32_at = |c: &Option<IntColumn<'_>>, i| c.as_ref().map_or(0, |c| c.u32(i));
-    let u16_at = |c: &Option<IntColumn<'_>>, i| c.as_ref().map_or(0, |c| c.u16(i));
+    let n = b.num_rows();
+    let utc = crate::layout::utc_ns(b)?;
+    // The batch's columns as a trace's (a column the batch lacks stays empty: its field reads
+    // as 0 or null, as `EventBatch::get_projected` gives it).
+    let mut fb = EventBatch {
+        rows: n,
+        timestamp_ns: utc.iter().map(|&t| t as u64).collect(),
+        ..EventBatch::default()
+    };
+    if let Some(c) = int("sector")? {
+        c.extend_u64(&mut fb.sector);
+    }
+    if let Some(c) = int("bytes")? {
+        c.extend_u32(&mut fb.bytes);
+    }
+    // A dataset's comm is its row's (a thread's comm changes at exec), not its thread's, as
+    // the text comparisons `select` asks once per thread would take it: with a filter on
+    // comm, the threads' columns stay out of the batch (comparisons of pid or tid then go
+    // row by row) and a comm's comparison is asked once per comm instead (`row` below).
+    let by_comm = f.fields().contains(&Field::Comm);
+    let (pid, tid) = (int("pid")?, int("tid")?);
+    if !by_comm {
+        if let Some(c) = &pid {
+            c.extend_u32(&mut fb.pid);
+        }
+        if let Some(c) = &tid {
+            c.extend_u32(&mut fb.tid);
+        }
+    }
+    if let Some(c) = int("path_id")? {
+        c.extend_u32(&mut fb.path_id);
+    }
+    if let Some(c) = int("latency_ns")? {
+        c.extend_u64(&mut fb.latency_ns);
+    }
+    if let Some(c) = int("cgroup_id")? {
+        c.extend_u64(&mut fb.cgroup_id);
+    }
+    if let Some(c) = int("error")? {
+        fb.error.extend((0..n).map(|i| c.u16(i)));
+    }
+    if let Some(c) = int("cpu")? {
+        fb.cpu.extend((0..n).map(|i| c.u16(i)));
+    }
     // Null when absent, as an absent field of a trace.
-    let u64_or_null =
-        |c: &Option<IntColumn<'_>>, i| c.as_ref().filter(|c| !c.is_null(i)).map(|c| c.u64(i));
+    let nullable = |c: &IntColumn<'_>, i| (!c.is_null(i)).then(|| c.u64(i));
+    if let Some(c) = int("queue_ns")? {
+        fb.queue_ns = (0..n).map(|i| nullable(&c, i)).collect();
+    }
+    if let Some(c) = int("dirtier_pid")? {
+        fb.dirtier_pid = (0..n).map(|i| nullable(&c, i).map(|_| c.u32(i))).collect();
+    }
+    if let Some(a) = dev_t {
+        let mut number = 0;
+        for i in 0..n {
+            if i == 0 || !a.same(i, i - 1) {
+                number = parse_dev_t(a.value(i), file)?;
+            }
+            fb.dev.push(number);
+        }
+    }
+    if let Some(a) = op {
+        let mut code = Op::Other.code();
+        for i in 0..n {
+            if i == 0 || !a.same(i, i - 1) {
+                let name = a.value(i);
+                code = Op::ALL
+                    .iter()
+                    .find(|o| o.name() == name)
+                    .unwrap_or(&Op::Other)
+                    .code();
+            }
+            fb.op.push(code);
+        }
+    }
+    if let Some(a) = flags {
+        let mut bits = 0;
+        for i in 0..n {
+            if i == 0 || !a.same(i, i - 1) {
+                bits = Flags::from_letters(a.value(i)).0;
+            }
+            fb.flags.push(bits);
+        }
+    }
+    if let Some(a) = syscall {
+        fb.syscall = (0..n)
+            .map(|i| {
+                (!a.is_null(i))
+                    .then(|| Syscall::from_name(a.value(i)))
+                    .flatten()
+            })
+            .map(|c| c.map(|c| c.0))
+            .collect();
+    }
     // A row's cgroup is looked up only for a filter that reads it.
     let cgroups = f.uses_cgroup_table();
-    let utc = crate::layout::utc_ns(b)?;
-    let mut mask = Vec::with_capacity(b.num_rows());
-    let mut dev_number = DevT(0);
-    for i in 0..b.num_rows() {
-        // Parsed again only when the row's text is not the previous row's.
-        if let Some(a) = dev_t {
-            if i == 0 || !a.same(i, i - 1) {
-                dev_number = DevT(parse_dev_t(a.value(i), file)?);
-            }
-        }
-        let e = Event {
-            // The trace's clock: no filter reads it (`time` compares the UTC column).
-            timestamp_ns: 0,
-            dev: dev_number,
-            sector: u64_at(&sector, i),
-            bytes: u32_at(&bytes, i),
-            op: op.map_or(Op::Other, |a| {
-                Op::ALL
-                    .iter()
-                    .copied()
-                    .find(|o| o.name() == a.value(i))
-                    .unwrap_or(Op::Other)
+    // What each comparison of comm said of each comm (its key in the batch's dictionary).
+    let said: std::cell::RefCell<IntMap<(usize, u32), bool>> = Default::default();
+    let comm_key = |x: &Expr, i: usize| match (x, comm) {
+        (
+            Expr::Cmp(Field::Comm, _, _),
+            Some(TextCol::Dict {
+                keys, nulls: false, ..
             }),
-            flags: flags.map_or(Flags(0), |a| Flags::from_letters(a.value(i))),
-            pid: u32_at(&pid, i),
-            tid: u32_at(&tid, i),
-            path_id: u32_at(&path_id, i),
-            queue_ns: u64_or_null(&queue, i),
-            latency_ns: u64_at(&latency, i),
-            error: u16_at(&error, i),
-            cpu: u16_at(&cpu, i),
-            syscall: syscall
-                .filter(|a| !a.is_null(i))
-                .and_then(|a| Syscall::from_name(a.value(i))),
-            dirtier_pid: dirtier.as_ref().filter(|c| !c.is_null(i)).map(|c| c.u32(i)),
-            cgroup_id: u64_at(&cgroup, i),
-            upper: None,
-        };
+        ) => Some((x as *const Expr as usize, keys.value(i) as u32)),
+        _ => None,
+    };
+    // Row `i` with its names, as `eval` reads it.
+    let row = |x: &Expr, i: usize| {
+        let key = comm_key(x, i);
+        if let Some(keeps) = key.and_then(|k| said.borrow().get(&k).copied()) {
+            return keeps;
+        }
+        let mut e = fb.get_projected(i);
+        if by_comm {
+            e.pid = pid.as_ref().map_or(0, |c| c.u32(i));
+            e.tid = tid.as_ref().map_or(0, |c| c.u32(i));
+        }
+        // The trace's clock: no filter reads it (`time` compares the UTC column).
+        e.timestamp_ns = 0;
         let c = comm.map(|a| text_unbytes(a.value(i))).unwrap_or_default();
         let p = path.map(|a| text_unbytes(a.value(i))).unwrap_or_default();
         let v = ResolvedView {
@@ -565,7 +662,29 @@ pub(crate) fn parquet_filter_mask<'c>(
                 .flatten(),
             utc_ns: utc.get(i).copied(),
         };
-        mask.push(f.eval(&e, &v));
+        let keeps = x.eval(&e, &v);
+        if let Some(k) = key {
+            said.borrow_mut().insert(k, keeps);
+        }
+        keeps
+    };
+    // Runs of one trace: the ids the text comparisons are asked once for are the trace's.
+    let mut mask = vec![false; n];
+    let mut keep = Vec::new();
+    let mut lo = 0;
+    while lo < n {
+        let hi = (lo + 1..n).find(|&i| !trace.same(i, lo)).unwrap_or(n);
+        let run = if (lo, hi) == (0, n) {
+            std::borrow::Cow::Borrowed(&fb)
+        } else {
+            std::borrow::Cow::Owned(fb.slice(lo, hi))
+        };
+        keep.clear();
+        f.select(&run, &|t| t as i64, &|x, i| row(x, lo + i), &mut keep);
+        for &k in &keep {
+            mask[lo + k as usize] = true;
+        }
+        lo = hi;
     }
     Ok(mask)
 }
@@ -602,9 +721,8 @@ mod tests {
         for i in 0..rows.len() {
             assert_eq!(p.is_null(i), rows[i].is_none());
             assert_eq!(d.is_null(i), rows[i].is_none());
-            if let Some(t) = rows[i] {
-                assert_eq!((p.value(i), d.value(i)), (t, t));
-            }
+            let t = rows[i].unwrap_or("");
+            assert_eq!((p.value(i), d.value(i)), (t, t));
             for j in 0..rows.len() {
                 assert_eq!(p.same(i, j), rows[i] == rows[j], "{i} {j}");
                 // A dictionary may say "not surely" of the same text, never "same" of two.

@@ -129,6 +129,35 @@ impl<T: Copy> Nullable<T> {
     pub fn is_valid(&self, i: usize) -> bool {
         self.valid.as_ref().is_none_or(|v| v[i])
     }
+
+    /// Rows `lo..hi` (empty when the column is).
+    fn slice(&self, lo: usize, hi: usize) -> Nullable<T> {
+        Nullable {
+            values: slice_of(&self.values, lo, hi),
+            valid: self.valid.as_ref().map(|v| slice_of(v, lo, hi)),
+        }
+    }
+}
+
+/// Rows `lo..hi` of a column (empty when the column is: one a projection left out).
+fn slice_of<T: Copy>(v: &[T], lo: usize, hi: usize) -> Vec<T> {
+    v.get(lo..hi).map(<[T]>::to_vec).unwrap_or_default()
+}
+
+impl<T: Copy + Default> FromIterator<Option<T>> for Nullable<T> {
+    /// A column of these values (`None`: null); `valid` only when one is null.
+    fn from_iter<I: IntoIterator<Item = Option<T>>>(it: I) -> Nullable<T> {
+        let (mut values, mut valid) = (Vec::new(), Vec::new());
+        for v in it {
+            valid.push(v.is_some());
+            values.push(v.unwrap_or_default());
+        }
+        let any_null = valid.contains(&false);
+        Nullable {
+            values,
+            valid: any_null.then_some(valid),
+        }
+    }
 }
 
 /// The events of one segment, column by column. A batch decoded with a projection
@@ -184,6 +213,30 @@ impl EventBatch {
     /// True when there are no events.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Rows `lo..hi` (`lo <= hi <= len`), the columns a projection left out still empty.
+    pub fn slice(&self, lo: usize, hi: usize) -> EventBatch {
+        EventBatch {
+            rows: hi - lo,
+            timestamp_ns: slice_of(&self.timestamp_ns, lo, hi),
+            dev: slice_of(&self.dev, lo, hi),
+            sector: slice_of(&self.sector, lo, hi),
+            bytes: slice_of(&self.bytes, lo, hi),
+            op: slice_of(&self.op, lo, hi),
+            flags: slice_of(&self.flags, lo, hi),
+            pid: slice_of(&self.pid, lo, hi),
+            tid: slice_of(&self.tid, lo, hi),
+            path_id: slice_of(&self.path_id, lo, hi),
+            queue_ns: self.queue_ns.slice(lo, hi),
+            latency_ns: slice_of(&self.latency_ns, lo, hi),
+            error: slice_of(&self.error, lo, hi),
+            cpu: slice_of(&self.cpu, lo, hi),
+            syscall: self.syscall.slice(lo, hi),
+            dirtier_pid: self.dirtier_pid.slice(lo, hi),
+            cgroup_id: slice_of(&self.cgroup_id, lo, hi),
+            upper_dev: self.upper_dev.slice(lo, hi),
+            upper_timestamp_ns: self.upper_timestamp_ns.slice(lo, hi),
+        }
     }
     /// Row `i` as an [`Event`].
     pub fn get(&self, i: usize) -> Event {
@@ -715,6 +768,34 @@ pub(crate) fn decode_columns(
 mod tests {
     use super::*;
     use crate::bytes::put_varint;
+
+    #[test]
+    fn a_slice_keeps_its_rows_and_leaves_absent_columns_absent() {
+        let mut b = EventBatch {
+            rows: 4,
+            bytes: vec![1, 2, 3, 4],
+            queue_ns: [Some(10), None, Some(30), None].into_iter().collect(),
+            syscall: [Some(1u16), Some(2), Some(3), Some(4)]
+                .into_iter()
+                .collect(),
+            ..EventBatch::default()
+        };
+        assert!(b.syscall.valid.is_none() && b.queue_ns.valid.is_some());
+        b.latency_ns = vec![5, 6, 7, 8];
+        let s = b.slice(1, 3);
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (s.bytes.as_slice(), s.latency_ns.as_slice()),
+            (&[2, 3][..], &[6, 7][..])
+        );
+        assert_eq!((s.queue_ns.get(0), s.queue_ns.get(1)), (None, Some(30)));
+        assert_eq!((s.syscall.get(0), s.syscall.get(1)), (Some(2), Some(3)));
+        assert!(s.sector.is_empty() && s.upper_dev.values.is_empty());
+        for i in 0..2 {
+            assert_eq!(s.get_projected(i), b.get_projected(i + 1));
+        }
+        assert!(b.slice(4, 4).is_empty());
+    }
 
     /// A column of a test segment: id, present values, validity.
     type TestColumn = (u64, Vec<u64>, Option<Vec<bool>>);
