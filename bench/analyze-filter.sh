@@ -46,6 +46,10 @@ QUESTIONS=(
   "trace --seek --filter op==read"
   "pq --top-files"
   "pq --top-files --filter latency>1ms"
+  "pq --summary"
+  "pq --summary --filter comm==mysqld"
+  "pq --summary --filter path=~/var/lib/*"
+  "pq --summary --filter dev==sda1&&op==write"
 )
 printf '%-42s %22s %22s %8s\n' "question (median of $REPS)" "this: wall / CPU, MiB" "${BASE:+base: wall / CPU, MiB}" "${BASE:+CPU ratio}"
 for q in "${QUESTIONS[@]}"; do
