@@ -1140,12 +1140,13 @@ impl FileRow {
 /// `--top-files` over traces and datasets: the columns and order of [`crate::query::top_files`].
 /// A file renamed while recording is one row, under its latest name (see [`crate::files`]).
 ///
-/// Ranked by I/Os or bytes, without a filter, traces are read twice: a first pass sums every
-/// file's I/Os and bytes (decoding three columns); a second keeps the latencies and threads of
-/// the files shown only (their mean and p99 latency and main process; three columns). Ranked
-/// by p99, on a Parquet dataset (whose row groups would be decompressed twice) or with a
-/// filter (which would be evaluated twice, while the I/Os it keeps are often few), one pass
-/// keeps every file's.
+/// Ranked by I/Os or bytes, without a filter, the inputs are read twice: a first pass sums
+/// every file's I/Os and bytes (reading three columns); a second keeps the latencies and
+/// threads of the files shown only (their mean and p99 latency and main process; three
+/// columns). On a Parquet dataset too: reading its path ids again costs less than keeping
+/// every file's latencies (measured: 0.46 s and 103 MiB against 0.58 s and 169 MiB at 10M
+/// events). Ranked by p99, or with a filter (which would be evaluated twice, while the I/Os
+/// it keeps are often few), one pass keeps every file's.
 pub fn top_files(
     paths: &[InputPath],
     filter: Option<&Expr>,
@@ -1154,8 +1155,7 @@ pub fn top_files(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let inputs = open_all(paths)?;
-    let two_passes =
-        by != RankBy::Latency && filter.is_none() && inputs.iter().all(Source::projects);
+    let two_passes = by != RankBy::Latency && filter.is_none();
     let mut rows: Vec<FileRow> = Vec::new();
     let mut at = 0;
     let want = if two_passes {

@@ -110,12 +110,6 @@ impl Source {
         }
     }
 
-    /// True when reading the input again for a few columns is cheap (a trace, whose columns
-    /// are compressed apart); a dataset's row groups are decompressed again page by page.
-    pub fn projects(&self) -> bool {
-        matches!(self.src, Src::Trace { .. })
-    }
-
     /// Rows of all units, as announced by the input's index (for progress).
     pub fn announced_rows(&self) -> u64 {
         match &self.src {
