@@ -553,6 +553,24 @@ fn damaged_parquet_is_reported_not_fatal() {
     }
 }
 
+/// The dataset `convert` writes of the mixed-20k fixture, in a temporary directory named
+/// after `name`, for a test that rewrites its tables with pyarrow; `None` (the test skipped)
+/// without pyarrow.
+fn pyarrow_dataset(name: &str) -> Option<(common::TempDir, PathBuf)> {
+    if !common::have_pandas() {
+        common::skip("", "pyarrow");
+        return None;
+    }
+    let d = common::TempDir::new(name);
+    let pq = d.join("pq");
+    ok(&run(bin()
+        .arg("convert")
+        .arg(fixture("mixed-20k.iod"))
+        .arg("-o")
+        .arg(&pq)));
+    Some((d, pq))
+}
+
 /// A device number in a dataset that is not `MAJ:MIN` (a table rewritten by another tool) is
 /// an error naming it wherever it is read: the `devices` table when the dataset is opened,
 /// the `io` table's `dev_t` by a filter on the device (one-pass and polars engines alike;
@@ -560,17 +578,9 @@ fn damaged_parquet_is_reported_not_fatal() {
 /// read says so even with a filter), never taken as device 0:0.
 #[test]
 fn malformed_device_numbers_in_a_dataset_are_errors() {
-    if !common::have_pandas() {
-        common::skip("", "pyarrow");
+    let Some((_d, pq)) = pyarrow_dataset("analyze-badtdev") else {
         return;
-    }
-    let d = common::TempDir::new("analyze-badtdev");
-    let pq = d.join("pq");
-    ok(&run(bin()
-        .arg("convert")
-        .arg(fixture("mixed-20k.iod"))
-        .arg("-o")
-        .arg(&pq)));
+    };
     // Sets the first row's dev_t of TABLE.parquet to "8:x".
     let spoil = |table: &str| {
         let script = "import sys, pyarrow as pa, pyarrow.parquet as pq\n\
@@ -611,17 +621,9 @@ fn malformed_device_numbers_in_a_dataset_are_errors() {
 /// no dictionaries, smaller row groups) gives the same answers, read row by row.
 #[test]
 fn a_dataset_rewritten_without_statistics_or_dictionaries_answers_the_same() {
-    if !common::have_pandas() {
-        common::skip("", "pyarrow");
+    let Some((_d, pq)) = pyarrow_dataset("analyze-plainpq") else {
         return;
-    }
-    let d = common::TempDir::new("analyze-plainpq");
-    let pq = d.join("pq");
-    ok(&run(bin()
-        .arg("convert")
-        .arg(fixture("mixed-20k.iod"))
-        .arg("-o")
-        .arg(&pq)));
+    };
     let questions: [&[&str]; 6] = [
         &["--summary"],
         &["--top-files", "--limit", "0"],
@@ -665,17 +667,9 @@ fn a_dataset_rewritten_without_statistics_or_dictionaries_answers_the_same() {
 /// filter on comm keeps the rows of each name, whichever rows of the thread come before.
 #[test]
 fn a_filter_on_comm_in_a_dataset_follows_each_row() {
-    if !common::have_pandas() {
-        common::skip("", "pyarrow");
+    let Some((_d, pq)) = pyarrow_dataset("analyze-execpq") else {
         return;
-    }
-    let d = common::TempDir::new("analyze-execpq");
-    let pq = d.join("pq");
-    ok(&run(bin()
-        .arg("convert")
-        .arg(fixture("mixed-20k.iod"))
-        .arg("-o")
-        .arg(&pq)));
+    };
     // The busiest thread's rows: the first half named "before-exec", the rest "after-exec".
     let script = "import sys, collections, pyarrow as pa, pyarrow.parquet as pq\n\
                   t = pq.read_table(sys.argv[1])\n\
