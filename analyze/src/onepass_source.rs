@@ -495,7 +495,7 @@ impl ParquetSet {
                 rows += rg.num_rows() as u64;
                 units.push((f.clone(), i, metas.len()));
             }
-            metas.push(io_reader_metadata(&b));
+            metas.push(io_reader_metadata(&b).map_err(parquet_read_error(&f))?);
         }
         Ok((units, rows, metas))
     }

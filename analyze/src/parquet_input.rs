@@ -89,7 +89,7 @@ pub(crate) const IO_DICTIONARY_COLUMNS: [&str; 8] = [
 /// when it has none of them as plain text (a dataset another tool rewrote).
 pub(crate) fn io_reader_metadata(
     builder: &ParquetRecordBatchReaderBuilder<std::fs::File>,
-) -> ArrowReaderMetadata {
+) -> Result<ArrowReaderMetadata, parquet::errors::ParquetError> {
     let fields: Vec<ArrowField> = builder
         .schema()
         .fields()
@@ -106,9 +106,8 @@ pub(crate) fn io_reader_metadata(
         .collect();
     let schema = Schema::new_with_metadata(fields, builder.schema().metadata().clone());
     let options = ArrowReaderOptions::new().with_schema(Arc::new(schema));
-    ArrowReaderMetadata::try_new(builder.metadata().clone(), options).unwrap_or_else(|_| {
+    ArrowReaderMetadata::try_new(builder.metadata().clone(), options).or_else(|_| {
         ArrowReaderMetadata::try_new(builder.metadata().clone(), ArrowReaderOptions::new())
-            .expect("the file's own schema reads it")
     })
 }
 
