@@ -22,6 +22,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader
 use parquet::arrow::ProjectionMask;
 
 use crate::files::{FileIdentities, FileNames};
+use crate::grouping::DenseSlots;
 use crate::layout::{self, IntColumn};
 use crate::parquet_input::{
     cgroups_table, devices_table, files_table, io_reader_metadata, parquet_files,
@@ -410,47 +411,30 @@ const IO_COLUMNS: [(&str, u64); 11] = [
 /// pays its per-batch costs a thousand times per row group of `iodump convert`).
 const PARQUET_BATCH_ROWS: usize = 8_192;
 
-/// A trace's own ids (path ids, thread ids) as a dataset numbers them: by trace, in a vector
-/// indexed by the trace's id when its ids are dense (a trace numbers its paths from 1),
-/// hashed otherwise.
+/// A trace's own ids (path ids, thread ids) as a dataset numbers them: by trace, through
+/// [`DenseSlots`] (no hashing for the ids a trace numbers densely), hashed above them.
 #[derive(Default)]
 struct Rekey {
-    /// By trace index: the dataset's id of each of the trace's ids (`UNKNOWN`: none).
-    dense: Vec<Vec<u32>>,
-    /// (trace << 32 | id) → id, for the ids of the traces without a dense vector.
+    /// By trace index: the dataset's id of each of the trace's ids.
+    dense: Vec<DenseSlots>,
+    /// (trace << 32 | id) → id, for ids [`DenseSlots`] does not hold.
     sparse: IntMap<u64, u32>,
 }
 
 impl Rekey {
-    /// The dataset's ids of `(trace index, the trace's id)`, numbered in their order.
+    /// The dataset's ids of `(trace index, the trace's id)`, numbered in their order (an id
+    /// given twice: the later one).
     fn new(keys: impl IntoIterator<Item = (u32, u32)>) -> Rekey {
-        let keys: Vec<(u32, u32)> = keys.into_iter().collect();
-        let traces = keys.iter().map(|k| k.0 as usize + 1).max().unwrap_or(0);
-        let (mut count, mut top) = (vec![0usize; traces], vec![0usize; traces]);
-        for &(t, id) in &keys {
-            count[t as usize] += 1;
-            top[t as usize] = top[t as usize].max(id as usize);
-        }
-        let mut r = Rekey {
-            // A vector when it is at most about four times the ids it holds.
-            dense: (0..traces)
-                .map(|t| {
-                    if top[t] <= 4 * count[t] + 1024 {
-                        vec![UNKNOWN; top[t] + 1]
-                    } else {
-                        Vec::new()
-                    }
-                })
-                .collect(),
-            sparse: IntMap::default(),
-        };
+        let mut r = Rekey::default();
         for (i, (t, id)) in keys.into_iter().enumerate() {
-            let d = &mut r.dense[t as usize];
-            match d.get_mut(id as usize) {
+            let t = t as usize;
+            if r.dense.len() <= t {
+                r.dense.resize_with(t + 1, DenseSlots::default);
+            }
+            match r.dense[t].slot(id) {
                 Some(slot) => *slot = i as u32,
                 None => {
-                    r.sparse
-                        .insert(u64::from(t) << 32 | u64::from(id), i as u32);
+                    r.sparse.insert((t as u64) << 32 | u64::from(id), i as u32);
                 }
             }
         }
@@ -460,9 +444,9 @@ impl Rekey {
     /// The dataset's id of id `id` of trace `t` (`UNKNOWN` when it has none).
     #[inline]
     fn get(&self, t: u32, id: u32) -> u32 {
-        match self.dense.get(t as usize) {
-            Some(d) if !d.is_empty() => d.get(id as usize).copied().unwrap_or(UNKNOWN),
-            _ => self
+        match self.dense.get(t as usize).and_then(|d| d.get(id)) {
+            Some(i) => i,
+            None => self
                 .sparse
                 .get(&(u64::from(t) << 32 | u64::from(id)))
                 .copied()
@@ -859,11 +843,11 @@ mod tests {
 
     #[test]
     fn rekeying_is_the_same_dense_or_hashed() {
-        // Trace 0 numbers its ids densely; trace 1 has one id far above its count (hashed);
+        // Trace 0 numbers its ids densely; trace 1 has one id above what is kept densely (hashed);
         // trace 0's id 3 is given twice: the later one counts, as in a map.
         let keys = [(0, 1), (0, 2), (1, 7), (0, 3), (1, 1 << 30), (0, 3)];
         let r = Rekey::new(keys);
-        assert!(!r.dense[0].is_empty() && r.dense[1].is_empty());
+        assert_eq!(r.sparse.len(), 1);
         assert_eq!(r.get(0, 1), 0);
         assert_eq!(r.get(0, 2), 1);
         assert_eq!(r.get(1, 7), 2);
