@@ -18,6 +18,7 @@
 #include "codes.bpf.h"
 #include "inflight.bpf.h"
 #include "stack.bpf.h"
+#include "start.bpf.h"
 
 static __always_inline int on_rq_issue(struct iodump_cpu_state *cs, __u32 lvl,
 				       struct request *rq, int btf)
@@ -26,8 +27,11 @@ static __always_inline int on_rq_issue(struct iodump_cpu_state *cs, __u32 lvl,
 	struct iodump_slot *slot;
 	struct iodump_inflight *v = find(&inflight_rq, key, &slot);
 
-	if (!v && cfg_start_at_getrq)
+	if (!v && cfg_start_at_getrq) {
 		v = adopt(cs, lvl, rq, key, &slot, btf);
+		if (!v && stack_active())
+			v = start_clone(cs, lvl, rq, key, &slot, btf);
+	}
 	if (!v)
 		return 0;
 	v->ev.issue_ns = bpf_ktime_get_ns();
@@ -191,15 +195,24 @@ static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 	 * REQ_PREFLUSH request the flush machinery completes itself) */
 	if (!v && cfg_start_at_getrq && !again)
 		v = adopt(cs, lvl, rq, key, &slot, btf);
-	if (stack_active() && nr_bytes >= RD(btf, rq, __data_len))
+	if (stack_active() && nr_bytes >= RD(btf, rq, __data_len)) {
 		complete_passed_down(cs, lvl, rq, status_errno(status), now);
+		/* a request-based stacked device's request (stack_push_rq) */
+		__u64 first = stack_rq_live() ? key_of(cs, lvl, RD(btf, rq, bio), btf) : 0;
+
+		if (first && stack_pop(cs, lvl, (struct bio *)first, first, 0))
+			stack_add_at(1, -1);
+	}
 	if (!v) {
 		if (again)
 			return 0; /* done by the first program, or not tracked */
 		if (norm_op(RD(btf, rq, cmd_flags)) == IODUMP_OP_FLUSH && !RD(btf, rq, bio))
 			cnt(IODUMP_CNT_FLUSH_NO_START);
-		else
+		else if (nr_bytes || RD(btf, rq, bio))
 			cnt(IODUMP_CNT_NO_START);
+		/* else: the end of a request its bios completed in full already, an I/O that
+		 * ended at that first completion: request-based device-mapper's, which its
+		 * clone's bios complete (end_clone_bio) before the request is ended */
 		return 0;
 	}
 	err = status_errno(status);

@@ -125,6 +125,12 @@ struct bio___old {
 	__u8 bi_partno;
 } __attribute__((preserve_access_index));
 
+/* Before 5.15 a request_queue names no disk; a request names its own (rq_disk, gone in
+ * 5.19): rq_disk_target() in start.bpf.h. */
+struct request___old {
+	struct gendisk___old *rq_disk;
+} __attribute__((preserve_access_index));
+
 /* Helpers this kernel has, from its BTF (enum bpf_func_id): a call of one it lacks sits in
  * a branch the verifier sees is never taken. bpf_get_current_task_btf: 5.11;
  * bpf_task_pt_regs: 5.15. */

@@ -115,10 +115,13 @@ struct {
 	__type(value, struct iodump_raid5_layout);
 } stack_raid5 SEC(".maps");
 
-/* [0]: entries in stack_ios, so that devices with nothing stacked above skip the lookup. */
+/* [0]: entries in stack_ios, so that devices with nothing stacked above skip the lookup;
+ * [1]: those a request of a request-based stacked device owns (dm-multipath; an entry
+ * replaced or evicted before its request completed stays counted: the count only spares
+ * every other request's completion a lookup while it is 0). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __s64);
 } stack_live SEC(".maps");

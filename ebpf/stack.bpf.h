@@ -10,6 +10,9 @@
  *    bio_clone_fast before 5.18; bio_split) shares its bio_vec array (bi_io_vec): dm linear
  *    and striped, md raid0 and raid1, dm-crypt's reads. The upper I/O is kept under that
  *    array's address (stack_push) from its start to its completion (stack_pop);
+ *  - request-based device-mapper (dm-multipath) clones a request onto a path disk, each of
+ *    its bios cloned (blk_rq_prep_clone): the upper request is kept under its first bio's
+ *    array (stack_push_rq, start.bpf.h) and found from the clone's first bio;
  *  - dm-crypt's writes go down in a new bio over encrypted bounce pages; its bi_private is
  *    the dm_crypt_io, whose second word is the bio dm-crypt was given (base_bio, the first
  *    two members of struct dm_crypt_io since 2.6: cc, base_bio), which shares the upper
@@ -43,13 +46,27 @@
 #define IODUMP_STACK_MAX_AGE_NS (60ULL * 1000000000ULL)
 #define IODUMP_DM_CRYPT_BASE_BIO_OFF 8 /* struct dm_crypt_io: cc, then base_bio */
 
-static __always_inline void stack_add(__s64 d)
+/* stack_live[i] += d */
+static __always_inline void stack_add_at(__u32 i, __s64 d)
 {
-	__u32 zero = 0;
-	__s64 *n = bpf_map_lookup_elem(&stack_live, &zero);
+	__s64 *n = bpf_map_lookup_elem(&stack_live, &i);
 
 	if (n)
 		__sync_fetch_and_add(n, d);
+}
+
+static __always_inline void stack_add(__s64 d)
+{
+	stack_add_at(0, d);
+}
+
+/* a request of a request-based stacked device may own an entry (stack_push_rq) */
+static __always_inline int stack_rq_live(void)
+{
+	__u32 one = 1;
+	__s64 *n = bpf_map_lookup_elem(&stack_live, &one);
+
+	return n && *n > 0;
 }
 
 /* 1 once stack_devs names a stacked device. The program's only .bss variable, written by
@@ -82,18 +99,20 @@ static __always_inline int stack_dev(__u32 dev)
  * of the same upper I/O on v's device (a bio split into pieces that are each stacked
  * again: dm-thin's blocks on its pool). Any other entry (a piece of no upper I/O: a split
  * of a bio from a file system resubmitted to its device, whose own bio then owns the entry;
- * one whose completion was missed) is replaced by v. */
-static __always_inline void stack_push(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
-				       __u64 key, struct iodump_inflight *v, int btf)
+ * one whose completion was missed) is replaced by v. 1 when v owns the entry now. */
+static __always_inline int stack_push(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
+				      __u64 key, struct iodump_inflight *v, int btf)
 {
 	__u64 vec = key_of(cs, lvl, RD(btf, bio, bi_io_vec), btf);
 	struct iodump_inflight *e;
+	int made = 0;
 
 	if (!vec)
-		return; /* an empty flush: nothing to attribute */
+		return 0; /* an empty flush: nothing to attribute */
 	v->ev.complete_ns = key;
 	if (!bpf_map_update_elem(&stack_ios, &vec, v, BPF_NOEXIST)) {
 		stack_add(1);
+		made = 1;
 	} else {
 		e = bpf_map_lookup_elem(&stack_ios, &vec);
 		if (e && ((e->ev.dev == v->ev.upper_dev && e->ev.start_ns == v->ev.upper_start_ns) ||
@@ -104,11 +123,12 @@ static __always_inline void stack_push(struct iodump_cpu_state *cs, __u32 lvl, s
 			e->ev.start_ns = v->ev.start_ns;
 			e->ev.upper_dev = v->ev.upper_dev;
 			e->ev.upper_start_ns = v->ev.upper_start_ns;
-		} else if (e) {
-			bpf_map_update_elem(&stack_ios, &vec, v, BPF_EXIST);
+		} else if (e && !bpf_map_update_elem(&stack_ios, &vec, v, BPF_EXIST)) {
+			made = 1;
 		}
 	}
 	v->ev.complete_ns = 0;
+	return made;
 }
 
 /* The entry of the bio_vec array of bio b (an address read with probe reads), or NULL. */
@@ -204,15 +224,19 @@ static __always_inline struct iodump_inflight *stack_find(struct iodump_cpu_stat
 }
 
 /* The upper I/O's bio completed (key: its address): forget it, if it is the entry's owner
- * (a clone that is itself stacked, LVM on md, shares the entry and does not own it). */
-static __always_inline void stack_pop(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
-				      __u64 key, int btf)
+ * (a clone that is itself stacked, LVM on md, shares the entry and does not own it); 1 when
+ * it was. */
+static __always_inline int stack_pop(struct iodump_cpu_state *cs, __u32 lvl, struct bio *bio,
+				     __u64 key, int btf)
 {
 	__u64 vec = key_of(cs, lvl, RD(btf, bio, bi_io_vec), btf);
 	struct iodump_inflight *p = vec ? bpf_map_lookup_elem(&stack_ios, &vec) : NULL;
 
-	if (p && p->ev.complete_ns == key && !bpf_map_delete_elem(&stack_ios, &vec))
+	if (p && p->ev.complete_ns == key && !bpf_map_delete_elem(&stack_ios, &vec)) {
 		stack_add(-1);
+		return 1;
+	}
+	return 0;
 }
 
 /* The lower I/O v takes what its upper I/O p knew of its origin, and names p; or, when p is

@@ -280,24 +280,88 @@ filtered:
 	return -1;
 }
 
+/* A request-based stacked device's I/O (dm-multipath): kept for the requests it clones onto
+ * the devices below (each clone's bios share the upper bios' arrays), under its first bio,
+ * which owns the entry until the request completes (rq_complete). 1 when the I/O is then
+ * not recorded itself (its device filtered out). */
+static __always_inline int stack_push_rq(struct iodump_cpu_state *cs, __u32 lvl,
+					 struct bio *bio, struct iodump_inflight *v, int btf)
+{
+	if (!bio)
+		return 0;
+	if (stack_push(cs, lvl, bio, key_of(cs, lvl, bio, btf), v, btf))
+		stack_add_at(1, 1);
+	if (cfg_filter_dev && !bpf_map_lookup_elem(&dev_filter, &v->ev.dev)) {
+		cnt(IODUMP_CNT_FILTERED);
+		return 1;
+	}
+	return 0;
+}
+
 static __always_inline int on_rq_start(struct iodump_cpu_state *cs, __u32 lvl,
 				       struct request *rq, int btf)
 {
 	struct iodump_inflight v = {};
 	struct iodump_target t = {};
 	struct bio *bio;
+	int stacked;
 
 	/* rq->part is not set yet when block_io_start fires (6.5+): use the bio's bdev */
 	bio = RD(btf, rq, bio);
 	if (bdev_target(&t, bio ? RD(btf, bio, bi_bdev) : RD(btf, rq, q, disk, part0), btf))
 		return 0;
+	stacked = stack_dev(t.dev);
 	if (start_io(&v, &t, bio, RD(btf, rq, cmd_flags), RD(btf, rq, __sector),
-		     RD(btf, rq, __data_len), cs, lvl, btf, 0)) {
+		     RD(btf, rq, __data_len), cs, lvl, btf, stacked)) {
 		cnt(IODUMP_CNT_RQ_UNTRACKED);
 		return 0;
 	}
+	if (stacked && stack_push_rq(cs, lvl, bio, &v, btf))
+		return 0;
 	track(&inflight_rq, key_of(cs, lvl, rq, btf), &v, 1);
 	return 0;
+}
+
+/* The whole disk a request is on, from its queue (5.15+) or its rq_disk (before). */
+static __always_inline int rq_disk_target(struct iodump_target *t, struct request *rq, int btf)
+{
+	if (bpf_core_field_exists(struct request_queue, disk))
+		return bdev_target(t, RD(btf, rq, q, disk, part0), btf);
+
+	struct gendisk___old *disk = BPF_CORE_READ((struct request___old *)rq, rq_disk);
+
+	if (!disk)
+		return -1;
+	t->dev = BPF_CORE_READ(disk, part0.__dev.devt);
+	t->start_sect = 0;
+	t->mq = 1;
+	return 0;
+}
+
+/*
+ * Kernels without block_io_start: a request that a request-based stacked device
+ * (dm-multipath) cloned onto the device below is inserted without block_getrq, and issued
+ * at once (blk_insert_cloned_request). It starts at its issue, from its upper I/O (the
+ * clone's bios share the upper request's arrays, stack_push_rq); a request with no upper
+ * I/O is left alone. Returns the new entry, or NULL.
+ */
+static __always_inline struct iodump_inflight *start_clone(struct iodump_cpu_state *cs,
+							   __u32 lvl, struct request *rq,
+							   __u64 key, struct iodump_slot **slot,
+							   int btf)
+{
+	struct iodump_inflight v = {};
+	struct iodump_target t = {};
+	struct bio *bio = RD(btf, rq, bio);
+
+	if (!bio || !stack_find(cs, lvl, bio, bpf_ktime_get_ns(), btf) ||
+	    rq_disk_target(&t, rq, btf))
+		return NULL;
+	if (start_io(&v, &t, bio, RD(btf, rq, cmd_flags), RD(btf, rq, __sector),
+		     RD(btf, rq, __data_len), cs, lvl, btf, 0))
+		return NULL;
+	track(&inflight_rq, key, &v, 1);
+	return find(&inflight_rq, key, slot);
 }
 
 /*
@@ -313,14 +377,18 @@ static __always_inline int on_getrq(struct iodump_cpu_state *cs, __u32 lvl, stru
 {
 	struct iodump_inflight v = {};
 	struct iodump_target t = {};
+	int stacked;
 
 	if (!bio || bio_target(&t, bio, btf))
 		return 0;
+	stacked = stack_dev(t.dev);
 	if (start_io(&v, &t, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
-		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf, 0)) {
+		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf, stacked)) {
 		cnt(IODUMP_CNT_RQ_UNTRACKED);
 		return 0;
 	}
+	if (stacked && stack_push_rq(cs, lvl, bio, &v, btf))
+		return 0;
 	v.ev.ioflags |= IODUMP_IOF_INSERT;
 	track(&inflight_rq, key_of(cs, lvl, bio, btf) | IODUMP_KEY_GETRQ, &v, 1);
 	return 0;

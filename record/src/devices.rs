@@ -20,12 +20,12 @@ pub fn host_list() -> Result<Vec<BlockDevice>, RecordError> {
     Sysfs::new().block_devices().map_err(RecordError::Sysfs)
 }
 
-/// A stacked device: bio-based, with `slaves/` in sysfs (device-mapper, md), or an NVMe
-/// multipath head (its path disks are hidden: the head's entry names them as their first
-/// I/O shows their numbers). The I/O it sends down is attributed to its own I/O's origin
-/// (ebpf/stack.bpf.h).
+/// A stacked device: one with `slaves/` in sysfs (device-mapper, bio-based or, as
+/// dm-multipath, request-based; md), or an NVMe multipath head (its path disks are hidden:
+/// the head's entry names them as their first I/O shows their numbers). The I/O it sends
+/// down is attributed to its own I/O's origin (ebpf/stack.bpf.h).
 pub fn is_stacked(d: &Device) -> bool {
-    d.bio_based && (!d.stacked_on.is_empty() || d.label == NVME_MULTIPATH)
+    !d.stacked_on.is_empty() || (d.bio_based && d.label == NVME_MULTIPATH)
 }
 
 /// Of the devices `-d` asked for (`wanted`), those whose I/O below is recorded too: an
@@ -216,6 +216,27 @@ mod tests {
         assert_eq!(recorded_below(&all, &[part]), [part]);
         assert!(recorded_below(&all, &[sda, dm]).is_empty());
         assert!(recorded_below(&all, &[]).is_empty());
+    }
+
+    #[test]
+    fn request_based_device_mapper_is_stacked_too() {
+        let d = |name: &str, bio: bool, label: &str, on: &[DevT]| Device {
+            dev: DevT::new(253, 0),
+            name: name.into(),
+            partition_of: None,
+            sector_size: 512,
+            start_sector: 0,
+            bio_based: bio,
+            label: label.into(),
+            stacked_on: on.to_vec(),
+        };
+        let sdb = DevT::new(8, 16);
+        assert!(is_stacked(&d("dm-0", true, "vg-lv", &[sdb])));
+        // dm-multipath: request-based, its paths below
+        assert!(is_stacked(&d("dm-1", false, "mpatha", &[sdb])));
+        assert!(is_stacked(&d("nvme0n1", true, NVME_MULTIPATH, &[])));
+        assert!(!is_stacked(&d("sda", false, "", &[])));
+        assert!(!is_stacked(&d("zram0", true, "", &[])));
     }
 
     #[test]

@@ -258,6 +258,18 @@ for line in open(devs_file):
         mirrored = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"])) == ldevs)
         print(("PASS" if writes and mirrored == len(writes) else "FAIL") + " stack.%s-fanout %d of the %d O_DIRECT writes to %s are named by a write on each of %s" % (
             name, mirrored, len(writes), dm, "+".join(lower)))
+    if name == "iodmp":
+        # dm-multipath: each request is cloned onto one path, the paths taken in turn
+        ios = [e for e in evs if e["dev"] == devs.get(dm) and e["op"] in ("read", "write") and e["path"] == os.path.join(mnt, "direct.dat")]
+        named = {}
+        for e in below:
+            p = upper_of(e)
+            if p is not None:
+                named.setdefault((p["dev"], p["timestamp_ns"], p["tid"]), []).append(e["dev"])
+        once = sum(1 for u in ios if len(named.get((u["dev"], u["timestamp_ns"], u["tid"]), [])) == 1)
+        paths = {d for v in named.values() for d in v}
+        print(("PASS" if ios and once == len(ios) and paths == ldevs else "FAIL") + " stack.iodmp-paths %d of the %d O_DIRECT I/Os to %s are named by one I/O below, on %d of its %d paths" % (
+            once, len(ios), dm, len(paths & ldevs), len(ldevs)))
     if want in ("raid5", "raid6") and table == "1" and not unfollowed:
         # RAID5 writes go down from the stripe cache: each O_DIRECT write's data and the parity
         # computed for it are written below naming it. On three disks that is at least 1.5
@@ -649,7 +661,8 @@ flight_suite() {
 # two more; ext4 on each. Every device is recorded while dd, on each, writes a file with
 # O_DIRECT, writes another and fsyncs it, reads the first back with O_DIRECT and writes a
 # third that the flusher writes out (sync). Also LVM on md (dm-linear over md RAID1 of two
-# zram devices) and LVM striped (dm-striped over two zram devices).
+# zram devices), LVM striped (dm-striped over two zram devices), LVM thin and cache volumes
+# (dm-thin, dm-cache) and dm-multipath (request-based, over a loop device).
 # stack_check: the I/O of the devices below (in the upper device's region) carries the files'
 # paths and dd, for at least as many bytes as the upper device's own I/O of those files
 # (dm-crypt's writes go down from its dmcrypt_write thread over bounce pages; md's from md
@@ -788,6 +801,39 @@ stack_suite() {
   else
     fail setup.dm-thin "$(tail -1 "$run/dm.err")"
   fi
+  # lvmcache: a dm-cache volume (writethrough, LVM's default mode; the smq policy; 64 KiB
+  # blocks) on three zram devices: origin, cache and metadata. An origin block is at the same
+  # sector as the volume's, a cached one anywhere on the cache device: the region is the
+  # first STACK_SECTORS of each, the origin first (top files are asked of it). The blocks the
+  # cache copies itself (promotions, through kcopyd) serve no upper I/O.
+  local co cc cm
+  if need_mod dm_cache && need_mod dm_cache_smq && zram_dev && co=$ZR && zram_dev && cc=$ZR &&
+    zram_dev && cm=$ZR && dd if=/dev/zero of=/dev/$cm bs=4k count=1 oflag=direct status=none &&
+    dmsetup create iodcache --table "0 $STACK_SECTORS cache /dev/$cm /dev/$cc /dev/$co 128 1 writethrough default 0" 2>> "$run/dm.err"; then
+    dmsetup mknodes 2>/dev/null
+    for d in /sys/block/dm-*; do [ "$(cat "$d/dm/name")" = iodcache ] && dm=${d##*/}; done
+    stack_fs iodcache "$dm" /dev/mapper/iodcache &&
+      sed -i "\$s/\$/ $co,$cc,$cm 0 $STACK_SECTORS 1/" "$run/devs"
+  else
+    fail setup.dm-cache "$(tail -1 "$run/dm.err")"
+  fi
+  # dm-multipath (SAN disks): request-based device-mapper, which clones each request onto a
+  # path device (itself request-based): two paths taken in turn (round-robin, one I/O each),
+  # two loop devices on one file in a tmpfs of the guest's memory (the same disk through two
+  # paths, as a SAN LUN through two ports).
+  local lp1 lp2
+  if need_mod dm_multipath && need_mod dm_round_robin && need_mod loop &&
+    mkdir -p /run/iodmp && { mountpoint -q /run/iodmp || mount -t tmpfs -o size=300M tmpfs /run/iodmp; } &&
+    truncate -s 256M /run/iodmp/lun.img && lp1=$(losetup -f --show /run/iodmp/lun.img) &&
+    CREATED_LOOP+=("$lp1") && lp2=$(losetup -f --show /run/iodmp/lun.img) && CREATED_LOOP+=("$lp2") &&
+    dmsetup create iodmp --table "0 $STACK_SECTORS multipath 0 0 1 1 round-robin 0 2 1 $lp1 1 $lp2 1" 2>> "$run/dm.err"; then
+    dmsetup mknodes 2>/dev/null
+    for d in /sys/block/dm-*; do [ "$(cat "$d/dm/name")" = iodmp ] && dm=${d##*/}; done
+    stack_fs iodmp "$dm" /dev/mapper/iodmp &&
+      sed -i "\$s/\$/ ${lp1#/dev/},${lp2#/dev/} 0 $STACK_SECTORS 1/" "$run/devs"
+  else
+    fail setup.dm-multipath "$(tail -1 "$run/dm.err")"
+  fi
   pass setup.stack "$(awk '$7 == 1 {printf "%s=%s on %s; ", $2, $1, $4}' "$run/devs")"
   # A stacked device made while recording (LVM making a volume or a snapshot, a dm-crypt
   # volume opened after boot): dm-linear over another zram device, made, formatted and
@@ -866,8 +912,8 @@ stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
 }
 stack_cleanup() {
   local n
-  for n in iodlin iodcry iodr1 iodr0 iodr5 iodr6 iodlom iodstr iodthin iodlate iodfirst iodf5; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
-  for n in iodlin iodcry iodlom iodstr iodthin iodpool iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
+  for n in iodlin iodcry iodr1 iodr0 iodr5 iodr6 iodlom iodstr iodthin iodcache iodmp iodlate iodfirst iodf5; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
+  for n in iodlin iodcry iodlom iodstr iodthin iodpool iodcache iodmp iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
   for n in iodr1 iodr0 iodr5 iodr6 iodlm iodf5; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
 }
 
