@@ -823,7 +823,7 @@ stack_suite() {
   # paths, as a SAN LUN through two ports).
   local lp1 lp2
   if need_mod dm_multipath && need_mod dm_round_robin && need_mod loop &&
-    mkdir -p /run/iodmp && { mountpoint -q /run/iodmp || mount -t tmpfs -o size=300M tmpfs /run/iodmp; } &&
+    mkdir -p /run/iodmp && { mountpoint -q /run/iodmp || mount -t tmpfs -o size=600M tmpfs /run/iodmp; } &&
     truncate -s 256M /run/iodmp/lun.img && lp1=$(losetup -f --show /run/iodmp/lun.img) &&
     CREATED_LOOP+=("$lp1") && lp2=$(losetup -f --show /run/iodmp/lun.img) && CREATED_LOOP+=("$lp2") &&
     dmsetup create iodmp --table "0 $STACK_SECTORS multipath 0 0 1 1 round-robin 0 2 1 $lp1 1 $lp2 1" 2>> "$run/dm.err"; then
@@ -831,6 +831,25 @@ stack_suite() {
     for d in /sys/block/dm-*; do [ "$(cat "$d/dm/name")" = iodmp ] && dm=${d##*/}; done
     stack_fs iodmp "$dm" /dev/mapper/iodmp &&
       sed -i "\$s/\$/ ${lp1#/dev/},${lp2#/dev/} 0 $STACK_SECTORS 1/" "$run/devs"
+    # LVM on multipath (a SAN server's volumes): dm-linear over a second multipath device of
+    # two more paths; the paths at the bottom are checked too (their I/O names the multipath
+    # request, which names the LVM one).
+    local lp3 lp4 mp
+    if truncate -s 256M /run/iodmp/lun2.img && lp3=$(losetup -f --show /run/iodmp/lun2.img) &&
+      CREATED_LOOP+=("$lp3") && lp4=$(losetup -f --show /run/iodmp/lun2.img) && CREATED_LOOP+=("$lp4") &&
+      dmsetup create iodmp2 --table "0 $STACK_SECTORS multipath 0 0 1 1 round-robin 0 2 1 $lp3 1 $lp4 1" 2>> "$run/dm.err" &&
+      dmsetup create iodlmp --table "0 $STACK_SECTORS linear /dev/mapper/iodmp2 0" 2>> "$run/dm.err"; then
+      dmsetup mknodes 2>/dev/null
+      for d in /sys/block/dm-*; do
+        case "$(cat "$d/dm/name")" in iodlmp) dm=${d##*/} ;; iodmp2) mp=${d##*/} ;; esac
+      done
+      if stack_fs iodlmp "$dm" /dev/mapper/iodlmp; then
+        sed -i "\$s/\$/ $mp 0 $STACK_SECTORS 1/" "$run/devs"
+        echo "iodlmp $dm $OUT/stack/mnt-iodlmp ${lp3#/dev/},${lp4#/dev/} 0 $STACK_SECTORS 0" >> "$run/devs"
+      fi
+    else
+      fail setup.dm-on-multipath "$(tail -1 "$run/dm.err")"
+    fi
   else
     fail setup.dm-multipath "$(tail -1 "$run/dm.err")"
   fi
@@ -912,8 +931,8 @@ stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
 }
 stack_cleanup() {
   local n
-  for n in iodlin iodcry iodr1 iodr0 iodr5 iodr6 iodlom iodstr iodthin iodcache iodmp iodlate iodfirst iodf5; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
-  for n in iodlin iodcry iodlom iodstr iodthin iodpool iodcache iodmp iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
+  for n in iodlin iodcry iodr1 iodr0 iodr5 iodr6 iodlom iodstr iodthin iodcache iodmp iodlmp iodlate iodfirst iodf5; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
+  for n in iodlin iodcry iodlom iodstr iodthin iodpool iodcache iodmp iodlmp iodmp2 iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
   for n in iodr1 iodr0 iodr5 iodr6 iodlm iodf5; do [ -e /dev/md/$n ] && mdadm --stop /dev/md/$n > /dev/null 2>&1; done
 }
 
