@@ -38,7 +38,7 @@
  *   file.bpf.h        the file behind a bio (resolve_bio)
  *   paths.bpf.h       path records (ensure_path, iodump_send_path, iodump_path_fp)
  *   inflight.bpf.h    the in-flight table: track, find, claim/release, untrack, adopt
- *   stack.bpf.h       I/O through stacked devices (dm, md): the upper I/O's origin below
+ *   stack.bpf.h       I/O through stacked devices (dm, md, bcache): the upper I/O's origin below
  *   dirtier.bpf.h     who dirtied an inode's pages (on_dirty_folio)
  *   start.bpf.h       the start of an I/O (start_io; on_rq_start, on_getrq, on_bio_queue...)
  *   complete.bpf.h    issue, merge, completion (on_rq_issue ... on_bio_complete; batches)

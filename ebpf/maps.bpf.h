@@ -115,6 +115,16 @@ struct {
 	__type(value, struct iodump_raid5_layout);
 } stack_raid5 SEC(".maps");
 
+/* [0]: bytes from the closure of bcache's struct search to its clone's bi_io_vec (search.cl
+ * to search.bio.bio.bi_io_vec), written by user space from bcache's module BTF once bcache
+ * is loaded; 0: not known (stack.bpf.h, stack_bcache_upper). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} stack_bcache SEC(".maps");
+
 /* [0]: entries in stack_ios, so that devices with nothing stacked above skip the lookup;
  * [1]: those a request of a request-based stacked device owns (dm-multipath; an entry
  * replaced or evicted before its request completed stays counted: the count only spares

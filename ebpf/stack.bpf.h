@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * stack.bpf.h — I/O through stacked devices (device-mapper: LVM, dm-crypt; md RAID): the
+ * stack.bpf.h — I/O through stacked devices (device-mapper: LVM, dm-crypt; md RAID; bcache): the
  * I/O a stacked device sends to the devices below carries its upper I/O's submitter, file
  * and dirtier, instead of the kernel thread that submits it (kcryptd, dmcrypt_write,
  * md*_raid1) and the bounce pages no file owns.
@@ -20,6 +20,12 @@
  *    driver whose bi_private is something else finds nothing;
  *  - a split the device below makes of such a bio (bio_split_to_limits) has the bio it was
  *    split from as its bi_private (bio_chain): one hop up the chain;
+ *  - bcache reads a block its cache misses from the backing device in a bio of its own
+ *    pages (to put it in the cache too), whose bi_private is the closure of bcache's struct
+ *    search for the bio it serves; the search holds that bio's clone (search.bio.bio), which
+ *    shares the upper bio's array. Where, from the closure, is read from bcache's module
+ *    BTF through user space (stack_bcache); the word there is read with a probe read and
+ *    only ever used as a map key;
  *  - md RAID4/5/6 writes (and reads not within one chunk) go down from its stripe cache: each
  *    disk's block of a stripe is a page of the stripe's own, sent in the bio its struct r5dev
  *    embeds, whose bi_private is the stripe_head; the upper bios wait in the r5devs' lists
@@ -185,11 +191,25 @@ static __always_inline __u64 stack_raid5_upper(__u64 b, __u64 sh)
 	return 0;
 }
 
+/* bcache: the entry of the bio whose struct search's closure is priv (a cache-miss read's
+ * bi_private), or NULL; also NULL while bcache's layout is not known. */
+static __always_inline struct iodump_inflight *stack_bcache_upper(__u64 priv)
+{
+	__u32 zero = 0;
+	__u32 *off = bpf_map_lookup_elem(&stack_bcache, &zero);
+	__u64 vec = 0;
+
+	if (!off || !*off ||
+	    bpf_probe_read_kernel(&vec, sizeof(vec), (void *)(priv + *off)) || !vec)
+		return NULL;
+	return bpf_map_lookup_elem(&stack_ios, &vec);
+}
+
 /* The upper I/O of a bio about to start on the device below, or NULL. The bio itself, or
  * up to IODUMP_STACK_HOPS bios up its bi_private chain (a split the device below made is
  * chained to the bio it was split from, bio_chain), each also through dm-crypt's
  * base_bio; or, for a bio of md RAID4/5/6's stripe cache, the upper bio its stripe
- * serves. */
+ * serves; or, for a cache-miss read of bcache, the bio its struct search serves. */
 #define IODUMP_STACK_HOPS 2
 static __always_inline struct iodump_inflight *stack_find(struct iodump_cpu_state *cs, __u32 lvl,
 							 struct bio *bio, __u64 now, int btf)
@@ -210,6 +230,9 @@ static __always_inline struct iodump_inflight *stack_find(struct iodump_cpu_stat
 				p = stack_entry_of(up);
 				break;
 			}
+			p = stack_bcache_upper(priv);
+			if (p)
+				break;
 		}
 		base = 0;
 		bpf_probe_read_kernel(&base, sizeof(base),

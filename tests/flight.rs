@@ -502,8 +502,10 @@ fn a_full_file_system_costs_old_parts_not_the_recording() {
     // Every part left reads whole (a part cut at its last complete chunk has no end, nothing
     // damaged); no writer loss; and the events of consecutive parts follow each other with
     // no hole where a segment found no room.
+    // Two parts at least: a part holds one segment, which holds more on a loaded machine
+    // (the recorder drains less often), so that only two may fit in the file system then.
     let files = parts_of(&bounded);
-    assert!(files.len() >= 3, "{files:?}");
+    assert!(files.len() >= 2, "{files:?}");
     let mut cut = 0;
     let mut spans = Vec::new();
     for f in &files {

@@ -63,9 +63,10 @@ pub struct BlockDevice {
     /// The disk has no request queue (`mq/` absent): zram, device-mapper, md, brd.
     pub bio_based: bool,
     /// A stacked disk's device-mapper name (`dm/name`: `vg-lv`), md RAID level
-    /// (`md/level`: `raid1`) or [`NVME_MULTIPATH`]; empty otherwise.
+    /// (`md/level`: `raid1`), [`BCACHE`] or [`NVME_MULTIPATH`]; empty otherwise.
     pub stack_label: String,
-    /// The devices a stacked disk sends its I/O to (`slaves/`), sorted; empty otherwise.
+    /// The devices a stacked disk sends its I/O to (`slaves/`; for bcache also the cache
+    /// devices), sorted; empty otherwise.
     pub stacked_on: Vec<DevT>,
     /// An NVMe multipath head's path disks (`nvme0c0n1`: namespace 1 of subsystem 0 through
     /// controller 0), sorted. The kernel hides them: no `dev` file, no device node, not in
@@ -77,6 +78,10 @@ pub struct BlockDevice {
 /// paths `nvme0c0n1`, `nvme0c1n1`…: what the kernel makes of a namespace that more than one
 /// controller may reach, native NVMe multipathing).
 pub const NVME_MULTIPATH: &str = "nvme-multipath";
+
+/// The [`BlockDevice::stack_label`] of a bcache device (`bcache0`: a backing device cached on
+/// the cache devices of its cache set).
+pub const BCACHE: &str = "bcache";
 
 /// The head of an NVMe path disk's name: `nvme0c1n2` (subsystem 0, controller 1, namespace
 /// head 2) → `nvme0n2`; `None` for any other name.
@@ -253,6 +258,11 @@ fn block_device(name: String, path: &Path) -> Option<BlockDevice> {
     } else {
         0
     };
+    let (stack_label, stacked_on) = if is_partition {
+        (String::new(), Vec::new())
+    } else {
+        stacking(path)
+    };
     Some(BlockDevice {
         name,
         dev,
@@ -261,27 +271,49 @@ fn block_device(name: String, path: &Path) -> Option<BlockDevice> {
         start_sector,
         // blk-mq devices have an `mq` directory; bio-based ones (zram, dm, md, brd) do not.
         bio_based: !disk_dir.join("mq").exists(),
-        stack_label: if is_partition {
-            String::new()
-        } else {
-            read_trim(&path.join("dm/name"))
-                .or_else(|| read_trim(&path.join("md/level")))
-                .unwrap_or_default()
-        },
-        stacked_on: if is_partition {
-            Vec::new()
-        } else {
-            let mut v: Vec<DevT> = fs::read_dir(path.join("slaves"))
+        stack_label,
+        stacked_on,
+        hidden_paths: Vec::new(),
+    })
+}
+
+/// What a whole disk at `path` is stacked on (`slaves/`; for a bcache device also its cache
+/// set's cache devices, which `slaves/` leaves out), sorted, and its label ([`BlockDevice::stack_label`]).
+fn stacking(path: &Path) -> (String, Vec<DevT>) {
+    let mut on: Vec<DevT> = fs::read_dir(path.join("slaves"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| read_dev(&e.path().join("dev")))
+        .collect();
+    let mut label = read_trim(&path.join("dm/name"))
+        .or_else(|| read_trim(&path.join("md/level")))
+        .unwrap_or_default();
+    // A bcache device's `bcache` links to its backing device's bcache directory, whose
+    // `cache` links to the cache set's, whose `cache0`, `cache1`… link to the bcache
+    // directory of each cache device (the backing and cache devices have a `bcache`
+    // directory of their own too, but no slaves).
+    if label.is_empty() && !on.is_empty() && path.join("bcache").is_dir() {
+        label = BCACHE.to_string();
+        let set = path.join("bcache/cache");
+        on.extend(
+            fs::read_dir(&set)
                 .into_iter()
                 .flatten()
                 .flatten()
-                .filter_map(|e| read_dev(&e.path().join("dev")))
-                .collect();
-            v.sort();
-            v
-        },
-        hidden_paths: Vec::new(),
-    })
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_prefix("cache"))
+                        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+                })
+                .filter_map(|e| fs::canonicalize(e.path()).ok())
+                .filter_map(|dir| read_dev(&dir.parent()?.join("dev"))),
+        );
+    }
+    on.sort();
+    on.dedup();
+    (label, on)
 }
 
 #[cfg(test)]
@@ -426,6 +458,53 @@ mod tests {
             ("", 0)
         );
         assert_eq!(Sysfs::at(&t.0).slaves(DevT::new(254, 0)), ["sda1"]);
+    }
+
+    #[test]
+    fn a_bcache_device_is_stacked_on_its_backing_and_cache_devices() {
+        let t = tree("bcache");
+        // zram1 backs bcache0, cached on zram2; each has a bcache directory of its own.
+        t.device("virtual/block/zram1", "252:1", true);
+        t.device("virtual/block/zram2", "252:2", true);
+        t.dir("devices/virtual/block/zram1/bcache");
+        t.dir("devices/virtual/block/zram1/holders/bcache0");
+        t.dir("devices/virtual/block/zram2/bcache");
+        t.device("virtual/block/bcache0", "250:0", true);
+        t.link(
+            "devices/virtual/block/bcache0/slaves/zram1",
+            "devices/virtual/block/zram1",
+        );
+        t.link(
+            "devices/virtual/block/bcache0/bcache",
+            "devices/virtual/block/zram1/bcache",
+        );
+        t.link(
+            "fs/bcache/set-uuid/cache0",
+            "devices/virtual/block/zram2/bcache",
+        );
+        t.link(
+            "fs/bcache/set-uuid/bdev0",
+            "devices/virtual/block/zram1/bcache",
+        );
+        t.file("fs/bcache/set-uuid/cache_available_percent", "100\n");
+        t.link(
+            "devices/virtual/block/zram1/bcache/cache",
+            "fs/bcache/set-uuid",
+        );
+        let all = Sysfs::at(&t.0).block_devices().unwrap();
+        let by = |n: &str| all.iter().find(|d| d.name == n).unwrap();
+        assert_eq!(by("bcache0").stack_label, BCACHE);
+        assert_eq!(
+            by("bcache0").stacked_on,
+            [DevT::new(252, 1), DevT::new(252, 2)]
+        );
+        for n in ["zram1", "zram2"] {
+            assert_eq!(
+                (by(n).stack_label.as_str(), by(n).stacked_on.len()),
+                ("", 0),
+                "{n}"
+            );
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use iodump_format::DevT;
 
 use crate::abi::{self, counter};
 use crate::error::{shorten, Message, RecordError};
-use crate::kernel::{KernelBtf, Raid5Layout};
+use crate::kernel::{BcacheLayout, KernelBtf, Raid5Layout};
 
 /// The compiled BPF object, built from `ebpf/` by `ebpf/build.sh` and committed.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../../ebpf/iodump.bpf.o");
@@ -241,6 +241,8 @@ pub struct Program {
     names: Option<crate::names::NamesHooks>,
     /// `stack_raid5` holds raid456's layout: md RAID4/5/6 stripes are followed.
     raid456: bool,
+    /// `stack_bcache` holds bcache's layout: its reads on a cache miss are followed.
+    bcache: bool,
 }
 
 /// The link of an attached program, to detach it.
@@ -533,6 +535,17 @@ impl Program {
                 false
             }
         };
+        // bcache's cache-miss reads: followed when bcache is loaded (or, later, when a bcache
+        // device appears: Program::follow_bcache); said here when one exists and cannot be.
+        let bcache = match follow_bcache(&mut ebpf) {
+            Ok(done) => done,
+            Err(why) => {
+                for d in devices.iter().filter(|d| crate::devices::is_bcache(d)) {
+                    off.push(bcache_off(&d.name, &why));
+                }
+                false
+            }
+        };
         let batching = enable_batching(&mut ebpf, s.ring_bytes);
         // tp_btf programs need the kernel's own BTF and, for the pointers they hold as
         // numbers, bpf_rdonly_cast (6.2+); without either, every hook is a raw tracepoint.
@@ -571,6 +584,7 @@ impl Program {
             batching,
             names,
             raid456,
+            bcache,
         })
     }
 
@@ -583,6 +597,21 @@ impl Program {
                 return Err(format!(
                     "the {} module is not loaded",
                     crate::kernel::RAID456
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Follows bcache's cache-miss reads from now on (a bcache device registered while
+    /// recording), if not yet: `Err` says why they cannot be.
+    pub fn follow_bcache(&mut self) -> Result<(), String> {
+        if !self.bcache {
+            self.bcache = follow_bcache(&mut self.ebpf)?;
+            if !self.bcache {
+                return Err(format!(
+                    "the {} module is not loaded",
+                    crate::kernel::BCACHE_MODULE
                 ));
             }
         }
@@ -810,6 +839,29 @@ fn follow_raid456(ebpf: &mut Ebpf) -> Result<bool, String> {
     a.set(0, layout.to_bytes(), 0)
         .map_err(|e| format!("filling stack_raid5: {e}"))?;
     Ok(true)
+}
+
+/// Gives the kernel side bcache's layout (`stack_bcache`) when the module is loaded:
+/// `Ok(false)` when it is not, `Err` when its layout cannot be read or set.
+fn follow_bcache(ebpf: &mut Ebpf) -> Result<bool, String> {
+    let Some(layout) = BcacheLayout::of_running_kernel()? else {
+        return Ok(false);
+    };
+    const MISSING: &str = "the BPF object has no stack_bcache map";
+    let m = ebpf.map_mut("stack_bcache").ok_or(MISSING)?;
+    let mut a = Array::<_, u32>::try_from(m).map_err(|_| MISSING)?;
+    a.set(0, layout.vec_off, 0)
+        .map_err(|e| format!("filling stack_bcache: {e}"))?;
+    Ok(true)
+}
+
+/// The line saying that a bcache device's cache-miss reads are not followed, and why.
+pub fn bcache_off(name: &str, why: &str) -> String {
+    format!(
+        "bcache {name}: {why}; a read that misses its cache goes to the backing device in a \
+         bio of bcache's own, which keeps the reading thread but not the file, and names no \
+         I/O of {name}"
+    )
 }
 
 /// The line saying that an md RAID4/5/6 array's stripe I/O is not followed, and why.

@@ -5,7 +5,7 @@
 use std::fs;
 
 use iodump_format::{DevT, Device};
-use iodump_host::sysfs::{parse_dev, BlockDevice, Sysfs, NVME_MULTIPATH};
+use iodump_host::sysfs::{parse_dev, BlockDevice, Sysfs, BCACHE, NVME_MULTIPATH};
 
 use crate::error::RecordError;
 
@@ -56,6 +56,12 @@ pub fn stacked(all: &[Device]) -> Vec<DevT> {
 /// ([`crate::kernel::Raid5Layout`]).
 pub fn is_raid456(d: &Device) -> bool {
     matches!(d.label.as_str(), "raid4" | "raid5" | "raid6") && !d.stacked_on.is_empty()
+}
+
+/// A bcache device: its cache-miss reads are followed once bcache's module BTF is read
+/// ([`crate::kernel::BcacheLayout`]).
+pub fn is_bcache(d: &Device) -> bool {
+    d.label == BCACHE && !d.stacked_on.is_empty()
 }
 
 /// The trace's entry for a host block device.

@@ -395,17 +395,7 @@ impl Raid5Layout {
         if !Path::new("/sys/module").join(RAID456).exists() {
             return Ok(None);
         }
-        let base = std::fs::read(VMLINUX_BTF).map_err(|e| format!("{VMLINUX_BTF}: {e}"))?;
-        let path = Path::new("/sys/kernel/btf").join(RAID456);
-        let split = std::fs::read(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
-                "{RAID456} has no module BTF ({} is missing: a kernel built without \
-                 CONFIG_DEBUG_INFO_BTF_MODULES)",
-                path.display()
-            ),
-            _ => format!("{}: {e}", path.display()),
-        })?;
-        let all = merge_split(&base, &split)?;
+        let all = module_btf(RAID456)?;
         let (types, strings) = sections(&all)?;
         Raid5Layout::from_types(&RawTypes::new(types, strings)).map(Some)
     }
@@ -448,6 +438,69 @@ impl Raid5Layout {
             return Err("struct r5dev is not what iodump reads".into());
         }
         Ok(l)
+    }
+}
+
+/// The running kernel's BTF with loaded module `module`'s split BTF merged in: an error
+/// saying why when the module has none (a kernel built without
+/// CONFIG_DEBUG_INFO_BTF_MODULES) or a file cannot be read.
+fn module_btf(module: &str) -> Result<Vec<u8>, String> {
+    let base = std::fs::read(VMLINUX_BTF).map_err(|e| format!("{VMLINUX_BTF}: {e}"))?;
+    let path = Path::new("/sys/kernel/btf").join(module);
+    let split = std::fs::read(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "{module} has no module BTF ({} is missing: a kernel built without \
+             CONFIG_DEBUG_INFO_BTF_MODULES)",
+            path.display()
+        ),
+        _ => format!("{}: {e}", path.display()),
+    })?;
+    merge_split(&base, &split)
+}
+
+/// The module of bcache devices.
+pub const BCACHE_MODULE: &str = "bcache";
+
+/// Where bcache keeps, for a bio it was given, the clone it made of it: bcache's `struct
+/// search` (one per bio) holds that clone (`search.bio.bio`, sharing the bio's bio_vec
+/// array), and on a cache miss bcache reads the backing device in a bio of its own pages
+/// whose `bi_private` is the search's closure (`search.cl`). From bcache's module BTF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BcacheLayout {
+    /// Bytes from `search.cl` to `search.bio.bio.bi_io_vec`: where, from such a bio's
+    /// `bi_private`, the bio_vec array of the bio it serves is.
+    pub vec_off: u32,
+}
+
+impl BcacheLayout {
+    /// The layout the running kernel's bcache module has: `Ok(None)` when the module is not
+    /// loaded, an error saying why it cannot be known when it is.
+    pub fn of_running_kernel() -> Result<Option<BcacheLayout>, String> {
+        if !Path::new("/sys/module").join(BCACHE_MODULE).exists() {
+            return Ok(None);
+        }
+        let all = module_btf(BCACHE_MODULE)?;
+        let (types, strings) = sections(&all)?;
+        BcacheLayout::from_types(&RawTypes::new(types, strings)).map(Some)
+    }
+
+    /// The layout from BTF holding bcache's types: the `struct search` (the name is common:
+    /// the one with these members) with `cl` and `bio.bio.bi_io_vec`, a pointer after it.
+    fn from_types(t: &RawTypes) -> Result<BcacheLayout, String> {
+        let (cl, vec, ty) = (0..t.recs.len())
+            .filter(|&id| t.recs[id].0 == BTF_STRUCT && t.name_at(t.recs[id].3) == b"search")
+            .find_map(|id| {
+                let (cl, _) = t.member(id, &["cl"], 0)?;
+                let (vec, ty) = t.member(id, &["bio", "bio", "bi_io_vec"], 0)?;
+                Some((cl, vec, ty))
+            })
+            .ok_or("no struct search with cl and bio.bio.bi_io_vec in bcache's BTF")?;
+        if cl % 8 != 0 || vec % 8 != 0 || vec <= cl || t.size_of(ty) != Some(8) {
+            return Err("bcache's struct search is not what iodump reads".into());
+        }
+        Ok(BcacheLayout {
+            vec_off: (vec - cl) / 8,
+        })
     }
 }
 
@@ -677,6 +730,69 @@ mod tests {
             let (types, strings) = sections(&b).unwrap();
             let e = Raid5Layout::from_types(&RawTypes::new(types, strings)).unwrap_err();
             assert_eq!(e, format!("no r5dev.{m} in raid456's BTF"));
+        }
+    }
+
+    /// bcache's `struct search` as a kernel lays it out (6.12's offsets: the closure, then
+    /// the `struct bbio` whose `bio` is the clone), after another `struct search` without
+    /// those members, as vmlinux may have; `drop` leaves a member out.
+    fn bcache_btf(drop: &str) -> Vec<u8> {
+        let names = "\0int\0bio_vec\0bio\0bbio\0search\0closure\0cl\0bi_io_vec\0submit_time_us\0orig_bio\0len\0";
+        let off = |n: &str| names.find(&format!("\0{n}\0")).unwrap() as u32 + 1;
+        let mut types = int_type(off("int"), 4); // 1
+        types.extend(type_rec(off("bio_vec"), BTF_STRUCT, false, 16, &[])); // 2
+        types.extend(type_rec(0, BTF_PTR, false, 2, &[])); // 3: struct bio_vec *
+        types.extend(type_rec(
+            off("bio"),
+            BTF_STRUCT,
+            false,
+            128,
+            &[(off("bi_io_vec"), 3, 104 * 8)],
+        )); // 4
+        types.extend(type_rec(off("closure"), BTF_STRUCT, false, 64, &[])); // 5
+        types.extend(type_rec(
+            off("bbio"),
+            BTF_STRUCT,
+            false,
+            160,
+            &[(off("submit_time_us"), 1, 0), (off("bio"), 4, 32 * 8)],
+        )); // 6
+        types.extend(type_rec(
+            off("search"),
+            BTF_STRUCT,
+            false,
+            4,
+            &[(off("len"), 1, 0)],
+        )); // 7
+        let m: Vec<(u32, u32, u32)> = [("cl", 5, 0), ("bio", 6, 64), ("orig_bio", 3, 224)]
+            .into_iter()
+            .filter(|m| m.0 != drop)
+            .map(|(n, ty, b)| (off(n), ty, b * 8))
+            .collect();
+        types.extend(type_rec(off("search"), BTF_STRUCT, false, 400, &m)); // 8
+        blob(&types, names.as_bytes())
+    }
+
+    #[test]
+    fn bcaches_layout_is_read_from_its_btf() {
+        let b = bcache_btf("");
+        let (types, strings) = sections(&b).unwrap();
+        let l = BcacheLayout::from_types(&RawTypes::new(types, strings)).unwrap();
+        // the clone at 64, its bio at 32 in it, bi_io_vec at 104 in that
+        assert_eq!(
+            l,
+            BcacheLayout {
+                vec_off: 64 + 32 + 104
+            }
+        );
+        for m in ["cl", "bio"] {
+            let b = bcache_btf(m);
+            let (types, strings) = sections(&b).unwrap();
+            let e = BcacheLayout::from_types(&RawTypes::new(types, strings)).unwrap_err();
+            assert_eq!(
+                e,
+                "no struct search with cl and bio.bio.bi_io_vec in bcache's BTF"
+            );
         }
     }
 

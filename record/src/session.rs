@@ -713,6 +713,15 @@ impl<'c, 'l> Session<'c, 'l> {
                     );
                 }
             }
+            for d in new.iter().filter(|d| crate::devices::is_bcache(d)) {
+                if let Err(why) = self.prog.follow_bcache() {
+                    eprintln!(
+                        "iodump: warning: {} appeared while recording: {}",
+                        d.name,
+                        crate::bpf::bcache_off(&d.name, &why)
+                    );
+                }
+            }
             return;
         };
         for d in &new {
