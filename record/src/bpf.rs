@@ -591,31 +591,23 @@ impl Program {
     /// Follows md RAID4/5/6 stripes from now on (an array assembled while recording), if
     /// not yet: `Err` says why they cannot be (raid456 without BTF, or not loaded).
     pub fn follow_raid456(&mut self) -> Result<(), String> {
-        if !self.raid456 {
-            self.raid456 = follow_raid456(&mut self.ebpf)?;
-            if !self.raid456 {
-                return Err(format!(
-                    "the {} module is not loaded",
-                    crate::kernel::RAID456
-                ));
-            }
-        }
-        Ok(())
+        follow_late(
+            &mut self.raid456,
+            &mut self.ebpf,
+            follow_raid456,
+            crate::kernel::RAID456,
+        )
     }
 
     /// Follows bcache's cache-miss reads from now on (a bcache device registered while
     /// recording), if not yet: `Err` says why they cannot be.
     pub fn follow_bcache(&mut self) -> Result<(), String> {
-        if !self.bcache {
-            self.bcache = follow_bcache(&mut self.ebpf)?;
-            if !self.bcache {
-                return Err(format!(
-                    "the {} module is not loaded",
-                    crate::kernel::BCACHE_MODULE
-                ));
-            }
-        }
-        Ok(())
+        follow_late(
+            &mut self.bcache,
+            &mut self.ebpf,
+            follow_bcache,
+            crate::kernel::BCACHE_MODULE,
+        )
     }
 
     /// Adds stacked devices made while recording to the kernel side's `stack_devs`, so
@@ -825,6 +817,24 @@ fn name_stacked(ebpf: &mut Ebpf, devs: &[DevT]) -> Result<(), &'static str> {
     let m = ebpf.map_mut(".bss").ok_or(NO_FLAG)?;
     let mut named = Array::<_, u32>::try_from(m).map_err(|_| NO_FLAG)?;
     named.set(0, 1, 0).map_err(|_| NO_FLAG)
+}
+
+/// Gives the kernel side a module's layout with `follow` unless `done` says it has it, for
+/// a device of that module that appeared while recording: `Err` says why it cannot (the
+/// layout unreadable, or `module` not loaded).
+fn follow_late(
+    done: &mut bool,
+    ebpf: &mut Ebpf,
+    follow: fn(&mut Ebpf) -> Result<bool, String>,
+    module: &str,
+) -> Result<(), String> {
+    if !*done {
+        *done = follow(ebpf)?;
+        if !*done {
+            return Err(format!("the {module} module is not loaded"));
+        }
+    }
+    Ok(())
 }
 
 /// Gives the kernel side raid456's layout (`stack_raid5`) when the module is loaded:

@@ -392,12 +392,7 @@ impl Raid5Layout {
     /// loaded, an error saying why it cannot be known when it is (no module BTF, the kernel
     /// without BTF of its own, structs other than expected).
     pub fn of_running_kernel() -> Result<Option<Raid5Layout>, String> {
-        if !Path::new("/sys/module").join(RAID456).exists() {
-            return Ok(None);
-        }
-        let all = module_btf(RAID456)?;
-        let (types, strings) = sections(&all)?;
-        Raid5Layout::from_types(&RawTypes::new(types, strings)).map(Some)
+        of_loaded_module(RAID456, Raid5Layout::from_types)
     }
 
     /// The layout from BTF holding raid456's types.
@@ -441,10 +436,17 @@ impl Raid5Layout {
     }
 }
 
-/// The running kernel's BTF with loaded module `module`'s split BTF merged in: an error
-/// saying why when the module has none (a kernel built without
-/// CONFIG_DEBUG_INFO_BTF_MODULES) or a file cannot be read.
-fn module_btf(module: &str) -> Result<Vec<u8>, String> {
+/// What `from` reads from the running kernel's BTF with module `module`'s merged in:
+/// `Ok(None)` when the module is not loaded, an error saying why when the module has no
+/// BTF (a kernel built without CONFIG_DEBUG_INFO_BTF_MODULES), a file cannot be read or
+/// `from` fails.
+fn of_loaded_module<T>(
+    module: &str,
+    from: fn(&RawTypes) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    if !Path::new("/sys/module").join(module).exists() {
+        return Ok(None);
+    }
     let base = std::fs::read(VMLINUX_BTF).map_err(|e| format!("{VMLINUX_BTF}: {e}"))?;
     let path = Path::new("/sys/kernel/btf").join(module);
     let split = std::fs::read(&path).map_err(|e| match e.kind() {
@@ -455,7 +457,9 @@ fn module_btf(module: &str) -> Result<Vec<u8>, String> {
         ),
         _ => format!("{}: {e}", path.display()),
     })?;
-    merge_split(&base, &split)
+    let all = merge_split(&base, &split)?;
+    let (types, strings) = sections(&all)?;
+    from(&RawTypes::new(types, strings)).map(Some)
 }
 
 /// The module of bcache devices.
@@ -476,12 +480,7 @@ impl BcacheLayout {
     /// The layout the running kernel's bcache module has: `Ok(None)` when the module is not
     /// loaded, an error saying why it cannot be known when it is.
     pub fn of_running_kernel() -> Result<Option<BcacheLayout>, String> {
-        if !Path::new("/sys/module").join(BCACHE_MODULE).exists() {
-            return Ok(None);
-        }
-        let all = module_btf(BCACHE_MODULE)?;
-        let (types, strings) = sections(&all)?;
-        BcacheLayout::from_types(&RawTypes::new(types, strings)).map(Some)
+        of_loaded_module(BCACHE_MODULE, BcacheLayout::from_types)
     }
 
     /// The layout from BTF holding bcache's types: the `struct search` (the name is common:
