@@ -258,28 +258,43 @@ for line in open(devs_file):
         mirrored = sum(1 for w in writes if named.get((w["dev"], w["timestamp_ns"], w["tid"])) == ldevs)
         print(("PASS" if writes and mirrored == len(writes) else "FAIL") + " stack.%s-fanout %d of the %d O_DIRECT writes to %s are named by a write on each of %s" % (
             name, mirrored, len(writes), dm, "+".join(lower)))
-    if name == "iodbc" and table == "1":
-        # bcache: writethrough writes go into the cache device too, reads of what they wrote
-        # come from it (hits), and reads of miss.dat (written around the cache) go to the
-        # backing device in bcache's own bios (misses), each naming the bcache I/O it serves.
+    if want == "bcache" and table == "1":
+        # bcache: writethrough writes go into the cache device too (those it has a free bucket
+        # for at once: a writethrough write does not wait for one, the rest goes around the
+        # cache), reads of direct.dat come from the cache (hits) or, for what went around it,
+        # from the backing device, reads of miss.dat (written around the cache) from the
+        # backing device in bcache's own bios (misses), writeback writes of back.dat (which
+        # wait for a bucket) go into the cache device; each I/O below names the bcache I/O
+        # it serves.
         nobtf = os.path.exists(os.path.join(run, "bcache.nobtf"))
-        for what, f, op, low in (("writethrough", "direct.dat", "write", lower[1]),
-                                 ("hit", "direct.dat", "read", lower[1]),
-                                 ("miss", "miss.dat", "read", lower[0])):
+        def named(f, op, lows):
             path = os.path.join(mnt, f)
             up = [e for e in evs if e["dev"] == devs.get(dm) and e["path"] == path and e["op"] == op]
-            down = [e for e in evs if e["dev"] == devs.get(low) and e["path"] == path and e["op"] == op and reaches(e, devs.get(dm))]
+            down = [e for e in evs if e["dev"] in {devs.get(l) for l in lows} and e["path"] == path and e["op"] == op and reaches(e, devs.get(dm))]
+            return up, down
+        for what, f, op, lows, part in (("writethrough", "direct.dat", "write", [lower[1]], 0.0),
+                                        ("hit", "direct.dat", "read", lower, 0.9),
+                                        ("miss", "miss.dat", "read", [lower[0]], 0.9),
+                                        ("writeback", "back.dat", "write", [lower[1]], 0.9)):
+            if what == "miss" and nobtf:  # the recorder must say the misses are not followed
+                said = [l.strip() for l in open(os.path.join(run, "record.stderr" if rec == "stack" else rec + ".stderr"))
+                        if "bcache %s:" % dm in l]
+                print(("PASS" if said else "FAIL") + " stack.%s-unfollowed no bcache module BTF on this kernel; the recorder said: %s" % (
+                    name, said[0] if said else "nothing"))
+                continue
+            up, down = named(f, op, lows)
             ub, db = sum(e["bytes"] for e in up), sum(e["bytes"] for e in down)
-            lost, gap = lost_between(up), 0.9 * ub - db
+            cache = sum(e["bytes"] for e in down if e["dev"] == devs.get(lower[1]))
+            lost, gap = lost_between(up), part * ub - db
             biggest = max((e["bytes"] for e in down), default=0)
             ok = ub > 0 and (gap <= 0 or (lost > 0 and lost * biggest >= gap))
-            if what == "miss" and nobtf:  # the recorder must say the misses are not followed
-                said = [l.strip() for l in open(os.path.join(run, "record.stderr")) if "bcache %s:" % dm in l]
-                print(("PASS" if said else "FAIL") + " stack.iodbc-unfollowed no bcache module BTF on this kernel; the recorder said: %s" % (
-                    said[0] if said else "nothing"))
-                continue
-            print(("PASS" if ok else "FAIL") + " stack.iodbc-%s %s: %d bytes of %ss of %s, %s below: %d bytes naming them%s" % (
-                what, dm, ub, op, f, low, db, "" if gap <= 0 else "; the recorder reported %d I/Os lost meanwhile" % lost))
+            if what in ("writethrough", "hit"):
+                ok = ok and cache > 0  # some of it went into, or came from, the cache
+            if what == "hit" and nobtf:  # what went around the cache is read as misses
+                ok = ub > 0 and cache > 0
+            print(("PASS" if ok else "FAIL") + " stack.%s-%s %s: %d bytes of %ss of %s, %s below: %d bytes naming them (%d on the cache device, %s)%s" % (
+                name, what, dm, ub, op, f, "+".join(lows), db, cache, lower[1],
+                "" if gap <= 0 else "; the recorder reported %d I/Os lost meanwhile" % lost))
     if name == "iodmp":
         # dm-multipath: each request is cloned onto one path, the paths taken in turn
         ios = [e for e in evs if e["dev"] == devs.get(dm) and e["op"] in ("read", "write") and e["path"] == os.path.join(mnt, "direct.dat")]
@@ -664,12 +679,7 @@ flight_suite() {
   zram_dev || return
   echo "$nb" > "$run/nullb"; echo "$ZR" > "$run/zram"
   pass setup.null_blk "$nb: $(cat /sys/module/null_blk/parameters/completion_nsec) ns completions (irqmode $(cat /sys/module/null_blk/parameters/irqmode)); $ZR beside it"
-  local t bctail="" bcm=$run/mnt-iodbc
-  if grep -q '^iodbc ' "$run/devs"; then
-    bctail="echo writearound > /sys/block/$(awk '$1 == "iodbc" {print $2}' "$run/devs")/bcache/cache_mode &&
-      dd if=/dev/zero of=$bcm/miss.dat bs=64k count=64 oflag=direct status=none &&
-      dd if=$bcm/miss.dat of=/dev/null bs=64k iflag=direct status=none &&"
-  fi
+  local t
   t=$(date +%s.%N)
   "$BIN" record -d "$nb" -d "$ZR" -o "$run/snaps/" --ring 30s \
     --trigger "latency > 20ms && dev == $nb" --after 3s -- \
@@ -711,9 +721,20 @@ stack_suite() {
   # formatted and mounted by the recorded command, then written and read as the others;
   # followed from its first I/O on, it is checked as they are (stack_check ... first). Then
   # the first md RAID5 (iodf5, three zram devices), its module loaded by the recorded
-  # command: raid456's layout is read once the array appears.
-  local zf fm=$run/mnt-iodfirst f5=$run/mnt-iodf5 a b c
-  if zram_dev && zf=$ZR && zram_dev && a=$ZR && zram_dev && b=$ZR && zram_dev && c=$ZR; then
+  # command: raid456's layout is read once the array appears. Then the first bcache device
+  # (iodfbc, two zram devices), its module loaded by the recorded command too: bcache's
+  # layout is read once the device appears; its misses are checked as the other one's.
+  local zf fm=$run/mnt-iodfirst f5=$run/mnt-iodf5 a b c fb fc fbm=$run/mnt-iodfbc
+  if zram_dev && zf=$ZR && zram_dev && a=$ZR && zram_dev && b=$ZR && zram_dev && c=$ZR &&
+    zram_dev && fb=$ZR && zram_dev && fc=$ZR; then
+    # The first bcache device only where modules have BTF (not 5.10): what it checks beyond
+    # the other bcache device is that bcache's layout is read when the device appears.
+    local fbc=
+    [ -e /sys/kernel/btf/zram ] && fbc="bd=\$(bash $HERE/bcache-make.sh $fb $fc 2> $run/fbc.err) || { cat $run/fbc.err >&2; exit 1; }
+      mkfs.ext4 -q -F /dev/\$bd && mkdir -p $fbm && mount /dev/\$bd $fbm && sync -f $fbm &&
+        echo \"iodfbc \$bd $fbm $fb,$fc 0 $(cat /sys/block/$fb/size) 1\" >> $run/first.devs || exit 1
+      $(stack_io "$fbm") || exit 1
+      $(bcache_miss_io "\$bd" "$fbm")"
     "$BIN" record -o "$run/first.iod" -- sh -c "dmsetup create iodfirst --table '0 $FIRST_SECTORS linear /dev/$zf 0' || exit 1
       dmsetup mknodes 2>/dev/null; dm=
       for x in /sys/block/dm-*; do [ \"\$(cat \$x/dm/name)\" = iodfirst ] && dm=\${x##*/}; done
@@ -727,10 +748,13 @@ stack_suite() {
       md=\$(basename \$(readlink -f /dev/md/iodf5))
       mkfs.ext4 -q -F /dev/md/iodf5 && mkdir -p $f5 && mount /dev/md/iodf5 $f5 && sync -f $f5 &&
         echo \"iodf5 \$md $f5 $a,$b,$c 0 $(cat /sys/block/$a/size) 1\" >> $run/first.devs || exit 1
-      $(stack_io "$f5")" > /dev/null 2> "$run/first.stderr"
+      $(stack_io "$f5") || exit 1
+      $fbc" > /dev/null 2> "$run/first.stderr"
     echo $? > "$run/first.rc"
     say "stack: the first stacked devices, made while recording: iodump record exited $(cat "$run/first.rc")"
-    umount "$fm" "$f5" 2>/dev/null
+    umount "$fm" "$f5" "$fbm" 2>/dev/null
+    BCACHE+=($(ls /sys/block/$fb/holders 2>/dev/null))
+    bcache_stop
     dmsetup remove iodfirst 2>/dev/null
     [ -e /dev/md/iodf5 ] && mdadm --stop /dev/md/iodf5 > /dev/null 2>&1
     [ "$MODE" = guest ] || stack_check "$run" first
@@ -854,33 +878,18 @@ stack_suite() {
   # goes to the backing device in a bio of bcache's own (miss.dat). bcache0's sector S is the
   # backing device's S + 16 (its data offset); cached data is anywhere on the cache device:
   # the region is all of each, the backing device first.
-  local bb bc bdev=
-  if need_mod bcache && zram_dev && bb=$ZR && zram_dev && bc=$ZR &&
-    make-bcache -B /dev/$bb -C /dev/$bc > "$run/bcache.out" 2>&1; then
-    echo /dev/$bc > /sys/fs/bcache/register 2>> "$run/bcache.out"
-    echo /dev/$bb > /sys/fs/bcache/register 2>> "$run/bcache.out"
-    for _ in $(seq 100); do
-      bdev=$(ls /sys/block/$bb/holders 2>/dev/null | head -1)
-      [ -n "$bdev" ] && [ "$(cat /sys/block/$bdev/bcache/state 2>/dev/null)" != "no cache" ] && break
-      sleep 0.1
-    done
-    if [ -n "$bdev" ] && [ -e /sys/block/$bdev/bcache/state ]; then
+  local bb bc bdev
+  if zram_dev && bb=$ZR && zram_dev && bc=$ZR; then
+    if bdev=$(bash "$HERE/bcache-make.sh" $bb $bc 2> "$run/bcache.err"); then
       BCACHE+=("$bdev")
-      [ -b /dev/$bdev ] || mknod /dev/$bdev b $(tr ':' ' ' < /sys/block/$bdev/dev)
-      # No bypass: not for sequential I/O, not when the emulator's slow devices look congested.
-      echo 0 > /sys/block/$bdev/bcache/sequential_cutoff
-      echo 0 > /sys/block/$bdev/bcache/cache/congested_read_threshold_us
-      echo 0 > /sys/block/$bdev/bcache/cache/congested_write_threshold_us
       # Without module BTF (5.10) the recorder cannot know where bcache keeps the bio a
       # cache-miss read serves: it must say so (stack_check).
       [ -e /sys/kernel/btf/bcache ] || : > "$run/bcache.nobtf"
       stack_fs iodbc "$bdev" /dev/$bdev &&
         sed -i "\$s/\$/ $bb,$bc 0 $(cat /sys/block/$bb/size) 1/" "$run/devs"
     else
-      fail setup.bcache "no bcache device on $bb after registering $bb and $bc: $(tr '\n' ' ' < "$run/bcache.out")"
+      fail setup.bcache "$(tail -1 "$run/bcache.err")"
     fi
-  else
-    fail setup.bcache "$(tr '\n' ' ' < "$run/bcache.out" 2>/dev/null)"
   fi
   # dm-multipath (SAN disks): request-based device-mapper, which clones each request onto a
   # path device (itself request-based): two paths taken in turn (round-robin, one I/O each),
@@ -933,11 +942,9 @@ stack_suite() {
       mount /dev/mapper/iodlate $latem && sync -f $latem &&
       echo \"iodlate \$dm $latem $zl 0 $STACK_SECTORS 1\" >> $run/devs || exit 1;"
   fi
-  local t bctail="" bcm=$run/mnt-iodbc
+  local t bctail=""
   if grep -q '^iodbc ' "$run/devs"; then
-    bctail="echo writearound > /sys/block/$(awk '$1 == "iodbc" {print $2}' "$run/devs")/bcache/cache_mode &&
-      dd if=/dev/zero of=$bcm/miss.dat bs=64k count=64 oflag=direct status=none &&
-      dd if=$bcm/miss.dat of=/dev/null bs=64k iflag=direct status=none &&"
+    bctail="$(bcache_miss_io "$(awk '$1 == "iodbc" {print $2}' "$run/devs")" "$run/mnt-iodbc") &&"
   fi
   t=$(date +%s.%N)
   # Each file system (each mount point once: LVM on md has two lines) gets the I/O.
@@ -990,6 +997,14 @@ stack_io() { # DIR: the I/O each stacked device's file system gets, as one shell
       dd if=/dev/zero of=$1/fsync.dat bs=64k count=64 conv=fsync status=none &&
       dd if=$1/direct.dat of=/dev/null bs=64k iflag=direct status=none &&
       dd if=/dev/zero of=$1/wb.dat bs=64k count=64 status=none && sync -f $1"
+}
+bcache_miss_io() { # BCACHE DIR: writearound, miss.dat written and read back; then writeback,
+  # back.dat written (into the cache alone); as one shell command
+  echo "echo writearound > /sys/block/$1/bcache/cache_mode &&
+      dd if=/dev/zero of=$2/miss.dat bs=64k count=64 oflag=direct status=none &&
+      dd if=$2/miss.dat of=/dev/null bs=64k iflag=direct status=none &&
+      echo writeback > /sys/block/$1/bcache/cache_mode &&
+      dd if=/dev/zero of=$2/back.dat bs=64k count=64 oflag=direct status=none"
 }
 stack_fs() { # LABEL KNAME NODE: ext4 on NODE, mounted, a line in devs
   local m=$OUT/stack/mnt-$1
