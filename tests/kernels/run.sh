@@ -15,8 +15,8 @@
 #   IODUMP_REQUIRE_KERNELS=1 a kernel that cannot be fetched or booted fails (default: skipped)
 #   IODUMP_KERNEL_CACHE      fetched and unpacked kernels (default: the repo's target/kernels)
 #   IODUMP_KT_OUT            results, logs, scratch images (default: the repo's target/kernel-matrix)
-#   IODUMP_KERNEL_TIMEOUT    seconds per kernel, boot to power-off (default 900)
-#   IODUMP_MATRIX_BUDGET     seconds for the whole run, fetching included (default 2400)
+#   IODUMP_KERNEL_TIMEOUT    seconds per kernel, boot to power-off (default 1200)
+#   IODUMP_MATRIX_BUDGET     seconds for the whole run, fetching included (default 3000)
 #   IODUMP_KT_DEVICES, IODUMP_KT_FIO_IOS, IODUMP_KT_FS_FIO_IOS, IODUMP_KT_FS_SCHED
 #                            passed to guest.sh in the guest when set (a part of the suite)
 # Prints a table per kernel, every FAIL line, and closes with `N passed, M failed`; exits 1
@@ -33,8 +33,8 @@ KERNELS=${IODUMP_KERNELS:-5.10 6.1 6.12 sid}
 REQUIRE=${IODUMP_REQUIRE_KERNELS:-0}
 CACHE=${IODUMP_KERNEL_CACHE:-$REPO/target/kernels}
 KT_OUT=${IODUMP_KT_OUT:-$REPO/target/kernel-matrix}
-TIMEOUT=${IODUMP_KERNEL_TIMEOUT:-900}
-BUDGET=${IODUMP_MATRIX_BUDGET:-2400}
+TIMEOUT=${IODUMP_KERNEL_TIMEOUT:-1200}
+BUDGET=${IODUMP_MATRIX_BUDGET:-3000}
 MAGIC=IODUMP-KERNEL-MATRIX-SCRATCH
 START=$SECONDS
 
