@@ -227,7 +227,13 @@ fn older_kernel_variants_record_every_request() {
         "{err}"
     );
     let r = Reader::open(&trace).unwrap();
-    assert_eq!(events_on(&r, lo.name()).len(), 100);
+    let lost = r.lost_events();
+    assert_eq!(
+        events_on(&r, lo.name()).len() as u64 + lost,
+        100,
+        "every write recorded or counted lost: {err}"
+    );
+    assert!(lost <= 1, "{lost} of 100 writes lost: {err}");
     for scheduler in ["none", "mq-deadline"] {
         std::fs::write(&sched, scheduler).unwrap();
         for env in variants {
@@ -326,11 +332,20 @@ fn loop_device_is_request_based_with_queue_time() {
         .args(["--", "dd", "if=/dev/zero", &format!("of={}", lo.node)])
         .args(["bs=64k", "count=300", "oflag=direct"]));
     ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
     let r = Reader::open(&trace).unwrap();
     let ev = events_on(&r, lo.name());
     let writes: Vec<_> = ev.iter().filter(|e| e.op == Op::Write).collect();
     let bytes: u64 = writes.iter().map(|e| e.bytes as u64).sum();
-    assert_eq!(bytes, 300 * 65536, "all written bytes recorded once");
+    // Each of dd's writes is recorded once or counted as lost (the kernel skips a program
+    // that a completion interrupts on its CPU; see assert_accounted), never missing.
+    let lost = r.lost_events();
+    assert_eq!(
+        bytes + lost * 65536,
+        300 * 65536,
+        "all written bytes recorded once or counted lost: {err}"
+    );
+    assert!(lost <= 1, "{lost} of 300 writes lost: {err}");
     for e in &writes {
         let q = e.queue_ns.expect("request-based devices have a queue time");
         assert!(q <= e.latency_ns);
