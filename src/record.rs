@@ -92,7 +92,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "DURATION|SIZE", allow_hyphen_values = true)]
     pub ring: Option<String>,
     /// With --ring: save the window when an I/O matches EXPR (the -f language, e.g.
-    /// 'latency > 200ms', 'error != 0').
+    /// 'latency > 200ms', 'error != 0'); I/Os still in flight are tried once a second with
+    /// the time they have taken so far, so one that hangs fires it too.
     #[arg(long, value_name = "EXPR", requires = "ring")]
     pub trigger: Option<String>,
     /// With --trigger: fire only when N I/Os matched it within --trigger-window (a sustained
@@ -597,6 +598,12 @@ pub fn execute(
     if unmatched > 0 {
         line.push_str(&format!(
             "; {unmatched} completions without a start seen (not recorded)"
+        ));
+    }
+    if let Some(n) = s.in_flight_at_end.filter(|&n| n > 0) {
+        line.push_str(&format!(
+            "; {n} I/O{} still in flight at the end (not recorded)",
+            if n == 1 { "" } else { "s" }
         ));
     }
     eprintln!("{line}");

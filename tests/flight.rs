@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::devices::Zram;
+use common::devices::{Ext4OnZram, Frozen, Loop, Zram};
 use common::{
     analyze_rows, bin, bpf_available, monotonic_ns, ok, one_line_error, run, same_rows,
     usage_error, Recorder, TempDir,
@@ -947,6 +947,84 @@ fn a_counted_trigger_fires_on_a_sustained_pattern_only() {
         .filter(|e| e.op == iodump_format::Op::Write && e.bytes == 4096 && e.timestamp_ns <= at)
         .count();
     assert_eq!(matching_before, 400, "the 400th match fired it");
+}
+
+/// An I/O that hangs fires the trigger while it is in flight, not only when (if ever) it
+/// completes: a write to a loop device whose backing file is on a frozen file system waits
+/// until the file system is thawed. The snapshot's header says the I/O was in flight and
+/// how long it had taken.
+#[test]
+fn an_io_that_hangs_fires_the_trigger_while_in_flight() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("an_io_that_hangs_fires_the_trigger_while_in_flight") {
+        return;
+    }
+    let fs = Ext4OnZram::new("hung");
+    let lo = Loop::new(&fs.mnt, 16);
+    let d = TempDir::new("hung");
+    let dir = d.join("snaps/");
+    let rec = record_into(
+        lo.name(),
+        &dir,
+        &[
+            "--ring",
+            "30s",
+            "--trigger",
+            "latency > 1s",
+            "--after",
+            "200ms",
+        ],
+    );
+    // thawed however the test ends, before the loop device goes
+    let frozen = Frozen::new(&fs.mnt);
+    let mut dd = Command::new("dd")
+        .args(["if=/dev/zero", &format!("of={}", lo.node)])
+        .args(["bs=4k", "count=1", "oflag=direct", "status=none"])
+        .spawn()
+        .expect("dd");
+    let snapshots = || -> Vec<PathBuf> {
+        std::fs::read_dir(&dir)
+            .map(|rd| rd.filter_map(|e| Some(e.ok()?.path())).collect())
+            .unwrap_or_default()
+    };
+    let t0 = std::time::Instant::now();
+    while snapshots().is_empty() && t0.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let fired_while_hung = !snapshots().is_empty() && dd.try_wait().unwrap().is_none();
+    drop(frozen);
+    assert!(dd.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(300));
+    let (st, _, err) = rec.stop();
+    assert!(st.success(), "{err}");
+    assert!(fired_while_hung, "no snapshot while the write hung: {err}");
+    assert!(
+        err.contains("snapshot (trigger, an I/O in flight)"),
+        "{err}"
+    );
+    let v = snapshots();
+    assert_eq!(v.len(), 1, "one snapshot (the cooldown): {v:?}");
+    let r = Reader::open(&v[0]).unwrap();
+    let meta = |key: &str| {
+        r.header()
+            .metadata
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(meta(META_SNAPSHOT), "trigger: latency > 1s; in flight");
+    // TIMESTAMP_NS MAJ:MIN SECTOR BYTES OP LATENCY_NS in_flight
+    let io = meta("iodump.trigger.io");
+    let f: Vec<&str> = io.split_whitespace().collect();
+    assert_eq!(f.len(), 7, "{io}");
+    assert_eq!(
+        (f[2], f[3], f[4], f[6]),
+        ("0", "4096", "write", "in_flight"),
+        "{io}"
+    );
+    let age_ns: u64 = f[5].parse().unwrap();
+    assert!((1_000_000_000..8_000_000_000).contains(&age_ns), "{io}");
 }
 
 /// The systemd unit's command line (dist/iodump.service) runs as it is, into a directory of

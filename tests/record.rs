@@ -10,7 +10,7 @@ use iodump_format::{Op, Reader};
 
 mod common;
 
-use common::devices::{Loop, Zram};
+use common::devices::{Ext4OnZram, Frozen, Loop, Zram};
 use common::{
     assert_accounted, bin, bpf_available, events_on, ok, run, spawn_recording, usage_error,
     Recorder, TempDir,
@@ -350,6 +350,45 @@ fn loop_device_is_request_based_with_queue_time() {
         let q = e.queue_ns.expect("request-based devices have a queue time");
         assert!(q <= e.latency_ns);
     }
+}
+
+/// An I/O started and not completed when recording stops is reported as in flight (not
+/// recorded), not counted as lost: the recorder reads the kernel's in-flight tables at the
+/// end. The I/O: a write to a loop device whose backing file is on a frozen file system,
+/// which waits until the file system is thawed.
+#[test]
+fn io_in_flight_when_recording_stops_is_reported_not_lost() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("io_in_flight_when_recording_stops_is_reported_not_lost") {
+        return;
+    }
+    let fs = Ext4OnZram::new("inflight");
+    let lo = Loop::new(&fs.mnt, 16);
+    let d = TempDir::new("inflight");
+    let trace = d.join("q.iod");
+    let t = trace.to_str().unwrap().to_string();
+    let (mut child, mut stderr, mut err) =
+        spawn_recording(bin().args(["record", "-d", lo.name(), "-t", "3", "-o", &t]));
+    // thawed however the test ends, before the loop device goes
+    let frozen = Frozen::new(&fs.mnt);
+    let mut dd = Command::new("dd")
+        .args(["if=/dev/zero", &format!("of={}", lo.node)])
+        .args(["bs=4k", "count=1", "oflag=direct", "status=none"])
+        .spawn()
+        .expect("dd");
+    let st = child.wait().unwrap();
+    let hung_to_the_end = dd.try_wait().unwrap().is_none();
+    drop(frozen);
+    assert!(dd.wait().unwrap().success());
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    assert!(st.success(), "{err}");
+    assert!(hung_to_the_end, "the write did not hang: {err}");
+    assert!(
+        err.contains("; 1 I/O still in flight at the end (not recorded)"),
+        "{err}"
+    );
+    let r = Reader::open(&trace).unwrap();
+    assert_eq!(r.lost_events(), 0, "the I/O in flight is not a loss: {err}");
 }
 
 #[test]

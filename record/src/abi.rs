@@ -148,6 +148,13 @@ pub mod counter {
 pub const IO_EVENT_BYTES: usize = 120;
 /// Size of the fixed part of `struct iodump_path_event`.
 pub const PATH_EVENT_BYTES: usize = 40;
+/// Size of `struct iodump_inflight` (the value of the maps `inflight_rq`, `inflight_bio`).
+pub const INFLIGHT_BYTES: usize = 128;
+/// The bit of an in-flight slot's key (`IODUMP_SLOT_COMPLETING`) set while its I/O's
+/// event is being copied out.
+pub const SLOT_COMPLETING: u64 = 1;
+/// Size of `struct iodump_slot` (the value of the map `inflight_slots`; its key first).
+pub const SLOT_BYTES: usize = 136;
 
 /// `struct iodump_io_event`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -231,6 +238,32 @@ pub fn batch_events(b: &[u8]) -> Option<std::slice::ChunksExact<'_, u8>> {
     }
     let body = b.get(BATCH_HDR_BYTES..BATCH_HDR_BYTES + n * IO_EVENT_BYTES)?;
     Some(body.chunks_exact(IO_EVENT_BYTES))
+}
+
+/// The event of an I/O still in flight, as if it completed at `now_ns`: `entry` is a value of
+/// the in-flight tables (`struct iodump_inflight`: the event being built, then its
+/// partition's first sector), made into the record the kernel would have emitted (its sector
+/// made relative to the partition). `None` if it started at or after `started_before_ns` (or
+/// never: an empty entry).
+pub fn in_flight_event(
+    entry: &[u8],
+    started_before_ns: u64,
+    now_ns: u64,
+) -> Option<[u8; IO_EVENT_BYTES]> {
+    if entry.len() < INFLIGHT_BYTES {
+        return None;
+    }
+    let mut r: [u8; IO_EVENT_BYTES] = entry[..IO_EVENT_BYTES].try_into().ok()?;
+    let start_ns = u64_at(&r, 8);
+    if start_ns == 0 || start_ns >= started_before_ns {
+        return None;
+    }
+    let part_start = u64_at(entry, IO_EVENT_BYTES);
+    r[..2].copy_from_slice(&EV_IO.to_le_bytes());
+    r[24..32].copy_from_slice(&now_ns.max(start_ns).to_le_bytes());
+    let sector = u64_at(&r, 32).wrapping_sub(part_start);
+    r[32..40].copy_from_slice(&sector.to_le_bytes());
+    Some(r)
 }
 
 impl IoEvent {
@@ -363,7 +396,9 @@ mod tests {
         } else if let Some(hex) = v.strip_prefix("0x") {
             u32::from_str_radix(hex, 16).unwrap()
         } else {
-            v.parse().unwrap_or_else(|_| panic!("{name}: {v}"))
+            v.trim_end_matches("ULL")
+                .parse()
+                .unwrap_or_else(|_| panic!("{name}: {v}"))
         }
     }
 
@@ -444,6 +479,10 @@ mod tests {
         assert!(h.contains(&format!(
             "sizeof(struct iodump_path_event) == {PATH_EVENT_BYTES},"
         )));
+        assert!(h.contains(&format!(
+            "sizeof(struct iodump_inflight) == {INFLIGHT_BYTES},"
+        )));
+        assert!(h.contains(&format!("sizeof(struct iodump_slot) == {SLOT_BYTES},")));
         for (name, v) in [
             ("IODUMP_EV_IO", EV_IO as u32),
             ("IODUMP_EV_PATH", EV_PATH as u32),
@@ -451,6 +490,7 @@ mod tests {
             ("IODUMP_BATCH_MAX", BATCH_MAX as u32),
             ("IODUMP_BATCH_HDR", BATCH_HDR_BYTES as u32),
             ("IODUMP_FLUSH_BUSY", FLUSH_BUSY),
+            ("IODUMP_SLOT_COMPLETING", SLOT_COMPLETING as u32),
             ("IODUMP_CNT_LOST_RINGBUF", counter::LOST_RINGBUF),
             ("IODUMP_CNT_LOST_INFLIGHT", counter::LOST_INFLIGHT),
             ("IODUMP_CNT_LOST_STALE", counter::LOST_STALE),
@@ -498,6 +538,25 @@ mod tests {
         ] {
             assert_eq!(define(h, name), v, "{name}");
         }
+    }
+
+    #[test]
+    fn an_entry_in_flight_reads_as_an_event_completing_now() {
+        let mut entry = vec![0u8; INFLIGHT_BYTES];
+        entry[2] = 2; // a write
+        entry[8..16].copy_from_slice(&1_000u64.to_le_bytes());
+        entry[32..40].copy_from_slice(&(2048u64 + 16).to_le_bytes());
+        entry[68..72].copy_from_slice(&4096u32.to_le_bytes());
+        entry[IO_EVENT_BYTES..].copy_from_slice(&2048u64.to_le_bytes());
+        let r = in_flight_event(&entry, 5_000, 9_000).unwrap();
+        let e = IoEvent::parse(&r).unwrap();
+        assert_eq!((e.op, e.start_ns, e.complete_ns), (2, 1_000, 9_000));
+        assert_eq!((e.sector, e.bytes), (16, 4096));
+        // started too late, never started, or not a whole entry
+        assert!(in_flight_event(&entry, 1_000, 9_000).is_none());
+        entry[8..16].fill(0);
+        assert!(in_flight_event(&entry, 5_000, 9_000).is_none());
+        assert!(in_flight_event(&entry[..IO_EVENT_BYTES], 5_000, 9_000).is_none());
     }
 
     #[test]

@@ -179,6 +179,70 @@ fn run_on_cpu(fd: std::os::fd::BorrowedFd<'_>, cpu: u32) -> std::io::Result<u32>
     }
 }
 
+/// Every value of array map `fd` (`value_bytes` each), read `batch` entries per system call
+/// with BPF_MAP_LOOKUP_BATCH (Linux 5.6) rather than one call per entry, handed to `each`.
+fn array_values(
+    fd: std::os::fd::BorrowedFd<'_>,
+    value_bytes: usize,
+    batch: usize,
+    mut each: impl FnMut(&[u8]),
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    /// The `batch` member of `union bpf_attr`.
+    #[repr(C)]
+    #[derive(Default)]
+    struct BatchAttr {
+        in_batch: u64,
+        out_batch: u64,
+        keys: u64,
+        values: u64,
+        count: u32,
+        map_fd: u32,
+        elem_flags: u64,
+        flags: u64,
+    }
+    let mut keys = vec![0u32; batch];
+    let mut values = vec![0u8; batch * value_bytes];
+    // An array's batch position is a key: where the next batch starts.
+    let (mut from, mut next) = (0u32, 0u32);
+    let mut first = true;
+    loop {
+        let mut attr = BatchAttr {
+            in_batch: if first { 0 } else { &from as *const u32 as u64 },
+            out_batch: &mut next as *mut u32 as u64,
+            keys: keys.as_mut_ptr() as u64,
+            values: values.as_mut_ptr() as u64,
+            count: batch as u32,
+            map_fd: fd.as_raw_fd() as u32,
+            ..BatchAttr::default()
+        };
+        // SAFETY: BPF_MAP_LOOKUP_BATCH reads `attr` and `from`, and writes at most `count`
+        // keys (4 bytes each: an array's) and values (`value_bytes` each, the map's value
+        // size) into `keys` and `values`, which hold that many, `next`, and `attr.count`; all
+        // live on our stack or heap for the duration of the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                aya_obj::generated::bpf_cmd::BPF_MAP_LOOKUP_BATCH as libc::c_long,
+                &mut attr as *mut BatchAttr,
+                std::mem::size_of::<BatchAttr>() as libc::c_long,
+            )
+        };
+        let err = (r != 0).then(std::io::Error::last_os_error);
+        let n = (attr.count as usize).min(batch);
+        values[..n * value_bytes]
+            .chunks_exact(value_bytes)
+            .for_each(&mut each);
+        match err {
+            None => {}
+            // past the last entry
+            Some(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            Some(e) => return Err(e),
+        }
+        (from, first) = (next, false);
+    }
+}
+
 impl Default for BpfSettings {
     fn default() -> Self {
         BpfSettings {
@@ -1202,26 +1266,64 @@ impl Program {
         n
     }
 
-    /// I/Os still in flight in the kernel's tables (slots in use plus fallback entries).
-    pub fn in_flight(&self) -> u64 {
+    /// I/Os still in flight in the kernel's tables (slots in use plus fallback entries), or
+    /// `None` when a table cannot be read (its value size is not the one `abi` states).
+    pub fn in_flight(&self) -> Option<u64> {
         let mut n = 0u64;
+        // The noatomics object has no slot table.
         if let Some(m) = self.ebpf.map("inflight_slots") {
-            if let Ok(a) = aya::maps::Array::<_, [u64; 16]>::try_from(m) {
-                for i in 0..a.len() {
-                    if let Ok(slot) = a.get(&i, 0) {
-                        n += (slot[0] != 0) as u64;
-                    }
+            let a = Array::<_, [u8; abi::SLOT_BYTES]>::try_from(m).ok()?;
+            for i in 0..a.len() {
+                if let Ok(slot) = a.get(&i, 0) {
+                    n += (slot[..8] != [0u8; 8]) as u64;
                 }
             }
         }
         for name in ["inflight_rq", "inflight_bio"] {
-            if let Some(m) = self.ebpf.map(name) {
-                if let Ok(h) = BpfHashMap::<_, u64, [u64; 14]>::try_from(m) {
-                    n += h.keys().filter(|k| k.is_ok()).count() as u64;
+            let m = self.ebpf.map(name)?;
+            let h = BpfHashMap::<_, u64, [u8; abi::INFLIGHT_BYTES]>::try_from(m).ok()?;
+            n += h.keys().filter(|k| k.is_ok()).count() as u64;
+        }
+        Some(n)
+    }
+
+    /// The I/Os in the kernel's in-flight tables that started before `started_before_ns`,
+    /// each as the record of an I/O completing at `now_ns` ([`abi::in_flight_event`]): I/Os
+    /// that may never complete. Read while the programs run, so an entry may be torn by an
+    /// I/O completing or starting as it is copied: what is read is a hint, not a record.
+    /// One system call per 4,096 slots of the table, then one per fallback entry.
+    pub fn in_flight_events(
+        &self,
+        started_before_ns: u64,
+        now_ns: u64,
+    ) -> std::io::Result<Vec<[u8; abi::IO_EVENT_BYTES]>> {
+        let mut out = Vec::new();
+        let missing = |name: &str| std::io::Error::other(format!("no map {name}"));
+        // The noatomics object has no slot table.
+        if let Some(m) = self.ebpf.map("inflight_slots") {
+            // (an array of values of the size abi states)
+            Array::<_, [u8; abi::SLOT_BYTES]>::try_from(m)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let aya::maps::Map::Array(d) = m else {
+                return Err(missing("inflight_slots (an array)"));
+            };
+            let fd = std::os::fd::AsFd::as_fd(d.fd());
+            array_values(fd, abi::SLOT_BYTES, 4096, |slot| {
+                let key = u64::from_le_bytes(slot[..8].try_into().unwrap_or_default());
+                if key != 0 && key & abi::SLOT_COMPLETING == 0 {
+                    out.extend(abi::in_flight_event(&slot[8..], started_before_ns, now_ns));
                 }
+            })?;
+        }
+        for name in ["inflight_rq", "inflight_bio"] {
+            let m = self.ebpf.map(name).ok_or_else(|| missing(name))?;
+            let h = BpfHashMap::<_, u64, [u8; abi::INFLIGHT_BYTES]>::try_from(m)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            for (_, v) in h.iter().flatten() {
+                out.extend(abi::in_flight_event(&v, started_before_ns, now_ns));
             }
         }
-        n
+        Ok(out)
     }
 
     /// Times the kernel skipped one of our programs because it would have run nested in

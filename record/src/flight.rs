@@ -499,21 +499,27 @@ impl Flight {
         header.wall_clock_ns = now.0;
         header.monotonic_ns = now.1;
         let (reason, slug) = match &why {
-            Snapshot::Trigger(e) => {
+            Snapshot::Trigger(e) | Snapshot::InFlight(e) => {
+                let in_flight = matches!(why, Snapshot::InFlight(_));
                 header.metadata.push((
                     META_TRIGGER_IO.into(),
                     format!(
-                        "{} {} {} {} {} {}",
+                        "{} {} {} {} {} {}{}",
                         e.timestamp_ns,
                         e.dev,
                         e.sector,
                         e.bytes,
                         e.op.name(),
-                        e.latency_ns
+                        e.latency_ns,
+                        if in_flight { " in_flight" } else { "" }
                     ),
                 ));
                 let t = self.cfg.trigger_text.clone().unwrap_or_default();
-                (format!("trigger: {}", self.trigger_words()), slug(&t))
+                let mut reason = format!("trigger: {}", self.trigger_words());
+                if in_flight {
+                    reason.push_str("; in flight");
+                }
+                (reason, slug(&t))
             }
             Snapshot::Signal => ("SIGUSR1".to_string(), "sigusr1".to_string()),
         };
@@ -548,6 +554,7 @@ impl Flight {
             "iodump: snapshot ({}): writing {}",
             match why {
                 Snapshot::Trigger(_) => "trigger",
+                Snapshot::InFlight(_) => "trigger, an I/O in flight",
                 Snapshot::Signal => "SIGUSR1",
             },
             path.display()
@@ -555,7 +562,7 @@ impl Flight {
         self.retain_dumps(&path);
         self.dumps += 1;
         match why {
-            Snapshot::Trigger(_) => self.counts.snapshots_triggered += 1,
+            Snapshot::Trigger(_) | Snapshot::InFlight(_) => self.counts.snapshots_triggered += 1,
             Snapshot::Signal => self.counts.snapshots_signalled += 1,
         }
         self.counts.last_snapshot_wall_ns = now.0;
@@ -779,6 +786,9 @@ impl Refs {
 pub enum Snapshot<'a> {
     /// This I/O matched the trigger.
     Trigger(&'a Event),
+    /// This I/O, still in flight, matched the trigger with the time it has taken so far, and
+    /// would whatever longer it takes (its `latency_ns` is that time).
+    InFlight(&'a Event),
     /// SIGUSR1.
     Signal,
 }

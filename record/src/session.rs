@@ -108,6 +108,9 @@ pub struct RecordSummary {
     pub forgotten: crate::convert::Forgotten,
     /// Files' names (with labels) and threads known at the end.
     pub known: (usize, usize),
+    /// I/Os started and not completed when recording stopped (not recorded, not lost: they
+    /// end after it), when the kernel's tables could be read.
+    pub in_flight_at_end: Option<u64>,
 }
 
 /// Monotonic nanoseconds now (the clock of event timestamps).
@@ -529,6 +532,13 @@ struct Session<'c, 'l> {
     /// Times a full file system was reported (a recording in parts goes on by deleting its
     /// oldest parts).
     disk_full_reported: u32,
+    /// I/Os the kernel's tables held when the programs were detached (started, never seen
+    /// to complete), once known; `None` before, or if the tables could not be read.
+    in_flight_at_end: Option<u64>,
+    /// When the I/Os in flight were last tried against the trigger.
+    last_in_flight_look: Instant,
+    /// The in-flight tables could not be read (said once).
+    in_flight_unreadable: bool,
     last_batch_flush: Instant,
     command_status: Option<i32>,
     /// When idle files and threads were last looked for, how often, and after how many
@@ -590,6 +600,7 @@ impl<'c, 'l> Session<'c, 'l> {
                 .is_some_and(Expr::uses_names),
             utc_offset_ns: header.to_utc_ns(0),
             events: 0,
+            in_flight_matched: Vec::new(),
         };
         if let Some(t) = &mut ingest.cgroups {
             if let Some(root) = t.write_root() {
@@ -624,6 +635,9 @@ impl<'c, 'l> Session<'c, 'l> {
             started: Instant::now(),
             last_flush: Instant::now(),
             disk_full_reported: 0,
+            in_flight_at_end: None,
+            last_in_flight_look: Instant::now(),
+            in_flight_unreadable: false,
             last_batch_flush: Instant::now(),
             command_status: None,
             last_sweep: Instant::now(),
@@ -651,6 +665,7 @@ impl<'c, 'l> Session<'c, 'l> {
             if let Some(f) = &mut self.sinks.flight {
                 f.tick(monotonic_ns())?;
             }
+            self.trigger_on_in_flight()?;
             if self.last_sweep.elapsed() >= self.sweep_every {
                 self.sweep();
             }
@@ -679,6 +694,37 @@ impl<'c, 'l> Session<'c, 'l> {
             if stopping {
                 // Give in-flight I/O a moment to complete, then one more drain and flush.
                 std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    /// Once a second with a trigger: the I/Os in flight for [`IN_FLIGHT_MIN_AGE_NS`] or more
+    /// are tried against it with the time they have taken so far, so that an I/O that hangs
+    /// (and may never complete) fires it too ([`Ingest::in_flight`]).
+    fn trigger_on_in_flight(&mut self) -> Result<(), RecordError> {
+        let Some(f) = &self.sinks.flight else {
+            return Ok(());
+        };
+        if f.trigger().is_none()
+            || f.busy()
+            || self.in_flight_unreadable
+            || self.last_in_flight_look.elapsed() < IN_FLIGHT_LOOK
+        {
+            return Ok(());
+        }
+        self.last_in_flight_look = Instant::now();
+        let now = monotonic_ns();
+        match self
+            .prog
+            .in_flight_events(now.saturating_sub(IN_FLIGHT_MIN_AGE_NS), now)
+        {
+            Ok(recs) => self.ingest.in_flight(&recs, &mut self.sinks, now),
+            Err(e) => {
+                self.in_flight_unreadable = true;
+                eprintln!(
+                    "iodump: warning: the kernel's in-flight tables cannot be read ({e}): the trigger sees I/Os when they complete only"
+                );
+                Ok(())
             }
         }
     }
@@ -950,13 +996,15 @@ impl<'c, 'l> Session<'c, 'l> {
         let now = monotonic_ns();
         let mut losses = self.losses.update(&c, now);
         let sum = |i: u32| c[i as usize].iter().sum::<u64>();
+        // Unreadable tables: their entries are counted as evicted (lost), not hidden.
+        self.in_flight_at_end = self.prog.in_flight();
         let accounted = leftover_events
             + sum(counter::EMITTED)
             + sum(counter::LOST_RINGBUF)
             + sum(counter::SIZE_FILTERED)
             + sum(counter::RQ_MERGED)
             + sum(counter::LOST_STALE)
-            + self.prog.in_flight();
+            + self.in_flight_at_end.unwrap_or(0);
         let evicted = sum(counter::TRACKED).saturating_sub(accounted);
         let nested = self.prog.recursion_misses();
         for (count, reason) in [(evicted, LossReason::Evicted), (nested, LossReason::Nested)] {
@@ -1035,6 +1083,7 @@ impl<'c, 'l> Session<'c, 'l> {
             duration: self.started.elapsed(),
             forgotten: self.ingest.conv.forgotten,
             known: self.ingest.conv.known(),
+            in_flight_at_end: self.in_flight_at_end,
             ..RecordSummary::default()
         }
     }
@@ -1201,6 +1250,10 @@ struct Ingest<'a> {
     /// UTC minus monotonic ns (the trace header's clock pair), for `time` in expressions.
     utc_offset_ns: i64,
     events: u64,
+    /// The I/Os in flight that matched the trigger at the last look, by (device, start,
+    /// thread): each is counted once as a match, however long it stays in flight, and not
+    /// again when it completes.
+    in_flight_matched: Vec<(u32, u64, u32)>,
 }
 
 /// Files and threads without I/O for this long are forgotten (`RecordConfig::forget_idle`).
@@ -1220,6 +1273,13 @@ fn sweep_schedule(idle: Duration) -> (Duration, u32) {
     let sweeps = idle.as_secs_f64() / every.as_secs_f64();
     (every, (sweeps.ceil() as u32).max(1))
 }
+
+/// How often the I/Os in flight are tried against the trigger ([`Session::trigger_on_in_flight`]).
+const IN_FLIGHT_LOOK: Duration = Duration::from_secs(1);
+
+/// The I/Os in flight tried against the trigger are those that started this long ago or
+/// more (the others are left to their completion, which is near).
+const IN_FLIGHT_MIN_AGE_NS: u64 = 100_000_000;
 
 /// How often partial batches of events are fetched from the kernel (`flush_batch`).
 const BATCH_TICK: Duration = Duration::from_millis(100);
@@ -1305,7 +1365,9 @@ impl Ingest<'_> {
             if let Some(t) = fl.trigger() {
                 // Names are looked up only for a trigger that reads them: it runs on every I/O.
                 let v = self.view(&e, r, self.trigger_names);
+                // (an I/O that matched while in flight was counted then)
                 if t.eval(&e, &v)
+                    && !self.in_flight_matched.contains(&(r.dev, r.start_ns, r.tid))
                     && fl.may_fire(monotonic_ns(), e.timestamp_ns.saturating_add(e.latency_ns))
                 {
                     fl.fire(Snapshot::Trigger(&e), now_pair(), None)?;
@@ -1319,6 +1381,63 @@ impl Ingest<'_> {
             l.event(&e, r, &self.conv);
         }
         self.events += 1;
+        Ok(())
+    }
+
+    /// Tries the I/Os still in flight (`recs`, as if completing at `now`: their latency is the
+    /// time taken so far) against the trigger. One fires it when the expression holds for
+    /// it both with that latency and with any longer one (so `latency > 200ms` does, and
+    /// `latency < 1s` never does on an I/O not yet complete); each is counted as one match
+    /// ([`Flight::may_fire`]) once, however long it stays in flight. What the filter drops
+    /// is not tried. The I/Os are not recorded here: they are when they complete.
+    fn in_flight(
+        &mut self,
+        recs: &[[u8; abi::IO_EVENT_BYTES]],
+        sinks: &mut Sinks,
+        now: u64,
+    ) -> Result<(), RecordError> {
+        let Some(trigger) = sinks.flight.as_ref().and_then(|f| f.trigger()).cloned() else {
+            return Ok(());
+        };
+        // Trying an I/O is not recording it: the attribution figures stay as they were.
+        let attributed = self.conv.attributed;
+        let mut matched = Vec::new();
+        let mut fire = None;
+        for rec in recs {
+            let Some(r) = IoEvent::parse(rec) else {
+                continue;
+            };
+            let key = (r.dev, r.start_ns, r.tid);
+            if self.in_flight_matched.contains(&key) {
+                matched.push(key);
+                continue;
+            }
+            let e: Event = self.conv.io_record(&r, &mut self.entries);
+            self.write_entries(&e, sinks)?;
+            if let Some(f) = self.filter {
+                if !f.eval(&e, &self.view(&e, &r, true)) {
+                    continue;
+                }
+            }
+            let v = self.view(&e, &r, self.trigger_names);
+            let longer = Event {
+                latency_ns: u64::MAX / 4,
+                ..e
+            };
+            if !(trigger.eval(&e, &v) && trigger.eval(&longer, &v)) {
+                continue;
+            }
+            matched.push(key);
+            let fires = sinks.flight.as_mut().is_some_and(|f| f.may_fire(now, now));
+            if fires && fire.is_none() {
+                fire = Some(e);
+            }
+        }
+        self.conv.attributed = attributed;
+        self.in_flight_matched = matched;
+        if let (Some(e), Some(f)) = (fire, &mut sinks.flight) {
+            f.fire(Snapshot::InFlight(&e), now_pair(), None)?;
+        }
         Ok(())
     }
 
@@ -1493,6 +1612,7 @@ mod tests {
             trigger_names: false,
             utc_offset_ns: 0,
             events: 0,
+            in_flight_matched: Vec::new(),
         };
         // A metadata read, dropped by the filter: its process and label still go in.
         let read = crate::convert::sample_io(path_kind::META, 0);

@@ -85,6 +85,32 @@ impl Drop for Ext4OnZram {
     }
 }
 
+/// A file system frozen (`fsfreeze -f`) until dropped: writes into it wait, so a loop
+/// device whose backing file is in it has its writes hang in flight.
+pub struct Frozen<'a>(&'a Path);
+
+impl<'a> Frozen<'a> {
+    pub fn new(mnt: &'a Path) -> Frozen<'a> {
+        let st = Command::new("fsfreeze")
+            .arg("-f")
+            .arg(mnt)
+            .status()
+            .expect("fsfreeze (util-linux)");
+        assert!(st.success(), "fsfreeze -f {}", mnt.display());
+        Frozen(mnt)
+    }
+}
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("fsfreeze")
+            .arg("-u")
+            .arg(self.0)
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 /// A loop device on a sparse file (request-based), detached on drop.
 pub struct Loop {
     pub node: String,
