@@ -179,67 +179,74 @@ fn run_on_cpu(fd: std::os::fd::BorrowedFd<'_>, cpu: u32) -> std::io::Result<u32>
     }
 }
 
-/// Every value of array map `fd` (`value_bytes` each), read `batch` entries per system call
-/// with BPF_MAP_LOOKUP_BATCH (Linux 5.6) rather than one call per entry, handed to `each`.
-fn array_values(
-    fd: std::os::fd::BorrowedFd<'_>,
-    value_bytes: usize,
-    batch: usize,
-    mut each: impl FnMut(&[u8]),
-) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    /// The `batch` member of `union bpf_attr`.
-    #[repr(C)]
-    #[derive(Default)]
-    struct BatchAttr {
-        in_batch: u64,
-        out_batch: u64,
-        keys: u64,
-        values: u64,
-        count: u32,
-        map_fd: u32,
-        elem_flags: u64,
-        flags: u64,
-    }
-    let mut keys = vec![0u32; batch];
-    let mut values = vec![0u8; batch * value_bytes];
-    // An array's batch position is a key: where the next batch starts.
-    let (mut from, mut next) = (0u32, 0u32);
-    let mut first = true;
-    loop {
-        let mut attr = BatchAttr {
-            in_batch: if first { 0 } else { &from as *const u32 as u64 },
-            out_batch: &mut next as *mut u32 as u64,
-            keys: keys.as_mut_ptr() as u64,
-            values: values.as_mut_ptr() as u64,
-            count: batch as u32,
-            map_fd: fd.as_raw_fd() as u32,
-            ..BatchAttr::default()
-        };
-        // SAFETY: BPF_MAP_LOOKUP_BATCH reads `attr` and `from`, and writes at most `count`
-        // keys (4 bytes each: an array's) and values (`value_bytes` each, the map's value
-        // size) into `keys` and `values`, which hold that many, `next`, and `attr.count`; all
-        // live on our stack or heap for the duration of the call.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_bpf,
-                aya_obj::generated::bpf_cmd::BPF_MAP_LOOKUP_BATCH as libc::c_long,
-                &mut attr as *mut BatchAttr,
-                std::mem::size_of::<BatchAttr>() as libc::c_long,
+/// A read-only mapping of the in-flight slot table (`inflight_slots`, BPF_F_MMAPABLE): its
+/// keys read in place, without a system call per slot. Unmapped on drop.
+struct SlotView {
+    at: std::ptr::NonNull<u8>,
+    bytes: usize,
+}
+
+impl SlotView {
+    /// Maps the table of `fd`, `slots` entries of [`abi::SLOT_BYTES`].
+    fn map(fd: std::os::fd::BorrowedFd<'_>, slots: usize) -> std::io::Result<SlotView> {
+        use std::os::fd::AsRawFd;
+        let bytes = slots * abi::SLOT_BYTES;
+        // SAFETY: a new shared read-only mapping of `bytes` of the map's fd (an mmapable
+        // array of `slots` values of SLOT_BYTES, a multiple of 8: no padding between them);
+        // the kernel checks the length against the map. Nothing else is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
             )
         };
-        let err = (r != 0).then(std::io::Error::last_os_error);
-        let n = (attr.count as usize).min(batch);
-        values[..n * value_bytes]
-            .chunks_exact(value_bytes)
-            .for_each(&mut each);
-        match err {
-            None => {}
-            // past the last entry
-            Some(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
-            Some(e) => return Err(e),
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
         }
-        (from, first) = (next, false);
+        let at = std::ptr::NonNull::new(p.cast()).ok_or_else(std::io::Error::last_os_error)?;
+        Ok(SlotView { at, bytes })
+    }
+
+    /// Slot `i`'s key (0: free), and, when it is taken and not being completed, a copy of
+    /// its value (the event being built and the partition start). The kernel writes the
+    /// slots as we read them: a copy may be torn, which a caller must tolerate.
+    fn slot(&self, i: usize) -> Option<[u64; (abi::SLOT_BYTES - 8) / 8]> {
+        const WORDS: usize = abi::SLOT_BYTES / 8;
+        if (i + 1) * abi::SLOT_BYTES > self.bytes {
+            return None;
+        }
+        // SAFETY: slot i lies within the mapping (checked above); slots start at multiples
+        // of SLOT_BYTES (a multiple of 8) from a page-aligned address, so every word is
+        // aligned. The kernel changes the words concurrently: each is read with a volatile
+        // load, never through a reference.
+        let word = |w: usize| unsafe {
+            std::ptr::read_volatile(
+                self.at
+                    .as_ptr()
+                    .add(i * abi::SLOT_BYTES + w * 8)
+                    .cast::<u64>(),
+            )
+        };
+        let key = word(0);
+        if key == 0 || key & abi::SLOT_COMPLETING != 0 {
+            return None;
+        }
+        let mut v = [0u64; WORDS - 1];
+        for (w, x) in v.iter_mut().enumerate() {
+            *x = word(w + 1);
+        }
+        Some(v)
+    }
+}
+
+impl Drop for SlotView {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `map` made, used by no one after this.
+        unsafe { libc::munmap(self.at.as_ptr().cast(), self.bytes) };
     }
 }
 
@@ -307,6 +314,10 @@ pub struct Program {
     raid456: bool,
     /// `stack_bcache` holds bcache's layout: its reads on a cache miss are followed.
     bcache: bool,
+    /// The object with compare-and-exchange (its slot table in use) was loaded.
+    atomics: bool,
+    /// The slot table mapped, once [`Program::in_flight_events`] has looked at it.
+    slots: Option<SlotView>,
 }
 
 /// The link of an attached program, to detach it.
@@ -649,6 +660,8 @@ impl Program {
             names,
             raid456,
             bcache,
+            atomics,
+            slots: None,
         })
     }
 
@@ -1291,29 +1304,44 @@ impl Program {
     /// each as the record of an I/O completing at `now_ns` ([`abi::in_flight_event`]): I/Os
     /// that may never complete. Read while the programs run, so an entry may be torn by an
     /// I/O completing or starting as it is copied: what is read is a hint, not a record.
-    /// One system call per 4,096 slots of the table, then one per fallback entry.
+    /// The slot table is read through a mapping of it (made at the first call), the
+    /// fallback maps with system calls (few entries, but every in-flight I/O with the
+    /// noatomics object).
     pub fn in_flight_events(
-        &self,
+        &mut self,
         started_before_ns: u64,
         now_ns: u64,
     ) -> std::io::Result<Vec<[u8; abi::IO_EVENT_BYTES]>> {
         let mut out = Vec::new();
         let missing = |name: &str| std::io::Error::other(format!("no map {name}"));
-        // The noatomics object has no slot table.
-        if let Some(m) = self.ebpf.map("inflight_slots") {
-            // (an array of values of the size abi states)
-            Array::<_, [u8; abi::SLOT_BYTES]>::try_from(m)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            let aya::maps::Map::Array(d) = m else {
-                return Err(missing("inflight_slots (an array)"));
-            };
-            let fd = std::os::fd::AsFd::as_fd(d.fd());
-            array_values(fd, abi::SLOT_BYTES, 4096, |slot| {
-                let key = u64::from_le_bytes(slot[..8].try_into().unwrap_or_default());
-                if key != 0 && key & abi::SLOT_COMPLETING == 0 {
-                    out.extend(abi::in_flight_event(&slot[8..], started_before_ns, now_ns));
+        // The noatomics object leaves its slot table empty.
+        if self.atomics {
+            if self.slots.is_none() {
+                let m = self
+                    .ebpf
+                    .map("inflight_slots")
+                    .ok_or_else(|| missing("inflight_slots"))?;
+                // (an array of values of the size abi states)
+                let n = Array::<_, [u8; abi::SLOT_BYTES]>::try_from(m)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?
+                    .len() as usize;
+                let aya::maps::Map::Array(d) = m else {
+                    return Err(missing("inflight_slots (an array)"));
+                };
+                self.slots = Some(SlotView::map(std::os::fd::AsFd::as_fd(d.fd()), n)?);
+            }
+            if let Some(view) = &self.slots {
+                let mut entry = [0u8; abi::INFLIGHT_BYTES];
+                for i in 0..view.bytes / abi::SLOT_BYTES {
+                    let Some(v) = view.slot(i) else {
+                        continue;
+                    };
+                    for (b, w) in entry.chunks_exact_mut(8).zip(v) {
+                        b.copy_from_slice(&w.to_le_bytes());
+                    }
+                    out.extend(abi::in_flight_event(&entry, started_before_ns, now_ns));
                 }
-            })?;
+            }
         }
         for name in ["inflight_rq", "inflight_bio"] {
             let m = self.ebpf.map(name).ok_or_else(|| missing(name))?;
