@@ -41,7 +41,7 @@ static __always_inline void fallback_add(__s64 d)
 static __always_inline void track(void *map, __u64 key, struct iodump_inflight *v, int count)
 {
 	struct iodump_slot *s = slot_of(key);
-	long err;
+	int err;
 
 	if (s) {
 		__u64 old = __sync_val_compare_and_swap(&s->key, 0, key);
@@ -65,10 +65,16 @@ static __always_inline void track(void *map, __u64 key, struct iodump_inflight *
 			return;
 		}
 	}
-	err = bpf_map_update_elem(map, &key, v, BPF_NOEXIST);
+	/*
+	 * The result is an int: before 6.4 the verifier turns the helper into a direct call of
+	 * the map's update, whose int result leaves the upper half of the return register
+	 * undefined (5.10: -EEXIST came back as 0x00000000ffffffef, so a stale entry was never
+	 * replaced and every later I/O with its address was lost).
+	 */
+	err = (int)bpf_map_update_elem(map, &key, v, BPF_NOEXIST);
 	if (err == -EEXIST) {
 		cnt(IODUMP_CNT_LOST_STALE);
-		err = bpf_map_update_elem(map, &key, v, BPF_ANY);
+		err = (int)bpf_map_update_elem(map, &key, v, BPF_ANY);
 	} else if (!err) {
 		fallback_add(1);
 	}
