@@ -977,11 +977,7 @@ fn an_io_that_hangs_fires_the_trigger_while_in_flight() {
     );
     // thawed however the test ends, before the loop device goes
     let frozen = Frozen::new(&fs.mnt);
-    let mut dd = Command::new("dd")
-        .args(["if=/dev/zero", &format!("of={}", lo.node)])
-        .args(["bs=4k", "count=1", "oflag=direct", "status=none"])
-        .spawn()
-        .expect("dd");
+    let mut dd = lo.write_one_block();
     let snapshots = || -> Vec<PathBuf> {
         std::fs::read_dir(&dir)
             .map(|rd| rd.filter_map(|e| Some(e.ok()?.path())).collect())

@@ -371,11 +371,7 @@ fn io_in_flight_when_recording_stops_is_reported_not_lost() {
         spawn_recording(bin().args(["record", "-d", lo.name(), "-t", "3", "-o", &t]));
     // thawed however the test ends, before the loop device goes
     let frozen = Frozen::new(&fs.mnt);
-    let mut dd = Command::new("dd")
-        .args(["if=/dev/zero", &format!("of={}", lo.node)])
-        .args(["bs=4k", "count=1", "oflag=direct", "status=none"])
-        .spawn()
-        .expect("dd");
+    let mut dd = lo.write_one_block();
     let st = child.wait().unwrap();
     let hung_to_the_end = dd.try_wait().unwrap().is_none();
     drop(frozen);

@@ -140,6 +140,15 @@ impl Loop {
     pub fn name(&self) -> &str {
         self.node.trim_start_matches("/dev/")
     }
+    /// `dd` writing one 4 KiB block with O_DIRECT, started (it hangs while the file system
+    /// holding the backing file is [`Frozen`]).
+    pub fn write_one_block(&self) -> std::process::Child {
+        Command::new("dd")
+            .args(["if=/dev/zero", &format!("of={}", self.node)])
+            .args(["bs=4k", "count=1", "oflag=direct", "status=none"])
+            .spawn()
+            .expect("dd")
+    }
 }
 
 impl Loop {
