@@ -112,6 +112,16 @@ pub fn assert_accounted(events: u64, lost: u64, device: u64, what: &str) {
     }
 }
 
+/// The I/Os the recorder's summary line says were still in flight when it stopped (not
+/// recorded, not lost; the device counts them once they complete), 0 when it says none.
+pub fn in_flight_at_end(stderr: &str) -> u64 {
+    stderr
+        .split(';')
+        .find(|p| p.contains("still in flight at the end"))
+        .and_then(|p| p.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Fails the test unless the command succeeded, showing its stderr.
 pub fn ok(out: &Output) {
     assert!(
