@@ -165,6 +165,14 @@ impl Sysfs {
         Ok(out)
     }
 
+    /// One block device by number, read as [`Sysfs::block_devices`] reads each (an NVMe
+    /// multipath head's hidden path disks left out); none when it is gone.
+    pub fn block_device(&self, dev: DevT) -> Option<BlockDevice> {
+        let path = fs::canonicalize(self.dev_dir(dev)).ok()?;
+        let name = path.file_name()?.to_string_lossy().into_owned();
+        block_device(name, &path)
+    }
+
     /// The partitions of a whole disk, sorted (none for a partition or an unknown device).
     pub fn partitions_of(&self, disk: DevT) -> Vec<DevT> {
         let mut out: Vec<DevT> = fs::read_dir(self.dev_dir(disk))
@@ -487,10 +495,21 @@ mod tests {
             "devices/virtual/block/zram1/bcache",
         );
         t.file("fs/bcache/set-uuid/cache_available_percent", "100\n");
+        // Registered, not yet attached to its cache set: on its backing device alone.
+        let bcache0 = DevT::new(250, 0);
+        let read = Sysfs::at(&t.0).block_device(bcache0).unwrap();
+        assert_eq!(
+            (read.stack_label.as_str(), read.name.as_str()),
+            (BCACHE, "bcache0")
+        );
+        assert_eq!(read.stacked_on, [DevT::new(252, 1)]);
         t.link(
             "devices/virtual/block/zram1/bcache/cache",
             "fs/bcache/set-uuid",
         );
+        let read = Sysfs::at(&t.0).block_device(bcache0).unwrap();
+        assert_eq!(read.stacked_on, [DevT::new(252, 1), DevT::new(252, 2)]);
+        assert!(Sysfs::at(&t.0).block_device(DevT::new(250, 9)).is_none());
         let all = Sysfs::at(&t.0).block_devices().unwrap();
         let by = |n: &str| all.iter().find(|d| d.name == n).unwrap();
         assert_eq!(by("bcache0").stack_label, BCACHE);

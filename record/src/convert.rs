@@ -60,6 +60,9 @@ pub struct Converter {
     missing_devs: Vec<u32>,
     /// Stacked devices (device-mapper, md) met since the last [`Converter::take_new_stacked`].
     new_stacked: Vec<Device>,
+    /// bcache devices not yet on a cache device ([`crate::devices::awaits_cache`]): read
+    /// again by [`Converter::resettle`].
+    awaiting_cache: Vec<u32>,
     next_path_id: u32,
     /// Path id → the sweep round of the last I/O that referred to it (files only; 0: not a
     /// file's, or forgotten).
@@ -130,6 +133,11 @@ impl Converter {
             last_dev: None,
             missing_devs: Vec::new(),
             new_stacked: Vec::new(),
+            awaiting_cache: devices
+                .iter()
+                .filter(|d| crate::devices::awaits_cache(d))
+                .map(|d| d.dev.0)
+                .collect(),
             next_path_id: 1,
             path_round: IdTable::default(),
             round: 1,
@@ -399,6 +407,34 @@ impl Converter {
         std::mem::take(&mut self.new_stacked)
     }
 
+    /// The bcache devices that were not on a cache device when met (a bcache device appears
+    /// when its backing device is registered, before its cache set attaches it) read again:
+    /// one now on more devices gets its entry again in `out` (a later entry replaces an
+    /// earlier one). Called once a second; a device gone, or on its cache now, is not read
+    /// again.
+    pub fn resettle(&mut self, out: &mut NewEntries) {
+        self.resettle_with(crate::devices::read_one, out);
+    }
+
+    /// [`Converter::resettle`] with the devices read by `read`.
+    fn resettle_with(&mut self, read: impl Fn(DevT) -> Option<Device>, out: &mut NewEntries) {
+        let devices = &mut self.devices;
+        self.awaiting_cache.retain(|&dev| {
+            let Some(now) = read(DevT(dev)) else {
+                return false;
+            };
+            let waits = crate::devices::awaits_cache(&now);
+            if devices
+                .get(&dev)
+                .is_none_or(|d| d.stacked_on != now.stacked_on)
+            {
+                devices.insert(dev, now.clone());
+                out.devices.push(now);
+            }
+            waits
+        });
+    }
+
     /// A device this converter has not seen: read sysfs again (once per device number). One
     /// sysfs does not list, whose I/O serves an I/O on an NVMe multipath head, is a path of
     /// that head ([`Converter::nvme_path`]).
@@ -415,6 +451,9 @@ impl Converter {
             Some(d) => {
                 if crate::devices::is_stacked(&d) {
                     self.new_stacked.push(d.clone());
+                }
+                if crate::devices::awaits_cache(&d) {
+                    self.awaiting_cache.push(dev);
                 }
                 self.devices.insert(dev, d.clone());
                 out.devices.push(d);
@@ -819,6 +858,42 @@ mod tests {
         assert_eq!(names[1], "nvme0n1");
         assert_eq!(ne.devices[1].stacked_on, [DevT::new(259, 7)]);
         assert_eq!(c.dev_label(DevT::new(259, 7)), names[0]);
+    }
+
+    #[test]
+    fn a_bcache_device_met_before_its_cache_set_attached_it_gets_its_entry_again() {
+        let bcache = |on: &[DevT]| Device {
+            dev: DevT::new(250, 0),
+            name: "bcache0".into(),
+            partition_of: None,
+            sector_size: 512,
+            start_sector: 0,
+            bio_based: true,
+            label: iodump_host::sysfs::BCACHE.into(),
+            stacked_on: on.to_vec(),
+        };
+        let (backing, cache) = (DevT::new(252, 1), DevT::new(252, 2));
+        let mut c = Converter::new(&[bcache(&[backing])], MountTable::default());
+        let mut ne = NewEntries::default();
+        // Still not attached: no new entry, read again next time.
+        c.resettle_with(|_| Some(bcache(&[backing])), &mut ne);
+        assert!(ne.devices.is_empty());
+        // Attached: its entry again, on both; not read again.
+        c.resettle_with(|_| Some(bcache(&[backing, cache])), &mut ne);
+        assert_eq!(ne.devices.len(), 1);
+        assert_eq!(ne.devices[0].stacked_on, [backing, cache]);
+        assert_eq!(c.devices[&DevT::new(250, 0).0].stacked_on, [backing, cache]);
+        c.resettle_with(|_| panic!("read again"), &mut ne);
+        // One met while recording (its first I/O) waits too; one gone is not read again.
+        let mut c = Converter::new(&[], MountTable::default());
+        c.awaiting_cache.push(DevT::new(250, 0).0);
+        c.resettle_with(|_| None, &mut ne);
+        assert!(c.awaiting_cache.is_empty());
+        // A device-mapper device never waits.
+        let mut dm = bcache(&[backing]);
+        dm.label = "vg-lv".into();
+        let c = Converter::new(&[dm], MountTable::default());
+        assert!(c.awaiting_cache.is_empty());
     }
 
     #[test]

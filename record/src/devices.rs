@@ -64,6 +64,18 @@ pub fn is_bcache(d: &Device) -> bool {
     d.label == BCACHE && !d.stacked_on.is_empty()
 }
 
+/// A bcache device not (yet) on a cache device: registering its backing device makes it,
+/// and its cache set attaches it a moment later (or never: bcache runs without a cache).
+/// Its `stacked_on` lacks the cache devices until then ([`crate::convert::Converter::resettle`]).
+pub fn awaits_cache(d: &Device) -> bool {
+    d.label == BCACHE && d.stacked_on.len() < 2
+}
+
+/// The device numbered `dev` on this host now; none when it is gone.
+pub fn read_one(dev: DevT) -> Option<Device> {
+    Sysfs::new().block_device(dev).map(|d| device(&d))
+}
+
 /// The trace's entry for a host block device.
 pub fn device(d: &BlockDevice) -> Device {
     Device {

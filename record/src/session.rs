@@ -659,6 +659,7 @@ impl<'c, 'l> Session<'c, 'l> {
             self.ingest
                 .drain(&mut self.prog, &mut self.sinks, Some(DRAIN_SLICE))?;
             if stopping || self.last_flush.elapsed() >= Duration::from_secs(1) {
+                self.ingest.resettle(&mut self.sinks)?;
                 self.flush()?;
             }
             self.snapshot_on_signal()?;
@@ -1462,6 +1463,20 @@ impl Ingest<'_> {
             },
             utc_ns: Some(self.utc_offset_ns.wrapping_add(e.timestamp_ns as i64)),
         }
+    }
+
+    /// Once a second: the bcache devices met before their cache set attached them get
+    /// their entry again once it has ([`Converter::resettle`]).
+    fn resettle(&mut self, sinks: &mut Sinks) -> Result<(), RecordError> {
+        self.conv.resettle(&mut self.entries);
+        if !sinks.traces() {
+            self.entries.devices.clear();
+            return Ok(());
+        }
+        for d in self.entries.devices.drain(..) {
+            sinks.add_device(d)?;
+        }
+        Ok(())
     }
 
     /// The device, process, path and cgroup entries the last event brought.

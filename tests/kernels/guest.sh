@@ -741,14 +741,16 @@ stack_suite() {
   # the first md RAID5 (iodf5, three zram devices), its module loaded by the recorded
   # command: raid456's layout is read once the array appears. Then the first bcache device
   # (iodfbc, two zram devices), its module loaded by the recorded command too: bcache's
-  # layout is read once the device appears; its misses are checked as the other one's.
+  # layout is read once the device appears; its misses are checked as the other one's. Its
+  # cache is attached two seconds after it runs and is read (bcache-make.sh later): its
+  # device table entry, first on the backing device alone, must name the cache too.
   local zf fm=$run/mnt-iodfirst f5=$run/mnt-iodf5 a b c fb fc fbm=$run/mnt-iodfbc
   if zram_dev && zf=$ZR && zram_dev && a=$ZR && zram_dev && b=$ZR && zram_dev && c=$ZR &&
     zram_dev && fb=$ZR && zram_dev && fc=$ZR; then
     # The first bcache device only where modules have BTF (not 5.10): what it checks beyond
     # the other bcache device is that bcache's layout is read when the device appears.
     local fbc=
-    [ -e /sys/kernel/btf/zram ] && fbc="bd=\$(bash $HERE/bcache-make.sh $fb $fc 2> $run/fbc.err) || { cat $run/fbc.err >&2; exit 1; }
+    [ -e /sys/kernel/btf/zram ] && fbc="bd=\$(bash $HERE/bcache-make.sh $fb $fc later 2> $run/fbc.err) || { cat $run/fbc.err >&2; exit 1; }
       mkfs.ext4 -q -F /dev/\$bd && mkdir -p $fbm && mount /dev/\$bd $fbm && sync -f $fbm &&
         echo \"iodfbc \$bd $fbm $fb,$fc 0 $(cat /sys/block/$fb/size) 1\" >> $run/first.devs || exit 1
       $(stack_io "$fbm") || exit 1
