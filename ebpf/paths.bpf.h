@@ -139,11 +139,15 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 			pflags |= IODUMP_PF_DISCONNECTED;
 	}
 
+	/* Stored now and read back: the verifier then walks what follows once per way out of
+	 * the loop, not once per length and depth it can leave with (which was most of what it
+	 * walked of each program that starts an I/O, and of the recorder's start). */
+	hdr->depth = depth;
+	hdr->names_len = off;
+	off = *(volatile __u16 *)&hdr->names_len;
 	hdr->kind = IODUMP_EV_PATH;
 	hdr->path_kind = gen_kind >> 32;
 	hdr->pflags = pflags;
-	hdr->depth = depth;
-	hdr->names_len = off;
 	hdr->ino = ino;
 	hdr->dev = (__u32)devs;
 	hdr->gen = (__u32)gen_kind;

@@ -151,9 +151,12 @@ static __always_inline struct iodump_inflight *stack_entry_of(__u64 b)
  * anything else is no stripe. The upper bio is the first one waiting on b's own block
  * (written: its data is in the block being written; towrite; toread), else on the stripe's
  * other blocks in disk order after b's (a parity block, a block read to compute parity,
- * serve the stripe's writes). Every word is read with a probe read. */
+ * serve the stripe's writes). Every word is read with a probe read. Global: the verifier
+ * checks its loop once per program, not once per path of its callers through it (it was
+ * half of what the verifier walked of each program that starts an I/O, and of the
+ * recorder's start). */
 #define IODUMP_RAID5_MAX_DISKS 32
-static __always_inline __u64 stack_raid5_upper(__u64 b, __u64 sh)
+__noinline __u64 stack_raid5_upper(__u64 b, __u64 sh)
 {
 	__u32 zero = 0;
 	struct iodump_raid5_layout *l = bpf_map_lookup_elem(&stack_raid5, &zero);
