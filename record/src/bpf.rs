@@ -211,47 +211,35 @@ impl SlotView {
         Ok(SlotView { at, bytes })
     }
 
+    /// Word `w` of slot `i`, or `None` past the mapping.
+    fn word(&self, i: usize, w: usize) -> Option<u64> {
+        let at = i * abi::SLOT_BYTES + w * 8;
+        if w >= abi::SLOT_BYTES / 8 || at + 8 > self.bytes {
+            return None;
+        }
+        // SAFETY: the word lies within the mapping (checked above); slots start at
+        // multiples of SLOT_BYTES (a multiple of 8) from a page-aligned address, so it is
+        // aligned. The kernel changes the words concurrently: each is read with a volatile
+        // load, never through a reference.
+        Some(unsafe { std::ptr::read_volatile(self.at.as_ptr().add(at).cast::<u64>()) })
+    }
+
     /// Slot `i` holds an I/O (its key is not 0; it may be being completed).
     fn taken(&self, i: usize) -> bool {
-        if (i + 1) * abi::SLOT_BYTES > self.bytes {
-            return false;
-        }
-        // SAFETY: slot i's first word lies within the mapping (checked above), 8-aligned
-        // (slots start at multiples of SLOT_BYTES, a multiple of 8, from a page-aligned
-        // address); the kernel changes it concurrently, so it is read with a volatile load.
-        let key = unsafe {
-            std::ptr::read_volatile(self.at.as_ptr().add(i * abi::SLOT_BYTES).cast::<u64>())
-        };
-        key != 0
+        self.word(i, 0).is_some_and(|key| key != 0)
     }
 
     /// Slot `i`'s key (0: free), and, when it is taken and not being completed, a copy of
     /// its value (the event being built and the partition start). The kernel writes the
     /// slots as we read them: a copy may be torn, which a caller must tolerate.
     fn slot(&self, i: usize) -> Option<[u64; (abi::SLOT_BYTES - 8) / 8]> {
-        const WORDS: usize = abi::SLOT_BYTES / 8;
-        if (i + 1) * abi::SLOT_BYTES > self.bytes {
-            return None;
-        }
-        // SAFETY: slot i lies within the mapping (checked above); slots start at multiples
-        // of SLOT_BYTES (a multiple of 8) from a page-aligned address, so every word is
-        // aligned. The kernel changes the words concurrently: each is read with a volatile
-        // load, never through a reference.
-        let word = |w: usize| unsafe {
-            std::ptr::read_volatile(
-                self.at
-                    .as_ptr()
-                    .add(i * abi::SLOT_BYTES + w * 8)
-                    .cast::<u64>(),
-            )
-        };
-        let key = word(0);
+        let key = self.word(i, 0)?;
         if key == 0 || key & abi::SLOT_COMPLETING != 0 {
             return None;
         }
-        let mut v = [0u64; WORDS - 1];
+        let mut v = [0u64; abi::SLOT_BYTES / 8 - 1];
         for (w, x) in v.iter_mut().enumerate() {
-            *x = word(w + 1);
+            *x = self.word(i, w + 1)?;
         }
         Some(v)
     }

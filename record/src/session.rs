@@ -1469,6 +1469,12 @@ impl Ingest<'_> {
     /// their entry again once it has ([`Converter::resettle`]).
     fn resettle(&mut self, sinks: &mut Sinks) -> Result<(), RecordError> {
         self.conv.resettle(&mut self.entries);
+        self.write_devices(sinks)
+    }
+
+    /// The device entries waiting in `entries` into the traces (dropped when none is
+    /// written).
+    fn write_devices(&mut self, sinks: &mut Sinks) -> Result<(), RecordError> {
         if !sinks.traces() {
             self.entries.devices.clear();
             return Ok(());
@@ -1492,13 +1498,10 @@ impl Ingest<'_> {
                 sinks.add_cgroup(c)?;
             }
         }
+        self.write_devices(sinks)?;
         if !sinks.traces() {
-            self.entries.devices.clear();
             self.entries.path = None;
             return Ok(());
-        }
-        for d in self.entries.devices.drain(..) {
-            sinks.add_device(d)?;
         }
         if let Some(p) = process {
             sinks.add_process(p)?;
