@@ -14,7 +14,9 @@
  *       block_rq_merge                                  -> drop the merged-away request
  *       block_rq_complete                               -> emit
  *   bio-based (zram, dm, md, nvme multipath head): only devices whose queue has no mq_ops
- *       block_bio_queue                                 -> track the bio
+ *       block_bio_queue                                 -> track the bio (not a chained
+ *                                                          one where its completion is not
+ *                                                          traced: before 5.12.17/5.13)
  *       block_bio_complete                              -> emit
  *   writeback_dirty_folio (before 5.19: _page)          -> dirtiers[inode] = tgid
  *   syscalls/sys_exit_rename*, sys_exit_unlink*         -> names_gen += 1 (paths.bpf.h)

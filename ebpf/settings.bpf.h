@@ -34,6 +34,10 @@ const volatile __u32 cfg_bench_ctl = 0;
 /* 1: requests start at block_getrq (kernels without block_io_start, before 6.5): tracked
  * under their first bio's address until block_rq_insert or block_rq_issue re-keys them */
 const volatile __u32 cfg_start_at_getrq = 0;
+/* 1: bio_endio does not trace a chained bio's completion (it passes it to its parent before
+ * the trace: 5.10, and every kernel before 5.12.17 and 5.13): such a bio on a bio-based
+ * device is not tracked, it would stay in flight for ever (IODUMP_CNT_CHAIN_UNTRACED) */
+const volatile __u32 cfg_chain_untraced = 0;
 const volatile __u64 cfg_wakeup_bytes = 65536; /* wake the consumer only when at least this
                                                 * much data is pending; 0 = kernel default
                                                 * (wake when the consumer has caught up) */

@@ -433,6 +433,13 @@ static __always_inline int on_bio_queue(struct iodump_cpu_state *cs, __u32 lvl,
 			return 0;
 		}
 	}
+	/* a chained bio whose completion this kernel will not trace: kept above for the
+	 * I/O it sends below (stack_push), not tracked (it would never end) */
+	if (cfg_chain_untraced && ksym_bio_chain_endio &&
+	    (__u64)RD(btf, bio, bi_end_io) == ksym_bio_chain_endio) {
+		cnt(IODUMP_CNT_CHAIN_UNTRACED);
+		return 0;
+	}
 	track(&inflight_bio, key, &v, 1);
 	return 0;
 }

@@ -549,6 +549,20 @@ pub fn execute(
         s.duration.as_secs_f64(),
         s.lost_events
     );
+    let counter = |name: &str| {
+        s.kernel_counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, v)| *v)
+    };
+    let chained = counter("chain_untraced");
+    if chained > 0 {
+        line.push_str(&format!(
+            ", {chained} of them chained bios whose completion this kernel does not trace \
+             (the bios of a discard or zero-out run but its last, on a bio-based device; \
+             README, Limits)"
+        ));
+    }
     if let (Some(st), Some(dir)) = (&s.parts, cfg.parts.as_ref().map(|p| &p.dir)) {
         line.push_str(&format!(
             "; wrote {} file{} in {} ({} bytes, {:.2} bytes/event{})",
@@ -588,12 +602,6 @@ pub fn execute(
     }
     // Completions without a start, less those of requests filtered or sampled out at
     // their start (which had a start, not tracked on purpose).
-    let counter = |name: &str| {
-        s.kernel_counters
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |(_, v)| *v)
-    };
     let unmatched = counter("no_start").saturating_sub(counter("rq_untracked"));
     if unmatched > 0 {
         line.push_str(&format!(

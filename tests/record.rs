@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 
-use iodump_format::{Op, Reader};
+use iodump_format::{LossReason, Op, Reader};
 
 mod common;
 
@@ -77,6 +77,76 @@ fn dd_direct_writes_on_zram_are_all_recorded() {
     );
     let cmd = r.header().command_argv.clone().unwrap();
     assert_eq!(cmd[0], "dd");
+}
+
+/// A discard larger than a bio may be goes down as a chain of bios (blk_next_bio), each but
+/// the last chained to the next. A kernel whose bio_endio passes a chained bio to its parent
+/// before the completion trace (5.10) never shows their ends: the recorder must count them
+/// as lost (completion_not_traced), not track them for ever. This kernel traces them, so it
+/// is told it does not (IODUMP_FORCE_CHAIN_UNTRACED=1): the run's last bio alone is
+/// recorded and the others are counted; told nothing, every bio of the run is recorded.
+#[test]
+fn chained_bios_whose_completion_is_not_traced_are_counted_not_tracked() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("chained_bios_whose_completion_is_not_traced_are_counted_not_tracked") {
+        return;
+    }
+    // zram takes discards of up to 4 GiB a bio: 9 GiB (nothing written: no memory used)
+    // is a run of three bios.
+    let size_bytes: u64 = 9 << 30;
+    let z = Zram::new("9G");
+    let d = TempDir::new("chain");
+    let mut bios = 0;
+    for force in [false, true] {
+        let trace = d.join(&format!("chain-{force}.iod"));
+        let mut cmd = bin();
+        if force {
+            cmd.env("IODUMP_FORCE_CHAIN_UNTRACED", "1");
+        }
+        let out = run(cmd
+            .args(["record", "-d", &z.name(), "-o"])
+            .arg(&trace)
+            .args(["--", "blkdiscard", &z.node()]));
+        ok(&out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(in_flight_at_end(&err), 0, "{err}");
+        let r = Reader::open(&trace).unwrap();
+        let discards: Vec<_> = events_on(&r, &z.name())
+            .into_iter()
+            .filter(|e| e.op == Op::Discard)
+            .collect();
+        let untraced: u64 = r
+            .losses()
+            .iter()
+            .filter(|l| l.reason == LossReason::CompletionNotTraced)
+            .map(|l| l.count)
+            .sum();
+        let end = |e: &iodump_format::Event| e.sector * 512 + u64::from(e.bytes);
+        if !force {
+            bios = discards.len() as u64;
+            assert!(bios >= 2, "a run of bios, not {bios}");
+            let bytes: u64 = discards.iter().map(|e| u64::from(e.bytes)).sum();
+            assert_eq!(bytes, size_bytes, "every bio of the run recorded");
+            assert_eq!(untraced, 0);
+            assert_eq!(r.lost_events(), 0);
+        } else {
+            assert_eq!(discards.len(), 1, "the run's last bio alone");
+            assert_eq!(
+                end(&discards[0]),
+                size_bytes,
+                "the last bio ends the device"
+            );
+            assert_eq!(untraced, bios - 1, "the chained bios counted: {err}");
+            assert_eq!(r.lost_events(), bios - 1);
+            assert!(
+                err.contains(&format!(
+                    "{} of them chained bios whose completion this kernel does not trace",
+                    bios - 1
+                )),
+                "{err}"
+            );
+        }
+    }
 }
 
 #[test]

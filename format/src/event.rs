@@ -523,6 +523,10 @@ pub enum LossReason {
     /// The kernel skipped a tracing program that would have run nested in itself on one CPU
     /// (BPF `recursion_misses`), so the I/O was not tracked.
     Nested = 5,
+    /// The kernel does not trace the completion of this kind of I/O, so it was not tracked:
+    /// a chained bio (a discard or zero-out run's bios) on a bio-based device of a kernel
+    /// before 5.12.17 and 5.13.
+    CompletionNotTraced = 6,
 }
 
 impl LossReason {
@@ -534,6 +538,7 @@ impl LossReason {
             3 => LossReason::Evicted,
             4 => LossReason::Writer,
             5 => LossReason::Nested,
+            6 => LossReason::CompletionNotTraced,
             _ => LossReason::Unspecified,
         }
     }
@@ -546,6 +551,7 @@ impl LossReason {
             LossReason::Evicted => "evicted",
             LossReason::Writer => "writer",
             LossReason::Nested => "nested",
+            LossReason::CompletionNotTraced => "completion_not_traced",
         }
     }
 }
@@ -612,6 +618,30 @@ pub struct EndInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loss_reasons_read_back_from_their_codes_and_unknown_codes_as_unspecified() {
+        let all = [
+            LossReason::Unspecified,
+            LossReason::RingBufferFull,
+            LossReason::InFlightFull,
+            LossReason::Evicted,
+            LossReason::Writer,
+            LossReason::Nested,
+            LossReason::CompletionNotTraced,
+        ];
+        for r in all {
+            assert_eq!(LossReason::from_code(r as u8), r, "{}", r.name());
+        }
+        let names: std::collections::HashSet<_> = all.iter().map(|r| r.name()).collect();
+        assert_eq!(names.len(), all.len(), "one name each");
+        assert_eq!(
+            LossReason::CompletionNotTraced.name(),
+            "completion_not_traced"
+        );
+        assert_eq!(LossReason::from_code(7), LossReason::Unspecified);
+        assert_eq!(LossReason::from_code(255), LossReason::Unspecified);
+    }
 
     #[test]
     fn device_numbers_parse_only_as_the_kernel_can_hold_them() {

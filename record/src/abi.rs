@@ -116,8 +116,11 @@ pub mod counter {
     /// Bio starts the second program on block_bio_queue did for the first, which the
     /// kernel skipped (recursion misses of the first that lost nothing).
     pub const QUEUE_RESCUED: u32 = 20;
+    /// Chained bios on bio-based devices of a kernel that does not trace a chained bio's
+    /// completion: not tracked (lost, [`iodump_format::LossReason::CompletionNotTraced`]).
+    pub const CHAIN_UNTRACED: u32 = 21;
     /// Number of counters.
-    pub const MAX: u32 = 21;
+    pub const MAX: u32 = 22;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -141,6 +144,7 @@ pub mod counter {
         "bio_rescued",
         "rq_rescued",
         "queue_rescued",
+        "chain_untraced",
     ];
 }
 
@@ -499,6 +503,7 @@ mod tests {
             ("IODUMP_CNT_BIO_RESCUED", counter::BIO_RESCUED),
             ("IODUMP_CNT_RQ_RESCUED", counter::RQ_RESCUED),
             ("IODUMP_CNT_QUEUE_RESCUED", counter::QUEUE_RESCUED),
+            ("IODUMP_CNT_CHAIN_UNTRACED", counter::CHAIN_UNTRACED),
             ("IODUMP_CNT_MAX", counter::MAX),
             ("IODUMP_PK_BDEV", path_kind::BDEV as u32),
             ("IODUMP_PK_DIO", path_kind::DIO as u32),

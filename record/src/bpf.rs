@@ -767,6 +767,19 @@ fn kernel_symbols(kbtf: &KernelBtf, off: &mut Vec<String>) -> HashMap<String, u6
     ksyms
 }
 
+/// True when the kernel's `bio_endio` passes a chained bio (`bi_end_io == bio_chain_endio`)
+/// to its parent before it traces the completion, so that no completion of such a bio is
+/// ever seen (`cfg_chain_untraced`). The trace moved before the hand-over in 5.13 and
+/// 5.12.17 ("block: fix trace completion for chained bio"), never in 5.10.y (5.10.262's
+/// `block/bio.c` still passes first). Told by the struct the trace names the disk through:
+/// `struct bio` has `bi_disk` up to 5.11 and `bi_bdev` from 5.12 (5.12.0–5.12.16 are thus
+/// taken as tracing, wrongly). `IODUMP_FORCE_CHAIN_UNTRACED=1` takes any kernel as not
+/// tracing, to test it where the kernel does.
+fn chain_completion_untraced(kbtf: &KernelBtf) -> bool {
+    std::env::var("IODUMP_FORCE_CHAIN_UNTRACED").as_deref() == Ok("1")
+        || kbtf.struct_has("bio", "bi_disk")
+}
+
 /// The kernel's struct fields the program reads that have moved between kernels, each with
 /// the alternatives it knows (ebpf/core_fixes.bpf.h): a kernel that has none of them loads
 /// the program all the same, without that one feature, said here.
@@ -854,6 +867,7 @@ fn load_object(
         ("cfg_exclude_tgid", s.exclude_tgid),
         ("cfg_bench_ctl", s.bench_ctl as u32),
         ("cfg_start_at_getrq", plan.start_at_getrq as u32),
+        ("cfg_chain_untraced", chain_completion_untraced(kbtf) as u32),
     ];
     let mut loader = EbpfLoader::new();
     loader.btf(Some(&kbtf.btf));

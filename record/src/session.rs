@@ -1528,6 +1528,7 @@ impl LossTracker {
             (counter::LOST_RINGBUF, LossReason::RingBufferFull),
             (counter::LOST_INFLIGHT, LossReason::InFlightFull),
             (counter::LOST_STALE, LossReason::Evicted),
+            (counter::CHAIN_UNTRACED, LossReason::CompletionNotTraced),
         ];
         if self.last.is_empty() {
             self.last = vec![Vec::new(); c.len()];
