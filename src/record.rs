@@ -652,6 +652,12 @@ pub fn execute(
             .map(|(n, v)| format!("{n}={v}"))
             .collect();
         eprintln!("iodump: kernel counters: {}", parts.join(" "));
+        if s.stale_in_flight > 0 {
+            eprintln!(
+                "iodump: in-flight entries the once-a-second look left out, their device's kernel count saying none was in flight (completions missed): {} (over all looks)",
+                s.stale_in_flight
+            );
+        }
         eprintln!(
             "iodump: names in memory at the end: {} paths, {} threads; forgotten after --forget-idle: {} paths, {} threads",
             s.known.0, s.known.1, s.forgotten.paths, s.forgotten.threads

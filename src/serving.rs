@@ -10,6 +10,7 @@ use iodump_format::Event;
 use iodump_record::abi::IoEvent;
 use iodump_record::cgroups::Resolver;
 use iodump_record::convert::Converter;
+use iodump_record::in_flight::InFlightLook;
 use iodump_record::metrics::Metrics;
 use iodump_record::serve::{Endpoint, OPENMETRICS, PROMETHEUS};
 use iodump_record::{LiveSink, RecorderStatus};
@@ -75,5 +76,13 @@ impl LiveSink for Serving {
     fn tick(&mut self, status: &RecorderStatus) -> bool {
         self.step(status);
         false
+    }
+
+    fn wants_in_flight(&self) -> bool {
+        true
+    }
+
+    fn in_flight(&mut self, look: &InFlightLook, conv: &Converter) {
+        self.metrics.set_in_flight(look, conv);
     }
 }

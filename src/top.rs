@@ -243,6 +243,17 @@ impl LiveSink for Both<'_> {
         self.serving.step(status);
         self.view.tick(status)
     }
+
+    fn wants_in_flight(&self) -> bool {
+        true
+    }
+
+    fn in_flight(&mut self, look: &iodump_record::in_flight::InFlightLook, conv: &Converter) {
+        self.serving.metrics.set_in_flight(look, conv);
+        if self.view.wants_in_flight() {
+            self.view.in_flight(look, conv);
+        }
+    }
 }
 
 /// A key read from the terminal.

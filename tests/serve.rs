@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::devices::{Ext4OnZram as Fs, Loop, Zram};
+use common::devices::{Ext4OnZram as Fs, Frozen, Loop, Zram};
 use common::{
     bin, bpf_available, http_get as get, one_line_error, run, try_http_get as try_get, TempDir,
 };
@@ -357,6 +357,68 @@ fn batch_mode_and_metrics_count_the_same_io() {
     assert_eq!(out.lines().count(), 3, "{out}");
     assert_eq!(scraped, 1000.0, "the writes scraped");
     assert_eq!(writes, 1000.0, "the writes of -b's snapshots: {out}");
+}
+
+/// An I/O that hangs is seen while it hangs: completion-based figures cannot show it, the
+/// gauges of the I/Os in flight do (`iodump_device_io_in_flight_oldest_seconds`,
+/// `iodump_device_io_in_flight_slow`), and go back to 0 once it completes. The I/O: a write
+/// to a loop device whose backing file is on a frozen file system, which waits until the file
+/// system is thawed.
+#[test]
+fn an_io_that_hangs_shows_in_the_in_flight_gauges_until_it_completes() {
+    let test = "an_io_that_hangs_shows_in_the_in_flight_gauges_until_it_completes";
+    if !bpf_available(test) {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let fs = Fs::new("serve-hang");
+    let lo = Loop::new(&fs.mnt, 16);
+    let dev = lo.name().to_string();
+    let (mut top, addr) = serve(&["-d", &dev]);
+    let oldest = format!("iodump_device_io_in_flight_oldest_seconds{{device=\"{dev}\"}} ");
+    let slow = format!("iodump_device_io_in_flight_slow{{device=\"{dev}\"}} ");
+    // Until `until` holds for (oldest, slow) (or 20 s have passed): the exposition.
+    let wait = |what: &str, until: &dyn Fn(f64, f64) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (st, text) = get(addr, "/metrics", None);
+            assert_eq!(st, 200, "{text}");
+            let (o, s) = (
+                value(&text, &oldest).unwrap_or(-1.0),
+                value(&text, &slow).unwrap_or(-1.0),
+            );
+            if until(o, s) {
+                return (o, s, text);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: oldest {o}, slow {s}\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    // thawed however the test ends, before the loop device goes
+    let frozen = Frozen::new(&fs.mnt);
+    let mut dd = lo.write_one_block();
+    let t0 = Instant::now();
+    let (o, s, text) = wait("the hung write in the gauges", &|o, s| o >= 2.0 && s == 1.0);
+    let waited = t0.elapsed().as_secs_f64();
+    assert!(dd.try_wait().unwrap().is_none(), "the write did not hang");
+    assert!(
+        o <= waited + 1.0,
+        "oldest {o} s, the write started {waited} s ago"
+    );
+    assert_eq!(s, 1.0, "{text}");
+    drop(frozen);
+    assert!(dd.wait().unwrap().success());
+    wait("the gauges back to 0 once it completed", &|o, s| {
+        o == 0.0 && s == 0.0
+    });
+    // and its write counted as completed, with the time it took
+    let (_, text) = get(addr, "/metrics", None);
+    let total = format!("iodump_device_io_total{{device=\"{dev}\",op=\"write\"}} ");
+    assert_eq!(value(&text, &total), Some(1.0), "{text}");
+    assert!(top.signal_and_wait().success());
 }
 
 /// `iodump record --serve`: the always-on recorder serves the metrics of what it writes into

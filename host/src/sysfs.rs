@@ -196,6 +196,33 @@ impl Sysfs {
         read_dev(&dir.parent()?.join("dev"))
     }
 
+    /// The kernel's own count of the device's reads and writes in flight (`stat`'s ninth
+    /// field: started by the block layer and not ended), when it keeps one for the device:
+    /// its disk's `queue/iostats` is 1 and `stat` shows reads or writes done. A driver that
+    /// does not account its I/O (some bio-based ones) shows none done and 0 in flight
+    /// whatever it does, and accounting turned off (`iostats` 0) freezes both: None then,
+    /// and for a device that is gone. A partition has its own count; its disk's counts its
+    /// partitions' too.
+    pub fn in_flight(&self, dev: DevT) -> Option<u64> {
+        let dir = fs::canonicalize(self.dev_dir(dev)).ok()?;
+        let disk = if dir.join("partition").exists() {
+            dir.parent()?
+        } else {
+            &dir
+        };
+        if read_trim(&disk.join("queue/iostats")).as_deref() != Some("1") {
+            return None;
+        }
+        let stat = read_trim(&dir.join("stat"))?;
+        let f: Vec<u64> = stat
+            .split_ascii_whitespace()
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        // reads done, merged, sectors, ticks; writes done, merged, sectors, ticks; in flight
+        let (reads, writes, in_flight) = (*f.first()?, *f.get(4)?, *f.get(8)?);
+        (reads > 0 || writes > 0).then_some(in_flight)
+    }
+
     /// Names of the devices this one is stacked on (`slaves/`: a device-mapper or md
     /// device's disks or partitions), sorted; none for a plain disk.
     pub fn slaves(&self, dev: DevT) -> Vec<String> {
@@ -558,6 +585,52 @@ mod tests {
         assert_eq!(s.holders(sda1), ["dm-0"]);
         assert!(s.holders(sda).is_empty());
         assert!(s.holders(DevT::new(9, 9)).is_empty());
+    }
+
+    #[test]
+    fn in_flight_counts_only_where_the_kernel_keeps_them() {
+        let t = tree("inflight");
+        let s = Sysfs::at(&t.0);
+        let stat = |reads: u64, writes: u64, in_flight: u64| {
+            format!(
+                "{reads} 0 {} 5 {writes} 0 {} 7 {in_flight} 9 12 0 0 0 0 0 0\n",
+                reads * 8,
+                writes * 8
+            )
+        };
+        let (sda, sda1, zram0, dm0) = (
+            DevT::new(8, 0),
+            DevT::new(8, 1),
+            DevT::new(252, 0),
+            DevT::new(254, 0),
+        );
+        assert_eq!(s.in_flight(sda), None, "no iostats, no stat");
+        t.file("devices/pci0/block/sda/queue/iostats", "1\n");
+        t.file("devices/pci0/block/sda/stat", &stat(10, 3, 2));
+        t.file("devices/pci0/block/sda/sda1/stat", &stat(4, 0, 0));
+        assert_eq!(s.in_flight(sda), Some(2));
+        assert_eq!(
+            s.in_flight(sda1),
+            Some(0),
+            "a partition: its own count, its disk's iostats"
+        );
+        t.file("devices/pci0/block/sda/queue/iostats", "0\n");
+        assert_eq!(
+            s.in_flight(sda),
+            None,
+            "accounting off: the counts are frozen"
+        );
+        assert_eq!(s.in_flight(sda1), None);
+        // a driver that accounts nothing: nothing done, 0 in flight whatever it does
+        t.file("devices/virtual/block/zram0/queue/iostats", "1\n");
+        t.file("devices/virtual/block/zram0/stat", &stat(0, 0, 0));
+        assert_eq!(s.in_flight(zram0), None);
+        t.file("devices/virtual/block/zram0/stat", &stat(0, 1, 0));
+        assert_eq!(s.in_flight(zram0), Some(0));
+        t.file("devices/virtual/block/dm-0/queue/iostats", "1\n");
+        t.file("devices/virtual/block/dm-0/stat", "garbage\n");
+        assert_eq!(s.in_flight(dm0), None, "unreadable");
+        assert_eq!(s.in_flight(DevT::new(9, 9)), None, "gone");
     }
 
     #[test]

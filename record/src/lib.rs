@@ -11,6 +11,7 @@ pub mod convert;
 pub mod devices;
 pub mod error;
 pub mod flight;
+pub mod in_flight;
 pub mod kernel;
 pub mod live;
 pub mod metrics;

@@ -20,12 +20,13 @@ use std::fmt::Write as _;
 
 use iodump_format::inthash::IntMap;
 use iodump_format::text::text_string;
-use iodump_format::{Event, Op};
+use iodump_format::{DevT, Event, Op};
 
 use crate::abi::IoEvent;
 use crate::cgroups::Resolver;
 use crate::convert::Converter;
 use crate::flight::FlightStats;
+use crate::in_flight::{DeviceInFlight, InFlightLook};
 use crate::live::{DevicesSeen, ProcNames, Scope};
 use crate::session::RecorderStatus;
 use iodump_output::parts::PartsStats;
@@ -164,6 +165,10 @@ pub struct Metrics {
     /// The recorder's own state as of the last tick.
     recorder: RecorderStatus,
     evicted: u64,
+    /// The last look at the I/Os in flight, per device in scope (name, figures), with the
+    /// devices that had I/O in flight in earlier looks at 0 (so that a series returns to 0
+    /// when its I/O completes); None before the first look.
+    in_flight: Option<Vec<(String, DeviceInFlight)>>,
 }
 
 impl Metrics {
@@ -182,6 +187,7 @@ impl Metrics {
             devs_seen: DevicesSeen::default(),
             recorder: RecorderStatus::default(),
             evicted: 0,
+            in_flight: None,
         }
     }
 
@@ -246,6 +252,53 @@ impl Metrics {
         self.recorder = *status;
     }
 
+    /// The once-a-second look at the I/Os in flight: per device, those of the scope
+    /// (`--container`). Devices shown are those with I/O in flight now or in an earlier
+    /// look, and those with counted I/O.
+    pub fn set_in_flight(&mut self, look: &InFlightLook, conv: &Converter) {
+        let scope = &mut self.scope;
+        let now = look.by_device(|io| scope.wanted(io.cgroup_id));
+        let mut rows: Vec<(String, DeviceInFlight)> = self
+            .in_flight
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, d)| {
+                (
+                    name,
+                    DeviceInFlight {
+                        dev: d.dev,
+                        ..DeviceInFlight::default()
+                    },
+                )
+            })
+            .collect();
+        for d in now {
+            match rows.iter_mut().find(|(_, r)| r.dev == d.dev) {
+                Some(r) => r.1 = d,
+                None => {
+                    // a device the converter does not know (yet) by its number
+                    let name = match conv.dev_label(d.dev) {
+                        "?" => d.dev.to_string(),
+                        name => name.to_string(),
+                    };
+                    rows.push((name, d));
+                }
+            }
+        }
+        for (&dev, (_, name)) in &self.devs {
+            if !rows.iter().any(|(_, r)| r.dev.0 == dev) {
+                let d = DeviceInFlight {
+                    dev: DevT(dev),
+                    ..DeviceInFlight::default()
+                };
+                rows.push((name.clone(), d));
+            }
+        }
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        self.in_flight = Some(rows);
+    }
+
     /// Drops the series idle for [`IDLE_NS`] at `now_ns` (CLOCK_MONOTONIC).
     pub fn expire(&mut self, now_ns: u64) {
         let keep = |last: u64| now_ns.saturating_sub(last) < IDLE_NS;
@@ -296,6 +349,9 @@ impl Metrics {
         }
         if let Some(p) = &self.recorder.parts {
             w.parts(p);
+        }
+        if let Some(rows) = &self.in_flight {
+            w.in_flight(rows);
         }
 
         // Devices.
@@ -474,7 +530,14 @@ impl Expo {
         }
     }
     fn sample_f64(&mut self, name: &str, v: f64) {
-        let _ = writeln!(self.out, "{name} {v}");
+        self.sample_f64_labels(name, "", v);
+    }
+    fn sample_f64_labels(&mut self, name: &str, labels: &str, v: f64) {
+        if labels.is_empty() {
+            let _ = writeln!(self.out, "{name} {v}");
+        } else {
+            let _ = writeln!(self.out, "{name}{{{labels}}} {v}");
+        }
     }
     /// The flight recorder's families (`--ring`): what the trigger matched, the snapshots
     /// saved, failed and deleted, the snapshot being written, what the ring holds.
@@ -566,6 +629,32 @@ impl Expo {
         self.sample("iodump_written_bytes_total", "", p.bytes_written);
     }
     /// One sample per op that has I/O.
+    /// The gauges of the last look at the I/Os in flight, per device.
+    fn in_flight(&mut self, rows: &[(String, DeviceInFlight)]) {
+        self.gauge(
+            "iodump_device_io_in_flight_oldest_seconds",
+            "How long the oldest I/O in flight on the device has been in flight, among those in flight 0.1 s or more when last looked at (once a second); 0 when none",
+        );
+        for (name, d) in rows {
+            self.sample_f64_labels(
+                "iodump_device_io_in_flight_oldest_seconds",
+                &label("device", name),
+                d.oldest_ns as f64 / 1e9,
+            );
+        }
+        self.gauge(
+            "iodump_device_io_in_flight_slow",
+            "I/Os in flight on the device for 1 s or more when last looked at (once a second)",
+        );
+        for (name, d) in rows {
+            self.sample(
+                "iodump_device_io_in_flight_slow",
+                &label("device", name),
+                d.slow,
+            );
+        }
+    }
+
     fn by_op(&mut self, name: &str, labels: &str, v: &[u64; 3]) {
         for (k, op) in OPS.iter().enumerate() {
             if v[k] > 0 {
@@ -702,6 +791,57 @@ mod tests {
         assert_eq!(m.devs[&dm.0].0.total(), 4);
         assert_eq!(m.devs[&sdb.0].0.total(), 8);
         assert_eq!(m.events, 12);
+    }
+
+    #[test]
+    fn the_in_flight_gauges_show_the_last_look_and_return_to_zero() {
+        use crate::convert::sample_io;
+        use crate::in_flight::{InFlightIo, SLOW_NS};
+        let (sda, sdb) = (DevT::new(8, 0), DevT::new(8, 16));
+        let conv = Converter::new(&[], iodump_host::mounts::MountTable::default());
+        let mut m = Metrics::new(Resolver::with_root(None), None, 10);
+        assert!(
+            !m.render(false).contains("in_flight"),
+            "none before the first look"
+        );
+        let r = sample_io(0, 0);
+        m.add(&crate::live::stacked_read(sdb, None), &r, &conv); // a device with counted I/O
+        let io = |dev, age_ns| InFlightIo {
+            dev,
+            age_ns,
+            cgroup_id: 0,
+        };
+        let look = |ios: Vec<InFlightIo>| InFlightLook {
+            at_ns: 0,
+            ios,
+            stale: 0,
+        };
+        m.set_in_flight(
+            &look(vec![io(sda, 3 * SLOW_NS / 2), io(sda, SLOW_NS / 5)]),
+            &conv,
+        );
+        let text = m.render(false);
+        // the converter knows no device here: by number; a device with counted I/O is at 0
+        for want in [
+            "# TYPE iodump_device_io_in_flight_oldest_seconds gauge\n",
+            "iodump_device_io_in_flight_oldest_seconds{device=\"8:0\"} 1.5\n",
+            "iodump_device_io_in_flight_slow{device=\"8:0\"} 1\n",
+            "iodump_device_io_in_flight_slow{device=\"?\"} 0\n",
+        ] {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+        assert_eq!(
+            text.matches("iodump_device_io_in_flight_slow{").count(),
+            2,
+            "{text}"
+        );
+        m.set_in_flight(&look(Vec::new()), &conv);
+        let text = m.render(true);
+        assert!(
+            text.contains("iodump_device_io_in_flight_oldest_seconds{device=\"8:0\"} 0\n")
+                && text.contains("iodump_device_io_in_flight_slow{device=\"8:0\"} 0\n"),
+            "back to 0: {text}"
+        );
     }
 
     #[test]

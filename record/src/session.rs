@@ -111,6 +111,9 @@ pub struct RecordSummary {
     /// I/Os started and not completed when recording stopped (not recorded, not lost: they
     /// end after it), when the kernel's tables could be read.
     pub in_flight_at_end: Option<u64>,
+    /// In-flight entries the once-a-second looks left out as stale (their device's kernel
+    /// count said nothing was in flight: a completion the recorder missed), over all looks.
+    pub stale_in_flight: u64,
 }
 
 /// Monotonic nanoseconds now (the clock of event timestamps).
@@ -133,6 +136,13 @@ pub trait LiveSink {
     /// Called once per pass of the session loop (at least every ~100 ms), with the
     /// recorder's own state; returns true to stop recording.
     fn tick(&mut self, status: &RecorderStatus) -> bool;
+    /// True when it wants the once-a-second look at the I/Os in flight ([`LiveSink::in_flight`]).
+    fn wants_in_flight(&self) -> bool {
+        false
+    }
+    /// The once-a-second look at the I/Os in flight for a while, when it wants it, with the
+    /// converter (device names).
+    fn in_flight(&mut self, _look: &crate::in_flight::InFlightLook, _conv: &Converter) {}
 }
 
 /// The recorder's own state, given to the live sink on each tick: what `--serve` exports
@@ -539,6 +549,8 @@ struct Session<'c, 'l> {
     last_in_flight_look: Instant,
     /// The in-flight tables could not be read (said once).
     in_flight_unreadable: bool,
+    /// In-flight entries the looks left out as stale ([`crate::in_flight::InFlightLook::stale`]).
+    stale_in_flight: u64,
     last_batch_flush: Instant,
     command_status: Option<i32>,
     /// When idle files and threads were last looked for, how often, and after how many
@@ -638,6 +650,7 @@ impl<'c, 'l> Session<'c, 'l> {
             in_flight_at_end: None,
             last_in_flight_look: Instant::now(),
             in_flight_unreadable: false,
+            stale_in_flight: 0,
             last_batch_flush: Instant::now(),
             command_status: None,
             last_sweep: Instant::now(),
@@ -666,7 +679,7 @@ impl<'c, 'l> Session<'c, 'l> {
             if let Some(f) = &mut self.sinks.flight {
                 f.tick(monotonic_ns())?;
             }
-            self.trigger_on_in_flight()?;
+            self.look_in_flight()?;
             if self.last_sweep.elapsed() >= self.sweep_every {
                 self.sweep();
             }
@@ -699,15 +712,23 @@ impl<'c, 'l> Session<'c, 'l> {
         }
     }
 
-    /// Once a second with a trigger: the I/Os in flight for [`IN_FLIGHT_MIN_AGE_NS`] or more
-    /// are tried against it with the time they have taken so far, so that an I/O that hangs
-    /// (and may never complete) fires it too ([`Ingest::in_flight`]).
-    fn trigger_on_in_flight(&mut self) -> Result<(), RecordError> {
-        let Some(f) = &self.sinks.flight else {
-            return Ok(());
-        };
-        if f.trigger().is_none()
-            || f.busy()
+    /// Once a second, with a trigger or a live sink that wants it: the I/Os in flight for
+    /// [`IN_FLIGHT_MIN_AGE_NS`] or more, less the entries the kernel's own counts contradict
+    /// ([`crate::in_flight::look`]), are tried against the trigger with the time they have
+    /// taken so far, so that an I/O that hangs (and may never complete) fires it too
+    /// ([`Ingest::in_flight`]), and given to the live sink (`--serve`'s gauges).
+    fn look_in_flight(&mut self) -> Result<(), RecordError> {
+        let trigger = self
+            .sinks
+            .flight
+            .as_ref()
+            .is_some_and(|f| f.trigger().is_some() && !f.busy());
+        let live = self
+            .sinks
+            .live
+            .as_ref()
+            .is_some_and(|l| l.wants_in_flight());
+        if !(trigger || live)
             || self.in_flight_unreadable
             || self.last_in_flight_look.elapsed() < IN_FLIGHT_LOOK
         {
@@ -715,19 +736,29 @@ impl<'c, 'l> Session<'c, 'l> {
         }
         self.last_in_flight_look = Instant::now();
         let now = monotonic_ns();
-        match self
+        let recs = match self
             .prog
             .in_flight_events(now.saturating_sub(IN_FLIGHT_MIN_AGE_NS), now)
         {
-            Ok(recs) => self.ingest.in_flight(&recs, &mut self.sinks, now),
+            Ok(recs) => recs,
             Err(e) => {
                 self.in_flight_unreadable = true;
                 eprintln!(
-                    "iodump: warning: the kernel's in-flight tables cannot be read ({e}): the trigger sees I/Os when they complete only"
+                    "iodump: warning: the kernel's in-flight tables cannot be read ({e}): the trigger sees I/Os when they complete only, --serve shows no I/O in flight"
                 );
-                Ok(())
+                return Ok(());
             }
+        };
+        let sysfs = iodump_host::sysfs::Sysfs::new();
+        let (recs, look) = crate::in_flight::look(recs, now, |dev| sysfs.in_flight(dev));
+        self.stale_in_flight += look.stale;
+        if trigger {
+            self.ingest.in_flight(&recs, &mut self.sinks, now)?;
         }
+        if let Some(l) = self.sinks.live.as_deref_mut().filter(|_| live) {
+            l.in_flight(&look, &self.ingest.conv);
+        }
+        Ok(())
     }
 
     /// Forgets the files and threads that had no I/O for `idle_sweeps` sweeps: the kernel's
@@ -1085,6 +1116,7 @@ impl<'c, 'l> Session<'c, 'l> {
             forgotten: self.ingest.conv.forgotten,
             known: self.ingest.conv.known(),
             in_flight_at_end: self.in_flight_at_end,
+            stale_in_flight: self.stale_in_flight,
             ..RecordSummary::default()
         }
     }
