@@ -567,6 +567,14 @@ impl LiveSink for Screenful {
         self.agg.add(e, r, conv);
     }
 
+    fn wants_in_flight(&self) -> bool {
+        true
+    }
+
+    fn in_flight(&mut self, look: &iodump_record::in_flight::InFlightLook, conv: &Converter) {
+        self.agg.set_in_flight(look, conv);
+    }
+
     fn tick(&mut self, status: &RecorderStatus) -> bool {
         match self.step(status.lost_events) {
             Ok(quit) => quit,

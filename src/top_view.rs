@@ -122,14 +122,19 @@ pub struct Screen<'a> {
 pub fn render(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>) -> Vec<String> {
     let rows = iv.rows(view);
     let mut out = vec![title_line(iv, view, sort, scr, rows.len()), totals_line(iv)];
-    let shown = &rows[..scr.limit.map_or(rows.len(), |n| n.min(rows.len()))];
+    let fitted = 3 + usize::from(!iv.in_flight_slow.is_empty());
+    if !iv.in_flight_slow.is_empty() {
+        out.push(in_flight_line(iv));
+    }
+    let limit = scr.limit.map(|n| n.saturating_sub(fitted - 3));
+    let shown = &rows[..limit.map_or(rows.len(), |n| n.min(rows.len()))];
     let widths = ColumnWidths::of(shown);
     out.push(widths.header(view));
     for r in shown {
         out.push(widths.row(r, scr.width));
     }
     if let Some(w) = scr.width {
-        for l in out.iter_mut().take(3) {
+        for l in out.iter_mut().take(fitted) {
             if l.chars().count() > w {
                 *l = fit(l, w, false);
             }
@@ -167,6 +172,26 @@ fn totals_line(iv: &Interval) -> String {
         iv.lost,
         iv.lost_total,
     )
+}
+
+/// The devices with I/O in flight for a second or more at the last look (an I/O that hangs is
+/// in no other figure until it completes), the longest first.
+fn in_flight_line(iv: &Interval) -> String {
+    let mut devs: Vec<&(String, iodump_record::in_flight::DeviceInFlight)> =
+        iv.in_flight_slow.iter().collect();
+    devs.sort_by(|a, b| b.1.oldest_ns.cmp(&a.1.oldest_ns).then(a.0.cmp(&b.0)));
+    let parts: Vec<String> = devs
+        .iter()
+        .map(|(name, d)| {
+            format!(
+                "{name} {} I/O{} (oldest {:.1} s)",
+                d.slow,
+                if d.slow == 1 { "" } else { "s" },
+                d.oldest_ns as f64 / 1e9
+            )
+        })
+        .collect();
+    format!("In flight 1 s or more: {}", parts.join(", "))
 }
 
 /// The widths of the columns whose width follows the rows shown.
@@ -373,6 +398,18 @@ pub fn to_json(iv: &Interval, view: View, sort: Sort, limit: Option<usize>) -> S
     o.insert("by".into(), view.name().into());
     o.insert("sort".into(), sort.name().into());
     o.insert("total".into(), Value::Object(total));
+    let slow: Vec<Value> = iv
+        .in_flight_slow
+        .iter()
+        .map(|(name, d)| {
+            serde_json::json!({
+                "device": name,
+                "ios": d.slow,
+                "oldest_s": d.oldest_ns as f64 / 1e9,
+            })
+        })
+        .collect();
+    o.insert("in_flight_slow".into(), Value::Array(slow));
     o.insert("rows".into(), Value::Array(rows));
     Value::Object(o).to_string()
 }
@@ -455,6 +492,14 @@ impl<W: Write> BatchSink<W> {
 impl<W: Write> LiveSink for BatchSink<W> {
     fn event(&mut self, e: &Event, r: &IoEvent, conv: &Converter) {
         self.agg.add(e, r, conv);
+    }
+
+    fn wants_in_flight(&self) -> bool {
+        true
+    }
+
+    fn in_flight(&mut self, look: &iodump_record::in_flight::InFlightLook, conv: &Converter) {
+        self.agg.set_in_flight(look, conv);
     }
 
     fn tick(&mut self, status: &RecorderStatus) -> bool {
@@ -577,6 +622,55 @@ mod tests {
         assert_eq!(json["rows"][0]["read_iops"], 50.0);
         assert_eq!(json["total"]["lost_events"], 1);
         assert_eq!(json["rows"][0]["queue_us"], serde_json::Value::Null);
+    }
+
+    /// Devices with I/O in flight for a second or more get a line under the totals (the
+    /// longest first), one row less, and the JSON lists them.
+    #[test]
+    fn io_in_flight_for_a_second_or_more_is_a_line_of_its_own() {
+        use iodump_record::in_flight::DeviceInFlight;
+        let mut iv = sample_interval();
+        iv.sort(Sort::Iops);
+        let d = |dev, n, oldest_ns| DeviceInFlight {
+            dev,
+            ios: n,
+            slow: n,
+            oldest_ns,
+        };
+        iv.in_flight_slow = vec![
+            (
+                "loop0".into(),
+                d(iodump_format::DevT::new(7, 0), 1, 3_000_000_000),
+            ),
+            (
+                "sda".into(),
+                d(iodump_format::DevT::new(8, 0), 2, 35_240_000_000),
+            ),
+        ];
+        let scr = Screen {
+            interval: Duration::from_secs(1),
+            limit: Some(2),
+            ..Screen::default()
+        };
+        let lines = render(&iv, View::File, Sort::Iops, &scr);
+        assert!(lines[1].starts_with("Total: "), "{}", lines[1]);
+        assert_eq!(
+            lines[2],
+            "In flight 1 s or more: sda 2 I/Os (oldest 35.2 s), loop0 1 I/O (oldest 3.0 s)"
+        );
+        assert!(lines[3].contains("FILE"));
+        assert_eq!(lines.len(), 5, "one row less for the line: {lines:?}");
+        let json: serde_json::Value =
+            serde_json::from_str(&to_json(&iv, View::File, Sort::Iops, None)).unwrap();
+        assert_eq!(json["in_flight_slow"][1]["device"], "sda");
+        assert_eq!(json["in_flight_slow"][1]["ios"], 2);
+        assert_eq!(json["in_flight_slow"][1]["oldest_s"], 35.24);
+        iv.in_flight_slow.clear();
+        let lines = render(&iv, View::File, Sort::Iops, &scr);
+        assert!(lines[2].contains("FILE"), "no line without: {lines:?}");
+        let json: serde_json::Value =
+            serde_json::from_str(&to_json(&iv, View::File, Sort::Iops, None)).unwrap();
+        assert_eq!(json["in_flight_slow"], serde_json::json!([]));
     }
 
     /// A file or process name with control characters is drawn escaped: no escape sequence

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::devices::Ext4OnZram as Fs;
+use common::devices::{Ext4OnZram as Fs, Frozen, Loop};
 use common::{bin, bpf_available, ok, one_line_error, run, usage_error};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -275,6 +275,82 @@ fn top_writes_a_trace_with_o() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("wrote"), "{err}");
+}
+
+/// An I/O that hangs is in no rate or percentile until it completes: the snapshots taken
+/// while it hangs name its device under the totals (`in_flight_slow` in JSON), and those
+/// after it completed do not. The I/O: a write to a loop device whose backing file is on a
+/// frozen file system, which waits until the file system is thawed.
+#[test]
+fn snapshots_show_an_io_that_hangs_while_it_hangs() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("snapshots_show_an_io_that_hangs_while_it_hangs") {
+        return;
+    }
+    use std::io::{BufRead, Read};
+    let fs = Fs::new("top-hang");
+    let lo = Loop::new(&fs.mnt, 16);
+    let dev = lo.name().to_string();
+    let mut top = bin()
+        .args(["top", "-b", "-i", "1s", "--json", "-d", &dev])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(top.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("iodump: recording"), "{line}");
+    let mut out = std::io::BufReader::new(top.stdout.take().unwrap());
+    let mut next = || {
+        let mut l = String::new();
+        assert!(out.read_line(&mut l).unwrap() > 0, "top ended");
+        serde_json::from_str::<Value>(&l).unwrap()
+    };
+    let slow = |s: &Value| s["in_flight_slow"].as_array().unwrap().clone();
+    // thawed however the test ends, before the loop device goes
+    let frozen = Frozen::new(&fs.mnt);
+    let mut dd = lo.write_one_block();
+    let t0 = Instant::now();
+    let hung = loop {
+        let s = next();
+        if !slow(&s).is_empty() {
+            break s;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(15), "never shown: {s}");
+    };
+    assert!(dd.try_wait().unwrap().is_none(), "the write did not hang");
+    let shown = slow(&hung);
+    assert_eq!(shown.len(), 1, "{hung}");
+    assert_eq!(shown[0]["device"], dev.as_str(), "{hung}");
+    assert_eq!(shown[0]["ios"], 1, "{hung}");
+    let oldest = shown[0]["oldest_s"].as_f64().unwrap();
+    assert!(
+        (1.0..=t0.elapsed().as_secs_f64() + 1.0).contains(&oldest),
+        "{oldest} s: {hung}"
+    );
+    assert_eq!(
+        hung["total"]["writes"], 0,
+        "not completed, so not counted: {hung}"
+    );
+    drop(frozen);
+    assert!(dd.wait().unwrap().success());
+    let t1 = Instant::now();
+    let mut writes = 0;
+    loop {
+        let s = next();
+        writes += s["total"]["writes"].as_u64().unwrap();
+        if slow(&s).is_empty() && writes == 1 {
+            break;
+        }
+        assert!(t1.elapsed() < Duration::from_secs(15), "still shown: {s}");
+    }
+    // SAFETY: kill(2) on our own child, not waited for yet.
+    unsafe { libc::kill(top.id() as i32, libc::SIGINT) };
+    let st = top.wait().unwrap();
+    let mut rest = String::new();
+    let _ = err.read_to_string(&mut rest);
+    assert!(st.success(), "{rest}");
 }
 
 #[test]

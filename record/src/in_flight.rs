@@ -14,6 +14,16 @@
 use iodump_format::{DevT, Op};
 
 use crate::abi::{IoEvent, IO_EVENT_BYTES};
+use crate::convert::Converter;
+
+/// A device's name where the look's figures are shown: the converter's, else its number (a
+/// device it does not know yet).
+pub fn device_name(conv: &Converter, dev: DevT) -> String {
+    match conv.dev_label(dev) {
+        "?" => dev.to_string(),
+        name => name.to_string(),
+    }
+}
 
 /// An I/O in flight at least this long counts in [`DeviceInFlight::slow`].
 pub const SLOW_NS: u64 = 1_000_000_000;

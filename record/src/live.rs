@@ -23,6 +23,7 @@ use iodump_format::{DevT, Event, Op};
 use crate::abi::IoEvent;
 use crate::cgroups::{Identity, Resolver};
 use crate::convert::Converter;
+use crate::in_flight::{DeviceInFlight, InFlightLook};
 
 /// Lowest power of two with buckets of its own (128 ns); below is one bucket.
 const MIN_SHIFT: u32 = 7;
@@ -398,6 +399,10 @@ pub struct Interval {
     pub devs: Vec<Row>,
     /// Per cgroup.
     pub cgroups: Vec<Row>,
+    /// The devices with I/O in flight for a second or more at the last look at the I/Os in
+    /// flight (once a second; `in_flight::SLOW_NS`), by name: what no other figure shows
+    /// while an I/O hangs.
+    pub in_flight_slow: Vec<(String, DeviceInFlight)>,
 }
 
 impl Interval {
@@ -604,6 +609,8 @@ pub struct Aggregator {
     devs_seen: DevicesSeen,
     /// Events added since the start.
     pub events: u64,
+    /// The devices with I/O in flight for a second or more at the last look.
+    in_flight_slow: Vec<(String, DeviceInFlight)>,
 }
 
 impl Aggregator {
@@ -620,7 +627,19 @@ impl Aggregator {
             lost_seen: 0,
             devs_seen: DevicesSeen::default(),
             events: 0,
+            in_flight_slow: Vec::new(),
         }
+    }
+
+    /// The once-a-second look at the I/Os in flight: the devices with I/O of the scope
+    /// (`--container`) in flight for a second or more, for the next interval.
+    pub fn set_in_flight(&mut self, look: &InFlightLook, conv: &Converter) {
+        let scope = &mut self.scope;
+        self.in_flight_slow = look
+            .by_device(|io| io.age_ns >= crate::in_flight::SLOW_NS && scope.wanted(io.cgroup_id))
+            .into_iter()
+            .map(|d| (crate::in_flight::device_name(conv, d.dev), d))
+            .collect();
     }
 
     /// Adds one event. An I/O that a stacked device (LVM, dm-crypt, md, an NVMe multipath
@@ -692,6 +711,7 @@ impl Aggregator {
             files: self.file_rows(secs),
             devs: self.dev_rows(secs),
             cgroups: self.cgroup_rows(secs),
+            in_flight_slow: self.in_flight_slow.clone(),
         };
         self.lost_seen = lost_total;
         self.total.clear();

@@ -276,14 +276,7 @@ impl Metrics {
         for d in now {
             match rows.iter_mut().find(|(_, r)| r.dev == d.dev) {
                 Some(r) => r.1 = d,
-                None => {
-                    // a device the converter does not know (yet) by its number
-                    let name = match conv.dev_label(d.dev) {
-                        "?" => d.dev.to_string(),
-                        name => name.to_string(),
-                    };
-                    rows.push((name, d));
-                }
+                None => rows.push((crate::in_flight::device_name(conv, d.dev), d)),
             }
         }
         for (&dev, (_, name)) in &self.devs {
