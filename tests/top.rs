@@ -93,6 +93,24 @@ fn top(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `iodump top ARGS` started with its output piped, once it records (its first stderr line
+/// read): the child and the rest of its stderr.
+fn spawn_recording_top(args: &[&str]) -> (Child, std::io::BufReader<std::process::ChildStderr>) {
+    use std::io::BufRead;
+    let mut top = bin()
+        .arg("top")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(top.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("iodump: recording"), "{line}");
+    (top, err)
+}
+
 fn json_lines(s: &str) -> Vec<Value> {
     s.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -291,16 +309,7 @@ fn snapshots_show_an_io_that_hangs_while_it_hangs() {
     let fs = Fs::new("top-hang");
     let lo = Loop::new(&fs.mnt, 16);
     let dev = lo.name().to_string();
-    let mut top = bin()
-        .args(["top", "-b", "-i", "1s", "--json", "-d", &dev])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(top.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.starts_with("iodump: recording"), "{line}");
+    let (mut top, mut err) = spawn_recording_top(&["-b", "-i", "1s", "--json", "-d", &dev]);
     let mut out = std::io::BufReader::new(top.stdout.take().unwrap());
     let mut next = || {
         let mut l = String::new();
@@ -359,28 +368,9 @@ fn the_first_snapshot_counts_io_from_the_recording_line_on() {
     if !bpf_available("the_first_snapshot_counts_io_from_the_recording_line_on") {
         return;
     }
-    use std::io::BufRead;
     let zram = common::devices::Zram::new("64M");
-    let mut top = bin()
-        .args([
-            "top",
-            "-b",
-            "-n",
-            "1",
-            "-i",
-            "3s",
-            "--json",
-            "-d",
-            &zram.name(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(top.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.starts_with("iodump: recording"), "{line}");
+    let (top, _err) =
+        spawn_recording_top(&["-b", "-n", "1", "-i", "3s", "--json", "-d", &zram.name()]);
     // At once (a thousand writes take a few ms on zram: all within the first poll).
     sh(&format!(
         "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",

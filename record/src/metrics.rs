@@ -515,17 +515,8 @@ impl Expo {
     fn gauge(&mut self, name: &str, help: &str) {
         self.meta(name, "gauge", help);
     }
-    fn sample(&mut self, name: &str, labels: &str, v: u64) {
-        if labels.is_empty() {
-            let _ = writeln!(self.out, "{name} {v}");
-        } else {
-            let _ = writeln!(self.out, "{name}{{{labels}}} {v}");
-        }
-    }
-    fn sample_f64(&mut self, name: &str, v: f64) {
-        self.sample_f64_labels(name, "", v);
-    }
-    fn sample_f64_labels(&mut self, name: &str, labels: &str, v: f64) {
+    /// One sample (a count, or seconds as f64).
+    fn sample(&mut self, name: &str, labels: &str, v: impl std::fmt::Display) {
         if labels.is_empty() {
             let _ = writeln!(self.out, "{name} {v}");
         } else {
@@ -568,8 +559,9 @@ impl Expo {
             "iodump_snapshot_last_timestamp_seconds",
             "Wall clock (Unix time) at the start of the newest snapshot; 0 before the first",
         );
-        self.sample_f64(
+        self.sample(
             "iodump_snapshot_last_timestamp_seconds",
+            "",
             f.last_snapshot_wall_ns as f64 / 1e9,
         );
         self.gauge(
@@ -586,7 +578,7 @@ impl Expo {
             "iodump_ring_seconds",
             "Time from the oldest event the ring holds to the newest, in seconds: the history a snapshot would save now",
         );
-        self.sample_f64("iodump_ring_seconds", f.ring_span_ns as f64 / 1e9);
+        self.sample("iodump_ring_seconds", "", f.ring_span_ns as f64 / 1e9);
         if let Some((within, count)) = f.trigger_window {
             self.gauge(
                 "iodump_trigger_window_matches",
@@ -629,7 +621,7 @@ impl Expo {
             "How long the oldest I/O in flight on the device has been in flight, among those in flight 0.1 s or more when last looked at (once a second); 0 when none",
         );
         for (name, d) in rows {
-            self.sample_f64_labels(
+            self.sample(
                 "iodump_device_io_in_flight_oldest_seconds",
                 &label("device", name),
                 d.oldest_ns as f64 / 1e9,
