@@ -177,21 +177,10 @@ fn totals_line(iv: &Interval) -> String {
 /// The devices with I/O in flight for a second or more at the last look (an I/O that hangs is
 /// in no other figure until it completes), the longest first.
 fn in_flight_line(iv: &Interval) -> String {
-    let mut devs: Vec<&(String, iodump_record::in_flight::DeviceInFlight)> =
-        iv.in_flight_slow.iter().collect();
-    devs.sort_by(|a, b| b.1.oldest_ns.cmp(&a.1.oldest_ns).then(a.0.cmp(&b.0)));
-    let parts: Vec<String> = devs
-        .iter()
-        .map(|(name, d)| {
-            format!(
-                "{name} {} I/O{} (oldest {:.1} s)",
-                d.slow,
-                if d.slow == 1 { "" } else { "s" },
-                d.oldest_ns as f64 / 1e9
-            )
-        })
-        .collect();
-    format!("In flight 1 s or more: {}", parts.join(", "))
+    format!(
+        "In flight 1 s or more: {}",
+        iodump_record::in_flight::slow_text(&iv.in_flight_slow)
+    )
 }
 
 /// The widths of the columns whose width follows the rows shown.

@@ -90,6 +90,26 @@ impl InFlightLook {
     }
 }
 
+/// The devices with I/O in flight for a while (`(name, figures)`) as text, the longest
+/// waiting first: `sdb 3 I/Os (oldest 42.5 s), sda 1 I/O (oldest 1.2 s)` (`top`'s line, the
+/// service's status).
+pub fn slow_text(devs: &[(String, DeviceInFlight)]) -> String {
+    let mut devs: Vec<&(String, DeviceInFlight)> = devs.iter().collect();
+    devs.sort_by(|a, b| b.1.oldest_ns.cmp(&a.1.oldest_ns).then(a.0.cmp(&b.0)));
+    let parts: Vec<String> = devs
+        .iter()
+        .map(|(name, d)| {
+            format!(
+                "{name} {} I/O{} (oldest {:.1} s)",
+                d.slow,
+                if d.slow == 1 { "" } else { "s" },
+                d.oldest_ns as f64 / 1e9
+            )
+        })
+        .collect();
+    parts.join(", ")
+}
+
 /// Keeps of `recs` (records of I/Os in flight, as if completing at `now_ns`) those the kernel
 /// does not contradict, and says what they are. `kernel(dev)`: the kernel's count of dev's
 /// reads and writes in flight, None where it keeps none; asked once per device.
@@ -214,6 +234,25 @@ mod tests {
                 oldest_ns: SLOW_NS / 2
             }]
         );
+    }
+
+    #[test]
+    fn slow_devices_read_longest_first() {
+        let d = |n, oldest_ns| DeviceInFlight {
+            dev: DevT::new(8, 0),
+            ios: n,
+            slow: n,
+            oldest_ns,
+        };
+        let devs = [
+            ("sda".to_string(), d(1, 1_240_000_000)),
+            ("sdb".to_string(), d(3, 42_500_000_000)),
+        ];
+        assert_eq!(
+            slow_text(&devs),
+            "sdb 3 I/Os (oldest 42.5 s), sda 1 I/O (oldest 1.2 s)"
+        );
+        assert_eq!(slow_text(&[]), "");
     }
 
     #[test]

@@ -551,6 +551,8 @@ struct Session<'c, 'l> {
     in_flight_unreadable: bool,
     /// In-flight entries the looks left out as stale ([`crate::in_flight::InFlightLook::stale`]).
     stale_in_flight: u64,
+    /// The devices with I/O in flight for a second or more at the last look (the status line).
+    slow_in_flight: Vec<(String, crate::in_flight::DeviceInFlight)>,
     last_batch_flush: Instant,
     command_status: Option<i32>,
     /// When idle files and threads were last looked for, how often, and after how many
@@ -651,6 +653,7 @@ impl<'c, 'l> Session<'c, 'l> {
             last_in_flight_look: Instant::now(),
             in_flight_unreadable: false,
             stale_in_flight: 0,
+            slow_in_flight: Vec::new(),
             last_batch_flush: Instant::now(),
             command_status: None,
             last_sweep: Instant::now(),
@@ -728,7 +731,7 @@ impl<'c, 'l> Session<'c, 'l> {
             .live
             .as_ref()
             .is_some_and(|l| l.wants_in_flight());
-        if !(trigger || live)
+        if !(trigger || live || self.notify.is_some())
             || self.in_flight_unreadable
             || self.last_in_flight_look.elapsed() < IN_FLIGHT_LOOK
         {
@@ -752,6 +755,12 @@ impl<'c, 'l> Session<'c, 'l> {
         let sysfs = iodump_host::sysfs::Sysfs::new();
         let (recs, look) = crate::in_flight::look(recs, now, |dev| sysfs.in_flight(dev));
         self.stale_in_flight += look.stale;
+        let conv = &self.ingest.conv;
+        self.slow_in_flight = look
+            .by_device(|io| io.age_ns >= crate::in_flight::SLOW_NS)
+            .into_iter()
+            .map(|d| (crate::in_flight::device_name(conv, d.dev), d))
+            .collect();
         if trigger {
             self.ingest.in_flight(&recs, &mut self.sinks, now)?;
         }
@@ -1087,6 +1096,13 @@ impl<'c, 'l> Session<'c, 'l> {
                 st.snapshots_failed,
                 format_bytes(st.ring_bytes as f64),
                 st.ring_span_ns as f64 / 1e9
+            );
+        }
+        if !self.slow_in_flight.is_empty() {
+            let _ = write!(
+                s,
+                "; in flight 1 s or more: {}",
+                crate::in_flight::slow_text(&self.slow_in_flight)
             );
         }
         s
