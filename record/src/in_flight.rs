@@ -10,6 +10,10 @@
 //! count says nothing is in flight ([`iodump_host::sysfs::Sysfs::in_flight`]) is such an
 //! entry: it is left out and counted ([`InFlightLook::stale`]). Other ops (flushes,
 //! discards), and devices whose driver keeps no count, are kept: the kernel cannot tell.
+//! Which counts to believe is the caller's: a request-based device's is the block layer's
+//! own (its started requests), a bio-based driver's is its own accounting, which may count
+//! I/Os done and never those in flight (5.10's md: always 0 in flight), so the session
+//! believes a bio-based device's 0 only once the device has shown more than 0.
 
 use iodump_format::{DevT, Op};
 
@@ -110,13 +114,34 @@ pub fn slow_text(devs: &[(String, DeviceInFlight)]) -> String {
     parts.join(", ")
 }
 
+/// Which of the kernel's counts of I/Os in flight to believe: a request-based device's always
+/// (the block layer's own, its started requests); a bio-based device's, its driver's own
+/// accounting, only once it has shown more than 0 (5.10's md counts I/Os done and never those
+/// in flight: its 0 says nothing).
+#[derive(Clone, Debug, Default)]
+pub struct Believed {
+    shown: std::collections::HashSet<u32>,
+}
+
+impl Believed {
+    /// `count`, the kernel's count of `dev`'s I/Os in flight, if it is to be believed.
+    pub fn count(&mut self, dev: DevT, bio_based: bool, count: Option<u64>) -> Option<u64> {
+        let n = count?;
+        if n > 0 {
+            self.shown.insert(dev.0);
+        }
+        (!bio_based || self.shown.contains(&dev.0)).then_some(n)
+    }
+}
+
 /// Keeps of `recs` (records of I/Os in flight, as if completing at `now_ns`) those the kernel
-/// does not contradict, and says what they are. `kernel(dev)`: the kernel's count of dev's
-/// reads and writes in flight, None where it keeps none; asked once per device.
+/// does not contradict, and says what they are. `kernel(dev, bio_based)`: the kernel's count
+/// of dev's reads and writes in flight, None where it keeps none or it is not to be believed;
+/// asked once per device.
 pub fn look(
     recs: Vec<[u8; IO_EVENT_BYTES]>,
     now_ns: u64,
-    mut kernel: impl FnMut(DevT) -> Option<u64>,
+    mut kernel: impl FnMut(DevT, bool) -> Option<u64>,
 ) -> (Vec<[u8; IO_EVENT_BYTES]>, InFlightLook) {
     let mut counts: Vec<(DevT, Option<u64>)> = Vec::new();
     let mut out = InFlightLook {
@@ -132,7 +157,7 @@ pub fn look(
         let count = match counts.iter().find(|(d, _)| *d == dev) {
             Some(&(_, c)) => c,
             None => {
-                let c = kernel(dev);
+                let c = kernel(dev, r.ioflags & crate::abi::io_flag::BIO_BASED != 0);
                 counts.push((dev, c));
                 c
             }
@@ -158,18 +183,29 @@ mod tests {
 
     /// A record of an I/O in flight on `dev`, started at `start_ns`.
     fn rec(dev: DevT, op: Op, start_ns: u64, cgroup_id: u64) -> [u8; IO_EVENT_BYTES] {
+        rec_flags(dev, op, start_ns, cgroup_id, 0)
+    }
+
+    fn rec_flags(
+        dev: DevT,
+        op: Op,
+        start_ns: u64,
+        cgroup_id: u64,
+        ioflags: u8,
+    ) -> [u8; IO_EVENT_BYTES] {
         // the offsets of struct iodump_io_event (abi.rs pins them against iodump.h)
         let mut r = [0u8; IO_EVENT_BYTES];
         r[..2].copy_from_slice(&crate::abi::EV_IO.to_le_bytes());
         r[2] = op as u8;
+        r[5] = ioflags;
         r[8..16].copy_from_slice(&start_ns.to_le_bytes());
         r[40..48].copy_from_slice(&cgroup_id.to_le_bytes());
         r[64..68].copy_from_slice(&dev.0.to_le_bytes());
         r[68..72].copy_from_slice(&4096u32.to_le_bytes());
         let e = IoEvent::parse(&r).unwrap();
         assert_eq!(
-            (e.op, e.start_ns, e.cgroup_id, e.dev),
-            (op as u8, start_ns, cgroup_id, dev.0)
+            (e.op, e.ioflags, e.start_ns, e.cgroup_id, e.dev),
+            (op as u8, ioflags, start_ns, cgroup_id, dev.0)
         );
         r
     }
@@ -178,24 +214,29 @@ mod tests {
     fn entries_the_kernel_contradicts_are_stale_and_the_rest_summed_per_device() {
         let (busy, idle, silent) = (DevT::new(8, 0), DevT::new(7, 0), DevT::new(252, 0));
         let now = 10 * SLOW_NS;
+        let bio = crate::abi::io_flag::BIO_BASED;
         let recs = vec![
             rec(busy, Op::Write, now - 3 * SLOW_NS, 1),
             rec(busy, Op::Read, now - SLOW_NS / 2, 2),
             rec(idle, Op::Read, now - 5 * SLOW_NS, 1), // completion missed
             rec(idle, Op::Write, now - 5 * SLOW_NS, 1), // completion missed
             rec(idle, Op::Flush, now - 2 * SLOW_NS, 1), // the kernel does not count flushes
-            rec(silent, Op::Write, now - 4 * SLOW_NS, 1), // a driver that counts nothing
+            rec_flags(silent, Op::Write, now - 4 * SLOW_NS, 1, bio), // a count not believed
         ];
         let mut asked = Vec::new();
-        let (kept, look) = look(recs, now, |d| {
-            asked.push(d);
+        let (kept, look) = look(recs, now, |d, bio_based| {
+            asked.push((d, bio_based));
             match d {
                 d if d == busy => Some(2),
                 d if d == idle => Some(0),
                 _ => None,
             }
         });
-        assert_eq!(asked, [busy, idle, silent], "once per device");
+        assert_eq!(
+            asked,
+            [(busy, false), (idle, false), (silent, true)],
+            "once per device, saying whether it is bio-based"
+        );
         assert_eq!(kept.len(), 4);
         assert_eq!(look.stale, 2);
         assert_eq!(look.at_ns, now);
@@ -237,6 +278,26 @@ mod tests {
     }
 
     #[test]
+    fn a_bio_based_count_is_believed_once_it_has_shown_more_than_zero() {
+        let mut b = Believed::default();
+        let (md, sda) = (DevT::new(9, 127), DevT::new(8, 0));
+        assert_eq!(
+            b.count(md, true, Some(0)),
+            None,
+            "never shown more: not believed"
+        );
+        assert_eq!(b.count(md, true, None), None);
+        assert_eq!(b.count(md, true, Some(2)), Some(2));
+        assert_eq!(b.count(md, true, Some(0)), Some(0), "believed from then on");
+        assert_eq!(
+            b.count(sda, false, Some(0)),
+            Some(0),
+            "request-based: always"
+        );
+        assert_eq!(b.count(sda, false, None), None);
+    }
+
+    #[test]
     fn slow_devices_read_longest_first() {
         let d = |n, oldest_ns| DeviceInFlight {
             dev: DevT::new(8, 0),
@@ -257,7 +318,7 @@ mod tests {
 
     #[test]
     fn unreadable_records_are_skipped() {
-        let (kept, look) = look(vec![[0u8; IO_EVENT_BYTES]], 5, |_| Some(1));
+        let (kept, look) = look(vec![[0u8; IO_EVENT_BYTES]], 5, |_, _| Some(1));
         assert!(kept.is_empty());
         assert_eq!(
             look,

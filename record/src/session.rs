@@ -553,6 +553,8 @@ struct Session<'c, 'l> {
     stale_in_flight: u64,
     /// The devices with I/O in flight for a second or more at the last look (the status line).
     slow_in_flight: Vec<(String, crate::in_flight::DeviceInFlight)>,
+    /// Which kernel counts of I/Os in flight the looks believe.
+    believed: crate::in_flight::Believed,
     last_batch_flush: Instant,
     command_status: Option<i32>,
     /// When idle files and threads were last looked for, how often, and after how many
@@ -654,6 +656,7 @@ impl<'c, 'l> Session<'c, 'l> {
             in_flight_unreadable: false,
             stale_in_flight: 0,
             slow_in_flight: Vec::new(),
+            believed: crate::in_flight::Believed::default(),
             last_batch_flush: Instant::now(),
             command_status: None,
             last_sweep: Instant::now(),
@@ -753,7 +756,10 @@ impl<'c, 'l> Session<'c, 'l> {
             }
         };
         let sysfs = iodump_host::sysfs::Sysfs::new();
-        let (recs, look) = crate::in_flight::look(recs, now, |dev| sysfs.in_flight(dev));
+        let believed = &mut self.believed;
+        let (recs, look) = crate::in_flight::look(recs, now, |dev, bio_based| {
+            believed.count(dev, bio_based, sysfs.in_flight(dev))
+        });
         self.stale_in_flight += look.stale;
         let conv = &self.ingest.conv;
         self.slow_in_flight = look
