@@ -613,7 +613,6 @@ impl Expo {
         );
         self.sample("iodump_written_bytes_total", "", p.bytes_written);
     }
-    /// One sample per op that has I/O.
     /// The gauges of the last look at the I/Os in flight, per device.
     fn in_flight(&mut self, rows: &[(String, DeviceInFlight)]) {
         self.gauge(
@@ -640,6 +639,7 @@ impl Expo {
         }
     }
 
+    /// One sample per op that has I/O.
     fn by_op(&mut self, name: &str, labels: &str, v: &[u64; 3]) {
         for (k, op) in OPS.iter().enumerate() {
             if v[k] > 0 {
