@@ -67,8 +67,32 @@ RES=$OUT/results.txt
 
 # flight_check RUNDIR: the snapshot the trigger saved (flight_suite): one file; its header
 # names the slow I/O that fired it, which is in it, with the zram writes before and after it.
+# hang_check RUNDIR (flight_suite): top's snapshots name the loop device with one write in
+# flight for a second or more while it hangs, and no longer once it completed (counted then).
+hang_check() {
+  local run=$1
+  [ -f "$run/hang.rc" ] || return 0
+  python3 - "$run" >> "$RES" 2>> "$run/check.log" <<'PY' ||
+import json, os, sys
+run = sys.argv[1]
+dev = open(os.path.join(run, "hang.dev")).read().strip()
+rc = open(os.path.join(run, "hang.rc")).read().strip()
+snaps = [json.loads(l) for l in open(os.path.join(run, "hang.jsonl")) if l.strip()]
+seen = [[d for d in s.get("in_flight_slow", []) if d["device"] == dev] for s in snaps]
+shown = [i for i, d in enumerate(seen) if d]
+ok = rc == "0" and shown and all(d[0]["ios"] == 1 and d[0]["oldest_s"] >= 1 for d in seen if d)
+writes = sum(s["total"]["writes"] for s in snaps)
+after = snaps[shown[-1] + 1:] if shown else []
+ok = ok and after and not any(s.get("in_flight_slow") for s in after) and writes >= 1
+print(("PASS" if ok else "FAIL") + " flight.hung-io top exited %s; %d snapshots, %d name %s's write in flight (oldest %s s), %d after it with none; writes counted %d" % (
+    rc, len(snaps), len(shown), dev, max((d[0]["oldest_s"] for d in seen if d), default="-"), len(after), writes))
+PY
+    echo "FAIL flight.hung-io python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
+}
+
 flight_check() {
   local run=$1 snaps
+  hang_check "$run"
   [ -f "$run/rc" ] || return 0
   snaps=$(ls "$run"/snaps/trigger-*.iod 2>/dev/null)
   if [ "$(cat "$run/rc")" != 0 ] || [ "$(echo "$snaps" | grep -c .)" != 1 ]; then
@@ -735,6 +759,33 @@ flight_suite() {
   echo $? > "$run/rc"
   say "flight: iodump record exited $(cat "$run/rc") after $(since "$t") s"
   sed 's/^/    /' "$run/record.stderr" | tail -4
+  # An I/O that hangs, seen while it hangs (top's in_flight_slow; hang_check): a write to a
+  # loop device whose backing file is on a frozen ext4 (on a new zram device), thawed 5 s on.
+  local hz hm=$run/hang-mnt lo tp ddp
+  if need_mod loop && zram_dev 256M && hz=$ZR && mkfs.ext4 -q -F "/dev/$hz" && mkdir -p "$hm" &&
+    mount "/dev/$hz" "$hm" && truncate -s 16M "$hm/img" && lo=$(losetup -f --show "$hm/img") &&
+    CREATED_LOOP+=("$lo"); then
+    echo "${lo#/dev/}" > "$run/hang.dev"
+    "$BIN" top -b --json -i 1s -n 12 -d "${lo#/dev/}" > "$run/hang.jsonl" 2> "$run/hang.stderr" &
+    tp=$!
+    for _ in $(seq 900); do
+      grep -q "^iodump: recording" "$run/hang.stderr" && break
+      kill -0 $tp 2> /dev/null || break
+      sleep 0.1
+    done
+    fsfreeze -f "$hm"
+    dd if=/dev/zero of="$lo" bs=4k count=1 oflag=direct status=none &
+    ddp=$!
+    sleep 5
+    fsfreeze -u "$hm"
+    wait $ddp
+    wait $tp; echo $? > "$run/hang.rc"
+    say "flight: top with a write hung 5 s exited $(cat "$run/hang.rc")"
+    losetup -d "$lo"; umount "$hm"
+    CREATED_LOOP=("${CREATED_LOOP[@]/$lo}")
+  else
+    fail setup.hang "a loop device on ext4 on a new zram device could not be made"
+  fi
   [ "$MODE" = guest ] || flight_check "$run"
 }
 
