@@ -92,6 +92,19 @@ impl InFlightLook {
         out.sort_by_key(|d| d.dev);
         out
     }
+
+    /// The devices with I/O the keep function wants in flight for [`SLOW_NS`] or more,
+    /// named ([`device_name`]): what [`slow_text`] shows.
+    pub fn slow_devices(
+        &self,
+        conv: &Converter,
+        mut keep: impl FnMut(&InFlightIo) -> bool,
+    ) -> Vec<(String, DeviceInFlight)> {
+        self.by_device(|io| io.age_ns >= SLOW_NS && keep(io))
+            .into_iter()
+            .map(|d| (device_name(conv, d.dev), d))
+            .collect()
+    }
 }
 
 /// The devices with I/O in flight for a while (`(name, figures)`) as text, the longest

@@ -635,11 +635,7 @@ impl Aggregator {
     /// (`--container`) in flight for a second or more, for the next interval.
     pub fn set_in_flight(&mut self, look: &InFlightLook, conv: &Converter) {
         let scope = &mut self.scope;
-        self.in_flight_slow = look
-            .by_device(|io| io.age_ns >= crate::in_flight::SLOW_NS && scope.wanted(io.cgroup_id))
-            .into_iter()
-            .map(|d| (crate::in_flight::device_name(conv, d.dev), d))
-            .collect();
+        self.in_flight_slow = look.slow_devices(conv, |io| scope.wanted(io.cgroup_id));
     }
 
     /// Adds one event. An I/O that a stacked device (LVM, dm-crypt, md, an NVMe multipath

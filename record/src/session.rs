@@ -761,12 +761,7 @@ impl<'c, 'l> Session<'c, 'l> {
             believed.count(dev, bio_based, sysfs.in_flight(dev))
         });
         self.stale_in_flight += look.stale;
-        let conv = &self.ingest.conv;
-        self.slow_in_flight = look
-            .by_device(|io| io.age_ns >= crate::in_flight::SLOW_NS)
-            .into_iter()
-            .map(|d| (crate::in_flight::device_name(conv, d.dev), d))
-            .collect();
+        self.slow_in_flight = look.slow_devices(&self.ingest.conv, |_| true);
         if trigger {
             self.ingest.in_flight(&recs, &mut self.sinks, now)?;
         }
