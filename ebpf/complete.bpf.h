@@ -181,6 +181,16 @@ static __always_inline void complete_passed_down(struct iodump_cpu_state *cs, __
 	}
 }
 
+/* Which program on a completion tracepoint runs a completion handler: the first; the
+ * second after the first ran (it finds nothing left to do, unless the first was skipped at
+ * an instant the busy flag does not cover); the second while the first is running on this
+ * CPU, so that the kernel skipped the first for this completion (RESCUE: it does all the
+ * first would have, counted or not, and counts itself as a rescue, so that the skip is not
+ * counted as a lost I/O where none was). */
+#define IODUMP_FIRST  0
+#define IODUMP_AGAIN  1
+#define IODUMP_RESCUE 2
+
 static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 				       struct request *rq, __u32 status, __u32 nr_bytes, int btf,
 				       int again)
@@ -193,7 +203,9 @@ static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 
 	/* started at block_getrq and completed without an insert or issue (an empty
 	 * REQ_PREFLUSH request the flush machinery completes itself) */
-	if (!v && cfg_start_at_getrq && !again)
+	if (again == IODUMP_RESCUE)
+		cnt(IODUMP_CNT_RQ_RESCUED);
+	if (!v && cfg_start_at_getrq && again != IODUMP_AGAIN)
 		v = adopt(cs, lvl, rq, key, &slot, btf);
 	if (stack_active() && nr_bytes >= RD(btf, rq, __data_len)) {
 		complete_passed_down(cs, lvl, rq, status_errno(status), now);
@@ -204,7 +216,7 @@ static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 			stack_add_at(1, -1);
 	}
 	if (!v) {
-		if (again)
+		if (again == IODUMP_AGAIN)
 			return 0; /* done by the first program, or not tracked */
 		if (norm_op(RD(btf, rq, cmd_flags)) == IODUMP_OP_FLUSH && !RD(btf, rq, bio))
 			cnt(IODUMP_CNT_FLUSH_NO_START);
@@ -222,11 +234,11 @@ static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 	 * __data_len is reduced, so nr_bytes < __data_len means more parts follow. */
 	if (nr_bytes < RD(btf, rq, __data_len)) {
 		v->ev.ioflags |= IODUMP_IOF_PARTIAL;
-		if (!again)
+		if (again != IODUMP_AGAIN)
 			cnt(IODUMP_CNT_PARTIAL);
 		return 0;
 	}
-	if (again)
+	if (again == IODUMP_AGAIN) /* found it: the first was skipped, at an uncovered instant */
 		cnt(IODUMP_CNT_RQ_RESCUED);
 	finish(&inflight_rq, key, v, slot, now, lvl);
 	return 0;
@@ -236,17 +248,31 @@ static __always_inline int on_rq_complete(struct iodump_cpu_state *cs, __u32 lvl
 					  struct request *rq, __u32 status, __u32 nr_bytes,
 					  int btf)
 {
-	return rq_complete(cs, lvl, rq, status, nr_bytes, btf, 0);
+	*(volatile __u8 *)&cs->rq_done_busy = 1;
+	compiler_barrier();
+	rq_complete(cs, lvl, rq, status, nr_bytes, btf, IODUMP_FIRST);
+	compiler_barrier();
+	*(volatile __u8 *)&cs->rq_done_busy = 0;
+	return 0;
 }
 
 /* The second program on block_rq_complete (tp_rq_done2), as on_bio_complete_again below:
  * a request completed from a hard interrupt while the first program ran for another one in
- * a soft interrupt or a task on the same CPU (virtio-blk, loop). */
+ * a soft interrupt or a task on the same CPU (virtio-blk, loop). While the first runs on
+ * this CPU (rq_done_busy) the kernel skipped it for this completion, which the second then
+ * handles in full: a request not tracked (filtered, a flush the flush machinery ends) or a
+ * partial completion is a rescue too, not an I/O lost. Outside that flag the second acts
+ * only on an I/O it finds still in flight: the kernel marks a program running a little
+ * before it sets the flag and a little after it clears it, and a skip there that finds
+ * nothing counts as lost (the safe side). */
 static __always_inline int on_rq_complete_again(struct iodump_cpu_state *cs, __u32 lvl,
 						struct request *rq, __u32 status,
 						__u32 nr_bytes, int btf)
 {
-	return rq_complete(cs, lvl, rq, status, nr_bytes, btf, 1);
+	int busy = *(volatile __u8 *)&cs->rq_done_busy;
+
+	return rq_complete(cs, lvl, rq, status, nr_bytes, btf,
+			   busy ? IODUMP_RESCUE : IODUMP_AGAIN);
 }
 
 static __always_inline int bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
@@ -257,12 +283,14 @@ static __always_inline int bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
 	struct iodump_slot *slot;
 	struct iodump_inflight *v;
 
+	if (again == IODUMP_RESCUE)
+		cnt(IODUMP_CNT_BIO_RESCUED);
 	if (stack_active())
 		stack_pop(cs, lvl, bio, key, btf);
 	v = find(&inflight_bio, key, &slot);
 	if (!v)
 		return 0; /* not tracked (filtered, or started before attach), or done already */
-	if (again)
+	if (again == IODUMP_AGAIN) /* found it: the first was skipped, at an uncovered instant */
 		cnt(IODUMP_CNT_BIO_RESCUED);
 	v->ev.error = status_errno(RD(btf, bio, bi_status));
 	finish(&inflight_bio, key, v, slot, now, lvl);
@@ -272,7 +300,12 @@ static __always_inline int bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
 static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lvl,
 					   struct bio *bio, int btf)
 {
-	return bio_complete(cs, lvl, bio, btf, 0);
+	*(volatile __u8 *)&cs->bio_done_busy = 1;
+	compiler_barrier();
+	bio_complete(cs, lvl, bio, btf, IODUMP_FIRST);
+	compiler_barrier();
+	*(volatile __u8 *)&cs->bio_done_busy = 0;
+	return 0;
 }
 
 /* The second program on block_bio_complete (tp_bio_done2) runs after the first on every
@@ -281,11 +314,14 @@ static __always_inline int on_bio_complete(struct iodump_cpu_state *cs, __u32 lv
  * in a task, or, on kernels whose tracing programs can be preempted (7.x with lazy
  * preemption), by another task on the same CPU. Bio-based completions (dm, md, zram) run in
  * tasks, so a busy stack lost them. Then the first program is running and the second is
- * not: one of the two always runs. */
+ * not: one of the two always runs. As on_rq_complete_again: while bio_done_busy says the
+ * first is running on this CPU, a bio not tracked is a rescue too, not an I/O lost. */
 static __always_inline int on_bio_complete_again(struct iodump_cpu_state *cs, __u32 lvl,
 						 struct bio *bio, int btf)
 {
-	return bio_complete(cs, lvl, bio, btf, 1);
+	int busy = *(volatile __u8 *)&cs->bio_done_busy;
+
+	return bio_complete(cs, lvl, bio, btf, busy ? IODUMP_RESCUE : IODUMP_AGAIN);
 }
 
 #endif /* IODUMP_COMPLETE_BPF_H */

@@ -279,7 +279,13 @@ struct {
  */
 struct iodump_cpu_state {
 	__u32 nest;
-	__u32 _pad0;
+	/* set while the first program on block_rq_complete / block_bio_complete runs on this
+	 * CPU: then the kernel skips it for a completion that comes meanwhile (an interrupt, or
+	 * another task where tracing programs can be preempted), and the second program on the
+	 * tracepoint does its work, see on_rq_complete_again() */
+	__u8 rq_done_busy;
+	__u8 bio_done_busy;
+	__u8 _pad0[2];
 	/* key of the bio the first program on block_bio_queue last began on this CPU (0: done
 	 * with), see on_bio_queue_again() */
 	__u64 queued_key;
