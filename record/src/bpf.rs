@@ -439,6 +439,41 @@ const BIO_QUEUE_AGAIN: Hook = ("block_bio_queue", "tp_bio_queue2", "raw_bio_queu
 const DIRTY_FOLIO: Hook = ("writeback_dirty_folio", "tp_dirty_folio", "raw_dirty_folio");
 const DIRTY_PAGE: Hook = ("writeback_dirty_page", "tp_dirty_page", "raw_dirty_page");
 
+/// The I/Os lost to skipped programs, from each attached program's `recursion_misses`
+/// (`misses`: every attached program, by name) and the skips the second programs made up
+/// for (`rescued`): the misses of the programs whose skip loses an I/O, less `rescued`.
+/// Those are the starts (the I/O is not tracked) and the completions (it stays in flight),
+/// and, on a kernel whose requests start at block_getrq, the issue (where a request-based
+/// dm device's clone request starts). Not counted: a second program (it is skipped only
+/// while it runs, after the first has run, so the nested first ran), an issue on 6.5+ (the
+/// I/O is recorded, without its queue time), a merge (the request merged away stays in
+/// flight, counted as stale or in flight at the end), an insert (the request is taken at
+/// its issue or completion instead) and a dirtied page (no I/O).
+fn nested_losses(misses: &[(&'static str, u64)], rescued: u64) -> u64 {
+    let is = |name: &str, hooks: &[Hook]| hooks.iter().any(|h| name == h.1 || name == h.2);
+    let getrq = misses.iter().any(|(n, _)| is(n, &[GETRQ, GETRQ_Q]));
+    let losing = |name: &str| {
+        is(
+            name,
+            &[
+                IO_START,
+                GETRQ,
+                GETRQ_Q,
+                BIO_QUEUE,
+                BIO_QUEUE_Q,
+                RQ_DONE,
+                BIO_DONE,
+            ],
+        ) || (getrq && is(name, &[RQ_ISSUE]))
+    };
+    misses
+        .iter()
+        .filter(|(n, _)| losing(n))
+        .map(|(_, v)| v)
+        .sum::<u64>()
+        .saturating_sub(rescued)
+}
+
 /// Which hooks to attach on this kernel, decided from the tracepoints its BTF names.
 #[derive(Debug, PartialEq, Eq)]
 struct HookPlan {
@@ -1381,12 +1416,9 @@ impl Program {
         Ok(self.slots.as_ref())
     }
 
-    /// Times the kernel skipped one of our programs because it would have run nested in
-    /// itself on a CPU and nothing was done in its place: `recursion_misses` of
-    /// `bpf_prog_info`, summed over the programs, less the completions the second
-    /// programs on block_bio_complete and block_rq_complete finished for the first (their
-    /// own misses lose nothing: a second program is skipped only while it runs, after the
-    /// first has run, so the nested first program ran).
+    /// I/Os lost because the kernel skipped one of our programs that would have run
+    /// nested in itself on a CPU and nothing was done in its place (`nested_losses` of
+    /// the programs' `recursion_misses` and the second programs' rescues).
     pub fn recursion_misses(&self) -> u64 {
         let rescued: u64 = self
             .counters()
@@ -1402,18 +1434,7 @@ impl Program {
                 .sum()
             })
             .unwrap_or(0);
-        let second = [BIO_DONE_AGAIN, RQ_DONE_AGAIN, BIO_QUEUE_AGAIN];
-        self.raw_recursion_misses(|name| !second.iter().any(|h| name == h.1 || name == h.2))
-            .saturating_sub(rescued)
-    }
-
-    /// `recursion_misses` summed over the attached programs `count` says yes to.
-    fn raw_recursion_misses(&self, count: impl Fn(&str) -> bool) -> u64 {
-        self.recursion_misses_by_program()
-            .into_iter()
-            .filter(|(n, _)| count(n))
-            .map(|(_, v)| v)
-            .sum()
+        nested_losses(&self.recursion_misses_by_program(), rescued)
     }
 
     /// `recursion_misses` of each program attached (or attached and since detached), raw:
@@ -1478,6 +1499,39 @@ fn missing(name: &str) -> RecordError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_skips_that_lose_an_io_count_as_nested_losses() {
+        // 6.5+: starts at block_io_start
+        let misses = [
+            ("tp_io_start", 2),
+            ("tp_rq_issue", 5),
+            ("tp_rq_merge", 7),
+            ("tp_rq_done", 3),
+            ("tp_rq_done2", 11),
+            ("tp_bio_queue", 13),
+            ("tp_bio_queue2", 17),
+            ("tp_bio_done", 19),
+            ("tp_bio_done2", 23),
+            ("tp_dirty_folio", 29),
+        ];
+        assert_eq!(nested_losses(&misses, 0), 2 + 3 + 13 + 19);
+        assert_eq!(nested_losses(&misses, 30), 7, "less the rescues");
+        assert_eq!(nested_losses(&misses, 100), 0, "never below 0");
+        // 5.10: starts at block_getrq, taken at insert or issue; raw_tp with (q, bio)
+        let misses = [
+            ("raw_getrq_q", 2),
+            ("raw_rq_insert", 3),
+            ("raw_rq_issue", 5),
+            ("raw_rq_merge", 7),
+            ("raw_rq_done", 11),
+            ("raw_rq_done2", 13),
+            ("raw_bio_queue_q", 17),
+            ("raw_bio_done", 19),
+            ("raw_dirty_page", 23),
+        ];
+        assert_eq!(nested_losses(&misses, 0), 2 + 5 + 11 + 17 + 19);
+    }
 
     /// The object loaded as [`Program::load`] loads it, with no program attached (so that
     /// no I/O of the host runs one meanwhile); `None` where this host cannot load it
