@@ -849,12 +849,15 @@ fn io_while_the_recorder_starts_is_not_lost() {
     let z = Zram::new("64M");
     let d = TempDir::new("startup");
     let t = d.join("startup.iod");
-    // 4 KiB direct writes without a pause from before the recorder starts to after it stops.
+    // 4 KiB direct writes without a pause from before the recorder starts to after it stops
+    // (however long it takes to start: a busy host, a debug build).
+    let stop = d.join("stop");
     let mut writer = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "end=$(($(date +%s) + 6)); while [ $(date +%s) -lt $end ]; do \
+            "end=$(($(date +%s) + 300)); while [ ! -e {} ] && [ $(date +%s) -lt $end ]; do \
              dd if=/dev/zero of={} bs=4k count=100 oflag=direct status=none; done",
+            stop.display(),
             z.node()
         ))
         .spawn()
@@ -863,6 +866,7 @@ fn io_while_the_recorder_starts_is_not_lost() {
     let out = run(bin()
         .args(["record", "-d", &z.name(), "-t", "2", "-o"])
         .arg(&t));
+    std::fs::write(&stop, b"").unwrap();
     let _ = writer.wait();
     ok(&out);
     let r = Reader::open(&t).unwrap();
