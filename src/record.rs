@@ -563,6 +563,13 @@ pub fn execute(
              README, Limits)"
         ));
     }
+    if s.nested_lost > 0 {
+        line.push_str(&format!(
+            ", {} of them I/Os whose start or completion the kernel skipped our program for \
+             (it was running on that CPU already; README, Limits; --stats names the programs)",
+            s.nested_lost
+        ));
+    }
     if let (Some(st), Some(dir)) = (&s.parts, cfg.parts.as_ref().map(|p| &p.dir)) {
         line.push_str(&format!(
             "; wrote {} file{} in {} ({} bytes, {:.2} bytes/event{})",

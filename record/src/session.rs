@@ -91,6 +91,8 @@ pub struct RecordSummary {
     pub kernel_counters: Vec<(&'static str, u64)>,
     /// Times the kernel skipped each program as nested in itself, raw, by program name.
     pub skipped_nested: Vec<(&'static str, u64)>,
+    /// Of `lost_events`, the I/Os lost to those skips (loss reason `nested`).
+    pub nested_lost: u64,
     /// A recording in parts: the parts written and those retention deleted.
     pub parts: Option<iodump_output::parts::PartsStats>,
     /// The part being written when recording stopped (the last one).
@@ -1124,6 +1126,7 @@ impl<'c, 'l> Session<'c, 'l> {
         RecordSummary {
             kernel_counters,
             skipped_nested: self.prog.recursion_misses_by_program(),
+            nested_lost: self.prog.recursion_misses(),
             events: self.ingest.events,
             lost_events: self.losses.total,
             command_status: self.command_status,
