@@ -1566,7 +1566,7 @@ mod tests {
     /// `rq_done_busy`, byte 5 `bio_done_busy`.
     type CpuState = [u64; 20];
 
-    /// Sets this CPU's busy flags (`rq_done_busy`, `bio_done_busy`) on every CPU.
+    /// Sets the busy flags `rq_done_busy` and `bio_done_busy` to `rq` and `bio` on every CPU.
     fn set_busy(ebpf: &mut Ebpf, rq: bool, bio: bool) {
         let mut m: PerCpuArray<_, CpuState> =
             PerCpuArray::try_from(ebpf.map_mut("cpu_state").expect("cpu_state map"))
