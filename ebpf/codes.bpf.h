@@ -32,6 +32,22 @@ static __always_inline __u8 norm_op(__u32 opf)
 	return IODUMP_OP_OTHER;
 }
 
+/* A passthrough command (SCSI, NVMe admin or I/O passthrough, a driver's own): no block
+ * I/O of the disk's data. REQ_OP_DRV_IN/OUT, and until 5.18 SCSI's own REQ_OP_SCSI_IN/OUT
+ * (enum req_opf; the relocation of what the kernel lacks is dead code). */
+static __always_inline int op_passthrough(__u32 opf)
+{
+	__u32 op = opf & 0xff;
+
+	if (op == REQ_OP_VAL(REQ_OP_DRV_IN) || op == REQ_OP_VAL(REQ_OP_DRV_OUT))
+		return 1;
+	if (!bpf_core_type_exists(enum req_op) &&
+	    bpf_core_enum_value_exists(enum req_opf___old, REQ_OP_SCSI_IN___old))
+		return op == bpf_core_enum_value(enum req_opf___old, REQ_OP_SCSI_IN___old) ||
+		       op == bpf_core_enum_value(enum req_opf___old, REQ_OP_SCSI_OUT___old);
+	return 0;
+}
+
 #define REQ_BIT(b) (1ULL << bpf_core_enum_value(enum req_flag_bits, b))
 
 /* REQ_* bits -> IODUMP_F_*; bit numbers come from the kernel's BTF (enum req_flag_bits). */

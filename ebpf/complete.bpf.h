@@ -191,6 +191,33 @@ static __always_inline void complete_passed_down(struct iodump_cpu_state *cs, __
 #define IODUMP_AGAIN  1
 #define IODUMP_RESCUE 2
 
+/* Count the completion of request rq that nothing tracks (complete.bpf.h, rq_complete). */
+static __always_inline void untracked_rq_complete(struct request *rq, __u32 nr_bytes, int btf)
+{
+	__u32 opf = RD(btf, rq, cmd_flags);
+	__u8 op = norm_op(opf);
+	__u64 bio = (__u64)RD(btf, rq, bio);
+
+	if (op_passthrough(opf)) {
+		/* before 6.5 no start hook sees a passthrough command (6.5+: block_io_start,
+		 * recorded with op "other") */
+		cnt(IODUMP_CNT_PASSTHROUGH_NO_START);
+	} else if (op == IODUMP_OP_FLUSH && !bio) {
+		cnt(IODUMP_CNT_FLUSH_NO_START); /* the flush machinery's own (blk_kick_flush) */
+	} else if (op == IODUMP_OP_WRITE && !nr_bytes && bio && !RD(btf, rq, __data_len)) {
+		/* the end of a write's flush sequence: a REQ_FUA write on a device without FUA
+		 * (virtio-blk, loop, many SATA disks) completes its data (recorded then), and is
+		 * completed again, with no bytes left, once the flush after it is done; or an
+		 * empty REQ_PREFLUSH write that started before attach */
+		cnt(IODUMP_CNT_FLUSH_NO_START);
+	} else if (nr_bytes || bio) {
+		cnt(IODUMP_CNT_NO_START);
+	}
+	/* else: the end of a request its bios completed in full already, an I/O that ended at
+	 * that first completion: request-based device-mapper's, which its clone's bios
+	 * complete (end_clone_bio) before the request is ended */
+}
+
 static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 				       struct request *rq, __u32 status, __u32 nr_bytes, int btf,
 				       int again)
@@ -218,13 +245,7 @@ static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 	if (!v) {
 		if (again == IODUMP_AGAIN)
 			return 0; /* done by the first program, or not tracked */
-		if (norm_op(RD(btf, rq, cmd_flags)) == IODUMP_OP_FLUSH && !RD(btf, rq, bio))
-			cnt(IODUMP_CNT_FLUSH_NO_START);
-		else if (nr_bytes || RD(btf, rq, bio))
-			cnt(IODUMP_CNT_NO_START);
-		/* else: the end of a request its bios completed in full already, an I/O that
-		 * ended at that first completion: request-based device-mapper's, which its
-		 * clone's bios complete (end_clone_bio) before the request is ended */
+		untracked_rq_complete(rq, nr_bytes, btf);
 		return 0;
 	}
 	err = status_errno(status);

@@ -25,6 +25,10 @@ enum req_opf___old {
 	REQ_OP_SECURE_ERASE___old = 5,
 	REQ_OP_WRITE_ZEROES___old = 9,
 	REQ_OP_ZONE_APPEND___old = 13,
+	REQ_OP_SCSI_IN___old = 32,
+	REQ_OP_SCSI_OUT___old = 33,
+	REQ_OP_DRV_IN___old = 34,
+	REQ_OP_DRV_OUT___old = 35,
 };
 
 #define REQ_OP_VAL(x)                                                                      \

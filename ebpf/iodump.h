@@ -164,8 +164,9 @@
 #define IODUMP_CNT_EMITTED        5  /* I/O events submitted to the ring buffer */
 #define IODUMP_CNT_NO_START       6  /* request completions with no in-flight entry: I/O
                                       * filtered out or sampled out at its start, started
-                                      * before attach, the flush machinery's flush_rq,
-                                      * evicted entries (statistic, not a loss) */
+                                      * before attach, evicted entries (statistic, not a
+                                      * loss; flushes and passthrough commands are counted
+                                      * apart) */
 #define IODUMP_CNT_RQ_MERGED      7  /* requests merged into another one (block_rq_merge):
                                       * entry dropped, its bytes are in the survivor */
 #define IODUMP_CNT_PATHS          8  /* path records sent */
@@ -177,10 +178,15 @@
 #define IODUMP_CNT_BATCHES        14 /* batch records sent (IODUMP_EV_BATCH) */
 #define IODUMP_CNT_FLUSH_NO_START 15 /* cache-flush request completions with no in-flight
                                       * entry: the flush requests the block layer makes
-                                      * itself (blk_kick_flush), which no start hook sees */
+                                      * itself (blk_kick_flush), which no start hook sees,
+                                      * and the second completion, with no bytes, that
+                                      * ends a REQ_FUA write's flush sequence on a device
+                                      * without FUA (its data completion was recorded) */
 #define IODUMP_CNT_RQ_UNTRACKED   16 /* requests whose start was seen but not tracked
                                       * (filtered, sampled out): their completions count
-                                      * as IODUMP_CNT_NO_START too */
+                                      * as IODUMP_CNT_NO_START too (passthrough commands
+                                      * and empty flushes, counted apart at completion,
+                                      * are not counted here) */
 #define IODUMP_CNT_NAMES_CHANGED  17 /* renames and unlinks seen (their sys_exit
                                       * tracepoints): each moves names_gen */
 #define IODUMP_CNT_BIO_RESCUED    18 /* bio completions the second program on
@@ -202,7 +208,11 @@
                                       * completion (cfg_chain_untraced): not tracked, so
                                       * counted as lost (their upper I/O is still kept for
                                       * the I/O they send below) */
-#define IODUMP_CNT_MAX            22
+#define IODUMP_CNT_PASSTHROUGH_NO_START 22 /* passthrough commands (SCSI, NVMe admin,
+                                            * a driver's own: no block I/O) completing
+                                            * without an entry: before 6.5 no start hook
+                                            * sees them (statistic) */
+#define IODUMP_CNT_MAX            23
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_io_event: one block I/O, sent at completion. 120 bytes.

@@ -33,6 +33,19 @@ struct iodump_target {
 	__u8 mq;
 };
 
+/* Count a request whose start was seen and not tracked (filtered, sampled out) when its
+ * completion will count as IODUMP_CNT_NO_START (untracked_rq_complete in complete.bpf.h),
+ * so that user space can take one from the other: not a passthrough command, nor an empty
+ * REQ_PREFLUSH write (counted apart at their completion). */
+static __always_inline void untracked_rq_start(__u64 opf, __u32 bytes)
+{
+	if (op_passthrough(opf))
+		return;
+	if (!bytes && (opf & REQ_BIT(__REQ_PREFLUSH)))
+		return;
+	cnt(IODUMP_CNT_RQ_UNTRACKED);
+}
+
 static __always_inline int bdev_target(struct iodump_target *t, struct block_device *bdev,
 				       int btf)
 {
@@ -313,7 +326,7 @@ static __always_inline int on_rq_start(struct iodump_cpu_state *cs, __u32 lvl,
 	stacked = stack_dev(t.dev);
 	if (start_io(&v, &t, bio, RD(btf, rq, cmd_flags), RD(btf, rq, __sector),
 		     RD(btf, rq, __data_len), cs, lvl, btf, stacked)) {
-		cnt(IODUMP_CNT_RQ_UNTRACKED);
+		untracked_rq_start(RD(btf, rq, cmd_flags), RD(btf, rq, __data_len));
 		return 0;
 	}
 	if (stacked && stack_push_rq(cs, lvl, bio, &v, btf))
@@ -384,7 +397,7 @@ static __always_inline int on_getrq(struct iodump_cpu_state *cs, __u32 lvl, stru
 	stacked = stack_dev(t.dev);
 	if (start_io(&v, &t, bio, RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_sector),
 		     RD(btf, bio, bi_iter.bi_size), cs, lvl, btf, stacked)) {
-		cnt(IODUMP_CNT_RQ_UNTRACKED);
+		untracked_rq_start(RD(btf, bio, bi_opf), RD(btf, bio, bi_iter.bi_size));
 		return 0;
 	}
 	if (stacked && stack_push_rq(cs, lvl, bio, &v, btf))

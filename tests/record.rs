@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 
-use iodump_format::{LossReason, Op, Reader};
+use iodump_format::{Flags, LossReason, Op, Reader};
 
 mod common;
 
@@ -422,6 +422,53 @@ fn loop_device_is_request_based_with_queue_time() {
         let q = e.queue_ns.expect("request-based devices have a queue time");
         assert!(q <= e.latency_ns);
     }
+}
+
+/// A `REQ_FUA` write (O_DIRECT with O_DSYNC) on a device without FUA (loop) is completed
+/// twice by the kernel: for its data, then again, with no bytes left, once the flush the
+/// block layer sends after it is done. The first is the write's event; the second is the end
+/// of its flush sequence, not "a completion without a start" (a database's every commit
+/// made the summary say that, as if I/O had been missed).
+#[test]
+fn fua_writes_on_a_device_without_fua_are_not_completions_without_a_start() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("fua_writes_on_a_device_without_fua_are_not_completions_without_a_start") {
+        return;
+    }
+    let d = TempDir::new("fua");
+    let lo = Loop::new(&d.0, 64);
+    let fua =
+        std::fs::read_to_string(format!("/sys/block/{}/queue/fua", lo.name())).expect("queue/fua");
+    assert_eq!(
+        fua.trim(),
+        "0",
+        "a loop device without FUA is what this test needs"
+    );
+    let trace = d.join("fua.iod");
+    let out = run(bin()
+        .args(["record", "-d", lo.name(), "--stats", "-o"])
+        .arg(&trace)
+        .args(["--", "dd", "if=/dev/zero", &format!("of={}", lo.node)])
+        .args(["bs=4k", "count=20", "oflag=direct,dsync"]));
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let r = Reader::open(&trace).unwrap();
+    let ev = events_on(&r, lo.name());
+    let fua_writes = ev
+        .iter()
+        .filter(|e| e.op == Op::Write && e.bytes == 4096 && e.flags.contains(Flags::FUA))
+        .count();
+    assert_eq!(fua_writes as u64 + r.lost_events(), 20, "{err}");
+    assert!(
+        !err.contains("without a start"),
+        "the ends of the writes' flush sequences were taken for I/O without a start: {err}"
+    );
+    let flush_ends: u64 = err
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("flush_no_start="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no flush_no_start counter: {err}"));
+    assert!(flush_ends >= 20, "{flush_ends} flush ends counted: {err}");
 }
 
 /// An I/O started and not completed when recording stops is reported as in flight (not

@@ -100,10 +100,13 @@ pub mod counter {
     pub const SIZE_FILTERED: u32 = 12;
     /// Batch records sent.
     pub const BATCHES: u32 = 14;
-    /// Completions of flush requests the block layer made itself (no start hook sees them).
+    /// Completions of flush requests the block layer made itself (no start hook sees them),
+    /// and the second completion, with no bytes, that ends a FUA write's flush sequence on
+    /// a device without FUA (its data completion was recorded).
     pub const FLUSH_NO_START: u32 = 15;
     /// Request starts seen but not tracked (filtered, sampled out): their completions
-    /// count as [`NO_START`] too.
+    /// count as [`NO_START`] too (passthrough commands and empty flushes, counted apart at
+    /// their completion, are not counted here).
     pub const RQ_UNTRACKED: u32 = 16;
     /// Renames and unlinks seen (each moves the names generation).
     pub const NAMES_CHANGED: u32 = 17;
@@ -119,8 +122,11 @@ pub mod counter {
     /// Chained bios on bio-based devices of a kernel that does not trace a chained bio's
     /// completion: not tracked (lost, [`iodump_format::LossReason::CompletionNotTraced`]).
     pub const CHAIN_UNTRACED: u32 = 21;
+    /// Completions of passthrough commands (SCSI, NVMe admin: no block I/O) without a
+    /// start: before 6.5 no start hook sees them.
+    pub const PASSTHROUGH_NO_START: u32 = 22;
     /// Number of counters.
-    pub const MAX: u32 = 22;
+    pub const MAX: u32 = 23;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -145,6 +151,7 @@ pub mod counter {
         "rq_rescued",
         "queue_rescued",
         "chain_untraced",
+        "passthrough_no_start",
     ];
 }
 
@@ -504,6 +511,10 @@ mod tests {
             ("IODUMP_CNT_RQ_RESCUED", counter::RQ_RESCUED),
             ("IODUMP_CNT_QUEUE_RESCUED", counter::QUEUE_RESCUED),
             ("IODUMP_CNT_CHAIN_UNTRACED", counter::CHAIN_UNTRACED),
+            (
+                "IODUMP_CNT_PASSTHROUGH_NO_START",
+                counter::PASSTHROUGH_NO_START,
+            ),
             ("IODUMP_CNT_MAX", counter::MAX),
             ("IODUMP_PK_BDEV", path_kind::BDEV as u32),
             ("IODUMP_PK_DIO", path_kind::DIO as u32),
