@@ -211,7 +211,8 @@
 #define IODUMP_CNT_PASSTHROUGH_NO_START 22 /* passthrough commands (SCSI, NVMe admin,
                                             * a driver's own: no block I/O) completing
                                             * without an entry: before 6.5 no start hook
-                                            * sees them (statistic) */
+                                            * sees them; 6.5+, those filtered or sampled
+                                            * out (statistic) */
 #define IODUMP_CNT_MAX            23
 
 /* ---------------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ pub mod counter {
     /// completion: not tracked (lost, [`iodump_format::LossReason::CompletionNotTraced`]).
     pub const CHAIN_UNTRACED: u32 = 21;
     /// Completions of passthrough commands (SCSI, NVMe admin: no block I/O) without a
-    /// start: before 6.5 no start hook sees them.
+    /// start: before 6.5 no start hook sees them; 6.5+, those filtered or sampled out.
     pub const PASSTHROUGH_NO_START: u32 = 22;
     /// Number of counters.
     pub const MAX: u32 = 23;
