@@ -50,6 +50,14 @@ static __always_inline int op_passthrough(__u32 opf)
 
 #define REQ_BIT(b) (1ULL << bpf_core_enum_value(enum req_flag_bits, b))
 
+/* An empty REQ_PREFLUSH write: a cache flush (iostat counts it as a write), which the
+ * block layer's flush machinery completes itself. */
+static __always_inline int empty_flush(__u64 opf, __u32 bytes)
+{
+	return !bytes && (opf & 0xff) == REQ_OP_VAL(REQ_OP_WRITE) &&
+	       (opf & REQ_BIT(__REQ_PREFLUSH));
+}
+
 /* REQ_* bits -> IODUMP_F_*; bit numbers come from the kernel's BTF (enum req_flag_bits). */
 static __always_inline __u8 norm_flags(__u64 opf)
 {

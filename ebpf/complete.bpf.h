@@ -31,6 +31,8 @@ static __always_inline int on_rq_issue(struct iodump_cpu_state *cs, __u32 lvl,
 		v = adopt(cs, lvl, rq, key, &slot, btf);
 		if (!v && stack_active())
 			v = start_clone(cs, lvl, rq, key, &slot, btf);
+		if (!v)
+			untracked_clone(rq, btf);
 	}
 	if (!v)
 		return 0;

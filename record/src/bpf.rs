@@ -377,8 +377,9 @@ fn bpf_error<E: std::error::Error + Send + Sync + 'static>(what: &str, e: E) -> 
     }
 }
 
-/// Kernel symbols the program compares `bi_end_io` with, from `/proc/kallsyms`.
-pub const KSYMS: [&str; 10] = [
+/// Kernel symbols the program compares `bi_end_io` (a request's `end_io`, for
+/// `end_clone_request`) with, from `/proc/kallsyms`.
+pub const KSYMS: [&str; 11] = [
     "bio_chain_endio",
     "iomap_dio_bio_end_io",
     "blkdev_bio_end_io",
@@ -389,6 +390,7 @@ pub const KSYMS: [&str; 10] = [
     "submit_bio_wait_endio",
     "xfs_buf_bio_end_io",
     "xlog_bio_end_io",
+    "end_clone_request",
 ];
 
 /// Addresses of [`KSYMS`] found in `/proc/kallsyms` (absent or zeroed ones are left out).

@@ -1066,6 +1066,7 @@ stack_suite() {
   echo $? > "$run/rc"
   say "stack: iodump record exited $(cat "$run/rc") after $(since "$t") s"
   sed 's/^/    /' "$run/record.stderr" | tail -3
+  stack_filtered "$run"
   stack_cleanup
   [ "$MODE" = guest ] || stack_check "$run"
 }
@@ -1099,6 +1100,31 @@ nvme_suite() {
   [ "$MODE" = guest ] || nvme_check "$run"
 }
 
+# stack_filtered RUNDIR: dm-multipath's I/O (and LVM's on it) while a recording leaves it out,
+# by device (-d of a zram device in no stack) and by process (--comm of no process): its
+# requests, and their clones on the paths, which no start hook sees before 6.5, are not
+# tracked on purpose and must not be reported as completions without a start.
+stack_filtered() {
+  local run=$1 dirs="" m how
+  for m in iodmp iodlmp; do grep -q "^$m " "$run/devs" && dirs+=" $run/mnt-$m"; done
+  [ -n "$dirs" ] || return 0
+  zram_dev || return 0
+  local io="for d in $dirs; do dd if=/dev/zero of=\$d/other.dat bs=4k count=200 oflag=direct status=none &&
+      dd if=\$d/other.dat of=/dev/null bs=4k iflag=direct status=none || exit 1; done"
+  for how in dev comm; do
+    local sel=(-d "$ZR")
+    [ $how = comm ] && sel=(--comm iodump-none)
+    "$BIN" record "${sel[@]}" -o "$run/filtered-$how.iod" --stats -- sh -c "$io" > /dev/null 2> "$run/filtered-$how.stderr"
+    local rc=$? line counters
+    line=$(grep -m1 '^iodump: recorded' "$run/filtered-$how.stderr")
+    counters=$(grep -m1 '^iodump: kernel counters' "$run/filtered-$how.stderr" | grep -oE ' (no_start|filtered|rq_untracked)=[0-9]+' | tr -d '\n')
+    if [ $rc = 0 ] && [ -n "$line" ] && [[ $line != *"without a start"* ]]; then
+      pass "stack.filtered-$how multipath I/O left out by ${sel[*]}: $line ($counters)"
+    else
+      fail "stack.filtered-$how multipath I/O left out by ${sel[*]}: exit $rc: ${line:-$(tail -1 "$run/filtered-$how.stderr")} ($counters)"
+    fi
+  done
+}
 stack_io() { # DIR: the I/O each stacked device's file system gets, as one shell command
   echo "dd if=/dev/zero of=$1/direct.dat bs=64k count=64 oflag=direct status=none &&
       dd if=/dev/zero of=$1/fsync.dat bs=64k count=64 conv=fsync status=none &&
