@@ -547,6 +547,9 @@ struct Session<'c, 'l> {
     /// I/Os the kernel's tables held when the programs were detached (started, never seen
     /// to complete), once known; `None` before, or if the tables could not be read.
     in_flight_at_end: Option<u64>,
+    /// Starts and completions the kernel skipped as nested, counted as lost, once the
+    /// programs were detached (`None` before, or if the counters could not be read).
+    nested_at_end: Option<u64>,
     /// When the I/Os in flight were last tried against the trigger.
     last_in_flight_look: Instant,
     /// The in-flight tables could not be read (said once).
@@ -654,6 +657,7 @@ impl<'c, 'l> Session<'c, 'l> {
             last_flush: Instant::now(),
             disk_full_reported: 0,
             in_flight_at_end: None,
+            nested_at_end: None,
             last_in_flight_look: Instant::now(),
             in_flight_unreadable: false,
             stale_in_flight: 0,
@@ -1051,6 +1055,7 @@ impl<'c, 'l> Session<'c, 'l> {
             + self.in_flight_at_end.unwrap_or(0);
         let evicted = sum(counter::TRACKED).saturating_sub(accounted);
         let nested = self.prog.recursion_misses();
+        self.nested_at_end = Some(nested);
         for (count, reason) in [(evicted, LossReason::Evicted), (nested, LossReason::Nested)] {
             if count > 0 {
                 self.losses.total += count;
@@ -1126,7 +1131,9 @@ impl<'c, 'l> Session<'c, 'l> {
         RecordSummary {
             kernel_counters,
             skipped_nested: self.prog.recursion_misses_by_program(),
-            nested_lost: self.prog.recursion_misses(),
+            nested_lost: self
+                .nested_at_end
+                .unwrap_or_else(|| self.prog.recursion_misses()),
             events: self.ingest.events,
             lost_events: self.losses.total,
             command_status: self.command_status,
