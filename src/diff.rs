@@ -219,10 +219,13 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             crate::offline::warn_no_io(cfg.side_filter(own).is_some(), &of);
         }
     }
-    if let Some(side) = d.cgroups_unknown() {
+    let unknown = d.cgroups_unknown();
+    if !unknown.is_empty() {
+        let names: Vec<&str> = unknown.iter().map(|s| s.name.as_str()).collect();
         eprintln!(
-            "iodump: note: cgroups not compared: {} has no cgroups table (a trace before format 1.2, a synthetic one, or a dataset of such)",
-            side.name
+            "iodump: note: cgroups not compared: {} {} no cgroups table (a trace before format 1.2, a synthetic one, or a dataset of such)",
+            names.join(" and "),
+            if names.len() == 1 { "has" } else { "have" }
         );
     }
     eprintln!(

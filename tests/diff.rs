@@ -516,6 +516,30 @@ fn a_trace_with_cgroups_and_its_parquet_dataset_do_not_differ() {
         .arg(&plain)
         .args(["--filter", "runtime == \"docker\""]));
     one_line_error(&out, "plain.iod: no cgroups table");
+    // Cgroups alone: with a side that has no table, nothing could be compared (an empty
+    // table would look like "no change"): refused, whichever side it is.
+    for (x, y) in [(&a, &plain), (&plain, &a)] {
+        let out = run(bin()
+            .arg("diff")
+            .arg(x)
+            .arg(y)
+            .args(["--group-by", "cgroup"]));
+        one_line_error(&out, "--group-by cgroup: ");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("plain.iod has no cgroups table"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Neither side with a table, every scope: the other scopes compared, a note naming both.
+    let plain2 = write_edited(&d.join("plain2.iod"), 14, Vec::new(), |e| vec![*e]);
+    let out = run(bin().arg("diff").arg(&plain).arg(&plain2));
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("plain.iod and ") && err.contains("plain2.iod have no cgroups table"),
+        "{err}"
+    );
 }
 
 #[test]

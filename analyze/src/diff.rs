@@ -534,11 +534,7 @@ pub fn read_side(
     if filter.is_some_and(Expr::uses_cgroup_table) {
         crate::engine::check_cgroup_tables(&inputs)?;
     }
-    let name = paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let name = side_name(paths);
     let mut on = [false; 5];
     for (i, s) in Scope::ALL.iter().enumerate() {
         on[i] = scopes.is_empty() || scopes.contains(s);
@@ -669,6 +665,15 @@ pub fn read_side(
         has_cgroups,
         knows_cgroups: folded.cgroup || !scopes.is_empty() && !scopes.contains(&Scope::Cgroup),
     })
+}
+
+/// A side's inputs, as named.
+fn side_name(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// True when an input is a trace with a cgroups table or a dataset whose `cgroups` table has
@@ -1039,14 +1044,13 @@ impl Diff {
         (COLUMNS.iter().map(|s| s.to_string()).collect(), rows)
     }
 
-    /// The side whose cgroups are not known (no cgroups table) while the other's are: then
-    /// no cgroup is compared.
-    pub fn cgroups_unknown(&self) -> Option<&Side> {
-        match (self.a.knows_cgroups, self.b.knows_cgroups) {
-            (true, false) => Some(&self.b),
-            (false, true) => Some(&self.a),
-            _ => None,
-        }
+    /// The sides whose cgroups are not known (no cgroups table) while cgroups were asked
+    /// for: none, one or both. With any, no cgroup is compared.
+    pub fn cgroups_unknown(&self) -> Vec<&Side> {
+        [&self.a, &self.b]
+            .into_iter()
+            .filter(|s| !s.knows_cgroups)
+            .collect()
     }
 
     /// Rows with a significant change.
@@ -1060,6 +1064,17 @@ impl Diff {
 
 /// Compares `cfg.a` with `cfg.b`: one pass over each.
 pub fn diff(cfg: &DiffConfig, progress: &(dyn Fn(u64) + Sync)) -> Result<Diff, AnalyzeError> {
+    // Cgroups alone, and a side without a cgroups table: nothing could be compared, said
+    // before any pass rather than as an empty table after both.
+    if cfg.scopes == [Scope::Cgroup] {
+        for side in [&cfg.a, &cfg.b] {
+            if !any_cgroup_table(&InputPath::expand(side)?) {
+                return Err(AnalyzeError::NoCgroupsToCompare {
+                    side: side_name(side),
+                });
+            }
+        }
+    }
     let (fa, fb) = (cfg.side_filter(true), cfg.side_filter(false));
     let a = read_side(
         &cfg.a,

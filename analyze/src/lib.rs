@@ -105,6 +105,12 @@ pub enum AnalyzeError {
         /// The trace or the dataset's directory.
         trace: std::path::PathBuf,
     },
+    /// `diff --group-by cgroup` (cgroups alone) with a side that has no cgroups table: no
+    /// cgroup could be compared.
+    NoCgroupsToCompare {
+        /// The side without one (its inputs, as named).
+        side: String,
+    },
     /// An input could not be opened.
     Open {
         /// The input.
@@ -232,6 +238,12 @@ impl fmt::Display for AnalyzeError {
                 "{}: no cgroups table (traces of iodump before format 1.2 and synthetic ones, \
                  and their Parquet datasets, have none), so {CGROUP_FIELDS} cannot be matched",
                 trace.display()
+            ),
+            AnalyzeError::NoCgroupsToCompare { side } => write!(
+                f,
+                "--group-by cgroup: {side} has no cgroups table (traces of iodump before format \
+                 1.2 and synthetic ones, and their Parquet datasets, have none): no cgroup can \
+                 be compared"
             ),
             AnalyzeError::Open { path, .. } => write!(f, "cannot read {}", path.display()),
             AnalyzeError::TableTooLarge {
