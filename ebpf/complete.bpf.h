@@ -207,9 +207,9 @@ static __always_inline void untracked_rq_complete(struct request *rq, __u32 nr_b
 	} else if (op == IODUMP_OP_FLUSH && !bio) {
 		cnt(IODUMP_CNT_FLUSH_NO_START); /* the flush machinery's own (blk_kick_flush) */
 	} else if (op == IODUMP_OP_WRITE && !nr_bytes && bio && !RD(btf, rq, __data_len)) {
-		/* the end of a write's flush sequence: a REQ_FUA write on a device without FUA
-		 * (virtio-blk, loop, many SATA disks) completes its data (recorded then), and is
-		 * completed again, with no bytes left, once the flush after it is done; or an
+		/* the end of a write's flush sequence (rq_complete) that nothing tracks: a write
+		 * not tracked (filtered, started before attach) that was completed once already,
+		 * for its data, or any such write where ksym_mq_flush_data_end_io is unknown; or an
 		 * empty REQ_PREFLUSH write that started before attach */
 		cnt(IODUMP_CNT_FLUSH_NO_START);
 	} else if (nr_bytes || bio) {
@@ -261,6 +261,14 @@ static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 			cnt(IODUMP_CNT_PARTIAL);
 		return 0;
 	}
+	/* A write in the flush machinery's sequence (REQ_PREFLUSH or REQ_FUA on a device with a
+	 * write cache) completes its data here, and is completed again, with no bytes left, at
+	 * the end of its sequence: after the cache flush that follows its data when it is a
+	 * REQ_FUA write on a device without FUA (virtio-blk, loop, many SATA disks), which its
+	 * writer waits for too. It ends then (its end_io restored by then). */
+	if (ksym_mq_flush_data_end_io &&
+	    (__u64)RD(btf, rq, end_io) == ksym_mq_flush_data_end_io)
+		return 0;
 	if (again == IODUMP_AGAIN) /* found it: the first was skipped, at an uncovered instant */
 		cnt(IODUMP_CNT_RQ_RESCUED);
 	finish(&inflight_rq, key, v, slot, now, lvl);

@@ -180,8 +180,8 @@
                                       * entry: the flush requests the block layer makes
                                       * itself (blk_kick_flush), which no start hook sees,
                                       * and the second completion, with no bytes, that
-                                      * ends a REQ_FUA write's flush sequence on a device
-                                      * without FUA (its data completion was recorded) */
+                                      * ends the flush sequence of a write nothing tracks
+                                      * (a tracked one ends there, see rq_complete) */
 #define IODUMP_CNT_RQ_UNTRACKED   16 /* requests whose start was seen but not tracked
                                       * (filtered, sampled out): their completions count
                                       * as IODUMP_CNT_NO_START too (passthrough commands

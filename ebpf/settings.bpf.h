@@ -54,6 +54,8 @@ const volatile __u64 ksym_submit_bio_wait_endio = 0;
 const volatile __u64 ksym_xfs_buf_bio_end_io = 0;
 const volatile __u64 ksym_xlog_bio_end_io = 0;
 const volatile __u64 ksym_end_clone_request = 0; /* dm_mod: a request-based dm clone's end_io */
+/* the end_io of a request in the flush machinery's sequence while its data is written */
+const volatile __u64 ksym_mq_flush_data_end_io = 0;
 
 /* BTF ids of btrfs's structs in the running kernel's vmlinux BTF, for rdonly_cast() (0: not
  * there, e.g. btrfs is a module: its types are in module BTF, which rdonly_cast does not

@@ -378,8 +378,8 @@ fn bpf_error<E: std::error::Error + Send + Sync + 'static>(what: &str, e: E) -> 
 }
 
 /// Kernel symbols the program compares `bi_end_io` (a request's `end_io`, for
-/// `end_clone_request`) with, from `/proc/kallsyms`.
-pub const KSYMS: [&str; 11] = [
+/// `end_clone_request` and `mq_flush_data_end_io`) with, from `/proc/kallsyms`.
+pub const KSYMS: [&str; 12] = [
     "bio_chain_endio",
     "iomap_dio_bio_end_io",
     "blkdev_bio_end_io",
@@ -391,6 +391,7 @@ pub const KSYMS: [&str; 11] = [
     "xfs_buf_bio_end_io",
     "xlog_bio_end_io",
     "end_clone_request",
+    "mq_flush_data_end_io",
 ];
 
 /// Addresses of [`KSYMS`] found in `/proc/kallsyms` (absent or zeroed ones are left out).
@@ -794,7 +795,9 @@ fn enable_batching(ebpf: &mut Ebpf, ring_bytes: u32) -> bool {
 
 /// The kernel symbols the program keys on (`ksym_*`). Without btrfs's BTF (a module built
 /// without it) its structs cannot be relocated, so the btrfs symbols are left out and the
-/// program does not reach the code that reads them (said in `off`).
+/// program does not reach the code that reads them (said in `off`). Without the flush
+/// machinery's `mq_flush_data_end_io` (no address: `kptr_restrict`) a write's flush sequence
+/// is not followed to its end (said in `off`).
 fn kernel_symbols(kbtf: &KernelBtf, off: &mut Vec<String>) -> HashMap<String, u64> {
     let mut ksyms = read_ksyms();
     if kbtf.without_btf.iter().any(|m| m == "btrfs") && kbtf.vmlinux_struct_id("btrfs_bio") == 0 {
@@ -807,6 +810,14 @@ fn kernel_symbols(kbtf: &KernelBtf, off: &mut Vec<String>) -> HashMap<String, u6
                     .into(),
             );
         }
+    }
+    if !ksyms.contains_key("mq_flush_data_end_io") {
+        off.push(
+            "FUA writes timed to the end of their flush: /proc/kallsyms gives no address for \
+             mq_flush_data_end_io, so a REQ_FUA write on a device without FUA is timed to its \
+             data, without the cache flush after it"
+                .into(),
+        );
     }
     ksyms
 }
