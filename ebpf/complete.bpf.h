@@ -267,8 +267,11 @@ static __always_inline int rq_complete(struct iodump_cpu_state *cs, __u32 lvl,
 	 * REQ_FUA write on a device without FUA (virtio-blk, loop, many SATA disks), which its
 	 * writer waits for too. It ends then (its end_io restored by then). */
 	if (ksym_mq_flush_data_end_io &&
-	    (__u64)RD(btf, rq, end_io) == ksym_mq_flush_data_end_io)
+	    (__u64)RD(btf, rq, end_io) == ksym_mq_flush_data_end_io) {
+		if (again != IODUMP_AGAIN)
+			cnt(IODUMP_CNT_FLUSH_FOLLOWED);
 		return 0;
+	}
 	if (again == IODUMP_AGAIN) /* found it: the first was skipped, at an uncovered instant */
 		cnt(IODUMP_CNT_RQ_RESCUED);
 	finish(&inflight_rq, key, v, slot, now, lvl);

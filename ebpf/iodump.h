@@ -213,7 +213,12 @@
                                             * without an entry: before 6.5 no start hook
                                             * sees them; 6.5+, those filtered or sampled
                                             * out (statistic) */
-#define IODUMP_CNT_MAX            23
+#define IODUMP_CNT_FLUSH_FOLLOWED 23 /* writes the flush machinery sequences, kept in flight
+                                      * at their data's completion to end at the end of
+                                      * their sequence, after the post-flush of a REQ_FUA
+                                      * write on a device without FUA (rq_complete;
+                                      * statistic) */
+#define IODUMP_CNT_MAX            24
 
 /* ---------------------------------------------------------------------------------------
  * struct iodump_io_event: one block I/O, sent at completion. 120 bytes.

@@ -483,6 +483,13 @@ fn fua_writes_on_a_device_without_fua_end_after_their_flush() {
         !err.contains("without a start"),
         "the ends of the writes' flush sequences were taken for I/O without a start: {err}"
     );
+    // Each of them was followed to the end of its sequence (`--stats`).
+    let followed: u64 = err
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("flush_followed="))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no flush_followed counter: {err}"));
+    assert_eq!(followed, fua_writes.len() as u64, "{err}");
     let latency_ms = ev
         .iter()
         .filter(|e| matches!(e.op, Op::Write | Op::Flush))

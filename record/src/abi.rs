@@ -101,8 +101,8 @@ pub mod counter {
     /// Batch records sent.
     pub const BATCHES: u32 = 14;
     /// Completions of flush requests the block layer made itself (no start hook sees them),
-    /// and the second completion, with no bytes, that ends a FUA write's flush sequence on
-    /// a device without FUA (its data completion was recorded).
+    /// and the second completion, with no bytes, that ends the flush sequence of a write
+    /// nothing tracks (a tracked one ends there: [`FLUSH_FOLLOWED`]).
     pub const FLUSH_NO_START: u32 = 15;
     /// Request starts seen but not tracked (filtered, sampled out): their completions
     /// count as [`NO_START`] too (passthrough commands and empty flushes, counted apart at
@@ -125,8 +125,12 @@ pub mod counter {
     /// Completions of passthrough commands (SCSI, NVMe admin: no block I/O) without a
     /// start: before 6.5 no start hook sees them; 6.5+, those filtered or sampled out.
     pub const PASSTHROUGH_NO_START: u32 = 22;
+    /// Writes the flush machinery sequences, kept in flight at their data's completion to
+    /// end at the end of their sequence (after the cache flush that follows a FUA write's
+    /// data on a device without FUA).
+    pub const FLUSH_FOLLOWED: u32 = 23;
     /// Number of counters.
-    pub const MAX: u32 = 23;
+    pub const MAX: u32 = 24;
     /// Names of the counters, by index.
     pub const NAMES: [&str; MAX as usize] = [
         "lost_ringbuf",
@@ -152,6 +156,7 @@ pub mod counter {
         "queue_rescued",
         "chain_untraced",
         "passthrough_no_start",
+        "flush_followed",
     ];
 }
 
@@ -515,6 +520,7 @@ mod tests {
                 "IODUMP_CNT_PASSTHROUGH_NO_START",
                 counter::PASSTHROUGH_NO_START,
             ),
+            ("IODUMP_CNT_FLUSH_FOLLOWED", counter::FLUSH_FOLLOWED),
             ("IODUMP_CNT_MAX", counter::MAX),
             ("IODUMP_PK_BDEV", path_kind::BDEV as u32),
             ("IODUMP_PK_DIO", path_kind::DIO as u32),

@@ -90,9 +90,38 @@ PY
     echo "FAIL flight.hung-io python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
 }
 
+# fua_check RUNDIR (flight_suite): dd's 50 O_DSYNC writes to a loop device without FUA are
+# recorded (or counted lost), each with FUA, and `--stats` says each was followed to the end
+# of its flush sequence (flush_followed; rq_complete), so that its latency includes the cache
+# flush after its data.
+fua_check() {
+  local run=$1
+  [ -f "$run/fua.rc" ] || return 0
+  "$READ_BIN" export "$run/fua.iod" --format jsonl -o "$run/fua.jsonl" 2>> "$run/check.log"
+  python3 - "$run" >> "$RES" 2>> "$run/check.log" <<'PY' ||
+import json, os, re, sys
+run = sys.argv[1]
+rc = open(os.path.join(run, "fua.rc")).read().strip()
+err = open(os.path.join(run, "fua.stderr"), errors="replace").read()
+queue = open(os.path.join(run, "fua.queue")).read().strip()
+m = re.search(r"flush_followed=(\d+)", err)
+followed = int(m.group(1)) if m else -1
+m = re.search(r"recorded \d+ events in [^,]*, lost (\d+)", err)
+lost = int(m.group(1)) if m else -1
+evs = [json.loads(l) for l in open(os.path.join(run, "fua.jsonl")) if l.strip()]
+fua = [e for e in evs if e["op"] == "write" and e["bytes"] == 4096 and "F" in e["flags"]]
+ok = rc == "0" and fua and followed == len(fua) and len(fua) + lost == 50
+last = err.strip().splitlines()[-1] if err.strip() else "no stderr"
+print(("PASS" if ok else "FAIL") + " flight.fua-followed iodump exited %s; %d FUA writes recorded, lost %d, of 50 on a loop device (queue/fua, write_cache: %s); flush_followed=%d%s" % (
+    rc, len(fua), lost, queue, followed, "" if ok else " -- " + last))
+PY
+    echo "FAIL flight.fua-followed python exited $?: $(tail -1 "$run/check.log")" >> "$RES"
+}
+
 flight_check() {
   local run=$1 snaps
   hang_check "$run"
+  fua_check "$run"
   [ -f "$run/rc" ] || return 0
   snaps=$(ls "$run"/snaps/trigger-*.iod 2>/dev/null)
   if [ "$(cat "$run/rc")" != 0 ] || [ "$(echo "$snaps" | grep -c .)" != 1 ]; then
@@ -781,6 +810,12 @@ flight_suite() {
     wait $ddp
     wait $tp; echo $? > "$run/hang.rc"
     say "flight: top with a write hung 5 s exited $(cat "$run/hang.rc")"
+    # FUA writes on this loop device (no FUA, a write cache): each ends at the end of its
+    # flush sequence (fua_check)
+    "$BIN" record -d "${lo#/dev/}" --stats -o "$run/fua.iod" -- \
+      dd if=/dev/zero of="$lo" bs=4k count=50 oflag=direct,dsync status=none 2> "$run/fua.stderr"
+    echo $? > "$run/fua.rc"
+    echo "$(cat "/sys/block/${lo#/dev/}/queue/fua") $(cat "/sys/block/${lo#/dev/}/queue/write_cache")" > "$run/fua.queue"
     losetup -d "$lo"; umount "$hm"
     CREATED_LOOP=("${CREATED_LOOP[@]/$lo}")
   else
