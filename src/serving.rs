@@ -12,7 +12,7 @@ use iodump_record::cgroups::Resolver;
 use iodump_record::convert::Converter;
 use iodump_record::in_flight::InFlightLook;
 use iodump_record::metrics::Metrics;
-use iodump_record::serve::{Endpoint, OPENMETRICS, PROMETHEUS};
+use iodump_record::serve::{AddrError, Endpoint, OPENMETRICS, PROMETHEUS};
 use iodump_record::{LiveSink, RecorderStatus};
 
 /// The metrics, fed with every event, and the endpoint they are rendered for.
@@ -34,7 +34,10 @@ impl Serving {
         container: Option<String>,
         files: usize,
     ) -> anyhow::Result<Serving> {
-        let addr = iodump_record::serve::parse_addr(spec).map_err(anyhow::Error::msg)?;
+        let addr = iodump_record::serve::parse_addr(spec).map_err(|e| match e {
+            AddrError::Syntax(m) => crate::args::usage(m),
+            AddrError::Resolve(m) => anyhow::Error::msg(m),
+        })?;
         let listener = iodump_record::serve::bind(addr).map_err(anyhow::Error::msg)?;
         let endpoint = Endpoint::start(listener).context("starting the --serve thread")?;
         eprintln!(

@@ -18,7 +18,8 @@ mod common;
 
 use common::devices::{Ext4OnZram as Fs, Frozen, Loop, Zram};
 use common::{
-    bin, bpf_available, http_get as get, one_line_error, run, try_http_get as try_get, TempDir,
+    bin, bpf_available, http_get as get, one_line_error, run, try_http_get as try_get, usage_error,
+    TempDir,
 };
 
 /// One recording test at a time (they make devices and watch them).
@@ -172,8 +173,11 @@ fn port_in_use_is_one_line() {
             .stdin(Stdio::null()));
         one_line_error(&out, &format!("--serve 127.0.0.1:{port}: cannot listen"));
     }
-    let out = run(bin().args(["top", "--serve", "no-such-host-x:y", "-b"]));
-    one_line_error(&out, "--serve");
+    // A value that is no address is a usage error (exit 2), as clap's own.
+    for bad in ["no-such-host-x:y", "localhost:99999"] {
+        let out = run(bin().args(["top", "--serve", bad, "-b"]));
+        usage_error(&out, "--serve");
+    }
     drop(taken);
 }
 

@@ -21,8 +21,27 @@ pub const OPENMETRICS: u8 = 2;
 /// How long a request waits for a fresh exposition.
 const FRESH_WAIT: Duration = Duration::from_secs(1);
 
+/// Why `--serve`'s value gives no address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddrError {
+    /// Not `PORT`, `:PORT`, `HOST:PORT` or `[V6]:PORT` with a port of 0–65535: a usage error.
+    Syntax(String),
+    /// Well formed, but the host name does not resolve.
+    Resolve(String),
+}
+
+impl std::fmt::Display for AddrError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AddrError::Syntax(m) | AddrError::Resolve(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for AddrError {}
+
 /// Parses `--serve`: `PORT`, `:PORT` (both on 127.0.0.1), `HOST:PORT` or `[V6]:PORT`.
-pub fn parse_addr(spec: &str) -> Result<SocketAddr, String> {
+pub fn parse_addr(spec: &str) -> Result<SocketAddr, AddrError> {
     let s = spec.trim();
     let full = if s.bytes().all(|b| b.is_ascii_digit()) && !s.is_empty() {
         format!("127.0.0.1:{s}")
@@ -31,12 +50,23 @@ pub fn parse_addr(spec: &str) -> Result<SocketAddr, String> {
     } else {
         s.to_string()
     };
+    let syntax = |why: &str| {
+        AddrError::Syntax(format!(
+            "--serve {spec:?}: give PORT, :PORT or ADDR:PORT ({why})"
+        ))
+    };
+    let (host, port) = full.rsplit_once(':').ok_or_else(|| syntax("no port"))?;
+    if host.is_empty() {
+        return Err(syntax("no host"));
+    }
+    port.parse::<u16>()
+        .map_err(|_| syntax(&format!("{port:?} is not a port: 0 to 65535")))?;
     let mut addrs = full
         .to_socket_addrs()
-        .map_err(|e| format!("--serve {spec:?}: give PORT, :PORT or ADDR:PORT ({e})"))?;
+        .map_err(|e| AddrError::Resolve(format!("--serve {spec:?}: {e}")))?;
     addrs
         .next()
-        .ok_or_else(|| format!("--serve {spec:?}: no address"))
+        .ok_or_else(|| AddrError::Resolve(format!("--serve {spec:?}: no address")))
 }
 
 /// Binds the listener (an error names the address: in use, not permitted…).
@@ -234,8 +264,13 @@ mod tests {
             "0.0.0.0:9100"
         );
         assert_eq!(parse_addr("[::1]:9100").unwrap().to_string(), "[::1]:9100");
-        assert!(parse_addr("nonsense").is_err());
-        assert!(parse_addr("").is_err());
+        for bad in ["nonsense", "", "localhost:99999", "host:y", ":", "[::1]"] {
+            assert!(
+                matches!(parse_addr(bad), Err(AddrError::Syntax(_))),
+                "{bad}: {:?}",
+                parse_addr(bad)
+            );
+        }
     }
 
     #[test]
