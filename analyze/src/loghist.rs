@@ -341,8 +341,8 @@ pub fn proportion_test(a: (u64, u64), b: (u64, u64)) -> Option<f64> {
 }
 
 /// The chi-square test of homogeneity of two mixes (counts per class), classes empty in
-/// both left out; the p-value from the Wilson–Hilferty approximation of the chi-square
-/// distribution. `None` when either is empty; p = 1 when both use one class only.
+/// both left out; the p-value from the chi-square distribution ([`chi_square_sf`]). `None`
+/// when either is empty; p = 1 when both use one class only, or the same mix.
 pub fn chi_square_test(a: &[u64], b: &[u64]) -> Option<f64> {
     let (na, nb): (u64, u64) = (a.iter().sum(), b.iter().sum());
     if na == 0 || nb == 0 {
@@ -365,10 +365,30 @@ pub fn chi_square_test(a: &[u64], b: &[u64]) -> Option<f64> {
         // One class on both sides.
         return Some(1.0);
     }
-    let k = (classes - 1) as f64;
-    // Wilson–Hilferty: (χ²/k)^(1/3) is about normal with mean 1 − 2/(9k), variance 2/(9k).
-    let z = ((chi2 / k).cbrt() - (1.0 - 2.0 / (9.0 * k))) / (2.0 / (9.0 * k)).sqrt();
-    Some(0.5 * erfc(z / std::f64::consts::SQRT_2))
+    Some(chi_square_sf(chi2, classes - 1))
+}
+
+/// P(X ≥ `chi2`) for X chi-square distributed with `k` ≥ 1 degrees of freedom, in closed
+/// form (`x` = χ²/2): for even k, e^(−x) Σ_{i<k/2} x^i/i!; for odd k, erfc(√x) + e^(−x)
+/// Σ_{i=1}^{(k−1)/2} x^(i−½)/Γ(i+½). Exact but for [`erfc`]'s error; 1 at χ² = 0.
+pub fn chi_square_sf(chi2: f64, k: usize) -> f64 {
+    if chi2.is_nan() || chi2 <= 0.0 {
+        return 1.0;
+    }
+    let x = chi2 / 2.0;
+    let (mut sum, mut term, first, terms) = if k % 2 == 0 {
+        (0.0, 1.0, 0.0, k / 2)
+    } else {
+        // The first term x^(1/2)/Γ(3/2), then each the previous times x/(i + ½).
+        let t = 2.0 * (x / std::f64::consts::PI).sqrt();
+        (0.0, t, 0.5, (k - 1) / 2)
+    };
+    for i in 0..terms {
+        sum += term;
+        term *= x / (i as f64 + 1.0 + first);
+    }
+    let head = if k % 2 == 0 { 0.0 } else { erfc(x.sqrt()) };
+    (head + (-x).exp() * sum).clamp(0.0, 1.0)
 }
 
 /// The two-sided p-value of a standard normal `z`.
@@ -410,6 +430,28 @@ mod tests {
             h.add(v);
         }
         h
+    }
+
+    #[test]
+    fn chi_square_sf_at_the_tabled_critical_values() {
+        // The 5% and 1% points of the chi-square distribution (any statistics table).
+        for (chi2, k, p) in [
+            (3.841_459, 1, 0.05),
+            (6.634_897, 1, 0.01),
+            (5.991_465, 2, 0.05),
+            (7.814_728, 3, 0.05),
+            (11.344_867, 3, 0.01),
+            (9.487_729, 4, 0.05),
+            (11.070_498, 5, 0.05),
+            (18.307_038, 10, 0.05),
+            (23.209_251, 10, 0.01),
+        ] {
+            let got = chi_square_sf(chi2, k);
+            assert!((got - p).abs() < 1e-6, "χ² {chi2} k {k}: {got}, {p} wanted");
+        }
+        assert_eq!(chi_square_sf(0.0, 3), 1.0);
+        // k = 2: e^(−χ²/2) exactly.
+        assert!((chi_square_sf(1.0, 2) - (-0.5f64).exp()).abs() < 1e-15);
     }
 
     #[test]
@@ -533,6 +575,10 @@ mod tests {
         assert!(!changed(chi_square_test(&[800, 200, 0], &[790, 210, 0])));
         assert!(changed(chi_square_test(&[800, 200, 0], &[200, 800, 0])));
         assert_eq!(chi_square_test(&[800, 0], &[900, 0]), Some(1.0));
+        // The same mix, however many classes: p = 1 (the Wilson–Hilferty approximation
+        // used before gave 0.95 with two classes).
+        assert_eq!(chi_square_test(&[300, 100], &[300, 100]), Some(1.0));
+        assert_eq!(chi_square_test(&[3, 1, 5, 7], &[6, 2, 10, 14]), Some(1.0));
         assert!(chi_square_test(&[800, 0], &[0, 0]).is_none());
         // erfc against known values.
         for (x, want) in [
