@@ -58,6 +58,13 @@ pub struct Converter {
     last_dev: Option<u32>,
     /// Devices looked for in sysfs and not found there (gone already): not looked for again.
     missing_devs: Vec<u32>,
+    /// (device, device whose I/O it served) of the previous event sent down, to skip the
+    /// look-up in `below_seen`.
+    last_below: (u32, u32),
+    /// Every (device, upper device) pair met (`upper << 32 | device`): a stacked device's
+    /// entry is read again at the first I/O it sends to a device not in its `stacked_on`
+    /// (a device-mapper table reloaded onto another device: `lvextend`, `pvmove`).
+    below_seen: IntMap<u64, ()>,
     /// Stacked devices (device-mapper, md) met since the last [`Converter::take_new_stacked`].
     new_stacked: Vec<Device>,
     /// bcache devices not yet on a cache device ([`crate::devices::awaits_cache`]): read
@@ -132,6 +139,8 @@ impl Converter {
             args: IntMap::default(),
             last_dev: None,
             missing_devs: Vec::new(),
+            last_below: (0, 0),
+            below_seen: IntMap::default(),
             new_stacked: Vec::new(),
             awaiting_cache: devices
                 .iter()
@@ -435,6 +444,40 @@ impl Converter {
         });
     }
 
+    /// The first I/O `upper_dev` sent to `dev`: when `dev` is not among the devices its
+    /// entry is stacked on, the entry is read again (with `read`), and one that changed (on
+    /// more or other devices; another device of that number) is a new entry in `out` (a
+    /// later entry replaces an earlier one).
+    fn restack_with(
+        &mut self,
+        dev: u32,
+        upper_dev: u32,
+        read: impl Fn(DevT) -> Option<Device>,
+        out: &mut NewEntries,
+    ) {
+        self.last_below = (dev, upper_dev);
+        if self
+            .below_seen
+            .insert(u64::from(upper_dev) << 32 | u64::from(dev), ())
+            .is_some()
+        {
+            return;
+        }
+        let Some(up) = self.devices.get(&upper_dev) else {
+            return;
+        };
+        if up.stacked_on.is_empty() || up.stacked_on.contains(&DevT(dev)) {
+            return;
+        }
+        if let Some(now) = read(DevT(upper_dev)) {
+            // Another device of the same number (a volume removed, another made) too.
+            if now != *up && !now.stacked_on.is_empty() {
+                self.devices.insert(upper_dev, now.clone());
+                out.devices.push(now);
+            }
+        }
+    }
+
     /// A device this converter has not seen: read sysfs again (once per device number). One
     /// sysfs does not list, whose I/O serves an I/O on an NVMe multipath head, is a path of
     /// that head ([`Converter::nvme_path`]).
@@ -546,7 +589,8 @@ impl Converter {
         }
     }
 
-    /// A device not seen before (hot-added) gets its table entry.
+    /// A device not seen before (hot-added) gets its table entry; a stacked device that sends
+    /// I/O to a device it was not on gets its entry again ([`Converter::restack_with`]).
     #[inline]
     fn note_device(&mut self, r: &IoEvent, out: &mut NewEntries) {
         if self.last_dev != Some(r.dev) {
@@ -556,6 +600,9 @@ impl Converter {
             if self.devices.contains_key(&r.dev) {
                 self.last_dev = Some(r.dev);
             }
+        }
+        if r.upper_dev != 0 && self.last_below != (r.dev, r.upper_dev) {
+            self.restack_with(r.dev, r.upper_dev, crate::devices::read_one, out);
         }
     }
 
@@ -860,18 +907,24 @@ mod tests {
         assert_eq!(c.dev_label(DevT::new(259, 7)), names[0]);
     }
 
-    #[test]
-    fn a_bcache_device_met_before_its_cache_set_attached_it_gets_its_entry_again() {
-        let bcache = |on: &[DevT]| Device {
-            dev: DevT::new(250, 0),
-            name: "bcache0".into(),
+    /// A bio-based stacked device's entry.
+    fn stacked(dev: DevT, name: &str, label: &str, on: &[DevT]) -> Device {
+        Device {
+            dev,
+            name: name.into(),
             partition_of: None,
             sector_size: 512,
             start_sector: 0,
             bio_based: true,
-            label: iodump_host::sysfs::BCACHE.into(),
+            label: label.into(),
             stacked_on: on.to_vec(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_bcache_device_met_before_its_cache_set_attached_it_gets_its_entry_again() {
+        let bcache =
+            |on: &[DevT]| stacked(DevT::new(250, 0), "bcache0", iodump_host::sysfs::BCACHE, on);
         let (backing, cache) = (DevT::new(252, 1), DevT::new(252, 2));
         let mut c = Converter::new(&[bcache(&[backing])], MountTable::default());
         let mut ne = NewEntries::default();
@@ -894,6 +947,41 @@ mod tests {
         dm.label = "vg-lv".into();
         let c = Converter::new(&[dm], MountTable::default());
         assert!(c.awaiting_cache.is_empty());
+    }
+
+    #[test]
+    fn a_stacked_device_reloaded_onto_another_device_gets_its_entry_again() {
+        let lv = |on: &[DevT]| stacked(DevT::new(253, 0), "dm-0", "vg-lv", on);
+        let (pv1, pv2) = (DevT::new(252, 1), DevT::new(252, 2));
+        let mut c = Converter::new(&[lv(&[pv1])], MountTable::default());
+        let mut ne = NewEntries::default();
+        // I/O to a device it is on: not read again.
+        c.restack_with(pv1.0, lv(&[]).dev.0, |_| panic!("read"), &mut ne);
+        assert!(ne.devices.is_empty());
+        // The table reloaded onto both (lvextend): its entry again, once.
+        c.restack_with(pv2.0, lv(&[]).dev.0, |_| Some(lv(&[pv1, pv2])), &mut ne);
+        assert_eq!(ne.devices.len(), 1);
+        assert_eq!(ne.devices[0].stacked_on, [pv1, pv2]);
+        assert_eq!(c.devices[&lv(&[]).dev.0].stacked_on, [pv1, pv2]);
+        c.restack_with(pv2.0, lv(&[]).dev.0, |_| panic!("read again"), &mut ne);
+        // A pair sysfs does not list (a device further down): read once, nothing new.
+        let pv3 = DevT::new(252, 3);
+        c.restack_with(pv3.0, lv(&[]).dev.0, |_| Some(lv(&[pv1, pv2])), &mut ne);
+        c.restack_with(pv3.0, lv(&[]).dev.0, |_| panic!("read again"), &mut ne);
+        assert_eq!(ne.devices.len(), 1);
+        // Gone from sysfs, or an upper device not known: nothing.
+        c.restack_with(DevT::new(252, 4).0, lv(&[]).dev.0, |_| None, &mut ne);
+        c.restack_with(pv1.0, DevT::new(253, 9).0, |_| panic!("read"), &mut ne);
+        assert_eq!(ne.devices.len(), 1);
+        // Through an event: the upper device's entry is a new entry beside the event.
+        let mut c = Converter::new(&[lv(&[pv1])], MountTable::default());
+        c.devices.insert(pv2.0, lv(&[]));
+        let mut r = io(path_kind::RAWDEV, 17);
+        r.dev = pv2.0;
+        r.upper_dev = lv(&[]).dev.0;
+        r.upper_start_ns = 90;
+        c.io_record(&r, &mut ne);
+        assert_eq!(c.last_below, (pv2.0, lv(&[]).dev.0));
     }
 
     #[test]

@@ -444,6 +444,16 @@ if rec == "first" and os.path.exists(chain):
         info.get("kernel_release"), len(disc), sum(e["bytes"] for e in disc), zd, not_traced,
         "the run's last bio alone and the others counted wanted" if untraced else "every bio of the run wanted",
         left[0] if left else "nothing left in flight at the end"))
+grow = os.path.join(run, "grow.devs")
+if rec == "first" and os.path.exists(grow):
+    # A table reloaded onto one more device while recording: the device's entry names both,
+    # and the I/O it sent to the new one is below it.
+    g1, g2 = open(grow).read().split()
+    d = next((d for d in info["devices"] if d.get("label") == "iodgrow"), {})
+    sent = [e for e in evs if e["dev"] == devs.get(g2) and d and e.get("upper_dev") == d.get("dev")]
+    ok = sorted(d.get("stacked_on") or []) == sorted([g1, g2]) and len(sent) > 0
+    print(("PASS" if ok else "FAIL") + " stack.iodgrow-reload %s on %s in the device table (%s wanted after the reload); %d I/Os it sent to %s" % (
+        d.get("name"), ",".join(d.get("stacked_on") or []) or "-", ",".join([g1, g2]), len(sent), g2))
 thin = os.path.join(run, "thin.devs")
 if rec == "stack" and os.path.exists(thin):  # the thin device's line checks its data device
     t, pool = open(thin).read().split()
@@ -866,10 +876,14 @@ stack_suite() {
   # Before them, a discard of a whole 9 GiB zram device (nothing written, no memory used),
   # which goes down as a run of chained bios (zram takes up to 4 GiB a bio): kernels before
   # 5.12 never trace a chained bio's completion (stack_check ... first: chained).
-  local zf fm=$run/mnt-iodfirst f5=$run/mnt-iodf5 a b c fb fc fbm=$run/mnt-iodfbc zd
+  # Then a device-mapper table reloaded onto one more device while recording (lvextend):
+  # iodgrow, dm-linear on one zram device, written once (a second for the recorder to follow
+  # it), then on two, written past the first: its device table entry names both.
+  local zf fm=$run/mnt-iodfirst f5=$run/mnt-iodf5 a b c fb fc fbm=$run/mnt-iodfbc zd g1 g2
   if zram_dev && zf=$ZR && zram_dev && a=$ZR && zram_dev && b=$ZR && zram_dev && c=$ZR &&
     zram_dev && fb=$ZR && zram_dev && fc=$ZR && zram_dev 9G && zd=$ZR &&
-    echo "$zd $((9 << 30))" > "$run/chain.dev"; then
+    zram_dev 16M && g1=$ZR && zram_dev 16M && g2=$ZR &&
+    echo "$zd $((9 << 30))" > "$run/chain.dev" && echo "$g1 $g2" > "$run/grow.devs"; then
     # The first bcache device only where modules have BTF (not 5.10): what it checks beyond
     # the other bcache device is that bcache's layout is read when the device appears.
     local fbc=
@@ -879,6 +893,11 @@ stack_suite() {
       $(stack_io "$fbm") || exit 1
       $(bcache_miss_io "\$bd" "$fbm")"
     "$BIN" record -o "$run/first.iod" -- sh -c "blkdiscard /dev/$zd || exit 1
+      dmsetup create iodgrow --table '0 2048 linear /dev/$g1 0' && dmsetup mknodes 2>/dev/null
+      dd if=/dev/zero of=/dev/mapper/iodgrow bs=64k count=2 oflag=direct 2>/dev/null && sleep 1 &&
+        printf '0 2048 linear /dev/$g1 0\n2048 2048 linear /dev/$g2 0\n' | dmsetup reload iodgrow &&
+        dmsetup resume iodgrow &&
+        dd if=/dev/zero of=/dev/mapper/iodgrow bs=64k count=2 seek=16 oflag=direct 2>/dev/null || exit 1
       dmsetup create iodfirst --table '0 $FIRST_SECTORS linear /dev/$zf 0' || exit 1
       dmsetup mknodes 2>/dev/null; dm=
       for x in /sys/block/dm-*; do [ \"\$(cat \$x/dm/name)\" = iodfirst ] && dm=\${x##*/}; done
@@ -900,6 +919,7 @@ stack_suite() {
     BCACHE+=($(ls /sys/block/$fb/holders 2>/dev/null))
     bcache_stop
     dmsetup remove iodfirst 2>/dev/null
+    dmsetup remove iodgrow 2>/dev/null
     MDS+=($(md_of $a))
     md_stop
     [ "$MODE" = guest ] || stack_check "$run" first
@@ -1221,7 +1241,7 @@ stack_cleanup() {
   local n
   for n in iodlin iodcry iodr1 iodr0 iodr5 iodr6 iodlom iodstr iodthin iodcache iodbc iodmp iodlmp iodlate iodfirst iodf5; do umount "$OUT/stack/mnt-$n" 2>/dev/null; done
   bcache_stop
-  for n in iodlin iodcry iodlom iodstr iodthin iodpool iodcache iodmp iodlmp iodmp2 iodlate iodfirst; do dmsetup remove $n 2>/dev/null; done
+  for n in iodlin iodcry iodlom iodstr iodthin iodpool iodcache iodmp iodlmp iodmp2 iodlate iodfirst iodgrow; do dmsetup remove $n 2>/dev/null; done
   md_stop
 }
 
