@@ -376,7 +376,8 @@ pub fn chi_square_sf(chi2: f64, k: usize) -> f64 {
         return 1.0;
     }
     let x = chi2 / 2.0;
-    let (mut sum, mut term, first, terms) = if k % 2 == 0 {
+    let even = k.is_multiple_of(2);
+    let (mut sum, mut term, first, terms) = if even {
         (0.0, 1.0, 0.0, k / 2)
     } else {
         // The first term x^(1/2)/Γ(3/2), then each the previous times x/(i + ½).
@@ -387,7 +388,7 @@ pub fn chi_square_sf(chi2: f64, k: usize) -> f64 {
         sum += term;
         term *= x / (i as f64 + 1.0 + first);
     }
-    let head = if k % 2 == 0 { 0.0 } else { erfc(x.sqrt()) };
+    let head = if even { 0.0 } else { erfc(x.sqrt()) };
     (head + (-x).exp() * sum).clamp(0.0, 1.0)
 }
 
