@@ -261,6 +261,9 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     };
     // A file output replaces what was there only once the export succeeded.
     let mut file = None;
+    if a.output.as_os_str() != "-" {
+        iodump_output::check_not_input(&a.output, std::slice::from_ref(&a.file))?;
+    }
     let s = if a.output.as_os_str() == "-" {
         export(&r, fmt, filter.as_ref(), &mut std::io::stdout().lock())?
     } else {
@@ -690,6 +693,7 @@ fn json_cell(s: &str) -> serde_json::Value {
 }
 
 pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    iodump_output::check_not_input(&a.output, &a.files)?;
     if a.diff || (a.files.len() == 2 && !a.sections) {
         return run_report_diff(a);
     }
@@ -803,6 +807,7 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
     }
     // Refused before the work (plot() creates it once the aggregation is done).
     iodump_output::check(&a.output)?;
+    iodump_output::check_not_input(&a.output, std::slice::from_ref(&a.file))?;
     let t = open_trace(&a.file)?;
     let (name, r) = (t.name, t.reader);
     let kind = match a.kind {

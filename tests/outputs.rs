@@ -402,3 +402,102 @@ fn offline_outputs_never_follow_links_nor_replace_before_success() {
     }
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
 }
+
+/// No command writes over what it reads: `export`, `report` and `plot` refuse an output that
+/// is their input trace (by any name), or a part of the recording they read; `replay` refuses
+/// a target that is the trace it replays, even with `--allow-writes`. The input is untouched.
+#[test]
+fn an_input_is_never_overwritten() {
+    let d = TempDir::new("out-input");
+    let t = d.join("t.iod");
+    synth(&t, 500);
+    let trace_bytes = std::fs::read(&t).unwrap();
+    let same = d.0.join(".").join("t.iod");
+    let refused = |out: &std::process::Output, path: &Path| {
+        one_line_error(
+            out,
+            &format!("refusing to write {}: it is an input", path.display()),
+        );
+        assert!(
+            std::fs::read(&t).unwrap() == trace_bytes,
+            "the trace was changed"
+        );
+    };
+    for o in [&t, &same] {
+        refused(
+            &run(bin()
+                .arg("export")
+                .arg(&t)
+                .args(["--format", "csv", "-o"])
+                .arg(o)),
+            o,
+        );
+        refused(&run(bin().arg("report").arg(&t).arg("-o").arg(o)), o);
+        // The comparison's page too, whichever side the output is.
+        refused(
+            &run(bin().arg("report").arg(&t).arg(&t).arg("-o").arg(o)),
+            o,
+        );
+    }
+    // A trace named .svg is still a trace.
+    let svg = d.join("t.svg");
+    std::fs::copy(&t, &svg).unwrap();
+    one_line_error(
+        &run(bin()
+            .arg("plot")
+            .arg(&svg)
+            .args(["--kind", "iops", "-o"])
+            .arg(&svg)),
+        "it is an input of this command",
+    );
+    assert!(std::fs::read(&svg).unwrap() == trace_bytes);
+    // A part of a recording named by its directory.
+    let rec = d.join("rec");
+    ok(&run(bin()
+        .args([
+            "synth",
+            "--workload",
+            "oltp",
+            "--seed",
+            "3",
+            "--events",
+            "3000",
+        ])
+        .args(["--rotate", "100ms", "-o"])
+        .arg(format!("{}/", rec.display()))));
+    let parts = names_in(&rec);
+    assert!(parts.len() > 1, "{parts:?}");
+    let part = rec.join(&parts[0]);
+    let part_bytes = std::fs::read(&part).unwrap();
+    one_line_error(
+        &run(bin().arg("report").arg(&rec).arg("-o").arg(&part)),
+        &format!("(in {})", rec.display()),
+    );
+    assert!(
+        std::fs::read(&part).unwrap() == part_bytes,
+        "the part was changed"
+    );
+    // Beside the parts is fine.
+    ok(&run(bin()
+        .arg("report")
+        .arg(&rec)
+        .arg("-o")
+        .arg(rec.join("r.html"))));
+    // replay onto the trace itself.
+    for extra in [&[][..], &["--allow-writes", "--force"][..]] {
+        one_line_error(
+            &run(bin()
+                .arg("replay")
+                .arg(&t)
+                .arg("--target")
+                .arg(&same)
+                .arg("--no-stall")
+                .args(extra)),
+            "is the trace being replayed",
+        );
+        assert!(
+            std::fs::read(&t).unwrap() == trace_bytes,
+            "the trace was changed"
+        );
+    }
+}

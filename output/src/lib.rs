@@ -57,6 +57,16 @@ pub enum OutputError {
         /// Its owner.
         uid: u32,
     },
+    /// The path is one of the files the command reads (a trace, a part of a recording, a
+    /// Parquet file of a dataset): writing it would destroy the input.
+    IsInput {
+        /// The path given.
+        path: PathBuf,
+        /// The input it is (as the user named it: the file, or the directory holding it).
+        input: PathBuf,
+        /// `input` is a directory that holds it.
+        in_dir: bool,
+    },
     /// A system call failed.
     Io {
         /// The path given.
@@ -95,6 +105,22 @@ impl fmt::Display for OutputError {
                  choose another name",
                 path.display()
             ),
+            OutputError::IsInput {
+                path,
+                input,
+                in_dir,
+            } => {
+                write!(
+                    f,
+                    "refusing to write {}: it is an input of this command",
+                    path.display()
+                )?;
+                match (in_dir, path == input) {
+                    (true, _) => write!(f, " (in {})", input.display()),
+                    (false, false) => write!(f, " ({})", input.display()),
+                    (false, true) => Ok(()),
+                }
+            }
             OutputError::Io { path, what, .. } => {
                 write!(f, "cannot create {}: {what}", path.display())
             }
@@ -152,6 +178,60 @@ fn lstat(path: &Path) -> Result<Option<Metadata>, OutputError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err(path, "cannot inspect it")(e)),
     }
+}
+
+/// How deep [`check_not_input`] looks into an input directory (a Parquet dataset partitioned
+/// by host and date keeps its files three levels down).
+const INPUT_DEPTH: usize = 6;
+
+/// Refuses `out` when what is there now is one of the files `inputs` name: an input file
+/// itself (by device and inode, so another name of it, a hard link or `./x` for `x`, is
+/// caught), or a trace or Parquet file (`*.iod`, `*.parquet`) within an input directory,
+/// which is what a recording's or a dataset's reader reads. Other files in an input directory
+/// (a report written beside the parts) may be written. Nothing there: `Ok`.
+pub fn check_not_input(out: &Path, inputs: &[PathBuf]) -> Result<(), OutputError> {
+    let Ok(m) = std::fs::metadata(out) else {
+        return Ok(());
+    };
+    let id = (m.dev(), m.ino());
+    let is_input = |input: &Path, in_dir| OutputError::IsInput {
+        path: out.to_path_buf(),
+        input: input.to_path_buf(),
+        in_dir,
+    };
+    for input in inputs {
+        let Ok(im) = std::fs::metadata(input) else {
+            continue;
+        };
+        if (im.dev(), im.ino()) == id {
+            return Err(is_input(input, false));
+        }
+        if im.is_dir() && m.is_file() && holds(input, id, INPUT_DEPTH) {
+            return Err(is_input(input, true));
+        }
+    }
+    Ok(())
+}
+
+/// True when directory `dir` holds, within `depth` levels (links not followed), a `*.iod` or
+/// `*.parquet` file that is `id` (device, inode).
+fn holds(dir: &Path, id: (u64, u64), depth: usize) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    for e in entries.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        let name = e.file_name();
+        let name = name.as_bytes();
+        if ft.is_file() && (name.ends_with(b".iod") || name.ends_with(b".parquet")) {
+            if e.metadata().is_ok_and(|m| (m.dev(), m.ino()) == id) {
+                return true;
+            }
+        } else if ft.is_dir() && depth > 1 && holds(&e.path(), id, depth - 1) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Checks that `path` may be written as an output file: nothing is there, or a regular file
@@ -399,6 +479,47 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn an_input_is_never_an_output() {
+        let d = Dir::new("input");
+        let t = d.0.join("t.iod");
+        std::fs::write(&t, "trace").unwrap();
+        // The file itself, by another name, by a hard link.
+        for same in [t.clone(), d.0.join(".").join("t.iod"), d.0.join("link.iod")] {
+            if same.ends_with("link.iod") {
+                std::fs::hard_link(&t, &same).unwrap();
+            }
+            let e = check_not_input(&same, std::slice::from_ref(&t)).unwrap_err();
+            assert!(matches!(e, OutputError::IsInput { .. }), "{e}");
+            assert!(
+                e.to_string().contains("it is an input of this command"),
+                "{e}"
+            );
+        }
+        // A part of a recording, or a Parquet file of a dataset, named by its directory.
+        let rec = d.0.join("rec");
+        std::fs::create_dir_all(rec.join("io/host=a")).unwrap();
+        let part = rec.join("iodump-20261207T000000.000Z-000001.iod");
+        let pq = rec.join("io/host=a/part-0.parquet");
+        for f in [&part, &pq] {
+            std::fs::write(f, "x").unwrap();
+            let e = check_not_input(f, std::slice::from_ref(&rec)).unwrap_err();
+            assert!(
+                e.to_string().ends_with(&format!("(in {})", rec.display())),
+                "{e}"
+            );
+        }
+        // Other files beside the parts, other paths, nothing there: writable.
+        let beside = rec.join("report.html");
+        std::fs::write(&beside, "old report").unwrap();
+        let elsewhere = d.0.join("u.iod");
+        std::fs::write(&elsewhere, "another trace").unwrap();
+        let inputs = [t.clone(), rec.clone()];
+        for ok in [&beside, &elsewhere, &d.0.join("none.iod")] {
+            check_not_input(ok, &inputs).unwrap();
+        }
     }
 
     #[test]

@@ -78,6 +78,11 @@ pub enum ReplayError {
         /// The trace's devices.
         available: String,
     },
+    /// A target is the trace being replayed (or one of its parts).
+    TargetIsTrace {
+        /// The target.
+        path: PathBuf,
+    },
     /// Nothing is left to replay (everything filtered, skipped or unmapped).
     NothingToReplay {
         /// Why, in words.
@@ -225,6 +230,11 @@ impl fmt::Display for ReplayError {
             ReplayError::UnknownDevice { spec, available } => write!(
                 f,
                 "--map {spec}: the trace has no such device (it has: {available})"
+            ),
+            ReplayError::TargetIsTrace { path } => write!(
+                f,
+                "refusing to replay onto {}: it is the trace being replayed",
+                path.display()
             ),
             ReplayError::NothingToReplay { why } => write!(f, "nothing to replay: {why}"),
             ReplayError::TooMuchMemory {

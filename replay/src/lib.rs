@@ -184,6 +184,11 @@ fn open_targets(cfg: &ReplayConfig, reader: &Reader) -> Result<Targets, ReplayEr
         if let Some(&i) = index_of.get(p) {
             return Ok(i);
         }
+        // Replaying onto the trace itself would overwrite it (with --allow-writes) or read
+        // back a file as if it were a disk: refused whatever the flags.
+        if iodump_output::check_not_input(p, std::slice::from_ref(&cfg.trace)).is_err() {
+            return Err(ReplayError::TargetIsTrace { path: p.clone() });
+        }
         targets.push(Target::open(p, oo)?);
         let i = (targets.len() - 1) as u16;
         index_of.insert(p.clone(), i);
@@ -228,9 +233,6 @@ fn buffer_slots(plan: &Plan, memory_limit_bytes: u64) -> Result<u32, ReplayError
     Ok(slots)
 }
 
-/// The recording at `path`: a trace file (one part of a recording in parts is that part
-/// alone), or a directory that holds one recording (`record -o DIR/ --rotate …`: its parts
-/// read as one trace).
 /// `MemAvailable` of /proc/meminfo, when it can be read.
 fn mem_available_bytes() -> Option<u64> {
     let m = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -244,6 +246,9 @@ fn mem_available_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The recording at `path`: a trace file (one part of a recording in parts is that part
+/// alone), or a directory that holds one recording (`record -o DIR/ --rotate …`: its parts
+/// read as one trace).
 fn open_recording(path: &std::path::Path) -> Result<Reader, ReplayError> {
     let mut traces = iodump_format::recording::open_traces(&[path.to_path_buf()]).map_err(|e| {
         ReplayError::Trace {
