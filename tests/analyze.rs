@@ -1333,6 +1333,116 @@ fn listings_of_several_traces_name_the_trace() {
     }
 }
 
+/// The `events` figure of `analyze --summary --format json`.
+fn events(summary: &[serde_json::Value]) -> u64 {
+    summary
+        .iter()
+        .find(|r| r["metric"] == "events")
+        .and_then(|r| r["value"].as_u64())
+        .expect("an events figure")
+}
+
+/// Traces of one file name in different directories are two traces (named by their paths),
+/// on every engine and once converted into one dataset; a file named twice is read once; two
+/// datasets that both hold a trace of one name are refused rather than added together.
+#[test]
+fn traces_of_one_name_stay_apart_and_a_file_counts_once() {
+    let d = common::TempDir::new("analyze-same-name");
+    for h in ["h1", "h2"] {
+        std::fs::create_dir(d.join(h)).unwrap();
+    }
+    let (a, b) = (d.join("h1").join("run.iod"), d.join("h2").join("run.iod"));
+    renamed_trace(&a, "db1", 500);
+    renamed_trace(&b, "db2", 500);
+    let pq = d.join("pq");
+    common::ok(&run(bin()
+        .arg("convert")
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&pq)));
+    let csv = |inputs: &[&PathBuf], q: &str, engine: &str| -> String {
+        let out = run(bin()
+            .arg("analyze")
+            .args(inputs)
+            .args([q, "--format", "csv", "--engine", engine]));
+        common::ok(&out);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (na, nb) = (a.display().to_string(), b.display().to_string());
+    for engine in ["one-pass", "polars"] {
+        for inputs in [&[&a, &b][..], &[&pq][..]] {
+            let what = format!("{inputs:?} {engine}");
+            let procs = csv(inputs, "--top-procs", engine);
+            let lines: Vec<&str> = procs.lines().collect();
+            assert!(lines[0].starts_with("trace,pid,comm,"), "{what}: {procs}");
+            assert!(
+                lines[1].starts_with(&format!("{na},500,postgres,8,")),
+                "{what}: {procs}"
+            );
+            assert!(
+                lines[2].starts_with(&format!("{nb},500,postgres,8,")),
+                "{what}: {procs}"
+            );
+            let summary = common::analyze_rows(inputs, &["--summary", "--engine", engine]);
+            let one = common::analyze_rows(&[&a], &["--summary", "--engine", engine]);
+            assert_eq!(events(&summary), events(&one) * 2, "{what}");
+        }
+        // One file, named twice.
+        let same = d.join("h1").join(".").join("run.iod");
+        let once = common::analyze_rows(&[&a], &["--summary", "--engine", engine]);
+        let twice = common::analyze_rows(&[&a, &same], &["--summary", "--engine", engine]);
+        assert_eq!(events(&once), events(&twice), "{engine}");
+        let pq_twice =
+            common::analyze_rows(&[&pq, &pq.join(".")], &["--summary", "--engine", engine]);
+        assert_eq!(events(&pq_twice), events(&once) * 2, "{engine}");
+    }
+    // Each converted alone: both datasets hold a trace named run.iod.
+    let (pa, pb) = (d.join("pa"), d.join("pb"));
+    common::ok(&run(bin().arg("convert").arg(&a).arg("-o").arg(&pa)));
+    common::ok(&run(bin().arg("convert").arg(&b).arg("-o").arg(&pb)));
+    common::one_line_error(
+        &run(bin().arg("analyze").arg(&pa).arg(&pb)),
+        "both hold a trace named \"run.iod\"",
+    );
+}
+
+/// `convert` into a directory holding a dataset it would not replace entirely (the other
+/// layout, partitions of another host) is refused and leaves the old dataset whole; the same
+/// conversion again replaces it; a dataset holding a table in both layouts is refused.
+#[test]
+fn convert_never_leaves_an_old_dataset_beside_the_new() {
+    let d = common::TempDir::new("convert-again");
+    let (a, b) = (d.join("db1.iod"), d.join("db2.iod"));
+    renamed_trace(&a, "db1", 500);
+    renamed_trace(&b, "db2", 500);
+    let convert = |t: &Path, ds: &Path, by: &[&str]| {
+        run(bin().arg("convert").arg(t).arg("-o").arg(ds).args(by))
+    };
+    let by_host = ["--partition-by", "host"];
+    let (flat, parted) = (d.join("flat"), d.join("parted"));
+    common::ok(&convert(&a, &flat, &[]));
+    common::ok(&convert(&a, &flat, &[]));
+    common::ok(&convert(&a, &parted, &by_host));
+    common::ok(&convert(&a, &parted, &by_host));
+    let want = events(&common::analyze_rows(&[&a], &["--summary"]));
+    for (ds, by) in [(&flat, &by_host[..]), (&parted, &[][..])] {
+        common::one_line_error(&convert(&b, ds, by), "would not replace entirely");
+        assert_eq!(events(&common::analyze_rows(&[ds], &["--summary"])), want);
+    }
+    // Another host's partitions only: db1's would stay.
+    common::one_line_error(&convert(&b, &parted, &by_host), "host=db1");
+    let rows = common::analyze_rows(&[&parted], &["--top-procs"]);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // Made by hand: both layouts in one directory.
+    std::fs::create_dir(flat.join("io")).unwrap();
+    std::fs::copy(flat.join("io.parquet"), flat.join("io").join("part-0.parquet")).unwrap();
+    common::one_line_error(
+        &run(bin().arg("analyze").arg(&flat)),
+        "holds the io table both flat",
+    );
+}
+
 #[test]
 fn a_trace_without_its_footer_gives_the_same_answers() {
     // Cut where the footer starts: every chunk before it is intact, as in a trace still being

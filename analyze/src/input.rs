@@ -2,6 +2,7 @@
 //! in parts (`iodump record -o DIR/ --rotate`), or Parquet datasets (`iodump convert`). The
 //! parts of one recording are one trace, whether named by their directory or file by file.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use iodump_format::recording::{open_traces, trace_files_in};
@@ -111,9 +112,26 @@ impl InputPath {
         }
         let mut out = Vec::new();
         let mut traces = traces.into_iter();
+        // Each dataset once, however it was named; (device, inode) and the traces it holds.
+        let mut datasets: Vec<((u64, u64), &Path, Vec<String>)> = Vec::new();
         for p in paths {
             if p.is_dir() && !is_trace_dir(p) {
                 check_dataset(p)?;
+                let id = std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+                if id.is_some_and(|id| datasets.iter().any(|(d, _, _)| *d == id)) {
+                    continue;
+                }
+                let names = dataset_trace_names(p)?;
+                for (_, first, theirs) in &datasets {
+                    if let Some(trace) = names.iter().find(|n| theirs.contains(n)) {
+                        return Err(AnalyzeError::TraceInTwoDatasets {
+                            trace: trace.clone(),
+                            first: first.to_path_buf(),
+                            second: p.clone(),
+                        });
+                    }
+                }
+                datasets.push((id.unwrap_or_default(), p, names));
                 out.push(InputPath::Parquet(p.clone()));
             } else if let Some(t) = traces.next() {
                 out.push(t);
@@ -209,6 +227,22 @@ impl InputPath {
 /// wrongly.
 pub const DATASET_TABLES: [&str; 5] = ["io", "processes", "files", "devices", "losses"];
 
+/// The names of the traces a dataset holds (those its devices and processes tables name).
+fn dataset_trace_names(dir: &Path) -> Result<Vec<String>, AnalyzeError> {
+    let mut names: Vec<String> = crate::parquet_input::devices_table(dir)?
+        .into_iter()
+        .map(|d| d.trace)
+        .chain(
+            crate::parquet_input::processes_table(dir)?
+                .into_iter()
+                .map(|p| p.trace),
+        )
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
 /// Checks that directory `dir` (not a recording's) is a dataset with every table of
 /// [`DATASET_TABLES`].
 fn check_dataset(dir: &Path) -> Result<(), AnalyzeError> {
@@ -217,6 +251,20 @@ fn check_dataset(dir: &Path) -> Result<(), AnalyzeError> {
         return Err(AnalyzeError::NotAnInput {
             path: dir.to_path_buf(),
         });
+    }
+    // One layout: a table both flat and partitioned would be read flat, the rest ignored.
+    let files = crate::to_parquet::table_files(dir);
+    for (f, flat) in &files {
+        let table = f.file_stem().map(|t| t.to_string_lossy().into_owned());
+        if let Some(table) = table.filter(|_| *flat) {
+            let sub = dir.join(&table);
+            if files.iter().any(|(g, flat)| !flat && g.starts_with(&sub)) {
+                return Err(AnalyzeError::MixedLayouts {
+                    dir: dir.to_path_buf(),
+                    table,
+                });
+            }
+        }
     }
     match DATASET_TABLES.into_iter().find(|t| !has(t)) {
         Some(table) => Err(AnalyzeError::IncompleteDataset {

@@ -92,6 +92,16 @@ pub enum AnalyzeError {
     },
     /// Traces and Parquet directories given together.
     MixedInputs,
+    /// Two Parquet datasets hold a trace of the same name: a trace is told from another by
+    /// its name, so their processes and files would be added together.
+    TraceInTwoDatasets {
+        /// The trace's name.
+        trace: String,
+        /// The first dataset that holds it.
+        first: std::path::PathBuf,
+        /// The other.
+        second: std::path::PathBuf,
+    },
     /// A device asked for (`analyze -d`) that no input has.
     UnknownDevice {
         /// The name asked for.
@@ -164,6 +174,22 @@ pub enum AnalyzeError {
         /// The library's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// `iodump convert` into a directory that holds a dataset it would not replace entirely
+    /// (of the other layout, or with partitions of other hosts or dates): the old files would
+    /// stay in the new dataset.
+    StaleDataset {
+        /// The output directory.
+        dir: std::path::PathBuf,
+        /// A file of the old dataset that would stay.
+        file: std::path::PathBuf,
+    },
+    /// A dataset holding a table both flat (`TABLE.parquet`) and partitioned (`TABLE/`).
+    MixedLayouts {
+        /// The dataset's directory.
+        dir: std::path::PathBuf,
+        /// The table.
+        table: String,
+    },
     /// Writing the output failed.
     Write {
         /// What was being written.
@@ -220,6 +246,31 @@ impl fmt::Display for AnalyzeError {
                  the traces again with this iodump",
                 file.display(),
                 layout::LAYOUT
+            ),
+            AnalyzeError::TraceInTwoDatasets {
+                trace,
+                first,
+                second,
+            } => write!(
+                f,
+                "{} and {} both hold a trace named {trace:?} (the same recording converted \
+                 twice?): give one of them, or convert the traces into one dataset",
+                first.display(),
+                second.display()
+            ),
+            AnalyzeError::StaleDataset { dir, file } => write!(
+                f,
+                "{} holds a dataset this conversion would not replace entirely ({} would stay): \
+                 convert into a new directory, or remove the old dataset first",
+                dir.display(),
+                file.display()
+            ),
+            AnalyzeError::MixedLayouts { dir, table } => write!(
+                f,
+                "{} holds the {table} table both flat ({table}.parquet) and partitioned \
+                 ({table}/): a dataset has one layout; convert the traces again into a new \
+                 directory",
+                dir.display()
             ),
             AnalyzeError::MixedInputs => f.write_str(
                 "give either .iod traces or directories written by `iodump convert`, not both",

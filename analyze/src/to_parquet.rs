@@ -378,6 +378,11 @@ pub fn convert_with_progress(
 ) -> Result<ConvertSummary, AnalyzeError> {
     // The directory: never through a link, never another user's.
     iodump_output::check_dir(dir)?;
+    // A dataset of the other layout there would be left beside the new one (and read instead
+    // of it): refused before any work.
+    if let Some(old) = table_files(dir).into_iter().find(|(_, flat)| *flat == part.any()) {
+        return Err(stale_dataset(dir, &old.0));
+    }
     create_dir(dir)?;
     let mut c = Conversion {
         dir,
@@ -561,10 +566,62 @@ impl Conversion<'_> {
 
     /// Every table is complete: now they replace what was there.
     fn commit(mut self) -> Result<ConvertSummary, AnalyzeError> {
+        // A table file there that no new file replaces (a partition of another host or
+        // date) would stay in the dataset: refused, and the new files are removed.
+        let new: Vec<&Path> = self.pending.iter().map(OutputFile::path).collect();
+        if let Some((old, _)) = table_files(self.dir)
+            .into_iter()
+            .find(|(f, _)| !new.contains(&f.as_path()))
+        {
+            return Err(stale_dataset(self.dir, &old));
+        }
         for o in &mut self.pending {
             o.commit()?;
         }
         Ok(self.summary)
+    }
+}
+
+/// The tables a dataset may hold.
+const TABLES: [&str; 6] = ["io", "processes", "files", "devices", "losses", "cgroups"];
+
+/// The table files of a dataset in `dir`, flat (`TABLE.parquet`: `true`) or partitioned
+/// (`TABLE/…/*.parquet`: `false`); links are not followed, hidden files are left out.
+pub(crate) fn table_files(dir: &Path) -> Vec<(PathBuf, bool)> {
+    let mut out = Vec::new();
+    for t in TABLES {
+        let flat = dir.join(format!("{t}.parquet"));
+        if std::fs::symlink_metadata(&flat).is_ok() {
+            out.push((flat, true));
+        }
+        let mut stack = vec![dir.join(t)];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let Ok(ft) = e.file_type() else { continue };
+                // Hidden: an output's temporary file (of this conversion, or of one killed).
+                if e.file_name().as_encoded_bytes().starts_with(b".") {
+                    continue;
+                }
+                let p = e.path();
+                if ft.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "parquet") {
+                    out.push((p, false));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn stale_dataset(dir: &Path, file: &Path) -> AnalyzeError {
+    AnalyzeError::StaleDataset {
+        dir: dir.to_path_buf(),
+        file: file.to_path_buf(),
     }
 }
 

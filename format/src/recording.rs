@@ -225,9 +225,19 @@ pub fn open_traces(paths: &[PathBuf]) -> Result<Vec<TraceInput>, InputError> {
 fn open_files(files: Vec<(PathBuf, bool)>) -> Result<Vec<TraceInput>, InputError> {
     let mut opened: Vec<Option<Opened>> = Vec::new();
     let count = files.len();
+    // Each file once, however it was named (`x.iod`, `./x.iod`, a directory and a part in
+    // it, a hard link): by device and inode where it can be stat'ed.
+    let mut ids: Vec<(u64, u64)> = Vec::new();
     for (f, listed) in files {
         if opened.iter().flatten().any(|o| o.path == f) {
             continue;
+        }
+        if let Ok(m) = std::fs::metadata(&f) {
+            use std::os::unix::fs::MetadataExt;
+            if ids.contains(&(m.dev(), m.ino())) {
+                continue;
+            }
+            ids.push((m.dev(), m.ino()));
         }
         let reader = match Reader::open_one_of(&f, count) {
             Ok(r) => r,
@@ -278,7 +288,35 @@ fn open_files(files: Vec<(PathBuf, bool)>) -> Result<Vec<TraceInput>, InputError
             reader: Reader::concat(readers),
         });
     }
+    unique_names(&mut out);
     Ok(out)
+}
+
+/// Makes the traces' names unique: a trace is told from the others by its name (the `trace`
+/// column of the Parquet tables, the key of its processes and files), so two traces of one
+/// file name in different directories (`host1/run.iod`, `host2/run.iod`) are named by their
+/// paths as given, and any left equal get ` #2`, ` #3`.
+fn unique_names(traces: &mut [TraceInput]) {
+    let clashes = |traces: &[TraceInput], i: usize| {
+        traces
+            .iter()
+            .enumerate()
+            .any(|(j, t)| j != i && t.name == traces[i].name)
+    };
+    let by_path: Vec<bool> = (0..traces.len()).map(|i| clashes(traces, i)).collect();
+    for (t, by_path) in traces.iter_mut().zip(by_path) {
+        if by_path {
+            t.name = t.files[0].display().to_string();
+        }
+    }
+    for i in 0..traces.len() {
+        let mut n = 1;
+        while traces[..i].iter().any(|t| t.name == traces[i].name) {
+            n += 1;
+            let base = traces[i].files[0].display().to_string();
+            traces[i].name = format!("{base} #{n}");
+        }
+    }
 }
 
 /// A file named, opened, with the recording and part its header names.
@@ -350,6 +388,63 @@ mod tests {
         };
         assert_eq!(e.path, gone);
         assert!(e.source.is_not_found());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file named twice (`x.iod`, `./x.iod`, a hard link) is one trace; two traces of one
+    /// file name in different directories get their paths as names.
+    #[test]
+    fn a_file_is_one_trace_and_names_are_unique() {
+        let dir = std::env::temp_dir().join(format!("iodump-names-{}", std::process::id()));
+        let (h1, h2) = (dir.join("h1"), dir.join("h2"));
+        for d in [&h1, &h2] {
+            std::fs::create_dir_all(d).unwrap();
+            let w = crate::Writer::new(
+                std::fs::File::create(d.join("run.iod")).unwrap(),
+                &crate::Header::default(),
+                crate::WriterOptions::default(),
+            )
+            .unwrap();
+            w.finish(crate::EndInfo::default()).unwrap();
+        }
+        let (a, b) = (h1.join("run.iod"), h2.join("run.iod"));
+        let link = h1.join("link.iod");
+        std::fs::hard_link(&a, &link).unwrap();
+        let named = |v: &[PathBuf]| {
+            let files = v.iter().map(|p| (p.clone(), false)).collect();
+            let names: Vec<String> = open_files(files)
+                .unwrap()
+                .into_iter()
+                .map(|t| t.name)
+                .collect();
+            names
+        };
+        assert_eq!(
+            named(&[a.clone(), h1.join(".").join("run.iod"), link]),
+            ["run.iod"]
+        );
+        assert_eq!(
+            named(&[a.clone(), b.clone()]),
+            [a.display().to_string(), b.display().to_string()]
+        );
+        let mut two = vec![
+            TraceInput {
+                name: "x".into(),
+                files: vec![a.clone()],
+                recording: None,
+                parts: Vec::new(),
+                reader: Reader::open(&a).unwrap(),
+            },
+            TraceInput {
+                name: "x".into(),
+                files: vec![a.clone()],
+                recording: None,
+                parts: Vec::new(),
+                reader: Reader::open(&a).unwrap(),
+            },
+        ];
+        unique_names(&mut two);
+        assert_eq!(two[1].name, format!("{} #2", a.display()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
