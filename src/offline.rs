@@ -97,9 +97,9 @@ pub struct AnalyzeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: TableFormat,
-    /// Most rows shown (0: all).
-    #[arg(long, default_value_t = 20)]
-    pub limit: usize,
+    /// Most rows shown by --top-files, --top-procs and --seq-writes (0: all; default 20).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
     /// Query engine: `one-pass` answers every query but --sql while reading the input once
     /// (little memory); `polars` loads every I/O into a polars table first (what --sql uses;
     /// about 450 bytes per I/O). Both give the same rows.
@@ -313,11 +313,15 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             damaged.len()
         );
     }
-    if filter.is_some() && s.events == 0 && s.skipped == 0 && s.lower == 0 {
-        eprintln!(
-            "iodump: warning: --filter keeps no I/O of {}: the export holds none",
-            a.file.display()
-        );
+    if s.events == 0 && s.skipped == 0 && s.lower == 0 {
+        if filter.is_some() {
+            eprintln!(
+                "iodump: warning: --filter keeps no I/O of {}: the export holds none",
+                a.file.display()
+            );
+        } else if damaged.is_empty() {
+            warn_no_io(false, &a.file.display().to_string());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -448,10 +452,17 @@ fn analyze_query(a: &AnalyzeArgs) -> anyhow::Result<iodump_analyze::Query> {
     use iodump_analyze::{Engine, Question};
     let filter = analyze_filter(a)?;
     // 0: every row, as diff's and top's --limit 0.
-    let limit = match a.limit {
+    let limit = match a.limit.unwrap_or(20) {
         0 => u32::MAX as usize,
         n => n,
     };
+    // The other questions show every row they have: a limit given to them would be ignored.
+    if a.limit.is_some() && !(a.top_files || a.top_procs || a.seq_writes) {
+        usage_bail!(
+            "--limit applies to --top-files, --top-procs and --seq-writes (the other questions \
+             show every row; --sql: LIMIT in the query)"
+        );
+    }
     // The flags of the questions are exclusive (clap group "query").
     let question = if a.top_files {
         let by = match a.by {

@@ -130,6 +130,15 @@ fn summary_and_bad_input() {
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     let out = run(bin().args(["analyze", "/nonexistent.iod"]));
     assert_eq!(out.status.code(), Some(1));
+    // --limit where it would be ignored: said, not ignored.
+    for q in ["--summary", "--latency", "--timeline", "--seek"] {
+        common::usage_error(
+            &run(bin()
+                .args(["analyze", q, "--limit", "2"])
+                .arg(fixture("oltp-5k.iod"))),
+            "--limit applies to --top-files, --top-procs and --seq-writes",
+        );
+    }
 }
 
 #[test]
@@ -1436,7 +1445,11 @@ fn convert_never_leaves_an_old_dataset_beside_the_new() {
     assert_eq!(rows.len(), 2, "{rows:?}");
     // Made by hand: both layouts in one directory.
     std::fs::create_dir(flat.join("io")).unwrap();
-    std::fs::copy(flat.join("io.parquet"), flat.join("io").join("part-0.parquet")).unwrap();
+    std::fs::copy(
+        flat.join("io.parquet"),
+        flat.join("io").join("part-0.parquet"),
+    )
+    .unwrap();
     common::one_line_error(
         &run(bin().arg("analyze").arg(&flat)),
         "holds the io table both flat",
@@ -1555,6 +1568,19 @@ fn an_answer_of_no_io_says_why() {
         "{err}"
     );
     assert!(err.contains("of A (") && err.contains("of B ("), "{err}");
+    // export of a trace without I/O: the warning analyze and convert give.
+    let empty = d.join("empty.iod");
+    ok(&run(bin()
+        .args(["synth", "--events", "0", "--workload", "oltp", "-o"])
+        .arg(&empty)));
+    let out = run(bin()
+        .arg("export")
+        .arg(&empty)
+        .args(["--format", "csv", "-o"])
+        .arg(d.join("empty.csv")));
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("empty.iod holds no I/O"), "{err}");
 }
 
 /// Names as a hostile user can make them: a file name, a command name and a command line
@@ -1847,10 +1873,14 @@ fn a_recording_of_more_parts_than_open_files() {
     ok(&o);
     let info = String::from_utf8_lossy(&o.stdout);
     assert!(info.contains("60,000"), "{info}");
-    for q in [&["--top-files"][..], &["--summary"], &["--latency"]] {
+    for q in [
+        &["--top-files", "--limit", "0"][..],
+        &["--summary"],
+        &["--latency"],
+    ] {
         let mut args = vec!["analyze"];
         args.extend_from_slice(q);
-        args.extend(["--format", "json", "--limit", "0"]);
+        args.extend(["--format", "json"]);
         let (a, b) = (limited(&args, &one), limited(&args, &dir));
         ok(&a);
         ok(&b);

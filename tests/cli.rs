@@ -512,6 +512,56 @@ fn events_read(cmd: &str, out: &Output, d: &TempDir, name: &str) -> u64 {
     }
 }
 
+/// A FIFO (or a device) given as a trace is refused at once with one line: opening a FIFO
+/// waited for a writer for ever, and `diff` hung even with one.
+#[test]
+fn a_fifo_is_refused_not_waited_on() {
+    let d = TempDir::new("fifo");
+    let good = d.join("good.iod");
+    synth(&good, 300, "oltp", 3);
+    let fifo = d.join("f.iod");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let commands: [Vec<&std::ffi::OsStr>; 5] = [
+        vec!["info".as_ref(), fifo.as_ref()],
+        vec!["analyze".as_ref(), fifo.as_ref()],
+        vec!["diff".as_ref(), good.as_ref(), fifo.as_ref()],
+        vec![
+            "diff".as_ref(),
+            "--replay".as_ref(),
+            fifo.as_ref(),
+            good.as_ref(),
+        ],
+        vec!["info".as_ref(), "/dev/null".as_ref()],
+    ];
+    for args in commands {
+        let mut child = bin()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(30) {
+                child.kill().unwrap();
+                panic!("{args:?}: still waiting after 30 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let what = if args.contains(&"/dev/null".as_ref()) {
+            "is a device"
+        } else {
+            "is a FIFO"
+        };
+        one_line_error(&out, what);
+    }
+}
+
 /// Bad input to every command that reads traces (missing file, directory, empty file, random
 /// bytes, truncations, bit flips, swapped chunks, two traces concatenated): never a panic, a
 /// failure is exit 1 with one error line, and no command reads more events than the trace has.

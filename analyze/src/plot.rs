@@ -448,6 +448,23 @@ where
     Ok(())
 }
 
+/// True when `name` is the kernel's name of a partition of disk `disk` (`sda1` of `sda`,
+/// `nvme0n1p2` of `nvme0n1`).
+fn is_partition_name(name: &str, disk: &str) -> bool {
+    let Some(rest) = name.strip_prefix(disk) else {
+        return false;
+    };
+    let rest = if disk.ends_with(|c: char| c.is_ascii_digit()) {
+        match rest.strip_prefix('p') {
+            Some(r) => r,
+            None => return false,
+        }
+    } else {
+        rest
+    };
+    !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())
+}
+
 fn offset<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     rep: &TraceReport,
@@ -457,25 +474,42 @@ where
     DB::ErrorType: 'static,
 {
     let d = match device {
-        Some(name) => rep
-            .agg
-            .devices
-            .iter()
-            .find(|d| {
-                rep.device_name(d.dev) == name || iodump_format::DevT(d.dev).to_string() == name
-            })
-            .ok_or_else(|| AnalyzeError::Plot {
-                message: format!(
-                    "{}: no I/O on device {name} (devices: {})",
-                    rep.name,
-                    rep.agg
+        Some(name) => {
+            rep.agg
+                .devices
+                .iter()
+                .find(|d| {
+                    rep.device_name(d.dev) == name || iodump_format::DevT(d.dev).to_string() == name
+                })
+                .ok_or_else(|| {
+                    let names: Vec<String> = rep
+                        .agg
                         .devices
                         .iter()
                         .map(|d| rep.device_name(d.dev))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })?,
+                        .collect();
+                    // A disk's partitions are devices of their own, with offsets of their own.
+                    let parts: Vec<&String> = names
+                        .iter()
+                        .filter(|n| is_partition_name(n, name))
+                        .collect();
+                    let message = if parts.is_empty() {
+                        format!(
+                            "{}: no I/O on device {name} (devices: {})",
+                            rep.name,
+                            names.join(", ")
+                        )
+                    } else {
+                        format!(
+                        "{}: no I/O on device {name} itself; its partitions, each plotted on its \
+                         own, have some: {}",
+                        rep.name,
+                        parts.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+                    )
+                    };
+                    AnalyzeError::Plot { message }
+                })?
+        }
         None => rep
             .offset_devices()
             .into_iter()
@@ -682,6 +716,25 @@ mod tests {
     #[test]
     fn the_embedded_font_parses() {
         assert!(plotters::style::register_font("iodump-test", FontStyle::Normal, FONT).is_ok());
+    }
+
+    #[test]
+    fn partition_names() {
+        for (name, disk) in [
+            ("sda1", "sda"),
+            ("nvme0n1p2", "nvme0n1"),
+            ("mmcblk0p1", "mmcblk0"),
+        ] {
+            assert!(is_partition_name(name, disk), "{name} of {disk}");
+        }
+        for (name, disk) in [
+            ("sdab", "sda"),
+            ("sda", "sda"),
+            ("nvme0n10", "nvme0n1"),
+            ("sdb1", "sda"),
+        ] {
+            assert!(!is_partition_name(name, disk), "{name} of {disk}");
+        }
     }
 
     #[test]

@@ -380,7 +380,10 @@ pub fn convert_with_progress(
     iodump_output::check_dir(dir)?;
     // A dataset of the other layout there would be left beside the new one (and read instead
     // of it): refused before any work.
-    if let Some(old) = table_files(dir).into_iter().find(|(_, flat)| *flat == part.any()) {
+    if let Some(old) = table_files(dir)
+        .into_iter()
+        .find(|(_, flat)| *flat == part.any())
+    {
         return Err(stale_dataset(dir, &old.0));
     }
     create_dir(dir)?;

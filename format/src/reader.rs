@@ -447,16 +447,17 @@ impl Reader {
     /// Damage found on the way is recorded (see [`Reader::damage`]), not fatal.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader, ReadError> {
         let path = path.as_ref();
+        // Checked before opening: opening a FIFO waits for a writer, and a trace is read
+        // from its end (the footer), which only a regular file allows.
+        let kind = |m: &std::fs::Metadata| not_a_trace_file(path, m.file_type());
+        if let Ok(m) = std::fs::metadata(path) {
+            kind(&m)?;
+        }
         let f = File::open(path).map_err(io_err(format!("opening {}", path.display())))?;
         let meta = f
             .metadata()
             .map_err(io_err(format!("reading {}", path.display())))?;
-        if meta.is_dir() {
-            return Err(ReadError::Io {
-                context: format!("reading {}", path.display()),
-                source: io::Error::other("is a directory"),
-            });
-        }
+        kind(&meta)?;
         Reader::from_source(Source::File(f), meta.len())
     }
 
@@ -1330,6 +1331,28 @@ fn decode_framed(
         *b = &raw[a..z];
     }
     decode_columns(idx.rows, &blocks, seen, needed, out, scratch)
+}
+
+/// `Err` when a file of type `ft` cannot hold a trace: anything but a regular file.
+fn not_a_trace_file(path: &Path, ft: std::fs::FileType) -> Result<(), ReadError> {
+    use std::os::unix::fs::FileTypeExt;
+    let what = if ft.is_file() {
+        return Ok(());
+    } else if ft.is_dir() {
+        "is a directory"
+    } else if ft.is_fifo() {
+        "is a FIFO, not a trace file (a trace is read from its end: save it to a file first)"
+    } else if ft.is_socket() {
+        "is a socket, not a trace file"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "is a device, not a trace file"
+    } else {
+        "is not a regular file"
+    };
+    Err(ReadError::Io {
+        context: format!("reading {}", path.display()),
+        source: io::Error::other(what),
+    })
 }
 
 #[cfg(test)]
