@@ -273,6 +273,97 @@ fn a_file_with_doubled_latency_is_found() {
     assert!(lat[..5].iter().any(|r| r["name"] == name.as_str()));
 }
 
+/// How many I/Os each path id of the synthetic trace of `seed` has.
+fn ios_per_path(seed: u64) -> std::collections::HashMap<u32, u64> {
+    struct Count(std::collections::HashMap<u32, u64>);
+    impl SynthSink for Count {
+        type Error = ();
+        fn device(&mut self, _: &Device) -> Result<(), ()> {
+            Ok(())
+        }
+        fn process(&mut self, _: &Process) -> Result<(), ()> {
+            Ok(())
+        }
+        fn path(&mut self, _: &PathEntry) -> Result<(), ()> {
+            Ok(())
+        }
+        fn event(&mut self, e: &Event) -> Result<(), ()> {
+            *self.0.entry(e.path_id).or_default() += 1;
+            Ok(())
+        }
+        fn loss(&mut self, _: &Loss) -> Result<(), ()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(Default::default());
+    synth::generate(&params(seed), &mut c).unwrap();
+    c.0
+}
+
+#[test]
+fn percentiles_of_a_few_ios_are_not_tested() {
+    // Every file of one I/O ten times slower (latency and queue time): with one value there
+    // is no 95% interval of a percentile (p50 needs 8 I/Os each side, README), so no
+    // percentile row of such a file is tested, let alone significant. (A one-bin interval
+    // each gave p = 0 before: hundreds of such rows were significant.)
+    let d = TempDir::new("diff-few");
+    let single: std::collections::HashSet<u32> = ios_per_path(13)
+        .into_iter()
+        .filter(|&(p, n)| n == 1 && p > 0)
+        .map(|(p, _)| p)
+        .collect();
+    assert!(single.len() >= 10, "{} files of one I/O", single.len());
+    let a = write_edited(&d.join("a.iod"), 13, Vec::new(), |e| vec![*e]);
+    let b = write_edited(&d.join("b.iod"), 13, Vec::new(), |e| {
+        let mut e = *e;
+        if single.contains(&e.path_id) {
+            e.latency_ns *= 10;
+            e.queue_ns = e.queue_ns.map(|q| q * 10);
+        }
+        vec![e]
+    });
+    let rows = diff_rows(&a, &b, &["--group-by", "file"]);
+    // The files of one I/O on both sides (by name, as the diff matches them).
+    let ones: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["metric"] == "ios" && r["a"] == 1 && r["b"] == 1)
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    let mut slower = 0;
+    for name in &ones {
+        if find(&rows, "file", name, "mean_latency_us")["change_pct"].as_f64() > Some(800.0) {
+            slower += 1;
+        }
+        for r in rows.iter().filter(|r| r["name"] == *name) {
+            let m = r["metric"].as_str().unwrap();
+            if m.starts_with('p') && m.ends_with("_us") {
+                assert_eq!(r["test"], "quantile-ci", "{r}");
+                assert_eq!(
+                    (&r["significant"], &r["p_value"]),
+                    (&Value::Null, &Value::Null),
+                    "{r}"
+                );
+            }
+        }
+    }
+    assert!(
+        slower >= 10,
+        "{slower} of {} files of one I/O slower",
+        ones.len()
+    );
+    // The busiest files (thousands of I/Os) still have their percentiles tested.
+    let big = rows
+        .iter()
+        .filter(|r| r["metric"] == "ios")
+        .max_by_key(|r| r["a"].as_u64())
+        .unwrap();
+    assert!(big["a"].as_u64() >= Some(563), "{big}");
+    let big = big["name"].as_str().unwrap();
+    for m in ["p50_latency_us", "p99_latency_us"] {
+        assert_eq!(find(&rows, "file", big, m)["p_value"], 1.0);
+    }
+}
+
 #[test]
 fn an_added_process_and_a_slower_device_are_found() {
     let d = TempDir::new("diff-proc");
@@ -761,6 +852,13 @@ fn diff_replay_scores_a_synthetic_replay() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["matched_ios"], EVENTS);
     assert_eq!(v["issued_pct"], 100.0);
+    // A recording against itself is issued exactly on time (its UTC times, ~1.8e18 ns, were
+    // subtracted as doubles: 64 and 182 ns).
+    assert_eq!(
+        (&v["issue_error_p50_ns"], &v["issue_error_p99_ns"]),
+        (&Value::from(0.0), &Value::from(0.0)),
+        "{v}"
+    );
     one_line_error(
         &run(bin()
             .arg("diff")

@@ -512,7 +512,9 @@
     return t;
   }
   function summary(box, tr) {
-    var spanS = Math.max(tr.span_ns, 1) / 1e9, h = tr.header, lat = tr.latency;
+    // A rate over no time (one I/O, or all at one instant) is undefined: "-".
+    var spanS = tr.span_ns / 1e9, h = tr.header, lat = tr.latency;
+    var perS = function (v) { return spanS > 0 ? v / spanS : null; };
     var lostPct = tr.events + tr.lost_events ? (100 * tr.lost_events / (tr.events + tr.lost_events)).toFixed(3) + " %" : "0 %";
     var rows = [
       ["trace", tr.name + " (" + fmtBytes(tr.file_bytes) + ")"],
@@ -526,7 +528,8 @@
       ["I/Os", fmtNum(tr.events) + " (" + tr.events + ")"],
       ["lost events", tr.lost_events + " (" + lostPct + ")"],
       ["bytes", fmtBytes(tr.bytes)],
-      ["mean IOPS", fmtNum(tr.events / spanS)], ["mean throughput", fmtBytes(tr.bytes / spanS) + "/s"],
+      ["mean IOPS", fmtNum(perS(tr.events))],
+      ["mean throughput", spanS > 0 ? fmtBytes(perS(tr.bytes)) + "/s" : "-"],
       ["latency", "mean " + fmtNs(lat.mean_ns) + ", p50 " + fmtNs(lat.p50_ns) + ", p90 " + fmtNs(lat.p90_ns) + ", p99 " +
         fmtNs(lat.p99_ns) + ", p99.9 " + fmtNs(lat.p999_ns) + ", max " + fmtNs(lat.max_ns)],
       ["I/O errors", String(tr.errors)],

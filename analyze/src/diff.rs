@@ -508,7 +508,7 @@ pub struct Side {
     pub groups: HashMap<(Scope, String), Figures>,
     /// I/Os that passed the filter.
     pub events: u64,
-    /// From its first to its last I/O (at least 1 ns when it has any).
+    /// From its first to its last I/O (0 with one I/O or none: its rates are then undefined).
     pub duration_s: f64,
     /// Events the recorder lost.
     pub lost_events: u64,
@@ -873,6 +873,11 @@ impl Metric {
         }
     }
 
+    /// True for a rate (per second of the recording: undefined when it spans no time).
+    pub fn is_rate(self) -> bool {
+        matches!(self, Metric::Iops | Metric::MbPerS)
+    }
+
     /// True for a share (its change is in percentage points, not percent of A).
     pub fn is_share(self) -> bool {
         matches!(self.family(), DiffBy::Mix)
@@ -960,7 +965,9 @@ pub struct DiffRow {
     pub change: Option<f64>,
     /// The change in percent of A (amounts only; `None` when A is 0).
     pub change_pct: Option<f64>,
-    /// The test's two-sided p-value (`None`: no test, or a side without data).
+    /// The test's two-sided p-value (`None`: no test, a side without data, a rate of a side
+    /// whose I/O spans no time, or a percentile of a group with too few I/Os for its 95%
+    /// interval, [`crate::loghist::min_ios_for_ci`]).
     pub p_value: Option<f64>,
     /// The change is at least [`DiffConfig::min_change_pct`].
     pub big_enough: bool,
@@ -972,9 +979,12 @@ pub struct DiffRow {
 
 impl DiffRow {
     /// The size of the change, what rows are ordered by: percent of A for amounts,
-    /// percentage points for shares; a group present on one side only is infinite.
+    /// percentage points for shares; a group present on one side only is infinite (but a
+    /// rate missing on one side, whose I/O spans no time, is 0).
     pub fn size(&self) -> f64 {
         match (&self.a, &self.b) {
+            // A rate undefined on one side (its I/O spans no time): no change to rank.
+            (None, _) | (_, None) if self.metric.is_rate() => 0.0,
             (None, Some(_)) | (Some(_), None) => f64::INFINITY,
             _ if self.metric.is_share() => self.change.map_or(0.0, f64::abs),
             _ => match (self.change_pct, self.change) {
@@ -1173,16 +1183,17 @@ fn show_p(p: f64) -> String {
 }
 
 /// The value of `m` in a group, `None` when the group has none (absent, or no I/O of the
-/// kind the figure is about).
+/// kind the figure is about, or a rate of a side whose I/O spans no time).
 fn value(m: Metric, f: &Figures, dur_s: f64) -> Option<Value> {
     let pct = |x: u64, n: u64| (n > 0).then(|| Value::Num(x as f64 * 100.0 / n as f64));
     let us = |v: Option<u64>| v.map(|v| Value::Num(v as f64 / 1000.0));
     let hist = if m.is_queue() { &f.queue } else { &f.latency };
     match m {
         Metric::Ios => Some(Value::Num(f.ios as f64)),
-        Metric::Iops => Some(Value::Num(f.ios as f64 / dur_s.max(1e-9))),
+        // A rate over no time (one I/O, or none) is undefined.
+        Metric::Iops => (dur_s > 0.0).then(|| Value::Num(f.ios as f64 / dur_s)),
         Metric::Bytes => Some(Value::Num(f.bytes as f64)),
-        Metric::MbPerS => Some(Value::Num(f.bytes as f64 / dur_s.max(1e-9) / 1e6)),
+        Metric::MbPerS => (dur_s > 0.0).then(|| Value::Num(f.bytes as f64 / dur_s / 1e6)),
         Metric::ReadPct => pct(f.reads, f.ios),
         Metric::WritePct => pct(f.writes, f.ios),
         Metric::SeqPct => pct(f.sequential, f.data_ios()),
@@ -1428,6 +1439,65 @@ mod tests {
             .collect();
         assert_eq!(c, [0, 0, 1, 1, 2, 3, 9, 10]);
         assert_eq!(SIZE_CLASS_NAMES[size_class(65536)], "64K");
+    }
+
+    /// `n` reads of 4 KiB, latencies `lat_ns`, `lat_ns` + 1…
+    fn reads(n: u64, lat_ns: u64) -> Figures {
+        let mut f = Figures::default();
+        for i in 0..n {
+            f.ios += 1;
+            f.bytes += 4096;
+            f.bytes_sq += 4096.0 * 4096.0;
+            f.reads += 1;
+            f.sizes[1] += 1;
+            f.latency.add(lat_ns + i);
+        }
+        f
+    }
+
+    #[test]
+    fn a_rate_over_no_time_is_missing_and_untested() {
+        // A side of one I/O spans no time: its IOPS and MB/s are undefined, not 10^9.
+        let (one, many) = (reads(1, 50_000), reads(1000, 10_000));
+        let cfg = DiffConfig::new(Vec::new(), Vec::new());
+        for m in [Metric::Iops, Metric::MbPerS] {
+            for (a, b) in [((&one, 0.0), (&many, 10.0)), ((&many, 10.0), (&one, 0.0))] {
+                let mut rows =
+                    vec![compare_metric(m, (Some(a.0), a.1), (Some(b.0), b.1), &cfg).unwrap()];
+                let r = &rows[0];
+                let undefined = if a.1 == 0.0 { &r.a } else { &r.b };
+                assert_eq!(undefined, &None, "{m:?}");
+                assert!(r.a.is_some() || r.b.is_some(), "{m:?}");
+                assert_eq!((r.change, r.change_pct, r.p_value), (None, None, None));
+                assert!(!r.big_enough && r.size().is_finite());
+                benjamini_hochberg(&mut rows, 0.01);
+                assert_eq!(rows[0].significant, None, "{m:?}");
+            }
+            // No time on either side: no row at all.
+            assert!(compare_metric(m, (Some(&one), 0.0), (Some(&one), 0.0), &cfg).is_none());
+        }
+        // The counts are still compared.
+        let r = compare_metric(Metric::Ios, (Some(&one), 0.0), (Some(&many), 10.0), &cfg).unwrap();
+        assert!(r.p_value.is_some());
+    }
+
+    #[test]
+    fn a_percentile_of_too_few_ios_is_untested() {
+        let cfg = DiffConfig::new(Vec::new(), Vec::new());
+        // One I/O ten times slower, and 7 against 7: untested; 8 against 8: a change.
+        for (n, tested) in [(1, false), (7, false), (8, true)] {
+            let (a, b) = (reads(n, 10_000), reads(n, 100_000));
+            let mut rows =
+                vec![
+                    compare_metric(Metric::P50Latency, (Some(&a), 10.0), (Some(&b), 10.0), &cfg)
+                        .unwrap(),
+                ];
+            assert!(rows[0].big_enough);
+            benjamini_hochberg(&mut rows, 0.01);
+            let want = if tested { Some(true) } else { None };
+            assert_eq!(rows[0].significant, want, "n {n}: {:?}", rows[0]);
+            assert_eq!(rows[0].p_value.is_some(), tested, "n {n}");
+        }
     }
 
     #[test]

@@ -112,8 +112,9 @@ impl InputPath {
         }
         let mut out = Vec::new();
         let mut traces = traces.into_iter();
-        // Each dataset once, however it was named; (device, inode) and the traces it holds.
-        let mut datasets: Vec<((u64, u64), &Path, Vec<String>)> = Vec::new();
+        // Each dataset once, however it was named: (device, inode), and the traces it holds
+        // (read once a second dataset is given).
+        let mut datasets: Vec<((u64, u64), &Path, Option<Vec<String>>)> = Vec::new();
         for p in paths {
             if p.is_dir() && !is_trace_dir(p) {
                 check_dataset(p)?;
@@ -121,17 +122,25 @@ impl InputPath {
                 if id.is_some_and(|id| datasets.iter().any(|(d, _, _)| *d == id)) {
                     continue;
                 }
-                let names = dataset_trace_names(p)?;
-                for (_, first, theirs) in &datasets {
-                    if let Some(trace) = names.iter().find(|n| theirs.contains(n)) {
-                        return Err(AnalyzeError::TraceInTwoDatasets {
-                            trace: trace.clone(),
-                            first: first.to_path_buf(),
-                            second: p.clone(),
-                        });
+                if !datasets.is_empty() {
+                    let names = dataset_trace_names(p)?;
+                    for (_, first, theirs) in &mut datasets {
+                        let theirs = match theirs {
+                            Some(t) => t,
+                            None => theirs.insert(dataset_trace_names(first)?),
+                        };
+                        if let Some(trace) = names.iter().find(|n| theirs.contains(n)) {
+                            return Err(AnalyzeError::TraceInTwoDatasets {
+                                trace: trace.clone(),
+                                first: first.to_path_buf(),
+                                second: p.clone(),
+                            });
+                        }
                     }
+                    datasets.push((id.unwrap_or_default(), p, Some(names)));
+                } else {
+                    datasets.push((id.unwrap_or_default(), p, None));
                 }
-                datasets.push((id.unwrap_or_default(), p, names));
                 out.push(InputPath::Parquet(p.clone()));
             } else if let Some(t) = traces.next() {
                 out.push(t);

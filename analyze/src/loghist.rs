@@ -228,20 +228,67 @@ impl LogHist {
 
     /// A 95% distribution-free confidence interval of the `q` quantile: the values of ranks
     /// `nq ∓ 1.96·√(nq(1−q))` (the normal approximation of the binomial distribution of the
-    /// number of values below the quantile), widened to the edges of their bins so that the
-    /// bins' width is inside the interval. `None` when empty.
-    pub fn quantile_ci(&self, q: f64) -> Option<(u64, u64)> {
+    /// number of values below the quantile; the upper rank one more), widened to the edges of
+    /// their bins so that the bins' width is inside the interval. A side whose rank falls
+    /// outside 1..=n has no bound ([`QuantileCi`]): with that few values no 95% interval of
+    /// the quantile exists on that side (a p50 needs at least 8 values, a p99 563, a p99.9
+    /// 5661: [`min_ios_for_ci`]). `None` when empty.
+    pub fn quantile_ci(&self, q: f64) -> Option<QuantileCi> {
         if self.n == 0 {
             return None;
         }
-        let n = self.n as f64;
-        let half = Z_95 * (n * q * (1.0 - q)).sqrt();
-        let lo_rank = (n * q - half).floor().max(1.0) as u64;
-        let hi_rank = ((n * q + half).ceil() + 1.0).min(n) as u64;
-        let lo = latency_bin_lower_ns(self.bin_of_rank(lo_rank));
-        let hi = self.upper(self.bin_of_rank(hi_rank));
-        Some((lo.min(hi), hi))
+        let (lo_rank, hi_rank) = ci_ranks(self.n, q);
+        let hi_ns = hi_rank.map(|r| self.upper(self.bin_of_rank(r)));
+        let lo_ns = lo_rank.map(|r| {
+            let lo = latency_bin_lower_ns(self.bin_of_rank(r));
+            hi_ns.map_or(lo, |hi| lo.min(hi))
+        });
+        Some(QuantileCi { lo_ns, hi_ns })
     }
+}
+
+/// A confidence interval of a quantile ([`LogHist::quantile_ci`]), ns: `None` on a side where
+/// the sample is too small for a bound (the interval is unbounded there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuantileCi {
+    /// Lower bound, ns.
+    pub lo_ns: Option<u64>,
+    /// Upper bound, ns.
+    pub hi_ns: Option<u64>,
+}
+
+impl QuantileCi {
+    /// (lower, upper) when bounded on both sides.
+    pub fn bounded(self) -> Option<(u64, u64)> {
+        Some((self.lo_ns?, self.hi_ns?))
+    }
+}
+
+/// The ranks (1-based) of the bounds of the 95% interval of the `q` quantile of `n` values:
+/// ⌊nq − 1.96·√(nq(1−q))⌋ and ⌈nq + 1.96·√(nq(1−q))⌉ + 1, each `None` when outside 1..=n (no
+/// value of the sample bounds the quantile there at 95%).
+fn ci_ranks(n: u64, q: f64) -> (Option<u64>, Option<u64>) {
+    let nf = n as f64;
+    let half = Z_95 * (nf * q * (1.0 - q)).sqrt();
+    let lo = (nf * q - half).floor();
+    let hi = (nf * q + half).ceil() + 1.0;
+    let rank = |r: f64| (r >= 1.0 && r <= nf).then_some(r as u64);
+    (rank(lo), rank(hi))
+}
+
+/// The fewest values from which the 95% interval of the `q` quantile (0 < q < 1) is bounded
+/// on both sides for every larger count too: 8 for p50, 563 for p99, 5661 for p99.9 (for
+/// these three, at no smaller count is it bounded). Below it the quantile is not tested.
+pub fn min_ios_for_ci(q: f64) -> u64 {
+    let m = q.min(1.0 - q);
+    if m.is_nan() || m <= 0.0 {
+        return u64::MAX;
+    }
+    let bounded = |n: u64| matches!(ci_ranks(n, q), (Some(_), Some(_)));
+    // From n·min(q, 1−q) ≥ 4·1.96² + 8 on, both nq and n(1−q) exceed 1.96·√(nq(1−q)) + 2,
+    // so both ranks are inside 1..=n: the search goes down from there.
+    let far = ((4.0 * Z_95 * Z_95 + 8.0) / m).ceil() as u64;
+    (1..=far).rev().find(|&n| !bounded(n)).map_or(1, |n| n + 1)
 }
 
 /// Equal when they hold the same values: the same counts in the same bins, count, sum and
@@ -258,9 +305,11 @@ pub const Z_95: f64 = 1.959_963_984_540_054;
 /// The test of a change of the `q` quantile: z is the difference of the two estimates over
 /// its standard error, each estimate's taken from its 95% interval
 /// ([`LogHist::quantile_ci`], which holds the bins' width) as `(hi − lo) / (2 · 1.96)`.
-/// Returns the two-sided p-value; `None` when either is empty.
+/// Returns the two-sided p-value; `None` (not tested) when either is empty or either interval
+/// is unbounded on a side: too few values for a 95% interval of that quantile
+/// ([`min_ios_for_ci`]), so no change of it can be told from chance.
 pub fn quantile_test(a: &LogHist, b: &LogHist, q: f64) -> Option<f64> {
-    let (x, y) = (a.quantile_ci(q)?, b.quantile_ci(q)?);
+    let (x, y) = (a.quantile_ci(q)?.bounded()?, b.quantile_ci(q)?.bounded()?);
     let (qa, qb) = (a.quantile(q)? as f64, b.quantile(q)? as f64);
     let se = |(lo, hi): (u64, u64)| (hi - lo) as f64 / (2.0 * Z_95);
     let var = se(x).powi(2) + se(y).powi(2);
@@ -377,13 +426,14 @@ pub fn chi_square_sf(chi2: f64, k: usize) -> f64 {
     }
     let x = chi2 / 2.0;
     let even = k.is_multiple_of(2);
-    let (mut sum, mut term, first, terms) = if even {
-        (0.0, 1.0, 0.0, k / 2)
+    let (mut term, first, terms) = if even {
+        (1.0, 0.0, k / 2)
     } else {
         // The first term x^(1/2)/Γ(3/2), then each the previous times x/(i + ½).
         let t = 2.0 * (x / std::f64::consts::PI).sqrt();
-        (0.0, t, 0.5, (k - 1) / 2)
+        (t, 0.5, (k - 1) / 2)
     };
+    let mut sum = 0.0;
     for i in 0..terms {
         sum += term;
         term *= x / (i as f64 + 1.0 + first);
@@ -470,7 +520,7 @@ mod tests {
                 got >= exact && got <= exact * 1.125 + 1.0,
                 "q {q}: {got} vs {exact}"
             );
-            let (lo, hi) = h.quantile_ci(q).unwrap();
+            let (lo, hi) = h.quantile_ci(q).unwrap().bounded().unwrap();
             assert!(
                 lo as f64 <= exact && exact <= hi as f64,
                 "q {q}: {lo}..{hi}"
@@ -539,6 +589,72 @@ mod tests {
         );
         more.add(1);
         assert_eq!(more.bins().next(), Some((1, 1)));
+    }
+
+    /// The values 1000 + (i·7919 mod 90000) for i < n, as in
+    /// `histogram_quantiles_are_within_a_bin_of_the_exact_ones`.
+    fn spread(n: u64) -> LogHist {
+        hist((0..n).map(|i| 1_000 + (i * 7919) % 90_000))
+    }
+
+    #[test]
+    fn enough_values_give_the_intervals_they_always_gave() {
+        // Computed before the ranks outside 1..=n were made unbounded (they were clamped):
+        // where the ranks are inside, nothing changed.
+        for (n, q, lo, hi) in [
+            (20_000, 0.5, 45_056, 49_151),
+            (20_000, 0.99, 81_920, 90_983),
+            (20_000, 0.999, 90_112, 90_983),
+            (8, 0.5, 960, 56_433),
+            (100, 0.5, 32_768, 57_343),
+            (1_000, 0.5, 40_960, 49_151),
+            (563, 0.99, 81_920, 90_875),
+            (1_000, 0.99, 81_920, 90_879),
+            (5_661, 0.999, 90_112, 90_903),
+        ] {
+            let ci = spread(n).quantile_ci(q).unwrap();
+            assert_eq!(ci.bounded(), Some((lo, hi)), "n {n} q {q}");
+        }
+    }
+
+    #[test]
+    fn too_few_values_have_no_interval_and_no_test() {
+        for (q, least) in [(0.5, 8), (0.99, 563), (0.999, 5661)] {
+            assert_eq!(min_ios_for_ci(q), least, "q {q}");
+            for n in 1..least {
+                let ci = spread(n).quantile_ci(q).unwrap();
+                assert_eq!(ci.bounded(), None, "n {n} q {q}: {ci:?}");
+            }
+            assert!(spread(least).quantile_ci(q).unwrap().bounded().is_some());
+        }
+        // One I/O: unbounded on both sides; p99 of 100 I/Os: bounded below only (the 100th
+        // value is below the p99 with probability 0.99^100 ≈ 37%).
+        let one = hist([50_000]);
+        let ci = one.quantile_ci(0.5).unwrap();
+        assert_eq!((ci.lo_ns, ci.hi_ns), (None, None));
+        let ci = spread(100).quantile_ci(0.99).unwrap();
+        assert!(ci.lo_ns.is_some() && ci.hi_ns.is_none(), "{ci:?}");
+        // One I/O against one ten times slower, 3 against 3, 7 against 7: however far apart,
+        // not tested (a one-bin interval each gave p = 0 before).
+        let slow = hist([500_000]);
+        for q in [0.5, 0.99, 0.999] {
+            assert_eq!(quantile_test(&one, &slow, q), None, "q {q}");
+        }
+        let few = |v: u64, n: u64| hist((0..n).map(|i| v + i));
+        assert_eq!(quantile_test(&few(10_000, 3), &few(90_000, 3), 0.5), None);
+        assert_eq!(quantile_test(&few(10_000, 7), &few(90_000, 7), 0.5), None);
+        // Enough on one side is not enough.
+        assert_eq!(quantile_test(&spread(20_000), &few(900_000, 7), 0.5), None);
+        assert_eq!(
+            quantile_test(&spread(20_000), &few(900_000, 562), 0.99),
+            None
+        );
+        // 8 against 8, ten times apart: tested, and a change.
+        assert!(changed(quantile_test(
+            &few(10_000, 8),
+            &few(100_000, 8),
+            0.5
+        )));
     }
 
     /// Below 1%: a change.

@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use crate::grouping::{DenseMap, DenseSlots, Groups};
 use crate::input::InputPath;
 use crate::onepass_source::Source;
-use crate::query::{LatencyBy, RankBy};
+use crate::query::{rate_per_s, LatencyBy, RankBy};
 use crate::AnalyzeError;
 
 fn perr(e: PolarsError) -> AnalyzeError {
@@ -318,9 +318,11 @@ pub(crate) struct PassInfo {
 }
 
 impl PassInfo {
+    /// From the first to the last I/O kept, s: 0 with one I/O (or several at one instant) or
+    /// none, when a rate over it is undefined ([`crate::query::rate_per_s`]).
     pub(crate) fn duration_s(&self) -> f64 {
         match self.ts_range {
-            Some((a, b)) => ((b - a) as f64 / 1e9).max(1e-9),
+            Some((a, b)) => b.saturating_sub(a).max(0) as f64 / 1e9,
             None => 0.0,
         }
     }
@@ -1282,7 +1284,7 @@ fn files_frame(rows: Vec<FileRow>, dur_s: f64, several_traces: bool) -> PolarsRe
     cols.extend([
         col("path", &rows, |r| r.path.clone()),
         col("ios", &rows, |r| idx(r.ios)),
-        col("iops", &rows, |r| r.ios as f64 / dur_s),
+        col("iops", &rows, |r| rate_per_s(r.ios as f64, dur_s)),
         col("read_bytes", &rows, |r| r.read_bytes),
         col("write_bytes", &rows, |r| r.write_bytes),
         col("mean_latency_us", &rows, |r| r.mean_latency_us),
@@ -1428,10 +1430,12 @@ pub fn top_procs(
         col("pid", &rows, |(k, _)| k.0),
         col("comm", &rows, |(k, _)| k.1.clone()),
         col("ios", &rows, |(_, a)| idx(a.ios)),
-        col("iops", &rows, |(_, a)| a.ios as f64 / dur_s),
+        col("iops", &rows, |(_, a)| rate_per_s(a.ios as f64, dur_s)),
         col("read_bytes", &rows, |(_, a)| a.read_bytes),
         col("write_bytes", &rows, |(_, a)| a.write_bytes),
-        col("mb_per_s", &rows, |(_, a)| a.bytes as f64 / (dur_s * 1e6)),
+        col("mb_per_s", &rows, |(_, a)| {
+            rate_per_s(a.bytes as f64 / 1e6, dur_s)
+        }),
         col("args", &rows, |(k, _)| k.2.clone()),
     ]);
     let frame = DataFrame::new(rows.len(), cols);
@@ -2188,7 +2192,8 @@ fn seq_writes_frame(
             col("length_bytes", &shown, |s| s.run.length_bytes),
             col("ios", &shown, |s| idx(s.run.ios)),
             col("mb_per_s", &shown, |s| {
-                s.run.length_bytes as f64 / ((s.run.end_ns - s.run.start_ns) as f64 / 1e9) / 1e6
+                let span_s = s.run.end_ns.saturating_sub(s.run.start_ns).max(0) as f64 / 1e9;
+                rate_per_s(s.run.length_bytes as f64 / 1e6, span_s)
             }),
         ],
     )

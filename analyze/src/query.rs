@@ -222,6 +222,8 @@ impl Dataset {
         self.unreadable && self.decoded == 0
     }
 
+    /// From the first to the last I/O, s: 0 with one I/O (or several at one instant) or none,
+    /// when a rate over it is undefined ([`rate_per_s`]).
     fn duration_s(&self) -> f64 {
         let ts = self
             .io
@@ -231,7 +233,7 @@ impl Dataset {
         match ts {
             Some(t) if !t.is_empty() => {
                 let (a, b) = (t.min().unwrap_or(0), t.max().unwrap_or(0));
-                ((b - a) as f64 / 1e9).max(1e-9)
+                b.saturating_sub(a).max(0) as f64 / 1e9
             }
             _ => 0.0,
         }
@@ -529,7 +531,7 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
             [col("trace"), col("file_id")],
             JoinArgs::new(JoinType::Left),
         )
-        .with_column((col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"))
+        .with_column(rate_expr(col("ios"), dur).alias("iops"))
         // Full ties (labels such as [metadata] exist once per device) are broken by trace and
         // file id, so that the order is the same on every run and in `onepass::top_files`.
         .sort_by_exprs(
@@ -566,8 +568,8 @@ pub fn top_procs(d: &Dataset, limit: usize) -> Result<DataFrame, AnalyzeError> {
             col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
         ])
         .with_columns([
-            (col("ios").cast(DataType::Float64) / lit(dur)).alias("iops"),
-            (col("bytes").cast(DataType::Float64) / lit(dur * 1e6)).alias("mb_per_s"),
+            rate_expr(col("ios"), dur).alias("iops"),
+            rate_expr(col("bytes").cast(DataType::Float64) / lit(1e6), dur).alias("mb_per_s"),
         ])
         // A pid whose threads carry several names has one row per name: ties broken by name
         // so that the order is the same on every run and in `onepass::top_procs`.
@@ -759,21 +761,28 @@ pub(crate) struct SummaryFigures {
 pub(crate) fn summary_frame(f: SummaryFigures) -> PolarsResult<DataFrame> {
     let dur = f.duration_s;
     let us = |ns: f64| format!("{:.1}", ns / 1e3);
-    let rows: Vec<(&str, String)> = vec![
-        ("events", f.events.to_string()),
-        ("lost_events", f.lost_events.to_string()),
-        ("duration_s", format!("{dur:.3}")),
-        ("iops", format!("{:.1}", f.events as f64 / dur.max(1e-9))),
-        ("mb_per_s", format!("{:.2}", f.bytes / dur.max(1e-9) / 1e6)),
-        ("reads", f.reads.to_string()),
-        ("writes", f.writes.to_string()),
-        ("p50_latency_us", us(f.p50_latency_ns)),
-        ("p99_latency_us", us(f.p99_latency_ns)),
-        ("max_latency_us", us(f.max_latency_ns)),
-        ("top_process", f.top_process),
-        ("top_file", f.top_file),
+    // A rate over no time (one I/O, or none) is missing: `-`, empty, null.
+    let rows: Vec<(&str, Option<String>)> = vec![
+        ("events", Some(f.events.to_string())),
+        ("lost_events", Some(f.lost_events.to_string())),
+        ("duration_s", Some(format!("{dur:.3}"))),
+        (
+            "iops",
+            rate_per_s(f.events as f64, dur).map(|r| format!("{r:.1}")),
+        ),
+        (
+            "mb_per_s",
+            rate_per_s(f.bytes / 1e6, dur).map(|r| format!("{r:.2}")),
+        ),
+        ("reads", Some(f.reads.to_string())),
+        ("writes", Some(f.writes.to_string())),
+        ("p50_latency_us", Some(us(f.p50_latency_ns))),
+        ("p99_latency_us", Some(us(f.p99_latency_ns))),
+        ("max_latency_us", Some(us(f.max_latency_ns))),
+        ("top_process", Some(f.top_process)),
+        ("top_file", Some(f.top_file)),
     ];
-    let (names, values): (Vec<&str>, Vec<String>) = rows.into_iter().unzip();
+    let (names, values): (Vec<&str>, Vec<Option<String>>) = rows.into_iter().unzip();
     DataFrame::new(
         names.len(),
         vec![
@@ -781,6 +790,21 @@ pub(crate) fn summary_frame(f: SummaryFigures) -> PolarsResult<DataFrame> {
             Column::new("value".into(), values),
         ],
     )
+}
+
+/// `amount` per second over `duration_s`; `None` when the duration is not positive (one I/O,
+/// or several at one instant, or none: a rate over no time is undefined).
+pub(crate) fn rate_per_s(amount: f64, duration_s: f64) -> Option<f64> {
+    (duration_s > 0.0).then(|| amount / duration_s)
+}
+
+/// [`rate_per_s`] of a column: null when the duration is not positive.
+fn rate_expr(amount: polars::prelude::Expr, duration_s: f64) -> polars::prelude::Expr {
+    if duration_s > 0.0 {
+        amount.cast(DataType::Float64) / lit(duration_s)
+    } else {
+        lit(NULL).cast(DataType::Float64)
+    }
 }
 
 /// A cell as text (for the table, CSV and JSON printers).
@@ -1010,10 +1034,15 @@ pub fn seq_writes(d: &Dataset, min_bytes: u64, limit: usize) -> Result<DataFrame
     let lf = d.with_comm(lf);
     let df = lf
         .with_column(
-            (col("length_bytes").cast(DataType::Float64)
-                / ((col("end_ns") - col("start_ns")).cast(DataType::Float64) / lit(1e9))
-                / lit(1e6))
-            .alias("mb_per_s"),
+            // Null over no time (I/O that took none), as `rate_per_s`.
+            when((col("end_ns") - col("start_ns")).gt(lit(0i64)))
+                .then(
+                    col("length_bytes").cast(DataType::Float64)
+                        / ((col("end_ns") - col("start_ns")).cast(DataType::Float64) / lit(1e9))
+                        / lit(1e6),
+                )
+                .otherwise(lit(NULL).cast(DataType::Float64))
+                .alias("mb_per_s"),
         )
         // Ties broken by path, device and trace names, then first sector: the same order on
         // every run and in `onepass::seq_writes`.

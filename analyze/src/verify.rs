@@ -373,9 +373,11 @@ fn score(orig: &[Row], rep: &[Row], speed: f64) -> Verification {
     if let Some(&(i0, j0)) = pairs.first() {
         let (o0, r0) = (orig[i0].ts_ns, rep[j0].ts_ns);
         for &(i, j) in &pairs {
-            let scheduled = (orig[i].ts_ns - o0) as f64 / speed;
+            // Differences taken in integers, then converted: the times are UTC ns (~1.8e18),
+            // which a double holds only to 256 ns.
+            let scheduled = orig[i].ts_ns.saturating_sub(o0) as f64 / speed;
             // A replayed I/O may come before the first pair's (order not kept).
-            let actual = rep[j].ts_ns as f64 - r0 as f64;
+            let actual = (i128::from(rep[j].ts_ns) - i128::from(r0)) as f64;
             errors.push((actual - scheduled).abs().round() as u64);
         }
     }
@@ -647,6 +649,35 @@ mod tests {
         assert!(v
             .summary()
             .starts_with("replay: 2000 of 2000 recorded I/Os issued (100.0%)"));
+    }
+
+    #[test]
+    fn a_recording_scored_against_itself_has_no_issue_time_error() {
+        // UTC times of 2026 (~1.77e18 ns), whose differences a double held apart only to
+        // 256 ns: taken as doubles first, the error was up to that much.
+        let t0 = 1_770_000_000_123_456_789u64;
+        let orig: Vec<Row> = (0..5000u64)
+            .map(|i| row(t0 + 1_000_037 * i + i * i % 977, i * 8, (i % 3) as u32))
+            .collect();
+        let v = score(&orig, &orig, 1.0);
+        assert_eq!(v.matched_ios, 5000);
+        assert_eq!(
+            (v.issue_error_p50_ns, v.issue_error_p99_ns),
+            (Some(0.0), Some(0.0))
+        );
+        // Replayed 3 ms and 7 ns later throughout: still none.
+        let later: Vec<Row> = orig
+            .iter()
+            .map(|r| Row {
+                ts_ns: r.ts_ns + 3_000_007,
+                ..*r
+            })
+            .collect();
+        let v = score(&orig, &later, 1.0);
+        assert_eq!(
+            (v.issue_error_p50_ns, v.issue_error_p99_ns),
+            (Some(0.0), Some(0.0))
+        );
     }
 
     #[test]
