@@ -276,7 +276,17 @@ fn print_origin(name: &str, r: &Reader, s: &Summary) {
             say!("command       {} ({status})", shell_join(cmd));
         }
     } else {
-        say!("host          unknown (header damaged)");
+        // Damaged, or absent: a file cut before its header chunk (a recording cut at once).
+        let why = if s
+            .damaged
+            .iter()
+            .any(|d| d.chunk == Some("header") || d.offset == 16)
+        {
+            "header damaged"
+        } else {
+            "no header chunk"
+        };
+        say!("host          unknown ({why})");
     }
     match (s.first_timestamp_ns, s.last_timestamp_ns) {
         (Some(a), Some(b)) => say!(
