@@ -3,6 +3,8 @@
 //! empty in CSV and null in JSON — in `analyze`'s summary and top tables (both engines) and in
 //! `diff`, which does not test it — and no output holds NaN or an infinity.
 
+#![cfg(feature = "analyze")]
+
 mod common;
 
 use std::path::{Path, PathBuf};
