@@ -114,7 +114,7 @@ impl InputPath {
         let mut traces = traces.into_iter();
         // Each dataset once, however it was named: (device, inode), and the traces it holds
         // (read once a second dataset is given).
-        let mut datasets: Vec<((u64, u64), &Path, Option<Vec<String>>)> = Vec::new();
+        let mut datasets: Vec<Dataset<'_>> = Vec::new();
         for p in paths {
             if p.is_dir() && !is_trace_dir(p) {
                 check_dataset(p)?;
@@ -235,6 +235,10 @@ impl InputPath {
 /// every process as of no name: a dataset that lacks one is refused rather than answered
 /// wrongly.
 pub const DATASET_TABLES: [&str; 5] = ["io", "processes", "files", "devices", "losses"];
+
+/// A dataset given to [`InputPath::expand`]: its (device, inode), its path, and the names of
+/// the traces it holds once read.
+type Dataset<'a> = ((u64, u64), &'a Path, Option<Vec<String>>);
 
 /// The names of the traces a dataset holds (those its devices and processes tables name).
 fn dataset_trace_names(dir: &Path) -> Result<Vec<String>, AnalyzeError> {
