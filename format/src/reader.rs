@@ -1038,7 +1038,10 @@ impl Reader {
             kind: DamageKind::Undecodable(e),
         };
         let needed = want.needed();
-        let r = if needed == Columns::ALL || c.header.flags & chunk::FLAG_ZSTD == 0 {
+        // A framed segment is decoded through its index whatever is wanted, so that an index
+        // that does not match its frames is damage for every reader (spec §4.5), not only for
+        // those that decode some columns.
+        let r = if c.header.flags & chunk::FLAG_ZSTD == 0 {
             self.payload_into(&c, dec)?;
             decode_segment_projected(&dec.raw, want, out, &mut dec.scratch).map_err(damage)
         } else {

@@ -731,6 +731,29 @@ fn framed_segments_read_whole_and_projected() {
         .decode_segment_projected(0, want, &mut b, &mut dec)
         .is_err());
     assert!(b.is_empty());
+    // An index whose first frame names the second frame's column, the CRCs made to match (a
+    // writer's bug, not a flipped bit): damage for a reader of every column too, as for a
+    // projection (spec §4.5), never the events of a payload read past its index.
+    let mut forged = bytes.clone();
+    let varint_len = |b: &[u8]| b.iter().position(|x| x & 0x80 == 0).unwrap() + 1;
+    let mut k = at + 12; // skippable frame magic and length, "IODX"
+    k += varint_len(&forged[k..]); // rows
+    k += varint_len(&forged[k..]); // frames
+    assert_eq!(u64::from(forged[k]), idx.frames[0].column_id);
+    forged[k] = idx.frames[1].column_id as u8;
+    let stored_end = at + seg.header.stored_len as usize;
+    let crc = crc32fast::hash(&forged[at..stored_end]);
+    let h = seg.offset as usize;
+    forged[h + 24..h + 28].copy_from_slice(&crc.to_le_bytes());
+    let hcrc = crc32fast::hash(&forged[h..h + 28]);
+    forged[h + 28..h + 32].copy_from_slice(&hcrc.to_le_bytes());
+    let rf = Reader::from_bytes(forged).unwrap();
+    assert!(rf.damage().is_empty(), "{:?}", rf.damage());
+    assert!(rf.decode_segment(0).is_err());
+    assert_eq!(rf.events().count(), 0);
+    assert!(rf
+        .decode_segment_projected(0, want, &mut b, &mut dec)
+        .is_err());
 }
 
 /// A sink that takes `room` bytes, then fails as a full file system does.
