@@ -1289,28 +1289,12 @@ fn command_lines_in_top_procs_report_and_exports() {
 #[test]
 fn listings_of_several_traces_name_the_trace() {
     let d = common::TempDir::new("analyze-traces");
-    let (a, b) = (d.join("db1.iod"), d.join("db2.iod"));
-    renamed_trace(&a, "db1", 500);
-    renamed_trace(&b, "db2", 500);
-    let pq = d.join("pq");
-    common::ok(&run(bin()
-        .arg("convert")
-        .arg(&a)
-        .arg(&b)
-        .arg("-o")
-        .arg(&pq)));
-    let csv = |inputs: &[&std::path::PathBuf], q: &str, engine: &str| -> String {
-        let out = run(bin()
-            .arg("analyze")
-            .args(inputs)
-            .args([q, "--format", "csv", "--engine", engine]));
-        common::ok(&out);
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let (a, b, pq) = (d.join("db1.iod"), d.join("db2.iod"), d.join("pq"));
+    two_renamed_traces(&a, &b, &pq);
     for engine in ["one-pass", "polars"] {
         for inputs in [&[&a, &b][..], &[&pq][..]] {
             let what = format!("{inputs:?} {engine}");
-            let files = csv(inputs, "--top-files", engine);
+            let files = analyze_csv(inputs, "--top-files", engine);
             let lines: Vec<&str> = files.lines().collect();
             assert!(lines[0].starts_with("trace,path,ios,"), "{what}: {files}");
             assert!(
@@ -1322,7 +1306,7 @@ fn listings_of_several_traces_name_the_trace() {
                 "{what}: {files}"
             );
             assert_eq!(lines.len(), 9, "{what}: {files}");
-            let procs = csv(inputs, "--top-procs", engine);
+            let procs = analyze_csv(inputs, "--top-procs", engine);
             let lines: Vec<&str> = procs.lines().collect();
             assert!(lines[0].starts_with("trace,pid,comm,"), "{what}: {procs}");
             assert!(
@@ -1335,11 +1319,29 @@ fn listings_of_several_traces_name_the_trace() {
             );
             assert_eq!(lines.len(), 5, "{what}: {procs}");
         }
-        let one = csv(&[&a], "--top-files", engine);
+        let one = analyze_csv(&[&a], "--top-files", engine);
         assert!(one.starts_with("path,ios,"), "{engine}: {one}");
-        let one = csv(&[&a], "--top-procs", engine);
+        let one = analyze_csv(&[&a], "--top-procs", engine);
         assert!(one.starts_with("pid,comm,"), "{engine}: {one}");
     }
+}
+
+/// Two traces of [`renamed_trace`] (hosts db1 and db2, the writer pid 500 in each) at `a`
+/// and `b`, and a Parquet dataset of both at `pq`.
+fn two_renamed_traces(a: &Path, b: &Path, pq: &Path) {
+    renamed_trace(a, "db1", 500);
+    renamed_trace(b, "db2", 500);
+    common::ok(&run(bin().arg("convert").arg(a).arg(b).arg("-o").arg(pq)));
+}
+
+/// `iodump analyze INPUTS Q --format csv --engine ENGINE` (failing unless it succeeded).
+fn analyze_csv(inputs: &[&PathBuf], q: &str, engine: &str) -> String {
+    let out = run(bin()
+        .arg("analyze")
+        .args(inputs)
+        .args([q, "--format", "csv", "--engine", engine]));
+    common::ok(&out);
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// The `events` figure of `analyze --summary --format json`.
@@ -1361,28 +1363,13 @@ fn traces_of_one_name_stay_apart_and_a_file_counts_once() {
         std::fs::create_dir(d.join(h)).unwrap();
     }
     let (a, b) = (d.join("h1").join("run.iod"), d.join("h2").join("run.iod"));
-    renamed_trace(&a, "db1", 500);
-    renamed_trace(&b, "db2", 500);
     let pq = d.join("pq");
-    common::ok(&run(bin()
-        .arg("convert")
-        .arg(&a)
-        .arg(&b)
-        .arg("-o")
-        .arg(&pq)));
-    let csv = |inputs: &[&PathBuf], q: &str, engine: &str| -> String {
-        let out = run(bin()
-            .arg("analyze")
-            .args(inputs)
-            .args([q, "--format", "csv", "--engine", engine]));
-        common::ok(&out);
-        String::from_utf8(out.stdout).unwrap()
-    };
+    two_renamed_traces(&a, &b, &pq);
     let (na, nb) = (a.display().to_string(), b.display().to_string());
     for engine in ["one-pass", "polars"] {
         for inputs in [&[&a, &b][..], &[&pq][..]] {
             let what = format!("{inputs:?} {engine}");
-            let procs = csv(inputs, "--top-procs", engine);
+            let procs = analyze_csv(inputs, "--top-procs", engine);
             let lines: Vec<&str> = procs.lines().collect();
             assert!(lines[0].starts_with("trace,pid,comm,"), "{what}: {procs}");
             assert!(

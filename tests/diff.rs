@@ -118,13 +118,16 @@ fn write_trace(
     path.to_path_buf()
 }
 
-/// The busiest path id and device of the synthetic trace of `seed` (by events).
-fn busiest(seed: u64) -> (u32, u32) {
+/// I/Os of the synthetic trace of `seed` per path id (0 included) and per device.
+fn ios_per_path_and_device(
+    seed: u64,
+) -> (
+    std::collections::HashMap<u32, u64>,
+    std::collections::HashMap<u32, u64>,
+) {
     use std::collections::HashMap;
-    let mut paths: HashMap<u32, u64> = HashMap::new();
-    let mut devs: HashMap<u32, u64> = HashMap::new();
-    struct Count<'a>(&'a mut HashMap<u32, u64>, &'a mut HashMap<u32, u64>);
-    impl SynthSink for Count<'_> {
+    struct Count(HashMap<u32, u64>, HashMap<u32, u64>);
+    impl SynthSink for Count {
         type Error = ();
         fn device(&mut self, _: &Device) -> Result<(), ()> {
             Ok(())
@@ -136,10 +139,7 @@ fn busiest(seed: u64) -> (u32, u32) {
             Ok(())
         }
         fn event(&mut self, e: &Event) -> Result<(), ()> {
-            // Files of their own (not labels, which synth gives low ids): any path id > 0.
-            if e.path_id > 0 {
-                *self.0.entry(e.path_id).or_default() += 1;
-            }
+            *self.0.entry(e.path_id).or_default() += 1;
             *self.1.entry(e.dev.0).or_default() += 1;
             Ok(())
         }
@@ -147,8 +147,19 @@ fn busiest(seed: u64) -> (u32, u32) {
             Ok(())
         }
     }
-    synth::generate(&params(seed), &mut Count(&mut paths, &mut devs)).unwrap();
-    let top = |m: &HashMap<u32, u64>| m.iter().max_by_key(|(k, n)| (**n, **k)).map(|x| *x.0);
+    let mut c = Count(HashMap::new(), HashMap::new());
+    synth::generate(&params(seed), &mut c).unwrap();
+    (c.0, c.1)
+}
+
+/// The busiest path id and device of the synthetic trace of `seed` (by events).
+fn busiest(seed: u64) -> (u32, u32) {
+    let (mut paths, devs) = ios_per_path_and_device(seed);
+    // Files of their own (not labels, which synth gives low ids): any path id > 0.
+    paths.remove(&0);
+    let top = |m: &std::collections::HashMap<u32, u64>| {
+        m.iter().max_by_key(|(k, n)| (**n, **k)).map(|x| *x.0)
+    };
     (top(&paths).unwrap(), top(&devs).unwrap())
 }
 
@@ -273,33 +284,6 @@ fn a_file_with_doubled_latency_is_found() {
     assert!(lat[..5].iter().any(|r| r["name"] == name.as_str()));
 }
 
-/// How many I/Os each path id of the synthetic trace of `seed` has.
-fn ios_per_path(seed: u64) -> std::collections::HashMap<u32, u64> {
-    struct Count(std::collections::HashMap<u32, u64>);
-    impl SynthSink for Count {
-        type Error = ();
-        fn device(&mut self, _: &Device) -> Result<(), ()> {
-            Ok(())
-        }
-        fn process(&mut self, _: &Process) -> Result<(), ()> {
-            Ok(())
-        }
-        fn path(&mut self, _: &PathEntry) -> Result<(), ()> {
-            Ok(())
-        }
-        fn event(&mut self, e: &Event) -> Result<(), ()> {
-            *self.0.entry(e.path_id).or_default() += 1;
-            Ok(())
-        }
-        fn loss(&mut self, _: &Loss) -> Result<(), ()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(Default::default());
-    synth::generate(&params(seed), &mut c).unwrap();
-    c.0
-}
-
 #[test]
 fn percentiles_of_a_few_ios_are_not_tested() {
     // Every file of one I/O ten times slower (latency and queue time): with one value there
@@ -307,7 +291,8 @@ fn percentiles_of_a_few_ios_are_not_tested() {
     // percentile row of such a file is tested, let alone significant. (A one-bin interval
     // each gave p = 0 before: hundreds of such rows were significant.)
     let d = TempDir::new("diff-few");
-    let single: std::collections::HashSet<u32> = ios_per_path(13)
+    let single: std::collections::HashSet<u32> = ios_per_path_and_device(13)
+        .0
         .into_iter()
         .filter(|&(p, n)| n == 1 && p > 0)
         .map(|(p, _)| p)

@@ -427,22 +427,14 @@ mod tests {
             named(&[a.clone(), b.clone()]),
             [a.display().to_string(), b.display().to_string()]
         );
-        let mut two = vec![
-            TraceInput {
-                name: "x".into(),
-                files: vec![a.clone()],
-                recording: None,
-                parts: Vec::new(),
-                reader: Reader::open(&a).unwrap(),
-            },
-            TraceInput {
-                name: "x".into(),
-                files: vec![a.clone()],
-                recording: None,
-                parts: Vec::new(),
-                reader: Reader::open(&a).unwrap(),
-            },
-        ];
+        let x = || TraceInput {
+            name: "x".into(),
+            files: vec![a.clone()],
+            recording: None,
+            parts: Vec::new(),
+            reader: Reader::open(&a).unwrap(),
+        };
+        let mut two = vec![x(), x()];
         unique_names(&mut two);
         assert_eq!(two[1].name, format!("{} #2", a.display()));
         std::fs::remove_dir_all(&dir).unwrap();
