@@ -1502,15 +1502,7 @@ mod tests {
 
     #[test]
     fn a_group_of_one_side_is_a_change_of_infinite_size() {
-        let mut f = Figures::default();
-        for i in 0..1000u64 {
-            f.ios += 1;
-            f.bytes += 4096;
-            f.bytes_sq += 4096.0 * 4096.0;
-            f.reads += 1;
-            f.sizes[1] += 1;
-            f.latency.add(10_000 + i);
-        }
+        let f = reads(1000, 10_000);
         let cfg = DiffConfig::new(Vec::new(), Vec::new());
         let row = compare_metric(Metric::Ios, (None, 10.0), (Some(&f), 10.0), &cfg).unwrap();
         assert!(row.p_value.unwrap() < 1e-6 && row.big_enough);
