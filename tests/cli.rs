@@ -512,6 +512,42 @@ fn events_read(cmd: &str, out: &Output, d: &TempDir, name: &str) -> u64 {
     }
 }
 
+/// A part missing from the middle of a recording is damage where the next part starts: `info`
+/// says so and fails, `analyze` warns, `diff` refuses it without `--allow-damaged`.
+#[test]
+fn a_part_missing_from_a_recording_is_damage() {
+    let d = TempDir::new("missing-part");
+    let rec = d.join("rec");
+    ok(&run(bin()
+        .args(["synth", "--workload", "oltp", "--events", "20000"])
+        .args(["--seed", "3", "--rotate", "100ms", "-o"])
+        .arg(format!("{}/", rec.display()))));
+    let parts = common::names_in(&rec);
+    assert!(parts.len() >= 4, "{parts:?}");
+    // The first part gone is a recording whose retention deleted it: no damage.
+    std::fs::remove_file(rec.join(&parts[0])).unwrap();
+    ok(&run(bin().arg("info").arg(&rec)));
+    std::fs::remove_file(rec.join(&parts[2])).unwrap();
+    let out = run(bin().arg("info").arg(&rec));
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("part 3 of the recording is missing"),
+        "{said}"
+    );
+    let out = run(bin().arg("analyze").arg(&rec));
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning") && err.contains("part 3 of the recording is missing"),
+        "{err}"
+    );
+    one_line_error(
+        &run(bin().arg("diff").arg(&rec).arg(&rec)),
+        "part 3 of the recording is missing",
+    );
+}
+
 /// A FIFO (or a device) given as a trace is refused at once with one line: opening a FIFO
 /// waited for a writer for ever, and `diff` hung even with one.
 #[test]

@@ -221,7 +221,7 @@ impl InputPath {
                         }
                     }
                 }
-                Ok(Reader::concat(parts))
+                Ok(iodump_format::recording::concat_parts(parts))
             }
             InputPath::Parquet(p) => Err(AnalyzeError::Query {
                 message: format!("{} is a Parquet dataset, not a trace", p.display()),

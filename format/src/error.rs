@@ -133,6 +133,15 @@ pub enum DamageKind {
     },
     /// The footer index does not agree with the chunks (it was ignored).
     BadFooter,
+    /// Parts of a recording in parts are missing between two that are here (numbers
+    /// `first..=last`): their events are not in the trace. (Parts before the first one here,
+    /// deleted by retention, are not damage.)
+    MissingParts {
+        /// The first part number missing.
+        first: u32,
+        /// The last.
+        last: u32,
+    },
     /// Another trace starts here (a second signature or `header` chunk: files concatenated);
     /// the rest of the file is not read, so that the two recordings' tables never mix.
     AnotherTrace {
@@ -162,6 +171,15 @@ impl fmt::Display for DamageKind {
             DamageKind::Undecodable(e) => write!(f, "does not decode: {e}"),
             DamageKind::Unreadable { message } => write!(f, "unreadable: {message}"),
             DamageKind::BadFooter => write!(f, "footer index inconsistent, ignored"),
+            DamageKind::MissingParts { first, last } if first == last => write!(
+                f,
+                "part {first} of the recording is missing (its events are not in the trace)"
+            ),
+            DamageKind::MissingParts { first, last } => write!(
+                f,
+                "parts {first}–{last} of the recording are missing (their events are not in \
+                 the trace)"
+            ),
             DamageKind::AnotherTrace { skipped_bytes } => write!(
                 f,
                 "another trace starts here (files concatenated?), its {skipped_bytes} bytes were not read"

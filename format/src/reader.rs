@@ -879,6 +879,18 @@ impl Reader {
     /// tables merged (every part repeats the entries its events use, with the same ids),
     /// their losses together. The header is the first part's; the end is the last part's,
     /// with the events and losses of all, when every part has one.
+    /// Reports `kind` at the start of this file, before the damage found in it.
+    pub(crate) fn damage_at_start(&mut self, kind: DamageKind) {
+        self.damage.insert(
+            0,
+            Damage {
+                offset: 0,
+                chunk: None,
+                kind,
+            },
+        );
+    }
+
     pub fn concat(parts: Vec<Reader>) -> Reader {
         let mut it = parts.into_iter();
         let Some(mut r) = it.next() else {

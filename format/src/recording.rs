@@ -285,11 +285,32 @@ fn open_files(files: Vec<(PathBuf, bool)>) -> Result<Vec<TraceInput>, InputError
             files,
             recording: Some(id),
             parts,
-            reader: Reader::concat(readers),
+            reader: concat_parts(readers),
         });
     }
     unique_names(&mut out);
     Ok(out)
+}
+
+/// The parts of one recording, in order, as one trace ([`Reader::concat`]). A gap in their
+/// numbers — parts lost, deleted by hand or to a disk's errors (retention deletes the oldest
+/// only, which leaves no gap) — is damage ([`crate::DamageKind::MissingParts`]), reported
+/// where the part after it starts.
+pub fn concat_parts(mut parts: Vec<Reader>) -> Reader {
+    let mut previous: Option<u32> = None;
+    for r in &mut parts {
+        let Some((_, n)) = part_of(r.header()) else {
+            continue;
+        };
+        if let Some(p) = previous.filter(|&p| n > p + 1) {
+            r.damage_at_start(crate::error::DamageKind::MissingParts {
+                first: p + 1,
+                last: n - 1,
+            });
+        }
+        previous = Some(n);
+    }
+    Reader::concat(parts)
 }
 
 /// Makes the traces' names unique: a trace is told from the others by its name (the `trace`
