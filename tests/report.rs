@@ -630,6 +630,19 @@ fn plot_every_kind_as_svg_and_png() {
     sizes.sort_unstable();
     sizes.dedup();
     assert_eq!(sizes.len(), kinds.len());
+    // One I/O: no rate over time to plot, rather than one at a billion per second.
+    let one = synth(&d, "one.iod", 1, "oltp", 3);
+    for kind in ["iops", "throughput"] {
+        common::one_line_error(
+            &run(bin()
+                .arg("plot")
+                .arg(&one)
+                .args(["--kind", kind, "-o"])
+                .arg(d.join("one.svg"))),
+            "all of its I/O at one instant",
+        );
+    }
+    assert!(!d.join("one.svg").exists());
 }
 
 #[test]
@@ -705,9 +718,18 @@ fn chromium_draws_every_plot_without_errors() {
         .arg(&a)
         .args(["--filter", "pid == 0 && pid == 1", "-o"])
         .arg(&none)));
+    // One I/O: no rate over time, rather than one at a billion per second.
+    let one = synth(&d, "one.iod", 1, "oltp", 3);
+    let one_page = d.join("one.html");
+    ok(&report(&[&one], &one_page));
     for (page, plots, text) in [
         (&filtered, 16, "I/Os left out)"),
         (&none, 1, "the filter keeps no I/O of this trace"),
+        (
+            &one_page,
+            6,
+            "all of its I/O at one instant: no IOPS or throughput over time",
+        ),
     ] {
         let dom = headless(&browser, &["--dump-dom"], page);
         let dom = String::from_utf8_lossy(&dom.stdout);

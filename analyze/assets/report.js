@@ -592,8 +592,14 @@
         sec.appendChild(el("p", { "class": "empty", text: tr.filter && !tr.damage.length ? "the filter keeps no I/O of this trace" : "no I/O could be read from this trace" }));
         return;
       }
-      section(sec, p + "iops", "IOPS over time, per device and op", "iops", function (b) { lineChart(b, tr, zoom, "iops"); });
-      section(sec, p + "throughput", "Throughput over time, per device and op", "throughput", function (b) { lineChart(b, tr, zoom, "throughput"); });
+      if (tr.span_ns > 0) {
+        section(sec, p + "iops", "IOPS over time, per device and op", "iops", function (b) { lineChart(b, tr, zoom, "iops"); });
+        section(sec, p + "throughput", "Throughput over time, per device and op", "throughput", function (b) { lineChart(b, tr, zoom, "throughput"); });
+      } else {
+        // One I/O, or all at one instant: a rate over no time is undefined (a bin of 1 ns
+        // would draw it at a billion per second).
+        sec.appendChild(el("p", { "class": "empty", text: "all of its I/O at one instant: no IOPS or throughput over time" }));
+      }
       section(sec, p + "latency-heatmap", "Latency over time (colour: number of I/Os, log scale)", "latency-heatmap", function (b) { heatmap(b, tr, zoom); });
       section(sec, p + "offset", "Offset over time (seekwatcher's view; opacity: number of I/Os)", "offset", function (b) { offsetPlot(b, tr, zoom); });
       section(sec, p + "latency-histogram", "Latency histogram", "latency-histogram", function (b) { histogram(b, tr); });

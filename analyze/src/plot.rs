@@ -262,6 +262,21 @@ fn lines<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    // One I/O, or all at one instant: a rate over no time is undefined (a bin of 1 ns would
+    // draw it at a billion per second).
+    if rep.span_ns == 0 {
+        return Err(AnalyzeError::Plot {
+            message: format!(
+                "{}: all of its I/O at one instant, no {} over time to plot",
+                rep.name,
+                if kind == PlotKind::Iops {
+                    "IOPS"
+                } else {
+                    "throughput"
+                }
+            ),
+        });
+    }
     let secs = rep.bin_ns as f64 / 1e9;
     let mut series: Vec<(String, Vec<f64>)> = Vec::new();
     for d in &rep.agg.devices {
