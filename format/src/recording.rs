@@ -318,24 +318,23 @@ pub fn concat_parts(mut parts: Vec<Reader>) -> Reader {
 /// file name in different directories (`host1/run.iod`, `host2/run.iod`) are named by their
 /// paths as given, and any left equal get ` #2`, ` #3`.
 fn unique_names(traces: &mut [TraceInput]) {
-    let clashes = |traces: &[TraceInput], i: usize| {
-        traces
-            .iter()
-            .enumerate()
-            .any(|(j, t)| j != i && t.name == traces[i].name)
-    };
-    let by_path: Vec<bool> = (0..traces.len()).map(|i| clashes(traces, i)).collect();
-    for (t, by_path) in traces.iter_mut().zip(by_path) {
-        if by_path {
+    use std::collections::{HashMap, HashSet};
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for t in traces.iter() {
+        *count.entry(t.name.clone()).or_default() += 1;
+    }
+    for t in traces.iter_mut() {
+        if count[&t.name] > 1 {
             t.name = t.files[0].display().to_string();
         }
     }
-    for i in 0..traces.len() {
+    let mut taken: HashSet<String> = HashSet::new();
+    for t in traces.iter_mut() {
+        let base = t.name.clone();
         let mut n = 1;
-        while traces[..i].iter().any(|t| t.name == traces[i].name) {
+        while !taken.insert(t.name.clone()) {
             n += 1;
-            let base = traces[i].files[0].display().to_string();
-            traces[i].name = format!("{base} #{n}");
+            t.name = format!("{base} #{n}");
         }
     }
 }
