@@ -1473,6 +1473,50 @@ fn convert_never_leaves_an_old_dataset_beside_the_new() {
     );
 }
 
+/// In a hive-style dataset, what Spark and pyarrow leave out is not read: the hidden
+/// temporary file of a `convert` still running (or killed), `_` files and directories; a
+/// partition linked from elsewhere is read, and a link to a directory above reads nothing
+/// twice. Every engine, and `convert` into it sees the same files.
+#[test]
+fn a_dataset_is_its_visible_partitions_each_read_once() {
+    let d = common::TempDir::new("analyze-hidden-parts");
+    let (a, ds) = (d.join("db1.iod"), d.join("ds"));
+    renamed_trace(&a, "db1", 500);
+    common::ok(&run(bin()
+        .arg("convert")
+        .arg(&a)
+        .arg("-o")
+        .arg(&ds)
+        .args(["--partition-by", "host"])));
+    let want: Vec<String> = ["one-pass", "polars"]
+        .iter()
+        .map(|e| analyze_csv(&[&ds], "--top-files", e))
+        .collect();
+    let part = ds.join("io").join("host=db1");
+    let file = part.join("part-0.parquet");
+    assert!(file.is_file(), "{file:?}");
+    std::fs::copy(&file, part.join(".iodump-0123456789abcdef-part-0.parquet")).unwrap();
+    std::fs::copy(&file, part.join("_part-1.parquet")).unwrap();
+    std::fs::create_dir(part.join("_temporary")).unwrap();
+    std::fs::copy(&file, part.join("_temporary").join("part-2.parquet")).unwrap();
+    // The partition moved out and linked back in, and a link in it to the table's directory.
+    let elsewhere = d.join("elsewhere");
+    std::fs::rename(&part, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &part).unwrap();
+    std::os::unix::fs::symlink(ds.join("io"), elsewhere.join("up")).unwrap();
+    for (e, want) in ["one-pass", "polars"].iter().zip(&want) {
+        assert_eq!(&analyze_csv(&[&ds], "--top-files", e), want, "engine {e}");
+    }
+    // Converted again in place: the same files replaced, nothing else found stale.
+    common::ok(&run(bin()
+        .arg("convert")
+        .arg(&a)
+        .arg("-o")
+        .arg(&ds)
+        .args(["--partition-by", "host"])));
+    assert_eq!(&analyze_csv(&[&ds], "--top-files", "one-pass"), &want[0]);
+}
+
 #[test]
 fn a_trace_without_its_footer_gives_the_same_answers() {
     // Cut where the footer starts: every chunk before it is intact, as in a trace still being

@@ -236,6 +236,10 @@ impl InputPath {
 /// wrongly.
 pub const DATASET_TABLES: [&str; 5] = ["io", "processes", "files", "devices", "losses"];
 
+/// Every table a dataset may hold: [`DATASET_TABLES`] and `cgroups`.
+pub(crate) const ALL_TABLES: [&str; 6] =
+    ["io", "processes", "files", "devices", "losses", "cgroups"];
+
 /// A dataset given to [`InputPath::expand`]: its (device, inode), its path, and the names of
 /// the traces it holds once read.
 type Dataset<'a> = ((u64, u64), &'a Path, Option<Vec<String>>);
@@ -266,17 +270,13 @@ fn check_dataset(dir: &Path) -> Result<(), AnalyzeError> {
         });
     }
     // One layout: a table both flat and partitioned would be read flat, the rest ignored.
-    let files = crate::to_parquet::table_files(dir);
-    for (f, flat) in &files {
-        let table = f.file_stem().map(|t| t.to_string_lossy().into_owned());
-        if let Some(table) = table.filter(|_| *flat) {
-            let sub = dir.join(&table);
-            if files.iter().any(|(g, flat)| !flat && g.starts_with(&sub)) {
-                return Err(AnalyzeError::MixedLayouts {
-                    dir: dir.to_path_buf(),
-                    table,
-                });
-            }
+    for table in ALL_TABLES {
+        let files = crate::parquet_input::table_files(dir, table);
+        if files.flat.is_some() && !files.partitioned.is_empty() {
+            return Err(AnalyzeError::MixedLayouts {
+                dir: dir.to_path_buf(),
+                table: table.to_string(),
+            });
         }
     }
     match DATASET_TABLES.into_iter().find(|t| !has(t)) {

@@ -3,6 +3,7 @@
 //! tables (`devices`, `processes`, `files`, `losses`, `cgroups`), each handling the older
 //! layouts once. A leaf: it imports only [`crate::layout`] and the crate's error type.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
@@ -22,30 +23,56 @@ use parquet::arrow::arrow_reader::{
 use crate::layout::{self, IntColumn};
 use crate::{parquet_read_error, AnalyzeError};
 
-/// Parquet files of `table` under a `convert` output directory: `DIR/TABLE.parquet`, or every
-/// `*.parquet` below `DIR/TABLE/` (a hive-style dataset).
-pub(crate) fn parquet_files(dir: &Path, table: &str) -> Vec<PathBuf> {
+/// The files of one table of a dataset directory ([`table_files`]).
+#[derive(Debug, Default)]
+pub(crate) struct TableFiles {
+    /// `DIR/TABLE.parquet`, when it is a file.
+    pub flat: Option<PathBuf>,
+    /// Every `*.parquet` below `DIR/TABLE/` (hive-style partitions), sorted.
+    pub partitioned: Vec<PathBuf>,
+}
+
+/// The files of `table` in the dataset directory `dir`, in both layouts. Below `DIR/TABLE/`,
+/// as Spark and pyarrow do, a file or directory whose name starts with `.` or `_` is not part
+/// of the table (the hidden temporary file of a `convert` still running or killed, a
+/// `_SUCCESS` marker, a `_temporary/` directory); links are followed, each directory read
+/// once (a link to a directory above would otherwise read its files again and again).
+pub(crate) fn table_files(dir: &Path, table: &str) -> TableFiles {
     let flat = dir.join(format!("{table}.parquet"));
-    if flat.is_file() {
-        return vec![flat];
-    }
-    let mut out = Vec::new();
+    let mut out = TableFiles {
+        flat: flat.is_file().then_some(flat),
+        partitioned: Vec::new(),
+    };
+    let mut seen_dirs = std::collections::HashSet::new();
     let mut stack = vec![dir.join(table)];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
+        let new_dir =
+            std::fs::metadata(&d).is_ok_and(|m| m.is_dir() && seen_dirs.insert((m.dev(), m.ino())));
+        let Some(rd) = new_dir.then(|| std::fs::read_dir(&d).ok()).flatten() else {
             continue;
         };
         for e in rd.flatten() {
+            if matches!(e.file_name().as_encoded_bytes().first(), Some(b'.' | b'_')) {
+                continue;
+            }
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "parquet") {
-                out.push(p);
+                out.partitioned.push(p);
             }
         }
     }
-    out.sort();
+    out.partitioned.sort();
     out
+}
+
+/// The Parquet files of `table` in a `convert` output directory: `DIR/TABLE.parquet`, or
+/// else the partitioned ones of [`table_files`] (a dataset with both is refused before it is
+/// read: [`crate::AnalyzeError::MixedLayouts`]).
+pub(crate) fn parquet_files(dir: &Path, table: &str) -> Vec<PathBuf> {
+    let t = table_files(dir, table);
+    t.flat.map_or(t.partitioned, |f| vec![f])
 }
 
 /// Every record batch of one Parquet file, after checking its layout.

@@ -585,37 +585,15 @@ impl Conversion<'_> {
     }
 }
 
-/// The tables a dataset may hold.
-const TABLES: [&str; 6] = ["io", "processes", "files", "devices", "losses", "cgroups"];
-
 /// The table files of a dataset in `dir`, flat (`TABLE.parquet`: `true`) or partitioned
-/// (`TABLE/…/*.parquet`: `false`); links are not followed, hidden files are left out.
+/// (`TABLE/…/*.parquet`: `false`): the files its readers would read
+/// ([`crate::parquet_input::table_files`]), of every table.
 pub(crate) fn table_files(dir: &Path) -> Vec<(PathBuf, bool)> {
     let mut out = Vec::new();
-    for t in TABLES {
-        let flat = dir.join(format!("{t}.parquet"));
-        if std::fs::symlink_metadata(&flat).is_ok() {
-            out.push((flat, true));
-        }
-        let mut stack = vec![dir.join(t)];
-        while let Some(d) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(&d) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                let Ok(ft) = e.file_type() else { continue };
-                // Hidden: an output's temporary file (of this conversion, or of one killed).
-                if e.file_name().as_encoded_bytes().starts_with(b".") {
-                    continue;
-                }
-                let p = e.path();
-                if ft.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "parquet") {
-                    out.push((p, false));
-                }
-            }
-        }
+    for t in crate::input::ALL_TABLES {
+        let files = crate::parquet_input::table_files(dir, t);
+        out.extend(files.flat.map(|f| (f, true)));
+        out.extend(files.partitioned.into_iter().map(|f| (f, false)));
     }
     out.sort();
     out
