@@ -208,8 +208,8 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     for side in [&d.a, &d.b] {
         if let Some((trace, dmg)) = side.damaged.first() {
             eprintln!(
-                "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
-                side.damaged.len()
+                "iodump: warning: {trace}: {} skipped (first: {dmg})",
+                iodump_format::Damage::count_in_words(side.damaged.iter().map(|(_, d)| d))
             );
         }
     }

@@ -87,16 +87,15 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<ExitCode> {
         if !s.damaged.is_empty() {
             damaged_files.push((
                 t.files[0].clone(),
-                s.damaged.len(),
+                iodump_format::Damage::count_in_words(&s.damaged),
                 s.damaged[0].to_string(),
             ));
         }
     }
     if let Some((p, n, first)) = damaged_files.first() {
         eprintln!(
-            "iodump: error: {}: {n} damaged chunk{} (first: {first}); intact chunks were read",
+            "iodump: error: {}: {n} (first: {first}); intact chunks were read",
             p.display(),
-            if *n == 1 { "" } else { "s" }
         );
         return Ok(ExitCode::from(1));
     }
@@ -277,11 +276,9 @@ fn print_origin(name: &str, r: &Reader, s: &Summary) {
         }
     } else {
         // Damaged, or absent: a file cut before its header chunk (a recording cut at once).
-        let why = if s
-            .damaged
-            .iter()
-            .any(|d| d.chunk == Some("header") || d.offset == 16)
-        {
+        let why = if s.damaged.iter().any(|d| {
+            d.chunk == Some("header") || d.offset == iodump_format::chunk::SIGNATURE_BYTES as u64
+        }) {
             "header damaged"
         } else {
             "no header chunk"

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use iodump_format::recording::{open_trace, open_traces};
+use iodump_format::Damage;
 use iodump_output::OutputFile;
 
 use crate::args::{usage, usage_bail, TableFormat};
@@ -308,9 +309,9 @@ pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     );
     if let Some(d) = damaged.first() {
         eprintln!(
-            "iodump: warning: {}: {} damaged chunk(s) skipped (first: {d})",
+            "iodump: warning: {}: {} skipped (first: {d})",
             a.file.display(),
-            damaged.len()
+            Damage::count_in_words(&damaged)
         );
     }
     if s.events == 0 && s.skipped == 0 && s.lower == 0 {
@@ -417,8 +418,8 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
     // (Nothing readable at all is the library's error: the directory is left as it was.)
     if let Some(d) = s.damaged.first() {
         eprintln!(
-            "iodump: warning: {} damaged chunk(s) skipped (first: {d})",
-            s.damaged.len()
+            "iodump: warning: {} skipped (first: {d})",
+            Damage::count_in_words(&s.damaged)
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -551,8 +552,8 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         .map_err(one_line_sql_error)?;
     if let Some((trace, dmg)) = answer.damaged.first() {
         eprintln!(
-            "iodump: warning: {trace}: {} damaged chunk(s) skipped (first: {dmg})",
-            answer.damaged.len()
+            "iodump: warning: {trace}: {} skipped (first: {dmg})",
+            Damage::count_in_words(answer.damaged.iter().map(|(_, d)| d))
         );
     }
     if answer.ios == 0 {
@@ -743,8 +744,8 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some((trace, d)) = s.damage.first() {
         eprintln!(
-            "iodump: warning: {} damaged chunk(s) skipped, the report shows what could be decoded (first: {trace}: {d})",
-            s.damage.len()
+            "iodump: warning: {} skipped, the report shows what could be decoded (first: {trace}: {d})",
+            Damage::count_in_words(s.damage.iter().map(|(_, d)| d))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -801,8 +802,8 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some((trace, d)) = s.damaged.first() {
         eprintln!(
-            "iodump: warning: {} damaged chunk(s) skipped, the comparison is of what could be decoded (first: {trace}: {d})",
-            s.damaged.len()
+            "iodump: warning: {} skipped, the comparison is of what could be decoded (first: {trace}: {d})",
+            Damage::count_in_words(s.damaged.iter().map(|(_, d)| d))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -849,9 +850,9 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
     );
     if let Some(d) = rep.damage.first() {
         eprintln!(
-            "iodump: warning: {}: {} damaged chunk(s) skipped, the plot shows what could be decoded (first: {d})",
+            "iodump: warning: {}: {} skipped, the plot shows what could be decoded (first: {d})",
             a.file.display(),
-            rep.damage.len()
+            Damage::count_in_words(&rep.damage)
         );
     }
     Ok(ExitCode::SUCCESS)

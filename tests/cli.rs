@@ -539,13 +539,20 @@ fn a_part_missing_from_a_recording_is_damage() {
     ok(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("warning") && err.contains("part 3 of the recording is missing"),
+        err.contains("warning: ")
+            && err.contains("1 missing part skipped")
+            && err.contains("part 3 of the recording is missing"),
         "{err}"
     );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("chunk"), "a part is not a chunk: {err}");
     one_line_error(
         &run(bin().arg("diff").arg(&rec).arg(&rec)),
-        "part 3 of the recording is missing",
+        "1 missing part (first: part 3 of the recording is missing",
     );
+    let out = run(bin().arg("info").arg(&rec));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(": 1 missing part (first: "), "{err}");
 }
 
 /// A FIFO (or a device) given as a trace is refused at once with one line: opening a FIFO

@@ -1100,7 +1100,7 @@ fn report_diff_takes_what_diff_takes() {
     let out = report(&["--allow-damaged"]);
     ok(&out);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("warning: 1 damaged chunk(s) skipped"), "{err}");
+    assert!(err.contains("warning: 1 damaged chunk skipped"), "{err}");
     let data = common::embedded_report_data(&std::fs::read_to_string(&page).unwrap());
     let intact = data["a"]["events"].as_u64().unwrap();
     assert!(intact > 0 && intact < EVENTS, "{intact}");

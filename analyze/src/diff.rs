@@ -650,7 +650,7 @@ pub fn read_side(
         if !allow_damaged {
             return Err(AnalyzeError::Damaged {
                 trace: trace.clone(),
-                chunks: info.damaged.len(),
+                what: iodump_format::Damage::count_in_words(info.damaged.iter().map(|(_, d)| d)),
                 damage: d.to_string(),
             });
         }

@@ -69,8 +69,8 @@ pub enum AnalyzeError {
     Damaged {
         /// The trace.
         trace: String,
-        /// Damaged chunks.
-        chunks: usize,
+        /// How much is damaged, in words ([`iodump_format::Damage::count_in_words`]).
+        what: String,
         /// The first damage.
         damage: String,
     },
@@ -231,11 +231,11 @@ impl fmt::Display for AnalyzeError {
             }
             AnalyzeError::Damaged {
                 trace,
-                chunks,
+                what,
                 damage,
             } => write!(
                 f,
-                "{trace}: {chunks} damaged chunk(s) (first: {damage}); a comparison of what is \
+                "{trace}: {what} (first: {damage}); a comparison of what is \
                  intact would be biased: pass --allow-damaged to make it anyway"
             ),
             AnalyzeError::Plot { message } => write!(f, "{message}"),

@@ -177,7 +177,7 @@ pub fn plot(rep: &TraceReport, opts: &PlotOptions, path: &Path) -> Result<(), An
         return Err(match rep.damage.first() {
             Some(d) => AnalyzeError::NothingReadable {
                 trace: rep.name.clone(),
-                damage: d.clone(),
+                damage: d.to_string(),
             },
             None => AnalyzeError::Plot {
                 message: match &rep.filter {

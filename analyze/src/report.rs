@@ -454,8 +454,8 @@ pub struct TraceReport {
     pub top_files: Vec<TopFile>,
     /// Distinct files (and labels) with I/O.
     pub file_count: usize,
-    /// Damage found while opening plus damaged segments, as one-line messages.
-    pub damage: Vec<String>,
+    /// Damage found while opening plus damaged segments, by offset.
+    pub damage: Vec<Damage>,
     /// The filter the report is of (`iodump report --filter`), as written.
     pub filter: Option<String>,
 }
@@ -671,7 +671,7 @@ fn finish(
         process_count,
         top_files,
         file_count,
-        damage: damage.iter().map(|d| d.to_string()).collect(),
+        damage,
         filter: None,
         agg,
     }
@@ -861,7 +861,7 @@ impl TraceReport {
             "errors": a.errors,
             "lost_events": self.lost_events,
             "damaged_events": a.damaged_events,
-            "damage": self.damage,
+            "damage": self.damage.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
             "latency": self.latency_json(),
             "devices": self.devices_json(),
             "stack": self.stack_json(),
@@ -1232,8 +1232,8 @@ pub struct ReportSummary {
     pub events: u64,
     /// Bytes of HTML written.
     pub html_bytes: u64,
-    /// Damage per trace (trace name, one-line message).
-    pub damage: Vec<(String, String)>,
+    /// Damage per trace (trace name, damage).
+    pub damage: Vec<(String, Damage)>,
 }
 
 /// Opens each trace, aggregates it and writes the HTML report to `out` (an
@@ -1256,7 +1256,7 @@ pub fn write_report(
         if let Some(r) = reports.iter().find(|r| !r.damage.is_empty()) {
             return Err(AnalyzeError::NothingReadable {
                 trace: r.name.clone(),
-                damage: r.damage[0].clone(),
+                damage: r.damage[0].to_string(),
             });
         }
     }

@@ -119,7 +119,7 @@ fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<(Vec<Row>, u64), A
     if let Some((trace, d)) = info.damaged.first() {
         return Err(AnalyzeError::Damaged {
             trace: trace.clone(),
-            chunks: info.damaged.len(),
+            what: iodump_format::Damage::count_in_words(info.damaged.iter().map(|(_, d)| d)),
             damage: d.to_string(),
         });
     }

@@ -199,9 +199,38 @@ pub struct Damage {
     pub kind: DamageKind,
 }
 
+impl Damage {
+    /// How much `damages` are, in words: `1 damaged chunk`, `3 damaged chunks`, `2 missing
+    /// parts`, `1 damaged chunk and 1 missing part` (a [`DamageKind::MissingParts`] counts
+    /// its parts, any other damage one chunk or region).
+    pub fn count_in_words<'a>(damages: impl IntoIterator<Item = &'a Damage>) -> String {
+        let (mut chunks, mut parts) = (0u64, 0u64);
+        for d in damages {
+            match d.kind {
+                DamageKind::MissingParts { first, last } => {
+                    parts += u64::from(last.saturating_sub(first)) + 1
+                }
+                _ => chunks += 1,
+            }
+        }
+        let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+        match (chunks, parts) {
+            (c, 0) => plural(c, "damaged chunk"),
+            (0, p) => plural(p, "missing part"),
+            (c, p) => format!(
+                "{} and {}",
+                plural(c, "damaged chunk"),
+                plural(p, "missing part")
+            ),
+        }
+    }
+}
+
 impl fmt::Display for Damage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.chunk {
+            // Not in any file: the offset is where the next part's bytes begin.
+            _ if matches!(self.kind, DamageKind::MissingParts { .. }) => write!(f, "{}", self.kind),
             Some(c) => write!(f, "{c} chunk at byte {}: {}", self.offset, self.kind),
             None => write!(f, "byte {}: {}", self.offset, self.kind),
         }
@@ -315,5 +344,35 @@ impl std::error::Error for WriteError {
             WriteError::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn damage(kind: DamageKind) -> Damage {
+        Damage {
+            offset: 16,
+            chunk: None,
+            kind,
+        }
+    }
+
+    #[test]
+    fn damage_is_counted_in_chunks_and_parts() {
+        let chunk = damage(DamageKind::BadFooter);
+        let parts = damage(DamageKind::MissingParts { first: 3, last: 5 });
+        let part = damage(DamageKind::MissingParts { first: 9, last: 9 });
+        let words = |d: &[&Damage]| Damage::count_in_words(d.iter().copied());
+        assert_eq!(words(&[]), "0 damaged chunks");
+        assert_eq!(words(&[&chunk]), "1 damaged chunk");
+        assert_eq!(words(&[&chunk, &chunk]), "2 damaged chunks");
+        assert_eq!(words(&[&part]), "1 missing part");
+        assert_eq!(words(&[&parts, &part]), "4 missing parts");
+        assert_eq!(
+            words(&[&chunk, &part]),
+            "1 damaged chunk and 1 missing part"
+        );
     }
 }
