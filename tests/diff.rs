@@ -1032,6 +1032,40 @@ fn report_diff_is_one_page_that_renders() {
         );
     }
     assert!(dom.contains(r#"class="changes" data-rows="40""#));
+    assert!(!dom.contains(r#"<p class="empty">"#), "{dom:.2000}");
+
+    // A side of one I/O has no IOPS or throughput over time (a bin of 1 ns drew it at a
+    // billion per second); with both such, the timelines are not drawn at all.
+    let mut first = true;
+    let one = write_edited(&d.join("one.iod"), 16, Vec::new(), |e| {
+        let keep = std::mem::replace(&mut first, false);
+        if keep {
+            vec![*e]
+        } else {
+            Vec::new()
+        }
+    });
+    for (b, plots, instant) in [(&a, 3, 1), (&one, 1, 2)] {
+        let page = d.join("one.html");
+        ok(&run(bin()
+            .arg("report")
+            .arg(&one)
+            .arg(b)
+            .arg("-o")
+            .arg(&page)));
+        let data = common::embedded_report_data(&std::fs::read_to_string(&page).unwrap());
+        assert_eq!(data["a"]["duration_ns"], 0);
+        let dom = common::headless(&browser, &["--dump-dom"], &page);
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        assert!(dom.contains(r#"data-rendered="ok""#), "{dom:.2000}");
+        assert!(
+            dom.contains(&format!(r#"data-plots="{plots}""#)),
+            "{dom:.2000}"
+        );
+        let said = "): all of its I/O at one instant: no IOPS or throughput over time</p>";
+        assert_eq!(dom.matches(said).count(), instant, "{dom:.3000}");
+        assert!(dom.contains(r#"<p class="empty">A ("#), "{dom:.3000}");
+    }
 }
 
 #[test]

@@ -68,7 +68,11 @@
     return box;
   }
 
+  // All of a side's I/O at one instant (one I/O): a rate over no time is undefined (its bin
+  // of 1 ns would draw it at a billion per second), so it has no timeline.
+  function instant(side) { return side.duration_ns === 0; }
   function timeline(side, field) {
+    if (instant(side)) return [];
     var secs = side.bin_ns / 1e9;
     return side[field].map(function (v, i) { return [i * secs, v / secs]; });
   }
@@ -92,12 +96,19 @@
   main.appendChild(chart("latency-cdf", "Latency CDF (all I/O)", [
     { key: "a", points: DATA.a.latency_cdf }, { key: "b", points: DATA.b.latency_cdf }],
     { xlog: true, ymax: 1, xfmt: fmtNs, yfmt: function (v) { return (v * 100).toFixed(0) + "%"; } }));
-  main.appendChild(chart("iops", "IOPS over time (from each recording's start)", [
-    { key: "a", points: timeline(DATA.a, "ios") }, { key: "b", points: timeline(DATA.b, "ios") }],
-    { xfmt: function (v) { return v.toFixed(1) + " s"; }, yfmt: fmt }));
-  main.appendChild(chart("throughput", "Throughput over time, bytes/s", [
-    { key: "a", points: timeline(DATA.a, "bytes") }, { key: "b", points: timeline(DATA.b, "bytes") }],
-    { xfmt: function (v) { return v.toFixed(1) + " s"; }, yfmt: fmt }));
+  var still = [["A", DATA.a], ["B", DATA.b]].filter(function (s) { return instant(s[1]); });
+  if (still.length < 2) {
+    main.appendChild(chart("iops", "IOPS over time (from each recording's start)", [
+      { key: "a", points: timeline(DATA.a, "ios") }, { key: "b", points: timeline(DATA.b, "ios") }],
+      { xfmt: function (v) { return v.toFixed(1) + " s"; }, yfmt: fmt }));
+    main.appendChild(chart("throughput", "Throughput over time, bytes/s", [
+      { key: "a", points: timeline(DATA.a, "bytes") }, { key: "b", points: timeline(DATA.b, "bytes") }],
+      { xfmt: function (v) { return v.toFixed(1) + " s"; }, yfmt: fmt }));
+  }
+  still.forEach(function (s) {
+    main.appendChild(el("p", { "class": "empty", text: s[0] + " (" + s[1].name +
+      "): all of its I/O at one instant: no IOPS or throughput over time" }));
+  });
   var t = el("table", { "class": "changes", "data-rows": String(DATA.rows.length) });
   t.appendChild(el("tr", null, DATA.columns.map(function (c) { return el("th", { text: c }); })));
   DATA.rows.forEach(function (r) {
