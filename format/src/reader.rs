@@ -710,11 +710,18 @@ impl Reader {
         Ok(None)
     }
 
-    /// Reads, verifies and decompresses a chunk's payload.
+    /// Reads, verifies and decompresses a chunk's payload (with the thread's decoder for
+    /// tables: a zstd context is costly to make, and a recording of thousands of parts opens
+    /// several table chunks per part).
     fn payload(&self, c: &ChunkInfo) -> Result<Vec<u8>, Damage> {
-        let mut d = SegmentDecoder::new();
-        self.payload_into(c, &mut d)?;
-        Ok(std::mem::take(&mut d.raw))
+        thread_local! {
+            static TABLES: std::cell::RefCell<SegmentDecoder> =
+                std::cell::RefCell::new(SegmentDecoder::new());
+        }
+        TABLES.with_borrow_mut(|d| {
+            self.payload_into(c, d)?;
+            Ok(std::mem::take(&mut d.raw))
+        })
     }
 
     /// Reads, verifies and decompresses a chunk's payload into `d.raw`.

@@ -226,18 +226,15 @@ fn open_files(files: Vec<(PathBuf, bool)>) -> Result<Vec<TraceInput>, InputError
     let mut opened: Vec<Option<Opened>> = Vec::new();
     let count = files.len();
     // Each file once, however it was named (`x.iod`, `./x.iod`, a directory and a part in
-    // it, a hard link): by device and inode where it can be stat'ed.
-    let mut ids: Vec<(u64, u64)> = Vec::new();
+    // it, a hard link): by device and inode (one that cannot be stat'ed cannot be opened
+    // either: its error follows).
+    let mut ids: std::collections::HashSet<(u64, u64)> = std::collections::HashSet::new();
     for (f, listed) in files {
-        if opened.iter().flatten().any(|o| o.path == f) {
-            continue;
-        }
         if let Ok(m) = std::fs::metadata(&f) {
             use std::os::unix::fs::MetadataExt;
-            if ids.contains(&(m.dev(), m.ino())) {
+            if !ids.insert((m.dev(), m.ino())) {
                 continue;
             }
-            ids.push((m.dev(), m.ino()));
         }
         let reader = match Reader::open_one_of(&f, count) {
             Ok(r) => r,
