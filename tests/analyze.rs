@@ -1482,12 +1482,15 @@ fn a_dataset_is_its_visible_partitions_each_read_once() {
     let d = common::TempDir::new("analyze-hidden-parts");
     let (a, ds) = (d.join("db1.iod"), d.join("ds"));
     renamed_trace(&a, "db1", 500);
-    common::ok(&run(bin()
-        .arg("convert")
-        .arg(&a)
-        .arg("-o")
-        .arg(&ds)
-        .args(["--partition-by", "host"])));
+    let convert = || {
+        common::ok(&run(bin()
+            .arg("convert")
+            .arg(&a)
+            .arg("-o")
+            .arg(&ds)
+            .args(["--partition-by", "host"])))
+    };
+    convert();
     let want: Vec<String> = ["one-pass", "polars"]
         .iter()
         .map(|e| analyze_csv(&[&ds], "--top-files", e))
@@ -1508,12 +1511,7 @@ fn a_dataset_is_its_visible_partitions_each_read_once() {
         assert_eq!(&analyze_csv(&[&ds], "--top-files", e), want, "engine {e}");
     }
     // Converted again in place: the same files replaced, nothing else found stale.
-    common::ok(&run(bin()
-        .arg("convert")
-        .arg(&a)
-        .arg("-o")
-        .arg(&ds)
-        .args(["--partition-by", "host"])));
+    convert();
     assert_eq!(&analyze_csv(&[&ds], "--top-files", "one-pass"), &want[0]);
 }
 
