@@ -23,6 +23,7 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 pub mod parts;
@@ -370,6 +371,11 @@ impl OutputFile {
         out.file
             .set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(io_err(path, "cannot set its mode to 0600"))?;
+        // Locked while any handle on it is open (its writer's, the thread syncing it): the
+        // retention of another recorder sharing the directory leaves a file being written
+        // alone ([`parts::may_delete`]). Advisory: a file system without locks skips it.
+        // SAFETY: flock only takes an open descriptor, which `out.file` owns.
+        let _ = unsafe { libc::flock(out.file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         Ok(out)
     }
 

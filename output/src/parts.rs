@@ -5,7 +5,10 @@
 //! within a count and a size (retention deletes the oldest parts, of any recording, never
 //! another kind of file).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -570,7 +573,11 @@ impl RotatingTrace {
                 source: e,
             })
         })?;
-        let Some((p, _)) = parts.into_iter().find(|(p, _)| p != keep_path) else {
+        let mut deletable = parts
+            .into_iter()
+            .filter(|(p, _)| p != keep_path)
+            .filter(|(p, _)| matches!(candidate(p), Ok(Candidate::Delete)));
+        let Some((p, _)) = deletable.next() else {
             return Ok(false);
         };
         match std::fs::remove_file(&p) {
@@ -665,10 +672,48 @@ pub fn list_parts(dir: &Path) -> std::io::Result<Vec<(PathBuf, u64)>> {
     list_named(dir, is_part_name)
 }
 
+/// What retention may do with a file named like its own ([`candidate`]).
+#[derive(Debug, PartialEq, Eq)]
+enum Candidate {
+    /// A trace file of this user that nothing writes: delete it.
+    Delete,
+    /// A trace file being written (another recorder in the same directory): leave it.
+    Busy,
+    /// Not a trace file (a person's file named like a part): not one of retention's files.
+    NotATrace,
+}
+
+/// Whether retention may delete `p`, a regular file of this user named like one of its own
+/// ([`list_named`]): only when it begins as a trace does (the trace signature, or as much of
+/// it as the file holds: a part cut as it was made) and no process holds it open for writing
+/// (every file iodump writes is locked while open: [`crate::OutputFile::create`]) — never a
+/// person's file that happens to be named like a part, nor the part or snapshot another
+/// recorder sharing the directory is writing.
+fn candidate(p: &Path) -> std::io::Result<Candidate> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)?;
+    let signature = iodump_format::chunk::signature();
+    let mut head = Vec::with_capacity(signature.len());
+    (&f).take(signature.len() as u64).read_to_end(&mut head)?;
+    if head[..] != signature[..head.len()] {
+        return Ok(Candidate::NotATrace);
+    }
+    // SAFETY: flock only takes the open descriptor `f` owns.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
+    {
+        return Ok(Candidate::Busy);
+    }
+    Ok(Candidate::Delete)
+}
+
 /// Deletes the oldest of `files` (oldest first, with their sizes: [`list_named`]) but
 /// `current` while there are more than `keep` or they hold more than `max_bytes`; a file
-/// already gone counts as deleted. A file that cannot be deleted is handed to `failed`,
-/// which says whether to go on. Returns how many were deleted.
+/// already gone counts as deleted, one that is not a trace as not there, one being written
+/// (by another recorder: [`candidate`]) is left. A file that cannot be deleted is handed to
+/// `failed`, which says whether to go on. Returns how many were deleted.
 pub fn delete_oldest_beyond(
     files: Vec<(PathBuf, u64)>,
     current: &Path,
@@ -684,6 +729,22 @@ pub fn delete_oldest_beyond(
         let over_size = max_bytes.is_some_and(|m| total > m);
         if !(over_count || over_size) {
             break;
+        }
+        match candidate(&p) {
+            Ok(Candidate::Delete) => {}
+            Ok(Candidate::Busy) => continue,
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                if failed(&p, e) {
+                    continue;
+                }
+                break;
+            }
+            // Not one of retention's files, or gone: not there.
+            Ok(Candidate::NotATrace) | Err(_) => {
+                total -= len;
+                count -= 1;
+                continue;
+            }
         }
         match std::fs::remove_file(&p) {
             Ok(()) => deleted += 1,
@@ -701,8 +762,9 @@ pub fn delete_oldest_beyond(
     deleted
 }
 
-/// The regular files of `dir` whose names `is_name` accepts (links are not followed), with
-/// their sizes, sorted by name: by time, for names that start with their UTC start time.
+/// The regular files of `dir` of the user running iodump whose names `is_name` accepts
+/// (links are not followed; another user's file is never retention's), with their sizes,
+/// sorted by name: by time, for names that start with their UTC start time.
 pub fn list_named(dir: &Path, is_name: fn(&str) -> bool) -> std::io::Result<Vec<(PathBuf, u64)>> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(dir)? {
@@ -718,7 +780,8 @@ pub fn list_named(dir: &Path, is_name: fn(&str) -> bool) -> std::io::Result<Vec<
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
             Err(err) => return Err(err),
         };
-        if meta.is_file() {
+        // SAFETY: geteuid takes nothing and cannot fail.
+        if meta.is_file() && meta.uid() == unsafe { libc::geteuid() } {
             v.push((e.path(), meta.len()));
         }
     }
@@ -1138,6 +1201,63 @@ mod tests {
         );
     }
 
+    /// Retention deletes the oldest parts, and only files that are parts nothing writes: not
+    /// a person's file named like a part, not another user's, not the part another recorder
+    /// in the directory is writing (locked while open), and nothing but regular files.
+    #[test]
+    fn retention_deletes_only_parts_nothing_writes() {
+        let dir = empty_dir("parts-retention-others");
+        let t0 = 1_764_625_920_000_000_000i64;
+        let s = 1_000_000_000i64;
+        let part = |n: i64| dir.join(part_name(t0 + n * s, n as u32));
+        let mut trace = iodump_format::chunk::signature().to_vec();
+        trace.extend_from_slice(b"a cut part");
+        // Oldest first: a person's notes, another recorder's part being written, a part of
+        // an earlier run, another user's part, a directory, then this run's parts.
+        std::fs::write(part(1), b"my notes").unwrap();
+        let busy = OutputFile::create(&part(2)).unwrap();
+        std::fs::write(busy.temp_path().unwrap(), &trace).unwrap();
+        let mut busy = busy;
+        busy.commit().unwrap();
+        std::fs::write(part(3), &trace).unwrap();
+        std::fs::write(part(4), &trace).unwrap();
+        // SAFETY: chown of a path we made, to `nobody`.
+        let c = std::ffi::CString::new(part(4).as_os_str().as_encoded_bytes()).unwrap();
+        let chowned = unsafe { libc::chown(c.as_ptr(), 65534, 65534) } == 0;
+        std::fs::create_dir(part(5)).unwrap();
+        let mut mine = Vec::new();
+        for n in 6..=9 {
+            std::fs::write(part(n), &trace).unwrap();
+            mine.push(part(n));
+        }
+        let files = list_parts(&dir).unwrap();
+        let current = part(9);
+        let deleted = delete_oldest_beyond(files, &current, Some(2), None, |p, e| {
+            panic!("{}: {e}", p.display())
+        });
+        // Six parts (2, 3, 6, 7, 8, 9), two kept: the busy one, which stays, and the current.
+        assert_eq!(deleted, 4);
+        assert!(part(1).exists(), "a person's file");
+        assert_eq!(std::fs::read(part(1)).unwrap(), b"my notes");
+        assert!(part(2).exists(), "a part being written");
+        assert!(!part(3).exists());
+        if chowned {
+            assert!(part(4).exists(), "another user's");
+        }
+        assert!(part(5).is_dir());
+        assert!(!part(6).exists() && !part(7).exists() && !part(8).exists());
+        assert!(part(9).exists());
+        // Once its writer is done, the part is one like any other.
+        drop(busy);
+        let files = list_parts(&dir).unwrap();
+        let deleted = delete_oldest_beyond(files, &current, Some(1), None, |p, e| {
+            panic!("{}: {e}", p.display())
+        });
+        assert_eq!(deleted, 1);
+        assert!(!part(2).exists() && part(1).exists() && part(9).exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// The clock set back (an NTP step after boot, a clock kept in local time): new parts'
     /// names go on after the newest name in the directory, of an earlier run too, so that
     /// retention deletes the oldest parts, not the newest; their headers keep the true clock.
@@ -1149,7 +1269,10 @@ mod tests {
         let t0 = 1_764_625_920_000_000_000i64;
         let hour = 3_600_000_000_000i64;
         let earlier = dir.join(part_name(t0 + hour, 7));
-        std::fs::write(&earlier, b"an earlier run's part").unwrap();
+        // (Cut as it was made: the signature and a few bytes.)
+        let mut bytes = iodump_format::chunk::signature().to_vec();
+        bytes.extend_from_slice(b"cut");
+        std::fs::write(&earlier, bytes).unwrap();
         let cfg = PartsConfig {
             dir: dir.clone(),
             keep: Some(3),
