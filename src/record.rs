@@ -486,7 +486,9 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         metadata,
         print_to: None,
         container: a.select.container.clone(),
-        snapshot: flight.is_some().then_some(&crate::signals::SNAPSHOT),
+        // Without a ring, SIGUSR1 is answered with a line saying so (it must not kill the
+        // recorder, its default action).
+        snapshot: Some(&crate::signals::SNAPSHOT),
         parts,
         flight,
     };
@@ -516,7 +518,7 @@ pub fn execute(
     serving: Option<Serving>,
 ) -> anyhow::Result<ExitCode> {
     crate::signals::install();
-    if cfg.flight.is_some() {
+    if cfg.snapshot.is_some() {
         crate::signals::install_snapshot();
     }
     let mut serving = serving;

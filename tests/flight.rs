@@ -832,7 +832,10 @@ fn trigger_and_sigusr1_save_the_window() {
         .map(|i| format!("trigger-20250101T00000{i}.000Z-00{i}-sigusr1.iod"))
         .collect();
     for f in &earlier {
-        std::fs::write(quiet.join(f), b"an earlier snapshot").unwrap();
+        // (Cut as it began: retention deletes trace files only.)
+        let mut bytes = iodump_format::chunk::signature().to_vec();
+        bytes.extend_from_slice(b"an earlier snapshot");
+        std::fs::write(quiet.join(f), bytes).unwrap();
     }
     let others = ["iodump-20250101T000000.000Z-000001.iod", "notes.iod"];
     for f in others {
@@ -869,6 +872,65 @@ fn trigger_and_sigusr1_save_the_window() {
         assert!(!earlier.contains(new), "{new}");
         assert!(Reader::open(quiet.join(new)).is_ok(), "{new}");
     }
+    // A snapshot of SIGUSR1 neither uses up --max-dumps nor starts the trigger's cooldown:
+    // the trigger still fires after it.
+    let both = d.join("b/");
+    let rec = record_into(
+        &name,
+        &both,
+        &[
+            "--ring",
+            "10s",
+            "--trigger",
+            "latency > 200us && iosize >= 1M",
+            "--after",
+            "200ms",
+            "--max-dumps",
+            "1",
+            "--cooldown",
+            "1h",
+        ],
+    );
+    small(0);
+    rec.signal(libc::SIGUSR1);
+    std::thread::sleep(Duration::from_millis(800));
+    let st = Command::new("dd")
+        .arg(format!("if={}", random.display()))
+        .args([&format!("of={}", z.node()), "bs=1M", "count=8", "seek=8"])
+        .arg("oflag=direct")
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(1500));
+    let (st, _, err) = rec.stop();
+    assert!(st.success(), "{err}");
+    let mut made: Vec<String> = std::fs::read_dir(&both)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    made.sort();
+    assert_eq!(made.len(), 2, "{made:?}: {err}");
+    assert!(
+        made[0].ends_with("-sigusr1.iod") && made[1].contains("-latency-"),
+        "{made:?}"
+    );
+    // Without a ring SIGUSR1 is answered with a line, not the signal's default (death).
+    let parts = d.join("p/");
+    let rec = record_into(&name, &parts, &["--rotate", "1h"]);
+    small(0);
+    rec.signal(libc::SIGUSR1);
+    std::thread::sleep(Duration::from_millis(500));
+    small(0);
+    let (st, _, err) = rec.stop();
+    assert!(st.success(), "{err}");
+    assert!(
+        err.contains("SIGUSR1: no --ring, so there is no window to save"),
+        "{err}"
+    );
+    assert!(err.contains("recorded "), "{err}");
+    let events = info_json(&[&parts])[0]["events"].as_u64().unwrap();
+    assert!(events >= 1000, "{events}: {err}");
 }
 
 /// A counted trigger (`--trigger-count N --trigger-window D`) fires on the N-th matching I/O

@@ -426,13 +426,15 @@ impl Flight {
         {
             return false;
         }
-        if self.cfg.max_dumps.is_some_and(|m| self.dumps >= m) {
+        // Triggered snapshots only: those of SIGUSR1 are not subject to it.
+        if let Some(m) = self
+            .cfg
+            .max_dumps
+            .filter(|&m| self.counts.snapshots_triggered >= u64::from(m))
+        {
             if !self.said_max {
                 self.said_max = true;
-                eprintln!(
-                    "iodump: warning: --max-dumps {} reached: later triggers save nothing",
-                    self.dumps
-                );
+                eprintln!("iodump: warning: --max-dumps {m} reached: later triggers save nothing");
             }
             return false;
         }
@@ -492,7 +494,10 @@ impl Flight {
         now: (i64, u64),
         after_ns: Option<u64>,
     ) -> Result<(), RecordError> {
-        self.last_fire_mono_ns = Some(now.1);
+        // The cooldown is the trigger's: a snapshot of SIGUSR1 does not start it.
+        if !matches!(why, Snapshot::Signal) {
+            self.last_fire_mono_ns = Some(now.1);
+        }
         self.writer.flush().map_err(RecordError::Write)?;
         self.route()?;
         let mut header = self.template.clone();
