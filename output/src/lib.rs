@@ -174,7 +174,14 @@ fn kind_name(ft: std::fs::FileType) -> &'static str {
 
 /// What is at `path` without following a link there: `None` when nothing is.
 fn lstat(path: &Path) -> Result<Option<Metadata>, OutputError> {
-    match std::fs::symlink_metadata(path) {
+    // Without its trailing slashes: the kernel resolves a link named `link/` (the slash
+    // names what it points to), so `lstat` would say what the link points to.
+    let b = path.as_os_str().as_bytes();
+    let end = b
+        .iter()
+        .rposition(|&c| c != b'/')
+        .map_or(b.len(), |i| i + 1);
+    match std::fs::symlink_metadata(Path::new(std::ffi::OsStr::from_bytes(&b[..end]))) {
         Ok(m) => Ok(Some(m)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err(path, "cannot inspect it")(e)),
@@ -619,6 +626,16 @@ mod tests {
             check_dir(&victim).unwrap_err(),
             OutputError::WrongKind { .. }
         ));
+        // A link to a directory, named with a trailing slash (`-o linkdir/`), is a link too.
+        let real = d.0.join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, d.0.join("linkdir")).unwrap();
+        for named in ["linkdir/", "linkdir//"] {
+            let e = check_dir(&d.0.join(named)).unwrap_err();
+            assert!(matches!(e, OutputError::Symlink { .. }), "{named}: {e}");
+        }
+        assert!(check_dir(&d.0.join("real/")).is_ok());
+        assert!(check_dir(Path::new("/")).is_ok() || euid() != 0);
     }
 
     #[test]

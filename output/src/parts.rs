@@ -159,7 +159,8 @@ pub fn part_name_time(name: &str) -> Option<i64> {
     is_part_name(name).then(|| parse_name_time(&name["iodump-".len().."iodump-".len() + 20]))?
 }
 
-/// True for a name [`part_name`] makes: what retention may delete.
+/// True for a name [`part_name`] makes (the part number in 6 digits or more: part 1,000,000
+/// comes after 11.6 days of 1 s parts): what retention may delete.
 pub fn is_part_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("iodump-") else {
         return false;
@@ -168,7 +169,7 @@ pub fn is_part_name(name: &str) -> bool {
         return false;
     };
     let b = rest.as_bytes();
-    b.len() == 27
+    b.len() >= 27
         && b[8] == b'T'
         && b[15] == b'.'
         && b[19] == b'Z'
@@ -1349,5 +1350,11 @@ mod tests {
         assert!(!is_part_name("iodump-20251201T215200.123Z-00001.iod"));
         assert!(!is_part_name("trigger-20251201T215200.123Z-000001.iod"));
         assert!(!is_part_name("run.iod"));
+        // Past part 999,999 (11.6 days of 1 s parts): still a part, its time still read.
+        let big = part_name(1_764_625_920_123_456_789, 1_000_000);
+        assert_eq!(big, "iodump-20251201T215200.123Z-1000000.iod");
+        assert!(is_part_name(&big));
+        assert_eq!(part_name_time(&big), part_name_time(&a));
+        assert!(!is_part_name("iodump-20251201T215200.123Z-00000x1.iod"));
     }
 }
