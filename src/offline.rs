@@ -922,6 +922,7 @@ mod tests {
             ("-1s", "is not a duration"),
             ("1e-300s", "is not a duration"),
             ("1e12d", "is not a duration"),
+            ("1000000000d", "at most 292 years"),
             ("infs", "is not a duration"),
             ("nans", "is not a duration"),
             ("5 fortnights", "is not a duration"),

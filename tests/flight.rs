@@ -229,7 +229,7 @@ fn bad_always_on_flags_are_one_line_errors() {
         counted("10", "0s"),
         counted("10", "2m"),
     );
-    let cases: [(&[&str], &str); 15] = [
+    let cases: [(&[&str], &str); 16] = [
         (&zero, "--trigger-count 0"),
         (&many, "--trigger-count 2000000: give at most 1000000"),
         (&never, "--trigger-window 0s: give a positive duration"),
@@ -266,6 +266,18 @@ fn bad_always_on_flags_are_one_line_errors() {
             "--after soon",
         ),
         (&["--ring", "60s", "--keep-dumps", "0"], "--keep-dumps 0"),
+        // Added to a clock, it overflowed: no cooldown at all.
+        (
+            &[
+                "--ring",
+                "60s",
+                "--trigger",
+                "latency > 1ms",
+                "--cooldown",
+                "18446700000s",
+            ],
+            "at most 292 years",
+        ),
         (
             &["--ring", "60s", "--max-dumps-total", "10K"],
             "--max-dumps-total 10K: give at least 1M",

@@ -98,10 +98,19 @@ fn number(num: &str, input: &str, expected: &'static str) -> Result<f64, UnitErr
 }
 
 fn whole(v: f64, input: &str, expected: &'static str) -> Result<u64, UnitError> {
-    if v < 0.0 || v > u64::MAX as f64 {
+    // Past 2^63 (292 years, 8 EiB): too large to add to a clock or a count without
+    // overflowing, and no setting needs it.
+    const TOO_LARGE: &str = "a value iodump can take: at most 292 years or 8 EiB";
+    if v < 0.0 || v.is_nan() {
         return Err(UnitError {
             input: input.to_string(),
             expected,
+        });
+    }
+    if v >= (1u64 << 63) as f64 {
+        return Err(UnitError {
+            input: input.to_string(),
+            expected: TOO_LARGE,
         });
     }
     Ok(v.round() as u64)
