@@ -134,15 +134,32 @@ fn fio_replays_the_exported_iolog() {
     };
     let (a, b) = (mk(), mk());
     let d = TempDir::new("export-fio");
+    // And flushes, which zram does not see (no write cache): a loop device over a file,
+    // written with fsync at the end.
+    let backing = d.join("loop.img");
+    std::fs::write(&backing, vec![0u8; 8 << 20]).unwrap();
+    let lo = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&backing)
+        .output()
+        .expect("losetup");
+    assert!(
+        lo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lo.stderr)
+    );
+    let lo = String::from_utf8(lo.stdout).unwrap().trim().to_string();
     let t = d.join("rec.iod");
     let out = run(bin()
-        .args(["record", "-d", &format!("zram{a}"), "-o"])
+        .args(["record", "-d", &format!("zram{a}"), "-d", &lo, "-o"])
         .arg(&t)
         .args(["--", "sh", "-c"])
         .arg(format!(
             "dd if=/dev/zero of=/dev/zram{a} bs=8k count=300 oflag=direct 2>/dev/null && \
-             dd if=/dev/zram{a} of=/dev/null bs=4k count=200 iflag=direct 2>/dev/null"
+             dd if=/dev/zram{a} of=/dev/null bs=4k count=200 iflag=direct 2>/dev/null && \
+             dd if=/dev/zero of={lo} bs=4k count=1 oflag=direct conv=fsync 2>/dev/null"
         )));
+    let _ = Command::new("losetup").args(["-d", &lo]).status();
     ok(&out);
     let log = d.join("replay.iolog");
     let out = run(bin()
@@ -153,6 +170,20 @@ fn fio_replays_the_exported_iolog() {
     assert!(out.status.success());
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.starts_with("fio version 3 iolog\n"));
+    // Every I/O line has five fields: fio reads fewer as a file action ("bad iolog file
+    // action: sync", the flush dropped).
+    let syncs = text.lines().filter(|l| l.contains(" sync")).count();
+    assert!(syncs >= 1, "a flush: {text:.2000}");
+    for l in text.lines().skip(1) {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert!(
+            f.len() == 5 || (f.len() == 3 && matches!(f[2], "add" | "open" | "close")),
+            "{l}"
+        );
+    }
+    // The loop device's I/O goes to the replay device too.
+    let text = text.replace(&lo, &format!("/dev/zram{a}"));
+    std::fs::write(&log, &text).unwrap();
     let before = std::fs::read_to_string(format!("/sys/block/zram{b}/stat")).unwrap();
     let fio = Command::new("fio")
         .args(["--name=replay", "--ioengine=psync", "--direct=1"])
@@ -167,13 +198,15 @@ fn fio_replays_the_exported_iolog() {
         let _ = std::fs::write("/sys/class/zram-control/hot_remove", id.to_string());
     }
     ok(&fio);
+    let err = String::from_utf8_lossy(&fio.stderr);
+    assert!(!err.contains("bad iolog"), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&fio.stdout).unwrap();
     let job = &v["jobs"][0];
-    assert_eq!(job["write"]["total_ios"], 300, "{}", job["write"]);
+    assert_eq!(job["write"]["total_ios"], 301, "{}", job["write"]);
     assert_eq!(job["read"]["total_ios"], 200, "{}", job["read"]);
     let f = |s: &str| -> Vec<u64> { s.split_whitespace().map(|x| x.parse().unwrap()).collect() };
     let (x, y) = (f(&before), f(&after));
-    assert_eq!(y[4] - x[4], 300, "writes that reached the replay device");
+    assert_eq!(y[4] - x[4], 301, "writes that reached the replay device");
     assert_eq!(y[0] - x[0], 200, "reads that reached the replay device");
 }
 
@@ -359,7 +392,7 @@ fn the_fio_iolog_is_in_start_order() {
                     Op::Other => return None,
                 };
                 let rest = if action == "sync" {
-                    "sync".to_string()
+                    "sync 0 0".to_string()
                 } else {
                     format!("{action} {} {}", e.sector * 512, e.bytes)
                 };

@@ -199,7 +199,9 @@ fn fio_iolog(
         events += 1;
         let f = &names[&e.dev.0];
         if action == "sync" {
-            writeln!(w, "{t} {f} sync")
+            // fio reads a line of fewer than five fields as a file action (add, open, close):
+            // a sync takes an offset and length as fio's own logs write them, 0 0.
+            writeln!(w, "{t} {f} sync 0 0")
         } else {
             let offset_bytes = e.sector * 512;
             writeln!(w, "{t} {f} {action} {offset_bytes} {}", e.bytes)
