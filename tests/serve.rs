@@ -342,6 +342,27 @@ fn batch_mode_and_metrics_count_the_same_io() {
     // -b's first snapshot counts the I/O from the recording line on (tests/top.rs); the wait
     // is for the metrics endpoint.
     std::thread::sleep(Duration::from_millis(500));
+    // Clients that connect and send nothing, or a byte at a time, hold no one else's scrape
+    // (they were answered one at a time, each given 5 s per read: 20 of them held every
+    // scrape for 100 s). A scrape sent after them is answered before the first of them has
+    // timed out (5 s): it waited for none.
+    let idle: Vec<std::net::TcpStream> = (0..20)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let mut drip = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(&mut drip, b"GET /met").unwrap();
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
+    std::io::Write::write_all(
+        &mut c,
+        b"GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut reply = String::new();
+    c.read_to_string(&mut reply)
+        .expect("a scrape answered while idle clients hold connections");
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply:.200}");
+    drop((idle, drip));
     sh(&format!(
         "dd if=/dev/zero of={} bs=4k count=1000 oflag=direct status=none",
         zram.node()

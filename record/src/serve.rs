@@ -9,7 +9,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -20,6 +20,14 @@ pub const OPENMETRICS: u8 = 2;
 
 /// How long a request waits for a fresh exposition.
 const FRESH_WAIT: Duration = Duration::from_secs(1);
+
+/// Connections answered at once, each on a thread of its own: a client that connects and
+/// sends nothing (or a byte at a time) holds one, never the others' scrapes. Past this,
+/// a connection is closed at once.
+const MAX_CONNECTIONS: usize = 32;
+
+/// How long a client has to send its request's head, in all (not per read).
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Why `--serve`'s value gives no address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,15 +109,32 @@ impl Endpoint {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
         let s = shared.clone();
+        let active = Arc::new(AtomicUsize::new(0));
         std::thread::Builder::new()
             .name("iodump-serve".into())
             .spawn(move || {
                 for conn in listener.incoming() {
-                    match conn {
-                        Ok(c) => {
-                            let _ = answer(c, &s);
+                    let c = match conn {
+                        Ok(c) => c,
+                        Err(_) => {
+                            std::thread::sleep(Duration::from_millis(10));
+                            continue;
                         }
-                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    };
+                    if active.load(Ordering::Acquire) >= MAX_CONNECTIONS {
+                        continue; // closed: dropped
+                    }
+                    active.fetch_add(1, Ordering::AcqRel);
+                    let (s, done) = (s.clone(), active.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("iodump-serve-1".into())
+                        .stack_size(256 << 10)
+                        .spawn(move || {
+                            let _ = answer(c, &s);
+                            done.fetch_sub(1, Ordering::AcqRel);
+                        });
+                    if spawned.is_err() {
+                        active.fetch_sub(1, Ordering::AcqRel);
                     }
                 }
             })?;
@@ -170,11 +195,17 @@ fn exposition(s: &Shared, format: u8) -> Option<Arc<String>> {
 }
 
 fn answer(mut c: TcpStream, s: &Shared) -> std::io::Result<()> {
-    c.set_read_timeout(Some(Duration::from_secs(5)))?;
     c.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let deadline = std::time::Instant::now() + HEAD_DEADLINE;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+    // The head ends at an empty line (bare line feeds taken too, as most servers do).
+    while !(buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.windows(2).any(|w| w == b"\n\n")) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return respond(&mut c, "408 Request Timeout", "text/plain", b"", true);
+        }
+        c.set_read_timeout(Some(left))?;
         let n = c.read(&mut chunk)?;
         if n == 0 {
             break;
