@@ -519,10 +519,13 @@ impl RotatingTrace {
             Err(err) => self.go_on_after(err),
             Ok(()) => Ok(()),
         };
-        let r = flushed.and_then(|()| match self.close_current(end) {
+        // Closed also when that failed (a full file system without a retention bound): the
+        // part is then cut at its last complete chunk, readable as one without an end.
+        let closed = match self.close_current(end) {
             Err(e) if self.bounded() && is_disk_full(&e) => Ok(()),
             r => r,
-        });
+        };
+        let r = flushed.and(closed);
         self.syncer.stop();
         r?;
         self.retain()?;
@@ -1200,6 +1203,68 @@ mod tests {
             "{} still mounted",
             mount.display()
         );
+    }
+
+    /// The file system fills up with no retention bound: the recording stops with the error,
+    /// and the part being written is cut at its last complete chunk (it read as damaged:
+    /// a chunk cut short), as `-o FILE` is.
+    #[test]
+    fn a_full_file_system_without_retention_leaves_the_part_whole() {
+        use iodump_format::{DevT, Reader};
+        let base =
+            std::env::temp_dir().join(format!("iodump-parts-full-nb-{}", std::process::id()));
+        let Some(fs) = SmallFs::mount(&base, "512K") else {
+            return;
+        };
+        let cfg = PartsConfig {
+            dir: fs.0.join("rec"),
+            rotate_ns: Some(3_600_000_000_000),
+            ..PartsConfig::default()
+        };
+        let mut t = RotatingTrace::create(
+            cfg,
+            Header::default(),
+            WriterOptions::default(),
+            "rec".into(),
+            (1_764_625_920_000_000_000, 1_000),
+        )
+        .unwrap();
+        t.commit_first().unwrap();
+        let dev = DevT::new(8, 0);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut failed = None;
+        for i in 1..=2_000_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let e = Event {
+                timestamp_ns: i * 1_000 + (x & 0xff),
+                dev,
+                sector: x >> 20,
+                bytes: 4096 << (x & 3),
+                latency_ns: x & 0xfffff,
+                pid: 1,
+                tid: 1 + (x >> 60) as u32,
+                ..Event::default()
+            };
+            if let Err(err) = t
+                .push(&e)
+                .and_then(|()| if i % 4_096 == 0 { t.flush() } else { Ok(()) })
+            {
+                failed = Some(err);
+                break;
+            }
+        }
+        let err = failed.expect("the file system never filled");
+        assert!(is_disk_full(&err), "{err}");
+        assert!(t.finish(EndInfo::default()).is_err());
+        let files = list_parts(&fs.0.join("rec")).unwrap();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let r = Reader::open(&files[0].0).unwrap();
+        assert!(r.validate().is_empty(), "damaged: {:?}", r.validate());
+        assert!(r.events().count() > 0);
+        drop(r);
+        drop(fs);
     }
 
     /// Retention deletes the oldest parts, and only files that are parts nothing writes: not
