@@ -451,6 +451,40 @@ fn bad_input_gets_one_line() {
         &replay(&[&s(&t), "--target", &s(&img), "--speed", "0"]),
         "--speed",
     );
+    // One device mapped twice (by name and by number): which disk it writes is not the
+    // flags' order to decide (the last one won).
+    let dev = iodump_format::Reader::open(&t)
+        .unwrap()
+        .tables()
+        .devices()
+        .next()
+        .unwrap()
+        .clone();
+    let by_num = format!("{}:{}", dev.dev.major(), dev.dev.minor());
+    usage_error(
+        &replay(&[
+            &s(&t),
+            "--map",
+            &format!("{}={}", dev.name, s(&img)),
+            "--map",
+            &format!("{by_num}={}", s(&empty)),
+        ]),
+        "map one device of the trace",
+    );
+    // --verify scores one pass: of N loops it compared one with all of them.
+    usage_error(
+        &replay(&[
+            &s(&t),
+            "--target",
+            &s(&img),
+            "--loops",
+            "2",
+            "-o",
+            &s(&d.join("v.iod")),
+            "--verify",
+        ]),
+        "--verify scores one pass",
+    );
     usage_error(
         &replay(&[&s(&t), "--target", &s(&img), "-f", "bytes >"]),
         "bad -f expression",

@@ -78,6 +78,14 @@ pub enum ReplayError {
         /// The trace's devices.
         available: String,
     },
+    /// Two `--map`s name one device of the trace (by name or by number): which disk it would
+    /// write is not for the order of the flags to decide.
+    MappedTwice {
+        /// The first `--map`.
+        first: String,
+        /// The second.
+        second: String,
+    },
     /// A target is the trace being replayed (or one of its parts).
     TargetIsTrace {
         /// The target.
@@ -173,6 +181,7 @@ impl ReplayError {
                 | ReplayError::NoLoops
                 | ReplayError::NoTarget
                 | ReplayError::UnknownDevice { .. }
+                | ReplayError::MappedTwice { .. }
         )
     }
 }
@@ -226,6 +235,10 @@ impl fmt::Display for ReplayError {
                 f,
                 "target {} changed while it was opened (another file is there now): not used",
                 path.display()
+            ),
+            ReplayError::MappedTwice { first, second } => write!(
+                f,
+                "--map {first} and --map {second} map one device of the trace: give one"
             ),
             ReplayError::UnknownDevice { spec, available } => write!(
                 f,

@@ -195,8 +195,16 @@ fn open_targets(cfg: &ReplayConfig, reader: &Reader) -> Result<Targets, ReplayEr
         Ok(i)
     };
     let mut device_map = HashMap::new();
+    let mut mapped: HashMap<DevT, String> = HashMap::new();
     for (spec, path) in &cfg.map {
         let dev = resolve_dev(reader, spec)?;
+        let given = format!("{spec}={}", path.display());
+        if let Some(first) = mapped.insert(dev, given.clone()) {
+            return Err(ReplayError::MappedTwice {
+                first,
+                second: given,
+            });
+        }
         let t = open(path, &mut targets)?;
         device_map.insert(dev, t);
     }
