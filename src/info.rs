@@ -72,24 +72,42 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<ExitCode> {
                 .map_or_else(|| t.name.clone(), |d| d.display().to_string()),
             _ => t.files[0].display().to_string(),
         };
+        let rows = part_rows(&t);
         if a.json {
             let mut v = to_json(name, r, &s);
             v["recording"] = json!(t.recording);
-            v["parts"] = parts_json(&t);
+            v["parts"] = parts_json(&t, &rows);
             println!("{}", serde_json::to_string(&v).context("formatting JSON")?);
         } else {
             if i > 0 {
                 println!();
             }
             print_text(&name, r, &s);
-            print_parts(&t);
+            print_parts(&t, &rows);
         }
         if !s.damaged.is_empty() {
-            damaged_files.push((
-                t.files[0].clone(),
-                iodump_format::Damage::count_in_words(&s.damaged),
-                s.damaged[0].to_string(),
-            ));
+            // A recording in parts: the first damaged part, with offsets in its own file
+            // (the whole's are of the parts end to end); a missing part is in no file.
+            let in_part = rows.iter().find_map(|(f, _, st)| {
+                let d = &st.as_ref()?.4;
+                Some((
+                    f.clone(),
+                    iodump_format::Damage::count_in_words(d),
+                    d.first()?.to_string(),
+                ))
+            });
+            let missing = s
+                .damaged
+                .iter()
+                .any(|d| matches!(d.kind, iodump_format::DamageKind::MissingParts { .. }));
+            damaged_files.push(match in_part.filter(|_| !missing) {
+                Some(p) => p,
+                None => (
+                    t.files[0].clone(),
+                    iodump_format::Damage::count_in_words(&s.damaged),
+                    s.damaged[0].to_string(),
+                ),
+            });
         }
     }
     if let Some((p, n, first)) = damaged_files.first() {
@@ -106,12 +124,25 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Events, losses, bytes and time span (UTC) of one part.
-type PartStats = (u64, u64, u64, Option<(String, String)>);
+/// Events, losses, bytes, time span (UTC) and damage (offsets in the part's file) of one
+/// part.
+type PartStats = (
+    u64,
+    u64,
+    u64,
+    Option<(String, String)>,
+    Vec<iodump_format::Damage>,
+);
 
-/// Each part of a recording: its file, events, losses and time span (each part opened on
-/// its own).
-fn part_rows(t: &TraceInput) -> Vec<(String, u32, Option<PartStats>)> {
+/// One part of a recording: its file, number and figures (none when it cannot be read).
+type PartRow = (PathBuf, u32, Option<PartStats>);
+
+/// Each part of a recording: its file, events, losses, time span and damage (each part
+/// opened on its own); none for a trace that is not in parts.
+fn part_rows(t: &TraceInput) -> Vec<PartRow> {
+    if t.recording.is_none() {
+        return Vec::new();
+    }
     t.files
         .iter()
         .zip(&t.parts)
@@ -123,14 +154,14 @@ fn part_rows(t: &TraceInput) -> Vec<(String, u32, Option<PartStats>)> {
                     .first_timestamp_ns
                     .zip(s.last_timestamp_ns)
                     .map(|(a, b)| (rfc3339_utc(h.to_utc_ns(a)), rfc3339_utc(h.to_utc_ns(b))));
-                (s.events, s.lost_events, s.file_bytes, span)
+                (s.events, s.lost_events, s.file_bytes, span, s.damaged)
             });
-            (f.display().to_string(), n, stats)
+            (f.clone(), n, stats)
         })
         .collect()
 }
 
-fn print_parts(t: &TraceInput) {
+fn print_parts(t: &TraceInput, rows: &[PartRow]) {
     let Some(id) = &t.recording else {
         return;
     };
@@ -152,39 +183,46 @@ fn print_parts(t: &TraceInput) {
             String::new()
         }
     );
-    for (f, n, st) in part_rows(t) {
+    for (f, n, st) in rows {
+        let f = f.display();
         match st {
-            Some((ev, lost, bytes, span)) => say!(
-                "  part {n:<6} {f} ({}): {} events, {} lost{}",
-                human_bytes(bytes),
-                thousands(ev),
-                thousands(lost),
-                span.map_or_else(String::new, |(a, b)| format!(", {a} .. {b}"))
+            Some((ev, lost, bytes, span, damage)) => say!(
+                "  part {n:<6} {f} ({}): {} events, {} lost{}{}",
+                human_bytes(*bytes),
+                thousands(*ev),
+                thousands(*lost),
+                span.as_ref()
+                    .map_or_else(String::new, |(a, b)| format!(", {a} .. {b}")),
+                damage.first().map_or_else(String::new, |d| format!(
+                    "; DAMAGED: {} (first: {d})",
+                    iodump_format::Damage::count_in_words(damage)
+                ))
             ),
             None => say!("  part {n:<6} {f}: cannot be read"),
         }
     }
 }
 
-fn parts_json(t: &TraceInput) -> serde_json::Value {
+fn parts_json(t: &TraceInput, rows: &[PartRow]) -> serde_json::Value {
     if t.recording.is_none() {
         return serde_json::Value::Null;
     }
-    json!(part_rows(t)
-        .into_iter()
+    json!(rows
+        .iter()
         .map(|(f, n, st)| {
-            let (ev, lost, bytes, span) = match st {
-                Some((e, l, b, s)) => (Some(e), Some(l), Some(b), s),
-                None => (None, None, None, None),
+            let (ev, lost, bytes, span, damage) = match st {
+                Some((e, l, b, s, d)) => (Some(e), Some(l), Some(b), s.clone(), Some(d)),
+                None => (None, None, None, None, None),
             };
             json!({
-                "file": f,
+                "file": f.display().to_string(),
                 "part": n,
                 "events": ev,
                 "lost_events": lost,
                 "file_bytes": bytes,
                 "first_timestamp": span.as_ref().map(|s| s.0.clone()),
                 "last_timestamp": span.map(|s| s.1),
+                "damage": damage.map(|d| d.iter().map(|d| d.to_string()).collect::<Vec<_>>()),
             })
         })
         .collect::<Vec<_>>())

@@ -512,6 +512,47 @@ fn events_read(cmd: &str, out: &Output, d: &TempDir, name: &str) -> u64 {
     }
 }
 
+/// A damaged part of a recording is named, with the offset in its own file: `info` of the
+/// recording named its first part and an offset in all the parts end to end.
+#[test]
+fn a_damaged_part_is_named_by_its_own_file() {
+    let d = TempDir::new("damaged-part");
+    let rec = d.join("rec");
+    ok(&run(bin()
+        .args(["synth", "--workload", "oltp", "--events", "20000"])
+        .args(["--seed", "3", "--rotate", "100ms", "-o"])
+        .arg(format!("{}/", rec.display()))));
+    let parts = common::names_in(&rec);
+    assert!(parts.len() >= 4, "{parts:?}");
+    let third = rec.join(&parts[2]);
+    let mut bytes = std::fs::read(&third).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x55;
+    std::fs::write(&third, &bytes).unwrap();
+    let out = run(bin().arg("info").arg(&rec));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&parts[2]) && !err.contains(&parts[0]), "{err}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let line = said.lines().find(|l| l.contains(&parts[2])).unwrap();
+    assert!(line.contains("DAMAGED: 1 damaged chunk (first: "), "{said}");
+    // Its offset is within the part.
+    let offset: usize = err
+        .split(" at byte ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("an offset: {err}"));
+    assert!(offset < bytes.len(), "{offset} of {}: {err}", bytes.len());
+    assert_eq!(
+        said.lines()
+            .filter(|l| l.starts_with("  part") && l.contains("DAMAGED"))
+            .count(),
+        1,
+        "{said}"
+    );
+}
+
 /// A part missing from the middle of a recording is damage where the next part starts: `info`
 /// says so and fails, `analyze` warns, `diff` refuses it without `--allow-damaged`.
 #[test]
