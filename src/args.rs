@@ -111,6 +111,15 @@ pub fn show_f64(v: f64) -> String {
 /// Parses the filter expression given with `flag` (`-f`, `--filter`). The error is one line:
 /// an expression longer than 80 bytes is quoted only around the column at fault.
 pub fn parse_filter(flag: &str, text: &str) -> anyhow::Result<iodump_format::expr::Expr> {
+    let expr = parse_filter_quietly(flag, text)?;
+    for w in expr.warnings() {
+        eprintln!("iodump: warning: {flag}: {w}");
+    }
+    Ok(expr)
+}
+
+/// [`parse_filter`] without its warnings.
+fn parse_filter_quietly(flag: &str, text: &str) -> anyhow::Result<iodump_format::expr::Expr> {
     iodump_format::expr::Expr::parse(text).map_err(|e| {
         if text.len() <= 80 {
             return usage(format!("bad {flag} expression {text:?}: {e}"));

@@ -305,6 +305,9 @@ impl CmpOp {
     }
 }
 
+/// The bytes of a command name the kernel keeps (`TASK_COMM_LEN` less its NUL).
+const COMM_BYTES: usize = 15;
+
 /// A literal.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -1421,6 +1424,41 @@ impl Expr {
         }
     }
 
+    /// What in the expression cannot be what its writer meant, in words: a `comm` compared
+    /// with a name longer than the kernel keeps (15 bytes: `comm == "averyverylongname"` is
+    /// never true, as a live filter or on a recorded trace).
+    pub fn warnings(&self) -> Vec<String> {
+        fn walk(x: &Expr, out: &mut Vec<String>) {
+            match x {
+                Expr::And(v) | Expr::Or(v) => v.iter().for_each(|x| walk(x, out)),
+                Expr::Not(a) => walk(a, out),
+                Expr::Cmp(Field::Comm, op @ (CmpOp::Eq | CmpOp::Ne), Value::Text(t))
+                    if t.len() > COMM_BYTES =>
+                {
+                    let mut cut = COMM_BYTES;
+                    while !t.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    out.push(format!(
+                        "comm {} {t:?}: a command name is at most {COMM_BYTES} bytes (the \
+                         kernel cuts it), so this is {}; its first {COMM_BYTES} bytes are {:?}",
+                        op.symbol(),
+                        if *op == CmpOp::Eq {
+                            "never true"
+                        } else {
+                            "always true"
+                        },
+                        &t[..cut]
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
+
     /// The fields the expression names, each once, in order of first appearance (a flag as
     /// [`Field::Flag`]): what a reader of another layout (Parquet) must read for it.
     pub fn fields(&self) -> Vec<Field> {
@@ -1706,6 +1744,29 @@ impl Pushdown {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_comm_longer_than_the_kernel_keeps_is_warned_of() {
+        let w = Expr::parse(r#"comm == "averyveryverylongddname" && iosize > 4k"#)
+            .unwrap()
+            .warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("never true") && w[0].contains(r#""averyveryverylo""#),
+            "{w:?}"
+        );
+        let w = Expr::parse(r#"!(comm != "averyveryverylongddname")"#)
+            .unwrap()
+            .warnings();
+        assert!(w[0].contains("always true"), "{w:?}");
+        for fine in [
+            r#"comm == "averyveryverylo""#,
+            r#"comm =~ "avery*""#,
+            "iosize > 4k",
+        ] {
+            assert!(Expr::parse(fine).unwrap().warnings().is_empty(), "{fine}");
+        }
+    }
     use crate::event::DevT;
 
     struct V(&'static [u8], &'static [u8], &'static str);
