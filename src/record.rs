@@ -409,6 +409,17 @@ fn writable_dir(dir: &Path) -> anyhow::Result<()> {
 }
 
 pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
+    // `-o DIR/` made for this run and left empty by a failure (a bad flag checked late, a
+    // missing device, no privilege): removed again, as if never asked for.
+    let new_dir = a.output.as_ref().filter(|p| !p.exists()).cloned();
+    let r = record(a);
+    if let (Err(_), Some(dir)) = (&r, new_dir) {
+        let _ = std::fs::remove_dir(dir);
+    }
+    r
+}
+
+fn record(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = &a.output {
         warn_format_name(p);
     }

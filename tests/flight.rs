@@ -288,6 +288,10 @@ fn bad_always_on_flags_are_one_line_errors() {
         usage_error(&out, what);
         assert!(!dir.exists(), "{args:?} made {}", dir.display());
     }
+    // Checked once the directory is made (a device that is not there): not left behind.
+    let out = run(bin().args(["record", "-o", dir_s, "--rotate", "1h", "-d", "nosuchdisk9"]));
+    assert_ne!(out.status.code(), Some(0));
+    assert!(!dir.exists(), "a failed recording left {}", dir.display());
     // Snapshot retention without a ring: clap's usage error.
     let out =
         run(bin()
