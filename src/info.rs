@@ -467,8 +467,8 @@ fn print_integrity(r: &Reader, s: &Summary) {
         }
     } else {
         say!(
-            "integrity     DAMAGED: {} region(s), {} events in damaged segments",
-            s.damaged.len(),
+            "integrity     DAMAGED: {}, {} events in damaged segments",
+            iodump_format::Damage::count_in_words(&s.damaged),
             thousands(s.damaged_events)
         );
         for d in &s.damaged {
