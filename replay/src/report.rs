@@ -263,11 +263,13 @@ impl Report {
         let replay_span = self.elapsed_ns.max(1);
         let _ = writeln!(
             s,
-            "{:<13} {:>10} {:>10} {:>8} {:>8} {:>10} {:>10} {:>11} {:>11}",
+            "{:<13} {:>10} {:>10} {:>11} {:>8} {:>10} {:>10} {:>11} {:>11}",
             "op",
             "recorded",
             "replayed",
-            "skipped",
+            // Only writes left out for want of --allow-writes: the other reasons (beyond the
+            // target's end, no target, a filter) are in the `skipped:` line below.
+            "not allowed",
             "errors",
             "rec IOPS",
             "rep IOPS",
@@ -277,7 +279,7 @@ impl Report {
         for o in &self.ops {
             let _ = writeln!(
                 s,
-                "{:<13} {:>10} {:>10} {:>8} {:>8} {:>10.0} {:>10.0} {:>11.1} {:>11.1}",
+                "{:<13} {:>10} {:>10} {:>11} {:>8} {:>10.0} {:>10.0} {:>11.1} {:>11.1}",
                 o.kind.name(),
                 o.recorded,
                 o.replayed,
