@@ -512,11 +512,9 @@ fn events_read(cmd: &str, out: &Output, d: &TempDir, name: &str) -> u64 {
     }
 }
 
-/// A damaged part of a recording is named, with the offset in its own file: `info` of the
-/// recording named its first part and an offset in all the parts end to end.
-#[test]
-fn a_damaged_part_is_named_by_its_own_file() {
-    let d = TempDir::new("damaged-part");
+/// A synthetic recording of 20,000 I/Os in parts of 100 ms (at least four) in `d/rec`: the
+/// directory and its files' names.
+fn recording_in_parts(d: &TempDir) -> (std::path::PathBuf, Vec<String>) {
     let rec = d.join("rec");
     ok(&run(bin()
         .args(["synth", "--workload", "oltp", "--events", "20000"])
@@ -524,6 +522,15 @@ fn a_damaged_part_is_named_by_its_own_file() {
         .arg(format!("{}/", rec.display()))));
     let parts = common::names_in(&rec);
     assert!(parts.len() >= 4, "{parts:?}");
+    (rec, parts)
+}
+
+/// A damaged part of a recording is named, with the offset in its own file: `info` of the
+/// recording named its first part and an offset in all the parts end to end.
+#[test]
+fn a_damaged_part_is_named_by_its_own_file() {
+    let d = TempDir::new("damaged-part");
+    let (rec, parts) = recording_in_parts(&d);
     let third = rec.join(&parts[2]);
     let mut bytes = std::fs::read(&third).unwrap();
     let at = bytes.len() / 2;
@@ -558,13 +565,7 @@ fn a_damaged_part_is_named_by_its_own_file() {
 #[test]
 fn a_part_missing_from_a_recording_is_damage() {
     let d = TempDir::new("missing-part");
-    let rec = d.join("rec");
-    ok(&run(bin()
-        .args(["synth", "--workload", "oltp", "--events", "20000"])
-        .args(["--seed", "3", "--rotate", "100ms", "-o"])
-        .arg(format!("{}/", rec.display()))));
-    let parts = common::names_in(&rec);
-    assert!(parts.len() >= 4, "{parts:?}");
+    let (rec, parts) = recording_in_parts(&d);
     // The first part gone is a recording whose retention deleted it: no damage.
     std::fs::remove_file(rec.join(&parts[0])).unwrap();
     ok(&run(bin().arg("info").arg(&rec)));

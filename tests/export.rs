@@ -136,19 +136,8 @@ fn fio_replays_the_exported_iolog() {
     let d = TempDir::new("export-fio");
     // And flushes, which zram does not see (no write cache): a loop device over a file,
     // written with fsync at the end.
-    let backing = d.join("loop.img");
-    std::fs::write(&backing, vec![0u8; 8 << 20]).unwrap();
-    let lo = Command::new("losetup")
-        .args(["-f", "--show"])
-        .arg(&backing)
-        .output()
-        .expect("losetup");
-    assert!(
-        lo.status.success(),
-        "{}",
-        String::from_utf8_lossy(&lo.stderr)
-    );
-    let lo = String::from_utf8(lo.stdout).unwrap().trim().to_string();
+    let lo_dev = common::devices::Loop::new(&d.0, 8);
+    let lo = lo_dev.node.clone();
     let t = d.join("rec.iod");
     let out = run(bin()
         .args(["record", "-d", &format!("zram{a}"), "-d", &lo, "-o"])
@@ -159,7 +148,7 @@ fn fio_replays_the_exported_iolog() {
              dd if=/dev/zram{a} of=/dev/null bs=4k count=200 iflag=direct 2>/dev/null && \
              dd if=/dev/zero of={lo} bs=4k count=1 oflag=direct conv=fsync 2>/dev/null"
         )));
-    let _ = Command::new("losetup").args(["-d", &lo]).status();
+    drop(lo_dev);
     ok(&out);
     let log = d.join("replay.iolog");
     let out = run(bin()

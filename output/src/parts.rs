@@ -988,15 +988,7 @@ mod tests {
             dir: dir.clone(),
             ..PartsConfig::default()
         };
-        let mut t = RotatingTrace::create(
-            cfg,
-            Header::default(),
-            WriterOptions::default(),
-            "rec".into(),
-            (1_764_625_920_000_000_000, 1_000),
-        )
-        .unwrap();
-        t.commit_first().unwrap();
+        let mut t = started(cfg);
         let dev = DevT::new(8, 0);
         let ev = |ts: u64, tid: u32, path_id: u32, dirtier: Option<u32>| Event {
             timestamp_ns: ts,
@@ -1205,6 +1197,20 @@ mod tests {
         );
     }
 
+    /// A recording in parts of `cfg`, its first part committed.
+    fn started(cfg: PartsConfig) -> RotatingTrace {
+        let mut t = RotatingTrace::create(
+            cfg,
+            Header::default(),
+            WriterOptions::default(),
+            "rec".into(),
+            (1_764_625_920_000_000_000, 1_000),
+        )
+        .unwrap();
+        t.commit_first().unwrap();
+        t
+    }
+
     /// The file system fills up with no retention bound: the recording stops with the error,
     /// and the part being written is cut at its last complete chunk (it read as damaged:
     /// a chunk cut short), as `-o FILE` is.
@@ -1221,15 +1227,7 @@ mod tests {
             rotate_ns: Some(3_600_000_000_000),
             ..PartsConfig::default()
         };
-        let mut t = RotatingTrace::create(
-            cfg,
-            Header::default(),
-            WriterOptions::default(),
-            "rec".into(),
-            (1_764_625_920_000_000_000, 1_000),
-        )
-        .unwrap();
-        t.commit_first().unwrap();
+        let mut t = started(cfg);
         let dev = DevT::new(8, 0);
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut failed = None;
