@@ -166,10 +166,29 @@ fn format_of(head: &str) -> u8 {
         let (k, v) = l.split_once(':')?;
         k.trim().eq_ignore_ascii_case("accept").then_some(v)
     });
-    if accept.is_some_and(|a| a.contains("application/openmetrics-text")) {
-        OPENMETRICS
-    } else {
-        PROMETHEUS
+    // Each media range's quality (`;q=`, 1 when not given): OpenMetrics when the client
+    // takes it (q > 0) at least as gladly as the text format.
+    let quality = |wanted: &str| -> Option<f64> {
+        accept?
+            .split(',')
+            .filter_map(|range| {
+                let mut params = range.split(';');
+                let media = params.next()?.trim();
+                media.eq_ignore_ascii_case(wanted).then(|| {
+                    params
+                        .filter_map(|p| p.trim().strip_prefix("q="))
+                        .find_map(|q| q.trim().parse::<f64>().ok())
+                        .unwrap_or(1.0)
+                })
+            })
+            .reduce(f64::max)
+    };
+    match (
+        quality("application/openmetrics-text"),
+        quality("text/plain"),
+    ) {
+        (Some(om), text) if om > 0.0 && om >= text.unwrap_or(0.0) => OPENMETRICS,
+        _ => PROMETHEUS,
     }
 }
 
@@ -285,6 +304,28 @@ fn respond(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_format_is_the_one_the_client_prefers() {
+        let head = |accept: &str| format!("GET /metrics HTTP/1.1\r\nAccept: {accept}\r\n\r\n");
+        // Prometheus 2 and 3.
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                          version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(format_of(&head(prometheus)), OPENMETRICS);
+        assert_eq!(
+            format_of(&head("application/openmetrics-text")),
+            OPENMETRICS
+        );
+        for text in [
+            "application/openmetrics-text;q=0, text/plain",
+            "text/plain;version=0.0.4, application/openmetrics-text;q=0.5",
+            "text/plain",
+            "*/*",
+        ] {
+            assert_eq!(format_of(&head(text)), PROMETHEUS, "{text}");
+        }
+        assert_eq!(format_of("GET /metrics HTTP/1.1\r\n\r\n"), PROMETHEUS);
+    }
 
     #[test]
     fn addresses() {
