@@ -841,14 +841,38 @@ pub fn is_snapshot_name(name: &str) -> bool {
 /// A file-name-safe rendering of a trigger: letters, digits, `.` kept, runs of anything else
 /// as one `-`, at most 40 bytes.
 fn slug(s: &str) -> String {
+    // Operators spelled as words (`>=` is `ge`, not `gt`; `!=` is not dropped), longest first.
+    const WORDS: [(&str, &str); 11] = [
+        (">=", "ge"),
+        ("<=", "le"),
+        ("==", "eq"),
+        ("!=", "ne"),
+        ("=~", "match"),
+        ("!~", "nomatch"),
+        ("&&", "and"),
+        ("||", "or"),
+        (">", "gt"),
+        ("<", "lt"),
+        ("!", "not"),
+    ];
     let mut spelled = String::new();
-    for c in s.chars() {
-        match c {
-            '>' => spelled.push_str("-gt-"),
-            '<' => spelled.push_str("-lt-"),
-            c if c.is_ascii_alphanumeric() || c == '.' => spelled.push(c),
-            _ => spelled.push('-'),
+    let mut rest = s;
+    'next: while let Some(c) = rest.chars().next() {
+        for (op, word) in WORDS {
+            if let Some(after) = rest.strip_prefix(op) {
+                spelled.push('-');
+                spelled.push_str(word);
+                spelled.push('-');
+                rest = after;
+                continue 'next;
+            }
         }
+        if c.is_ascii_alphanumeric() || c == '.' {
+            spelled.push(c);
+        } else {
+            spelled.push('-');
+        }
+        rest = &rest[c.len_utf8()..];
     }
     let mut out = String::new();
     for part in spelled.split('-').filter(|p| !p.is_empty()) {
@@ -963,8 +987,13 @@ mod tests {
     #[test]
     fn snapshot_names() {
         assert_eq!(slug("latency > 200ms"), "latency-gt-200ms");
-        assert_eq!(slug("error != 0"), "error-0");
-        assert_eq!(slug("path =~ \"pg_wal\""), "path-pg-wal");
+        assert_eq!(slug("error != 0"), "error-ne-0");
+        assert_eq!(slug("iosize >= 1M"), "iosize-ge-1M");
+        assert_eq!(slug("path =~ \"*pg_wal*\""), "path-match-pg-wal");
+        assert_eq!(
+            slug("!(latency<=1ms) || error==5"),
+            "not-latency-le-1ms-or-error-eq-5"
+        );
         assert_eq!(
             snapshot_name(1_764_625_920_123_456_789, "sigusr1", 2),
             "trigger-20251201T215200.123Z-002-sigusr1.iod"
