@@ -1205,8 +1205,11 @@ mod tests {
     fn retention_keeps_the_newest_snapshots() {
         let dir = empty_dir("flight-ret");
         let name = |i: i64| snapshot_name(1_764_625_920_000_000_000 + i * 1_000_000_000, "x", 1);
+        // 1,000 bytes that begin as a trace does (retention deletes trace files only).
+        let mut snapshot = iodump_format::chunk::signature().to_vec();
+        snapshot.resize(1000, 0);
         for i in 0..6 {
-            std::fs::write(dir.join(name(i)), vec![0u8; 1000]).unwrap();
+            std::fs::write(dir.join(name(i)), &snapshot).unwrap();
         }
         for other in [
             "run.iod",

@@ -1,6 +1,7 @@
 //! The HTTP endpoint of `iodump top --serve`: a listener bound before recording starts
-//! ([`bind`]), a thread answering `GET /metrics` (HTTP/1.1, one request per connection, no
-//! async runtime), and the hand-over of expositions from the recording thread.
+//! ([`bind`]), a thread accepting connections, each answered on a thread of its own
+//! (`GET /metrics`, HTTP/1.1, one request per connection, no async runtime; a slow client
+//! holds only its own), and the hand-over of expositions from the recording thread.
 //!
 //! The recording thread owns the [`crate::metrics::Metrics`]; nothing is locked per event. A
 //! request sets a flag ([`Endpoint::wanted`]) that the recording thread looks at on each tick
