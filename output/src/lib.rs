@@ -380,7 +380,7 @@ impl OutputFile {
             .map_err(io_err(path, "cannot set its mode to 0600"))?;
         // Locked while any handle on it is open (its writer's, the thread syncing it): the
         // retention of another recorder sharing the directory leaves a file being written
-        // alone ([`parts::may_delete`]). Advisory: a file system without locks skips it.
+        // alone (`parts::delete_oldest_beyond`). Advisory: a file system without locks skips it.
         // SAFETY: flock only takes an open descriptor, which `out.file` owns.
         let _ = unsafe { libc::flock(out.file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         Ok(out)

@@ -716,8 +716,8 @@ fn candidate(p: &Path) -> std::io::Result<Candidate> {
 /// Deletes the oldest of `files` (oldest first, with their sizes: [`list_named`]) but
 /// `current` while there are more than `keep` or they hold more than `max_bytes`; a file
 /// already gone counts as deleted, one that is not a trace as not there, one being written
-/// (by another recorder: [`candidate`]) is left. A file that cannot be deleted is handed to
-/// `failed`, which says whether to go on. Returns how many were deleted.
+/// (by another recorder: it holds the file's lock) is left. A file that cannot be deleted is
+/// handed to `failed`, which says whether to go on. Returns how many were deleted.
 pub fn delete_oldest_beyond(
     files: Vec<(PathBuf, u64)>,
     current: &Path,
