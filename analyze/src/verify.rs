@@ -384,12 +384,12 @@ fn score(orig: &[Row], rep: &[Row], speed: f64) -> Verification {
                 i128::from(rep[j].ts_ns) - i128::from(r0) - scheduled as i128
             })
             .collect();
-        let mut sorted = offsets.clone();
-        let mid = sorted.len() / 2;
-        let median = *sorted.select_nth_unstable(mid).1;
+        // (The errors are only ranked: the order the median's selection leaves is theirs.)
+        let mid = offsets.len() / 2;
+        let median = *offsets.select_nth_unstable(mid).1;
         errors.extend(
             offsets
-                .drain(..)
+                .into_iter()
                 .map(|d| u64::try_from((d - median).unsigned_abs()).unwrap_or(u64::MAX)),
         );
     }
