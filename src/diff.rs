@@ -99,6 +99,10 @@ pub struct DiffArgs {
     /// With --replay: the replay's --speed.
     #[arg(long, default_value_t = 1.0, requires = "replay")]
     pub speed: f64,
+    /// With --replay: the replay was made without --allow-writes, so it issued reads and
+    /// flushes only; score those (A's writes would count as not issued).
+    #[arg(long = "reads-only", requires = "replay")]
+    pub reads_only: bool,
 }
 
 /// The flags as a typed comparison.
@@ -170,6 +174,7 @@ fn run_replay(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             .map(|f| crate::args::parse_filter("--filter", f))
             .transpose()?,
         speed: a.speed,
+        reads_only: a.reads_only,
     };
     let v = iodump_analyze::verify::verify(&cfg)?;
     if v.recorded_ios == 0 {

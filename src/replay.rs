@@ -195,6 +195,7 @@ fn verify(a: &ReplayArgs) -> anyhow::Result<Option<(String, serde_json::Value)>>
             .map(|f| crate::args::parse_filter("-f", f))
             .transpose()?,
         speed: if a.no_stall { 0.0 } else { a.speed },
+        reads_only: !a.allow_writes,
     };
     let v = iodump_analyze::verify::verify(&cfg)
         .with_context(|| format!("verifying the replay against {}", a.file.display()))?;
@@ -223,6 +224,7 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<ExitCode> {
         iodump_analyze::verify::check_before_replay(
             &a.file,
             filter.as_ref(),
+            !a.allow_writes,
             session.planned_ios(),
             a.loops,
         )

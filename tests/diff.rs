@@ -852,6 +852,64 @@ fn diff_replay_scores_a_synthetic_replay() {
             .arg(d.join("none.iod"))),
         "none.iod",
     );
+    // A replay without --allow-writes issues reads and flushes only: scored as all I/O, the
+    // writes count as not issued; --reads-only scores what it could issue.
+    let reads_only = |e: &Event| matches!(e.op, Op::Read | Op::Flush);
+    let mut reads = 0u64;
+    let rep = write_edited(&d.join("reads.iod"), 15, Vec::new(), |e| {
+        reads += u64::from(reads_only(e));
+        if reads_only(e) {
+            vec![*e]
+        } else {
+            Vec::new()
+        }
+    });
+    assert!(reads > 0 && reads < EVENTS, "{reads}");
+    let score = |flags: &[&str]| -> Value {
+        let out = run(bin()
+            .args(["diff", "--replay", "--format", "json"])
+            .args(flags)
+            .arg(&orig)
+            .arg(&rep));
+        ok(&out);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let all = score(&[]);
+    assert_eq!(
+        (&all["recorded_ios"], &all["scored_ops"]),
+        (&EVENTS.into(), &"all".into()),
+        "{all}"
+    );
+    assert_eq!(all["matched_ios"], reads, "{all}");
+    let v = score(&["--reads-only"]);
+    assert_eq!(
+        (
+            &v["recorded_ios"],
+            &v["matched_ios"],
+            &v["issued_pct"],
+            &v["scored_ops"]
+        ),
+        (
+            &reads.into(),
+            &reads.into(),
+            &100.0.into(),
+            &"read-flush".into()
+        ),
+        "{v}"
+    );
+    let out = run(bin()
+        .args(["diff", "--replay", "--reads-only"])
+        .arg(&orig)
+        .arg(&rep));
+    ok(&out);
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        line.starts_with(&format!(
+            "replay: {reads} of {reads} recorded reads and flushes (writes not replayed) \
+             issued (100.0%)"
+        )),
+        "{line}"
+    );
 }
 
 #[test]
@@ -897,6 +955,8 @@ fn replay_verify_scores_a_real_replay_of_fio() {
     // in order.
     let recorded = verify["recorded_ios"].as_u64().unwrap();
     assert!((1490..=1510).contains(&recorded), "{ctx}");
+    // Without --allow-writes, the score is of what the replay could issue.
+    assert_eq!(verify["scored_ops"], "read-flush", "{ctx}");
     assert_eq!(
         v["ops"]["read"]["replayed"].as_u64(),
         Some(recorded),
@@ -951,7 +1011,15 @@ fn replay_verify_scores_a_real_replay_of_fio() {
     );
     // The same score from the two traces.
     let out = run(bin()
-        .args(["diff", "--replay", "--format", "json", "--filter", &only])
+        .args([
+            "diff",
+            "--replay",
+            "--reads-only",
+            "--format",
+            "json",
+            "--filter",
+            &only,
+        ])
         .arg(&rec)
         .arg(&replayed));
     ok(&out);

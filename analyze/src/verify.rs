@@ -3,18 +3,19 @@
 //!
 //! This module owns the score of a replay against its recording. The replayed trace (the
 //! recording `iodump replay -o` makes of the replay's own I/O) is matched I/O by I/O with the
-//! original: an original I/O is matched with the earliest replayed I/O of the same op, sector
-//! and size not matched yet, the originals taken in time order (devices are not compared: the
-//! replay's targets are other devices). From the pairs: I/Os issued versus recorded, the order
-//! each recorded stream (thread) kept, the error of each I/O's issue time (both traces
-//! aligned at their first matched I/O, the original's gaps divided by the replay's speed),
-//! the correlation of the two IOPS timelines, and both latency distributions. Unlike `iodump
-//! diff`, the matching holds both traces' I/Os in memory (32 bytes each).
+//! original by op, sector and size, in an order-keeping merge by time within each such key
+//! (or by op and size in order, when too few match by sector; see `match_ios`); devices are
+//! not compared: the replay's targets are other devices. From the pairs: I/Os issued versus
+//! recorded, the order each recorded stream (thread) kept, the error of each I/O's issue time
+//! (the original's gaps divided by the replay's speed; each pair's offset less the median
+//! offset), the correlation of the two IOPS timelines, and both latency distributions.
+//! Unlike `iodump diff`, the matching holds both traces' I/Os in memory (about 90 bytes each).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use iodump_format::expr::Expr;
+use iodump_format::event::Op;
+use iodump_format::expr::{CmpOp, Expr, Field, Value as ExprValue};
 use iodump_format::segment::{col, Columns};
 use iodump_format::stats::quantile_linear;
 use serde_json::{json, Value};
@@ -35,6 +36,24 @@ pub struct VerifyConfig {
     pub filter: Option<Expr>,
     /// The replay's `--speed`.
     pub speed: f64,
+    /// The replay issued reads and flushes only (`replay` without `--allow-writes`): the
+    /// original's writes, discards and other I/Os are left out of the score, as the filter
+    /// leaves I/O out, instead of counting as I/Os the replay did not issue.
+    pub reads_only: bool,
+}
+
+/// The filter of the original's I/Os a replay issued: `filter`, and with `reads_only` its
+/// reads and flushes only.
+fn scored(filter: Option<&Expr>, reads_only: bool) -> Option<Expr> {
+    if !reads_only {
+        return filter.cloned();
+    }
+    let op = |o| Expr::Cmp(Field::Op, CmpOp::Eq, ExprValue::Op(o));
+    let ops = Expr::Or(vec![op(Op::Read), op(Op::Flush)]);
+    Some(match filter {
+        Some(f) => f.clone().and(ops),
+        None => ops,
+    })
 }
 
 /// One I/O as the verification sees it.
@@ -163,7 +182,9 @@ impl LatencySummary {
 /// The score of a replay.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verification {
-    /// I/Os of the original (after the filter; an I/O a stacked device sent down counts
+    /// Only the original's reads and flushes were scored ([`VerifyConfig::reads_only`]).
+    pub reads_only: bool,
+    /// I/Os of the original (after the filter and `reads_only`; an I/O a stacked device sent down counts
     /// once, as the upper I/O it serves, when that is in the original).
     pub recorded_ios: u64,
     /// I/Os of the replayed trace.
@@ -233,10 +254,12 @@ fn check_fits(ios: u64, need_bytes: u64, available_bytes: Option<u64>) -> Result
 pub fn check_before_replay(
     original: &Path,
     filter: Option<&Expr>,
+    reads_only: bool,
     planned_ios: u64,
     loops: u32,
 ) -> Result<(), AnalyzeError> {
-    let ios = ios_to_score(original, filter, planned_ios, loops)?;
+    let filter = scored(filter, reads_only);
+    let ios = ios_to_score(original, filter.as_ref(), planned_ios, loops)?;
     check_fits(
         ios,
         ios.saturating_mul(SCORE_BYTES_PER_IO),
@@ -265,7 +288,8 @@ pub fn verify(cfg: &VerifyConfig) -> Result<Verification, AnalyzeError> {
     let replayed_ios = crate::onepass::announced_rows(&expand(&cfg.replayed)?);
     let available = crate::engine::mem_available_bytes;
     // The part of the original a filter keeps is known once read.
-    if cfg.filter.is_none() {
+    let filter = scored(cfg.filter.as_ref(), cfg.reads_only);
+    if filter.is_none() {
         let ios = crate::onepass::announced_rows(&expand(&cfg.original)?) + replayed_ios;
         check_fits(ios, ios.saturating_mul(SCORE_BYTES_PER_IO), available())?;
     } else {
@@ -275,8 +299,8 @@ pub fn verify(cfg: &VerifyConfig) -> Result<Verification, AnalyzeError> {
             available(),
         )?;
     }
-    let (orig, orig_lost) = read_rows(&cfg.original, cfg.filter.as_ref())?;
-    if cfg.filter.is_some() {
+    let (orig, orig_lost) = read_rows(&cfg.original, filter.as_ref())?;
+    if filter.is_some() {
         // Its rows are held already (no longer available): what scoring still needs.
         let ios = orig.len() as u64 + replayed_ios;
         let held_bytes = (orig.capacity() * std::mem::size_of::<Row>()) as u64;
@@ -289,25 +313,23 @@ pub fn verify(cfg: &VerifyConfig) -> Result<Verification, AnalyzeError> {
     Ok(Verification {
         recorded_lost_events: orig_lost,
         replayed_lost_events: rep_lost,
+        reads_only: cfg.reads_only,
         ..score(&orig, &rep, cfg.speed)
     })
 }
 
 /// (original index, replayed index) of each matched pair, in the originals' time order.
 /// Within each key — op, size and, `by_sector`, sector — the originals and the replayed I/Os
-/// are merged in time order (the original's time from its first I/O divided by `speed`, the
-/// replay's from its first I/O), each paired with the nearest of the other side unless the
+/// are merged in time order (the original's time from its first I/O of a key the replay has,
+/// divided by `speed`; the replay's from its first I/O of a key the original has: the
+/// replayer's own I/O in its recording, or a first I/O it skipped, does not shift the
+/// times), each paired with the nearest of the other side unless the
 /// next one of its own side is nearer still (then it stays unmatched): an I/O the replay
 /// skipped does not shift the pairs after it. Without the sector (a key then holds most
 /// I/Os, and the replay's drift in time exceeds their gaps), the k-th of each side pair up.
 fn match_ios(orig: &[Row], rep: &[Row], by_sector: bool, speed: f64) -> Vec<(usize, usize)> {
     type Key = (u8, u64, u32);
     let key = |r: &Row| (r.op, if by_sector { r.sector } else { 0 }, r.bytes);
-    let (Some(o0), Some(r0)) = (orig.first(), rep.first()) else {
-        return Vec::new();
-    };
-    let ot = |i: usize| (orig[i].ts_ns - o0.ts_ns) as f64 / speed;
-    let rt = |j: usize| (rep[j].ts_ns - r0.ts_ns) as f64;
     let mut by_key: HashMap<Key, (Vec<u32>, Vec<u32>)> = HashMap::new();
     for (i, r) in orig.iter().enumerate() {
         by_key.entry(key(r)).or_default().0.push(i as u32);
@@ -317,6 +339,17 @@ fn match_ios(orig: &[Row], rep: &[Row], by_sector: bool, speed: f64) -> Vec<(usi
             e.1.push(j as u32);
         }
     }
+    // The first I/O of each side of a key both sides have (the lists are in time order).
+    let shared = || by_key.values().filter(|(_, rs)| !rs.is_empty());
+    let (Some(i0), Some(j0)) = (
+        shared().map(|(os, _)| os[0]).min(),
+        shared().map(|(_, rs)| rs[0]).min(),
+    ) else {
+        return Vec::new();
+    };
+    let (o0, r0) = (orig[i0 as usize].ts_ns, rep[j0 as usize].ts_ns);
+    let ot = |i: usize| orig[i].ts_ns.saturating_sub(o0) as f64 / speed;
+    let rt = |j: usize| rep[j].ts_ns.saturating_sub(r0) as f64;
     let mut pairs = Vec::new();
     for (os, rs) in by_key.values() {
         if !by_sector {
@@ -395,27 +428,39 @@ fn score(orig: &[Row], rep: &[Row], speed: f64) -> Verification {
     }
     let issue_error_p50_ns = quantile_linear(&mut errors, 0.5);
     let issue_error_p99_ns = quantile_linear(&mut errors, 0.99);
-    // IOPS timelines aligned at their starts (the original's time divided by the speed).
-    let span = |v: &[Row], scale: f64| match (v.first(), v.last()) {
-        (Some(a), Some(b)) => ((b.ts_ns - a.ts_ns) as f64 / scale) as u64,
+    // IOPS timelines aligned at the first pair (the original's time divided by the speed):
+    // the replayer's own I/O before its first replayed one (reading the trace), or
+    // recorded I/O before the part replayed, would shift one timeline against the other.
+    let start = |v: &[Row], k: Option<usize>| k.map(|k| v[k].ts_ns).or(v.first().map(|r| r.ts_ns));
+    let (o_start, r_start) = (
+        start(orig, pairs.first().map(|p| p.0)),
+        start(rep, pairs.first().map(|p| p.1)),
+    );
+    let span = |v: &[Row], from: Option<u64>, scale: f64| match (from, v.last()) {
+        (Some(a), Some(b)) => (b.ts_ns.saturating_sub(a) as f64 / scale) as u64,
         _ => 0,
     };
-    let total_ns = span(orig, speed).max(span(rep, 1.0)).max(1);
+    let total_ns = span(orig, o_start, speed)
+        .max(span(rep, r_start, 1.0))
+        .max(1);
     // About 200 I/Os a bin (counts of a steady rate are mostly noise below that), 10 to
     // 100 bins.
     let bins = (orig.len() as u64 / 200).clamp(10, TIMELINE_BINS);
     let bin_ns = total_ns.div_ceil(bins).max(1);
-    let timeline = |v: &[Row], scale: f64| {
+    let timeline = |v: &[Row], from: Option<u64>, scale: f64| {
         let mut counts = vec![0f64; bins as usize + 1];
-        if let Some(first) = v.first() {
-            for r in v {
-                let t = ((r.ts_ns - first.ts_ns) as f64 / scale) as u64;
+        if let Some(from) = from {
+            for r in v.iter().filter(|r| r.ts_ns >= from) {
+                let t = ((r.ts_ns - from) as f64 / scale) as u64;
                 counts[((t / bin_ns) as usize).min(bins as usize)] += 1.0;
             }
         }
         counts
     };
-    let iops_correlation = pearson(&timeline(orig, speed), &timeline(rep, 1.0));
+    let iops_correlation = pearson(
+        &timeline(orig, o_start, speed),
+        &timeline(rep, r_start, 1.0),
+    );
     let hist = |v: &[Row]| {
         let mut h = LogHist::default();
         for r in v {
@@ -425,6 +470,7 @@ fn score(orig: &[Row], rep: &[Row], speed: f64) -> Verification {
     };
     let (ho, hr) = (hist(orig), hist(rep));
     Verification {
+        reads_only: false,
         recorded_ios: orig.len() as u64,
         replayed_ios: rep.len() as u64,
         recorded_lost_events: 0,
@@ -478,11 +524,16 @@ impl Verification {
             )
         };
         format!(
-            "replay: {} of {} recorded I/Os issued ({}{}), {} replayed{}; order kept in {} of {} \
+            "replay: {} of {} recorded {} issued ({}{}), {} replayed{}; order kept in {} of {} \
              streams ({} of pairs); issue-time error p50 {} p99 {}; IOPS correlation {}; \
              latency {} recorded, {} replayed",
             self.matched_ios,
             self.recorded_ios,
+            if self.reads_only {
+                "reads and flushes (writes not replayed)"
+            } else {
+                "I/Os"
+            },
             opt(self.issued_pct(), &|v| format!("{v:.1}%")),
             if self.matched_by_sector {
                 ""
@@ -516,6 +567,7 @@ impl Verification {
             "replayed_lost_events": self.replayed_lost_events,
             "matched_ios": self.matched_ios,
             "matched_by": if self.matched_by_sector { "sector" } else { "op-size-order" },
+            "scored_ops": if self.reads_only { "read-flush" } else { "all" },
             "issued_pct": self.issued_pct(),
             "streams": self.streams,
             "streams_in_order": self.streams_in_order,
@@ -706,6 +758,32 @@ mod tests {
             v.issue_error_p99_ns.unwrap() >= 99_000.0,
             "{:?}",
             v.issue_error_p99_ns
+        );
+    }
+
+    #[test]
+    fn the_replayers_own_io_does_not_shift_the_pairs() {
+        // Four sectors read in turn every 250 µs, with bursts (for the timeline).
+        let orig: Vec<Row> = (0..4000u64)
+            .map(|i| row(250_000 * i + (i / 400 % 2) * 100_000, i % 4 * 8, 1))
+            .collect();
+        // The replay's recording: the replayer reads the trace (other sectors) for 100 ms,
+        // then replays all but the first I/O, 1 ms after it.
+        let own = (0..50u64).map(|i| row(2_000_000 * i, 1_000_000 + i * 8, 9));
+        let replayed = orig[1..].iter().map(|r| Row {
+            ts_ns: r.ts_ns + 101_000_000,
+            tid: 7,
+            ..*r
+        });
+        let rep: Vec<Row> = own.chain(replayed).collect();
+        let v = score(&orig, &rep, 1.0);
+        // (Aligned at the first I/O of each side, 400 pairs were a sector's later reads.)
+        assert_eq!(v.matched_ios, 3999);
+        assert_eq!(v.issue_error_p99_ns, Some(0.0));
+        assert!(
+            v.iops_correlation.unwrap() > 0.99,
+            "{:?}",
+            v.iops_correlation
         );
     }
 
