@@ -209,7 +209,14 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         iodump_analyze::diff::diff(&cfg, tick)
     })?;
     let (columns, rows) = d.table(cfg.by, cfg.limit);
-    crate::offline::print_table(a.format, &columns, &rows);
+    // scope, name, metric, a, b (an amount or a mix), change, change_pct, significant,
+    // test, p_value.
+    use iodump_analyze::ColumnKind::{Mixed, Number, Text};
+    let kinds = [
+        Text, Text, Text, Mixed, Mixed, Number, Number, Text, Text, Number,
+    ];
+    debug_assert_eq!(kinds.len(), columns.len());
+    crate::offline::print_table(a.format, &columns, &kinds, &rows);
     for side in [&d.a, &d.b] {
         if let Some((trace, dmg)) = side.damaged.first() {
             eprintln!(

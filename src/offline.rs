@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use iodump_analyze::ColumnKind;
 use iodump_format::recording::{open_trace, open_traces};
 use iodump_format::Damage;
 use iodump_output::OutputFile;
@@ -57,28 +58,28 @@ pub struct AnalyzeArgs {
     /// IOPS, MB/s and p99 latency per interval, device and op.
     #[arg(long, group = "query")]
     pub timeline: bool,
-    /// Interval of --timeline: 100ms, 1s, 10s, 1m…
-    #[arg(long, default_value = "1s", value_name = "DURATION")]
-    pub interval: String,
+    /// Interval of --timeline: 100ms, 1s, 10s, 1m… (default 1s).
+    #[arg(long, value_name = "DURATION")]
+    pub interval: Option<String>,
     /// Sequential versus random: seek distances per device (btt's seek statistics).
     #[arg(long, group = "query")]
     pub seek: bool,
     /// Large sequential writes: runs of contiguous writes per device and file.
     #[arg(long, group = "query")]
     pub seq_writes: bool,
-    /// Smallest run shown by --seq-writes: 1M, 64k, 4096…
-    #[arg(long, default_value = "1M", value_name = "SIZE")]
-    pub min_bytes: String,
+    /// Smallest run shown by --seq-writes: 1M, 64k, 4096… (default 1M).
+    #[arg(long, value_name = "SIZE")]
+    pub min_bytes: Option<String>,
     /// A polars SQL query over the tables io, processes and files, e.g.
     /// "SELECT op, count(*) AS n FROM io GROUP BY op".
     #[arg(long, group = "query", value_name = "QUERY")]
     pub sql: Option<String>,
-    /// Ranking of --top-files.
-    #[arg(long, value_enum, default_value = "ios")]
-    pub by: ByArg,
-    /// Grouping of --latency.
-    #[arg(long = "group-by", value_enum, default_value = "all")]
-    pub group_by: LatByArg,
+    /// Ranking of --top-files (default ios).
+    #[arg(long, value_enum)]
+    pub by: Option<ByArg>,
+    /// Grouping of --latency (default all).
+    #[arg(long = "group-by", value_enum)]
+    pub group_by: Option<LatByArg>,
     /// Only I/O matching EXPR (same language as `record -f`).
     #[arg(long, value_name = "EXPR")]
     pub filter: Option<String>,
@@ -464,9 +465,25 @@ fn analyze_query(a: &AnalyzeArgs) -> anyhow::Result<iodump_analyze::Query> {
              show every row; --sql: LIMIT in the query)"
         );
     }
+    // A question's own flag given to another would be ignored.
+    for (given, applies, flag, question) in [
+        (a.by.is_some(), a.top_files, "--by", "--top-files"),
+        (a.interval.is_some(), a.timeline, "--interval", "--timeline"),
+        (
+            a.min_bytes.is_some(),
+            a.seq_writes,
+            "--min-bytes",
+            "--seq-writes",
+        ),
+        (a.group_by.is_some(), a.latency, "--group-by", "--latency"),
+    ] {
+        if given && !applies {
+            usage_bail!("{flag} applies to {question} only");
+        }
+    }
     // The flags of the questions are exclusive (clap group "query").
     let question = if a.top_files {
-        let by = match a.by {
+        let by = match a.by.unwrap_or(ByArg::Ios) {
             ByArg::Ios => RankBy::Ios,
             ByArg::Bytes => RankBy::Bytes,
             ByArg::Latency => RankBy::Latency,
@@ -476,20 +493,20 @@ fn analyze_query(a: &AnalyzeArgs) -> anyhow::Result<iodump_analyze::Query> {
         Question::TopProcs { limit }
     } else if a.timeline {
         Question::Timeline {
-            interval_ns: parse_interval(&a.interval)?,
+            interval_ns: parse_interval(a.interval.as_deref().unwrap_or("1s"))?,
         }
     } else if a.seek {
         Question::Seek
     } else if a.seq_writes {
         Question::SeqWrites {
-            min_bytes: parse_min_bytes(&a.min_bytes)?,
+            min_bytes: parse_min_bytes(a.min_bytes.as_deref().unwrap_or("1M"))?,
             limit,
         }
     } else if let Some(q) = &a.sql {
         Question::Sql(q.clone())
     } else if a.latency {
         Question::Latency {
-            by: lat_by(a.group_by),
+            by: lat_by(a.group_by.unwrap_or(LatByArg::All)),
         }
     } else {
         Question::Summary
@@ -559,7 +576,7 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     if answer.ios == 0 {
         warn_no_io(query.filter.is_some(), "the input");
     }
-    print_table(a.format, &answer.columns, &answer.rows);
+    print_table(a.format, &answer.columns, &answer.kinds, &answer.rows);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -605,12 +622,17 @@ fn parse_interval(s: &str) -> anyhow::Result<i64> {
 }
 
 /// Prints the answer's rows on stdout in `fmt`.
-pub(crate) fn print_table(fmt: TableFormat, names: &[String], rows: &[Vec<Option<String>>]) {
+pub(crate) fn print_table(
+    fmt: TableFormat,
+    names: &[String],
+    kinds: &[ColumnKind],
+    rows: &[Vec<Option<String>>],
+) {
     use std::io::Write;
     let text = match fmt {
         TableFormat::Table => aligned_table(names, rows),
         TableFormat::Csv => csv_table(names, rows),
-        TableFormat::Json => format!("{}\n", json_table(names, rows)),
+        TableFormat::Json => format!("{}\n", json_table(names, kinds, rows)),
     };
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }
@@ -670,29 +692,38 @@ fn csv_table(names: &[String], rows: &[Vec<Option<String>>]) -> String {
     out
 }
 
-/// An array of one object per row; cells that read as numbers are numbers.
-fn json_table(names: &[String], rows: &[Vec<Option<String>>]) -> serde_json::Value {
-    let arr = rows
+/// An array of one object per row, its keys in the columns' order; a cell of a
+/// [`ColumnKind::Number`] column is a number, of a `Text` one a string, of a `Mixed` one a
+/// number when it reads as one.
+fn json_table(names: &[String], kinds: &[ColumnKind], rows: &[Vec<Option<String>>]) -> String {
+    let key = |n: &String| serde_json::Value::String(n.clone()).to_string();
+    let objects: Vec<String> = rows
         .iter()
         .map(|r| {
-            let m = names
+            let fields: Vec<String> = names
                 .iter()
+                .zip(kinds)
                 .zip(r)
-                .map(|(n, c)| {
-                    (
-                        n.clone(),
-                        c.as_deref().map_or(serde_json::Value::Null, json_cell),
-                    )
+                .map(|((n, kind), c)| {
+                    let v = match (c.as_deref(), kind) {
+                        (None, _) => serde_json::Value::Null,
+                        (Some(c), ColumnKind::Text) => serde_json::Value::String(c.to_string()),
+                        (Some(c), ColumnKind::Number | ColumnKind::Mixed) => json_cell(c),
+                    };
+                    format!("{}:{v}", key(n))
                 })
                 .collect();
-            serde_json::Value::Object(m)
+            format!("{{{}}}", fields.join(","))
         })
         .collect();
-    serde_json::Value::Array(arr)
+    format!("[{}]", objects.join(","))
 }
 
 /// A cell as JSON: an integer, else a finite float, else a string.
 fn json_cell(s: &str) -> serde_json::Value {
+    if let Ok(i) = s.parse::<i64>() {
+        return serde_json::Value::from(i);
+    }
     if let Ok(i) = s.parse::<u64>() {
         return serde_json::Value::from(i);
     }
@@ -881,9 +912,34 @@ mod tests {
             csv_table(&names, &rows),
             "dev,ios,p99_us\nsda,12,\n\"a,b\",3,1.5\n"
         );
+        let kinds = [ColumnKind::Text, ColumnKind::Number, ColumnKind::Number];
         assert_eq!(
-            json_table(&names, &rows).to_string(),
+            json_table(&names, &kinds, &rows),
             r#"[{"dev":"sda","ios":12,"p99_us":null},{"dev":"a,b","ios":3,"p99_us":1.5}]"#
+        );
+        // Text stays text whatever it reads like; keys keep the columns' order; integers
+        // are exact past 2^53, negative ones too.
+        let odd = vec![
+            "s".to_string(),
+            "big".to_string(),
+            "n".to_string(),
+            "a".to_string(),
+        ];
+        let row = vec![vec![
+            Some("007".to_string()),
+            Some("-9007199254740993".to_string()),
+            Some("18446744073709551615".to_string()),
+            Some("1e3".to_string()),
+        ]];
+        let kinds = [
+            ColumnKind::Text,
+            ColumnKind::Number,
+            ColumnKind::Number,
+            ColumnKind::Mixed,
+        ];
+        assert_eq!(
+            json_table(&odd, &kinds, &row),
+            r#"[{"s":"007","big":-9007199254740993,"n":18446744073709551615,"a":1000.0}]"#
         );
         // A name with control characters stays on its row and sends no escape sequence;
         // CSV and JSON keep it as it is (quoted, escaped by JSON).
@@ -901,7 +957,7 @@ mod tests {
             "dev,ios,p99_us\n\"/d/x\u{1b}[2J\ny\",1,\n"
         );
         assert_eq!(json_cell("inf"), serde_json::Value::String("inf".into()));
-        assert_eq!(json_cell("-2"), serde_json::json!(-2.0));
+        assert_eq!(json_cell("-2"), serde_json::json!(-2));
     }
 
     #[test]

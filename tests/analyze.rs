@@ -139,6 +139,20 @@ fn summary_and_bad_input() {
             "--limit applies to --top-files, --top-procs and --seq-writes",
         );
     }
+    // So is another question's own flag.
+    for (q, flag, value, applies) in [
+        ("--top-procs", "--by", "bytes", "--top-files"),
+        ("--summary", "--interval", "10s", "--timeline"),
+        ("--timeline", "--min-bytes", "4k", "--seq-writes"),
+        ("--top-files", "--group-by", "dev", "--latency"),
+    ] {
+        common::usage_error(
+            &run(bin()
+                .args(["analyze", q, flag, value])
+                .arg(fixture("oltp-5k.iod"))),
+            &format!("{flag} applies to {applies} only"),
+        );
+    }
 }
 
 #[test]
@@ -238,6 +252,21 @@ fn seq_writes_and_sql() {
     ]);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0]["n"], reads as u64);
+    // Its sums are 64-bit (the bytes of 20,000 I/Os pass 4 GiB), its figures in full (not to
+    // the thousandth: 0.000), its text text (not the number 7).
+    let (bytes, latency_ns) = r.events().fold((0u64, 0u64), |(b, l), e| {
+        (b + u64::from(e.bytes), l + e.latency_ns)
+    });
+    assert!(bytes > u64::from(u32::MAX), "{bytes}");
+    let got = analyze_json(&[
+        "--sql",
+        "SELECT sum(bytes) AS b, avg(latency_ns) / 1000000000.0 AS s, '007' AS t FROM io",
+    ]);
+    assert_eq!(got[0]["b"], bytes, "{got:?}");
+    let mean_s = latency_ns as f64 / 20_000.0 / 1e9;
+    let s = got[0]["s"].as_f64().unwrap();
+    assert!((s - mean_s).abs() < mean_s * 1e-9, "{s} against {mean_s}");
+    assert_eq!(got[0]["t"], "007");
     // A bad query: one line, non-zero.
     let out = run(bin()
         .arg("analyze")

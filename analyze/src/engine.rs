@@ -120,11 +120,25 @@ impl Progress for NoProgress {
     fn note(&self, _: Note) {}
 }
 
+/// What a column of an answer holds, for the printers: JSON writes a number as a number
+/// and text as a string, whatever it reads like (a command named `007`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// Numbers (a cell that is not one, `inf` or `NaN`, is written as text).
+    Number,
+    /// Text.
+    Text,
+    /// Either, cell by cell (a comparison's values: an amount, or a mix such as `4K 100%`).
+    Mixed,
+}
+
 /// The answer: the columns and rows of the result, as text cells (`None`: null).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
     /// Column names.
     pub columns: Vec<String>,
+    /// What each column holds.
+    pub kinds: Vec<ColumnKind>,
     /// Rows, one cell per column.
     pub rows: Vec<Vec<Option<String>>>,
     /// Damaged chunks skipped, by trace (some I/O may be missing from the answer).
@@ -260,9 +274,24 @@ fn finish(
             });
         }
     }
-    let (columns, rows) = query::rows(df);
+    // SQL's figures are the user's own: printed in full, not to the thousandth.
+    let full = matches!(query.question, Question::Sql(_));
+    let (columns, rows) = query::rows(df, full);
+    // The summary's `value` column holds figures as text, and the top process's and file's
+    // names: Mixed (a figure is a number in JSON; so is a name of digits alone).
+    let summary = matches!(query.question, Question::Summary);
+    let kinds = df
+        .dtypes()
+        .iter()
+        .map(|t| match t {
+            t if t.is_primitive_numeric() => ColumnKind::Number,
+            polars::prelude::DataType::String if summary => ColumnKind::Mixed,
+            _ => ColumnKind::Text,
+        })
+        .collect();
     Ok(Answer {
         columns,
+        kinds,
         rows,
         damaged,
         ios: rows_read,

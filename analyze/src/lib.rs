@@ -26,7 +26,7 @@ pub mod report_diff;
 pub mod to_parquet;
 pub mod verify;
 
-pub use engine::{run, Answer, Engine, NoProgress, Note, Progress, Query, Question};
+pub use engine::{run, Answer, ColumnKind, Engine, NoProgress, Note, Progress, Query, Question};
 pub use export::{export, ExportFormat, ExportSummary};
 pub use input::InputPath;
 pub use to_parquet::{convert, ConvertSummary, Input};

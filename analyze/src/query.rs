@@ -119,7 +119,8 @@ fn frame(trace: &str, c: Cols) -> PolarsResult<DataFrame> {
             Column::new("ts_ns".into(), c.ts),
             Column::new("dev_t".into(), c.dev),
             Column::new("op".into(), ops),
-            Column::new("bytes".into(), c.bytes),
+            // 64 bits, as the Parquet table's: a `sum(bytes)` of UInt32 wraps at 4 GiB.
+            Column::new("bytes".into(), c.bytes).cast(&DataType::UInt64)?,
             Column::new("sector".into(), c.sector),
             Column::new("end_sector".into(), c.end_sector),
             Column::new("pid".into(), c.pid),
@@ -672,6 +673,8 @@ pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
             us(col("device_ns").mean()).alias("mean_device_us"),
             us(q("device_ns", 0.99)).alias("p99_device_us"),
         ])
+        // (A literal key makes a group of no rows: no I/O is no row, as in the one pass.)
+        .filter(col("ios").gt(lit(0)))
         // Ties broken by the group's name: the same order on every run and in `onepass::latency`.
         .sort_by_exprs(
             [col("ios"), col(key_name)],
@@ -807,14 +810,30 @@ fn rate_expr(amount: polars::prelude::Expr, duration_s: f64) -> polars::prelude:
     }
 }
 
-/// A cell as text (for the table, CSV and JSON printers).
-pub fn cell(v: &AnyValue<'_>) -> Option<String> {
+/// A cell as text (for the table, CSV and JSON printers): a float to the thousandth, or
+/// `full`, as the shortest text that reads back as the same number; a list with all its
+/// items (polars' display of a list elides the middle ones).
+pub fn cell(v: &AnyValue<'_>, full: bool) -> Option<String> {
+    let float = |f: f64| {
+        if full {
+            f.to_string()
+        } else {
+            format!("{:.3}", snapped(f))
+        }
+    };
     match v {
         AnyValue::Null => None,
         AnyValue::String(s) => Some(s.to_string()),
         AnyValue::StringOwned(s) => Some(s.to_string()),
-        AnyValue::Float64(f) => Some(format!("{:.3}", snapped(*f))),
-        AnyValue::Float32(f) => Some(format!("{:.3}", snapped(f64::from(*f)))),
+        AnyValue::Float64(f) => Some(float(*f)),
+        AnyValue::Float32(f) => Some(float(f64::from(*f))),
+        AnyValue::List(items) => {
+            let items: Vec<String> = items
+                .iter()
+                .map(|v| cell(&v, full).unwrap_or_else(|| "null".into()))
+                .collect();
+            Some(format!("[{}]", items.join(", ")))
+        }
         other => Some(other.to_string()),
     }
 }
@@ -833,8 +852,9 @@ fn snapped(f: f64) -> f64 {
     }
 }
 
-/// The rows of a frame as strings (None = null), with the column names.
-pub fn rows(df: &DataFrame) -> (Vec<String>, Vec<Vec<Option<String>>>) {
+/// The rows of a frame as strings (None = null; floats in `full`, [`cell`]), with the
+/// column names.
+pub fn rows(df: &DataFrame, full: bool) -> (Vec<String>, Vec<Vec<Option<String>>>) {
     let names: Vec<String> = df
         .get_column_names()
         .iter()
@@ -845,7 +865,7 @@ pub fn rows(df: &DataFrame) -> (Vec<String>, Vec<Vec<Option<String>>>) {
         let row = df
             .columns()
             .iter()
-            .map(|c| c.get(i).ok().as_ref().and_then(cell))
+            .map(|c| c.get(i).ok().as_ref().and_then(|v| cell(v, full)))
             .collect();
         out.push(row);
     }
@@ -1197,12 +1217,13 @@ fn parquet_io_frame(
         .collect::<Result<_, _>>()?;
     let int = |name| IntColumn::of(b, name);
     let ts = crate::layout::utc_ns(b)?.to_vec();
-    let bytes = int("bytes")?.to_u32();
+    // (u32 as the trace's, 64 bits in the table: see `frame`.)
+    let bytes: Vec<u64> = int("bytes")?.to_u32().into_iter().map(u64::from).collect();
     let sector = int("sector")?.to_u64();
     let end_sector: Vec<u64> = sector
         .iter()
         .zip(&bytes)
-        .map(|(s, b)| s.wrapping_add((*b as u64).div_ceil(512)))
+        .map(|(s, b)| s.wrapping_add(b.div_ceil(512)))
         .collect();
     let q = int("queue_ns")?;
     let queue: Vec<Option<u64>> = (0..n).map(|i| (!q.is_null(i)).then(|| q.u64(i))).collect();
@@ -1298,11 +1319,17 @@ mod tests {
         }
         let hi = f64::from_bits(lo.to_bits() + 1);
         assert_ne!(format!("{lo:.3}"), format!("{hi:.3}"));
-        assert_eq!(cell(&AnyValue::Float64(lo)), cell(&AnyValue::Float64(hi)));
-        // Far from a tie, a figure prints as it is.
-        assert_eq!(cell(&AnyValue::Float64(2.0004)).as_deref(), Some("2.000"));
         assert_eq!(
-            cell(&AnyValue::Float64(1e15 + 0.25)).as_deref(),
+            cell(&AnyValue::Float64(lo), false),
+            cell(&AnyValue::Float64(hi), false)
+        );
+        // Far from a tie, a figure prints as it is.
+        assert_eq!(
+            cell(&AnyValue::Float64(2.0004), false).as_deref(),
+            Some("2.000")
+        );
+        assert_eq!(
+            cell(&AnyValue::Float64(1e15 + 0.25), false).as_deref(),
             Some("1000000000000000.250")
         );
     }
