@@ -96,9 +96,9 @@ pub struct DiffArgs {
     /// --format json); --filter selects the part of A that was replayed.
     #[arg(long, conflicts_with_all = ["by", "group_by", "limit", "alpha", "min_change_pct", "allow_damaged"])]
     pub replay: bool,
-    /// With --replay: the replay's --speed.
-    #[arg(long, default_value_t = 1.0, requires = "replay")]
-    pub speed: f64,
+    /// With --replay: the replay's --speed (default 1).
+    #[arg(long, requires = "replay")]
+    pub speed: Option<f64>,
     /// With --replay: the replay was made without --allow-writes, so it issued reads and
     /// flushes only; score those (A's writes would count as not issued).
     #[arg(long = "reads-only", requires = "replay")]
@@ -162,8 +162,12 @@ fn config(a: &DiffArgs) -> anyhow::Result<DiffConfig> {
 
 /// `--replay`: the verification of a replay, as one line and the JSON.
 fn run_replay(a: &DiffArgs) -> anyhow::Result<ExitCode> {
-    if !(a.speed > 0.0 && a.speed.is_finite()) {
-        usage_bail!("--speed {}: give a positive number", a.speed);
+    if matches!(a.format, TableFormat::Csv) {
+        usage_bail!("--replay prints one line and the JSON, or with --format json the JSON alone");
+    }
+    let speed = a.speed.unwrap_or(1.0);
+    if !(speed > 0.0 && speed.is_finite()) {
+        usage_bail!("--speed {speed}: give a positive number");
     }
     let cfg = iodump_analyze::verify::VerifyConfig {
         original: a.a.clone(),
@@ -173,7 +177,7 @@ fn run_replay(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             .as_deref()
             .map(|f| crate::args::parse_filter("--filter", f))
             .transpose()?,
-        speed: a.speed,
+        speed,
         reads_only: a.reads_only,
     };
     let v = iodump_analyze::verify::verify(&cfg)?;
@@ -217,23 +221,26 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     ];
     debug_assert_eq!(kinds.len(), columns.len());
     crate::offline::print_table(a.format, &columns, &kinds, &rows);
+    // Names as given may hold any byte: shown escaped, as `info` shows them.
+    let esc = |s: &str| iodump_format::text::escape_controls(s).into_owned();
     for side in [&d.a, &d.b] {
         if let Some((trace, dmg)) = side.damaged.first() {
             eprintln!(
-                "iodump: warning: {trace}: {} skipped (first: {dmg})",
+                "iodump: warning: {}: {} skipped (first: {dmg})",
+                esc(trace),
                 iodump_format::Damage::count_in_words(side.damaged.iter().map(|(_, d)| d))
             );
         }
     }
     for (label, side, own) in [("A", &d.a, true), ("B", &d.b, false)] {
         if side.events == 0 {
-            let of = format!("{label} ({})", side.name);
+            let of = format!("{label} ({})", esc(&side.name));
             crate::offline::warn_no_io(cfg.side_filter(own).is_some(), &of);
         }
     }
     let unknown = d.cgroups_unknown();
     if !unknown.is_empty() {
-        let names: Vec<&str> = unknown.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<String> = unknown.iter().map(|s| esc(&s.name)).collect();
         eprintln!(
             "iodump: note: cgroups not compared: {} {} no cgroups table (a trace before format 1.2, a synthetic one, or a dataset of such)",
             names.join(" and "),
@@ -242,10 +249,10 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!(
         "iodump: A {}: {} I/Os over {:.3} s; B {}: {} I/Os over {:.3} s; {} of {} figures changed significantly",
-        d.a.name,
+        esc(&d.a.name),
         d.a.events,
         d.a.duration_s,
-        d.b.name,
+        esc(&d.b.name),
         d.b.events,
         d.b.duration_s,
         d.significant(),

@@ -668,6 +668,34 @@ fn bad_inputs_are_one_line_errors() {
             .args(["--filter", "iosize >"])),
         "--filter",
     );
+    // --speed is --replay's (its default hid it from clap's check); --replay prints no CSV.
+    let out = run(bin().arg("diff").arg(&a).arg(&a).args(["--speed", "7"]));
+    assert_eq!(out.status.code(), Some(2));
+    usage_error(
+        &run(bin()
+            .args(["diff", "--replay", "--format", "csv"])
+            .arg(&a)
+            .arg(&a)),
+        "--replay prints one line and the JSON",
+    );
+    // A directory of two recordings as one side: refused (they were compared as one), by the
+    // comparison, its page and the score of a replay.
+    let two = d.join("two");
+    std::fs::create_dir(&two).unwrap();
+    std::fs::copy(&a, two.join("x.iod")).unwrap();
+    write_edited(&two.join("y.iod"), 15, Vec::new(), |e| vec![*e]);
+    let page = d.join("two.html");
+    for args in [
+        vec!["diff"],
+        vec!["diff", "--replay"],
+        vec!["report", "-o", page.to_str().unwrap()],
+    ] {
+        one_line_error(
+            &run(bin().args(&args).arg(&two).arg(&a)),
+            "two: it holds 2 recordings (x.iod, y.iod…), which would be compared as one",
+        );
+    }
+    assert!(!page.exists());
 }
 
 /// The block device holding `dir` as `MAJ:MIN`, `None` for a filesystem on no block device
@@ -1051,6 +1079,28 @@ fn report_diff_is_one_page_that_renders() {
     let out = run(bin().arg("report").arg(&a).arg(&b).arg("-o").arg(&page));
     ok(&out);
     let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<title>iodump report: a.iod vs b.iod</title>"));
+    // Two sides of one file name are named by their paths, as given.
+    for side in ["x", "y"] {
+        std::fs::create_dir_all(d.join(side)).unwrap();
+        std::fs::copy(&a, d.join(side).join("run.iod")).unwrap();
+    }
+    let same = d.join("same.html");
+    ok(&run(bin()
+        .arg("report")
+        .arg(d.join("x/run.iod"))
+        .arg(d.join("y/run.iod"))
+        .arg("-o")
+        .arg(&same)));
+    let title = format!(
+        "{} vs {}",
+        d.join("x/run.iod").display(),
+        d.join("y/run.iod").display()
+    );
+    assert!(
+        std::fs::read_to_string(&same).unwrap().contains(&title),
+        "{title}"
+    );
     // Self-contained: no external resource.
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
     let data = common::embedded_report_data(&html);

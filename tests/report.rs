@@ -643,6 +643,22 @@ fn plot_every_kind_as_svg_and_png() {
         );
     }
     assert!(!d.join("one.svg").exists());
+    // A trace's file name with control characters: escaped in the title (raw, an ESC made
+    // the SVG invalid XML).
+    let odd = d.join("run\u{1b}[31m\nx.iod");
+    std::fs::copy(&one, &odd).unwrap();
+    let svg = d.join("odd.svg");
+    ok(&run(bin()
+        .args(["plot", "--kind", "latency-histogram"])
+        .arg(&odd)
+        .arg("-o")
+        .arg(&svg)));
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.contains("run\\x1b[31m\\nx.iod"), "the title escaped");
+    assert!(
+        !s.contains('\u{1b}') && !s.contains("m\nx"),
+        "no raw control character"
+    );
 }
 
 #[test]

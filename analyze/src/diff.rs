@@ -529,7 +529,7 @@ pub fn read_side(
     allow_damaged: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Side, AnalyzeError> {
-    let inputs = InputPath::expand(paths)?;
+    let inputs = InputPath::expand_recording(paths)?;
     // A container or cgroup filter on a side without a cgroups table would keep nothing.
     if filter.is_some_and(Expr::uses_cgroup_table) {
         crate::engine::check_cgroup_tables(&inputs)?;

@@ -82,6 +82,26 @@ pub fn is_trace_dir(dir: &Path) -> bool {
 }
 
 impl InputPath {
+    /// [`InputPath::expand`] of what one side of a comparison names (a trace, a recording
+    /// in parts, a Parquet dataset): a directory holding several recordings is refused.
+    pub fn expand_recording(paths: &[PathBuf]) -> Result<Vec<InputPath>, AnalyzeError> {
+        let inputs = InputPath::expand(paths)?;
+        let traces: Vec<&InputPath> = inputs
+            .iter()
+            .filter(|i| matches!(i, InputPath::Trace { .. }))
+            .collect();
+        if traces.len() > 1 {
+            if let Some(dir) = paths.iter().find(|p| p.is_dir()) {
+                return Err(AnalyzeError::SeveralRecordings {
+                    path: dir.clone(),
+                    names: traces.iter().take(3).map(|t| t.name()).collect(),
+                    count: traces.len(),
+                });
+            }
+        }
+        Ok(inputs)
+    }
+
     /// The inputs `paths` name: a trace file, a directory of trace files (each recording
     /// in it one trace), a Parquet dataset's directory. Trace files of one recording are one
     /// trace wherever they were named.

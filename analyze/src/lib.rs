@@ -121,6 +121,16 @@ pub enum AnalyzeError {
         /// The side without one (its inputs, as named).
         side: String,
     },
+    /// One side of a comparison (or a replay's score) named a directory holding several
+    /// recordings: they would be compared as one.
+    SeveralRecordings {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The recordings' names (the first few).
+        names: Vec<String>,
+        /// How many it holds.
+        count: usize,
+    },
     /// An input could not be opened.
     Open {
         /// The input.
@@ -295,6 +305,13 @@ impl fmt::Display for AnalyzeError {
                 "--group-by cgroup: {side} has no cgroups table (traces of iodump before format \
                  1.2 and synthetic ones, and their Parquet datasets, have none): no cgroup can \
                  be compared"
+            ),
+            AnalyzeError::SeveralRecordings { path, names, count } => write!(
+                f,
+                "{}: it holds {count} recordings ({}…), which would be compared as one; name \
+                 one of its files",
+                path.display(),
+                names.join(", ")
             ),
             AnalyzeError::Open { path, .. } => write!(f, "cannot read {}", path.display()),
             AnalyzeError::TableTooLarge {

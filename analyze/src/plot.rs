@@ -181,8 +181,14 @@ pub fn plot(rep: &TraceReport, opts: &PlotOptions, path: &Path) -> Result<(), An
             },
             None => AnalyzeError::Plot {
                 message: match &rep.filter {
-                    Some(f) => format!("{}: --filter {f} keeps no I/O, nothing to plot", rep.name),
-                    None => format!("{}: the trace holds no I/O, nothing to plot", rep.name),
+                    Some(f) => format!(
+                        "{}: --filter {f} keeps no I/O, nothing to plot",
+                        escape_controls(&rep.name)
+                    ),
+                    None => format!(
+                        "{}: the trace holds no I/O, nothing to plot",
+                        escape_controls(&rep.name)
+                    ),
                 },
             },
         });
@@ -237,7 +243,11 @@ where
                 .iter()
                 .map(|p| (p.label(), p.counters.ios))
                 .collect();
-            bars(root, &format!("{}: top processes by I/Os", rep.name), &rows)
+            bars(
+                root,
+                &format!("{}: top processes by I/Os", escape_controls(&rep.name)),
+                &rows,
+            )
         }
         PlotKind::TopFiles => {
             let rows: Vec<(String, u64)> = rep
@@ -245,7 +255,11 @@ where
                 .iter()
                 .map(|f| (f.label(), f.counters.ios))
                 .collect();
-            bars(root, &format!("{}: top files by I/Os", rep.name), &rows)
+            bars(
+                root,
+                &format!("{}: top files by I/Os", escape_controls(&rep.name)),
+                &rows,
+            )
         }
     }
 }
@@ -268,7 +282,7 @@ where
         return Err(AnalyzeError::Plot {
             message: format!(
                 "{}: all of its I/O at one instant, no {} over time to plot",
-                rep.name,
+                escape_controls(&rep.name),
                 if kind == PlotKind::Iops {
                     "IOPS"
                 } else {
@@ -321,7 +335,7 @@ where
     };
     let mut chart = ChartBuilder::on(root)
         .caption(
-            format!("{}: {title} per device and op", rep.name),
+            format!("{}: {title} per device and op", escape_controls(&rep.name)),
             ("sans-serif", 20),
         )
         .margin(12)
@@ -427,7 +441,10 @@ where
     let max = sum.iter().copied().max().unwrap_or(1).max(1) as f64;
     let mut chart = ChartBuilder::on(root)
         .caption(
-            format!("{}: latency over time (colour: I/Os, log scale)", rep.name),
+            format!(
+                "{}: latency over time (colour: I/Os, log scale)",
+                escape_controls(&rep.name)
+            ),
             ("sans-serif", 20),
         )
         .margin(12)
@@ -511,14 +528,14 @@ where
                     let message = if parts.is_empty() {
                         format!(
                             "{}: no I/O on device {name} (devices: {})",
-                            rep.name,
+                            escape_controls(&rep.name),
                             names.join(", ")
                         )
                     } else {
                         format!(
                         "{}: no I/O on device {name} itself; its partitions, each plotted on its \
                          own, have some: {}",
-                        rep.name,
+                        escape_controls(&rep.name),
                         parts.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
                     )
                     };
@@ -530,7 +547,10 @@ where
             .into_iter()
             .next()
             .ok_or_else(|| AnalyzeError::Plot {
-                message: format!("{}: no I/O with data, no offsets to plot", rep.name),
+                message: format!(
+                    "{}: no I/O with data, no offsets to plot",
+                    escape_controls(&rep.name)
+                ),
             })?,
     };
     let bpb = (1u64 << d.offset_shift) as f64 * 512.0;
@@ -544,7 +564,7 @@ where
     let name = escape_controls(&rep.device_name(d.dev)).into_owned();
     let mut chart = ChartBuilder::on(root)
         .caption(
-            format!("{}: offset over time on {name}", rep.name),
+            format!("{}: offset over time on {name}", escape_controls(&rep.name)),
             ("sans-serif", 20),
         )
         .margin(12)
@@ -612,7 +632,7 @@ where
     let ymax = all[lo..hi].iter().copied().max().unwrap_or(1).max(1) as f64 * 1.05;
     let mut chart = ChartBuilder::on(root)
         .caption(
-            format!("{}: latency histogram", rep.name),
+            format!("{}: latency histogram", escape_controls(&rep.name)),
             ("sans-serif", 20),
         )
         .margin(12)

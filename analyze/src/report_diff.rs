@@ -91,7 +91,7 @@ fn picture(
     filter: Option<&Expr>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Picture, AnalyzeError> {
-    let inputs = InputPath::expand(&[path.to_path_buf()])?;
+    let inputs = InputPath::expand_recording(&[path.to_path_buf()])?;
     let name = inputs.first().map_or_else(String::new, InputPath::name);
     let nothing = |_: &mut (), _: &Header, _: &EventBatch, _: Rows<'_>| {};
     let range = pass(
@@ -207,10 +207,16 @@ pub fn write_diff_report(
     let (pa, pb) = (one(&cfg.a)?, one(&cfg.b)?);
     let d = diff(cfg, progress)?;
     let (fa, fb) = (cfg.side_filter(true), cfg.side_filter(false));
-    let (ra, rb) = (
+    let (mut ra, mut rb) = (
         picture(&pa, fa.as_ref(), progress)?,
         picture(&pb, fb.as_ref(), progress)?,
     );
+    // Two sides of one file name (`a/run.iod`, `b/run.iod`) are named by their paths as
+    // given, as the analysis names its traces.
+    if ra.name == rb.name {
+        ra.name = pa.display().to_string();
+        rb.name = pb.display().to_string();
+    }
     let data = page_data(&ra, &rb, &d).to_string().replace('<', "\\u003c");
     let title = format!("{} vs {}", ra.name, rb.name)
         .replace('&', "&amp;")

@@ -80,7 +80,7 @@ struct Side {
 /// `iodump replay` replays each I/O once, at its highest recorded layer, an I/O a stacked
 /// device sent down is left out when that device has I/O here.
 fn read_rows(path: &PathBuf, filter: Option<&Expr>) -> Result<(Vec<Row>, u64), AnalyzeError> {
-    let inputs = InputPath::expand(std::slice::from_ref(path))?;
+    let inputs = InputPath::expand_recording(std::slice::from_ref(path))?;
     let mut side = Side::default();
     let want = Columns::of(&[
         col::TIMESTAMP_NS,
