@@ -16,7 +16,7 @@ use plotters::prelude::*;
 
 use crate::report::{
     TraceReport, CLASSES, HEAT_LATENCY_BINS, HEAT_LATENCY_MERGE, HEAT_TIME_BINS, LATENCY_BINS,
-    OFFSET_BINS, OFFSET_TIME_BINS, TIME_BINS,
+    OFFSET_BINS, OFFSET_TIME_BINS, SERIES_DEVICES, TIME_BINS,
 };
 use crate::AnalyzeError;
 
@@ -293,7 +293,7 @@ where
     }
     let secs = rep.bin_ns as f64 / 1e9;
     let mut series: Vec<(String, Vec<f64>)> = Vec::new();
-    for d in &rep.agg.devices {
+    for (device, d) in rep.series() {
         for o in iodump_format::Op::ALL {
             let k = o.code() as usize * TIME_BINS;
             let ios = &d.ios[k..k + TIME_BINS];
@@ -308,10 +308,7 @@ where
                     .map(|&x| x as f64 / secs)
                     .collect()
             };
-            series.push((
-                format!("{} {}", escape_controls(&rep.device_name(d.dev)), o.name()),
-                v,
-            ));
+            series.push((format!("{} {}", escape_controls(&device), o.name()), v));
         }
     }
     let ymax = series
@@ -505,9 +502,10 @@ fn offset<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let d = match device {
+    let (d, series) = match device {
         Some(name) => {
-            rep.agg
+            let d = rep
+                .agg
                 .devices
                 .iter()
                 .find(|d| {
@@ -540,7 +538,15 @@ where
                     )
                     };
                     AnalyzeError::Plot { message }
-                })?
+                })?;
+            let series = d.series.as_deref().ok_or_else(|| AnalyzeError::Plot {
+                message: format!(
+                    "{}: device {name} is not among the {SERIES_DEVICES} busiest, whose offsets \
+                     are kept: plot it alone with --filter 'dev == \"{name}\"'",
+                    escape_controls(&rep.name)
+                ),
+            })?;
+            (d, series)
         }
         None => rep
             .offset_devices()
@@ -553,14 +559,20 @@ where
                 ),
             })?,
     };
-    let bpb = (1u64 << d.offset_shift) as f64 * 512.0;
-    let rows = ((d.max_end_sector as f64 / (1u64 << d.offset_shift) as f64).ceil() as usize)
+    let bpb = (1u64 << series.offset_shift) as f64 * 512.0;
+    let rows = ((d.max_end_sector as f64 / (1u64 << series.offset_shift) as f64).ceil() as usize)
         .clamp(1, OFFSET_BINS);
     let ymax = rows as f64 * bpb;
     let bin_s = rep.bin_ns as f64 * 6.0 / 1e9;
     let xmax = span_s(rep, OFFSET_TIME_BINS, rep.bin_ns * 6);
     let cells = OFFSET_TIME_BINS * OFFSET_BINS;
-    let max = d.offset_cells.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let max = series
+        .offset_cells
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let name = escape_controls(&rep.device_name(d.dev)).into_owned();
     let mut chart = ChartBuilder::on(root)
         .caption(
@@ -585,7 +597,7 @@ where
     for c in [2usize, 1, 0] {
         let color = CLASS_COLORS[c];
         let mut rects = Vec::new();
-        for (i, &v) in d.offset_cells[c * cells..(c + 1) * cells]
+        for (i, &v) in series.offset_cells[c * cells..(c + 1) * cells]
             .iter()
             .enumerate()
         {

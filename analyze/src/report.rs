@@ -113,11 +113,10 @@ impl KeyCounters {
     }
 }
 
-/// Aggregates of one device.
+/// The time series and offset grid of one device (or of the devices beyond the
+/// [`SERIES_DEVICES`] busiest, together).
 #[derive(Clone, Debug)]
-pub struct DeviceAgg {
-    /// Device number (`DevT` value).
-    pub dev: u32,
+pub struct DeviceSeries {
     /// I/Os per op and time bin: `ios[op * TIME_BINS + bin]`.
     pub ios: Vec<u32>,
     /// Bytes per op and time bin.
@@ -126,29 +125,16 @@ pub struct DeviceAgg {
     pub offset_cells: Vec<u32>,
     /// Sectors per offset bin are `1 << offset_shift`.
     pub offset_shift: u32,
-    /// Largest end sector (sector + size) seen.
-    pub max_end_sector: u64,
-    /// I/Os on the device.
-    pub events: u64,
-    /// Bytes on the device.
-    pub total_bytes: u64,
-    /// Sum of the latencies of its I/Os.
-    pub latency_sum_ns: u64,
 }
 
-impl DeviceAgg {
-    fn new(dev: u32) -> DeviceAgg {
-        DeviceAgg {
-            dev,
+impl DeviceSeries {
+    fn new() -> Box<DeviceSeries> {
+        Box::new(DeviceSeries {
             ios: vec![0; OPS * TIME_BINS],
             bytes: vec![0; OPS * TIME_BINS],
             offset_cells: vec![0; CLASSES.len() * OFFSET_CELLS],
             offset_shift: 0,
-            max_end_sector: 0,
-            events: 0,
-            total_bytes: 0,
-            latency_sum_ns: 0,
-        }
+        })
     }
 
     /// Halves the offset resolution until `bin` fits.
@@ -177,15 +163,11 @@ impl DeviceAgg {
     /// carries data.
     #[inline]
     fn add(&mut self, op: usize, class: usize, t: usize, bytes: u64, sector: u64) {
-        self.events += 1;
-        self.total_bytes += bytes;
         let k = op * TIME_BINS + t;
         self.ios[k] = self.ios[k].saturating_add(1);
         self.bytes[k] += bytes;
         if bytes > 0 {
-            let end = sector.saturating_add(bytes.div_ceil(512));
-            self.max_end_sector = self.max_end_sector.max(end);
-            let need = DeviceAgg::shift_for(sector);
+            let need = DeviceSeries::shift_for(sector);
             if need > self.offset_shift {
                 self.grow_offsets(need);
             }
@@ -195,7 +177,7 @@ impl DeviceAgg {
         }
     }
 
-    fn merge(&mut self, mut o: DeviceAgg) {
+    fn merge(&mut self, mut o: DeviceSeries) {
         let shift = self.offset_shift.max(o.offset_shift);
         self.grow_offsets(shift);
         o.grow_offsets(shift);
@@ -208,6 +190,75 @@ impl DeviceAgg {
         for (a, b) in self.offset_cells.iter_mut().zip(&o.offset_cells) {
             *a = a.saturating_add(*b);
         }
+    }
+}
+
+/// Devices whose time series and offsets are kept one by one (the busiest, when a trace has
+/// more: the others' are kept together, [`Aggregate::other`]; a device's own are about
+/// 400 KB, per worker thread).
+pub const SERIES_DEVICES: usize = 16;
+
+/// Aggregates of one device.
+#[derive(Clone, Debug)]
+pub struct DeviceAgg {
+    /// Device number (`DevT` value).
+    pub dev: u32,
+    /// Its time series and offsets; `None` for a device beyond the [`SERIES_DEVICES`]
+    /// busiest, whose I/O is in [`Aggregate::other`]'s.
+    pub series: Option<Box<DeviceSeries>>,
+    /// Largest end sector (sector + size) seen.
+    pub max_end_sector: u64,
+    /// I/Os on the device.
+    pub events: u64,
+    /// Bytes on the device.
+    pub total_bytes: u64,
+    /// Sum of the latencies of its I/Os.
+    pub latency_sum_ns: u64,
+}
+
+impl DeviceAgg {
+    fn new(dev: u32, series: bool) -> DeviceAgg {
+        DeviceAgg {
+            dev,
+            series: series.then(DeviceSeries::new),
+            max_end_sector: 0,
+            events: 0,
+            total_bytes: 0,
+            latency_sum_ns: 0,
+        }
+    }
+
+    /// One I/O: its totals here, its series here or in `other`'s (allocated when first
+    /// needed).
+    #[inline]
+    fn add(
+        &mut self,
+        other: &mut Option<Box<DeviceSeries>>,
+        op: usize,
+        class: usize,
+        t: usize,
+        bytes: u64,
+        sector: u64,
+    ) {
+        self.events += 1;
+        self.total_bytes += bytes;
+        if bytes > 0 {
+            let end = sector.saturating_add(bytes.div_ceil(512));
+            self.max_end_sector = self.max_end_sector.max(end);
+        }
+        let s = match &mut self.series {
+            Some(s) => s,
+            None => other.get_or_insert_with(DeviceSeries::new),
+        };
+        s.add(op, class, t, bytes, sector);
+    }
+
+    fn merge(&mut self, o: DeviceAgg) {
+        match (&mut self.series, o.series) {
+            (Some(a), Some(b)) => a.merge(*b),
+            (a @ None, b) => *a = b,
+            (Some(_), None) => {}
+        }
         self.max_end_sector = self.max_end_sector.max(o.max_end_sector);
         self.events += o.events;
         self.total_bytes += o.total_bytes;
@@ -218,8 +269,14 @@ impl DeviceAgg {
 /// Everything one pass over the events gathers (one per worker thread, then merged).
 #[derive(Clone, Debug)]
 pub struct Aggregate {
-    /// Devices, in order of first appearance.
+    /// Devices, in order of first appearance (after [`finish`]: in device-table order).
     pub devices: Vec<DeviceAgg>,
+    /// Index of each device in `devices`.
+    index: IntMap<u32, usize>,
+    /// The devices whose series are kept one by one, sorted; `None`: every device's.
+    tracked: Option<std::sync::Arc<Vec<u32>>>,
+    /// The time series of the devices beyond the [`SERIES_DEVICES`] busiest, together.
+    pub other: Option<Box<DeviceSeries>>,
     /// Latency heatmap: `heat[class * HEAT_CELLS + time_bin * HEAT_LATENCY_BINS + lat_bin]`.
     pub heat: Vec<u32>,
     /// Latency histogram: `histogram[class * LATENCY_BINS + bin]`.
@@ -247,9 +304,12 @@ pub struct Aggregate {
 }
 
 impl Aggregate {
-    fn new() -> Aggregate {
+    fn new(tracked: Option<std::sync::Arc<Vec<u32>>>) -> Aggregate {
         Aggregate {
             devices: Vec::new(),
+            index: IntMap::default(),
+            tracked,
+            other: None,
             heat: vec![0; CLASSES.len() * HEAT_CELLS],
             histogram: vec![0; CLASSES.len() * LATENCY_BINS],
             per_op: [[0; 4]; OPS],
@@ -266,10 +326,18 @@ impl Aggregate {
 
     fn merge(mut self, o: Aggregate) -> Aggregate {
         for d in o.devices {
-            match self.devices.iter_mut().find(|x| x.dev == d.dev) {
-                Some(x) => x.merge(d),
-                None => self.devices.push(d),
+            match self.index.get(&d.dev) {
+                Some(&i) => self.devices[i].merge(d),
+                None => {
+                    self.index.insert(d.dev, self.devices.len());
+                    self.devices.push(d);
+                }
             }
+        }
+        match (&mut self.other, o.other) {
+            (Some(a), Some(b)) => a.merge(*b),
+            (a @ None, b) => *a = b,
+            (Some(_), None) => {}
         }
         for (a, b) in self.heat.iter_mut().zip(&o.heat) {
             *a = a.saturating_add(*b);
@@ -335,7 +403,7 @@ impl Aggregate {
                 last_dev = dev;
             }
             let d = &mut self.devices[dev_idx];
-            d.add(op, class, t, bytes, b.sector[i]);
+            d.add(&mut self.other, op, class, t, bytes, b.sector[i]);
             d.latency_sum_ns = d.latency_sum_ns.saturating_add(lat);
             let upper = if uppers.is_empty() {
                 None
@@ -372,13 +440,16 @@ impl Aggregate {
 
     /// The index of device `dev` in [`Aggregate::devices`], added when first seen.
     fn device_index(&mut self, dev: u32) -> usize {
-        match self.devices.iter().position(|d| d.dev == dev) {
-            Some(p) => p,
-            None => {
-                self.devices.push(DeviceAgg::new(dev));
-                self.devices.len() - 1
-            }
+        if let Some(&i) = self.index.get(&dev) {
+            return i;
         }
+        let series = self
+            .tracked
+            .as_ref()
+            .is_none_or(|t| t.binary_search(&dev).is_ok());
+        self.index.insert(dev, self.devices.len());
+        self.devices.push(DeviceAgg::new(dev, series));
+        self.devices.len() - 1
     }
 
     /// One I/O into the latency histogram, the heatmap (time bin `t`) and the per-op totals.
@@ -540,6 +611,47 @@ fn time_range(r: &Reader) -> Option<(u64, u64)> {
         .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
 }
 
+/// The devices whose series are kept one by one ([`Aggregate::tracked`]): `None` (every
+/// device's) when the I/Os `filter` keeps are on at most [`SERIES_DEVICES`] devices, else
+/// the busiest of them by I/Os (ties by number), sorted. A pass over the device column (and
+/// the columns the filter reads): the trace's device table may not name every device.
+fn busiest_devices(
+    r: &Reader,
+    filter: Option<&Expr>,
+    devs: &HashMap<u32, String>,
+) -> Option<std::sync::Arc<Vec<u32>>> {
+    let add = |mut a: IntMap<u32, u64>, b: IntMap<u32, u64>| {
+        for (d, n) in b {
+            *a.entry(d).or_insert(0) += n;
+        }
+        a
+    };
+    let ios: IntMap<u32, u64> = (0..r.segments().len())
+        .into_par_iter()
+        .fold(
+            || (SegmentRows::new(), IntMap::default()),
+            |(mut x, mut ios), i| {
+                let dev = Columns::of(&[col::DEV]);
+                if let Some(Ok(())) = x.read_columns(r, i, filter, devs, dev) {
+                    for &k in &x.rows {
+                        *ios.entry(x.batch.dev[k as usize]).or_insert(0u64) += 1;
+                    }
+                }
+                (x, ios)
+            },
+        )
+        .map(|(_, ios)| ios)
+        .reduce(IntMap::default, add);
+    if ios.len() <= SERIES_DEVICES {
+        return None;
+    }
+    let mut by_ios: Vec<(u64, u32)> = ios.into_iter().map(|(d, n)| (n, d)).collect();
+    by_ios.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut busiest: Vec<u32> = by_ios[..SERIES_DEVICES].iter().map(|x| x.1).collect();
+    busiest.sort_unstable();
+    Some(std::sync::Arc::new(busiest))
+}
+
 /// Smallest and largest timestamps of the I/Os `f` keeps (a parallel pass; segments its
 /// window leaves out are not decoded).
 fn kept_time_range(r: &Reader, f: &Expr, devs: &HashMap<u32, String>) -> Option<(u64, u64)> {
@@ -595,11 +707,12 @@ pub fn aggregate_with_progress(
     // Bins cover [t0, t0 + TIME_BINS * bin_ns), which holds t1.
     let bin_ns = (span_ns / TIME_BINS as u64 + 1).max(1);
     let uppers = crate::intact::stacked_devices_with_rows(r, filter.map(|f| &f.expr), &devs);
+    let tracked = busiest_devices(r, filter.map(|f| &f.expr), &devs);
     let segs = r.segments();
     let agg = (0..segs.len())
         .into_par_iter()
         .fold(
-            || (Aggregate::new(), SegmentRows::new()),
+            || (Aggregate::new(tracked.clone()), SegmentRows::new()),
             |(mut agg, mut x), i| {
                 let read = match filter {
                     Some(f) => x.read(r, i, Some(&f.expr), &devs),
@@ -630,7 +743,7 @@ pub fn aggregate_with_progress(
             },
         )
         .map(|(a, _)| a)
-        .reduce(Aggregate::new, Aggregate::merge);
+        .reduce(|| Aggregate::new(tracked.clone()), Aggregate::merge);
     let mut rep = finish(name, r, agg, t0_ns, span_ns, bin_ns);
     if let Some(f) = filter {
         rep.filter = Some(f.text.clone());
@@ -687,13 +800,19 @@ fn device_names(r: &Reader, agg: &mut Aggregate) -> HashMap<u32, String> {
             .entry(d.dev)
             .or_insert_with(|| iodump_format::DevT(d.dev).to_string());
     }
-    let order: Vec<u32> = tables.devices().map(|d| d.dev.0).collect();
-    agg.devices.sort_by_key(|d| {
-        (
-            order.iter().position(|&x| x == d.dev).unwrap_or(usize::MAX),
-            d.dev,
-        )
-    });
+    let order: HashMap<u32, usize> = tables
+        .devices()
+        .enumerate()
+        .map(|(i, d)| (d.dev.0, i))
+        .collect();
+    agg.devices
+        .sort_by_key(|d| (order.get(&d.dev).copied().unwrap_or(usize::MAX), d.dev));
+    agg.index = agg
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.dev, i))
+        .collect();
     names
 }
 
@@ -833,15 +952,38 @@ impl TraceReport {
     }
 
     /// Devices of the offset plot: the busiest with data I/O, at most [`OFFSET_DEVICES`].
-    pub fn offset_devices(&self) -> Vec<&DeviceAgg> {
-        let mut v: Vec<&DeviceAgg> = self
+    /// (Of the devices whose series are kept one by one, [`SERIES_DEVICES`].)
+    pub fn offset_devices(&self) -> Vec<(&DeviceAgg, &DeviceSeries)> {
+        let mut v: Vec<(&DeviceAgg, &DeviceSeries)> = self
             .agg
             .devices
             .iter()
             .filter(|d| d.max_end_sector > 0)
+            .filter_map(|d| Some((d, d.series.as_deref()?)))
             .collect();
-        v.sort_by(|a, b| b.events.cmp(&a.events).then(a.dev.cmp(&b.dev)));
+        v.sort_by(|a, b| b.0.events.cmp(&a.0.events).then(a.0.dev.cmp(&b.0.dev)));
         v.truncate(OFFSET_DEVICES);
+        v
+    }
+
+    /// The time series, named: each device's whose are kept one by one (in device-table
+    /// order), then those of the others together (`N other devices`).
+    pub fn series(&self) -> Vec<(String, &DeviceSeries)> {
+        let mut v: Vec<(String, &DeviceSeries)> = self
+            .agg
+            .devices
+            .iter()
+            .filter_map(|d| Some((self.device_name(d.dev), d.series.as_deref()?)))
+            .collect();
+        if let Some(o) = self.agg.other.as_deref() {
+            let n = self
+                .agg
+                .devices
+                .iter()
+                .filter(|d| d.series.is_none())
+                .count();
+            v.push((format!("{n} other devices"), o));
+        }
         v
     }
 
@@ -955,7 +1097,7 @@ impl TraceReport {
     /// `stack`: per stacked device and device below it, the I/Os it sent down (lower I/Os
     /// naming an upper I/O on it) against its own I/Os; the largest flow first.
     fn stack_json(&self) -> Vec<Value> {
-        let dev = |d: u32| self.agg.devices.iter().find(|x| x.dev == d);
+        let dev = |d: u32| self.agg.index.get(&d).map(|&i| &self.agg.devices[i]);
         let mut pairs: Vec<(&u64, &KeyCounters)> = self.agg.stack.iter().collect();
         pairs.sort_by_key(|(k, c)| (std::cmp::Reverse(c.ios), **k));
         pairs
@@ -1004,7 +1146,7 @@ impl TraceReport {
     /// `series`: I/Os and bytes per time bin of each device and op that has any.
     fn series_json(&self) -> Vec<Value> {
         let mut series = Vec::new();
-        for d in &self.agg.devices {
+        for (name, d) in self.series() {
             for o in Op::ALL {
                 let k = o.code() as usize * TIME_BINS;
                 let ios = &d.ios[k..k + TIME_BINS];
@@ -1012,7 +1154,7 @@ impl TraceReport {
                     continue;
                 }
                 series.push(json!({
-                    "device": self.device_name(d.dev),
+                    "device": name,
                     "op": o.name(),
                     "ios": ios,
                     "bytes": &d.bytes[k..k + TIME_BINS],
@@ -1071,11 +1213,11 @@ impl TraceReport {
     fn offsets_json(&self) -> Vec<Value> {
         self.offset_devices()
             .into_iter()
-            .map(|d| {
+            .map(|(d, series)| {
                 let mut cells = serde_json::Map::new();
                 for (c, name) in CLASSES.iter().enumerate() {
                     let mut v: Vec<u64> = Vec::new();
-                    let g = &d.offset_cells[c * OFFSET_CELLS..(c + 1) * OFFSET_CELLS];
+                    let g = &series.offset_cells[c * OFFSET_CELLS..(c + 1) * OFFSET_CELLS];
                     for (i, &n) in g.iter().enumerate() {
                         if n > 0 {
                             v.push((i / OFFSET_BINS) as u64);
@@ -1091,7 +1233,7 @@ impl TraceReport {
                     "time_bins": OFFSET_TIME_BINS,
                     "bin_ns": self.bin_ns * 6,
                     "offset_bins": OFFSET_BINS,
-                    "sectors_per_bin": 1u64 << d.offset_shift,
+                    "sectors_per_bin": 1u64 << series.offset_shift,
                     "max_end_sector": d.max_end_sector,
                     "cells": cells,
                 })
@@ -1325,15 +1467,15 @@ mod tests {
 
     #[test]
     fn offset_grid_rebins_without_losing_counts() {
-        let mut d = DeviceAgg::new(1);
+        let mut d = DeviceSeries::new();
         d.offset_cells[5] = 3;
         d.offset_cells[OFFSET_BINS - 1] = 2;
         d.grow_offsets(2);
         assert_eq!(d.offset_cells.iter().map(|&x| x as u64).sum::<u64>(), 5);
         assert_eq!(d.offset_cells[1], 3);
         assert_eq!(d.offset_cells[(OFFSET_BINS - 1) / 4], 2);
-        assert_eq!(DeviceAgg::shift_for(OFFSET_BINS as u64 - 1), 0);
-        assert_eq!(DeviceAgg::shift_for(OFFSET_BINS as u64), 1);
+        assert_eq!(DeviceSeries::shift_for(OFFSET_BINS as u64 - 1), 0);
+        assert_eq!(DeviceSeries::shift_for(OFFSET_BINS as u64), 1);
     }
 
     #[test]
@@ -1348,7 +1490,7 @@ mod tests {
 
     #[test]
     fn one_io_lands_in_every_table() {
-        let mut a = Aggregate::new();
+        let mut a = Aggregate::new(None);
         let io = |lat_ns| KeyCounters {
             ios: 1,
             read_bytes: 4096,
@@ -1380,10 +1522,19 @@ mod tests {
             + latency_bin(2_000) / HEAT_LATENCY_MERGE;
         assert_eq!(a.heat[h], 1);
 
-        let mut d = DeviceAgg::new(1);
-        d.add(0, 0, 6, 1024, 100);
-        d.add(2, 2, 6, 0, 5);
+        let mut other = None;
+        let mut d = DeviceAgg::new(1, true);
+        d.add(&mut other, 0, 0, 6, 1024, 100);
+        d.add(&mut other, 2, 2, 6, 0, 5);
         assert_eq!((d.events, d.total_bytes, d.max_end_sector), (2, 1024, 102));
+        assert!(other.is_none());
+        // A device beyond the busiest: its totals on its own, its series in the others'.
+        let mut beyond = DeviceAgg::new(2, false);
+        beyond.add(&mut other, 1, 1, 7, 512, 8);
+        assert_eq!((beyond.events, beyond.total_bytes), (1, 512));
+        assert!(beyond.series.is_none());
+        assert_eq!(other.as_ref().unwrap().ios[TIME_BINS + 7], 1);
+        let d = d.series.unwrap();
         assert_eq!(
             (d.ios[6], d.bytes[6], d.ios[2 * TIME_BINS + 6]),
             (1, 1024, 1)
@@ -1398,6 +1549,71 @@ mod tests {
             1,
             "no offset without data"
         );
+    }
+
+    #[test]
+    fn devices_beyond_the_busiest_share_one_series() {
+        use iodump_format::{DevT, EndInfo, Event, Header, Writer, WriterOptions};
+        // 40 devices (not in the device table): device k has k + 1 I/Os.
+        let path =
+            std::env::temp_dir().join(format!("iodump-report-devices-{}.iod", std::process::id()));
+        let mut w = Writer::new(
+            std::fs::File::create(&path).unwrap(),
+            &Header::default(),
+            WriterOptions::default(),
+        )
+        .unwrap();
+        let mut ts = 1_000u64;
+        for k in 0..40u32 {
+            for i in 0..=k as u64 {
+                ts += 1_000;
+                w.push(&Event {
+                    timestamp_ns: ts,
+                    dev: DevT::new(8, k),
+                    sector: i * 8,
+                    bytes: 4096,
+                    latency_ns: 100,
+                    ..Event::default()
+                })
+                .unwrap();
+            }
+        }
+        w.finish(EndInfo::default()).unwrap();
+        let r = Reader::open(&path).unwrap();
+        let rep = aggregate("t.iod", &r);
+        let _ = std::fs::remove_file(&path);
+        // Every device's totals; series of the 16 busiest (devices 24 to 39) one by one,
+        // and of the 24 others (300 I/Os) together.
+        assert_eq!(rep.agg.devices.len(), 40);
+        assert!(rep
+            .agg
+            .devices
+            .iter()
+            .all(|d| d.events == d.dev as u64 % (1 << 20) + 1));
+        let kept: Vec<u32> = rep
+            .agg
+            .devices
+            .iter()
+            .filter(|d| d.series.is_some())
+            .map(|d| d.dev % (1 << 20))
+            .collect();
+        assert_eq!(kept, (24..40).collect::<Vec<u32>>());
+        let series = rep.series();
+        assert_eq!(series.len(), 17);
+        let (name, other) = series.last().unwrap();
+        assert_eq!(name, "24 other devices");
+        assert_eq!(other.ios.iter().map(|&x| u64::from(x)).sum::<u64>(), 300);
+        let all: u64 = series
+            .iter()
+            .map(|(_, s)| s.ios.iter().map(|&x| u64::from(x)).sum::<u64>())
+            .sum();
+        assert_eq!(all, rep.agg.events);
+        let busiest: Vec<u32> = rep
+            .offset_devices()
+            .iter()
+            .map(|d| d.0.dev % (1 << 20))
+            .collect();
+        assert_eq!(busiest, (32..40).rev().collect::<Vec<u32>>());
     }
 
     #[test]
