@@ -375,6 +375,13 @@ pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
             other => usage_bail!("--partition-by {other}: the keys are host and date"),
         }
     }
+    // A dataset beside trace files makes their directory two inputs in one.
+    if iodump_analyze::input::is_trace_dir(&a.output) {
+        anyhow::bail!(
+            "-o {}: it holds trace files (*.iod); write the dataset to a directory of its own",
+            a.output.display()
+        );
+    }
     let readers: Vec<(String, iodump_format::Reader)> = open_traces(&a.files)?
         .into_iter()
         .map(|t| (t.name, t.reader))
@@ -736,6 +743,9 @@ fn json_cell(s: &str) -> serde_json::Value {
 }
 
 pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    if a.output.as_os_str() == "-" {
+        usage_bail!("-o -: the report is a file (a page of several MB); give its name");
+    }
     iodump_output::check_not_input(&a.output, &a.files)?;
     if a.diff || (a.files.len() == 2 && !a.sections) {
         return run_report_diff(a);
@@ -847,6 +857,9 @@ pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
             "{}: the output must end in .svg or .png",
             a.output.display()
         );
+    }
+    if a.device.is_some() && !matches!(a.kind, PlotKindArg::Offset) {
+        usage_bail!("--device applies to --kind offset only (--filter 'dev == \"DEV\"' plots one device's I/O)");
     }
     // Refused before the work (plot() creates it once the aggregation is done).
     iodump_output::check(&a.output)?;

@@ -798,6 +798,21 @@ fn incomplete_dataset_is_refused() {
         assert!(!html.exists());
         std::fs::rename(&away, &file).unwrap();
     }
+    // A directory of trace files and a dataset both: refused as an input (it was read as its
+    // traces alone), and convert does not make one.
+    let parts = d.join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    std::fs::copy(&trace, parts.join("run.iod")).unwrap();
+    common::one_line_error(
+        &run(bin().arg("convert").arg(&parts).arg("-o").arg(&parts)),
+        "it holds trace files (*.iod); write the dataset to a directory of its own",
+    );
+    assert!(!parts.join("io.parquet").exists());
+    std::fs::copy(pq.join("io.parquet"), parts.join("io.parquet")).unwrap();
+    common::one_line_error(
+        &run(bin().arg("analyze").arg(&parts)),
+        "it holds both trace files (*.iod) and a Parquet dataset",
+    );
 }
 
 /// Traces are written in completion order, so a device's I/Os are not quite in time order:
@@ -1619,6 +1634,29 @@ fn an_answer_of_no_io_says_why() {
                 err.contains("the filter kept no I/O"),
                 "{q} {engine}: {err}"
             );
+            // The same answer from both engines; only the summary has a row, whose figures
+            // of no I/O (latencies, top process and file) are missing, not 0.
+            let out = run(bin()
+                .args(["analyze", q, "--engine", engine, "--format", "csv"])
+                .args(["--filter", "bytes > 1T"])
+                .arg(&trace));
+            let csv = String::from_utf8_lossy(&out.stdout).into_owned();
+            if q == "--summary" {
+                for m in [
+                    "p50_latency_us",
+                    "max_latency_us",
+                    "top_process",
+                    "top_file",
+                ] {
+                    assert!(csv.contains(&format!("\n{m},\n")), "{engine}: {csv}");
+                }
+            } else {
+                assert_eq!(
+                    csv.lines().count(),
+                    1,
+                    "{q} {engine}: only the header: {csv}"
+                );
+            }
         }
     }
     // A filter does not explain an input of which nothing could be read: every chunk past

@@ -655,6 +655,19 @@ fn plot_every_kind_as_svg_and_png() {
         .arg(&svg)));
     let s = std::fs::read_to_string(&svg).unwrap();
     assert!(s.contains("run\\x1b[31m\\nx.iod"), "the title escaped");
+    // --device is the offset plot's (it was ignored by the others); -o - is no file name.
+    common::usage_error(
+        &run(bin()
+            .args(["plot", "--kind", "iops", "--device", "sda"])
+            .arg(&one)
+            .arg("-o")
+            .arg(&svg)),
+        "--device applies to --kind offset only",
+    );
+    common::usage_error(
+        &run(bin().arg("report").arg(&one).args(["-o", "-"])),
+        "-o -: the report is a file",
+    );
     assert!(
         !s.contains('\u{1b}') && !s.contains("m\nx"),
         "no raw control character"

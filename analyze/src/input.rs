@@ -110,6 +110,12 @@ impl InputPath {
             .iter()
             .filter(|p| !p.is_dir() || is_trace_dir(p))
             .collect();
+        // A directory of both (`convert parts/ -o parts/`) was read as its traces alone.
+        for p in paths.iter().filter(|p| p.is_dir() && is_trace_dir(p)) {
+            if !crate::parquet_input::parquet_files(p, "io").is_empty() {
+                return Err(AnalyzeError::TracesAndDataset { path: p.clone() });
+            }
+        }
         // A single file is a trace of its own: nothing to group (and nothing opened twice).
         let single = trace_paths.len() == 1 && !trace_paths[0].is_dir();
         let mut traces = Vec::new();

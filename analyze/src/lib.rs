@@ -131,6 +131,11 @@ pub enum AnalyzeError {
         /// How many it holds.
         count: usize,
     },
+    /// A directory holding both trace files and a Parquet dataset (which of them to read?).
+    TracesAndDataset {
+        /// The directory.
+        path: std::path::PathBuf,
+    },
     /// An input could not be opened.
     Open {
         /// The input.
@@ -312,6 +317,12 @@ impl fmt::Display for AnalyzeError {
                  one of its files",
                 path.display(),
                 names.join(", ")
+            ),
+            AnalyzeError::TracesAndDataset { path } => write!(
+                f,
+                "{}: it holds both trace files (*.iod) and a Parquet dataset; convert to \
+                 another directory, or name its trace files",
+                path.display()
             ),
             AnalyzeError::Open { path, .. } => write!(f, "cannot read {}", path.display()),
             AnalyzeError::TableTooLarge {

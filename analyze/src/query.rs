@@ -779,11 +779,21 @@ pub(crate) fn summary_frame(f: SummaryFigures) -> PolarsResult<DataFrame> {
         ),
         ("reads", Some(f.reads.to_string())),
         ("writes", Some(f.writes.to_string())),
-        ("p50_latency_us", Some(us(f.p50_latency_ns))),
-        ("p99_latency_us", Some(us(f.p99_latency_ns))),
-        ("max_latency_us", Some(us(f.max_latency_ns))),
-        ("top_process", Some(f.top_process)),
-        ("top_file", Some(f.top_file)),
+        // No I/O has no latency (not 0).
+        (
+            "p50_latency_us",
+            (f.events > 0).then(|| us(f.p50_latency_ns)),
+        ),
+        (
+            "p99_latency_us",
+            (f.events > 0).then(|| us(f.p99_latency_ns)),
+        ),
+        (
+            "max_latency_us",
+            (f.events > 0).then(|| us(f.max_latency_ns)),
+        ),
+        ("top_process", (f.events > 0).then_some(f.top_process)),
+        ("top_file", (f.events > 0).then_some(f.top_file)),
     ];
     let (names, values): (Vec<&str>, Vec<Option<String>>) = rows.into_iter().unzip();
     DataFrame::new(
