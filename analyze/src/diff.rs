@@ -707,8 +707,10 @@ fn file_name(src: &Source, dev: u32, path_id: u32) -> String {
 /// does not know it) with
 /// - a number equal to its pid written `<pid>`;
 /// - a temporary name's random part written `*`: what follows `tmp` at the start of a file
-///   name (`/tmp/tmp.k3Jd92LmQa`, `tmpq8w_1x3e`), and a run of 6 or more letters and digits
-///   mixing both after `.`, `-` or `_` (`job-a1b2c3d4`, `sock.X7f3k9`);
+///   name when it is 6 or more characters with a digit, an `_` or a capital
+///   (`/tmp/tmp.k3Jd92LmQa`, `tmpq8w_1x3e`; not `tmpreaper`), and a run of 6 or more
+///   letters and digits after `.`, `-` or `_` that switches between them 3 times or more
+///   (`job-a1b2c3d4`, `sock.X7f3k9`; not a counter such as `epoch10`);
 /// - a kernel worker (`kworker/u8:2-events_unbound`) written `kworker/*`.
 pub fn process_name(args: Option<&str>, pid: u32) -> String {
     let Some(args) = args.filter(|a| !a.is_empty()) else {
@@ -731,7 +733,10 @@ pub fn process_name(args: Option<&str>, pid: u32) -> String {
             while j < chars.len() && (word(chars[j]) || matches!(chars[j], '_' | '.')) {
                 j += 1;
             }
-            if j - (i + 3) >= 6 {
+            let random = chars[i + 3..j]
+                .iter()
+                .any(|c| c.is_ascii_digit() || c.is_ascii_uppercase() || *c == '_');
+            if j - (i + 3) >= 6 && random {
                 out.push_str("tmp");
                 if chars[i + 3] == '.' {
                     out.push('.');
@@ -748,10 +753,15 @@ pub fn process_name(args: Option<&str>, pid: u32) -> String {
             }
             let run: String = chars[i..j].iter().collect();
             let after_sep = i > 0 && matches!(chars[i - 1], '.' | '-' | '_');
-            let digits = run.bytes().filter(u8::is_ascii_digit).count();
+            // Letters and digits interleaved, as a random id; `epoch10` is a counter.
+            let switches = run
+                .as_bytes()
+                .windows(2)
+                .filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit())
+                .count();
             if run == pid_text {
                 out.push_str("<pid>");
-            } else if after_sep && run.len() >= 6 && digits > 0 && digits < run.len() {
+            } else if after_sep && run.len() >= 6 && switches >= 3 {
                 out.push('*');
             } else {
                 out.push_str(&run);
@@ -1344,7 +1354,21 @@ mod tests {
             n("worker --sock=/run/w-a1b2c3d4.sock", 1),
             "worker --sock=/run/w-*.sock"
         );
-        // Not random: no digit, or too short, or not after a separator.
+        // Not random: no digit, or too short, or not after a separator; a word that begins
+        // with `tmp`; a name with a counter.
+        assert_eq!(
+            n("/usr/sbin/tmpreaper 7d /tmp", 1),
+            "/usr/sbin/tmpreaper 7d /tmp"
+        );
+        assert_eq!(
+            n("/usr/sbin/tmpwatcher 7d /tmp", 1),
+            "/usr/sbin/tmpwatcher 7d /tmp"
+        );
+        assert_eq!(
+            n("train --ckpt model_epoch10.ckpt", 1),
+            "train --ckpt model_epoch10.ckpt"
+        );
+        assert_eq!(n("w --sock=/run/sock.X7f3k9", 1), "w --sock=/run/sock.*");
         assert_eq!(
             n("java -Xmx4g -jar app-server.jar", 1),
             "java -Xmx4g -jar app-server.jar"
