@@ -9,6 +9,7 @@ use crate::chunk::{
 };
 use crate::error::WriteError;
 use crate::event::{Device, EndInfo, Event, Header, Loss, PathEntry, Process};
+use crate::inthash::IntMap;
 use crate::literals::LiteralsCompressor;
 use crate::segment::{encode_segment, SegmentScratch, MAX_SEGMENT_EVENTS};
 
@@ -94,6 +95,11 @@ pub struct Writer<W: Write> {
     events: Vec<Event>,
     devices: Vec<Device>,
     processes: Vec<Process>,
+    /// Process entries added while events are buffered, with the number of events buffered
+    /// when each came: a reader applies an entry from the segment after it (spec §3.3), so
+    /// where the thread has events before it in the buffer (it exec'd or renamed itself),
+    /// the segment is cut there ([`Writer::flush`]).
+    held: Vec<(usize, Process)>,
     paths: Vec<PathEntry>,
     cgroups: Vec<Cgroup>,
     losses: Vec<Loss>,
@@ -192,6 +198,7 @@ impl<W: Write> Writer<W> {
             events: Vec::with_capacity(segment_events),
             devices: Vec::new(),
             processes: Vec::new(),
+            held: Vec::new(),
             paths: Vec::new(),
             cgroups: Vec::new(),
             losses: Vec::new(),
@@ -278,6 +285,10 @@ impl<W: Write> Writer<W> {
     /// the segment that could not be written), to be written elsewhere; they no longer count
     /// in [`WriterStats::events`].
     pub fn take_buffered(&mut self) -> Vec<Event> {
+        // (Their events go elsewhere: the entries are written with the next tables.)
+        for (_, p) in std::mem::take(&mut self.held) {
+            self.processes.push(p);
+        }
         let events = std::mem::take(&mut self.events);
         self.stats.events -= events.len() as u64;
         events
@@ -313,9 +324,14 @@ impl<W: Write> Writer<W> {
     }
 
     /// Adds a process table entry (a later entry for the same tid replaces the earlier one
-    /// for the events that follow it).
+    /// for the events that follow it: the thread exec'd or renamed itself; the segment
+    /// being buffered is cut there when the thread has events before it).
     pub fn add_process(&mut self, p: Process) -> Result<(), WriteError> {
         self.pending_table_bytes += 32 + p.comm.len();
+        if !self.events.is_empty() {
+            self.held.push((self.events.len(), p));
+            return Ok(());
+        }
         self.processes.push(p);
         self.maybe_flush_tables()
     }
@@ -360,7 +376,58 @@ impl<W: Write> Writer<W> {
     /// Writes pending table entries, losses and buffered events now (e.g. on a timer, so
     /// that a crash loses little).
     pub fn flush(&mut self) -> Result<(), WriteError> {
-        self.flush_tables()?;
+        if self.held.is_empty() {
+            self.flush_tables()?;
+            return self.write_buffered();
+        }
+        // Where a held entry's thread has events before it, the segment ends there and the
+        // entry is written between the two; the others apply to the whole segment.
+        let held = std::mem::take(&mut self.held);
+        let mut first: IntMap<u32, usize> = held.iter().map(|(_, p)| (p.tid, usize::MAX)).collect();
+        for (i, e) in self.events.iter().enumerate() {
+            if let Some(f) = first.get_mut(&e.tid) {
+                if *f == usize::MAX {
+                    *f = i;
+                }
+            }
+        }
+        let mut cuts: Vec<(usize, Process)> = Vec::new();
+        for (at, p) in held {
+            if first[&p.tid] < at {
+                cuts.push((at, p));
+            } else {
+                self.processes.push(p);
+            }
+        }
+        let mut rest = std::mem::take(&mut self.events);
+        let mut done = 0;
+        let mut cuts = cuts.into_iter().peekable();
+        loop {
+            let end = cuts.peek().map_or(done + rest.len(), |c| c.0);
+            let tail = rest.split_off(end - done);
+            self.events = std::mem::replace(&mut rest, tail);
+            let r = self.flush_tables().and_then(|()| self.write_buffered());
+            if let Err(e) = r {
+                // What was not written stays buffered, its entries pending.
+                self.events.append(&mut rest);
+                self.processes.extend(cuts.map(|c| c.1));
+                return Err(e);
+            }
+            done = end;
+            match cuts.next() {
+                Some((_, p)) => {
+                    self.processes.push(p);
+                    while let Some(c) = cuts.next_if(|c| c.0 == end) {
+                        self.processes.push(c.1);
+                    }
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Writes the buffered events as one segment.
+    fn write_buffered(&mut self) -> Result<(), WriteError> {
         if self.events.is_empty() {
             return Ok(());
         }

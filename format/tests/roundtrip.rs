@@ -821,3 +821,72 @@ fn a_segment_that_found_no_room_can_be_written_elsewhere() {
     all.sort_by_key(|e| e.timestamp_ns);
     assert_eq!(all, sorted(events), "every event, once");
 }
+
+/// A thread that exec'd or renamed itself while its events were buffered: the segment is
+/// cut where its new entry came, so each event reads the name it had (a reader applies an
+/// entry from the segment after it); a thread's first entry cuts nothing.
+#[test]
+fn a_new_name_mid_segment_applies_from_where_it_came() {
+    let mut w = Writer::new(Vec::new(), &header(), small_opts()).unwrap();
+    let entry = |tid: u32, comm: &[u8]| Process {
+        tid,
+        pid: tid,
+        comm: comm.to_vec(),
+        cgroup_id: 0,
+        args: None,
+    };
+    let ev = |ts: u64, tid: u32| Event {
+        timestamp_ns: ts,
+        dev: DevT::new(8, 0),
+        tid,
+        pid: tid,
+        bytes: 4096,
+        ..Event::default()
+    };
+    w.add_process(entry(5, b"sh")).unwrap();
+    for i in 0..3 {
+        w.push(&ev(10 + i, 5)).unwrap();
+    }
+    // A new thread mid-segment: no cut.
+    w.add_process(entry(6, b"cat")).unwrap();
+    w.push(&ev(20, 6)).unwrap();
+    // Thread 5 execs dd, then renames itself twice at one point.
+    w.add_process(entry(5, b"dd")).unwrap();
+    for i in 0..3 {
+        w.push(&ev(30 + i, 5)).unwrap();
+    }
+    w.add_process(entry(5, b"x")).unwrap();
+    w.add_process(entry(5, b"worker")).unwrap();
+    w.push(&ev(40, 5)).unwrap();
+    w.push(&ev(41, 6)).unwrap();
+    let bytes = w.finish(EndInfo::default()).unwrap();
+    let r = Reader::from_bytes(bytes).unwrap();
+    let names: Vec<(u32, String)> = (0..r.segments().len())
+        .flat_map(|s| {
+            let b = r.decode_segment(s).unwrap();
+            (0..b.len())
+                .map(|i| {
+                    let tid = b.tid[i];
+                    let comm = &r.tables().process(tid, s).unwrap().comm;
+                    (tid, String::from_utf8_lossy(comm).into_owned())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let want: Vec<(u32, String)> = [
+        (5, "sh"),
+        (5, "sh"),
+        (5, "sh"),
+        (6, "cat"),
+        (5, "dd"),
+        (5, "dd"),
+        (5, "dd"),
+        (5, "worker"),
+        (6, "cat"),
+    ]
+    .iter()
+    .map(|(t, c)| (*t, c.to_string()))
+    .collect();
+    assert_eq!(names, want);
+    assert_eq!(r.segments().len(), 3);
+}
