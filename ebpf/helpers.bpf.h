@@ -37,6 +37,8 @@ static __always_inline void cpu_leave(struct iodump_cpu_state *cs, __u32 lvl)
 }
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h, stable since 2.6 */
+#define PF_IO_WORKER 0x00000010 /* io_uring's own threads (iou-wrk-*, iou-sqp-*), since 5.5 */
+#define NR_IO_URING_ENTER 426 /* x86-64 */
 #define S_IFMT     00170000
 #define S_IFBLK    0060000
 #define ENOSYS     38

@@ -111,6 +111,11 @@ static __always_inline __u16 current_syscall(struct task_struct *task, __u8 *iof
 	}
 	if (!cfg_enable_syscall)
 		return IODUMP_SC_NONE;
+	/* A worker of io_uring (a request punted to io-wq) or its SQPOLL thread: user threads
+	 * in no syscall of their own, whose registers are not the user's; the I/O is
+	 * io_uring's. */
+	if (flags & PF_IO_WORKER)
+		return NR_IO_URING_ENTER;
 	if (HAVE_TASK_PT_REGS && HAVE_TASK_BTF) {
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 
