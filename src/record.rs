@@ -52,15 +52,15 @@ pub struct RecordArgs {
     /// (comma-separated).
     #[arg(long, value_name = "OPS", value_delimiter = ',')]
     pub ops: Vec<String>,
-    /// Only I/O of at least this many bytes.
-    #[arg(long, value_name = "BYTES")]
-    pub min_bytes: Option<u32>,
+    /// Only I/O of at least this size: 4096, 64k, 1M…
+    #[arg(long, value_name = "SIZE")]
+    pub min_bytes: Option<String>,
     /// Print one line per I/O in this format (also with -o).
     #[arg(long, value_enum)]
     pub print: Option<PrintArg>,
-    /// Kernel ring buffer size in bytes (rounded up to a power of two; default 8 MiB).
-    #[arg(long, value_name = "BYTES")]
-    pub buffer_size: Option<u64>,
+    /// Kernel ring buffer size: 4k to 1G, rounded up to a power of two (default 8M).
+    #[arg(long, value_name = "SIZE")]
+    pub buffer_size: Option<String>,
     /// Print the kernel side's counters at the end (tracked, emitted, merged, filtered…).
     #[arg(long)]
     pub stats: bool,
@@ -436,14 +436,24 @@ fn record(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         .map(|c| c.as_bytes().to_vec())
         .collect();
     bpf.op_mask = op_mask(&a.ops)?;
-    bpf.min_bytes = a.min_bytes.unwrap_or(0);
+    bpf.min_bytes = match &a.min_bytes {
+        None => 0,
+        Some(m) => parse_size_bytes(m)
+            .map_err(|e| usage(format!("--min-bytes {m}: {e}")))
+            .and_then(|b| {
+                u32::try_from(b).map_err(|_| usage(format!("--min-bytes {m}: at most 4G - 1")))
+            })?,
+    };
     bpf.cgroup = a.select.cgroup.clone();
     bpf.paths = !a.no_paths;
     bpf.bench_ctl = a.bench_ctl;
     bpf.btf_file = a.btf.clone();
-    if let Some(b) = a.buffer_size {
+    if let Some(text) = &a.buffer_size {
+        let b = parse_size_bytes(text).map_err(|e| usage(format!("--buffer-size {text}: {e}")))?;
         if !(4096..=(1 << 30)).contains(&b) {
-            usage_bail!("--buffer-size {b}: must be between 4096 and 1073741824 bytes");
+            usage_bail!(
+                "--buffer-size {text}: must be between 4k and 1G (4096 and 1073741824 bytes)"
+            );
         }
         bpf.ring_bytes = (b as u32).next_power_of_two();
     }

@@ -2,7 +2,7 @@
 //! the test. Root and BPF needed: they skip without, unless `IODUMP_REQUIRE_BPF=1` (CI).
 
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
@@ -220,17 +220,20 @@ fn direct_io_with_fio_engines() {
     for kind in FILESYSTEMS {
         let fs = Fs::new(kind);
         let f = random_file(&fs, "fio/job.0", 32);
-        for (engine, sc) in [
-            ("psync", Syscall::PREAD64),
-            ("libaio", Syscall::IO_SUBMIT),
-            ("io_uring", Syscall::IO_URING_ENTER),
+        // io_uring's SQPOLL thread (iou-sqp-*) submits on its own: io_uring's I/O all the
+        // same (its registers are not a user's: it was `page_fault`).
+        for (engine, extra, sc) in [
+            ("psync", "", Syscall::PREAD64),
+            ("libaio", "", Syscall::IO_SUBMIT),
+            ("io_uring", "", Syscall::IO_URING_ENTER),
+            ("io_uring", "--sqthread_poll=1", Syscall::IO_URING_ENTER),
         ] {
             let r = record(
                 &fs,
                 engine,
                 &format!(
                     "fio --name=d --filename={} --rw=randread --bs=4k --direct=1 --ioengine={engine} \
-                     --iodepth=8 --number_ios=2000 --size=32M --output=/dev/null",
+                     {extra} --iodepth=8 --number_ios=2000 --size=32M --output=/dev/null",
                     f.display()
                 ),
             );
@@ -238,6 +241,7 @@ fn direct_io_with_fio_engines() {
                 .events()
                 .filter(|e| e.op == Op::Read && e.bytes == 4096)
                 .collect();
+            let engine = format!("{engine}{extra}");
             assert!(
                 reads.len() >= 2000,
                 "{kind}/{engine}: {} reads",
@@ -963,4 +967,112 @@ fn forgets_and_names_again(fs: &Fs, name: &str, env: &[(&str, &str)]) {
         .filter(|e| path_of(&r, e) == b"[unknown]")
         .count();
     assert_eq!(unknown, 0, "{env:?}");
+}
+
+/// A file system unmounted and mounted elsewhere while recording is named under its new
+/// mount point (the old one fitted its device still); a file opened by handle whose name
+/// the kernel does not hold is `[unknown]`, not the mount point; a thread that execs
+/// mid-segment has its I/O before under its old comm, after under its new one.
+#[test]
+fn remounts_handles_and_execs_name_each_io() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("remounts_handles_and_execs_name_each_io") {
+        return;
+    }
+    let fs = Fs::new("ext4");
+    let node = format!("/dev/{}", fs.dev());
+    let (a, b) = (fs.path("a"), fs.dir.join("elsewhere"));
+    std::fs::create_dir_all(fs.path("dir/sub")).unwrap();
+    std::fs::write(fs.path("dir/sub/handled"), b"").unwrap();
+    std::fs::write(fs.path("rd.txt"), b"hello\n").unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    sh("sync");
+    drop_caches();
+    let py = format!(
+        r#"
+import ctypes, os, mmap, subprocess, time
+libc = ctypes.CDLL(None, use_errno=True)
+M, B = "{m}", "{b}"
+buf = mmap.mmap(-1, 4096); buf.write(b"h" * 4096)
+# by handle, its dentry dropped: a disconnected name
+class FH(ctypes.Structure): _fields_ = [("bytes", ctypes.c_uint), ("type", ctypes.c_int), ("h", ctypes.c_ubyte * 128)]
+fh = FH(); fh.bytes = 128; mid = ctypes.c_int()
+assert libc.name_to_handle_at(-100, (M + "/dir/sub/handled").encode(), ctypes.byref(fh), ctypes.byref(mid), 0) == 0
+open("/proc/sys/vm/drop_caches", "w").write("2")
+mfd = os.open(M, os.O_RDONLY)
+fd = libc.open_by_handle_at(mfd, ctypes.byref(fh), os.O_RDWR | os.O_DIRECT)
+assert fd >= 0
+os.pwrite(fd, buf, 0); os.close(fd); os.close(mfd)
+# remounted elsewhere
+fd = os.open(M + "/a", os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o644); os.pwrite(fd, buf, 0); os.close(fd)
+time.sleep(1)  # (the recorder names a file a moment after its I/O: not across the remount)
+subprocess.run(["umount", M], check=True); subprocess.run(["mount", "{node}", B], check=True)
+fd = os.open(B + "/after", os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o644); os.pwrite(fd, buf, 0); os.close(fd)
+# a read as sh, then exec dd: one segment, two names
+subprocess.run(["sh", "-c", "read x < " + B + "/rd.txt; exec dd if=/dev/zero of=" + B + "/ex.bin bs=4k count=2 oflag=direct status=none"], check=True)
+time.sleep(1)
+subprocess.run(["umount", B], check=True); subprocess.run(["mount", "{node}", M], check=True)
+"#,
+        m = fs.mnt.display(),
+        b = b.display(),
+    );
+    let script = fs.dir.join("s.py");
+    std::fs::write(&script, py).unwrap();
+    let r = record(&fs, "remount", &format!("python3 {}", script.display()));
+    let writes_to = |p: &Path| {
+        r.events()
+            .filter(|e| e.op == Op::Write && path_of(&r, e) == p.as_os_str().as_bytes())
+            .count()
+    };
+    let all: Vec<String> = r
+        .events()
+        .filter(|e| e.op == Op::Write)
+        .map(|e| String::from_utf8_lossy(path_of(&r, &e)).into_owned())
+        .collect();
+    assert_eq!(writes_to(&a), 1, "the write before the remount: {all:?}");
+    assert_eq!(
+        writes_to(&b.join("after")),
+        1,
+        "the write after it, at its new place: {all:?}"
+    );
+    assert_eq!(writes_to(&fs.mnt.join("after")), 0);
+    let (python, mnt) = (b"python3" as &[u8], fs.mnt.as_os_str().as_bytes());
+    let by_handle: Vec<&[u8]> = by_comm(&r, python)
+        .filter(|e| e.op == Op::Write && e.bytes == 4096)
+        .map(|e| path_of(&r, &e))
+        .filter(|p| !p.ends_with(b"/a") && !p.ends_with(b"/after"))
+        .collect();
+    assert!(!by_handle.is_empty(), "the write by handle");
+    assert!(
+        by_handle
+            .iter()
+            .all(|p| *p != mnt && *p != b.as_os_str().as_bytes()),
+        "named after the mount point: {:?}",
+        by_handle
+            .iter()
+            .map(|p| String::from_utf8_lossy(p))
+            .collect::<Vec<_>>()
+    );
+    // Each I/O's comm as a reader names it: the entry in force for its segment.
+    let comm_of = |p: &Path| -> Vec<String> {
+        let mut v = Vec::new();
+        for s in 0..r.segments().len() {
+            let batch = r.decode_segment(s).unwrap();
+            for i in 0..batch.len() {
+                let e = batch.get(i);
+                if path_of(&r, &e) == p.as_os_str().as_bytes() {
+                    let comm = r.comm(e.pid, e.tid, s).unwrap_or(b"?");
+                    v.push(String::from_utf8_lossy(comm).into_owned());
+                }
+            }
+        }
+        v
+    };
+    assert_eq!(
+        comm_of(&b.join("rd.txt")),
+        ["sh"],
+        "the read before the exec"
+    );
+    let dd = comm_of(&b.join("ex.bin"));
+    assert!(!dd.is_empty() && dd.iter().all(|c| c == "dd"), "{dd:?}");
 }

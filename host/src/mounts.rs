@@ -122,6 +122,37 @@ pub fn read() -> Vec<Mount> {
         .unwrap_or_default()
 }
 
+/// Tells when the mount table changed: the kernel marks [`MOUNTINFO`] readable with
+/// `POLLPRI` at each mount or unmount of the namespace (mount ids are reused at once, so a
+/// file system unmounted and mounted elsewhere may keep its id: only this tells).
+#[derive(Debug)]
+pub struct MountWatch {
+    file: std::fs::File,
+}
+
+impl MountWatch {
+    /// Watches [`MOUNTINFO`] from now on; `None` when it cannot be opened.
+    pub fn open() -> Option<MountWatch> {
+        std::fs::File::open(MOUNTINFO)
+            .ok()
+            .map(|file| MountWatch { file })
+    }
+
+    /// True when a mount or unmount happened since the watch was opened or last asked (the
+    /// question itself resets it; a `poll` with no wait).
+    pub fn changed(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut p = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLPRI,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the call's duration; a timeout of 0 does not block.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        n > 0 && p.revents & (libc::POLLPRI | libc::POLLERR) != 0
+    }
+}
+
 /// The mount table, re-read on demand.
 #[derive(Clone, Debug, Default)]
 pub struct MountTable {

@@ -12,7 +12,7 @@ use iodump_format::inthash::IntMap;
 use iodump_format::{
     DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall, UpperIo, ARGS_MAX_BYTES,
 };
-use iodump_host::mounts::MountTable;
+use iodump_host::mounts::{MountTable, MountWatch};
 use iodump_host::sysfs::BlockDevice;
 
 use crate::abi::{self, io_flag, path_flag, path_kind, IoEvent, PathEvent};
@@ -34,6 +34,8 @@ pub struct NewEntries {
 pub struct Converter {
     devices: HashMap<u32, Device>,
     mounts: MountTable,
+    /// Says when `mounts` is out of date.
+    mount_watch: Option<MountWatch>,
     /// (ino_dev, ino, gen) → path id: one path entry per file, however many path records
     /// the kernel sends for it.
     files: IntMap<(u32, u64, u32), u32>,
@@ -130,6 +132,7 @@ impl Converter {
         Converter {
             devices: devices.iter().map(|d| (d.dev.0, d.clone())).collect(),
             mounts,
+            mount_watch: MountWatch::open(),
             files: IntMap::default(),
             by_file_id: IdTable::default(),
             labels: IntMap::default(),
@@ -291,16 +294,23 @@ impl Converter {
     /// file's latest is a new entry for the same file (same device and inode), and the events
     /// after it carry that name.
     pub fn path_record(&mut self, p: &PathEvent<'_>) -> Option<PathEntry> {
-        if p.pflags & path_flag::NO_DENTRY != 0 {
+        if p.pflags & (path_flag::NO_DENTRY | path_flag::DISCONNECTED) != 0 {
             // No name to walk (no dentry at hand, or a kernel whose dentry layout the
-            // program does not know): the file's I/O stays `[unknown]`, not named after the
-            // root of its filesystem.
+            // program does not know), or a walk that ended at an anonymous root (a file
+            // opened by handle, `open_by_handle_at`, as nfsd does): the file's I/O stays
+            // `[unknown]`, not named after the root of its filesystem.
             return None;
         }
         let key = (p.dev, p.ino, p.gen);
         let latest = self.files.get(&key).copied();
         let rel = p.relative_path();
         let sb = DevT(p.sb_dev);
+        // A mount or unmount since the table was read (a file system unmounted and mounted
+        // elsewhere, its mount id reused: the old mount point would still fit): read it
+        // again. (One `poll` per path record, not per I/O.)
+        if self.mount_watch.as_ref().is_some_and(MountWatch::changed) {
+            self.mounts = MountTable::read();
+        }
         let mut path = match self.mounts.absolute(sb, p.mnt_id, &rel) {
             Some(a) => a,
             None => {
