@@ -269,7 +269,7 @@ impl DeviceAgg {
 /// Everything one pass over the events gathers (one per worker thread, then merged).
 #[derive(Clone, Debug)]
 pub struct Aggregate {
-    /// Devices, in order of first appearance (after [`finish`]: in device-table order).
+    /// Devices, in order of first appearance (once aggregated: in device-table order).
     pub devices: Vec<DeviceAgg>,
     /// Index of each device in `devices`.
     index: IntMap<u32, usize>,
