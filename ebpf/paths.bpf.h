@@ -101,6 +101,14 @@ __noinline int iodump_send_path(__u64 inode_addr, __u64 file_addr, __u64 ino, __
 		/* the dentry the file was opened with (the right hard link) and its mount */
 		d = BPF_CORE_READ(file, f_path.dentry);
 		mnt = BPF_CORE_READ(file, f_path.mnt);
+		/* that name unlinked while the inode has another (link(old, new); unlink(old)):
+		 * the dentry is unhashed, and the inode's alias (the newest first) is its name */
+		if (d && !BPF_CORE_READ(d, d_hash.pprev) && BPF_CORE_READ(inode, i_nlink) > 0) {
+			struct dentry *alias = inode_alias(inode);
+
+			if (alias && alias != d && BPF_CORE_READ(alias, d_hash.pprev))
+				d = alias;
+		}
 	}
 	if (!d) {
 		/* page cache: the inode's first alias */

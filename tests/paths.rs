@@ -1076,3 +1076,47 @@ subprocess.run(["umount", B], check=True); subprocess.run(["mount", "{node}", M]
     let dd = comm_of(&b.join("ex.bin"));
     assert!(!dd.is_empty() && dd.iter().all(|c| c == "dd"), "{dd:?}");
 }
+
+/// `link(old, new); unlink(old)` while the file is open by its first name (Maildir's move):
+/// the I/O after it carries the name the file has, `new` (ext4 and xfs kept the open
+/// file's unhashed `old`).
+#[test]
+fn a_link_then_unlink_names_the_link() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("a_link_then_unlink_names_the_link") {
+        return;
+    }
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let (old, new) = (fs.path("tmp/msg"), fs.path("new/msg"));
+        std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(new.parent().unwrap()).unwrap();
+        let py = format!(
+            r#"
+import os, mmap, time
+buf = mmap.mmap(-1, 4096); buf.write(b"m" * 4096)
+fd = os.open("{old}", os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o644)
+os.pwrite(fd, buf, 0)
+os.link("{old}", "{new}"); os.unlink("{old}")
+for i in range(1, 21): os.pwrite(fd, buf, 4096 * i)
+os.close(fd)
+"#,
+            old = old.display(),
+            new = new.display(),
+        );
+        let script = fs.dir.join("link.py");
+        std::fs::write(&script, py).unwrap();
+        let r = record(&fs, "link", &format!("python3 {}", script.display()));
+        let names: Vec<String> = by_comm(&r, b"python3")
+            .filter(|e| e.op == Op::Write && e.bytes == 4096)
+            .map(|e| String::from_utf8_lossy(path_of(&r, &e)).into_owned())
+            .collect();
+        assert_eq!(names.len(), 21, "{kind}: {names:?}");
+        let (o, n) = (old.display().to_string(), new.display().to_string());
+        assert_eq!(names[0], o, "{kind}: the write before the link");
+        assert!(
+            names[1..].iter().all(|p| *p == n),
+            "{kind}: the writes after the unlink: {names:?}"
+        );
+    }
+}
