@@ -34,8 +34,9 @@ pub struct NewEntries {
 pub struct Converter {
     devices: HashMap<u32, Device>,
     mounts: MountTable,
-    /// Says when `mounts` is out of date.
-    mount_watch: Option<MountWatch>,
+    /// Says when `mounts` is out of date; asked at most every [`MOUNT_CHECK`], when it
+    /// was last.
+    mount_watch: Option<(MountWatch, std::time::Instant)>,
     /// (ino_dev, ino, gen) → path id: one path entry per file, however many path records
     /// the kernel sends for it.
     files: IntMap<(u32, u64, u32), u32>,
@@ -126,13 +127,17 @@ const L_UNKNOWN: u8 = 5;
 const L_FLUSH: u8 = 6;
 const L_DISCARD: u8 = 7;
 
+/// How often at most the converter asks whether the mount table changed (a `poll` each
+/// time; path records of a workload making files come by the hundred thousand a second).
+const MOUNT_CHECK: std::time::Duration = std::time::Duration::from_millis(10);
+
 impl Converter {
     /// A converter for these devices and mounts.
     pub fn new(devices: &[Device], mounts: MountTable) -> Converter {
         Converter {
             devices: devices.iter().map(|d| (d.dev.0, d.clone())).collect(),
             mounts,
-            mount_watch: MountWatch::open(),
+            mount_watch: MountWatch::open().map(|w| (w, std::time::Instant::now())),
             files: IntMap::default(),
             by_file_id: IdTable::default(),
             labels: IntMap::default(),
@@ -307,9 +312,14 @@ impl Converter {
         let sb = DevT(p.sb_dev);
         // A mount or unmount since the table was read (a file system unmounted and mounted
         // elsewhere, its mount id reused: the old mount point would still fit): read it
-        // again. (One `poll` per path record, not per I/O.)
-        if self.mount_watch.as_ref().is_some_and(MountWatch::changed) {
-            self.mounts = MountTable::read();
+        // again. (A `poll` at most every [`MOUNT_CHECK`], at a path record; not per I/O.)
+        if let Some((w, asked)) = &mut self.mount_watch {
+            if asked.elapsed() >= MOUNT_CHECK {
+                *asked = std::time::Instant::now();
+                if w.changed() {
+                    self.mounts = MountTable::read();
+                }
+            }
         }
         let mut path = match self.mounts.absolute(sb, p.mnt_id, &rel) {
             Some(a) => a,
