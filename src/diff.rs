@@ -213,13 +213,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         iodump_analyze::diff::diff(&cfg, tick)
     })?;
     let (columns, rows) = d.table(cfg.by, cfg.limit);
-    // scope, name, metric, a, b (an amount or a mix), change, change_pct, significant,
-    // test, p_value.
-    use iodump_analyze::ColumnKind::{Mixed, Number, Text};
-    let kinds = [
-        Text, Text, Text, Mixed, Mixed, Number, Number, Text, Text, Number,
-    ];
-    debug_assert_eq!(kinds.len(), columns.len());
+    let kinds = iodump_analyze::diff::COLUMN_KINDS;
     crate::offline::print_table(a.format, &columns, &kinds, &rows);
     // Names as given may hold any byte: shown escaped, as `info` shows them.
     let esc = |s: &str| iodump_format::text::escape_controls(s).into_owned();

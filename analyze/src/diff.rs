@@ -1030,6 +1030,15 @@ pub const COLUMNS: [&str; 10] = [
     "p_value",
 ];
 
+/// What each of [`COLUMNS`] holds, for the printers: `a` and `b` are an amount or a mix
+/// (`4K 100%`).
+pub const COLUMN_KINDS: [crate::ColumnKind; 10] = {
+    use crate::ColumnKind::{Mixed, Number, Text};
+    [
+        Text, Text, Text, Mixed, Mixed, Number, Number, Text, Text, Number,
+    ]
+};
+
 impl Diff {
     /// The first `limit` rows (0: all) of the figures `by` selects, as text cells.
     pub fn table(&self, by: DiffBy, limit: usize) -> (Vec<String>, Vec<Vec<Option<String>>>) {

@@ -177,6 +177,15 @@ impl DeviceSeries {
         }
     }
 
+    /// Adds the series `b` (if any) into `a` (taken as it is when `a` has none).
+    fn merge_into(a: &mut Option<Box<DeviceSeries>>, b: Option<Box<DeviceSeries>>) {
+        match (a, b) {
+            (Some(a), Some(b)) => a.merge(*b),
+            (a @ None, b) => *a = b,
+            (Some(_), None) => {}
+        }
+    }
+
     fn merge(&mut self, mut o: DeviceSeries) {
         let shift = self.offset_shift.max(o.offset_shift);
         self.grow_offsets(shift);
@@ -254,11 +263,7 @@ impl DeviceAgg {
     }
 
     fn merge(&mut self, o: DeviceAgg) {
-        match (&mut self.series, o.series) {
-            (Some(a), Some(b)) => a.merge(*b),
-            (a @ None, b) => *a = b,
-            (Some(_), None) => {}
-        }
+        DeviceSeries::merge_into(&mut self.series, o.series);
         self.max_end_sector = self.max_end_sector.max(o.max_end_sector);
         self.events += o.events;
         self.total_bytes += o.total_bytes;
@@ -334,11 +339,7 @@ impl Aggregate {
                 }
             }
         }
-        match (&mut self.other, o.other) {
-            (Some(a), Some(b)) => a.merge(*b),
-            (a @ None, b) => *a = b,
-            (Some(_), None) => {}
-        }
+        DeviceSeries::merge_into(&mut self.other, o.other);
         for (a, b) in self.heat.iter_mut().zip(&o.heat) {
             *a = a.saturating_add(*b);
         }
