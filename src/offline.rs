@@ -700,8 +700,8 @@ fn csv_table(names: &[String], rows: &[Vec<Option<String>>]) -> String {
 }
 
 /// An array of one object per row, its keys in the columns' order; a cell of a
-/// [`ColumnKind::Number`] column is a number, of a `Text` one a string, of a `Mixed` one a
-/// number when it reads as one.
+/// [`ColumnKind::Number`] column is a number, of a `Text` one a string, of a `Bool` one a
+/// boolean, of a `Mixed` one a number when it reads as one.
 fn json_table(names: &[String], kinds: &[ColumnKind], rows: &[Vec<Option<String>>]) -> String {
     let key = |n: &String| serde_json::Value::String(n.clone()).to_string();
     let objects: Vec<String> = rows
@@ -715,6 +715,9 @@ fn json_table(names: &[String], kinds: &[ColumnKind], rows: &[Vec<Option<String>
                     let v = match (c.as_deref(), kind) {
                         (None, _) => serde_json::Value::Null,
                         (Some(c), ColumnKind::Text) => serde_json::Value::String(c.to_string()),
+                        (Some("true"), ColumnKind::Bool) => serde_json::Value::Bool(true),
+                        (Some("false"), ColumnKind::Bool) => serde_json::Value::Bool(false),
+                        (Some(c), ColumnKind::Bool) => serde_json::Value::String(c.to_string()),
                         (Some(c), ColumnKind::Number | ColumnKind::Mixed) => json_cell(c),
                     };
                     format!("{}:{v}", key(n))

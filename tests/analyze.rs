@@ -55,12 +55,17 @@ fn top_procs_matches_a_plain_count() {
 #[test]
 fn top_files_matches_a_plain_count() {
     let r = Reader::open(fixture("mixed-20k.iod")).unwrap();
-    // Per path id (labels such as [journal] exist once per device).
+    // Per path id (labels such as [journal] exist once per device, named with it).
     type Key = (u32, Vec<u8>);
     type Acc = (u64, u64, Vec<u64>);
     let mut by: HashMap<Key, Acc> = HashMap::new();
     for e in r.events() {
-        let p = r.tables().path(e.path_id).unwrap().path.clone();
+        let entry = r.tables().path(e.path_id).unwrap();
+        let mut p = entry.path.clone();
+        if p.starts_with(b"[") {
+            p.push(b' ');
+            p.extend(r.tables().device(entry.dev).unwrap().name.bytes());
+        }
         let x = by.entry((e.path_id, p)).or_default();
         x.0 += 1;
         x.1 += e.bytes as u64;
@@ -1077,7 +1082,7 @@ fn renamed_file_is_one_row_under_its_latest_name() {
         assert_eq!(rows[1]["path"], "/db/other", "{what}");
         assert_eq!(rows[1]["names"], 1, "{what}");
         assert!(rows[1]["renamed_from"].is_null(), "{what}");
-        assert_eq!(rows[2]["path"], "[metadata]", "{what}");
+        assert_eq!(rows[2]["path"], "[metadata] sda1", "{what}");
         assert_eq!(rows[3]["path"], "/db/new", "{what}");
         assert_eq!(rows[3]["names"], 1, "{what}");
     });
@@ -1090,7 +1095,7 @@ fn renamed_file_is_one_row_under_its_latest_name() {
             let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
             assert_eq!(
                 paths,
-                ["/db/wal", "/db/other", "[metadata]", "/db/new"],
+                ["/db/wal", "/db/other", "[metadata] sda1", "/db/new"],
                 "{what}"
             );
             assert_eq!(rows[0]["ios"], 8, "{what}");
@@ -2060,4 +2065,182 @@ fn a_recording_of_more_parts_than_open_files() {
             Ok(_) => assert!(!bad.contains(&i), "segment {i}"),
         }
     }
+}
+
+/// A label (`[journal]`, `[metadata]`) is one file per device: `--top-files`, `--latency
+/// --group-by file` and the summary's top file name it with its file system's device, as
+/// `diff` does, on traces and datasets, with both engines (they printed `[journal]` three
+/// times, or added the devices' journals together).
+#[test]
+fn labels_are_named_with_their_device() {
+    let trace = fixture("mixed-20k.iod");
+    let r = Reader::open(&trace).unwrap();
+    let mut want: HashMap<String, u64> = HashMap::new();
+    for e in r.events() {
+        let p = r.tables().path(e.path_id).unwrap();
+        if p.path.starts_with(b"[") {
+            let dev = &r.tables().device(p.dev).unwrap().name;
+            let name = format!("{} {dev}", String::from_utf8_lossy(&p.path));
+            *want.entry(name).or_default() += 1;
+        }
+    }
+    // The fixture has one label on several devices.
+    assert!(want.keys().filter(|k| k.starts_with("[journal] ")).count() >= 2);
+    let d = common::TempDir::new("analyze-labels");
+    let pq = d.join("pq");
+    assert!(run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq))
+        .status
+        .success());
+    for args in [
+        &["--top-files", "--limit", "100000"][..],
+        &["--latency", "--group-by", "file"][..],
+    ] {
+        on_every_engine(&trace, &pq, args, |rows, what, _, _| {
+            let got: HashMap<String, u64> = rows
+                .iter()
+                .filter_map(|r| {
+                    let path = r["path"].as_str()?;
+                    path.starts_with('[')
+                        .then(|| (path.to_string(), r["ios"].as_u64().unwrap()))
+                })
+                .collect();
+            assert_eq!(got, want, "{what}");
+        });
+    }
+    // On vda the busiest "file" is its journal.
+    on_every_engine(
+        &trace,
+        &pq,
+        &["--summary", "-d", "vda"],
+        |rows, what, _, _| {
+            let top_file = rows.iter().find(|r| r["metric"] == "top_file").unwrap();
+            assert_eq!(top_file["value"], "[journal] vda", "{what}");
+        },
+    );
+}
+
+/// A trace of one file unlinked while recording, as the recorder writes it: `/db/sort.tmp`
+/// (3 writes), then the same file again marked deleted (2 reads).
+fn deleted_trace(path: &Path) {
+    use iodump_format::*;
+    let header = Header {
+        wall_clock_ns: 1_767_225_600_000_000_000,
+        monotonic_ns: 1_000_000_000,
+        hostname: "db1".into(),
+        ..Header::default()
+    };
+    let mut w = Writer::new(
+        std::fs::File::create(path).unwrap(),
+        &header,
+        WriterOptions::default(),
+    )
+    .unwrap();
+    let dev = DevT::new(8, 1);
+    w.add_device(Device {
+        dev,
+        name: "sda1".into(),
+        partition_of: None,
+        sector_size: 512,
+        start_sector: 0,
+        bio_based: false,
+        label: String::new(),
+        stacked_on: Vec::new(),
+    })
+    .unwrap();
+    w.add_process(Process {
+        tid: 77,
+        pid: 77,
+        comm: b"sort".to_vec(),
+        cgroup_id: 1,
+        args: None,
+    })
+    .unwrap();
+    let mut entry = PathEntry::file(1, dev, 200, b"/db/sort.tmp".to_vec());
+    entry.generation = Some(3);
+    w.add_path(entry.clone()).unwrap();
+    let mut t = 1_000_000_000;
+    let mut io = |w: &mut Writer<std::fs::File>, path_id, op| {
+        t += 1_000_000;
+        w.push(&Event {
+            timestamp_ns: t,
+            dev,
+            sector: t / 1000,
+            bytes: 4096,
+            op,
+            flags: Flags(0),
+            pid: 77,
+            tid: 77,
+            path_id,
+            queue_ns: Some(1000),
+            latency_ns: 50_000,
+            error: 0,
+            cpu: 0,
+            syscall: None,
+            dirtier_pid: None,
+            cgroup_id: 1,
+            upper: None,
+        })
+        .unwrap();
+    };
+    for _ in 0..3 {
+        io(&mut w, 1, Op::Write);
+    }
+    entry.path_id = 2;
+    entry.deleted = true;
+    w.add_path(entry).unwrap();
+    for _ in 0..2 {
+        io(&mut w, 2, Op::Read);
+    }
+    w.finish(EndInfo::default()).unwrap();
+}
+
+/// A file unlinked while recording is shown as `/proc/PID/fd` and `lsof` show it, `PATH
+/// (deleted)`, wherever a name is printed: `--top-files`, `--latency --group-by file`, the
+/// summary (both engines, trace and dataset) and the exports; the Parquet `files` table keeps
+/// the path and its `deleted` flag apart. (The flag was in the Parquet table only.)
+#[test]
+fn a_deleted_file_is_shown_deleted() {
+    let d = common::TempDir::new("analyze-deleted");
+    let trace = d.join("deleted.iod");
+    deleted_trace(&trace);
+    let pq = d.join("pq");
+    ok(&run(bin().arg("convert").arg(&trace).arg("-o").arg(&pq)));
+    let shown = "/db/sort.tmp (deleted)";
+    on_every_engine(&trace, &pq, &["--top-files"], |rows, what, _, _| {
+        assert_eq!(rows.len(), 1, "{what}: {rows:?}");
+        assert_eq!(rows[0]["path"], shown, "{what}");
+        assert_eq!(rows[0]["ios"], 5, "{what}");
+        assert_eq!(rows[0]["names"], 1, "{what}");
+    });
+    on_every_engine(
+        &trace,
+        &pq,
+        &["--latency", "--group-by", "file"],
+        |rows, what, _, _| assert_eq!(rows[0]["path"], shown, "{what}"),
+    );
+    on_every_engine(&trace, &pq, &["--summary"], |rows, what, _, _| {
+        let top = rows.iter().find(|r| r["metric"] == "top_file").unwrap();
+        assert_eq!(top["value"], shown, "{what}");
+    });
+    let out = run(bin()
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "csv", "-o", "-"]));
+    ok(&out);
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let paths: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(6).unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/db/sort.tmp", "/db/sort.tmp", "/db/sort.tmp", shown, shown]
+    );
+    let sql = common::analyze_rows(
+        &[&pq],
+        &["--sql", "SELECT path, deleted FROM files ORDER BY path_id"],
+    );
+    assert_eq!(sql[1]["path"], "/db/sort.tmp");
+    assert_eq!(sql[1]["deleted"], true);
 }

@@ -607,7 +607,11 @@
         bars(b, tr.top_processes, function (r) { return (r.args || r.comm) + " [" + r.pid + "]"; }, tr.process_count, "processes");
       });
       section(sec, p + "top-files", "Top files by I/Os", "top-files", function (b) {
-        bars(b, tr.top_files, function (r) { return r.renamed_from ? r.path + " (renamed from " + r.renamed_from + ")" : r.path; }, tr.file_count, "files and labels");
+        bars(b, tr.top_files, function (r) {
+            if (r.renamed_from) return r.path + " (renamed from " + r.renamed_from + ")";
+            // A label (one per device) with its device: "[journal] sda1".
+            return r.path.charAt(0) === "[" && r.device ? r.path + " " + r.device : r.path;
+        }, tr.file_count, "files and labels");
       });
     });
     var t;

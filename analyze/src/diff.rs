@@ -697,7 +697,7 @@ fn device_name(src: &Source, dev: u32) -> String {
 /// label (`[metadata]`) or an I/O without a path is one group per device.
 fn file_name(src: &Source, dev: u32, path_id: u32) -> String {
     match src.path(src.file_key(path_id)) {
-        Some(p) if !p.starts_with('[') && !p.is_empty() => p,
+        Some(p) if !crate::files::is_label(&p) && !p.is_empty() => p,
         Some(label) if !label.is_empty() => format!("{label} {}", device_name(src, dev)),
         _ => format!("[none] {}", device_name(src, dev)),
     }

@@ -128,6 +128,8 @@ pub enum ColumnKind {
     Number,
     /// Text.
     Text,
+    /// Booleans (`true`, `false`).
+    Bool,
     /// Either, cell by cell (a comparison's values: an amount, or a mix such as `4K 100%`).
     Mixed,
 }
@@ -285,6 +287,7 @@ fn finish(
         .iter()
         .map(|t| match t {
             t if t.is_primitive_numeric() => ColumnKind::Number,
+            polars::prelude::DataType::Boolean => ColumnKind::Bool,
             polars::prelude::DataType::String if summary => ColumnKind::Mixed,
             _ => ColumnKind::Text,
         })

@@ -63,13 +63,24 @@ fn lines(
     let mut line = Vec::with_capacity(512);
     let mut buf = Vec::with_capacity(1 << 20);
     let mut events = 0;
+    // The shown name of the last deleted file's path id (its path with " (deleted)").
+    let mut deleted: (u32, Vec<u8>) = (0, Vec::new());
     let result = each_intact_batch(r, &mut s.damaged, filter, |i, b, rows| {
         for &row in rows {
             let e = b.get(row as usize);
             let p = r.process_of(e.pid, e.tid, i);
             let comm = p.map_or(&b"?"[..], |p| &p.comm);
             let args = p.map_or(&b"?"[..], |p| p.args_or_comm());
-            let path = r.tables().path(e.path_id).map_or(&b""[..], |p| &p.path);
+            let path = match r.tables().path(e.path_id) {
+                Some(p) if p.deleted => {
+                    if deleted.0 != e.path_id || deleted.1.is_empty() {
+                        deleted = (e.path_id, p.shown().into_owned());
+                    }
+                    &deleted.1[..]
+                }
+                Some(p) => &p.path[..],
+                None => b"",
+            };
             line.clear();
             format_event(fmt, &mut line, r.header(), &e, comm, path, args);
             buf.extend_from_slice(&line);

@@ -12,6 +12,12 @@
 
 use iodump_format::inthash::IntMap;
 
+/// Whether a path-table entry's text is a label (`[metadata]`, `[journal]`, `[swap]`...):
+/// one per device, so a file-level answer names it with its device (`[journal] sda1`).
+pub fn is_label(path: &str) -> bool {
+    path.starts_with('[')
+}
+
 /// The names of a file that had more than one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileNames {

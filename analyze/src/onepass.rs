@@ -1099,6 +1099,8 @@ struct FileRow {
     /// The file's key (the path id of its latest name).
     key: u32,
     path: Option<String>,
+    /// The device of the file system holding it: a label's rows are named with it.
+    fs_dev: Option<String>,
     ios: u64,
     bytes: u64,
     read_bytes: u64,
@@ -1122,7 +1124,8 @@ impl FileRow {
         FileRow {
             trace: input.trace_of_path(key).to_string(),
             key,
-            path: input.path(key),
+            path: input.shown_path(key),
+            fs_dev: input.path_device(key),
             ios: s.io.ios,
             bytes: s.io.bytes,
             read_bytes: s.io.read_bytes,
@@ -1282,7 +1285,10 @@ fn files_frame(rows: Vec<FileRow>, dur_s: f64, several_traces: bool) -> PolarsRe
         cols.push(col("trace", &rows, |r| r.trace.clone()));
     }
     cols.extend([
-        col("path", &rows, |r| r.path.clone()),
+        col("path", &rows, |r| match (&r.path, &r.fs_dev) {
+            (Some(p), Some(dev)) if crate::files::is_label(p) => Some(format!("{p} {dev}")),
+            (p, _) => p.clone(),
+        }),
         col("ios", &rows, |r| idx(r.ios)),
         col("iops", &rows, |r| rate_per_s(r.ios as f64, dur_s)),
         col("read_bytes", &rows, |r| r.read_bytes),
@@ -1541,8 +1547,17 @@ pub fn latency(
                     LatencyBy::Dev => t.input.device(key),
                     LatencyBy::Op => Some(Op::from_code(key as u8).name().to_string()),
                     LatencyBy::Proc => t.input.comm(key).cloned(),
-                    // A renamed file's names together, under its latest name.
-                    LatencyBy::File => t.input.path(t.input.file_key(key)),
+                    // A renamed file's names together, under its latest name; a label (one
+                    // per device) named with its file system's device.
+                    LatencyBy::File => {
+                        let file = t.input.file_key(key);
+                        t.input
+                            .shown_path(file)
+                            .map(|p| match t.input.path_device(file) {
+                                Some(dev) if crate::files::is_label(&p) => format!("{p} {dev}"),
+                                _ => p,
+                            })
+                    }
                 };
                 groups.entry(name).or_default().merge(a);
             }
@@ -1642,8 +1657,10 @@ pub fn summary(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut total = SummaryAcc::default();
-    // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, file key).
-    let mut files: Vec<(u64, Option<String>, String, u32)> = Vec::new();
+    // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, file key, and
+    // for a label its file system's device).
+    type TopFile = (u64, Option<String>, String, u32, Option<String>);
+    let mut files: Vec<TopFile> = Vec::new();
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
     let info = pass(
         Columns::of(&[
@@ -1669,7 +1686,11 @@ pub fn summary(
             }
             for (key, n) in by_file {
                 let trace = t.input.trace_of_path(key).to_string();
-                files.push((n, t.input.path(key), trace, key));
+                let path = t.input.shown_path(key);
+                let fs_dev = (path.as_deref())
+                    .filter(|p| crate::files::is_label(p))
+                    .and_then(|_| t.input.path_device(key));
+                files.push((n, path, trace, key, fs_dev));
             }
             for ((pid, tid), a) in std::mem::take(&mut acc.threads).into_entries() {
                 procs
@@ -1688,7 +1709,10 @@ pub fn summary(
                 .then_with(|| a.2.cmp(&b.2))
                 .then_with(|| a.3.cmp(&b.3))
         })
-        .and_then(|f| f.1.clone())
+        .and_then(|f| match (&f.1, &f.4) {
+            (Some(p), Some(dev)) => Some(format!("{p} {dev}")),
+            (p, _) => p.clone(),
+        })
         .unwrap_or_else(|| "-".into());
     let top_process = ranked_procs(procs)
         .into_iter()
@@ -2165,7 +2189,7 @@ fn seq_writes_frame(
         .map(|run| {
             let t = &inputs[run.trace];
             Shown {
-                path: t.path(t.file_key(run.path_id)),
+                path: t.shown_path(t.file_key(run.path_id)),
                 dev: t.device(run.dev),
                 comm: t.comm(run.tid).cloned(),
                 run,

@@ -254,6 +254,21 @@ impl Source {
         }
     }
 
+    /// The path of a path id as iodump shows it: a deleted file's followed by ` (deleted)`
+    /// ([`iodump_format::PathEntry::shown`]).
+    pub fn shown_path(&self, id: u32) -> Option<String> {
+        match &self.src {
+            Src::Trace { reader, .. } => reader.tables().path(id).map(|p| text_string(&p.shown())),
+            Src::Parquet(s) => s
+                .paths
+                .get(id as usize)
+                .map(|p| match s.deleted[id as usize] {
+                    true => format!("{p}{}", deleted_suffix()),
+                    false => p.clone(),
+                }),
+        }
+    }
+
     /// The trace a path id is from (a dataset's name for an id its tables do not know).
     pub fn trace_of_path(&self, id: u32) -> &str {
         match &self.src {
@@ -287,6 +302,25 @@ impl Source {
             Src::Trace { reader, .. } => reader.tables().device(DevT(dev)).map(|d| d.name.clone()),
             Src::Parquet(s) => s.dev_names.get(dev as usize).cloned(),
         }
+    }
+
+    /// The name of the device of the file system a path entry is on (its `major:minor` when
+    /// the device table does not name it); `None` for an id the path table does not know.
+    pub fn path_device(&self, id: u32) -> Option<String> {
+        let (trace, dev) = match &self.src {
+            Src::Trace { reader, .. } => (0, reader.tables().path(id)?.dev),
+            Src::Parquet(s) => {
+                let at = s.file_ids.get(id as usize)?.0;
+                ((at >> 32) as u32, DevT(at as u32))
+            }
+        };
+        let name = match &self.src {
+            Src::Trace { reader, .. } => reader.tables().device(dev).map(|d| d.name.clone()),
+            Src::Parquet(s) => (s.devs.iter().zip(&s.dev_numbers))
+                .position(|((t, _), n)| *t == trace && *n == dev)
+                .map(|i| s.dev_names[i].clone()),
+        };
+        Some(name.unwrap_or_else(|| format!("{}:{}", dev.major(), dev.minor())))
     }
 
     /// The latest command name of a thread.
@@ -371,6 +405,8 @@ struct ParquetSet {
     /// identity within the dataset).
     path_ids: Rekey,
     paths: Vec<String>,
+    /// id → the file was unlinked when its path was taken.
+    deleted: Vec<bool>,
     file_ids: Vec<(u64, u64, Option<u32>)>,
     /// (trace, tid) → id; id → (comm, command line or comm).
     tids: Rekey,
@@ -512,8 +548,10 @@ impl ParquetSet {
         let mut paths = Vec::with_capacity(files.len());
         let mut file_ids = Vec::with_capacity(files.len());
         let mut path_trace = Vec::with_capacity(files.len());
+        let mut deleted = Vec::with_capacity(files.len());
         for f in files {
             paths.push(f.path);
+            deleted.push(f.deleted);
             file_ids.push((
                 u64::from(traces[&f.trace]) << 32 | u64::from(f.dev),
                 f.inode,
@@ -555,6 +593,7 @@ impl ParquetSet {
             trace_names,
             path_ids,
             paths,
+            deleted,
             file_ids,
             path_trace,
             tids,
@@ -835,6 +874,11 @@ impl ParquetSet {
         }
         Ok(())
     }
+}
+
+/// [`iodump_format::DELETED_SUFFIX`] as text.
+pub(crate) fn deleted_suffix() -> &'static str {
+    std::str::from_utf8(iodump_format::DELETED_SUFFIX).unwrap_or(" (deleted)")
 }
 
 #[cfg(test)]

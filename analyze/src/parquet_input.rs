@@ -415,6 +415,8 @@ pub(crate) struct FileRow {
     /// None in tables written before iodump recorded generations.
     pub generation: Option<u32>,
     pub path: String,
+    /// The file was unlinked when its path was taken.
+    pub deleted: bool,
 }
 
 /// The rows of a dataset's `files` tables.
@@ -427,6 +429,7 @@ pub(crate) fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
             let dev_t = arrow_col::<StringArray>(&b, "dev_t")?;
             let id = IntColumn::of(&b, "path_id")?;
             let inode = IntColumn::of(&b, "inode")?;
+            let deleted = arrow_col::<BooleanArray>(&b, "deleted")?;
             // Absent from tables written before iodump recorded generations.
             let generation = IntColumn::of(&b, "generation").ok();
             for i in 0..b.num_rows() {
@@ -440,6 +443,7 @@ pub(crate) fn files_table(dir: &Path) -> Result<Vec<FileRow>, AnalyzeError> {
                         .filter(|g| !g.is_null(i))
                         .map(|g| g.u32(i)),
                     path: path.value(i).into(),
+                    deleted: deleted.is_valid(i) && deleted.value(i),
                 });
             }
         }

@@ -493,8 +493,8 @@ impl<'a> Exporter<'a> {
         if let Some(&iid) = self.strings.paths.get(&path_id) {
             return Some(iid);
         }
-        let path = self.r.tables().path(path_id).map_or(&b""[..], |p| &p.path);
-        let iid = self.strings.add(path, true);
+        let path = (self.r.tables().path(path_id)).map_or(Default::default(), |p| p.shown());
+        let iid = self.strings.add(&path, true);
         self.strings.paths.insert(path_id, iid);
         Some(iid)
     }

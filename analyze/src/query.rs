@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use iodump_format::expr::Expr;
-use iodump_format::{Damage, EventBatch, Op, Reader};
+use iodump_format::{Damage, DevT, EventBatch, Op, Reader};
 use polars::prelude::*;
 
 use crate::files::FileIdentities;
@@ -37,7 +37,8 @@ pub struct Dataset {
     pub processes: DataFrame,
     /// trace, path_id → path (the name at the time of the I/O), and the file it names:
     /// file_id (the path id of the file's latest name, the same for all its names),
-    /// latest_path, names (distinct names it had), renamed_from (its earliest other name).
+    /// latest_path, names (distinct names it had), renamed_from (its earliest other name),
+    /// fs_dev (the name of the device of the file system holding it).
     pub files: DataFrame,
     /// Lost events (sum of loss records).
     pub lost_events: u64,
@@ -357,9 +358,10 @@ impl TablesCols {
                 pe.inode,
                 pe.generation,
                 path,
+                pe.deleted,
             )
         });
-        self.files.add(trace, entries.collect());
+        self.files.add(trace, entries.collect(), &devs);
         for (d, name) in devs {
             self.d_trace.push(trace.to_string());
             self.d_dev.push(d);
@@ -409,8 +411,9 @@ impl ProcessCols {
     }
 }
 
-/// A path entry as the `files` table needs it: (path id, device, inode, generation, path).
-type FileEntry = (u32, u64, u64, Option<u32>, String);
+/// A path entry as the `files` table needs it: (path id, device, inode, generation, path,
+/// deleted).
+type FileEntry = (u32, u64, u64, Option<u32>, String, bool);
 
 /// The columns of the `files` table, trace by trace.
 #[derive(Default)]
@@ -422,25 +425,38 @@ struct FilesCols {
     latest_path: Vec<String>,
     names: Vec<u32>,
     renamed_from: Vec<Option<String>>,
+    fs_dev: Vec<String>,
+    deleted: Vec<bool>,
 }
 
 impl FilesCols {
-    /// Adds the path entries of one trace.
-    fn add(&mut self, trace: &str, mut entries: Vec<FileEntry>) {
+    /// Adds the path entries of one trace, whose device numbers `devs` names.
+    fn add(&mut self, trace: &str, mut entries: Vec<FileEntry>, devs: &HashMap<u32, String>) {
         entries.sort_by_key(|e| e.0);
         let at = |id: u32| entries.binary_search_by_key(&id, |e| e.0).ok();
         let ids = FileIdentities::new(entries.iter().map(|e| (e.0, e.1, e.2, e.3)), |id| {
             at(id).map_or_else(String::new, |i| entries[i].4.clone())
         });
-        for (id, _, _, _, path) in &entries {
+        for (id, dev, _, _, path, deleted) in &entries {
             let key = ids.key(*id);
+            self.deleted.push(*deleted);
+            let dev = DevT(*dev as u32);
+            self.fs_dev.push(match devs.get(&dev.0) {
+                Some(name) => name.clone(),
+                None => format!("{}:{}", dev.major(), dev.minor()),
+            });
             self.trace.push(trace.to_string());
             self.path_id.push(*id);
             self.path.push(path.clone());
             self.file_id.push(key);
-            self.latest_path.push(match at(key) {
-                Some(i) => entries[i].4.clone(),
-                None => path.clone(),
+            // As shown: a deleted file's name followed by " (deleted)".
+            let (latest, latest_deleted) = match at(key) {
+                Some(i) => (&entries[i].4, entries[i].5),
+                None => (path, *deleted),
+            };
+            self.latest_path.push(match latest_deleted {
+                true => format!("{latest}{}", crate::onepass_source::deleted_suffix()),
+                false => latest.clone(),
             });
             let renamed = ids.renamed(key);
             self.names.push(renamed.map_or(1, |r| r.names));
@@ -460,6 +476,8 @@ impl FilesCols {
                 Column::new("latest_path".into(), self.latest_path),
                 Column::new("names".into(), self.names),
                 Column::new("renamed_from".into(), self.renamed_from),
+                Column::new("fs_dev".into(), self.fs_dev),
+                Column::new("deleted".into(), self.deleted),
             ],
         )
         .map_err(perr)
@@ -519,6 +537,7 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
             col("latest_path").first().alias("path"),
             col("names").first().fill_null(lit(1u32)).alias("names"),
             col("renamed_from").first().alias("renamed_from"),
+            col("fs_dev").first().alias("fs_dev"),
             len().alias("ios"),
             col("bytes").cast(DataType::UInt64).sum().alias("bytes"),
             op_bytes("read").alias("read_bytes"),
@@ -551,9 +570,27 @@ pub fn top_files(d: &Dataset, by: RankBy, limit: usize) -> Result<DataFrame, Ana
             "main_process",
             "names",
             "renamed_from",
+            "fs_dev",
         ]))
         .collect()
+        .and_then(label_devices)
         .map_err(perr)
+}
+
+/// `--top-files`' rows named as [`crate::onepass`] names them: a label (`[journal]`, one
+/// per device) followed by its file system's device; the `fs_dev` column dropped.
+fn label_devices(mut df: DataFrame) -> PolarsResult<DataFrame> {
+    let fs_dev = df.drop_in_place("fs_dev")?;
+    let fs_dev = fs_dev.str()?;
+    let path: Vec<Option<String>> = (df.column("path")?.str()?.iter())
+        .zip(fs_dev.iter())
+        .map(|(p, dev)| match (p, dev) {
+            (Some(p), Some(dev)) if crate::files::is_label(p) => Some(format!("{p} {dev}")),
+            (p, _) => p.map(str::to_string),
+        })
+        .collect();
+    df.with_column(Column::new("path".into(), path))?;
+    Ok(df)
 }
 
 /// `--top-procs`: per process (pid, comm, command line): I/Os, IOPS, bytes read and written,
@@ -653,9 +690,14 @@ pub fn latency(d: &Dataset, by: LatencyBy) -> Result<DataFrame, AnalyzeError> {
             vec![col("comm")]
         }
         LatencyBy::File => {
-            // A renamed file's names together, under its latest name.
+            // A renamed file's names together, under its latest name; a label (one per
+            // device) named with its file system's device, as `--top-files` names it.
             let latest = col("latest_path").fill_null(col("path"));
-            lf = d.with_path(lf).with_column(latest.alias("path"));
+            let labelled = concat_str([latest.clone(), lit(" "), col("fs_dev")], "", false);
+            let name = when(latest.clone().str().starts_with(lit("[")))
+                .then(labelled)
+                .otherwise(latest);
+            lf = d.with_path(lf).with_column(name.alias("path"));
             vec![col("path")]
         }
     };
@@ -1303,11 +1345,16 @@ fn parquet_files_table(dir: &Path) -> Result<DataFrame, AnalyzeError> {
             r.inode,
             r.generation,
             r.path,
+            r.deleted,
         ));
+    }
+    let mut devs: HashMap<String, HashMap<u32, String>> = HashMap::new();
+    for d in parquet_input::devices_table(dir)? {
+        devs.entry(d.trace).or_default().insert(d.number.0, d.name);
     }
     let mut files = FilesCols::default();
     for (trace, entries) in by_trace {
-        files.add(&trace, entries);
+        files.add(&trace, entries, devs.get(&trace).unwrap_or(&HashMap::new()));
     }
     files.frame()
 }

@@ -552,6 +552,9 @@ pub struct TopFile {
     pub path: String,
     /// What the path entry names (`file`, `metadata`…).
     pub kind: &'static str,
+    /// The device of the file system holding it (`major:minor` when the trace does not name
+    /// it); empty for a path id the trace does not know.
+    pub device: String,
     /// Distinct names the file had in the trace (1 for most).
     pub names: u32,
     /// Its earliest name other than the latest, when it had several.
@@ -568,10 +571,14 @@ impl TopProc {
 }
 
 impl TopFile {
-    /// The path, with `(renamed from X)` when the file had other names.
+    /// The path, with `(renamed from X)` when the file had other names; a label (one per
+    /// device) with its device: `[journal] sda1`.
     pub fn label(&self) -> String {
         match &self.renamed_from {
             Some(from) => format!("{} (renamed from {from})", self.path),
+            None if crate::files::is_label(&self.path) && !self.device.is_empty() => {
+                format!("{} {}", self.path, self.device)
+            }
             None => self.path.clone(),
         }
     }
@@ -867,14 +874,26 @@ fn top_files(r: &Reader, agg: &Aggregate) -> (Vec<TopFile>, usize) {
     let top = files
         .into_iter()
         .map(|(id, counters)| {
-            let (path, kind) = match tables.path(id) {
-                Some(p) => (iodump_format::text::text_string(&p.path), p.kind.name()),
-                None => (format!("[path id {id}]"), PathKind::Unknown.name()),
+            let (path, kind, device) = match tables.path(id) {
+                Some(p) => (
+                    iodump_format::text::text_string(&p.shown()),
+                    p.kind.name(),
+                    tables.device(p.dev).map_or_else(
+                        || format!("{}:{}", p.dev.major(), p.dev.minor()),
+                        |d| d.name.clone(),
+                    ),
+                ),
+                None => (
+                    format!("[path id {id}]"),
+                    PathKind::Unknown.name(),
+                    String::new(),
+                ),
             };
             let renamed = ids.renamed(id);
             TopFile {
                 path,
                 kind,
+                device,
                 names: renamed.map_or(1, |r| r.names),
                 renamed_from: renamed.map(|r| r.renamed_from.clone()),
                 counters,
@@ -1264,7 +1283,7 @@ impl TraceReport {
             .map(|f| {
                 let c = &f.counters;
                 json!({
-                    "path": f.path, "kind": f.kind, "ios": c.ios, "read_bytes": c.read_bytes,
+                    "path": f.path, "kind": f.kind, "device": f.device, "ios": c.ios, "read_bytes": c.read_bytes,
                     "write_bytes": c.write_bytes, "latency_mean_ns": c.latency_mean_ns(),
                     "names": f.names, "renamed_from": f.renamed_from,
                 })

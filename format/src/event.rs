@@ -489,7 +489,24 @@ pub struct PathEntry {
     pub generation: Option<u32>,
 }
 
+/// What follows the name of a file unlinked when its path was taken, wherever iodump shows a
+/// name (as `/proc/PID/fd` and `lsof` show one): `/tmp/sort1 (deleted)`.
+pub const DELETED_SUFFIX: &[u8] = b" (deleted)";
+
 impl PathEntry {
+    /// The name as iodump shows it: the path bytes, then [`DELETED_SUFFIX`] when the file was
+    /// unlinked when the path was taken.
+    pub fn shown(&self) -> std::borrow::Cow<'_, [u8]> {
+        if self.deleted {
+            let mut v = Vec::with_capacity(self.path.len() + DELETED_SUFFIX.len());
+            v.extend_from_slice(&self.path);
+            v.extend_from_slice(DELETED_SUFFIX);
+            std::borrow::Cow::Owned(v)
+        } else {
+            std::borrow::Cow::Borrowed(&self.path)
+        }
+    }
+
     /// The entry of a file (not cut, not deleted, no generation known) named `path`.
     pub fn file(path_id: u32, dev: DevT, inode: u64, path: Vec<u8>) -> PathEntry {
         PathEntry {

@@ -11,6 +11,7 @@ use iodump_format::idtable::IdTable;
 use iodump_format::inthash::IntMap;
 use iodump_format::{
     DevT, Device, Event, Flags, Op, PathEntry, PathKind, Process, Syscall, UpperIo, ARGS_MAX_BYTES,
+    DELETED_SUFFIX,
 };
 use iodump_host::mounts::{MountTable, MountWatch};
 use iodump_host::sysfs::BlockDevice;
@@ -47,7 +48,8 @@ pub struct Converter {
     by_file_id: IdTable<u32>,
     /// (dev, label kind) → path id.
     labels: IntMap<(u32, u8), u32>,
-    /// path id → path bytes (for printing).
+    /// path id → path bytes as shown ([`PathEntry::shown`]: a deleted file's with
+    /// ` (deleted)`), for printing.
     path_bytes: HashMap<u32, Vec<u8>>,
     /// The path ids of entries marked deleted (an unlinked file's next path record under
     /// the same name is a new entry, deleted).
@@ -270,11 +272,21 @@ impl Converter {
         self.path_round.get(id) != 0
     }
 
-    /// Path bytes of a path id (for printing).
+    /// Path bytes of a path id as shown (a deleted file's with ` (deleted)`), for printing.
     pub fn path(&self, id: u32) -> &[u8] {
         self.path_bytes
             .get(&id)
             .map_or(b"[unknown]", |p| p.as_slice())
+    }
+
+    /// Path bytes of a path id as recorded (without the ` (deleted)` of [`Converter::path`]):
+    /// what a filter's `path` reads, as it does offline.
+    pub fn recorded_path(&self, id: u32) -> &[u8] {
+        let p = self.path(id);
+        match self.deleted_ids.contains_key(&id) {
+            true => p.strip_suffix(DELETED_SUFFIX).unwrap_or(p),
+            false => p,
+        }
     }
 
     fn new_path(&mut self, dev: DevT, inode: u64, kind: PathKind, path: Vec<u8>) -> PathEntry {
@@ -345,7 +357,12 @@ impl Converter {
         let deleted = p.pflags & path_flag::DELETED != 0;
         if let Some(id) = latest {
             let same_deleted = self.deleted_ids.contains_key(&id) == deleted;
-            if same_deleted && self.path_bytes.get(&id).is_some_and(|b| *b == path) {
+            // The name without the suffix its entry is shown with.
+            let name = self.path_bytes.get(&id).map(|b| match deleted {
+                true => b.strip_suffix(DELETED_SUFFIX).unwrap_or(b),
+                false => &b[..],
+            });
+            if same_deleted && name.is_some_and(|b| b == &path[..]) {
                 self.note_file_id(p.file_id, id);
                 self.used_path(id);
                 return None;
@@ -359,6 +376,9 @@ impl Converter {
         e.deleted = deleted;
         if deleted {
             self.deleted_ids.insert(e.path_id, ());
+            if let Some(b) = self.path_bytes.get_mut(&e.path_id) {
+                b.extend_from_slice(DELETED_SUFFIX);
+            }
         }
         e.generation = Some(p.gen);
         self.files.insert(key, e.path_id);
@@ -851,6 +871,30 @@ mod tests {
         rec.extend_from_slice(name);
         rec.push(0);
         rec
+    }
+
+    /// A file unlinked while open: its next path record (marked deleted) is a new entry,
+    /// printed `PATH (deleted)`, and its I/O after it is of that entry; a filter's `path`
+    /// reads the path as recorded. Sent again, deleted still, it is the same entry.
+    #[test]
+    fn a_deleted_file_is_printed_deleted() {
+        let mut c = Converter::new(&[], MountTable::default());
+        let dev = DevT::new(252, 0).0;
+        let first = c
+            .path_record(&PathEvent::parse(&path_rec(dev, 100, 1, b"t")).unwrap())
+            .unwrap();
+        assert_eq!(c.path(first.path_id), b"[252:0]/t");
+        let mut rec = path_rec(dev, 100, 2, b"t");
+        rec[3] = path_flag::DELETED;
+        let gone = c.path_record(&PathEvent::parse(&rec).unwrap()).unwrap();
+        assert!(gone.deleted);
+        assert_eq!(gone.path, b"[252:0]/t");
+        assert_ne!(gone.path_id, first.path_id);
+        assert_eq!(c.path(gone.path_id), b"[252:0]/t (deleted)");
+        assert_eq!(c.recorded_path(gone.path_id), b"[252:0]/t");
+        assert_eq!(c.recorded_path(first.path_id), b"[252:0]/t");
+        rec[32..36].copy_from_slice(&3u32.to_le_bytes());
+        assert!(c.path_record(&PathEvent::parse(&rec).unwrap()).is_none());
     }
 
     #[test]

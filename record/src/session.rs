@@ -1507,7 +1507,7 @@ impl Ingest<'_> {
         ResolvedView {
             comm: r.comm(),
             path: if names {
-                self.conv.path(e.path_id)
+                self.conv.recorded_path(e.path_id)
             } else {
                 b""
             },
