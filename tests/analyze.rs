@@ -1522,6 +1522,35 @@ fn convert_never_leaves_an_old_dataset_beside_the_new() {
     );
 }
 
+/// Hosts whose names could share one partition directory (`a/b` and `a_b`, both `host=a_b`
+/// while a `/` was written `_`) keep every table's rows: the dataset's answers are those of
+/// the traces themselves, on both engines.
+#[test]
+fn hosts_of_one_partition_directory_keep_all_their_rows() {
+    let d = common::TempDir::new("convert-host-clash");
+    let (a, b, ds) = (d.join("ab1.iod"), d.join("ab2.iod"), d.join("ds"));
+    renamed_trace(&a, "a/b", 500);
+    renamed_trace(&b, "a_b", 600);
+    common::ok(&run(bin()
+        .arg("convert")
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&ds)
+        .args(["--partition-by", "host"])));
+    for q in ["--top-files", "--top-procs"] {
+        for e in ["one-pass", "polars"] {
+            let want = analyze_csv(&[&a, &b], q, e);
+            assert!(
+                want.contains("ab1.iod") && want.contains("ab2.iod"),
+                "{want}"
+            );
+            assert!(want.contains("postgres"), "{q}: {want}");
+            assert_eq!(analyze_csv(&[&ds], q, e), want, "{q} {e}");
+        }
+    }
+}
+
 /// In a hive-style dataset, what Spark and pyarrow leave out is not read: the hidden
 /// temporary file of a `convert` still running (or killed), `_` files and directories; a
 /// partition linked from elsewhere is read, and a link to a directory above reads nothing

@@ -314,6 +314,14 @@ fn utc_date(ns: i64) -> String {
     iodump_format::summary::rfc3339_utc(ns)[..10].to_string()
 }
 
+/// The name of the directory of `host`'s partition (`host=NAME`): a `/` or `=` in the host
+/// name is written `_`. Two hosts may share one (`a/b` and `a_b`): the conversion groups the
+/// small tables by this name, not by the host name, so that each such directory holds one file
+/// of every host's rows.
+fn host_dir(host: &str) -> String {
+    format!("host={}", host.replace(['/', '='], "_"))
+}
+
 /// Hive-style directory of one partition of `table` (a key's column is dropped from the files,
 /// engines rebuild it from the path).
 fn partition_dir(
@@ -325,7 +333,7 @@ fn partition_dir(
 ) -> PathBuf {
     let mut p = dir.join(table);
     if part.host {
-        p.push(format!("host={}", host.replace(['/', '='], "_")));
+        p.push(host_dir(host));
     }
     if let Some(d) = date {
         p.push(format!("date={d}"));
@@ -405,8 +413,8 @@ pub fn convert_with_progress(
     }
     c.check_readable(first_damaged)?;
     c.close_io_table()?;
-    for (host, group) in host_groups(inputs, part) {
-        c.small_tables(&host, &group)?;
+    for (dir_name, group) in host_groups(inputs, part) {
+        c.small_tables(&dir_name, &group)?;
     }
     c.commit()
 }
@@ -542,18 +550,18 @@ impl Conversion<'_> {
         Ok(())
     }
 
-    /// The small tables of the inputs of `host` (all inputs when not partitioned by host).
-    fn small_tables(&mut self, host: &str, group: &[&Input<'_>]) -> Result<(), AnalyzeError> {
+    /// The small tables of the inputs whose host partition is the directory `dir_name`
+    /// ([`host_dir`]; all inputs when not partitioned by host).
+    fn small_tables(&mut self, dir_name: &str, group: &[&Input<'_>]) -> Result<(), AnalyzeError> {
         let (dir, part) = (self.dir, self.part);
         let out = |table: &str| -> Result<PathBuf, AnalyzeError> {
             if !part.any() {
                 return Ok(dir.join(format!("{table}.parquet")));
             }
-            let by_host = Partitioning {
-                host: part.host,
-                date: false,
-            };
-            let d = partition_dir(dir, table, by_host, host, None);
+            let mut d = dir.join(table);
+            if part.host {
+                d.push(dir_name);
+            }
             create_dir(&d)?;
             Ok(d.join("part-0.parquet"))
         };
@@ -617,8 +625,9 @@ fn date_run(ts_ns: &[u64], start: usize, utc_ns: impl Fn(u64) -> i64) -> (usize,
     (e, d)
 }
 
-/// The inputs by host, in order of first appearance; one group of all inputs (host `""`) when
-/// not partitioned by host.
+/// The inputs by the directory of their host's partition ([`host_dir`]: hosts `a/b` and `a_b`
+/// are one group, written into one file of each small table), in order of first appearance;
+/// one group of all inputs (`""`) when not partitioned by host.
 fn host_groups<'i, 'a>(
     inputs: &'i [Input<'a>],
     part: Partitioning,
@@ -626,7 +635,7 @@ fn host_groups<'i, 'a>(
     let mut groups: Vec<(String, Vec<&Input<'_>>)> = Vec::new();
     for input in inputs {
         let host = if part.host {
-            input.reader.header().hostname.clone()
+            host_dir(&input.reader.header().hostname)
         } else {
             String::new()
         };
