@@ -1629,6 +1629,68 @@ fn a_trace_without_its_footer_gives_the_same_answers() {
     }
 }
 
+/// A conversion of no I/O (a trace of none, a filter that keeps nothing), partitioned or
+/// flat, writes an empty `io` table that iodump (both engines, `--sql` too) and pyarrow read
+/// as 0 rows, with the other tables whole.
+#[test]
+fn a_conversion_of_no_io_is_an_empty_dataset() {
+    let d = common::TempDir::new("convert-no-io");
+    let empty = d.join("empty.iod");
+    ok(&run(bin()
+        .args(["synth", "--events", "0", "--workload", "mixed", "-o"])
+        .arg(&empty)));
+    let mixed = fixture("mixed-20k.iod");
+    let nothing = ["--filter", "bytes > 1T"];
+    let mut datasets = Vec::new();
+    for (i, (trace, filter)) in [(&empty, &[][..]), (&mixed, &nothing[..])]
+        .into_iter()
+        .enumerate()
+    {
+        for by in [None, Some("host"), Some("date"), Some("host,date")] {
+            let ds = d.join(&format!("ds{i}-{}", by.unwrap_or("flat").replace(',', "-")));
+            let mut cmd = bin();
+            cmd.arg("convert")
+                .arg(trace)
+                .arg("-o")
+                .arg(&ds)
+                .args(filter);
+            if let Some(by) = by {
+                cmd.args(["--partition-by", by]);
+            }
+            let out = run(&mut cmd);
+            ok(&out);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("no I/O"), "{ds:?}: {err}");
+            datasets.push(ds);
+        }
+    }
+    for ds in &datasets {
+        for engine in ["one-pass", "polars"] {
+            let s = common::analyze_rows(&[ds], &["--summary", "--engine", engine]);
+            assert_eq!(events(&s), 0, "{ds:?} {engine}");
+        }
+        let n = common::analyze_rows(&[ds], &["--sql", "SELECT count(*) AS n FROM io"]);
+        assert_eq!(n[0]["n"], 0, "{ds:?}");
+        // The filter left the small tables whole.
+        if ds.to_string_lossy().contains("ds1") {
+            let rows = common::analyze_rows(&[ds], &["--sql", "SELECT count(*) AS n FROM files"]);
+            assert!(rows[0]["n"].as_u64().unwrap() > 10, "{ds:?}: {rows:?}");
+        }
+    }
+    if !common::have_pandas() {
+        common::skip("a_conversion_of_no_io_is_an_empty_dataset", "pyarrow");
+        return;
+    }
+    let script = "import sys, pyarrow.dataset as ds\n\
+                  for d in sys.argv[1:]:\n\
+                  \x20   io = d + ('/io.parquet' if d.endswith('flat') else '/io')\n\
+                  \x20   t = ds.dataset(io, partitioning='hive').to_table()\n\
+                  \x20   assert t.num_rows == 0 and 'bytes' in t.column_names, (d, t.schema)";
+    ok(&run(Command::new("python3")
+        .args(["-c", script])
+        .args(&datasets)));
+}
+
 #[test]
 fn an_answer_of_no_io_says_why() {
     let trace = fixture("mixed-20k.iod");

@@ -1219,9 +1219,14 @@ impl Dataset {
                 frames.push(parquet_io_frame(&b, filter, &cgroups, p)?.lazy());
             }
         }
-        let io = concat(frames, UnionArgs::default())
-            .and_then(|lf| lf.collect())
-            .map_err(perr)?;
+        // An empty table (`convert` of no I/O) has no batch: the empty frame of a trace.
+        let io = if frames.is_empty() {
+            frame("", Cols::default()).map_err(perr)?
+        } else {
+            concat(frames, UnionArgs::default())
+                .and_then(|lf| lf.collect())
+                .map_err(perr)?
+        };
         let processes = parquet_processes(dir)?;
         let files = parquet_files_table(dir)?;
         let lost = parquet_lost_events(dir)?;

@@ -412,7 +412,7 @@ pub fn convert_with_progress(
         }
     }
     c.check_readable(first_damaged)?;
-    c.close_io_table()?;
+    c.close_io_table(inputs.first())?;
     for (dir_name, group) in host_groups(inputs, part) {
         c.small_tables(&dir_name, &group)?;
     }
@@ -535,13 +535,25 @@ impl Conversion<'_> {
         Ok(())
     }
 
-    /// Closes the `io` files; without any event (and no partitioning), an empty `io` table
-    /// with its schema.
-    fn close_io_table(&mut self) -> Result<(), AnalyzeError> {
-        if self.writers.is_empty() && !self.part.any() {
-            let p = self.dir.join("io.parquet");
-            let w = writer(&p, io_schema(), &mut self.pending)?;
-            self.writers.insert(p, w);
+    /// Closes the `io` files. Without any event, an empty `io` table with its schema:
+    /// `io.parquet`, or partitioned, one file in the partition of the first input's host and
+    /// the UTC day its recording started (a dataset without `io/` would be no dataset).
+    fn close_io_table(&mut self, first: Option<&Input<'_>>) -> Result<(), AnalyzeError> {
+        if self.writers.is_empty() {
+            let p = match first {
+                Some(input) if self.part.any() => {
+                    let h = input.reader.header();
+                    let date = self
+                        .part
+                        .date
+                        .then(|| utc_date(h.to_utc_ns(h.monotonic_ns)));
+                    partition_dir(self.dir, "io", self.part, &h.hostname, date.as_deref())
+                        .join("part-0.parquet")
+                }
+                _ => self.dir.join("io.parquet"),
+            };
+            let schema = project(RecordBatch::new_empty(io_schema()), self.part)?.schema();
+            self.io_writer(&p, schema)?;
         }
         for (p, w) in std::mem::take(&mut self.writers) {
             w.close().map_err(perr("io"))?;
