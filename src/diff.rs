@@ -232,6 +232,12 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             crate::offline::warn_no_io(cfg.side_filter(own).is_some(), &of);
         }
     }
+    for (side, why) in d.no_sequential() {
+        eprintln!(
+            "iodump: warning: sequential_pct not compared: {}: {why}",
+            esc(&side.name)
+        );
+    }
     let unknown = d.cgroups_unknown();
     if !unknown.is_empty() {
         let names: Vec<String> = unknown.iter().map(|s| esc(&s.name)).collect();

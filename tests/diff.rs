@@ -1324,3 +1324,64 @@ fn two_windows_of_one_recording_are_compared() {
         .arg(&t));
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Sequential I/O is found by following each stream in row order within a row group: a
+/// dataset whose rows another engine shuffled (Spark's `repartition`) or cut into row groups
+/// of a few rows has no sequential share to compare. `diff` says so in a warning and leaves
+/// `sequential_pct` out, rather than reporting a change of it as significant between
+/// identical data (31 such rows before).
+#[test]
+fn rows_out_of_time_order_leave_the_sequential_share_out() {
+    if !common::have_pandas() {
+        common::skip("", "pyarrow");
+        return;
+    }
+    let d = TempDir::new("diff-row-order");
+    let a = write_edited(&d.join("a.iod"), 21, Vec::new(), |e| vec![*e]);
+    let pq = d.join("pq");
+    ok(&run(bin().arg("convert").arg(&a).arg("-o").arg(&pq)));
+    let rewrite = |name: &str, how: &str| -> PathBuf {
+        let out = d.join(name);
+        ok(&run(std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&pq)
+            .arg(&out)));
+        let script = format!(
+            "import sys, random, pyarrow.parquet as pq\n\
+             t = pq.read_table(sys.argv[1])\n\
+             {how}\n\
+             pq.write_table(t, sys.argv[1], compression='zstd', row_group_size=rg)"
+        );
+        ok(&run(std::process::Command::new("python3")
+            .args(["-c", &script])
+            .arg(out.join("io.parquet"))));
+        out
+    };
+    let shuffled = rewrite(
+        "shuffled",
+        "i = list(range(t.num_rows)); random.Random(7).shuffle(i); t = t.take(i); rg = 1 << 20",
+    );
+    let small = rewrite("small", "rg = 8");
+    // The dataset against itself rewritten: sequential_pct is compared.
+    let same = diff_rows(&pq, &pq, &[]);
+    assert!(same.iter().any(|r| r["metric"] == "sequential_pct"));
+    for (b, why) in [
+        (&shuffled, "are earlier than the row before them"),
+        (&small, "rows each"),
+    ] {
+        let out = run(bin()
+            .arg("diff")
+            .arg(&pq)
+            .arg(b)
+            .args(["--format", "json", "--limit", "0"]));
+        ok(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("sequential_pct not compared") && stderr.contains(why),
+            "{stderr}"
+        );
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(!rows.iter().any(|r| r["metric"] == "sequential_pct"));
+        assert!(significant(&rows).is_empty(), "{:?}", significant(&rows));
+    }
+}

@@ -366,6 +366,72 @@ struct Acc {
     /// A segment's kept I/Os in row order, then grouped (memory reused).
     ios: Vec<Io>,
     grouped: Vec<Io>,
+    /// Whether the rows come in time order (what `sequential_pct` needs).
+    order: RowOrder,
+}
+
+/// Whether a dataset's rows let sequential I/O be found, which follows each stream in row
+/// order within a row group: how many rows were read, in how many batches, and how many are
+/// earlier than the row before them. A trace's segments hold their I/Os in time order; a
+/// dataset rewritten by another engine may not (Spark's `repartition` shuffles them), or may
+/// hold a few rows per row group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowOrder {
+    /// Rows of datasets read (kept by the filter).
+    pub rows: u64,
+    /// Batches (a row group, or up to 8,192 rows of one) they came in, and the rows of those
+    /// batches, kept by the filter or not.
+    pub batches: u64,
+    pub batch_rows: u64,
+    /// Rows earlier than the kept row before them in their batch.
+    pub earlier: u64,
+}
+
+impl RowOrder {
+    /// Why sequential I/O cannot be told from these rows: more than 1% of them out of time
+    /// order, or fewer than 64 rows per row group (of 1,000 rows or more).
+    pub fn no_sequential(&self) -> Option<String> {
+        if self.earlier.saturating_mul(100) > self.rows {
+            Some(format!(
+                "{} of its {} rows are earlier than the row before them (rewritten out of time order by another engine?)",
+                self.earlier, self.rows
+            ))
+        } else if self.batch_rows >= 1000 && self.batch_rows < self.batches.saturating_mul(64) {
+            Some(format!(
+                "its {} rows come in {} row groups, {:.1} rows each (sequential I/O is followed within a row group)",
+                self.batch_rows,
+                self.batches,
+                self.batch_rows as f64 / self.batches as f64
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Counts `keep`'s rows of `b`. A trace's segments, whose time column the diff does not
+    /// decode (the recorder writes each segment in time order), count none earlier; a
+    /// dataset's row groups come with their time column.
+    fn add(&mut self, b: &EventBatch, keep: &[u32]) {
+        let ts = &b.timestamp_ns;
+        if ts.len() < b.len() {
+            return;
+        }
+        let earlier = keep
+            .windows(2)
+            .filter(|w| ts[w[1] as usize] < ts[w[0] as usize])
+            .count();
+        self.rows += keep.len() as u64;
+        self.batches += 1;
+        self.batch_rows += b.len() as u64;
+        self.earlier += earlier as u64;
+    }
+
+    fn merge(&mut self, o: RowOrder) {
+        self.rows += o.rows;
+        self.batches += o.batches;
+        self.batch_rows += o.batch_rows;
+        self.earlier += o.earlier;
+    }
 }
 
 /// What a pass folds besides threads: files, and cgroups (into the thread key).
@@ -415,6 +481,7 @@ impl Acc {
     /// rather than once per I/O (thousands of files do not fit in cache), and its sums stay
     /// in registers over the run.
     fn add(&mut self, on: Folded, b: &EventBatch, keep: &[u32]) {
+        self.order.add(b, keep);
         let mut ios = std::mem::take(&mut self.ios);
         gather(&mut ios, b, keep);
         let mut groups = std::mem::take(&mut self.groups);
@@ -474,6 +541,7 @@ impl Acc {
     }
 
     fn merge(&mut self, o: Acc) {
+        self.order.merge(o.order);
         self.threads.merge(o.threads);
         self.below.merge(o.below);
         // Keys already here keep their index, new ones are appended: `dense` stays true, and
@@ -519,6 +587,8 @@ pub struct Side {
     /// True when one of its inputs has a cgroups table (a trace of format 1.2 or later, a
     /// dataset with rows in its `cgroups` table), or the cgroups were not asked for.
     pub knows_cgroups: bool,
+    /// Whether its rows let sequential I/O be found: else `sequential_pct` is not compared.
+    pub order: RowOrder,
 }
 
 /// Reads one side in one parallel pass.
@@ -547,6 +617,7 @@ pub fn read_side(
     on[4] = folded.cgroup;
     let mut groups: HashMap<(Scope, String), Figures> = HashMap::new();
     let mut has_cgroups = false;
+    let mut order = RowOrder::default();
     // The columns the figures read (trace segments decode only those).
     let mut want = Columns::of(&[
         col::DEV,
@@ -561,6 +632,11 @@ pub fn read_side(
     ]);
     if folded.cgroup {
         want = want.union(Columns::of(&[col::CGROUP_ID]));
+    }
+    // A dataset's rows may come out of time order (see [`RowOrder`]): their time is read to
+    // tell. (A trace's segments are in time order: not decoded.)
+    if inputs.iter().any(|i| matches!(i, InputPath::Parquet(_))) {
+        want = want.union(Columns::of(&[col::TIMESTAMP_NS]));
     }
     let info: PassInfo = pass(
         want,
@@ -578,6 +654,7 @@ pub fn read_side(
         Acc::merge,
         |t: TraceDone<'_, Acc>| {
             let src = t.input;
+            order.merge(t.acc.order);
             // The groups of this trace by raw key (total, device, (pid, tid), cgroup), then
             // by name.
             let mut by: [IntMap<u64, Figures>; 4] = Default::default();
@@ -664,6 +741,7 @@ pub fn read_side(
         damaged: info.damaged,
         has_cgroups,
         knows_cgroups: folded.cgroup || !scopes.is_empty() && !scopes.contains(&Scope::Cgroup),
+        order,
     })
 }
 
@@ -1082,6 +1160,15 @@ impl Diff {
             .collect()
     }
 
+    /// The sides whose rows do not let sequential I/O be found, and why (see [`RowOrder`]):
+    /// `sequential_pct` is not compared when there is any.
+    pub fn no_sequential(&self) -> Vec<(&Side, String)> {
+        [&self.a, &self.b]
+            .into_iter()
+            .filter_map(|s| s.order.no_sequential().map(|why| (s, why)))
+            .collect()
+    }
+
     /// Rows with a significant change.
     pub fn significant(&self) -> usize {
         self.rows
@@ -1131,6 +1218,8 @@ fn compare(a: &Side, b: &Side, cfg: &DiffConfig) -> Vec<DiffRow> {
     keys.dedup();
     // Cgroups only when both sides know theirs: a side without a cgroups table has none.
     let cgroups = a.knows_cgroups && b.knows_cgroups;
+    // Sequential I/O only when both sides' rows came in time order.
+    let sequential = a.order.no_sequential().is_none() && b.order.no_sequential().is_none();
     let mut rows = Vec::new();
     for key in keys {
         if key.0 == Scope::Cgroup && !cgroups {
@@ -1138,6 +1227,9 @@ fn compare(a: &Side, b: &Side, cfg: &DiffConfig) -> Vec<DiffRow> {
         }
         let (fa, fb) = (a.groups.get(key), b.groups.get(key));
         for m in Metric::ALL {
+            if m == Metric::SeqPct && !sequential {
+                continue;
+            }
             if m.is_queue()
                 && fa.unwrap_or(&empty).queue.count() + fb.unwrap_or(&empty).queue.count() == 0
             {
