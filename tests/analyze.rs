@@ -1551,6 +1551,86 @@ fn hosts_of_one_partition_directory_keep_all_their_rows() {
     }
 }
 
+/// Copies every file below `from` into `to` (directories created), renaming each file
+/// `part-0.parquet` to `rename` (the files of a second dataset merged into a first).
+fn merge_tree(from: &Path, to: &Path, rename: &str) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (src, mut dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            merge_tree(&src, &dst, rename);
+        } else {
+            if e.file_name() == "part-0.parquet" {
+                dst = to.join(rename);
+            }
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// One dataset tree holding a trace twice is refused, naming the trace: traces of one file
+/// name from two hosts (two machines' datasets merged into one tree: one's files would be
+/// joined to the other's I/O), or one trace twice (a `--partition-by host` copy beside a
+/// `host,date` one: every count doubled). A trace split by another tool over several files
+/// is still one.
+#[test]
+fn a_trace_twice_in_one_dataset_is_refused() {
+    let d = common::TempDir::new("analyze-trace-twice");
+    for h in ["m1", "m2"] {
+        std::fs::create_dir(d.join(h)).unwrap();
+        renamed_trace(&d.join(h).join("run.iod"), &format!("db-{h}"), 500);
+    }
+    let convert = |t: &Path, ds: &Path, by: &str| {
+        ok(&run(bin()
+            .arg("convert")
+            .arg(t)
+            .arg("-o")
+            .arg(ds)
+            .args(["--partition-by", by])))
+    };
+    let (m1, m2) = (d.join("m1").join("run.iod"), d.join("m2").join("run.iod"));
+    let (two_hosts, twice) = (d.join("two-hosts"), d.join("twice"));
+    convert(&m1, &two_hosts, "host,date");
+    convert(&m2, &d.join("other"), "host,date");
+    merge_tree(&d.join("other"), &two_hosts, "part-0.parquet");
+    convert(&m1, &twice, "host,date");
+    convert(&m1, &d.join("copy"), "host");
+    merge_tree(&d.join("copy"), &twice, "part-1.parquet");
+    for engine in ["one-pass", "polars"] {
+        common::one_line_error(
+            &run(bin()
+                .arg("analyze")
+                .arg(&two_hosts)
+                .args(["--engine", engine])),
+            "holds the trace \"run.iod\" under two hosts, \"db-m1\" and \"db-m2\"",
+        );
+        common::one_line_error(
+            &run(bin().arg("analyze").arg(&twice).args(["--engine", engine])),
+            "holds the trace \"run.iod\" twice",
+        );
+    }
+    // Split in two by hand, each half in a file of its own: one trace.
+    if !common::have_pandas() {
+        common::skip("a_trace_twice_in_one_dataset_is_refused", "pyarrow");
+        return;
+    }
+    let split = d.join("split");
+    convert(&m1, &split, "host");
+    let want = analyze_csv(&[&split], "--top-procs", "one-pass");
+    let script = "import sys, pyarrow.parquet as pq\n\
+                  for t in ['devices', 'processes']:\n\
+                  \x20   f = sys.argv[1] + '/' + t + '/host=db-m1/part-0.parquet'\n\
+                  \x20   a = pq.read_table(f)\n\
+                  \x20   n = a.num_rows // 2\n\
+                  \x20   pq.write_table(a.slice(0, n), f)\n\
+                  \x20   pq.write_table(a.slice(n), f.replace('part-0', 'part-1'))";
+    ok(&run(Command::new("python3")
+        .args(["-c", script])
+        .arg(&split)));
+    assert_eq!(analyze_csv(&[&split], "--top-procs", "one-pass"), want);
+}
+
 /// In a hive-style dataset, what Spark and pyarrow leave out is not read: the hidden
 /// temporary file of a `convert` still running (or killed), `_` files and directories; a
 /// partition linked from elsewhere is read, and a link to a directory above reads nothing

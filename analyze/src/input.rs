@@ -287,7 +287,8 @@ fn dataset_trace_names(dir: &Path) -> Result<Vec<String>, AnalyzeError> {
 }
 
 /// Checks that directory `dir` (not a recording's) is a dataset with every table of
-/// [`DATASET_TABLES`].
+/// [`DATASET_TABLES`], holding each trace once
+/// ([`crate::parquet_input::check_each_trace_once`]).
 fn check_dataset(dir: &Path) -> Result<(), AnalyzeError> {
     let has = |table| !crate::parquet_input::parquet_files(dir, table).is_empty();
     if !has("io") {
@@ -305,13 +306,13 @@ fn check_dataset(dir: &Path) -> Result<(), AnalyzeError> {
             });
         }
     }
-    match DATASET_TABLES.into_iter().find(|t| !has(t)) {
-        Some(table) => Err(AnalyzeError::IncompleteDataset {
+    if let Some(table) = DATASET_TABLES.into_iter().find(|t| !has(t)) {
+        return Err(AnalyzeError::IncompleteDataset {
             path: dir.to_path_buf(),
             table,
-        }),
-        None => Ok(()),
+        });
     }
+    crate::parquet_input::check_each_trace_once(dir)
 }
 
 fn name_of(p: &Path) -> String {

@@ -205,6 +205,19 @@ pub enum AnalyzeError {
         /// The table.
         table: String,
     },
+    /// A dataset holding one trace twice: under two hosts (traces of one name from two
+    /// machines merged into one tree), or twice over (a copy of it beside it). Its rows would
+    /// be joined across the two, or counted twice.
+    TraceTwiceInDataset {
+        /// The dataset's directory.
+        dir: std::path::PathBuf,
+        /// The trace's name.
+        trace: String,
+        /// The table where it was seen twice.
+        table: &'static str,
+        /// How: `under hosts "a" and "b"`, `twice (its tid 42 in A and in B)`.
+        how: String,
+    },
     /// Writing the output failed.
     Write {
         /// What was being written.
@@ -285,6 +298,18 @@ impl fmt::Display for AnalyzeError {
                 "{} holds the {table} table both flat ({table}.parquet) and partitioned \
                  ({table}/): a dataset has one layout; convert the traces again into a new \
                  directory",
+                dir.display()
+            ),
+            AnalyzeError::TraceTwiceInDataset {
+                dir,
+                trace,
+                table,
+                how,
+            } => write!(
+                f,
+                "{}: the {table} table holds the trace {trace:?} {how}: a dataset holds each \
+                 trace once (keep one copy; convert traces of one name from several hosts \
+                 together, which names each by its path)",
                 dir.display()
             ),
             AnalyzeError::MixedInputs => f.write_str(

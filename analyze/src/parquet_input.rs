@@ -75,6 +75,86 @@ pub(crate) fn parquet_files(dir: &Path, table: &str) -> Vec<PathBuf> {
     t.flat.map_or(t.partitioned, |f| vec![f])
 }
 
+/// The host a partitioned table's file `file` is of: the name of its `host=NAME` directory
+/// below `DIR/TABLE/` (as written there), `None` when it has none.
+fn host_of_partition(file: &Path) -> Option<String> {
+    file.ancestors()
+        .skip(1)
+        .filter_map(|d| d.file_name()?.to_str()?.strip_prefix("host="))
+        .next()
+        .map(str::to_string)
+}
+
+/// Refuses a dataset that holds one trace twice ([`AnalyzeError::TraceTwiceInDataset`]):
+/// under two hosts (traces of one file name from two machines, their trees merged: one's
+/// files and processes would be joined to the other's I/O), or twice over (a copy beside
+/// it: every count doubled). Checked on the small `devices` and `processes` tables, whose
+/// rows are one per device and thread of a trace: a trace's `host` (its column, or its
+/// `host=` partition) is one, and a device number or thread appears once per trace, in
+/// whichever files a tool split the table into.
+pub(crate) fn check_each_trace_once(dir: &Path) -> Result<(), AnalyzeError> {
+    use std::collections::hash_map::Entry;
+    use std::collections::HashMap;
+    for (table, key) in [("devices", "dev_t"), ("processes", "tid")] {
+        let mut host_of: HashMap<String, String> = HashMap::new();
+        let mut seen: HashMap<(String, String), PathBuf> = HashMap::new();
+        for p in parquet_files(dir, table) {
+            let dir_host = host_of_partition(&p);
+            for b in read_batches(&p)? {
+                let trace = arrow_col::<StringArray>(&b, "trace")?;
+                let host = match b.column_by_name("host") {
+                    Some(_) => Some(arrow_col::<StringArray>(&b, "host")?),
+                    None => None,
+                };
+                let keys: Vec<String> = match key {
+                    "tid" => IntColumn::of(&b, key)?
+                        .to_u64()
+                        .iter()
+                        .map(u64::to_string)
+                        .collect(),
+                    _ => {
+                        let a = arrow_col::<StringArray>(&b, key)?;
+                        (0..b.num_rows()).map(|i| a.value(i).to_string()).collect()
+                    }
+                };
+                for (i, k) in keys.into_iter().enumerate() {
+                    let t = trace.value(i);
+                    let twice = |how: String| AnalyzeError::TraceTwiceInDataset {
+                        dir: dir.to_path_buf(),
+                        trace: t.to_string(),
+                        table,
+                        how,
+                    };
+                    let h = host.map_or(dir_host.as_deref().unwrap_or(""), |h| h.value(i));
+                    match host_of.get(t) {
+                        Some(h0) if h0 != h => {
+                            return Err(twice(format!("under two hosts, {h0:?} and {h:?}")))
+                        }
+                        Some(_) => {}
+                        None => {
+                            host_of.insert(t.to_string(), h.to_string());
+                        }
+                    }
+                    match seen.entry((t.to_string(), k)) {
+                        Entry::Occupied(e) => {
+                            return Err(twice(format!(
+                                "twice (its {key} {} in {} and in {})",
+                                e.key().1,
+                                e.get().display(),
+                                p.display()
+                            )))
+                        }
+                        Entry::Vacant(e) => {
+                            e.insert(p.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every record batch of one Parquet file, after checking its layout.
 pub(crate) fn read_batches(p: &Path) -> Result<Vec<RecordBatch>, AnalyzeError> {
     let f = std::fs::File::open(p).map_err(parquet_read_error(p))?;
