@@ -1631,6 +1631,36 @@ fn a_trace_twice_in_one_dataset_is_refused() {
     assert_eq!(analyze_csv(&[&split], "--top-procs", "one-pass"), want);
 }
 
+/// I/O of a trace that the dataset's `files`, `processes` or `devices` table has no row of
+/// (a merge that lost them) is refused on both engines, naming the trace and the table,
+/// rather than counted as of no file or process.
+#[test]
+fn io_of_a_trace_missing_from_a_small_table_is_refused() {
+    let d = common::TempDir::new("analyze-io-orphan");
+    let (a, b) = (d.join("db1.iod"), d.join("db2.iod"));
+    renamed_trace(&a, "db1", 500);
+    renamed_trace(&b, "db2", 600);
+    for table in ["files", "processes", "devices"] {
+        let ds = d.join(table);
+        ok(&run(bin()
+            .arg("convert")
+            .arg(&a)
+            .arg(&b)
+            .arg("-o")
+            .arg(&ds)
+            .args(["--partition-by", "host"])));
+        std::fs::remove_dir_all(ds.join(table).join("host=db2")).unwrap();
+        for engine in ["one-pass", "polars"] {
+            common::one_line_error(
+                &run(bin().arg("analyze").arg(&ds).args(["--engine", engine])),
+                &format!(
+                    "I/O of the trace \"db2.iod\", of which the dataset's {table} table has no row"
+                ),
+            );
+        }
+    }
+}
+
 /// In a hive-style dataset, what Spark and pyarrow leave out is not read: the hidden
 /// temporary file of a `convert` still running (or killed), `_` files and directories; a
 /// partition linked from elsewhere is read, and a link to a directory above reads nothing

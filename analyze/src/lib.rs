@@ -218,6 +218,17 @@ pub enum AnalyzeError {
         /// How: `under hosts "a" and "b"`, `twice (its tid 42 in A and in B)`.
         how: String,
     },
+    /// A dataset's `io` table holding I/O of a trace that one of its small tables (`files`,
+    /// `processes`, `devices`) has no row of (a merge that lost them): its I/Os would count as
+    /// of no file or no process.
+    IoOfMissingTrace {
+        /// The `io` file.
+        file: std::path::PathBuf,
+        /// The trace's name.
+        trace: String,
+        /// The table without it.
+        table: &'static str,
+    },
     /// Writing the output failed.
     Write {
         /// What was being written.
@@ -311,6 +322,12 @@ impl fmt::Display for AnalyzeError {
                  trace once (keep one copy; convert traces of one name from several hosts \
                  together, which names each by its path)",
                 dir.display()
+            ),
+            AnalyzeError::IoOfMissingTrace { file, trace, table } => write!(
+                f,
+                "{}: I/O of the trace {trace:?}, of which the dataset's {table} table has no \
+                 row (copied or merged without it?): convert the trace again",
+                file.display()
             ),
             AnalyzeError::MixedInputs => f.write_str(
                 "give either .iod traces or directories written by `iodump convert`, not both",

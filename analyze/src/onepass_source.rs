@@ -27,7 +27,7 @@ use crate::layout::{self, IntColumn};
 use crate::parquet_input::{
     cgroups_table, devices_table, files_table, io_reader_metadata, parquet_files,
     parquet_filter_columns, parquet_filter_key_columns, parquet_filter_mask, parquet_lost_events,
-    processes_table, TextCol,
+    processes_table, TextCol, TraceTables,
 };
 use crate::{parquet_read_error, AnalyzeError};
 
@@ -522,6 +522,13 @@ impl ParquetSet {
 
     fn open(dir: &Path) -> Result<ParquetSet, AnalyzeError> {
         let (units, rows, metas) = ParquetSet::io_units(dir)?;
+        // I/O of a trace a small table lacks would count as of no file or process.
+        let known = TraceTables::load(dir)?;
+        for (path, rg, meta) in &units {
+            if *rg == 0 {
+                known.check_io_file(path, metas[*meta].metadata())?;
+            }
+        }
         let mut files = files_table(dir)?;
         let procs = processes_table(dir)?;
         let devices = devices_table(dir)?;

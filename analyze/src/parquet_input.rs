@@ -19,6 +19,7 @@ use iodump_format::{DevT, EventBatch, Flags, Op, Syscall};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
+use parquet::arrow::ProjectionMask;
 
 use crate::layout::{self, IntColumn};
 use crate::{parquet_read_error, AnalyzeError};
@@ -153,6 +154,84 @@ pub(crate) fn check_each_trace_once(dir: &Path) -> Result<(), AnalyzeError> {
         }
     }
     Ok(())
+}
+
+/// The traces each small table of a dataset has rows of (`files`, `processes`, `devices`),
+/// to refuse I/O of a trace one of them lacks ([`TraceTables::check_io_file`]).
+pub(crate) struct TraceTables(Vec<(&'static str, std::collections::HashSet<String>)>);
+
+impl TraceTables {
+    /// The tables a trace's I/O needs: without its `files` rows every I/O would count as of
+    /// no file, without `processes` of no process, without `devices` of no device.
+    const TABLES: [&'static str; 3] = ["files", "processes", "devices"];
+
+    /// The trace names of the dataset's small tables (their `trace` column only).
+    pub(crate) fn load(dir: &Path) -> Result<TraceTables, AnalyzeError> {
+        let mut out = Vec::new();
+        for table in Self::TABLES {
+            let mut names = std::collections::HashSet::new();
+            for p in parquet_files(dir, table) {
+                let f = std::fs::File::open(&p).map_err(parquet_read_error(&p))?;
+                let b =
+                    ParquetRecordBatchReaderBuilder::try_new(f).map_err(parquet_read_error(&p))?;
+                let mask = ProjectionMask::columns(b.parquet_schema(), ["trace"]);
+                for batch in b
+                    .with_projection(mask)
+                    .build()
+                    .map_err(parquet_read_error(&p))?
+                {
+                    let batch = batch.map_err(parquet_read_error(&p))?;
+                    let t = TextCol::of(&batch, "trace")?;
+                    for i in 0..batch.num_rows() {
+                        if i == 0 || !t.same(i, i - 1) {
+                            names.insert(t.value(i).to_string());
+                        }
+                    }
+                }
+            }
+            out.push((table, names));
+        }
+        Ok(TraceTables(out))
+    }
+
+    /// Refuses `io` file `file` when the statistics of a row group's `trace` column (its
+    /// smallest and largest name, when exact) name a trace that a small table has no row of
+    /// ([`AnalyzeError::IoOfMissingTrace`]): read from the file's footer, no row is read (a
+    /// row group without statistics, or a trace between its smallest and largest name, is
+    /// not checked).
+    pub(crate) fn check_io_file(
+        &self,
+        file: &Path,
+        meta: &parquet::file::metadata::ParquetMetaData,
+    ) -> Result<(), AnalyzeError> {
+        use parquet::file::statistics::Statistics;
+        for rg in meta.row_groups() {
+            let Some(c) = rg
+                .columns()
+                .iter()
+                .find(|c| c.column_path().parts() == ["trace"])
+            else {
+                continue;
+            };
+            let Some(Statistics::ByteArray(s)) = c.statistics() else {
+                continue;
+            };
+            let ends = [
+                s.min_is_exact().then(|| s.min_opt()).flatten(),
+                s.max_is_exact().then(|| s.max_opt()).flatten(),
+            ];
+            for name in ends.into_iter().flatten().filter_map(|v| v.as_utf8().ok()) {
+                if let Some((table, _)) = self.0.iter().find(|(_, n)| !n.contains(name)) {
+                    return Err(AnalyzeError::IoOfMissingTrace {
+                        file: file.to_path_buf(),
+                        trace: name.to_string(),
+                        table,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Every record batch of one Parquet file, after checking its layout.

@@ -1214,7 +1214,14 @@ impl Dataset {
             _ => parquet_input::DatasetCgroups::default(),
         };
         let mut frames = Vec::new();
+        // I/O of a trace a small table lacks would count as of no file or process.
+        let known = parquet_input::TraceTables::load(dir)?;
         for p in &io_files {
+            let f = std::fs::File::open(p).map_err(crate::parquet_read_error(p))?;
+            let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+                .parse_and_finish(&f)
+                .map_err(crate::parquet_read_error(p))?;
+            known.check_io_file(p, &meta)?;
             for b in read_batches(p)? {
                 frames.push(parquet_io_frame(&b, filter, &cgroups, p)?.lazy());
             }
