@@ -203,6 +203,8 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         return run_replay(a);
     }
     let cfg = config(a)?;
+    crate::offline::note_snapshots_left_out(&cfg.a);
+    crate::offline::note_snapshots_left_out(&cfg.b);
     // A bar on stderr when it is a terminal, over both sides' I/Os.
     let total: u64 = [&cfg.a, &cfg.b]
         .iter()

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use iodump_format::recording::{open_traces, InputError, TraceInput};
+use iodump_format::recording::{open_all_traces, InputError, TraceInput};
 use iodump_format::summary::{rfc3339_utc, summarize, Summary};
 use iodump_format::{DevT, LossReason, Reader};
 use serde_json::json;
@@ -33,11 +33,11 @@ pub struct InfoArgs {
 /// fails (a file that cannot be read), each name on its own, so that the others are still
 /// shown.
 fn inputs(files: &[std::path::PathBuf]) -> Vec<Result<TraceInput, InputError>> {
-    match open_traces(files) {
+    match open_all_traces(files) {
         Ok(v) => v.into_iter().map(Ok).collect(),
         Err(_) => files
             .iter()
-            .flat_map(|f| match open_traces(std::slice::from_ref(f)) {
+            .flat_map(|f| match open_all_traces(std::slice::from_ref(f)) {
                 Ok(v) => v.into_iter().map(Ok).collect::<Vec<_>>(),
                 Err(e) => vec![Err(e)],
             })

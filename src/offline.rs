@@ -249,6 +249,7 @@ pub struct ExportArgs {
 
 pub fn run_export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::{export, ExportFormat};
+    note_snapshots_left_out(std::slice::from_ref(&a.file));
     let filter = a
         .filter
         .as_deref()
@@ -367,6 +368,7 @@ pub(crate) fn with_progress<T>(
 pub fn run_convert(a: &ConvertArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::to_parquet::Partitioning;
     use iodump_analyze::Input;
+    note_snapshots_left_out(&a.files);
     let mut part = Partitioning::default();
     for k in &a.partition_by {
         match k.as_str() {
@@ -572,6 +574,7 @@ fn one_line_sql_error(e: iodump_analyze::AnalyzeError) -> anyhow::Error {
 
 pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
     let query = analyze_query(a)?;
+    note_snapshots_left_out(&a.files);
     let answer = iodump_analyze::run(&query, &a.files, &AnalyzeProgress::default())
         .map_err(one_line_sql_error)?;
     if let Some((trace, dmg)) = answer.damaged.first() {
@@ -589,6 +592,22 @@ pub fn run_analyze(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
 
 /// The warning for an answer of no I/O (not an error: an empty table is an answer, but a
 /// silent one would look like a tool that found nothing for another reason).
+/// Says which snapshot files the directories named leave out (read beside their parts, a
+/// snapshot's I/O would count twice: [`iodump_format::recording::trace_files_in`]).
+pub(crate) fn note_snapshots_left_out(paths: &[PathBuf]) {
+    for dir in paths.iter().filter(|p| p.is_dir()) {
+        let left = iodump_format::recording::snapshots_left_out(dir);
+        if !left.is_empty() {
+            eprintln!(
+                "iodump: note: {}: {} snapshot file{} (trigger-*.iod) not read: copies of I/O its parts hold; name one to read it",
+                iodump_format::text::escape_controls(&dir.display().to_string()),
+                left.len(),
+                if left.len() == 1 { "" } else { "s" }
+            );
+        }
+    }
+}
+
 pub(crate) fn warn_no_io(filtered: bool, of: &str) {
     if filtered {
         eprintln!("iodump: warning: the filter kept no I/O of {of}");
@@ -750,6 +769,7 @@ pub fn run_report(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         usage_bail!("-o -: the report is a file (a page of several MB); give its name");
     }
     iodump_output::check_not_input(&a.output, &a.files)?;
+    note_snapshots_left_out(&a.files);
     if a.diff || (a.files.len() == 2 && !a.sections) {
         return run_report_diff(a);
     }
@@ -855,6 +875,7 @@ fn run_report_diff(a: &ReportArgs) -> anyhow::Result<ExitCode> {
 
 pub fn run_plot(a: &PlotArgs) -> anyhow::Result<ExitCode> {
     use iodump_analyze::plot::{ImageFormat, PlotKind, PlotOptions};
+    note_snapshots_left_out(std::slice::from_ref(&a.file));
     if ImageFormat::from_path(&a.output).is_none() {
         usage_bail!(
             "{}: the output must end in .svg or .png",

@@ -1252,3 +1252,61 @@ fn the_service_command_line_records() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The always-on service writes its parts and its snapshots into one directory, and a
+/// snapshot is a copy of I/O the parts hold: the directory is read as its parts (a note says
+/// which snapshots were not read; read beside them, the snapshot's I/O counted twice), a
+/// snapshot named is read, a directory of snapshots alone is read whole, and `info` lists
+/// everything.
+#[test]
+fn a_directory_of_parts_and_snapshots_reads_its_parts() {
+    let d = TempDir::new("parts-and-snapshots");
+    let dir = d.join("dir");
+    let synth = |out: &Path, events: &str, extra: &[&str]| {
+        ok(&run(bin()
+            .args(["synth", "--events", events, "--workload", "oltp", "-o"])
+            .arg(out)
+            .args(extra)));
+    };
+    synth(
+        &dir,
+        "20000",
+        &["--rotate", "64K", "--segment-events", "4096"],
+    );
+    let parts = parts_of(&dir);
+    assert!(parts.len() >= 2, "{} parts", parts.len());
+    let snapshot = dir.join("trigger-20260115T100001.000Z-001-sigusr1.iod");
+    synth(&snapshot, "3000", &["--seed", "5"]);
+    let events = |args: &[&Path]| -> (u64, String) {
+        let out = run(bin()
+            .arg("analyze")
+            .args(args)
+            .args(["--summary", "--format", "json"]));
+        ok(&out);
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let n = rows.iter().find(|r| r["metric"] == "events").unwrap()["value"]
+            .as_u64()
+            .unwrap();
+        (n, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (n, stderr) = events(&[&dir]);
+    assert_eq!(n, 20000, "{stderr}");
+    assert!(
+        stderr.contains("1 snapshot file (trigger-*.iod) not read"),
+        "{stderr}"
+    );
+    // Named, it is read (with the parts named too: both).
+    assert_eq!(events(&[&snapshot]).0, 3000);
+    let mut named: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
+    named.push(&snapshot);
+    assert_eq!(events(&named).0, 23000);
+    // `info` shows what the directory holds: the recording and the snapshot.
+    assert_eq!(info_json(&[&dir]).len(), 2);
+    // Snapshots alone: read whole, no note.
+    let only = d.join("only");
+    std::fs::create_dir(&only).unwrap();
+    std::fs::rename(&snapshot, only.join(snapshot.file_name().unwrap())).unwrap();
+    let (n, stderr) = events(&[&only]);
+    assert_eq!(n, 3000);
+    assert!(!stderr.contains("not read"), "{stderr}");
+}

@@ -163,10 +163,46 @@ impl std::error::Error for InputError {
     }
 }
 
+/// Whether a file name is a part's, as the recorder names them (`iodump-….iod`, spec §8).
+fn is_part_file_name(name: &str) -> bool {
+    name.starts_with("iodump-") && name.ends_with(".iod")
+}
+
+/// Whether a file name is a flight recorder snapshot's (`trigger-….iod`, spec §8).
+fn is_snapshot_file_name(name: &str) -> bool {
+    name.starts_with("trigger-") && name.ends_with(".iod")
+}
+
+/// The trace files of a directory read as what it records: [`all_trace_files_in`], but its
+/// snapshot files (`trigger-*.iod`) left out when it holds parts (`iodump-*.iod`): a
+/// snapshot is a copy of I/O the parts hold (the always-on service writes both into one
+/// directory), and read with them it would be counted twice. Named one by one, snapshots
+/// are read; a directory of snapshots alone is read whole. [`snapshots_left_out`] says which.
+pub fn trace_files_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+    let mut files = all_trace_files_in(dir)?;
+    let name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    if files
+        .iter()
+        .any(|f| name(f).is_some_and(|n| is_part_file_name(&n)))
+    {
+        files.retain(|f| !name(f).is_some_and(|n| is_snapshot_file_name(&n)));
+    }
+    Ok(files)
+}
+
+/// The snapshot files [`trace_files_in`] leaves out of directory `dir` (none when it cannot
+/// be listed: reading it says why).
+pub fn snapshots_left_out(dir: &Path) -> Vec<PathBuf> {
+    let (Ok(all), Ok(read)) = (all_trace_files_in(dir), trace_files_in(dir)) else {
+        return Vec::new();
+    };
+    all.into_iter().filter(|f| !read.contains(f)).collect()
+}
+
 /// The trace files of a directory: its `*.iod` files that are not hidden (a recorder's
 /// temporary files are), by name (part files are named by their start time, so by name is
 /// in time order).
-pub fn trace_files_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
+pub fn all_trace_files_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     let err = |source: std::io::Error| InputError {
         path: dir.to_path_buf(),
         source: ReadError::Io {
@@ -209,11 +245,25 @@ pub fn trace_files_in(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
 /// deleted it meanwhile) is left out, as if it had been deleted before the listing; a file
 /// named that is not there is an error.
 pub fn open_traces(paths: &[PathBuf]) -> Result<Vec<TraceInput>, InputError> {
+    open_listed(paths, trace_files_in)
+}
+
+/// [`open_traces`], a directory's snapshots included ([`all_trace_files_in`]): what a
+/// directory holds, for `iodump info`.
+pub fn open_all_traces(paths: &[PathBuf]) -> Result<Vec<TraceInput>, InputError> {
+    open_listed(paths, all_trace_files_in)
+}
+
+/// Opens the files named and those `list` gives of each directory named.
+fn open_listed(
+    paths: &[PathBuf],
+    list: fn(&Path) -> Result<Vec<PathBuf>, InputError>,
+) -> Result<Vec<TraceInput>, InputError> {
     // (file, whether a directory listed it)
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
-            files.extend(trace_files_in(p)?.into_iter().map(|f| (f, true)));
+            files.extend(list(p)?.into_iter().map(|f| (f, true)));
         } else {
             files.push((p.clone(), false));
         }
