@@ -473,12 +473,20 @@ mod tests {
         assert_eq!(catch_engine_panic(|| Ok(3)).unwrap(), 3);
     }
 
-    /// Makes `dir` look like a dataset to the input's check: an empty part file for each
-    /// table but `cgroups` (nothing in them is read by these tests).
+    /// Makes `dir` look like a dataset to the input's check: a part file of no rows for each
+    /// table but `cgroups`, of the columns the check reads (`trace`, `dev_t`, `tid`).
     fn stand_in_dataset(dir: &std::path::Path) {
+        use arrow_schema::{DataType, Field, Schema};
+        let schema = std::sync::Arc::new(Schema::new(vec![
+            Field::new("trace", DataType::Utf8, false),
+            Field::new("dev_t", DataType::Utf8, false),
+            Field::new("tid", DataType::Int64, false),
+        ]));
         for t in crate::input::DATASET_TABLES {
             std::fs::create_dir_all(dir.join(t)).unwrap();
-            std::fs::write(dir.join(t).join("part-0.parquet"), b"").unwrap();
+            let f = std::fs::File::create(dir.join(t).join("part-0.parquet")).unwrap();
+            let w = parquet::arrow::ArrowWriter::try_new(f, schema.clone(), None).unwrap();
+            w.close().unwrap();
         }
     }
 
