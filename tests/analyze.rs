@@ -706,6 +706,69 @@ fn a_dataset_rewritten_without_statistics_or_dictionaries_answers_the_same() {
     }
 }
 
+/// A dataset rewritten by polars or pandas (text as `large_string`), DataFusion
+/// (`string_view`) or with categories (dictionaries of text, as pandas writes them), every
+/// table so, gives the same answers as iodump's own, on both engines.
+#[test]
+fn text_columns_of_other_string_types_answer_the_same() {
+    let Some((d, pq)) = pyarrow_dataset("analyze-strtypes") else {
+        return;
+    };
+    let questions: [&[&str]; 4] = [
+        &["--summary"],
+        &["--top-files", "--limit", "0"],
+        &["--top-procs", "--limit", "0"],
+        &[
+            "--latency",
+            "--group-by",
+            "dev",
+            "--filter",
+            "op == write && comm =~ \"k*\"",
+        ],
+    ];
+    let answers = |pq: &Path| -> Vec<String> {
+        let mut out = Vec::new();
+        for q in questions {
+            for engine in ["one-pass", "polars"] {
+                let o = run(bin()
+                    .arg("analyze")
+                    .arg(pq)
+                    .args(q)
+                    .args(["--format", "csv", "--engine", engine]));
+                ok(&o);
+                out.push(String::from_utf8(o.stdout).unwrap());
+            }
+        }
+        out
+    };
+    let want = answers(&pq);
+    let script = "import sys, os, pyarrow as pa, pyarrow.parquet as pq\n\
+                  src, dst, kind = sys.argv[1:]\n\
+                  os.makedirs(dst)\n\
+                  to = {'large': pa.large_string(), 'view': pa.string_view(),\n\
+                  \x20     'dict': pa.dictionary(pa.int32(), pa.string()),\n\
+                  \x20     'dict16': pa.dictionary(pa.int16(), pa.string())}[kind]\n\
+                  for f in os.listdir(src):\n\
+                  \x20   t = pq.read_table(os.path.join(src, f))\n\
+                  \x20   fs = [pa.field(x.name, to, x.nullable) if x.type == pa.string() else x for x in t.schema]\n\
+                  \x20   t = t.cast(pa.schema(fs, metadata=t.schema.metadata))\n\
+                  \x20   pq.write_table(t, os.path.join(dst, f))\n\
+                  \x20   got = pq.read_schema(os.path.join(dst, f)).field('trace').type\n\
+                  \x20   assert got == to, (f, got)";
+    for kind in ["large", "view", "dict", "dict16"] {
+        let dst = d.join(kind);
+        ok(&run(Command::new("python3")
+            .args(["-c", script])
+            .arg(&pq)
+            .arg(&dst)
+            .arg(kind)));
+        for (a, b) in want.iter().zip(answers(&dst)) {
+            assert!(a.lines().count() > 1, "{kind}: {a}");
+            assert_eq!(a, &b, "{kind}");
+        }
+    }
+}
+
 /// A dataset's comm is its row's: a thread that execs changes its comm mid-recording, and a
 /// filter on comm keeps the rows of each name, whichever rows of the thread come before.
 #[test]

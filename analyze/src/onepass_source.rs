@@ -508,14 +508,13 @@ impl ParquetSet {
         let mut rows = 0u64;
         for f in io_files {
             let file = File::open(&f).map_err(parquet_read_error(&f))?;
-            let b =
-                ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_read_error(&f))?;
-            layout::check(&f, b.metadata().file_metadata())?;
-            for (i, rg) in b.metadata().row_groups().iter().enumerate() {
+            let m = io_reader_metadata(&file).map_err(parquet_read_error(&f))?;
+            layout::check(&f, m.metadata().file_metadata())?;
+            for (i, rg) in m.metadata().row_groups().iter().enumerate() {
                 rows += rg.num_rows() as u64;
                 units.push((f.clone(), i, metas.len()));
             }
-            metas.push(io_reader_metadata(&b).map_err(parquet_read_error(&f))?);
+            metas.push(m);
         }
         Ok((units, rows, metas))
     }

@@ -172,8 +172,8 @@ impl TraceTables {
             let mut names = std::collections::HashSet::new();
             for p in parquet_files(dir, table) {
                 let f = std::fs::File::open(&p).map_err(parquet_read_error(&p))?;
-                let b =
-                    ParquetRecordBatchReaderBuilder::try_new(f).map_err(parquet_read_error(&p))?;
+                let m = reader_metadata(&f, &[]).map_err(parquet_read_error(&p))?;
+                let b = ParquetRecordBatchReaderBuilder::new_with_metadata(f, m);
                 let mask = ProjectionMask::columns(b.parquet_schema(), ["trace"]);
                 for batch in b
                     .with_projection(mask)
@@ -234,15 +234,81 @@ impl TraceTables {
     }
 }
 
-/// Every record batch of one Parquet file, after checking its layout.
+/// Every record batch of one Parquet file, after checking its layout (its text columns as
+/// `Utf8`: [`reader_metadata`]).
 pub(crate) fn read_batches(p: &Path) -> Result<Vec<RecordBatch>, AnalyzeError> {
     let f = std::fs::File::open(p).map_err(parquet_read_error(p))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(parquet_read_error(p))?;
-    layout::check(p, builder.metadata().file_metadata())?;
+    let meta = reader_metadata(&f, &[]).map_err(parquet_read_error(p))?;
+    layout::check(p, meta.metadata().file_metadata())?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta);
     let reader = builder.build().map_err(parquet_read_error(p))?;
     reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(parquet_read_error(p))
+}
+
+/// The type a text column of type `t` is read as, when it is not that already: `Utf8`, or
+/// for `dict` a dictionary of `Utf8` (Int32 keys). Another tool's rewrite may store text as
+/// `large_string` (polars, pandas), `string_view` (DataFusion) or a dictionary (a pandas
+/// category): the same Parquet column, read as the type iodump's readers take.
+fn text_type(t: &DataType, dict: bool) -> Option<DataType> {
+    use DataType::*;
+    let is_text = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
+    let text = match t {
+        Dictionary(_, v) => is_text(v),
+        t => is_text(t),
+    };
+    let want = if dict {
+        Dictionary(Box::new(Int32), Box::new(Utf8))
+    } else {
+        Utf8
+    };
+    (text && *t != want).then_some(want)
+}
+
+/// The schema to read a file of `schema` with: its text columns as `Utf8`, those named in
+/// `dict` as dictionaries of `Utf8` ([`text_type`]); `None` when that is `schema` itself (the
+/// files `iodump convert` wrote, but for the dictionaries asked).
+fn reading_schema(schema: &Schema, dict: &[&str]) -> Option<Schema> {
+    let mut changed = false;
+    let fields: Vec<ArrowField> = (schema.fields().iter())
+        .map(
+            |f| match text_type(f.data_type(), dict.contains(&f.name().as_str())) {
+                Some(t) => {
+                    changed = true;
+                    f.as_ref().clone().with_data_type(t)
+                }
+                None => f.as_ref().clone(),
+            },
+        )
+        .collect();
+    changed.then(|| Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// The metadata to read Parquet file `file` with: its text columns as `Utf8`, those of
+/// `dict` as dictionaries of it ([`reading_schema`]), whatever type the Arrow schema stored
+/// in the file gives them; the file's own schema when that is it already. When the stored
+/// schema cannot be read so, the file is read without it (types from the Parquet schema).
+pub(crate) fn reader_metadata(
+    file: &std::fs::File,
+    dict: &[&str],
+) -> Result<ArrowReaderMetadata, parquet::errors::ParquetError> {
+    let meta = ArrowReaderMetadata::load(file, ArrowReaderOptions::new())?;
+    let with = |options: ArrowReaderOptions| {
+        let m = ArrowReaderMetadata::try_new(meta.metadata().clone(), options)?;
+        match reading_schema(m.schema(), dict) {
+            None => Ok(m),
+            Some(s) => ArrowReaderMetadata::try_new(
+                meta.metadata().clone(),
+                ArrowReaderOptions::new().with_schema(Arc::new(s)),
+            ),
+        }
+    };
+    match reading_schema(meta.schema(), dict) {
+        None => Ok(meta),
+        Some(_) => with(ArrowReaderOptions::new())
+            .or_else(|_| with(ArrowReaderOptions::new().with_skip_arrow_metadata(true))),
+    }
 }
 
 /// Column `name` of `b` as an array of type `T` (absent or of another type: a layout error).
@@ -271,30 +337,12 @@ pub(crate) const IO_DICTIONARY_COLUMNS: [&str; 8] = [
 
 /// The metadata to read `file`'s `io` row groups with: its text columns of
 /// [`IO_DICTIONARY_COLUMNS`] read as dictionaries of their text (what `iodump convert` wrote:
-/// a dictionary per column chunk, kept rather than expanded row by row); the file's own schema
-/// when it has none of them as plain text (a dataset another tool rewrote).
+/// a dictionary per column chunk, kept rather than expanded row by row), the others as
+/// `Utf8` ([`reader_metadata`]).
 pub(crate) fn io_reader_metadata(
-    builder: &ParquetRecordBatchReaderBuilder<std::fs::File>,
+    file: &std::fs::File,
 ) -> Result<ArrowReaderMetadata, parquet::errors::ParquetError> {
-    let fields: Vec<ArrowField> = builder
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| match f.data_type() {
-            DataType::Utf8 if IO_DICTIONARY_COLUMNS.contains(&f.name().as_str()) => {
-                f.as_ref().clone().with_data_type(DataType::Dictionary(
-                    Box::new(DataType::Int32),
-                    Box::new(DataType::Utf8),
-                ))
-            }
-            _ => f.as_ref().clone(),
-        })
-        .collect();
-    let schema = Schema::new_with_metadata(fields, builder.schema().metadata().clone());
-    let options = ArrowReaderOptions::new().with_schema(Arc::new(schema));
-    ArrowReaderMetadata::try_new(builder.metadata().clone(), options).or_else(|_| {
-        ArrowReaderMetadata::try_new(builder.metadata().clone(), ArrowReaderOptions::new())
-    })
+    reader_metadata(file, &IO_DICTIONARY_COLUMNS)
 }
 
 /// A text column of a batch: plain, or a dictionary of text ([`IO_DICTIONARY_COLUMNS`]).
