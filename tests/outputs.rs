@@ -103,6 +103,48 @@ fn record_keeps_an_existing_trace_when_the_command_cannot_start() {
     assert_eq!(names_in(&d.0), ["old.iod"]);
 }
 
+/// Ctrl-C (or SIGTERM) while the program loads, before recording began: the user meant to
+/// abort; the trace that was there is kept byte for byte (it was replaced by a moment of
+/// recording, exit 0), the command is not started, and no temporary file is left.
+#[test]
+fn an_interrupt_while_loading_keeps_an_existing_trace() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("an_interrupt_while_loading_keeps_an_existing_trace") {
+        return;
+    }
+    let d = TempDir::new("out-interrupted");
+    let old = d.join("old.iod");
+    synth(&old, 2000);
+    let before = std::fs::read(&old).unwrap();
+    let marker = d.join("ran");
+    let child = bin()
+        .args(["record", "-o"])
+        .arg(&old)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The private temporary file beside the output is made before loading, after the
+    // signal handlers: interrupt as soon as it is there.
+    let t0 = std::time::Instant::now();
+    while names_in(&d.0).len() < 2 {
+        assert!(t0.elapsed().as_secs() < 30, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    one_line_error(&out, "interrupted before recording began");
+    assert!(
+        std::fs::read(&old).unwrap() == before,
+        "old.iod was changed"
+    );
+    assert!(!marker.exists(), "the command was started");
+    assert_eq!(names_in(&d.0), ["old.iod"]);
+}
+
 /// F6: without the privilege to record, the user's existing trace is kept byte for byte.
 #[test]
 fn unprivileged_record_keeps_an_existing_trace() {

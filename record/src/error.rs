@@ -56,6 +56,9 @@ pub enum RecordError {
         /// What is wrong.
         what: String,
     },
+    /// SIGINT, SIGTERM or SIGHUP came while the program was loading: nothing was recorded,
+    /// the command was not started, and an existing output file was left as it was.
+    Interrupted,
 }
 
 /// `m` cut to about 600 bytes, for one-line messages: a verifier log is long, its first
@@ -126,6 +129,9 @@ impl fmt::Display for RecordError {
             RecordError::Output(e) => write!(f, "{e}"),
             RecordError::Command { program, .. } => write!(f, "cannot run {program}"),
             RecordError::BadOption { what } => write!(f, "{what}"),
+            RecordError::Interrupted => f.write_str(
+                "interrupted before recording began: nothing recorded (an existing output file is left as it was)",
+            ),
         }
     }
 }

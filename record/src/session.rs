@@ -297,7 +297,7 @@ pub fn record_live(
     stop: &AtomicBool,
     live: Option<&mut dyn LiveSink>,
 ) -> Result<RecordSummary, RecordError> {
-    let mut session = Session::start(cfg, live)?;
+    let mut session = Session::start(cfg, live, stop)?;
     let result = session.run(stop);
     session.finish(result)
 }
@@ -575,11 +575,12 @@ struct Session<'c, 'l> {
 
 impl<'c, 'l> Session<'c, 'l> {
     /// Loads and attaches the program, opens the outputs, starts the command. The trace
-    /// file takes its path only once all of that worked (so a failure leaves an existing
-    /// file as it was); then the "recording" line is printed.
+    /// file takes its path only once all of that worked (so a failure, or `stop` set while
+    /// loading, leaves an existing file as it was); then the "recording" line is printed.
     fn start(
         cfg: &'c RecordConfig,
         live: Option<&'l mut dyn LiveSink>,
+        stop: &AtomicBool,
     ) -> Result<Session<'c, 'l>, RecordError> {
         let all = devices::list()?;
         let mut resolver = Resolver::new();
@@ -627,6 +628,11 @@ impl<'c, 'l> Session<'c, 'l> {
             if let Some(root) = t.write_root() {
                 sinks.add_cgroup(root)?;
             }
+        }
+        // Stopped while loading (which takes seconds): the user meant to abort, not to keep
+        // a moment of recording in place of the file named.
+        if stop.load(Ordering::Relaxed) {
+            return Err(RecordError::Interrupted);
         }
         let mut child = spawn_command(&cfg.command)?;
         // Attached and the command running: recording has started, the trace takes its path.
