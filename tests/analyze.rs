@@ -1724,6 +1724,50 @@ fn io_of_a_trace_missing_from_a_small_table_is_refused() {
     }
 }
 
+/// A table's directory holding no Parquet file (a table of no rows as Spark or DuckDB leave
+/// it: a `_SUCCESS` marker, or nothing) is a table of no rows, on both engines; a directory
+/// whose only table-like entry is an empty `io/` is no dataset.
+#[test]
+fn a_table_directory_of_no_parquet_file_is_an_empty_table() {
+    let d = common::TempDir::new("analyze-empty-table-dir");
+    let (a, ds) = (d.join("db1.iod"), d.join("ds"));
+    renamed_trace(&a, "db1", 500);
+    ok(&run(bin()
+        .arg("convert")
+        .arg(&a)
+        .arg("-o")
+        .arg(&ds)
+        .args(["--partition-by", "host,date"])));
+    let want: Vec<String> = ["one-pass", "polars"]
+        .iter()
+        .map(|e| analyze_csv(&[&ds], "--summary", e))
+        .collect();
+    let empty = |table: &str, marker: bool| {
+        std::fs::remove_dir_all(ds.join(table)).unwrap();
+        std::fs::create_dir(ds.join(table)).unwrap();
+        if marker {
+            std::fs::write(ds.join(table).join("_SUCCESS"), b"").unwrap();
+        }
+    };
+    // The losses and cgroups of a trace without any (as Spark writes an empty table).
+    empty("losses", true);
+    empty("cgroups", false);
+    for (e, want) in ["one-pass", "polars"].iter().zip(&want) {
+        assert_eq!(&analyze_csv(&[&ds], "--summary", e), want, "{e}");
+    }
+    // Every table empty: a dataset of no I/O.
+    for t in ["io", "files", "processes", "devices"] {
+        empty(t, t == "io");
+    }
+    for e in ["one-pass", "polars"] {
+        let s = common::analyze_rows(&[&ds], &["--summary", "--engine", e]);
+        assert_eq!(events(&s), 0, "{e}");
+    }
+    let lone = d.join("lone");
+    std::fs::create_dir_all(lone.join("io")).unwrap();
+    common::one_line_error(&run(bin().arg("analyze").arg(&lone)), "neither a recording");
+}
+
 /// In a hive-style dataset, what Spark and pyarrow leave out is not read: the hidden
 /// temporary file of a `convert` still running (or killed), `_` files and directories; a
 /// partition linked from elsewhere is read, and a link to a directory above reads nothing

@@ -290,8 +290,11 @@ fn dataset_trace_names(dir: &Path) -> Result<Vec<String>, AnalyzeError> {
 /// [`DATASET_TABLES`], holding each trace once
 /// ([`crate::parquet_input::check_each_trace_once`]).
 fn check_dataset(dir: &Path) -> Result<(), AnalyzeError> {
-    let has = |table| !crate::parquet_input::parquet_files(dir, table).is_empty();
-    if !has("io") {
+    let has = |table| crate::parquet_input::has_table(dir, table);
+    // An `io/` of no Parquet file is a table of no rows only beside the other tables (a
+    // directory that merely has a subdirectory `io` is no dataset).
+    let io_rows = !crate::parquet_input::parquet_files(dir, "io").is_empty();
+    if !has("io") || !io_rows && !DATASET_TABLES[1..].iter().any(|t| has(t)) {
         return Err(AnalyzeError::NotAnInput {
             path: dir.to_path_buf(),
         });

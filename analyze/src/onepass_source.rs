@@ -499,7 +499,7 @@ impl ParquetSet {
         dir: &Path,
     ) -> Result<(Vec<(PathBuf, usize, usize)>, u64, Vec<ArrowReaderMetadata>), AnalyzeError> {
         let io_files = parquet_files(dir, "io");
-        if io_files.is_empty() {
+        if !crate::parquet_input::has_table(dir, "io") {
             return Err(AnalyzeError::Query {
                 message: format!("{}: no io table (io.parquet or io/)", dir.display()),
             });

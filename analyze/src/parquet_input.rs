@@ -68,6 +68,13 @@ pub(crate) fn table_files(dir: &Path, table: &str) -> TableFiles {
     out
 }
 
+/// True when the dataset directory `dir` has `table`: `DIR/TABLE.parquet`, or a directory
+/// `DIR/TABLE/`, which may hold no Parquet file at all (a table of no rows as Spark or DuckDB
+/// write it: only a `_SUCCESS` marker, or nothing), read as a table of no rows.
+pub(crate) fn has_table(dir: &Path, table: &str) -> bool {
+    dir.join(format!("{table}.parquet")).is_file() || dir.join(table).is_dir()
+}
+
 /// The Parquet files of `table` in a `convert` output directory: `DIR/TABLE.parquet`, or
 /// else the partitioned ones of [`table_files`] (a dataset with both is refused before it is
 /// read: [`crate::AnalyzeError::MixedLayouts`]).

@@ -1204,7 +1204,7 @@ impl Dataset {
     /// I/Os `filter` accepts (evaluated on each row rebuilt as an event, exactly as on a trace).
     pub fn load_parquet(dir: &Path, filter: Option<&Expr>) -> Result<Dataset, AnalyzeError> {
         let io_files = parquet_files(dir, "io");
-        if io_files.is_empty() {
+        if !crate::parquet_input::has_table(dir, "io") {
             return Err(AnalyzeError::Query {
                 message: format!("{}: no io table (io.parquet or io/)", dir.display()),
             });
