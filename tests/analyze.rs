@@ -1768,6 +1768,47 @@ fn a_table_directory_of_no_parquet_file_is_an_empty_table() {
     common::one_line_error(&run(bin().arg("analyze").arg(&lone)), "neither a recording");
 }
 
+/// Every visible file of a table's directory is Parquet, whatever its name, as Spark and
+/// pyarrow read it (Hive and Trino write `000000_0`): none is left out; one that is not
+/// Parquet is an error naming it.
+#[test]
+fn partition_files_of_any_name_are_read() {
+    let d = common::TempDir::new("analyze-noext");
+    let (a, b, ds) = (d.join("db1.iod"), d.join("db2.iod"), d.join("ds"));
+    renamed_trace(&a, "db1", 500);
+    renamed_trace(&b, "db2", 600);
+    ok(&run(bin()
+        .arg("convert")
+        .arg(&a)
+        .arg(&b)
+        .arg("-o")
+        .arg(&ds)
+        .args(["--partition-by", "host,date"])));
+    let want: Vec<String> = ["one-pass", "polars"]
+        .iter()
+        .map(|e| analyze_csv(&[&ds], "--top-files", e))
+        .collect();
+    assert!(want[0].contains("db2.iod"), "{}", want[0]);
+    // Every file renamed as Hive names them.
+    fn rename_all(dir: &Path) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                rename_all(&p);
+            } else {
+                std::fs::rename(&p, p.with_file_name("000000_0")).unwrap();
+            }
+        }
+    }
+    rename_all(&ds);
+    for (e, want) in ["one-pass", "polars"].iter().zip(&want) {
+        assert_eq!(&analyze_csv(&[&ds], "--top-files", e), want, "{e}");
+    }
+    let junk = ds.join("io").join("host=db2").join("notes.txt");
+    std::fs::write(&junk, b"not parquet").unwrap();
+    common::one_line_error(&run(bin().arg("analyze").arg(&ds)), "notes.txt");
+}
+
 /// In a hive-style dataset, what Spark and pyarrow leave out is not read: the hidden
 /// temporary file of a `convert` still running (or killed), `_` files and directories; a
 /// partition linked from elsewhere is read, and a link to a directory above reads nothing

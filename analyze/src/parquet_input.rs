@@ -29,13 +29,15 @@ use crate::{parquet_read_error, AnalyzeError};
 pub(crate) struct TableFiles {
     /// `DIR/TABLE.parquet`, when it is a file.
     pub flat: Option<PathBuf>,
-    /// Every `*.parquet` below `DIR/TABLE/` (hive-style partitions), sorted.
+    /// Every file below `DIR/TABLE/` (hive-style partitions), sorted: whatever its name
+    /// (Hive and Trino write `000000_0`), as Spark and pyarrow read them.
     pub partitioned: Vec<PathBuf>,
 }
 
 /// The files of `table` in the dataset directory `dir`, in both layouts. Below `DIR/TABLE/`,
-/// as Spark and pyarrow do, a file or directory whose name starts with `.` or `_` is not part
-/// of the table (the hidden temporary file of a `convert` still running or killed, a
+/// as Spark and pyarrow do, every file is read as Parquet, whatever its name (one that is not
+/// Parquet is then an error naming it), but a file or directory whose name starts with `.`
+/// or `_` is not part of the table (the hidden temporary file of a `convert` still running or killed, a
 /// `_SUCCESS` marker, a `_temporary/` directory); links are followed, each directory read
 /// once (a link to a directory above would otherwise read its files again and again).
 pub(crate) fn table_files(dir: &Path, table: &str) -> TableFiles {
@@ -59,7 +61,7 @@ pub(crate) fn table_files(dir: &Path, table: &str) -> TableFiles {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "parquet") {
+            } else {
                 out.partitioned.push(p);
             }
         }
