@@ -168,8 +168,13 @@ fn print_parts(t: &TraceInput, rows: &[PartRow]) {
     let first = t.parts.first().copied().unwrap_or(0);
     let last = t.parts.last().copied().unwrap_or(0);
     let missing = (last.saturating_sub(first) as usize + 1).saturating_sub(t.parts.len());
+    let span = if first == last {
+        format!("part {first}")
+    } else {
+        format!("parts {first}–{last}")
+    };
     say!(
-        "recording     {id}: {} file{} (parts {first}–{last}{}{})",
+        "recording     {id}: {} file{} ({span}{}{})",
         t.files.len(),
         if t.files.len() == 1 { "" } else { "s" },
         if first > 1 {

@@ -533,19 +533,13 @@ fn per_event(bytes: u64, events: u64) -> f64 {
 
 /// Records as `cfg` says (serving metrics of it with `serving`), then the summary on stderr
 /// (with the kernel's counters if `stats`); exits with the traced command's status.
-pub fn execute(
+/// A recorder's error as the user reads it: a failed write names the trace (or directory)
+/// and says that what was written before is kept.
+pub(crate) fn in_context(
+    e: iodump_record::error::RecordError,
     cfg: &RecordConfig,
-    stats: bool,
-    serving: Option<Serving>,
-) -> anyhow::Result<ExitCode> {
-    crate::signals::install();
-    if cfg.snapshot.is_some() {
-        crate::signals::install_snapshot();
-    }
-    let mut serving = serving;
-    let live = serving.as_mut().map(|s| s as &mut dyn LiveSink);
-    let s = record_live(cfg, &crate::signals::STOP, live).map_err(|e| match (&e, &cfg.output) {
-        // Which file, and that what was written before the failure is kept.
+) -> anyhow::Error {
+    match (&e, &cfg.output) {
         (iodump_record::error::RecordError::Write(_), Some(p)) => {
             let hint = match &cfg.parts {
                 Some(pc) if pc.keep.is_none() && pc.max_total_bytes.is_none() => {
@@ -559,7 +553,21 @@ pub fn execute(
             ))
         }
         _ => e.into(),
-    })?;
+    }
+}
+
+pub fn execute(
+    cfg: &RecordConfig,
+    stats: bool,
+    serving: Option<Serving>,
+) -> anyhow::Result<ExitCode> {
+    crate::signals::install();
+    if cfg.snapshot.is_some() {
+        crate::signals::install_snapshot();
+    }
+    let mut serving = serving;
+    let live = serving.as_mut().map(|s| s as &mut dyn LiveSink);
+    let s = record_live(cfg, &crate::signals::STOP, live).map_err(|e| in_context(e, cfg))?;
     let total = s.events + s.lost_events;
     let lost_pct = if total > 0 {
         s.lost_events as f64 * 100.0 / total as f64

@@ -108,6 +108,13 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             a.interval
         ))
     })?;
+    // The recorder's loop wakes every 100 ms: a shorter interval could not be kept.
+    if interval < iodump_record::live::MIN_INTERVAL {
+        usage_bail!(
+            "-i {}: the shortest interval is 100ms (the recorder reads the kernel's events every 100 ms)",
+            a.interval
+        );
+    }
     if a.iterations == Some(0) {
         usage_bail!("-n 0: give at least one snapshot");
     }
@@ -158,7 +165,8 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     crate::signals::install();
     if serve_only {
         let serving = serving.as_mut().expect("serving");
-        let s = record_live(&cfg, &crate::signals::STOP, Some(serving))?;
+        let s = record_live(&cfg, &crate::signals::STOP, Some(serving))
+            .map_err(|e| crate::record::in_context(e, &cfg))?;
         finish(&cfg, &s);
         return Ok(ExitCode::SUCCESS);
     }
@@ -174,7 +182,8 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             limit,
             a.json,
         );
-        let s = record_with(&cfg, serving.as_mut(), &mut sink)?;
+        let s = record_with(&cfg, serving.as_mut(), &mut sink)
+            .map_err(|e| crate::record::in_context(e, &cfg))?;
         if let Some(e) = sink.error {
             if e.kind() != std::io::ErrorKind::BrokenPipe {
                 return Err(e).context("writing to stdout");
@@ -189,7 +198,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let mut sink = Screenful::new(agg, interval, a.iterations, view(a.by), sort(a.sort));
     let result = record_with(&cfg, serving.as_mut(), &mut sink);
     sink.restore();
-    let s = result?;
+    let s = result.map_err(|e| crate::record::in_context(e, &cfg))?;
     if let Some(e) = sink.error.take() {
         return Err(e).context("drawing the screen");
     }

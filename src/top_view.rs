@@ -309,9 +309,14 @@ fn metrics_json(m: &Metrics) -> serde_json::Map<String, serde_json::Value> {
     put("write_iops", round(m.write_iops()).into());
     put("read_mbps", round(m.read_mbps()).into());
     put("write_mbps", round(m.write_mbps()).into());
-    put("p50_us", round(us(m.p50_ns)).into());
-    put("p99_us", round(us(m.p99_ns)).into());
-    put("max_us", round(us(m.max_ns)).into());
+    // No I/O, no latency: null (as the text view's `-`), not 0.
+    let latency = |ns: u64| match m.ios.iter().sum::<u64>() {
+        0 => serde_json::Value::Null,
+        _ => round(us(ns)).into(),
+    };
+    put("p50_us", latency(m.p50_ns));
+    put("p99_us", latency(m.p99_ns));
+    put("max_us", latency(m.max_ns));
     put(
         "queue_us",
         m.queue_ns
@@ -611,6 +616,16 @@ mod tests {
         assert_eq!(json["rows"][0]["read_iops"], 50.0);
         assert_eq!(json["total"]["lost_events"], 1);
         assert_eq!(json["rows"][0]["queue_us"], serde_json::Value::Null);
+    }
+
+    /// An interval of no I/O has no latency: null in the JSON (as `-` on the screen), not 0.
+    #[test]
+    fn no_io_is_no_latency() {
+        let o = metrics_json(&iodump_record::live::Metrics::default());
+        for k in ["p50_us", "p99_us", "max_us", "queue_us"] {
+            assert_eq!(o[k], serde_json::Value::Null, "{k}");
+        }
+        assert_eq!(o["reads"], 0);
     }
 
     /// Devices with I/O in flight for a second or more get a line under the totals (the

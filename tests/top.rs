@@ -388,6 +388,8 @@ fn top_usage_errors() {
     // No BPF needed: these fail before loading anything.
     let out = run(bin().args(["top", "-b", "-i", "0"]));
     usage_error(&out, "-i \"0\"");
+    let out = run(bin().args(["top", "-b", "-i", "10ms"]));
+    usage_error(&out, "the shortest interval is 100ms");
     let out = run(bin().args(["top", "--json"]));
     usage_error(&out, "--json is for batch mode");
     let out = run(bin().args(["top", "-b", "-n", "0"]));

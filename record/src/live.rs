@@ -846,6 +846,11 @@ fn wall_ns() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
+/// The shortest interval `top` takes: the recorder's loop reads the kernel's events every
+/// 100 ms, so intervals end on those reads (a 250 ms interval lasts 200 or 300 ms; rates are
+/// over the interval's real length).
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
 /// Parses an interval in the one grammar of every duration flag (`iodump_format::units`):
 /// `1s`, `500ms`, `2.5s`, `1m`, `250us`, or bare seconds (`2`); `None` for a malformed or zero
 /// one.

@@ -1095,8 +1095,9 @@ impl<'c, 'l> Session<'c, 'l> {
             let st = p.stats();
             let _ = write!(
                 s,
-                "; {} parts ({} deleted), {} written",
+                "; {} part{} ({} deleted), {} written",
                 st.parts,
+                if st.parts == 1 { "" } else { "s" },
                 st.deleted,
                 format_bytes(st.bytes_written as f64)
             );
