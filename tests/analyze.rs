@@ -769,6 +769,48 @@ fn text_columns_of_other_string_types_answer_the_same() {
     }
 }
 
+/// A null in a column iodump needs a value of in every row (a rewrite that lost them) is an
+/// error naming the file and column on both engines, never read as an arbitrary value; in a
+/// file without statistics too.
+#[test]
+fn nulls_in_a_required_column_are_refused() {
+    let Some((d, pq)) = pyarrow_dataset("analyze-nulls") else {
+        return;
+    };
+    let script = "import sys, pyarrow as pa, pyarrow.parquet as pq, pyarrow.compute as pc\n\
+                  f, col, stats = sys.argv[1], sys.argv[2], sys.argv[3] == 'stats'\n\
+                  t = pq.read_table(f)\n\
+                  i = t.schema.get_field_index(col)\n\
+                  v = t.column(i).to_pylist()\n\
+                  v[len(v) // 2] = None\n\
+                  fl = t.schema.field(i).with_nullable(True)\n\
+                  t = t.set_column(i, fl, pa.array(v, fl.type))\n\
+                  pq.write_table(t, f, write_statistics=stats)";
+    for (table, column, stats) in [
+        ("io", "bytes", "stats"),
+        ("io", "trace", "stats"),
+        ("io", "timestamp_ns", "none"),
+        ("files", "path", "stats"),
+        ("processes", "tid", "none"),
+    ] {
+        let ds = d.join(&format!("{table}-{column}"));
+        ok(&run(Command::new("cp").arg("-r").arg(&pq).arg(&ds)));
+        ok(&run(Command::new("python3")
+            .args(["-c", script])
+            .arg(ds.join(format!("{table}.parquet")))
+            .args([column, stats])));
+        for engine in ["one-pass", "polars"] {
+            common::one_line_error(
+                &run(bin()
+                    .arg("analyze")
+                    .arg(&ds)
+                    .args(["--top-files", "--engine", engine])),
+                &format!("{table}.parquet: column {column} holds nulls"),
+            );
+        }
+    }
+}
+
 /// A dataset's comm is its row's: a thread that execs changes its comm mid-recording, and a
 /// filter on comm keeps the rows of each name, whichever rows of the thread come before.
 #[test]

@@ -229,6 +229,15 @@ pub enum AnalyzeError {
         /// The table without it.
         table: &'static str,
     },
+    /// A column iodump reads as a value of every row (`bytes`, `timestamp_ns`, `trace`…)
+    /// holding nulls in a dataset's file (another tool's rewrite): each would be read as an
+    /// arbitrary value.
+    NullsInColumn {
+        /// The Parquet file.
+        file: std::path::PathBuf,
+        /// The column.
+        column: String,
+    },
     /// Writing the output failed.
     Write {
         /// What was being written.
@@ -327,6 +336,12 @@ impl fmt::Display for AnalyzeError {
                 f,
                 "{}: I/O of the trace {trace:?}, of which the dataset's {table} table has no \
                  row (copied or merged without it?): convert the trace again",
+                file.display()
+            ),
+            AnalyzeError::NullsInColumn { file, column } => write!(
+                f,
+                "{}: column {column} holds nulls, and iodump needs a value in every row of it \
+                 (a rewrite that lost them?): convert the traces again",
                 file.display()
             ),
             AnalyzeError::MixedInputs => f.write_str(

@@ -25,9 +25,9 @@ use crate::files::{FileIdentities, FileNames};
 use crate::grouping::DenseSlots;
 use crate::layout::{self, IntColumn};
 use crate::parquet_input::{
-    cgroups_table, devices_table, files_table, io_reader_metadata, parquet_files,
-    parquet_filter_columns, parquet_filter_key_columns, parquet_filter_mask, parquet_lost_events,
-    processes_table, TextCol, TraceTables,
+    cgroups_table, check_no_nulls, check_no_nulls_in_footer, devices_table, files_table,
+    io_reader_metadata, parquet_files, parquet_filter_columns, parquet_filter_key_columns,
+    parquet_filter_mask, parquet_lost_events, processes_table, TextCol, TraceTables,
 };
 use crate::{parquet_read_error, AnalyzeError};
 
@@ -526,6 +526,7 @@ impl ParquetSet {
         for (path, rg, meta) in &units {
             if *rg == 0 {
                 known.check_io_file(path, metas[*meta].metadata())?;
+                check_no_nulls_in_footer(path, metas[*meta].metadata())?;
             }
         }
         let mut files = files_table(dir)?;
@@ -665,6 +666,7 @@ impl ParquetSet {
         let ops: Vec<(&str, u8)> = Op::ALL.iter().map(|o| (o.name(), o.code())).collect();
         for batch in reader {
             let batch = batch.map_err(parquet_read_error(path))?;
+            check_no_nulls(&batch, path)?;
             let cgroup_of = |trace: &str, id: u64| {
                 let t = *self.traces.get(trace)?;
                 let k = *self.cgroup_ids.get(&(t, id))?;

@@ -243,17 +243,91 @@ impl TraceTables {
     }
 }
 
+/// The columns of the tables of `iodump convert` that hold a value in every row, and that
+/// iodump reads as such (a null would be read as an arbitrary value): the others are
+/// nullable (`queue_ns`, `syscall`, `generation`, `label`…) or read with their nulls.
+pub(crate) const REQUIRED_COLUMNS: [&str; 26] = [
+    "trace",
+    "host",
+    "timestamp",
+    "timestamp_ns",
+    "dev",
+    "dev_t",
+    "sector",
+    "bytes",
+    "op",
+    "flags",
+    "pid",
+    "tid",
+    "comm",
+    "path_id",
+    "path",
+    "device_ns",
+    "latency_ns",
+    "error",
+    "cpu",
+    "cgroup_id",
+    "name",
+    "inode",
+    "count",
+    "start_ns",
+    "end_ns",
+    "start_sector",
+];
+
+/// Refuses a batch read from `file` with a null in a column of [`REQUIRED_COLUMNS`]
+/// ([`AnalyzeError::NullsInColumn`]; `null_count` of each, no row is read).
+pub(crate) fn check_no_nulls(b: &RecordBatch, file: &Path) -> Result<(), AnalyzeError> {
+    let schema = b.schema();
+    for (f, c) in schema.fields().iter().zip(b.columns()) {
+        if c.null_count() > 0 && REQUIRED_COLUMNS.contains(&f.name().as_str()) {
+            return Err(AnalyzeError::NullsInColumn {
+                file: file.to_path_buf(),
+                column: f.name().clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `file` when the statistics of a row group (in its footer) count nulls in a column
+/// of [`REQUIRED_COLUMNS`]: before any row is read, so that every engine refuses it alike
+/// (a file without such statistics is checked batch by batch: [`check_no_nulls`]).
+pub(crate) fn check_no_nulls_in_footer(
+    file: &Path,
+    meta: &parquet::file::metadata::ParquetMetaData,
+) -> Result<(), AnalyzeError> {
+    for rg in meta.row_groups() {
+        for c in rg.columns() {
+            let nulls = c.statistics().and_then(|s| s.null_count_opt());
+            let name = c.column_path().string();
+            if nulls.is_some_and(|n| n > 0) && REQUIRED_COLUMNS.contains(&name.as_str()) {
+                return Err(AnalyzeError::NullsInColumn {
+                    file: file.to_path_buf(),
+                    column: name,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every record batch of one Parquet file, after checking its layout (its text columns as
 /// `Utf8`: [`reader_metadata`]).
 pub(crate) fn read_batches(p: &Path) -> Result<Vec<RecordBatch>, AnalyzeError> {
     let f = std::fs::File::open(p).map_err(parquet_read_error(p))?;
     let meta = reader_metadata(&f, &[]).map_err(parquet_read_error(p))?;
     layout::check(p, meta.metadata().file_metadata())?;
+    check_no_nulls_in_footer(p, meta.metadata())?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(f, meta);
     let reader = builder.build().map_err(parquet_read_error(p))?;
-    reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(parquet_read_error(p))
+    let mut out = Vec::new();
+    for b in reader {
+        let b = b.map_err(parquet_read_error(p))?;
+        check_no_nulls(&b, p)?;
+        out.push(b);
+    }
+    Ok(out)
 }
 
 /// The type a text column of type `t` is read as, when it is not that already: `Utf8`, or
