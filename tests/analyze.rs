@@ -811,6 +811,41 @@ fn nulls_in_a_required_column_are_refused() {
     }
 }
 
+/// A dataset whose tables another writer compressed otherwise (pyarrow: brotli, snappy,
+/// lz4, gzip, none) gives the answers of iodump's own (zstd), on both engines.
+#[test]
+fn datasets_of_every_compression_answer_the_same() {
+    let Some((d, pq)) = pyarrow_dataset("analyze-codecs") else {
+        return;
+    };
+    let answers = |pq: &Path| -> Vec<String> {
+        ["one-pass", "polars"]
+            .iter()
+            .flat_map(|e| {
+                ["--summary", "--top-files", "--top-procs"]
+                    .map(|q| analyze_csv(&[&pq.to_path_buf()], q, e))
+            })
+            .collect()
+    };
+    let want = answers(&pq);
+    let script = "import sys, os, pyarrow.parquet as pq\n\
+                  src, dst, codec = sys.argv[1:]\n\
+                  os.makedirs(dst)\n\
+                  for f in os.listdir(src):\n\
+                  \x20   pq.write_table(pq.read_table(os.path.join(src, f)), os.path.join(dst, f), compression=codec)\n\
+                  \x20   m = pq.ParquetFile(os.path.join(dst, f)).metadata\n\
+                  \x20   assert m.row_group(0).column(0).compression == {'none': 'UNCOMPRESSED'}.get(codec, codec.upper()), f";
+    for codec in ["brotli", "snappy", "lz4", "gzip", "none"] {
+        let dst = d.join(codec);
+        ok(&run(Command::new("python3")
+            .args(["-c", script])
+            .arg(&pq)
+            .arg(&dst)
+            .arg(codec)));
+        assert_eq!(answers(&dst), want, "{codec}");
+    }
+}
+
 /// A dataset's comm is its row's: a thread that execs changes its comm mid-recording, and a
 /// filter on comm keeps the rows of each name, whichever rows of the thread come before.
 #[test]
