@@ -16,6 +16,7 @@ use iodump_record::abi::IoEvent;
 use iodump_record::convert::Converter;
 use iodump_record::live::{Aggregator, Interval, Key, Metrics, Row, Sort, View};
 use iodump_record::{LiveSink, RecorderStatus};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 /// A rate for a narrow column: `0`, `3.5`, `1234`.
 fn rate(v: f64) -> String {
@@ -72,20 +73,41 @@ fn local_hms(wall_ns: i64) -> String {
 
 /// Cuts `s` to `w` characters: from the left for paths (`…/dir/file`), else from the right.
 fn fit(s: &str, w: usize, keep_end: bool) -> String {
-    let n = s.chars().count();
-    if n <= w {
+    if width(s) <= w {
         return s.to_string();
     }
     if w == 0 {
         return String::new();
     }
+    // The characters that fit in w - 1 columns (a wide one takes two), then `…`.
+    let mut room = w - 1;
+    let mut take = |c: &char| {
+        let cw = UnicodeWidthChar::width(*c).unwrap_or(0);
+        let fits = cw <= room;
+        if fits {
+            room -= cw;
+        }
+        fits
+    };
     if keep_end {
-        let tail: String = s.chars().skip(n - (w - 1)).collect();
-        format!("…{tail}")
+        let mut tail: Vec<char> = s.chars().rev().take_while(&mut take).collect();
+        tail.reverse();
+        format!("…{}", tail.into_iter().collect::<String>())
     } else {
-        let head: String = s.chars().take(w - 1).collect();
+        let head: String = s.chars().take_while(&mut take).collect();
         format!("{head}…")
     }
+}
+
+/// The columns `s` takes on a terminal: a wide character (CJK, most emoji) two, a combining
+/// one none ([`shown`] text holds no control character).
+fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// `s` padded with spaces to `w` columns (format's `{:<w$}` counts characters, not columns).
+fn padded(s: &str, w: usize) -> String {
+    format!("{s}{}", " ".repeat(w.saturating_sub(width(s))))
 }
 
 const NUM_HEADER: &str = "  READ/s WRITE/s  RMB/s  WMB/s    P50    P99  QUEUE";
@@ -135,7 +157,7 @@ pub fn render(iv: &Interval, view: View, sort: Sort, scr: &Screen<'_>) -> Vec<St
     }
     if let Some(w) = scr.width {
         for l in out.iter_mut().take(fitted) {
-            if l.chars().count() > w {
+            if width(l) > w {
                 *l = fit(l, w, false);
             }
         }
@@ -196,8 +218,8 @@ impl ColumnWidths {
         let container = rows
             .iter()
             .map(|r| match &r.key {
-                Key::Proc { container, .. } => shown(container).chars().count(),
-                Key::Cgroup { identity, .. } => shown(&identity.label()).chars().count(),
+                Key::Proc { container, .. } => width(&shown(container)),
+                Key::Cgroup { identity, .. } => width(&shown(&identity.label())),
                 _ => 0,
             })
             .max()
@@ -206,9 +228,7 @@ impl ColumnWidths {
         let process = rows
             .iter()
             .map(|r| match &r.key {
-                Key::File { pid, comm, .. } => {
-                    shown(comm).chars().count() + pid.to_string().len() + 2
-                }
+                Key::File { pid, comm, .. } => width(&shown(comm)) + pid.to_string().len() + 2,
                 _ => 0,
             })
             .max()
@@ -246,7 +266,7 @@ impl ColumnWidths {
                 path, pid, comm, ..
             } => {
                 let who = format!("{}[{pid}]", shown(comm));
-                let _ = write!(l, " {:<pw$} ", fit(&who, pw, false));
+                let _ = write!(l, " {} ", padded(&fit(&who, pw, false), pw));
                 (shown(path), true)
             }
             Key::Proc {
@@ -257,25 +277,29 @@ impl ColumnWidths {
             } => {
                 let _ = write!(
                     l,
-                    " {pid:>7} {:<15} {:<cw$} ",
-                    fit(&shown(comm), 15, false),
-                    fit(&shown(container), cw, false)
+                    " {pid:>7} {} {} ",
+                    padded(&fit(&shown(comm), 15, false), 15),
+                    padded(&fit(&shown(container), cw, false), cw)
                 );
                 (shown(if argv.is_empty() { comm } else { argv }), false)
             }
             Key::Dev { dev, name } => {
-                let _ = write!(l, " {:<12} ", fit(&shown(name), 12, false));
+                let _ = write!(l, " {} ", padded(&fit(&shown(name), 12, false), 12));
                 l.push_str(&dev.to_string());
                 (Cow::Borrowed(""), false)
             }
             Key::Cgroup { path, identity, .. } => {
-                let _ = write!(l, " {:<cw$} ", fit(&shown(&identity.label()), cw, false));
+                let _ = write!(
+                    l,
+                    " {} ",
+                    padded(&fit(&shown(&identity.label()), cw, false), cw)
+                );
                 (shown(path), true)
             }
         };
         match width {
             Some(w) => {
-                let used = l.chars().count();
+                let used = self::width(&l);
                 if used >= w {
                     l = fit(&l, w, false);
                 } else {
@@ -605,7 +629,7 @@ mod tests {
             ..scr.clone()
         };
         for l in render(&iv, View::File, Sort::Latency, &narrow) {
-            assert!(l.chars().count() <= 80, "{l}");
+            assert!(width(&l) <= 80, "{l}");
         }
         let l = &render(&iv, View::File, Sort::Latency, &narrow)[3];
         assert!(l.ends_with("/file.bin") && l.contains('…'), "{l}");
@@ -616,6 +640,25 @@ mod tests {
         assert_eq!(json["rows"][0]["read_iops"], 50.0);
         assert_eq!(json["total"]["lost_events"], 1);
         assert_eq!(json["rows"][0]["queue_us"], serde_json::Value::Null);
+    }
+
+    /// Wide characters (CJK, emoji) take two columns: a name is cut to the columns it has,
+    /// not to as many characters (the row then wrapped and the next overwrote it).
+    #[test]
+    fn wide_characters_are_fitted_by_their_columns() {
+        let name = "/data/日本語ファイル名🎉🎉全角.dat";
+        assert_eq!(width(name), 6 + 2 * 12 + 4);
+        let tail = fit(name, 20, true);
+        assert!(
+            tail.ends_with("全角.dat") && tail.starts_with('…'),
+            "{tail}"
+        );
+        assert!(width(&tail) <= 20, "{tail}");
+        let head = fit(name, 10, false);
+        // 9 columns: 本 would make 11.
+        assert_eq!(head, "/data/日…");
+        assert_eq!(padded(&head, 12), "/data/日…   ");
+        assert_eq!(width(&padded("🎉", 4)), 4);
     }
 
     /// An interval of no I/O has no latency: null in the JSON (as `-` on the screen), not 0.

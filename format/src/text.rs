@@ -28,13 +28,14 @@ pub fn header_line(fmt: LineFormat) -> &'static [u8] {
 }
 
 /// Appends `b` to `out`, escaping for a terminal: `\n`, `\t`, `\\`, other control characters
-/// as `\xNN` (C1 as `\u{NN}`), invalid UTF-8 as `\xNN`.
+/// as `\xNN` (C1 as `\u{NN}`), the bidirectional formatting characters as `\u{NNNN}`
+/// ([`is_bidi_control`]), invalid UTF-8 as `\xNN`.
 pub fn escape_text(out: &mut Vec<u8>, b: &[u8]) {
     for chunk in b.utf8_chunks() {
         for c in chunk.valid().chars() {
             match c {
                 '\\' => out.extend_from_slice(b"\\\\"),
-                c if c.is_control() => push_control(out, c),
+                c if c.is_control() || is_bidi_control(c) => push_control(out, c),
                 c => {
                     let mut buf = [0u8; 4];
                     out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
@@ -112,24 +113,34 @@ pub fn text_string(b: &[u8]) -> String {
 
 /// Text (a [`text_string`], or any label) made safe to show on a terminal or in an SVG:
 /// `\n` and `\t` as those two characters, every other control character as `\xNN` (C0 and
-/// DEL) or `\u{NN}` (C1), so that a file, process or cgroup name cannot move the cursor,
-/// clear the screen, break a table's row or make an XML document invalid. Backslashes are
+/// DEL) or `\u{NN}` (C1), and the bidirectional formatting characters as `\u{NNNN}`
+/// ([`is_bidi_control`]), so that a file, process or cgroup name cannot move the cursor,
+/// clear the screen, break a table's row, reverse what follows it or make an XML document
+/// invalid. Backslashes are
 /// left as they are ([`text_string`] has doubled them already). Borrows when there is
 /// nothing to escape.
 pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    let escaped = |c: char| c.is_control() || is_bidi_control(c);
+    if !s.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = Vec::with_capacity(s.len() + 8);
     let mut buf = [0u8; 4];
     for c in s.chars() {
-        if c.is_control() {
+        if escaped(c) {
             push_control(&mut out, c);
         } else {
             out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
         }
     }
     std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_default())
+}
+
+/// The characters that reorder the text around them on a terminal (Unicode's bidirectional
+/// embeddings, overrides and isolates, and the marks): a name holding U+202E shows its end
+/// reversed, so a file or process name could pass for another. Shown escaped, as controls.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Appends control character `c` escaped: `\n`, `\t`, `\xNN` (C0 and DEL), `\u{NN}` (C1:
@@ -377,6 +388,15 @@ mod tests {
             escape_controls("/var/lib/é \\ db"),
             std::borrow::Cow::Borrowed(_)
         ));
+        // A right-to-left override would show `txt.exe` as `exe.txt`.
+        let bidi = "/tmp/invoice\u{202e}txt.exe \u{2066}x\u{2069}";
+        assert_eq!(
+            escape_controls(bidi),
+            "/tmp/invoice\\u{202e}txt.exe \\u{2066}x\\u{2069}"
+        );
+        let mut out = Vec::new();
+        escape_text(&mut out, bidi.as_bytes());
+        assert_eq!(out, escape_controls(bidi).as_bytes());
     }
 
     /// escape_json writes what JSON-escaping the text of text_bytes gives (its definition),
