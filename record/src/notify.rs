@@ -99,7 +99,7 @@ impl Notifier {
     pub fn stopping(&mut self) {
         if !self.stopping {
             self.stopping = true;
-            self.send("STOPPING=1\nSTATUS=stopping: draining and closing the trace");
+            self.send("STOPPING=1\nSTATUS=stopping: draining the last events, closing the outputs");
         }
     }
 }
@@ -142,7 +142,7 @@ mod tests {
                 "READY=1\nSTATUS=recording every device",
                 "WATCHDOG=1",
                 "STATUS=1 event",
-                "STOPPING=1\nSTATUS=stopping: draining and closing the trace",
+                "STOPPING=1\nSTATUS=stopping: draining the last events, closing the outputs",
             ]
         );
     }

@@ -972,6 +972,10 @@ impl<'c, 'l> Session<'c, 'l> {
     /// Detaches, drains what is left, writes the last loss records, stops the command and
     /// closes the trace; `result` is how [`Session::run`] ended.
     fn finish(mut self, mut result: Result<(), RecordError>) -> Result<RecordSummary, RecordError> {
+        // Stopping on an error too (the loop says so when it stops on its own).
+        if let Some(n) = &mut self.notify {
+            n.stopping();
+        }
         // Detach, then drain what is left: from here on the counters no longer move, so the
         // I/Os that vanished from the in-flight tables can be counted exactly.
         self.prog.detach();
