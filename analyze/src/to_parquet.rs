@@ -314,12 +314,25 @@ fn utc_date(ns: i64) -> String {
     iodump_format::summary::rfc3339_utc(ns)[..10].to_string()
 }
 
-/// The name of the directory of `host`'s partition (`host=NAME`): a `/` or `=` in the host
-/// name is written `_`. Two hosts may share one (`a/b` and `a_b`): the conversion groups the
-/// small tables by this name, not by the host name, so that each such directory holds one file
-/// of every host's rows.
+/// The name of the directory of `host`'s partition (`host=NAME`): each character Hive and
+/// Spark escape in a partition's value (`%`, `/`, `=`, `:`, `#`, `?`, `\`, `'`, `"`, `*`,
+/// `[`, `]`, `^`, `{`, control characters, DEL) written `%XX`, so that every engine decodes
+/// the exact host name from the path (`db%41` is `host=db%2541`). Distinct hosts have
+/// distinct directories; the conversion still groups the small tables by this name.
 fn host_dir(host: &str) -> String {
-    format!("host={}", host.replace(['/', '='], "_"))
+    let mut out = String::from("host=");
+    for c in host.chars() {
+        let escaped = matches!(
+            c,
+            '%' | '/' | '=' | ':' | '#' | '?' | '\\' | '\'' | '"' | '*' | '[' | ']' | '^' | '{'
+        ) || c.is_ascii_control();
+        if escaped {
+            out.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Hive-style directory of one partition of `table` (a key's column is dropped from the files,
@@ -637,8 +650,8 @@ fn date_run(ts_ns: &[u64], start: usize, utc_ns: impl Fn(u64) -> i64) -> (usize,
     (e, d)
 }
 
-/// The inputs by the directory of their host's partition ([`host_dir`]: hosts `a/b` and `a_b`
-/// are one group, written into one file of each small table), in order of first appearance;
+/// The inputs by the directory of their host's partition ([`host_dir`]: one group, written
+/// into one file of each small table, per directory), in order of first appearance;
 /// one group of all inputs (`""`) when not partitioned by host.
 fn host_groups<'i, 'a>(
     inputs: &'i [Input<'a>],
@@ -923,6 +936,20 @@ fn write_losses(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What Hive escapes in a partition's value is `%XX`; the rest as it is.
+    #[test]
+    fn host_directories_escape_as_hive_does() {
+        assert_eq!(host_dir("db1.example"), "host=db1.example");
+        assert_eq!(host_dir("db%41"), "host=db%2541");
+        assert_eq!(host_dir("a/b=c:d"), "host=a%2Fb%3Dc%3Ad");
+        assert_eq!(host_dir("a_b"), "host=a_b");
+        assert_eq!(
+            host_dir("#?\\'\"*[]^{"),
+            "host=%23%3F%5C%27%22%2A%5B%5D%5E%7B"
+        );
+        assert_eq!(host_dir("t\tx\u{7f}é"), "host=t%09x%7Fé");
+    }
 
     #[test]
     fn date_runs_end_at_utc_midnight() {
