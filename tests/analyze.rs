@@ -1645,8 +1645,13 @@ fn convert_never_leaves_an_old_dataset_beside_the_new() {
         common::one_line_error(&convert(&b, ds, by), "would not replace entirely");
         assert_eq!(events(&common::analyze_rows(&[ds], &["--summary"])), want);
     }
-    // Another host's partitions only: db1's would stay.
+    // Another host's partitions only: db1's would stay. Nothing of the refused conversion
+    // is left behind, not even a directory.
     common::one_line_error(&convert(&b, &parted, &by_host), "host=db1");
+    for t in ["io", "files", "processes", "devices", "losses", "cgroups"] {
+        assert_eq!(common::names_in(&parted.join(t)), ["host=db1"], "{t}");
+    }
+
     let rows = common::analyze_rows(&[&parted], &["--top-procs"]);
     assert_eq!(rows.len(), 2, "{rows:?}");
     // Made by hand: both layouts in one directory.

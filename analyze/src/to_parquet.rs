@@ -365,11 +365,28 @@ fn project(batch: RecordBatch, part: Partitioning) -> Result<RecordBatch, Analyz
     batch.project(&keep).map_err(aerr("projection"))
 }
 
-fn create_dir(d: &Path) -> Result<(), AnalyzeError> {
+/// Creates directory `d` and those above it that are missing; adds each it created to
+/// `created`, outermost first (removed again when the conversion fails: [`undo_dirs`]).
+fn create_dir(d: &Path, created: &mut Vec<PathBuf>) -> Result<(), AnalyzeError> {
+    let missing: Vec<PathBuf> = d
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_err())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(d).map_err(|source| AnalyzeError::Write {
         what: d.display().to_string(),
         source,
-    })
+    })?;
+    created.extend(missing.into_iter().rev());
+    Ok(())
+}
+
+/// Removes the directories a failed conversion created (`created`, outermost first), each
+/// only when empty: nothing of it is left behind.
+fn undo_dirs(created: &[PathBuf]) {
+    for d in created.iter().rev() {
+        let _ = std::fs::remove_dir(d);
+    }
 }
 
 /// Converts `inputs` into Parquet files in `dir` (created if needed): `dir/TABLE.parquet`,
@@ -378,7 +395,8 @@ fn create_dir(d: &Path) -> Result<(), AnalyzeError> {
 /// An existing `dir` must be a directory of this user (a link is refused). Each file is an
 /// [`OutputFile`]: the files already there are replaced only once every table is complete, so
 /// a conversion that fails, or that could read nothing at all (every segment damaged:
-/// [`AnalyzeError::NothingReadable`]), leaves them as they were.
+/// [`AnalyzeError::NothingReadable`]), leaves them as they were, and removes the directories
+/// it created.
 pub fn convert(
     inputs: &[Input<'_>],
     dir: &Path,
@@ -407,7 +425,8 @@ pub fn convert_with_progress(
     {
         return Err(stale_dataset(dir, &old.0));
     }
-    create_dir(dir)?;
+    let mut created = Vec::new();
+    create_dir(dir, &mut created)?;
     let mut c = Conversion {
         dir,
         part,
@@ -415,21 +434,16 @@ pub fn convert_with_progress(
         summary: ConvertSummary::default(),
         pending: Vec::new(),
         writers: BTreeMap::new(),
+        created,
     };
-    // The name of the first input with damage (for the error when nothing could be read).
-    let mut first_damaged: Option<String> = None;
-    for input in inputs {
-        c.io_table(input, progress)?;
-        if !c.summary.damaged.is_empty() && first_damaged.is_none() {
-            first_damaged = Some(input.name.clone());
-        }
+    let done = c.run(inputs, progress);
+    if done.is_err() {
+        // The new files first (their temporary names), then the directories made for them.
+        c.writers.clear();
+        c.pending.clear();
+        undo_dirs(&c.created);
     }
-    c.check_readable(first_damaged)?;
-    c.close_io_table(inputs.first())?;
-    for (dir_name, group) in host_groups(inputs, part) {
-        c.small_tables(&dir_name, &group)?;
-    }
-    c.commit()
+    done
 }
 
 /// One run of [`convert`]: the `io` table segment by segment, then the small tables, then
@@ -443,9 +457,33 @@ struct Conversion<'a> {
     pending: Vec<OutputFile>,
     /// One writer per partition of the io table, created on first use.
     writers: BTreeMap<PathBuf, ArrowWriter<File>>,
+    /// The directories it created, outermost first ([`create_dir`]).
+    created: Vec<PathBuf>,
 }
 
 impl Conversion<'_> {
+    /// Every table of `inputs`, then committed over what was there.
+    fn run(
+        &mut self,
+        inputs: &[Input<'_>],
+        progress: &dyn Fn(u64),
+    ) -> Result<ConvertSummary, AnalyzeError> {
+        // The name of the first input with damage (for the error when nothing could be read).
+        let mut first_damaged: Option<String> = None;
+        for input in inputs {
+            self.io_table(input, progress)?;
+            if !self.summary.damaged.is_empty() && first_damaged.is_none() {
+                first_damaged = Some(input.name.clone());
+            }
+        }
+        self.check_readable(first_damaged)?;
+        self.close_io_table(inputs.first())?;
+        for (dir_name, group) in host_groups(inputs, self.part) {
+            self.small_tables(&dir_name, &group)?;
+        }
+        self.commit()
+    }
+
     /// Every intact segment of `input` into the `io` table; damaged ones are counted.
     fn io_table(&mut self, input: &Input<'_>, progress: &dyn Fn(u64)) -> Result<(), AnalyzeError> {
         let r = input.reader;
@@ -526,7 +564,7 @@ impl Conversion<'_> {
     ) -> Result<&mut ArrowWriter<File>, AnalyzeError> {
         if !self.writers.contains_key(path) {
             if let Some(parent) = path.parent() {
-                create_dir(parent)?;
+                create_dir(parent, &mut self.created)?;
             }
             let w = writer(path, schema, &mut self.pending)?;
             self.writers.insert(path.to_path_buf(), w);
@@ -579,7 +617,8 @@ impl Conversion<'_> {
     /// ([`host_dir`]; all inputs when not partitioned by host).
     fn small_tables(&mut self, dir_name: &str, group: &[&Input<'_>]) -> Result<(), AnalyzeError> {
         let (dir, part) = (self.dir, self.part);
-        let out = |table: &str| -> Result<PathBuf, AnalyzeError> {
+        let created = &mut self.created;
+        let mut out = |table: &str| -> Result<PathBuf, AnalyzeError> {
             if !part.any() {
                 return Ok(dir.join(format!("{table}.parquet")));
             }
@@ -587,7 +626,7 @@ impl Conversion<'_> {
             if part.host {
                 d.push(dir_name);
             }
-            create_dir(&d)?;
+            create_dir(&d, created)?;
             Ok(d.join("part-0.parquet"))
         };
         let pending = &mut self.pending;
@@ -601,7 +640,7 @@ impl Conversion<'_> {
     }
 
     /// Every table is complete: now they replace what was there.
-    fn commit(mut self) -> Result<ConvertSummary, AnalyzeError> {
+    fn commit(&mut self) -> Result<ConvertSummary, AnalyzeError> {
         // A table file there that no new file replaces (a partition of another host or
         // date) would stay in the dataset: refused, and the new files are removed.
         let new: Vec<&Path> = self.pending.iter().map(OutputFile::path).collect();
@@ -614,7 +653,7 @@ impl Conversion<'_> {
         for o in &mut self.pending {
             o.commit()?;
         }
-        Ok(self.summary)
+        Ok(std::mem::take(&mut self.summary))
     }
 }
 
