@@ -19,7 +19,7 @@
  *                                                          traced: before 5.12.17/5.13)
  *       block_bio_complete                              -> emit
  *   writeback_dirty_folio (before 5.19: _page)          -> dirtiers[inode] = tgid
- *   syscalls/sys_exit_rename*, sys_exit_unlink*         -> names_gen += 1 (paths.bpf.h)
+ *   syscalls/sys_exit_rename*, _unlink*, _link*         -> names_gen += 1 (paths.bpf.h)
  *
  * In-flight I/Os live in inflight_slots (lock-free slot table), with the LRU hash maps
  * inflight_rq / inflight_bio as fallback (iodump-noatomics.bpf.o, built with
@@ -258,8 +258,8 @@ int BPF_PROG(raw_dirty_page, struct page *page, struct address_space *mapping)
 
 /*
  * Names changed: attached (perf tracepoint links, one per tracepoint) to syscalls'
- * sys_exit_rename, sys_exit_renameat, sys_exit_renameat2, sys_exit_unlink and
- * sys_exit_unlinkat where the kernel has them (CONFIG_FTRACE_SYSCALLS). It runs as the
+ * sys_exit_rename, _renameat, _renameat2, _unlink, _unlinkat, _link and _linkat
+ * where the kernel has them (CONFIG_FTRACE_SYSCALLS). It runs as the
  * syscall returns, so the generation has moved before the caller can submit I/O.
  */
 SEC("tracepoint/syscalls/sys_exit_rename")

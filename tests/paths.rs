@@ -2,6 +2,7 @@
 //! the test. Root and BPF needed: they skip without, unless `IODUMP_REQUIRE_BPF=1` (CI).
 
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -1075,6 +1076,61 @@ subprocess.run(["umount", B], check=True); subprocess.run(["mount", "{node}", M]
     );
     let dd = comm_of(&b.join("ex.bin"));
     assert!(!dd.is_empty() && dd.iter().all(|c| c == "dd"), "{dd:?}");
+}
+
+/// A file made with `O_TMPFILE` has no name until `linkat` gives it one: its I/O before is
+/// named `#INODE` in its directory and marked deleted, its I/O from the link on carries the
+/// new name at once (the link syscalls move the names generation as renames do; it was kept
+/// for about a second).
+#[test]
+fn a_tmpfile_is_named_from_its_link_on() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !bpf_available("a_tmpfile_is_named_from_its_link_on") {
+        return;
+    }
+    for kind in FILESYSTEMS {
+        let fs = Fs::new(kind);
+        let (dir, new) = (fs.path("spool"), fs.path("spool/done"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let py = format!(
+            r#"
+import ctypes, os, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+buf = mmap.mmap(-1, 4096); buf.write(b"t" * 4096)
+fd = os.open("{dir}", os.O_TMPFILE | os.O_RDWR | os.O_DIRECT, 0o644)
+os.pwrite(fd, buf, 0)
+# linkat(AT_FDCWD, "/proc/self/fd/N", AT_FDCWD, new, AT_SYMLINK_FOLLOW), as open(2) shows
+if libc.linkat(-100, b"/proc/self/fd/%d" % fd, -100, b"{new}", 0x400) != 0:
+    raise OSError(ctypes.get_errno(), "linkat")
+for i in range(1, 21): os.pwrite(fd, buf, 4096 * i)
+os.close(fd)
+"#,
+            dir = dir.display(),
+            new = new.display(),
+        );
+        let script = fs.dir.join("tmpfile.py");
+        std::fs::write(&script, py).unwrap();
+        let r = record(&fs, "tmpfile", &format!("python3 {}", script.display()));
+        let writes: Vec<(String, bool)> = by_comm(&r, b"python3")
+            .filter(|e| e.op == Op::Write && e.bytes == 4096)
+            .map(|e| {
+                let p = r.tables().path(e.path_id).unwrap();
+                (String::from_utf8_lossy(&p.path).into_owned(), p.deleted)
+            })
+            .collect();
+        assert_eq!(writes.len(), 21, "{kind}: {writes:?}");
+        let ino = std::fs::metadata(&new).unwrap().ino();
+        assert_eq!(
+            writes[0],
+            (format!("{}/#{ino}", dir.display()), true),
+            "{kind}: the write before the link"
+        );
+        let n = new.display().to_string();
+        assert!(
+            writes[1..].iter().all(|(p, deleted)| *p == n && !deleted),
+            "{kind}: the writes after the link: {writes:?}"
+        );
+    }
 }
 
 /// `link(old, new); unlink(old)` while the file is open by its first name (Maildir's move):

@@ -684,7 +684,7 @@ impl Program {
             Ok(h) => {
                 attached
                     .hooks
-                    .push(("syscalls:sys_exit_rename*,unlink*", "perf"));
+                    .push(("syscalls:sys_exit_rename*,unlink*,link*", "perf"));
                 Some(h)
             }
             Err(why) => {

@@ -1,7 +1,8 @@
-//! Renames and unlinks as they return: `on_names_changed` (ebpf/iodump.bpf.c) attached to
-//! the syscall tracepoints `syscalls:sys_exit_rename`, `…_renameat`, `…_renameat2`,
-//! `…_unlink` and `…_unlinkat`, so that a file's names are checked again at its next I/O
-//! (ebpf/paths.bpf.h, `names_epoch`).
+//! Renames, unlinks and links as they return: `on_names_changed` (ebpf/iodump.bpf.c)
+//! attached to the syscall tracepoints `syscalls:sys_exit_rename`, `…_renameat`,
+//! `…_renameat2`, `…_unlink`, `…_unlinkat`, `…_link` and `…_linkat`, so that a file's names
+//! are checked again at its next I/O (ebpf/paths.bpf.h, `names_epoch`): a link gives a file
+//! made with `O_TMPFILE` its first name, and with an unlink moves a file (Maildir).
 //!
 //! Tracepoints of this kind are attached through a perf event, whose id only tracefs tells
 //! (`events/syscalls/NAME/id`). When tracefs is not mounted (a fresh machine), it is mounted
@@ -16,12 +17,14 @@ use aya::programs::TracePoint;
 use aya::Ebpf;
 
 /// The syscalls whose return moves the names generation.
-pub const SYSCALLS: [&str; 5] = [
+pub const SYSCALLS: [&str; 7] = [
     "sys_exit_rename",
     "sys_exit_renameat",
     "sys_exit_renameat2",
     "sys_exit_unlink",
     "sys_exit_unlinkat",
+    "sys_exit_link",
+    "sys_exit_linkat",
 ];
 
 /// The program's perf event links: dropping them detaches it.
