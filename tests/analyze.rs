@@ -659,6 +659,24 @@ fn malformed_device_numbers_in_a_dataset_are_errors() {
     );
 }
 
+/// `iodump analyze INPUT QUESTION --format csv --engine ENGINE`: each question's answer on
+/// each engine, in that order (failing unless each succeeded).
+fn csv_answers(input: &Path, questions: &[&[&str]], engines: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for q in questions {
+        for engine in engines {
+            let o = run(bin()
+                .arg("analyze")
+                .arg(input)
+                .args(*q)
+                .args(["--format", "csv", "--engine", engine]));
+            ok(&o);
+            out.push(String::from_utf8(o.stdout).unwrap());
+        }
+    }
+    out
+}
+
 /// The one-pass reader takes a row group's time range from its statistics and reads the text
 /// columns as dictionaries; a dataset written another way (by another tool: no statistics,
 /// no dictionaries, smaller row groups) gives the same answers, read row by row.
@@ -675,20 +693,7 @@ fn a_dataset_rewritten_without_statistics_or_dictionaries_answers_the_same() {
         &["--latency", "--group-by", "dev"],
         &["--top-files", "--filter", "op == write && dev == 8:1"],
     ];
-    let answers = |pq: &Path| -> Vec<String> {
-        questions
-            .iter()
-            .map(|q| {
-                let out = run(bin()
-                    .arg("analyze")
-                    .arg(pq)
-                    .args(*q)
-                    .args(["--format", "csv"]));
-                ok(&out);
-                String::from_utf8(out.stdout).unwrap()
-            })
-            .collect()
-    };
+    let answers = |pq: &Path| csv_answers(pq, &questions, &["one-pass"]);
     let before = answers(&pq);
     let script = "import sys, pyarrow.parquet as pq\n\
                   t = pq.read_table(sys.argv[1])\n\
@@ -726,21 +731,7 @@ fn text_columns_of_other_string_types_answer_the_same() {
             "op == write && comm =~ \"k*\"",
         ],
     ];
-    let answers = |pq: &Path| -> Vec<String> {
-        let mut out = Vec::new();
-        for q in questions {
-            for engine in ["one-pass", "polars"] {
-                let o = run(bin()
-                    .arg("analyze")
-                    .arg(pq)
-                    .args(q)
-                    .args(["--format", "csv", "--engine", engine]));
-                ok(&o);
-                out.push(String::from_utf8(o.stdout).unwrap());
-            }
-        }
-        out
-    };
+    let answers = |pq: &Path| csv_answers(pq, &questions, &["one-pass", "polars"]);
     let want = answers(&pq);
     let script = "import sys, os, pyarrow as pa, pyarrow.parquet as pq\n\
                   src, dst, kind = sys.argv[1:]\n\
@@ -1090,12 +1081,12 @@ fn on_every_engine(
     }
 }
 
-/// A small trace with one file under two names (one device and inode, two path entries, as
-/// the recorder writes them after a rename), a file with one name and a label:
-/// `/db/wal.tmp` (5 writes) renamed to `/db/wal` (3 writes), `/db/other` (4 reads),
-/// `[metadata]` (2 reads), and `/db/new` (1 read), a new file with the first one's inode
-/// number (another generation). `host` names the recording host; `pid` the writer.
-fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
+/// A trace being written at `path`, recorded on `host` (2026-01-01, monotonic clock at 1 s),
+/// its device table holding `sda1` (8:1): the writer and the device.
+fn sda1_trace(
+    path: &Path,
+    host: &str,
+) -> (iodump_format::Writer<std::fs::File>, iodump_format::DevT) {
     use iodump_format::*;
     let header = Header {
         wall_clock_ns: 1_767_225_600_000_000_000,
@@ -1117,6 +1108,17 @@ fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
         stacked_on: Vec::new(),
     })
     .unwrap();
+    (w, dev)
+}
+
+/// A small trace with one file under two names (one device and inode, two path entries, as
+/// the recorder writes them after a rename), a file with one name and a label:
+/// `/db/wal.tmp` (5 writes) renamed to `/db/wal` (3 writes), `/db/other` (4 reads),
+/// `[metadata]` (2 reads), and `/db/new` (1 read), a new file with the first one's inode
+/// number (another generation). `host` names the recording host; `pid` the writer.
+fn renamed_trace(path: &std::path::Path, host: &str, pid: u32) {
+    use iodump_format::*;
+    let (mut w, dev) = sda1_trace(path, host);
     // The writer's command line is known, the reader's is not (shown as its comm).
     for (tid, comm, args) in [
         (pid, &b"postgres"[..], Some(&b"postgres: checkpointer"[..])),
@@ -2583,30 +2585,7 @@ fn labels_are_named_with_their_device() {
 /// (3 writes), then the same file again marked deleted (2 reads).
 fn deleted_trace(path: &Path) {
     use iodump_format::*;
-    let header = Header {
-        wall_clock_ns: 1_767_225_600_000_000_000,
-        monotonic_ns: 1_000_000_000,
-        hostname: "db1".into(),
-        ..Header::default()
-    };
-    let mut w = Writer::new(
-        std::fs::File::create(path).unwrap(),
-        &header,
-        WriterOptions::default(),
-    )
-    .unwrap();
-    let dev = DevT::new(8, 1);
-    w.add_device(Device {
-        dev,
-        name: "sda1".into(),
-        partition_of: None,
-        sector_size: 512,
-        start_sector: 0,
-        bio_based: false,
-        label: String::new(),
-        stacked_on: Vec::new(),
-    })
-    .unwrap();
+    let (mut w, dev) = sda1_trace(path, "db1");
     w.add_process(Process {
         tid: 77,
         pid: 77,

@@ -188,13 +188,7 @@ impl Dataset {
             );
             tables.add(&trace, &r, devs);
         }
-        let io = if frames.is_empty() {
-            frame("", Cols::default()).map_err(perr)?
-        } else {
-            concat(frames, UnionArgs::default())
-                .and_then(|lf| lf.collect())
-                .map_err(perr)?
-        };
+        let io = concat_io(frames)?;
         let (processes, files, devices) = tables.frames()?;
         // Device names are few: join them in now.
         let io = io
@@ -409,6 +403,16 @@ impl ProcessCols {
         )
         .map_err(perr)
     }
+}
+
+/// The `io` frames of segments or row groups as one table (no frame: an empty table).
+fn concat_io(frames: Vec<LazyFrame>) -> Result<DataFrame, AnalyzeError> {
+    if frames.is_empty() {
+        return frame("", Cols::default()).map_err(perr);
+    }
+    concat(frames, UnionArgs::default())
+        .and_then(|lf| lf.collect())
+        .map_err(perr)
 }
 
 /// A path entry as the `files` table needs it: (path id, device, inode, generation, path,
@@ -1227,13 +1231,7 @@ impl Dataset {
             }
         }
         // An empty table (`convert` of no I/O) has no batch: the empty frame of a trace.
-        let io = if frames.is_empty() {
-            frame("", Cols::default()).map_err(perr)?
-        } else {
-            concat(frames, UnionArgs::default())
-                .and_then(|lf| lf.collect())
-                .map_err(perr)?
-        };
+        let io = concat_io(frames)?;
         let processes = parquet_processes(dir)?;
         let files = parquet_files_table(dir)?;
         let lost = parquet_lost_events(dir)?;

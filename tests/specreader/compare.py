@@ -62,7 +62,8 @@ def expected_event(e, hdr):
         "syscall": iod.syscall_name(e["syscall"]), "dirtier_pid": e["dirtier_pid"],
         "cgroup_id": e["cgroup_id"], "upper_dev": devname(e["upper_dev"]),
         "upper_timestamp_ns": e["upper_timestamp_ns"],
-        "path": iod.esc_bytes(path["path"]) if path else "",   # and an unresolved path as ""
+        # an unresolved path as "", a file unlinked when its path was taken as "PATH (deleted)"
+        "path": (iod.esc_bytes(path["path"]) + (" (deleted)" if path["deleted"] else "")) if path else "",
         "args": args,
     }
 
