@@ -775,8 +775,10 @@ fn device_name(src: &Source, dev: u32) -> String {
 /// label (`[metadata]`) or an I/O without a path is one group per device.
 fn file_name(src: &Source, dev: u32, path_id: u32) -> String {
     match src.path(src.file_key(path_id)) {
-        Some(p) if !crate::files::is_label(&p) && !p.is_empty() => p,
-        Some(label) if !label.is_empty() => format!("{label} {}", device_name(src, dev)),
+        Some(p) if !p.is_empty() => {
+            let device = crate::files::is_label(&p).then(|| device_name(src, dev));
+            crate::files::named_with_device(p, device.as_deref())
+        }
         _ => format!("[none] {}", device_name(src, dev)),
     }
 }

@@ -18,6 +18,15 @@ pub fn is_label(path: &str) -> bool {
     path.starts_with('[')
 }
 
+/// A file's name as a file-level answer shows it: a label (one per device) followed by its
+/// file system's device (`[journal] sda1`), any other name as it is.
+pub fn named_with_device(name: String, device: Option<&str>) -> String {
+    match device {
+        Some(dev) if is_label(&name) => format!("{name} {dev}"),
+        _ => name,
+    }
+}
+
 /// The names of a file that had more than one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileNames {

@@ -1285,9 +1285,8 @@ fn files_frame(rows: Vec<FileRow>, dur_s: f64, several_traces: bool) -> PolarsRe
         cols.push(col("trace", &rows, |r| r.trace.clone()));
     }
     cols.extend([
-        col("path", &rows, |r| match (&r.path, &r.fs_dev) {
-            (Some(p), Some(dev)) if crate::files::is_label(p) => Some(format!("{p} {dev}")),
-            (p, _) => p.clone(),
+        col("path", &rows, |r| {
+            (r.path.clone()).map(|p| crate::files::named_with_device(p, r.fs_dev.as_deref()))
         }),
         col("ios", &rows, |r| idx(r.ios)),
         col("iops", &rows, |r| rate_per_s(r.ios as f64, dur_s)),
@@ -1551,12 +1550,10 @@ pub fn latency(
                     // per device) named with its file system's device.
                     LatencyBy::File => {
                         let file = t.input.file_key(key);
-                        t.input
-                            .shown_path(file)
-                            .map(|p| match t.input.path_device(file) {
-                                Some(dev) if crate::files::is_label(&p) => format!("{p} {dev}"),
-                                _ => p,
-                            })
+                        t.input.shown_path(file).map(|p| {
+                            let dev = t.input.path_device(file);
+                            crate::files::named_with_device(p, dev.as_deref())
+                        })
                     }
                 };
                 groups.entry(name).or_default().merge(a);
@@ -1658,7 +1655,7 @@ pub fn summary(
 ) -> Result<OnePassRead, AnalyzeError> {
     let mut total = SummaryAcc::default();
     // The top file as `query::top_files` ranks by I/Os: (ios, path, trace, file key, and
-    // for a label its file system's device).
+    // for a label its file system's device: [`crate::files::named_with_device`]).
     type TopFile = (u64, Option<String>, String, u32, Option<String>);
     let mut files: Vec<TopFile> = Vec::new();
     let mut procs: HashMap<ProcKey, ProcAcc> = HashMap::new();
@@ -1709,10 +1706,7 @@ pub fn summary(
                 .then_with(|| a.2.cmp(&b.2))
                 .then_with(|| a.3.cmp(&b.3))
         })
-        .and_then(|f| match (&f.1, &f.4) {
-            (Some(p), Some(dev)) => Some(format!("{p} {dev}")),
-            (p, _) => p.clone(),
-        })
+        .and_then(|f| (f.1.clone()).map(|p| crate::files::named_with_device(p, f.4.as_deref())))
         .unwrap_or_else(|| "-".into());
     let top_process = ranked_procs(procs)
         .into_iter()

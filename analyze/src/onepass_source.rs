@@ -263,7 +263,7 @@ impl Source {
                 .paths
                 .get(id as usize)
                 .map(|p| match s.deleted[id as usize] {
-                    true => format!("{p}{}", deleted_suffix()),
+                    true => format!("{p}{}", iodump_format::DELETED_SUFFIX_TEXT),
                     false => p.clone(),
                 }),
         }
@@ -307,18 +307,18 @@ impl Source {
     /// The name of the device of the file system a path entry is on (its `major:minor` when
     /// the device table does not name it); `None` for an id the path table does not know.
     pub fn path_device(&self, id: u32) -> Option<String> {
-        let (trace, dev) = match &self.src {
-            Src::Trace { reader, .. } => (0, reader.tables().path(id)?.dev),
+        let (dev, name) = match &self.src {
+            Src::Trace { reader, .. } => {
+                let dev = reader.tables().path(id)?.dev;
+                (dev, reader.tables().device(dev).map(|d| d.name.clone()))
+            }
             Src::Parquet(s) => {
                 let at = s.file_ids.get(id as usize)?.0;
-                ((at >> 32) as u32, DevT(at as u32))
+                let (trace, dev) = ((at >> 32) as u32, DevT(at as u32));
+                let i = (s.devs.iter().zip(&s.dev_numbers))
+                    .position(|((t, _), n)| *t == trace && *n == dev);
+                (dev, i.map(|i| s.dev_names[i].clone()))
             }
-        };
-        let name = match &self.src {
-            Src::Trace { reader, .. } => reader.tables().device(dev).map(|d| d.name.clone()),
-            Src::Parquet(s) => (s.devs.iter().zip(&s.dev_numbers))
-                .position(|((t, _), n)| *t == trace && *n == dev)
-                .map(|i| s.dev_names[i].clone()),
         };
         Some(name.unwrap_or_else(|| format!("{}:{}", dev.major(), dev.minor())))
     }
@@ -882,11 +882,6 @@ impl ParquetSet {
         }
         Ok(())
     }
-}
-
-/// [`iodump_format::DELETED_SUFFIX`] as text.
-pub(crate) fn deleted_suffix() -> &'static str {
-    std::str::from_utf8(iodump_format::DELETED_SUFFIX).unwrap_or(" (deleted)")
 }
 
 #[cfg(test)]

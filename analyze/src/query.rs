@@ -459,7 +459,7 @@ impl FilesCols {
                 None => (path, *deleted),
             };
             self.latest_path.push(match latest_deleted {
-                true => format!("{latest}{}", crate::onepass_source::deleted_suffix()),
+                true => format!("{latest}{}", iodump_format::DELETED_SUFFIX_TEXT),
                 false => latest.clone(),
             });
             let renamed = ids.renamed(key);
@@ -588,10 +588,7 @@ fn label_devices(mut df: DataFrame) -> PolarsResult<DataFrame> {
     let fs_dev = fs_dev.str()?;
     let path: Vec<Option<String>> = (df.column("path")?.str()?.iter())
         .zip(fs_dev.iter())
-        .map(|(p, dev)| match (p, dev) {
-            (Some(p), Some(dev)) if crate::files::is_label(p) => Some(format!("{p} {dev}")),
-            (p, _) => p.map(str::to_string),
-        })
+        .map(|(p, dev)| p.map(|p| crate::files::named_with_device(p.to_string(), dev)))
         .collect();
     df.with_column(Column::new("path".into(), path))?;
     Ok(df)

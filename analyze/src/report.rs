@@ -576,10 +576,12 @@ impl TopFile {
     pub fn label(&self) -> String {
         match &self.renamed_from {
             Some(from) => format!("{} (renamed from {from})", self.path),
-            None if crate::files::is_label(&self.path) && !self.device.is_empty() => {
-                format!("{} {}", self.path, self.device)
-            }
-            None => self.path.clone(),
+            None => crate::files::named_with_device(
+                self.path.clone(),
+                Some(&self.device)
+                    .filter(|d| !d.is_empty())
+                    .map(String::as_str),
+            ),
         }
     }
 }

@@ -491,7 +491,10 @@ pub struct PathEntry {
 
 /// What follows the name of a file unlinked when its path was taken, wherever iodump shows a
 /// name (as `/proc/PID/fd` and `lsof` show one): `/tmp/sort1 (deleted)`.
-pub const DELETED_SUFFIX: &[u8] = b" (deleted)";
+pub const DELETED_SUFFIX: &[u8] = DELETED_SUFFIX_TEXT.as_bytes();
+
+/// [`DELETED_SUFFIX`] as text, for names already made text.
+pub const DELETED_SUFFIX_TEXT: &str = " (deleted)";
 
 impl PathEntry {
     /// The name as iodump shows it: the path bytes, then [`DELETED_SUFFIX`] when the file was
